@@ -1,0 +1,44 @@
+# Hobbs — make targets. `make test` is what CI runs (.ci/run).
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+BIN      ?= ./hobbs
+
+.PHONY: build install test test-short bench lint fuzz clean
+
+## build: static binary at ./hobbs (CGO_ENABLED=0, runs on any Linux base image)
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hobbs
+
+## install: static binary into $(go env GOPATH)/bin
+install:
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/hobbs
+
+## test: everything CI runs — unit tests, CLI scenarios, Docker end-to-end
+test: lint
+	$(GO) test -count=1 -timeout 25m ./...
+
+## test-short: unit tests and CLI scenarios without the Docker end-to-end suite
+test-short:
+	$(GO) test -count=1 -short ./...
+
+## bench: performance comparisons against the anchors named in the issues (not in CI)
+bench:
+	@if [ -x tests/bench/run.sh ]; then tests/bench/run.sh; else $(GO) test -run '^$$' -bench . -benchtime 3x ./...; fi
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## fuzz: run each fuzz target briefly (FUZZTIME=30s to go longer)
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; done
+
+clean:
+	rm -f $(BIN)

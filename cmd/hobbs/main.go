@@ -1,0 +1,179 @@
+// Command hobbs is the Hobbs launcher, the toolkit the agent calls inside its
+// container, and the egress proxy — one static binary.
+//
+// This package is thin: flags, output and wiring. Logic lives in src/<domain>.
+// Each command noun has its own file that registers itself with register().
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// app is what every command gets: streams, global flags, and lazy access to
+// the instance, its config and its audit log.
+type app struct {
+	ctx          context.Context
+	in           io.Reader
+	out, errOut  io.Writer
+	instanceFlag string
+}
+
+// commands are the top-level command constructors, added by each noun file's
+// init function.
+var commands []func(*app) *cobra.Command
+
+func register(f func(*app) *cobra.Command) { commands = append(commands, f) }
+
+// Main runs hobbs with args and returns the process exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := &app{ctx: ctx, in: stdin, out: stdout, errOut: stderr}
+	root := newRoot(a)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return errs.OK
+	}
+	code := exitCode(err)
+	if code == errs.Interrupted || ctx.Err() != nil {
+		fmt.Fprintln(stderr, "hobbs: interrupted")
+		return errs.Interrupted
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "hobbs: %s\n", line)
+	}
+	if h := errs.Hint(err); h != "" {
+		fmt.Fprintf(stderr, "hobbs: hint: %s\n", h)
+	} else if code == errs.Usage && !isConfigError(err) {
+		fmt.Fprintf(stderr, "hobbs: hint: see 'hobbs %s --help'\n", commandPath(root, args))
+	}
+	return code
+}
+
+func isConfigError(err error) bool { return strings.Contains(err.Error(), ".yaml:") }
+
+// exitCode maps cobra's own usage errors (unknown command, bad arg count) to
+// exit 2; everything else carries its code in the errs chain.
+func exitCode(err error) int {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least",
+		"requires at most", "invalid argument", "flag needs an argument", "required flag", "if any flags in the group"} {
+		if strings.Contains(msg, p) {
+			return errs.Usage
+		}
+	}
+	return errs.Failure
+}
+
+func commandPath(root *cobra.Command, args []string) string {
+	c, _, err := root.Find(args)
+	if err != nil || c == nil || c == root {
+		return "<command>"
+	}
+	return strings.TrimPrefix(c.CommandPath(), "hobbs ")
+}
+
+func newRoot(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "hobbs",
+		Short: "Hobbs: a containerised personal agent built on Claude Code",
+		Long: `Hobbs runs Claude Code as your personal agent in a locked-down container.
+
+On the host, hobbs sets up your instance (init), builds the image (build) and
+starts sessions behind an allowlist egress proxy (run). Inside the container,
+the agent uses the same binary to keep memory, playbooks and secrets.
+
+Your data lives in the instance directory: $XDG_DATA_HOME/hobbs by default,
+HOBBS_HOME or --instance to choose another.`,
+		Example: `  hobbs init                 # create your instance
+  hobbs doctor               # check everything is in place
+  hobbs run                  # start a session in ~/hobbs-workspace`,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		DisableAutoGenTag: true,
+	}
+	root.PersistentFlags().StringVar(&a.instanceFlag, "instance", "", "instance directory (default $HOBBS_HOME or $XDG_DATA_HOME/hobbs)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &errs.Error{Code: errs.Usage, Msg: err.Error()}
+	})
+	for _, f := range commands {
+		root.AddCommand(f(a))
+	}
+	return root
+}
+
+// instance resolves the instance directory.
+func (a *app) instance() (instance.Instance, error) { return instance.Resolve(a.instanceFlag) }
+
+// existingInstance resolves the instance and fails with a hint when it has
+// not been initialised.
+func (a *app) existingInstance() (instance.Instance, error) {
+	in, err := a.instance()
+	if err != nil {
+		return in, err
+	}
+	if !in.Exists() {
+		return in, errs.Missingf("no Hobbs instance at %s", in.Root).WithHint("run: hobbs init")
+	}
+	return in, nil
+}
+
+// config loads the instance's config.yaml.
+func (a *app) config(in instance.Instance) (*config.Config, error) { return config.Load(in.Config()) }
+
+// audit returns the audit logger of in.
+func (a *app) audit(in instance.Instance) *audit.Logger { return audit.New(in.AuditLog()) }
+
+// status prints a status line on stderr.
+func (a *app) status(format string, args ...any) { fmt.Fprintf(a.errOut, format+"\n", args...) }
+
+// printJSON writes v as indented JSON on stdout.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// stdinIsTTY reports whether stdin is an interactive terminal.
+func (a *app) stdinIsTTY() bool {
+	f, ok := a.in.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// usageArgs wraps a cobra positional-args validator so its errors exit 2.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return &errs.Error{Code: errs.Usage, Msg: err.Error()}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+// The CLI's behaviour is specified by the testscript scenarios in
+// tests/script/*.txtar. Each runs in its own $WORK with HOME, XDG_* and
+// HOBBS_HOME inside it; the hobbs command runs this package's Main in a
+// child process of the test binary.
+//
+// Extra script commands live in scriptCmds; a domain's _test.go file may add
+// its own from an init function.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"hobbs": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// scriptCmds are the custom commands available to every scenario.
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"fileperm":   cmdFileperm,
+	"jsonq":      cmdJSONQ,
+	"waitfile":   cmdWaitfile,
+	"countlines": cmdCountLines,
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, scriptParams("../../tests/script"))
+}
+
+// scriptParams is the shared testscript setup; other test files reuse it for
+// their own script directories.
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Cmds:                scriptCmds,
+		Setup:               setupScriptEnv,
+		UpdateScripts:       os.Getenv("UPDATE_SCRIPTS") == "1",
+	}
+}
+
+func setupScriptEnv(env *testscript.Env) error {
+	work := env.WorkDir
+	home := filepath.Join(work, "home")
+	vars := map[string]string{
+		"HOME":            home,
+		"USER":            "tester",
+		"XDG_DATA_HOME":   filepath.Join(home, ".local", "share"),
+		"XDG_CONFIG_HOME": filepath.Join(home, ".config"),
+		"XDG_CACHE_HOME":  filepath.Join(home, ".cache"),
+		"XDG_STATE_HOME":  filepath.Join(home, ".local", "state"),
+		"HOBBS_HOME":      filepath.Join(work, "hobbs"),
+		"HOBBS_CONTEXT":   "",
+		"HOBBS_DOCKER":    "",
+		"NO_COLOR":        "1",
+	}
+	for k, v := range vars {
+		env.Setenv(k, v)
+	}
+	// Pass through what the engine-facing scenarios need.
+	for _, k := range []string{"DOCKER_HOST", "CI"} {
+		if v := os.Getenv(k); v != "" {
+			env.Setenv(k, v)
+		}
+	}
+	return os.MkdirAll(home, 0o755)
+}
+
+// fileperm PATH MODE: assert PATH's permission bits equal octal MODE.
+func cmdFileperm(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: fileperm PATH MODE")
+	}
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	got := uint64(fi.Mode().Perm())
+	if (got == want) == neg {
+		ts.Fatalf("%s: mode %04o, want %s%04o", args[0], got, map[bool]string{true: "not ", false: ""}[neg], want)
+	}
+}
+
+// jsonq FILE|stdout PATH [WANT]: read JSON (a document, or JSON lines: the
+// last line), follow a dotted PATH (".a.b", ".items.0.id", "." for the root,
+// "#" as the last element for a length), and assert it equals WANT (compared as
+// its JSON text, or as the plain string for strings). Without WANT it asserts
+// the path exists.
+func cmdJSONQ(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: jsonq FILE|stdout PATH [WANT]")
+	}
+	var data string
+	if args[0] == "stdout" || args[0] == "stderr" {
+		data = ts.ReadFile(args[0])
+	} else {
+		data = ts.ReadFile(args[0])
+	}
+	var v any
+	if err := json.Unmarshal([]byte(data), &v); err != nil {
+		lines := strings.Split(strings.TrimSpace(data), "\n")
+		if err2 := json.Unmarshal([]byte(lines[len(lines)-1]), &v); err2 != nil {
+			ts.Fatalf("%s: not JSON: %v", args[0], err)
+		}
+	}
+	got, ok := jsonPath(v, args[1])
+	if len(args) == 2 {
+		if ok == neg {
+			ts.Fatalf("path %s: exists=%v", args[1], ok)
+		}
+		return
+	}
+	if !ok {
+		if !neg {
+			ts.Fatalf("path %s not found in %s", args[1], args[0])
+		}
+		return
+	}
+	text := ""
+	if s, isStr := got.(string); isStr {
+		text = s
+	} else {
+		b, _ := json.Marshal(got)
+		text = string(b)
+	}
+	if (text == args[2]) == neg {
+		ts.Fatalf("path %s = %s, want %s%s", args[1], text, map[bool]string{true: "not ", false: ""}[neg], args[2])
+	}
+}
+
+func jsonPath(v any, path string) (any, bool) {
+	path = strings.TrimPrefix(path, ".")
+	if path == "" {
+		return v, true
+	}
+	for _, part := range strings.Split(path, ".") {
+		if part == "length()" {
+			switch x := v.(type) {
+			case []any:
+				return float64(len(x)), true
+			case map[string]any:
+				return float64(len(x)), true
+			}
+			return nil, false
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[part]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// waitfile PATH [SECONDS]: wait until PATH exists (default 10 s).
+func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 {
+		ts.Fatalf("usage: waitfile PATH [SECONDS]")
+	}
+	limit := 10 * time.Second
+	if len(args) > 1 {
+		s, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		limit = time.Duration(s) * time.Second
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("%s did not appear within %v", args[0], limit)
+}
+
+// countlines FILE N: assert FILE has exactly N lines.
+func cmdCountLines(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: countlines FILE N")
+	}
+	data := ts.ReadFile(args[0])
+	n := strings.Count(data, "\n")
+	if data != "" && !strings.HasSuffix(data, "\n") {
+		n++
+	}
+	if (fmt.Sprint(n) == args[1]) == neg {
+		ts.Fatalf("%s has %d lines, want %s", args[0], n, args[1])
+	}
+}

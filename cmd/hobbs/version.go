@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func init() { register(newVersionCmd) }
+
+type versionInfo struct {
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+}
+
+func buildVersion() versionInfo {
+	v := versionInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v.Revision = s.Value[:12]
+			}
+		}
+	}
+	return v
+}
+
+func newVersionCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print the hobbs version",
+		Example: "  hobbs version\n  hobbs version --json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v := buildVersion()
+			if asJSON {
+				return a.printJSON(v)
+			}
+			rev := ""
+			if v.Revision != "" {
+				rev = " (" + v.Revision + ")"
+			}
+			fmt.Fprintf(a.out, "hobbs %s%s %s %s\n", v.Version, rev, v.Go, v.Platform)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}

@@ -1,0 +1,107 @@
+package audit
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRedactEachPattern(t *testing.T) {
+	cases := []struct{ name, in, secret string }{
+		{"github classic", "token ghp_" + strings.Repeat("a1B2", 9) + " end", "ghp_"},
+		{"github oauth", "gho_" + strings.Repeat("Z", 36), "gho_"},
+		{"github fine-grained", "github_pat_11ABCDEFG0_" + strings.Repeat("x", 40), "github_pat_"},
+		{"anthropic", "key=sk-ant-api03-" + strings.Repeat("Q", 40), "sk-ant-"},
+		{"openai", "sk-proj-" + strings.Repeat("k", 40), "sk-proj-"},
+		{"aws", "AKIAIOSFODNN7EXAMPLE is the id", "AKIAIOSFODNN7EXAMPLE"},
+		{"slack", "xoxb-123456789012-abcdefghij", "xoxb-"},
+		{"bearer", "Authorization: Bearer eyJhbGciOi.eyJzdWIi.sig-_x", "eyJhbGciOi"},
+		{"basic", "Proxy-Authorization: Basic aG9iYnM6c2VjcmV0dG9rZW4=", "aG9iYnM6"},
+		{"age", "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ", "AGE-SECRET-KEY-1"},
+		{"url password", "proxy http://hobbs:s3cr3t-token@proxy:3128", "s3cr3t-token"},
+		{"pem", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAA"},
+		{"pem unterminated", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA", "MIIEpAIBAAKCAQEA"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := Redact(c.in)
+			if strings.Contains(out, c.secret) {
+				t.Fatalf("secret survived: %q", out)
+			}
+			if !strings.Contains(out, "[REDACTED:") {
+				t.Fatalf("no redaction marker: %q", out)
+			}
+		})
+	}
+}
+
+func TestRedactLeavesOrdinaryText(t *testing.T) {
+	for _, s := range []string{
+		"memory.add mem_20260101_001", "https://github.com/user/repo", "basic idea", "ask-anything",
+		"github.com:443 allowed by services.github",
+	} {
+		if got := Redact(s); got != s {
+			t.Errorf("Redact(%q) = %q", s, got)
+		}
+	}
+}
+
+func TestLogRedactsAndStaysJSON(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "audit.log")
+	l := &Logger{Path: p, Actor: "host:test", Now: func() time.Time { return time.Unix(0, 0) }}
+	pem := "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n-----END EC PRIVATE KEY-----"
+	err := l.Log(Entry{Event: "vault.set", Subject: "ghp_" + strings.Repeat("x", 36),
+		Detail: map[string]any{"note": pem, "n": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if strings.Contains(string(b), "MHcCAQEEIB") || strings.Contains(string(b), "ghp_xxxx") {
+		t.Fatalf("secret on disk: %s", b)
+	}
+	var e Entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("not JSON after redaction: %v: %s", err, b)
+	}
+	if e.Actor != "host:test" || e.Outcome != "ok" || e.Event != "vault.set" {
+		t.Fatalf("entry %+v", e)
+	}
+	fi, _ := os.Stat(p)
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+}
+
+func TestConcurrentLogLinesIntact(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "audit.log")
+	l := New(p)
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Log(Entry{Event: "x", Subject: strings.Repeat("s", 3000)})
+		}()
+	}
+	wg.Wait()
+	f, _ := os.Open(p)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		var e Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %d: %v", n, err)
+		}
+		n++
+	}
+	if n != 40 {
+		t.Fatalf("%d lines", n)
+	}
+}

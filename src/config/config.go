@@ -1,0 +1,303 @@
+// Package config loads and validates an instance's config.yaml.
+//
+// templates/config.yaml is the reference: every key is documented there and
+// a test keeps the two in step. Decoding is strict: an unknown key or a value
+// of the wrong type is an error naming file:line (exit code 2). A config file
+// that does not exist means "all defaults".
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+// Config is the effective configuration of an instance.
+type Config struct {
+	Image        string            `yaml:"image" json:"image"`
+	BaseImage    string            `yaml:"base_image" json:"base_image"`
+	Workspace    string            `yaml:"workspace" json:"workspace"`
+	ClaudeVolume string            `yaml:"claude_volume" json:"claude_volume"`
+	Engine       string            `yaml:"engine" json:"engine"`
+	Env          map[string]string `yaml:"env" json:"env"`
+	Resources    Resources         `yaml:"resources" json:"resources"`
+	Memory       Memory            `yaml:"memory" json:"memory"`
+	Playbooks    Playbooks         `yaml:"playbooks" json:"playbooks"`
+}
+
+// Resources are limits for the agent container.
+type Resources struct {
+	Memory string `yaml:"memory" json:"memory"`
+	PIDs   int    `yaml:"pids" json:"pids"`
+	CPUs   string `yaml:"cpus" json:"cpus"`
+}
+
+// Memory configures the memory tools.
+type Memory struct {
+	ContextBudget int `yaml:"context_budget" json:"context_budget"`
+	TidyAfterDays int `yaml:"tidy_after_days" json:"tidy_after_days"`
+}
+
+// Playbooks configures the playbook tools.
+type Playbooks struct {
+	ReviewEveryDays int `yaml:"review_every_days" json:"review_every_days"`
+}
+
+// EnvEngine overrides Config.Engine.
+const EnvEngine = "HOBBS_DOCKER"
+
+// VaultPrefix marks an env value that names a vault entry.
+const VaultPrefix = "vault:"
+
+// Default returns the configuration used for keys the file does not set.
+func Default() *Config {
+	return &Config{
+		BaseImage: "hobbs-runtime:latest",
+		Workspace: "~/hobbs-workspace",
+		Engine:    "docker",
+		Env:       map[string]string{},
+		Resources: Resources{Memory: "4g", PIDs: 512},
+		Memory:    Memory{ContextBudget: 9500, TidyAfterDays: 90},
+		Playbooks: Playbooks{ReviewEveryDays: 30},
+	}
+}
+
+// Load reads path over the defaults, then applies environment overrides. A
+// missing file yields the defaults.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		c := Default()
+		c.applyEnv()
+		return c, nil
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read config")
+	}
+	c, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	c.applyEnv()
+	return c, nil
+}
+
+// Parse decodes data (named path in errors) over the defaults and validates
+// it. It does not apply environment overrides.
+func Parse(path string, data []byte) (*Config, error) {
+	c := Default()
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(path, err)
+	}
+	if len(root.Content) == 0 { // empty or comments only
+		return c, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		return nil, yamlError(path, err)
+	}
+	if c.Env == nil {
+		c.Env = map[string]string{}
+	}
+	if err := c.validate(path, root.Content[0]); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+var (
+	lineRe       = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	unknownRe    = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	wrongTypeRe  = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
+	envNameRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	vaultEntryRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	memSizeRe    = regexp.MustCompile(`^[0-9]+[bkmgBKMG]?$`)
+)
+
+// yamlError turns yaml.v3's errors into "path:line: message" lines.
+func yamlError(path string, err error) error {
+	var msgs []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	} else {
+		msgs = []string{strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	var out []string
+	for _, m := range msgs {
+		line, text := "", m
+		if sm := lineRe.FindStringSubmatch(m); sm != nil {
+			line, text = sm[1], sm[2]
+		}
+		if sm := unknownRe.FindStringSubmatch(text); sm != nil {
+			text = fmt.Sprintf("unknown key %q", sm[1])
+		} else if sm := wrongTypeRe.FindStringSubmatch(text); sm != nil {
+			got := kindName(sm[1])
+			if sm[2] != "" {
+				got += fmt.Sprintf(" %q", sm[2])
+			}
+			text = fmt.Sprintf("wrong type: %s where %s is expected", got, goTypeName(sm[3]))
+		}
+		if line != "" {
+			out = append(out, fmt.Sprintf("%s:%s: %s", path, line, text))
+		} else {
+			out = append(out, fmt.Sprintf("%s: %s", path, text))
+		}
+	}
+	return &errs.Error{Code: errs.Usage, Msg: strings.Join(out, "\n"),
+		Hint: "see the documented keys in templates/config.yaml or run hobbs config validate"}
+}
+
+func kindName(tag string) string {
+	switch tag {
+	case "str":
+		return "string"
+	case "int":
+		return "integer"
+	case "seq":
+		return "list"
+	case "map":
+		return "mapping"
+	}
+	return tag
+}
+
+func goTypeName(t string) string {
+	switch {
+	case t == "string":
+		return "a string"
+	case strings.HasPrefix(t, "int"):
+		return "an integer"
+	case strings.HasPrefix(t, "map"):
+		return "a mapping"
+	case strings.HasPrefix(t, "config."):
+		return "a mapping"
+	}
+	return t
+}
+
+// validate checks values that decode but make no sense, naming their line.
+func (c *Config) validate(path string, root *yaml.Node) error {
+	var problems []string
+	bad := func(keys []string, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("%s:%d: %s: %s", path, lineOf(root, keys...),
+			strings.Join(keys, "."), fmt.Sprintf(format, args...)))
+	}
+	if c.Engine == "" {
+		bad([]string{"engine"}, "must not be empty (docker or podman)")
+	}
+	names := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := c.Env[k]
+		if !envNameRe.MatchString(k) {
+			bad([]string{"env", k}, "not a valid environment variable name")
+			continue
+		}
+		entry, ok := strings.CutPrefix(v, VaultPrefix)
+		if !ok {
+			bad([]string{"env", k}, "value %q must be vault:<entry>; secrets come from the vault, not config", v)
+		} else if !vaultEntryRe.MatchString(entry) {
+			bad([]string{"env", k}, "vault entry %q is not a valid name", entry)
+		}
+	}
+	if c.Resources.PIDs < 0 {
+		bad([]string{"resources", "pids"}, "must be 0 (no limit) or positive")
+	}
+	if c.Resources.Memory != "" && !memSizeRe.MatchString(c.Resources.Memory) {
+		bad([]string{"resources", "memory"}, "%q is not a size like 4g or 512m", c.Resources.Memory)
+	}
+	if c.Resources.CPUs != "" {
+		if f, err := strconv.ParseFloat(c.Resources.CPUs, 64); err != nil || f <= 0 {
+			bad([]string{"resources", "cpus"}, "%q is not a positive number", c.Resources.CPUs)
+		}
+	}
+	if c.Memory.ContextBudget < 1000 {
+		bad([]string{"memory", "context_budget"}, "must be at least 1000 characters")
+	}
+	if c.Memory.TidyAfterDays < 1 {
+		bad([]string{"memory", "tidy_after_days"}, "must be at least 1")
+	}
+	if c.Playbooks.ReviewEveryDays < 1 {
+		bad([]string{"playbooks", "review_every_days"}, "must be at least 1")
+	}
+	if len(problems) > 0 {
+		return errs.Usagef("%s", strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+// lineOf returns the line of the value at keys in a mapping node, or of the
+// deepest key found.
+func lineOf(n *yaml.Node, keys ...string) int {
+	line := n.Line
+	for _, k := range keys {
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				line = n.Content[i].Line
+				n = n.Content[i+1]
+				found = true
+				break
+			}
+		}
+		if !found {
+			return line
+		}
+	}
+	return line
+}
+
+func (c *Config) applyEnv() {
+	if v := os.Getenv(EnvEngine); v != "" {
+		c.Engine = v
+	}
+}
+
+// WorkspaceDir returns the workspace with "~" expanded and made absolute.
+func (c *Config) WorkspaceDir() (string, error) {
+	return ExpandHome(c.Workspace)
+}
+
+// ExpandHome expands a leading "~" to the user's home directory.
+func ExpandHome(p string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+	}
+	return filepath.Abs(p)
+}
+
+// VaultEnv returns the env mapping as NAME → vault entry, sorted by NAME.
+func (c *Config) VaultEnv() [][2]string {
+	var out [][2]string
+	for k, v := range c.Env {
+		if e, ok := strings.CutPrefix(v, VaultPrefix); ok {
+			out = append(out, [2]string{k, e})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}

@@ -1,0 +1,107 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+func TestTemplateIsTheDefaults(t *testing.T) {
+	data, err := os.ReadFile("../../templates/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse("config.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Fatalf("templates/config.yaml differs from Default():\n%+v\n%+v", c, Default())
+	}
+}
+
+func TestEveryKeyDocumented(t *testing.T) {
+	data, _ := os.ReadFile("../../templates/config.yaml")
+	for _, key := range yamlKeys(reflect.TypeOf(Config{})) {
+		if !strings.Contains(string(data), key+":") {
+			t.Errorf("key %q is not in templates/config.yaml", key)
+		}
+	}
+}
+
+func yamlKeys(t reflect.Type) []string {
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		keys = append(keys, strings.Split(f.Tag.Get("yaml"), ",")[0])
+		if f.Type.Kind() == reflect.Struct {
+			keys = append(keys, yamlKeys(f.Type)...)
+		}
+	}
+	return keys
+}
+
+func TestErrorsNameFileAndLine(t *testing.T) {
+	cases := []struct{ name, doc, want string }{
+		{"unknown top", "image: x\nbogus: 1\n", `c.yaml:2: unknown key "bogus"`},
+		{"unknown nested", "memory:\n  context_budget: 5000\n  budjet: 3\n", `c.yaml:3: unknown key "budjet"`},
+		{"wrong type", "resources:\n  pids: many\n", `c.yaml:2: wrong type: string "many" where an integer is expected`},
+		{"wrong type map", "env: [a, b]\n", `c.yaml:1: wrong type`},
+		{"syntax", "image: [unclosed\n", `c.yaml:`},
+		{"env not vault", "env:\n  TOKEN: plaintext\n", `c.yaml:2: env.TOKEN: value "plaintext" must be vault:<entry>`},
+		{"env bad name", "env:\n  1X: vault:a\n", `c.yaml:2: env.1X: not a valid`},
+		{"budget", "memory:\n  context_budget: 10\n", `c.yaml:2: memory.context_budget`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(c.doc))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q lacks %q", err, c.want)
+			}
+			if errs.Code(err) != errs.Usage {
+				t.Fatalf("exit code %d", errs.Code(err))
+			}
+		})
+	}
+}
+
+func TestLoadMissingAndEnvOverride(t *testing.T) {
+	t.Setenv(EnvEngine, "podman")
+	c, err := Load(filepath.Join(t.TempDir(), "none.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Engine != "podman" {
+		t.Fatalf("engine %q", c.Engine)
+	}
+}
+
+func TestVaultEnvSorted(t *testing.T) {
+	c, err := Parse("c", []byte("env:\n  B: vault:b\n  A: vault:a-1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.VaultEnv()
+	if len(got) != 2 || got[0] != [2]string{"A", "a-1"} || got[1] != [2]string{"B", "b"} {
+		t.Fatalf("%v", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	seed, _ := os.ReadFile("../../templates/config.yaml")
+	f.Add(seed)
+	f.Add([]byte("env:\n  A: vault:x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("f", data)
+		if err == nil && c == nil {
+			t.Fatal("nil config without error")
+		}
+	})
+}

@@ -1,0 +1,109 @@
+// Package doctor runs health checks over an instance and its host. Checks are
+// registered by the packages that own what they check (instance layout here,
+// vault keys in the vault package, the engine in the launcher), so adding a
+// subsystem adds its checks without touching the command.
+//
+// Each check yields results with a status (ok, warn, fail) and, for anything
+// not ok, a one-line fix. A failed check whose cause is a missing dependency
+// (docker) sets Missing so the command can exit 3.
+package doctor
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+// Status of a check result.
+type Status string
+
+const (
+	OK   Status = "ok"
+	Warn Status = "warn"
+	Fail Status = "fail"
+)
+
+// Result is one finding.
+type Result struct {
+	Check   string `json:"check"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
+	Missing bool   `json:"missing_dependency,omitempty"`
+}
+
+// Env is what checks look at.
+type Env struct {
+	Instance  instance.Instance
+	Config    *config.Config // nil when the config is invalid
+	ConfigErr error
+	Deep      bool // run slow checks too (decrypt every vault entry…)
+}
+
+// Check is a registered check. Order sorts checks in the report (lower
+// first); Name is its stable identifier.
+type Check struct {
+	Name  string
+	Order int
+	Run   func(ctx context.Context, env *Env) []Result
+}
+
+var (
+	mu       sync.Mutex
+	registry []Check
+)
+
+// Register adds a check. It is meant to be called from init functions.
+func Register(c Check) {
+	mu.Lock()
+	defer mu.Unlock()
+	registry = append(registry, c)
+}
+
+// Checks returns the registered checks in report order.
+func Checks() []Check {
+	mu.Lock()
+	defer mu.Unlock()
+	out := append([]Check(nil), registry...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Order != out[j].Order {
+			return out[i].Order < out[j].Order
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Run runs every registered check in order.
+func Run(ctx context.Context, env *Env) []Result {
+	var out []Result
+	for _, c := range Checks() {
+		for _, r := range c.Run(ctx, env) {
+			if r.Check == "" {
+				r.Check = c.Name
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Summary counts results by status and reports whether any failure was a
+// missing dependency.
+func Summary(rs []Result) (ok, warn, fail int, missing bool) {
+	for _, r := range rs {
+		switch r.Status {
+		case OK:
+			ok++
+		case Warn:
+			warn++
+		case Fail:
+			fail++
+			missing = missing || r.Missing
+		}
+	}
+	return
+}

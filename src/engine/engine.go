@@ -1,0 +1,115 @@
+// Package engine finds and talks to the container engine CLI (docker, or
+// podman through HOBBS_DOCKER / config engine). Hobbs drives the engine only
+// through its CLI so that any Docker-compatible engine works.
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/doctor"
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+// CLI is a container engine command-line tool.
+type CLI struct {
+	Bin string // "docker", "podman", or a path
+}
+
+// New returns the CLI named by bin (config engine, already overridden by
+// HOBBS_DOCKER when set); "" means docker.
+func New(bin string) CLI {
+	if bin == "" {
+		bin = "docker"
+	}
+	return CLI{Bin: bin}
+}
+
+// Path resolves the binary, or returns a Missing error with the fix.
+func (c CLI) Path() (string, error) {
+	p, err := exec.LookPath(c.Bin)
+	if err != nil {
+		return "", errs.Missingf("container engine CLI %q not found", c.Bin).
+			WithHint("install Docker Engine (https://docs.docker.com/engine/install/) or set HOBBS_DOCKER=podman")
+	}
+	return p, nil
+}
+
+// Output runs the CLI with args and returns stdout; stderr is folded into the
+// error.
+func (c CLI) Output(ctx context.Context, args ...string) (string, error) {
+	p, err := c.Path()
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, p, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", &errs.Error{Code: errs.Timeout, Msg: fmt.Sprintf("%s %s: timed out", c.Bin, args[0])}
+		}
+		return "", &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s %s: %s", c.Bin, args[0], msg)}
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// ServerVersion asks the engine for its version; an unreachable engine is a
+// Missing error.
+func (c CLI) ServerVersion(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	v, err := c.Output(ctx, "version", "--format", "{{.Server.Version}}")
+	if err != nil {
+		if errs.Code(err) == errs.Missing {
+			return "", err
+		}
+		return "", errs.Wrap(errs.Missing, err, "container engine not reachable").(*errs.Error).
+			WithHint("start the engine (sudo systemctl start docker) and check you may use it (docker info)")
+	}
+	if v == "" {
+		return "", errs.Missingf("container engine not reachable: %s reported no server version", c.Bin).
+			WithHint("start the engine (sudo systemctl start docker)")
+	}
+	return v, nil
+}
+
+func init() {
+	doctor.Register(doctor.Check{Name: "engine", Order: 50, Run: checkEngine})
+}
+
+func checkEngine(ctx context.Context, env *doctor.Env) []doctor.Result {
+	bin := "docker"
+	if env.Config != nil {
+		bin = env.Config.Engine
+	}
+	c := New(bin)
+	p, err := c.Path()
+	if err != nil {
+		return []doctor.Result{{Status: doctor.Fail, Message: err.Error(), Fix: errs.Hint(err), Missing: true}}
+	}
+	v, err := c.ServerVersion(ctx)
+	if err != nil {
+		return []doctor.Result{
+			{Status: doctor.OK, Message: "engine CLI: " + p},
+			{Status: doctor.Fail, Message: firstLine(err.Error()), Fix: errs.Hint(err), Missing: true},
+		}
+	}
+	return []doctor.Result{{Status: doctor.OK, Message: fmt.Sprintf("engine: %s (server %s)", p, v)}}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,184 @@
+package instance
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// InitOptions configures Init.
+type InitOptions struct {
+	Templates fs.FS // the templates/ tree (files at its root)
+	Git       bool  // make the instance a git repository
+	// Foundation, when set, is asked to produce foundation.md from the
+	// template the first time it is created (interactive co-creation).
+	Foundation func(template []byte) ([]byte, error)
+}
+
+// InitResult says what Init did.
+type InitResult struct {
+	Root    string   `json:"root"`
+	Created []string `json:"created"` // relative paths created by this run
+	Kept    []string `json:"kept"`    // relative paths that already existed and were left alone
+	Git     string   `json:"git,omitempty"`
+}
+
+// Init creates every missing path of the layout. It never modifies a path
+// that exists: a second run creates only what is missing.
+func Init(in Instance, opt InitOptions) (*InitResult, error) {
+	res := &InitResult{Root: in.Root, Created: []string{}, Kept: []string{}}
+	if err := os.MkdirAll(in.Root, 0o700); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "create instance directory")
+	}
+	for _, e := range Layout() {
+		p := in.Path(e)
+		if _, err := os.Lstat(p); err == nil {
+			res.Kept = append(res.Kept, e.Rel)
+			continue
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return res, errs.Wrap(errs.Failure, err, "inspect %s", e.Rel)
+		}
+		if e.Dir {
+			if err := os.Mkdir(p, e.Mode); err != nil {
+				return res, errs.Wrap(errs.Failure, err, "create %s", e.Rel)
+			}
+			// Mkdir is subject to umask; set the mode we promise.
+			if err := os.Chmod(p, e.Mode); err != nil {
+				return res, err
+			}
+		} else {
+			data, err := templateData(opt.Templates, e.Template)
+			if err != nil {
+				return res, err
+			}
+			if e.Rel == "foundation.md" && opt.Foundation != nil {
+				if data, err = opt.Foundation(data); err != nil {
+					return res, err
+				}
+			}
+			if err := safefile.Create(p, data, e.Mode); err != nil {
+				if errors.Is(err, fs.ErrExist) { // created concurrently: keep theirs
+					res.Kept = append(res.Kept, e.Rel)
+					continue
+				}
+				return res, errs.Wrap(errs.Failure, err, "create %s", e.Rel)
+			}
+		}
+		res.Created = append(res.Created, e.Rel)
+	}
+	if opt.Git {
+		msg, created, err := initGit(in, opt.Templates)
+		if err != nil {
+			return res, err
+		}
+		res.Git = msg
+		if created {
+			res.Created = append(res.Created, ".gitignore")
+		}
+	}
+	return res, nil
+}
+
+func templateData(t fs.FS, name string) ([]byte, error) {
+	if name == "" {
+		return nil, nil
+	}
+	if t == nil {
+		return nil, errs.Failf("no templates available for %s", name)
+	}
+	b, err := fs.ReadFile(t, name)
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read template %s", name)
+	}
+	return b, nil
+}
+
+func initGit(in Instance, t fs.FS) (msg string, createdIgnore bool, err error) {
+	data, err := templateData(t, "gitignore")
+	if err != nil {
+		return "", false, err
+	}
+	if err := safefile.Create(in.GitIgnore(), data, 0o644); err == nil {
+		createdIgnore = true
+	} else if !errors.Is(err, fs.ErrExist) {
+		return "", false, err
+	}
+	if _, err := os.Stat(in.path(".git")); err == nil {
+		return "already a git repository", createdIgnore, nil
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return "", createdIgnore, errs.Missingf("git not found").WithHint("install git, or run hobbs init without --git")
+	}
+	out, err := exec.Command(git, "-C", in.Root, "init", "--quiet").CombinedOutput()
+	if err != nil {
+		return "", createdIgnore, errs.Failf("git init: %s", strings.TrimSpace(string(out)))
+	}
+	return "initialised git repository", createdIgnore, nil
+}
+
+// FoundationQuestions are asked when co-creating foundation.md. Each answer
+// replaces the placeholder comment under the heading of the same name.
+var FoundationQuestions = []struct{ Heading, Prompt string }{
+	{"Core Values", "What do you value most? (separate items with ';')"},
+	{"Principles", "Which principles should Hobbs follow when working for you? (';' separated)"},
+	{"Long-term Goals", "What long-term goals should Hobbs help you with? (';' separated)"},
+}
+
+// CoCreateFoundation asks FoundationQuestions on out, reads one answer line
+// each from in, and returns the template with each answered section filled
+// with bullet points. An empty answer keeps the template's text.
+func CoCreateFoundation(template []byte, in io.Reader, out io.Writer) ([]byte, error) {
+	fmt.Fprintln(out, "Let's write your foundation: the values and goals Hobbs always keeps in mind.")
+	fmt.Fprintln(out, "Press Enter to skip a question; you can edit foundation.md any time.")
+	r := bufio.NewReader(in)
+	doc := template
+	for _, q := range FoundationQuestions {
+		fmt.Fprintf(out, "\n%s\n> ", q.Prompt)
+		line, err := r.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		var items []string
+		for _, it := range strings.Split(line, ";") {
+			if it = strings.TrimSpace(it); it != "" {
+				items = append(items, "- "+it)
+			}
+		}
+		if len(items) > 0 {
+			doc = fillSection(doc, q.Heading, strings.Join(items, "\n"))
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	fmt.Fprintln(out)
+	return doc, nil
+}
+
+// fillSection replaces the body of "## heading" (up to the next "## ") with
+// body.
+func fillSection(doc []byte, heading, body string) []byte {
+	lines := bytes.Split(doc, []byte("\n"))
+	var out [][]byte
+	for i := 0; i < len(lines); i++ {
+		out = append(out, lines[i])
+		if strings.TrimSpace(string(lines[i])) != "## "+heading {
+			continue
+		}
+		out = append(out, []byte(""), []byte(body), []byte(""))
+		for i+1 < len(lines) && !bytes.HasPrefix(lines[i+1], []byte("## ")) {
+			i++
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}

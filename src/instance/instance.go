@@ -1,0 +1,120 @@
+// Package instance owns the layout of a Hobbs instance directory: the user's
+// private data (foundation, config, memory, playbooks, vault, logs). Every path
+// inside an instance is spelled here and nowhere else; other packages ask an
+// Instance for the path they need.
+//
+// The instance lives at $XDG_DATA_HOME/hobbs on the host (adrg/xdg decides the
+// default per platform) and at ~/.hobbs inside the agent container. HOBBS_HOME
+// or the --instance flag override it.
+package instance
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/adrg/xdg"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+// EnvHome is the environment variable that overrides the instance directory.
+const EnvHome = "HOBBS_HOME"
+
+// Instance is a Hobbs instance directory. The zero value is not usable; build
+// one with At or Resolve.
+type Instance struct {
+	Root string // absolute path
+}
+
+// At returns the instance rooted at dir (made absolute).
+func At(dir string) (Instance, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Instance{}, errs.Wrap(errs.Usage, err, "instance directory %q", dir)
+	}
+	return Instance{Root: abs}, nil
+}
+
+// Resolve picks the instance directory: flag (from --instance) if set, else
+// $HOBBS_HOME, else $XDG_DATA_HOME/hobbs. It does not require the directory to
+// exist.
+func Resolve(flag string) (Instance, error) {
+	switch {
+	case flag != "":
+		return At(flag)
+	case os.Getenv(EnvHome) != "":
+		return At(os.Getenv(EnvHome))
+	default:
+		xdg.Reload() // honour XDG_* changes made after process start (tests)
+		return At(filepath.Join(xdg.DataHome, "hobbs"))
+	}
+}
+
+func (in Instance) path(rel ...string) string {
+	return filepath.Join(append([]string{in.Root}, rel...)...)
+}
+
+// Top-level files.
+func (in Instance) Foundation() string { return in.path("foundation.md") }
+func (in Instance) Config() string     { return in.path("config.yaml") }
+func (in Instance) ClaudeMD() string   { return in.path("claude.md") }
+func (in Instance) Policy() string     { return in.path("policy.yaml") }
+func (in Instance) GitIgnore() string  { return in.path(".gitignore") }
+
+// Memory.
+func (in Instance) MemoryDir() string     { return in.path("memory") }
+func (in Instance) MemoryActive() string  { return in.path("memory", "active") }
+func (in Instance) MemoryArchive() string { return in.path("memory", "archive") }
+func (in Instance) MemoryHistory() string { return in.path("memory", "history.jsonl") }
+
+// MemoryIndex is the directory for derived, rebuildable memory indexes. It is
+// safe to delete.
+func (in Instance) MemoryIndex() string { return in.path("memory", ".index") }
+
+// Playbooks, skills, agents.
+func (in Instance) Playbooks() string               { return in.path("playbooks") }
+func (in Instance) Playbook(name string) string     { return in.path("playbooks", name+".md") }
+func (in Instance) Skills() string                  { return in.path("skills") }
+func (in Instance) Agents() string                  { return in.path("agents") }
+func (in Instance) AgentsCustom() string            { return in.path("agents", "custom") }
+func (in Instance) AgentDir(name string) string     { return in.path("agents", name) }
+func (in Instance) Operational(agent string) string { return in.path("agents", agent, "operational.md") }
+
+// Vault.
+func (in Instance) Vault() string               { return in.path("vault") }
+func (in Instance) VaultKeys() string           { return in.path("vault", "keys") }
+func (in Instance) VaultIdentity() string       { return in.path("vault", "keys", "identity.txt") }
+func (in Instance) VaultRecipients() string     { return in.path("vault", "keys", "recipients.txt") }
+func (in Instance) VaultData() string           { return in.path("vault", "data") }
+func (in Instance) VaultEntry(name string) string { return in.path("vault", "data", name+".age") }
+
+// Data and logs.
+func (in Instance) Data() string     { return in.path("data") }
+func (in Instance) Logs() string     { return in.path("logs") }
+func (in Instance) Tasks() string    { return in.path("logs", "tasks") }
+func (in Instance) AuditLog() string { return in.path("logs", "audit.log") }
+
+// Locks is the directory holding lock files (created on demand).
+func (in Instance) Locks() string { return in.path(".locks") }
+
+// Lock returns the lock file path for a named resource ("memory", "vault"…).
+func (in Instance) Lock(name string) string { return in.path(".locks", name+".lock") }
+
+// Exists reports whether the instance has been initialised (config.yaml or
+// foundation.md present).
+func (in Instance) Exists() bool {
+	for _, p := range []string{in.Config(), in.Foundation()} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Rel returns p relative to the instance root, for messages.
+func (in Instance) Rel(p string) string {
+	if r, err := filepath.Rel(in.Root, p); err == nil {
+		return r
+	}
+	return p
+}
