@@ -72,20 +72,22 @@ func (in Instance) MemoryHistory() string { return in.path("memory", "history.js
 func (in Instance) MemoryIndex() string { return in.path("memory", ".index") }
 
 // Playbooks, skills, agents.
-func (in Instance) Playbooks() string               { return in.path("playbooks") }
-func (in Instance) Playbook(name string) string     { return in.path("playbooks", name+".md") }
-func (in Instance) Skills() string                  { return in.path("skills") }
-func (in Instance) Agents() string                  { return in.path("agents") }
-func (in Instance) AgentsCustom() string            { return in.path("agents", "custom") }
-func (in Instance) AgentDir(name string) string     { return in.path("agents", name) }
-func (in Instance) Operational(agent string) string { return in.path("agents", agent, "operational.md") }
+func (in Instance) Playbooks() string           { return in.path("playbooks") }
+func (in Instance) Playbook(name string) string { return in.path("playbooks", name+".md") }
+func (in Instance) Skills() string              { return in.path("skills") }
+func (in Instance) Agents() string              { return in.path("agents") }
+func (in Instance) AgentsCustom() string        { return in.path("agents", "custom") }
+func (in Instance) AgentDir(name string) string { return in.path("agents", name) }
+func (in Instance) Operational(agent string) string {
+	return in.path("agents", agent, "operational.md")
+}
 
 // Vault.
-func (in Instance) Vault() string               { return in.path("vault") }
-func (in Instance) VaultKeys() string           { return in.path("vault", "keys") }
-func (in Instance) VaultIdentity() string       { return in.path("vault", "keys", "identity.txt") }
-func (in Instance) VaultRecipients() string     { return in.path("vault", "keys", "recipients.txt") }
-func (in Instance) VaultData() string           { return in.path("vault", "data") }
+func (in Instance) Vault() string                 { return in.path("vault") }
+func (in Instance) VaultKeys() string             { return in.path("vault", "keys") }
+func (in Instance) VaultIdentity() string         { return in.path("vault", "keys", "identity.txt") }
+func (in Instance) VaultRecipients() string       { return in.path("vault", "keys", "recipients.txt") }
+func (in Instance) VaultData() string             { return in.path("vault", "data") }
 func (in Instance) VaultEntry(name string) string { return in.path("vault", "data", name+".age") }
 
 // Data and logs.
