@@ -63,8 +63,8 @@ playbooks.review_every_days in config.yaml). Inside a session, the
   hobbs playbook stage weekly-invoices assisted --reason "drafts are reliable"
   hobbs playbook reviewed weekly-invoices --note "merged steps 3 and 4"`,
 	}
-	cmd.AddCommand(newPlaybookNewCmd(a), newPlaybookListCmd(a), newPlaybookShowCmd(a), newPlaybookStageCmd(a),
-		newPlaybookReviewedCmd(a), newPlaybookLintCmd(a))
+	cmd.AddCommand(newPlaybookNewCmd(a), newPlaybookListCmd(a), newPlaybookShowCmd(a), newPlaybookUpdateCmd(a),
+		newPlaybookStageCmd(a), newPlaybookReviewedCmd(a), newPlaybookLintCmd(a))
 	return cmd
 }
 
@@ -239,6 +239,55 @@ review, lint problems and body.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print metadata and body as JSON")
+	return cmd
+}
+
+func newPlaybookUpdateCmd(a *app) *cobra.Command {
+	var title, from, note string
+	cmd := &cobra.Command{
+		Use:   "update NAME --from FILE|-",
+		Short: "Replace a playbook's content with a revised version",
+		Long: `Replace the content of playbooks/NAME.md with a revised version from --from
+FILE (or - for stdin): a body with every ## section, or a whole file with
+frontmatter (for instance an edited copy of 'hobbs playbook show NAME').
+
+The stage, created and last_reviewed dates are kept (change the stage with
+'hobbs playbook stage'); updated becomes today and a dated line goes under
+Notes, with --note saying what changed. Identical content changes nothing.
+The previous version is not kept by hobbs: keep the instance in git
+(hobbs init --git) for history.`,
+		Example: `  hobbs playbook show weekly-invoices > draft.md   # edit draft.md
+  hobbs playbook update weekly-invoices --from draft.md --note "added the supplier portal"`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, st, err := a.playbookStore()
+			if err != nil {
+				return err
+			}
+			src, err := a.readFrom(from)
+			if err != nil {
+				return err
+			}
+			changed, err := st.Update(args[0], playbook.UpdateOptions{Title: title, Source: src, Note: note})
+			if changed || err != nil {
+				_ = a.audit(in).Log(audit.Entry{Event: "playbook.update", Subject: args[0], Outcome: outcome(err),
+					Detail: map[string]any{"note": note}})
+			}
+			if err != nil {
+				return err
+			}
+			if !changed {
+				a.status("%s: same content; nothing changed", args[0])
+				return nil
+			}
+			a.status("updated playbook %s", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "read the new content from `FILE` (- for stdin)")
+	cmd.Flags().StringVar(&title, "title", "", "new title (default: keep, or the source's frontmatter title)")
+	cmd.Flags().StringVar(&note, "note", "", "what changed (one line, goes under Notes)")
+	_ = cmd.MarkFlagRequired("from")
 	return cmd
 }
 

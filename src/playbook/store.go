@@ -154,7 +154,7 @@ func (s *Store) New(name string, opt NewOptions) (string, error) {
 	if opt.Source == nil {
 		content, err = s.fromTemplate(name, opt.Title)
 	} else {
-		content, err = s.fromSource(name, opt.Title, opt.Source)
+		content, err = s.fromSource(name, opt.Title, opt.Source, nil)
 	}
 	if err != nil {
 		return "", err
@@ -219,17 +219,24 @@ func (s *Store) reviewEvery() int {
 // fromSource completes composed content with frontmatter. Keys the source's
 // own frontmatter sets are kept (except title when --title is given); dates
 // default to today, stage to manual, review_every to the instance default.
-func (s *Store) fromSource(name, title string, src []byte) ([]byte, error) {
+// With base (an update of an existing playbook), created, last_reviewed and
+// stage come from base — the stage changes only through SetStage — and
+// title, tags and review_every from base unless the source sets them.
+func (s *Store) fromSource(name, title string, src []byte, base *Meta) ([]byte, error) {
 	src = []byte(strings.ReplaceAll(string(src), "\r\n", "\n"))
 	body := string(src)
 	var meta Meta
+	has := map[string]bool{}
 	if strings.HasPrefix(body, "---\n") {
 		d, err := Parse("<source>", src)
 		if err != nil {
 			return nil, asUsage(err)
 		}
 		meta = d.Meta
-		if _, ok := d.keyLines["stage"]; !ok {
+		for k := range d.keyLines {
+			has[k] = true
+		}
+		if !has["stage"] {
 			meta.Stage = ""
 		}
 		for _, p := range d.Lint {
@@ -238,6 +245,23 @@ func (s *Store) fromSource(name, title string, src []byte) ([]byte, error) {
 			}
 		}
 		body = d.Body()
+	}
+	if base != nil {
+		if has["stage"] && meta.Stage != base.Stage {
+			return nil, errs.Usagef("the source sets stage %s but %s is %s", meta.Stage, name, base.Stage).
+				WithHint("change the stage with: hobbs playbook stage %s %s --reason \"…\"", name, meta.Stage)
+		}
+		meta.Stage, meta.Created, meta.LastReviewed = base.Stage, base.Created, base.LastReviewed
+		meta.Updated = ""
+		if !has["title"] {
+			meta.Title = base.Title
+		}
+		if !has["tags"] {
+			meta.Tags = base.Tags
+		}
+		if !has["review_every"] {
+			meta.ReviewEvery = base.ReviewEvery
+		}
 	}
 	body = strings.TrimLeft(body, "\n")
 	if strings.TrimSpace(body) == "" {
@@ -261,6 +285,9 @@ func (s *Store) fromSource(name, title string, src []byte) ([]byte, error) {
 			WithHint("every playbook has the sections %s (## headings; they may be empty)", strings.Join(Sections, ", "))
 	}
 	today := s.today()
+	if base != nil {
+		meta.Updated = today
+	}
 	def := func(v, d string) string {
 		if v == "" {
 			return d
@@ -341,6 +368,49 @@ func (s *Store) update(name string, change func(d *Doc) ([]byte, error)) error {
 		return errs.Wrap(errs.Failure, err, "write playbook")
 	}
 	return nil
+}
+
+// UpdateOptions say how to replace a playbook's content.
+type UpdateOptions struct {
+	Title  string // "" : keep (or the source's frontmatter title)
+	Source []byte // the new content: a body with every section, or a whole file
+	Note   string // one line for Notes ("" : "updated")
+}
+
+// Update replaces the content of playbook name with opt.Source, keeping its
+// stage, created and last_reviewed, setting updated to today and appending
+// "- DATE updated[: NOTE]" under Notes. It reports changed=false and writes
+// nothing when the new content equals the old.
+func (s *Store) Update(name string, opt UpdateOptions) (changed bool, err error) {
+	if strings.ContainsAny(opt.Title+opt.Note, "\r\n") {
+		return false, errs.Usagef("the title and the note must be one line")
+	}
+	err = s.update(name, func(d *Doc) ([]byte, error) {
+		c, err := s.fromSource(name, opt.Title, opt.Source, &d.Meta)
+		if err != nil {
+			return nil, err
+		}
+		// Compare without the updated date: same text means no change.
+		nd, err := Parse(d.Path, c)
+		if err != nil {
+			return nil, asUsage(err)
+		}
+		if nd.Body() == d.Body() && sameMeta(nd.Meta, d.Meta) {
+			return nil, nil
+		}
+		text := s.today() + " updated"
+		if n := strings.TrimSpace(opt.Note); n != "" {
+			text += ": " + n
+		}
+		changed = true
+		return appendNote(c, nd.fmEnd, text), nil
+	})
+	return changed, err
+}
+
+func sameMeta(a, b Meta) bool {
+	a.Updated, b.Updated = "", ""
+	return fmt.Sprint(a) == fmt.Sprint(b)
 }
 
 // StageChange is the result of SetStage.
