@@ -2,6 +2,7 @@ package playbook
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -383,4 +384,36 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("edit not applied: %+v\n%q", d2.Meta, c)
 		}
 	})
+}
+
+// Concurrent writers (sub-agents) serialise on the lock: no lost update.
+func TestConcurrentWritersLoseNothing(t *testing.T) {
+	s := newStore(t)
+	p := writeGood(t, s, "inv")
+	const n = 30
+	errc := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			_, err := s.Reviewed("inv", fmt.Sprintf("note %d", i))
+			errc <- err
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := os.ReadFile(p)
+	d, err := Parse(p, data)
+	if err != nil || len(d.Lint) != 0 {
+		t.Fatalf("%v %v\n%s", err, d.Lint, data)
+	}
+	for i := 0; i < n; i++ {
+		if !strings.Contains(string(data), fmt.Sprintf("- 2026-03-04 reviewed: note %d\n", i)) {
+			t.Fatalf("note %d lost:\n%s", i, data)
+		}
+	}
+	if c := strings.Count(string(data), "reviewed: note"); c != n {
+		t.Fatalf("%d notes, want %d", c, n)
+	}
 }
