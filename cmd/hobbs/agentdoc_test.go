@@ -267,3 +267,20 @@ func TestIdentitySections(t *testing.T) {
 		}
 	}
 }
+
+// Every playbook command documents itself with examples (docs/cli.md).
+func TestPlaybookHelpHasExamples(t *testing.T) {
+	root := newRoot(&app{})
+	pb := findSub(root, "playbook")
+	if pb == nil {
+		t.Fatal("no playbook command")
+	}
+	for _, c := range append([]*cobra.Command{pb}, pb.Commands()...) {
+		if strings.TrimSpace(c.Example) == "" || c.Short == "" || c.Long == "" {
+			t.Errorf("%s: missing Short, Long or Example", c.CommandPath())
+		}
+		if c != pb && !strings.Contains(c.Example, c.CommandPath()) {
+			t.Errorf("%s: examples do not show the command", c.CommandPath())
+		}
+	}
+}
