@@ -284,3 +284,53 @@ func TestPlaybookHelpHasExamples(t *testing.T) {
 		}
 	}
 }
+
+// A skill that lists allowed-tools must allow every hobbs command it tells
+// the model to run, or each run would stop for a permission prompt.
+func TestSkillsAllowTheirCommands(t *testing.T) {
+	des, err := fs.ReadDir(hobbs.Assets, "src/skills")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range des {
+		p := "src/skills/" + d.Name() + "/SKILL.md"
+		data, err := fs.ReadFile(hobbs.Assets, p)
+		if err != nil {
+			continue // reported by TestSkillsFrontmatter
+		}
+		s, _ := agentdoc.ParseSkill(data)
+		if s == nil || len(s.AllowedTools) == 0 {
+			continue
+		}
+		for _, c := range agentdoc.Commands(data) {
+			if len(c.Args) == 0 {
+				continue // "the `hobbs` toolkit": a name, not a command to run
+			}
+			if !bashAllowed(s.AllowedTools, c.String()) {
+				t.Errorf("%s:%d: %q is not covered by allowed-tools %q", p, c.Line, c.String(), s.AllowedTools)
+			}
+		}
+	}
+}
+
+// bashAllowed reports whether a Bash(prefix:*) (or exact Bash(cmd)) rule
+// covers the command line.
+func bashAllowed(tools []string, line string) bool {
+	for _, t := range tools {
+		if t == "Bash" {
+			return true
+		}
+		if !strings.HasPrefix(t, "Bash(") || !strings.HasSuffix(t, ")") {
+			continue
+		}
+		rule := t[len("Bash(") : len(t)-1]
+		if prefix, ok := strings.CutSuffix(rule, ":*"); ok {
+			if line == prefix || strings.HasPrefix(line, prefix+" ") {
+				return true
+			}
+		} else if line == rule {
+			return true
+		}
+	}
+	return false
+}
