@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -258,8 +259,14 @@ func TestIdentitySections(t *testing.T) {
 			t.Errorf("src/agents/hobbs/CLAUDE.md lacks the heading %q", h)
 		}
 	}
-	// The facts the sections exist for.
+	// Every slash command it names is a framework skill.
 	text := string(data)
+	for _, m := range regexp.MustCompile("`/([a-z0-9-]+)").FindAllStringSubmatch(text, -1) {
+		if _, err := fs.Stat(hobbs.Assets, "src/skills/"+m[1]+"/SKILL.md"); err != nil {
+			t.Errorf("identity names /%s, which is not a framework skill", m[1])
+		}
+	}
+	// The facts the sections exist for.
 	for _, s := range []string{"`hobbs memory context`", "~/.hobbs/data/", "Never store secrets or vault data in memory",
 		"`hobbs agent context bookkeeper`", "`hobbs memory supersede", "`hobbs memory reinforce"} {
 		if !strings.Contains(text, s) {
