@@ -341,3 +341,48 @@ func bashAllowed(tools []string, line string) bool {
 	}
 	return false
 }
+
+// The example in /capture-playbook is what the model imitates: run it for
+// real and check it creates a playbook that passes lint.
+func TestCapturePlaybookExampleWorks(t *testing.T) {
+	data, err := fs.ReadFile(hobbs.Assets, "src/skills/capture-playbook/SKILL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	i := strings.Index(text, "```sh\nhobbs playbook new ")
+	if i < 0 {
+		t.Fatal("no playbook new example")
+	}
+	block := text[i+len("```sh\n"):]
+	block = block[:strings.Index(block, "\n```")]
+	first, body, _ := strings.Cut(block, "\n")
+	cmdLine, delim, ok := strings.Cut(first, " <<'")
+	if !ok {
+		t.Fatalf("example does not use a here-document: %q", first)
+	}
+	delim = strings.TrimSuffix(delim, "'")
+	body, ok = strings.CutSuffix(body, "\n"+delim)
+	if !ok {
+		t.Fatalf("here-document not closed by %s", delim)
+	}
+	cmds := agentdoc.Commands([]byte("```\n" + cmdLine + "\n```\n"))
+	if len(cmds) != 1 {
+		t.Fatalf("cannot parse %q", cmdLine)
+	}
+	t.Setenv("HOBBS_HOME", t.TempDir())
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		var out, errOut strings.Builder
+		if code := Main(args, strings.NewReader(stdin), &out, &errOut); code != 0 {
+			t.Fatalf("hobbs %s: exit %d\n%s", strings.Join(args, " "), code, errOut.String())
+		}
+		return out.String()
+	}
+	run("", "init", "--no-input")
+	run(body+"\n", cmds[0].Args...)
+	run("", "playbook", "lint")
+	if out := run("", "playbook", "show", "weekly-invoices"); !strings.Contains(out, "3. Pay through the portal") {
+		t.Fatalf("show:\n%s", out)
+	}
+}
