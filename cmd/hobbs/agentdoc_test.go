@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"regexp"
 	"sort"
@@ -384,5 +385,24 @@ func TestCapturePlaybookExampleWorks(t *testing.T) {
 	run("", "playbook", "lint")
 	if out := run("", "playbook", "show", "weekly-invoices"); !strings.Contains(out, "3. Pay through the portal") {
 		t.Fatalf("show:\n%s", out)
+	}
+}
+
+// docs/playbooks.md quotes only playbook (and init/doctor) commands: hold it
+// to the same rule.
+func TestPlaybookDocCommandsExist(t *testing.T) {
+	data, err := os.ReadFile("../../docs/playbooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRoot(&app{})
+	cs := agentdoc.Commands(data)
+	if len(cs) < 10 {
+		t.Fatalf("only %d commands found", len(cs))
+	}
+	for _, c := range cs {
+		if _, err := resolveCommand(root, c.Args); err != nil {
+			t.Errorf("docs/playbooks.md:%d: %s: %v", c.Line, c, err)
+		}
 	}
 }
