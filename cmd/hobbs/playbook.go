@@ -1,0 +1,414 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+)
+
+func init() { register(newPlaybookCmd) }
+
+// playbookStore opens the playbooks of the existing instance.
+func (a *app) playbookStore() (instance.Instance, *playbook.Store, error) {
+	in, err := a.existingInstance()
+	if err != nil {
+		return in, nil, err
+	}
+	c, err := a.config(in)
+	if err != nil {
+		return in, nil, err
+	}
+	tpl, err := fs.ReadFile(hobbs.Templates, "playbook.md")
+	if err != nil {
+		return in, nil, errs.Wrap(errs.Failure, err, "read the playbook template")
+	}
+	return in, &playbook.Store{Dir: in.Playbooks(), LockPath: in.Lock("playbooks"),
+		ReviewEvery: c.Playbooks.ReviewEveryDays, Template: tpl}, nil
+}
+
+// warnProblems reports files that could not be used, on stderr.
+func (a *app) warnProblems(ps []playbook.Problem) {
+	for _, p := range ps {
+		fmt.Fprintf(a.errOut, "hobbs: warning: %s (file left as is)\n", p)
+	}
+}
+
+func newPlaybookCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "playbook",
+		Short: "Document workflows and move them towards automation",
+		Long: `A playbook documents a workflow you do by hand: what starts it, its inputs,
+steps, outputs, judgment calls and sensitive data, and what could be
+automated. Playbooks live in the instance as playbooks/<name>.md (Markdown
+with frontmatter) and climb the automation ladder one stage at a time:
+
+  manual → assisted → supervised → autonomous
+
+Each playbook is due for review every review_every days (default:
+playbooks.review_every_days in config.yaml). Inside a session, the
+/capture-playbook and /review-playbooks skills drive these commands.`,
+		Example: `  hobbs playbook new weekly-invoices --title "Pay the weekly invoices"
+  hobbs playbook list --due
+  hobbs playbook stage weekly-invoices assisted --reason "drafts are reliable"
+  hobbs playbook reviewed weekly-invoices --note "merged steps 3 and 4"`,
+	}
+	cmd.AddCommand(newPlaybookNewCmd(a), newPlaybookListCmd(a), newPlaybookShowCmd(a), newPlaybookUpdateCmd(a),
+		newPlaybookStageCmd(a), newPlaybookReviewedCmd(a), newPlaybookLintCmd(a))
+	return cmd
+}
+
+func newPlaybookNewCmd(a *app) *cobra.Command {
+	var title, from string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "new NAME",
+		Short: "Create a playbook from the template or from composed Markdown",
+		Long: `Create playbooks/NAME.md. NAME is kebab-case (weekly-invoices). An existing
+playbook is never overwritten.
+
+Without --from the file starts from the template with empty sections. With
+--from FILE (or - for stdin) the content is Markdown you composed: either a
+body with the ## sections (Trigger, Inputs, Steps, Outputs, Judgment Calls,
+Sensitive Data, Automation Potential, Notes), or a whole file with
+frontmatter. Missing frontmatter keys are filled in (stage manual, dates
+today, review_every from config). Content without every section is refused.`,
+		Example: `  hobbs playbook new weekly-invoices
+  hobbs playbook new weekly-invoices --title "Pay the weekly invoices"
+  hobbs playbook new weekly-invoices --from draft.md
+  cat draft.md | hobbs playbook new weekly-invoices --from -`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, st, err := a.playbookStore()
+			if err != nil {
+				return err
+			}
+			opt := playbook.NewOptions{Title: title}
+			if cmd.Flags().Changed("from") {
+				if opt.Source, err = a.readFrom(from); err != nil {
+					return err
+				}
+			}
+			p, err := st.New(args[0], opt)
+			_ = a.audit(in).Log(audit.Entry{Event: "playbook.new", Subject: args[0], Outcome: outcome(err),
+				Detail: map[string]any{"from": map[bool]string{true: "source", false: "template"}[opt.Source != nil]}})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				_, e, err := st.Get(args[0])
+				if err != nil {
+					return err
+				}
+				return a.printJSON(e)
+			}
+			a.status("created playbook %s", args[0])
+			fmt.Fprintln(a.out, p)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&title, "title", "", "title (default: from the source's heading, else from NAME)")
+	cmd.Flags().StringVar(&from, "from", "", "read the playbook from `FILE` (- for stdin) instead of the template")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new playbook's metadata as JSON")
+	return cmd
+}
+
+// readFrom reads a file argument, "-" meaning stdin.
+func (a *app) readFrom(name string) ([]byte, error) {
+	if name == "" {
+		return nil, errs.Usagef("--from needs a file name, or - for stdin")
+	}
+	if name == "-" {
+		b, err := io.ReadAll(a.in)
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "read stdin")
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, errs.Wrap(errs.Usage, err, "read %s", name)
+	}
+	return b, nil
+}
+
+func newPlaybookListCmd(a *app) *cobra.Command {
+	var due, asJSON bool
+	var stage string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List playbooks with their stage and next review",
+		Long: `List the playbooks, sorted by name: name, stage, next review date (DUE when
+it has passed or the playbook was never reviewed) and title. Files that do
+not parse are reported on stderr and skipped.`,
+		Example: `  hobbs playbook list
+  hobbs playbook list --due
+  hobbs playbook list --stage supervised --json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if stage != "" && playbook.StageIndex(stage) < 0 {
+				return errs.Usagef("unknown stage %q", stage).WithHint("stages: %s", strings.Join(playbook.Stages, ", "))
+			}
+			_, st, err := a.playbookStore()
+			if err != nil {
+				return err
+			}
+			entries, problems, err := st.List()
+			if err != nil {
+				return err
+			}
+			a.warnProblems(problems)
+			out := []playbook.Entry{}
+			for _, e := range entries {
+				if (due && !e.Due) || (stage != "" && e.Stage != stage) {
+					continue
+				}
+				out = append(out, e)
+			}
+			if asJSON {
+				return a.printJSON(out)
+			}
+			if len(out) == 0 {
+				a.status("no playbooks%s", map[bool]string{true: " due for review", false: ""}[due])
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSTAGE\tNEXT REVIEW\tTITLE")
+			for _, e := range out {
+				next := e.NextReview
+				if e.Due {
+					next = "DUE"
+					if e.NextReview != "" {
+						next += " (" + e.NextReview + ")"
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Stage, next, e.Title)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&due, "due", false, "only playbooks due for review")
+	cmd.Flags().StringVar(&stage, "stage", "", "only playbooks at `STAGE` (manual, assisted, supervised, autonomous)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func newPlaybookShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Print a playbook",
+		Long: `Print playbooks/NAME.md as it is on disk, or with --json its metadata, next
+review, lint problems and body.`,
+		Example: `  hobbs playbook show weekly-invoices
+  hobbs playbook show weekly-invoices --json | jq .stage`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, st, err := a.playbookStore()
+			if err != nil {
+				return err
+			}
+			d, e, err := st.Get(args[0])
+			_ = a.audit(in).Log(audit.Entry{Event: "playbook.show", Subject: args[0], Outcome: outcome(err)})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				lint := d.Lint
+				if lint == nil {
+					lint = []playbook.Problem{}
+				}
+				return a.printJSON(struct {
+					playbook.Entry
+					Lint []playbook.Problem `json:"lint"`
+					Body string             `json:"body"`
+				}{e, lint, d.Body()})
+			}
+			_, err = a.out.Write(d.Raw())
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print metadata and body as JSON")
+	return cmd
+}
+
+func newPlaybookUpdateCmd(a *app) *cobra.Command {
+	var title, from, note string
+	cmd := &cobra.Command{
+		Use:   "update NAME --from FILE|-",
+		Short: "Replace a playbook's content with a revised version",
+		Long: `Replace the content of playbooks/NAME.md with a revised version from --from
+FILE (or - for stdin): a body with every ## section, or a whole file with
+frontmatter (for instance an edited copy of 'hobbs playbook show NAME').
+
+The stage, created and last_reviewed dates are kept (change the stage with
+'hobbs playbook stage'); updated becomes today and a dated line goes under
+Notes, with --note saying what changed. Identical content changes nothing.
+The previous version is not kept by hobbs: keep the instance in git
+(hobbs init --git) for history.`,
+		Example: `  hobbs playbook show weekly-invoices > draft.md   # edit draft.md
+  hobbs playbook update weekly-invoices --from draft.md --note "added the supplier portal"`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, st, err := a.playbookStore()
+			if err != nil {
+				return err
+			}
+			src, err := a.readFrom(from)
+			if err != nil {
+				return err
+			}
+			changed, err := st.Update(args[0], playbook.UpdateOptions{Title: title, Source: src, Note: note})
+			if changed || err != nil {
+				_ = a.audit(in).Log(audit.Entry{Event: "playbook.update", Subject: args[0], Outcome: outcome(err),
+					Detail: map[string]any{"note": note}})
+			}
+			if err != nil {
+				return err
+			}
+			if !changed {
+				a.status("%s: same content; nothing changed", args[0])
+				return nil
+			}
+			a.status("updated playbook %s", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "read the new content from `FILE` (- for stdin)")
+	cmd.Flags().StringVar(&title, "title", "", "new title (default: keep, or the source's frontmatter title)")
+	cmd.Flags().StringVar(&note, "note", "", "what changed (one line, goes under Notes)")
+	_ = cmd.MarkFlagRequired("from")
+	return cmd
+}
+
+func newPlaybookStageCmd(a *app) *cobra.Command {
+	var reason string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stage NAME STAGE",
+		Short: "Move a playbook up or down the automation ladder",
+		Long: `Set the stage of a playbook on the ladder manual → assisted → supervised →
+autonomous. It moves up one stage at a time and down any number. The change
+is dated under the playbook's Notes with --reason (required) and recorded in
+the audit log. Setting the stage it already has changes nothing.`,
+		Example: `  hobbs playbook stage weekly-invoices assisted --reason "Hobbs drafts, I send"
+  hobbs playbook stage weekly-invoices manual --reason "the bank changed its site"`,
+		Args: usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, st, err := a.playbookStore()
+			if err != nil {
+				return err
+			}
+			ch, err := st.SetStage(args[0], args[1], reason)
+			if ch.From != ch.To || err != nil {
+				_ = a.audit(in).Log(audit.Entry{Event: "playbook.stage", Subject: args[0], Outcome: outcome(err),
+					Detail: map[string]any{"from": ch.From, "to": ch.To, "reason": ch.Reason}})
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(ch)
+			}
+			if ch.From == ch.To {
+				a.status("%s is already %s; nothing changed", ch.Name, ch.To)
+			} else {
+				a.status("%s: %s → %s", ch.Name, ch.From, ch.To)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the playbook changes stage (required, one line)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the change as JSON")
+	_ = cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+func newPlaybookReviewedCmd(a *app) *cobra.Command {
+	var note string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "reviewed NAME",
+		Short: "Record that a playbook was reviewed today",
+		Long: `Set last_reviewed (and updated) to today and append a dated line under
+Notes, with --note saying what changed. The next review falls review_every
+days later.`,
+		Example: `  hobbs playbook reviewed weekly-invoices
+  hobbs playbook reviewed weekly-invoices --note "merged steps 3 and 4; step 5 could be a skill"`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, st, err := a.playbookStore()
+			if err != nil {
+				return err
+			}
+			r, err := st.Reviewed(args[0], note)
+			_ = a.audit(in).Log(audit.Entry{Event: "playbook.reviewed", Subject: args[0], Outcome: outcome(err),
+				Detail: map[string]any{"note": r.Note}})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(r)
+			}
+			a.status("%s reviewed %s; next review %s", r.Name, r.Date, r.NextReview)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&note, "note", "", "what the review changed (one line)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the review as JSON")
+	return cmd
+}
+
+func newPlaybookLintCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "lint",
+		Short: "Check every playbook's frontmatter and sections",
+		Long: `Check every playbooks/*.md: file name, frontmatter (types, stage, dates,
+unknown or missing keys) and the required sections. Each problem is printed
+as path:line: reason. Nothing is changed. Exit status 1 when any problem is
+found.`,
+		Example: `  hobbs playbook lint
+  hobbs playbook lint --json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, st, err := a.playbookStore()
+			if err != nil {
+				return err
+			}
+			problems, n, err := st.Lint()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if problems == nil {
+					problems = []playbook.Problem{}
+				}
+				if err := a.printJSON(problems); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range problems {
+					fmt.Fprintln(a.out, p)
+				}
+			}
+			if len(problems) > 0 {
+				return errs.Failf("%d problem(s) in %d playbook(s)", len(problems), n)
+			}
+			a.status("%d playbook(s) ok", n)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print problems as JSON")
+	return cmd
+}

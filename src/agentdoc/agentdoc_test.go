@@ -1,0 +1,126 @@
+package agentdoc
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func cmds(md string) []string {
+	var out []string
+	for _, c := range Commands([]byte(md)) {
+		out = append(out, fmt.Sprintf("%d:%s", c.Line, c))
+	}
+	return out
+}
+
+func TestCommands(t *testing.T) {
+	md := "# T\n" +
+		"Run `hobbs memory context` first, then `hobbs memory add \"a | b\" --tag x`.\n" + // 2
+		"Not a command: `hobbs-init.sh`, `echo hobbs`, `the hobbs toolkit`.\n" + // 3
+		"Span across lines: `hobbs playbook\n" + // 4
+		"list --due`.\n" + // 5
+		"```sh\n" + // 6
+		"$ hobbs playbook show x --json | jq .stage\n" + // 7
+		"cat f | hobbs memory add - # a comment --nope\n" + // 8
+		"HOBBS_HOME=/tmp/h hobbs init --no-input\n" + // 9
+		"hobbs playbook new x --from - <<'EOF'\n" + // 10
+		"hobbs this is heredoc text\n" + // 11
+		"EOF\n" + // 12
+		"hobbs task done t1 \\\n" + // 13
+		"  --outcome ok 2>&1 >/dev/null\n" + // 14
+		"x=$(hobbs agent context bookkeeper) && hobbs agent learn b 'it (works)'\n" + // 15
+		"```\n" +
+		"`` `hobbs` in double ticks ``\n" // 17
+	got := strings.Join(cmds(md), "\n")
+	want := strings.Join([]string{
+		"7:hobbs playbook show x --json",
+		"8:hobbs memory add -",
+		"9:hobbs init --no-input",
+		"10:hobbs playbook new x --from -",
+		"13:hobbs task done t1 --outcome ok",
+		"15:hobbs agent context bookkeeper",
+		"15:hobbs agent learn b it (works)",
+		"2:hobbs memory context",
+		"2:hobbs memory add a | b --tag x",
+		"4:hobbs playbook list --due",
+	}, "\n")
+	if got != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestHeadings(t *testing.T) {
+	md := "# Hobbs\n\n## Who you are\n```\n## not a heading\n```\n### Deep ###\n#nospace\n"
+	got := strings.Join(Headings([]byte(md)), "|")
+	if got != "# Hobbs|## Who you are|### Deep" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestSkillValid(t *testing.T) {
+	md := "---\nname: capture-playbook\ndescription: Capture a workflow.\nargument-hint: \"[workflow]\"\n" +
+		"allowed-tools: Bash(hobbs playbook:*), Read\n---\n\nCapture: $ARGUMENTS\n"
+	s, probs := ParseSkill([]byte(md))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	if p := ValidateSkill("capture-playbook", s); len(p) > 0 {
+		t.Fatal(p)
+	}
+	if len(s.AllowedTools) != 2 || s.AllowedTools[0] != "Bash(hobbs playbook:*)" {
+		t.Fatalf("tools %q", s.AllowedTools)
+	}
+}
+
+func TestSkillInvalid(t *testing.T) {
+	cases := []struct{ dir, md, want string }{
+		{"x", "# no frontmatter\n", "no frontmatter"},
+		{"x", "---\nname: x\n", "not closed"},
+		{"x", "---\nname: [x\n---\nbody\n", "frontmatter:"},
+		{"x", "---\nname: x\ndescription: d\ncolour: red\n---\nbody\n", `4: unknown key "colour"`},
+		{"x", "---\nname: x\ndescription: d\ndisable-model-invocation: maybe\n---\nbody\n", "true or false"},
+		{"x", "---\nname: x\ndescription: [d]\n---\nbody\n", "description must be a string"},
+		{"Bad_Name", "---\nname: Bad_Name\ndescription: d\n---\nbody\n", "not kebab-case"},
+		{"x", "---\nname: y\ndescription: d\n---\nbody\n", `differs from its directory`},
+		{"x", "---\nname: x\n---\nbody\n", "description is required"},
+		{"x", "---\nname: x\ndescription: " + strings.Repeat("d", 1025) + "\n---\nbody\n", "at most 1024"},
+		{"x", "---\nname: x\ndescription: use <b>me</b>\n---\nbody\n", "XML"},
+		{"x", "---\nname: x\ndescription: d\nargument-hint: \"[a]\"\n---\nno args\n", "never uses $ARGUMENTS"},
+		{"x", "---\nname: x\ndescription: d\n---\nuse $ARGUMENTS\n", "give an argument-hint"},
+		{"x", "---\nname: x\ndescription: d\n---\n\n", "body is empty"},
+		{"x", "---\nname: x\ndescription: d\nallowed-tools: Bash(git add:*, Read\n---\nb\n", "not a tool name"},
+		{strings.Repeat("a", 65), "---\nname: " + strings.Repeat("a", 65) + "\ndescription: d\n---\nb\n", "at most 64"},
+		{"claude-helper", "---\nname: claude-helper\ndescription: d\n---\nb\n", "reserved word"},
+	}
+	for _, c := range cases {
+		s, probs := ParseSkill([]byte(c.md))
+		if s != nil {
+			probs = append(probs, ValidateSkill(c.dir, s)...)
+		}
+		var all []string
+		for _, p := range probs {
+			all = append(all, p.String())
+		}
+		if !strings.Contains(strings.Join(all, "\n"), c.want) {
+			t.Errorf("%q: problems %q, want one containing %q", c.md, all, c.want)
+		}
+	}
+}
+
+func FuzzCommands(f *testing.F) {
+	f.Add("`hobbs a b` and\n```\nhobbs x <<'E'\nE\n```\n")
+	f.Add("```\nhobbs \"unterminated\n")
+	f.Add("`hobbs 'x` y`")
+	f.Fuzz(func(t *testing.T, md string) {
+		for _, c := range Commands([]byte(md)) {
+			if c.Line < 1 {
+				t.Fatalf("line %d", c.Line)
+			}
+		}
+		Headings([]byte(md))
+		if s, _ := ParseSkill([]byte(md)); s != nil {
+			ValidateSkill("x", s)
+		}
+	})
+}

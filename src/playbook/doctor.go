@@ -1,0 +1,40 @@
+package playbook
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hobbs-agent/hobbs/src/doctor"
+)
+
+func init() {
+	doctor.Register(doctor.Check{Name: "playbooks", Order: 60, Run: checkPlaybooks})
+}
+
+// checkPlaybooks warns about playbooks that fail lint and reports how many
+// are due for review. Problems in playbooks never fail the doctor: they are
+// the user's documents, not the system's health.
+func checkPlaybooks(_ context.Context, env *doctor.Env) []doctor.Result {
+	days := 30
+	if env.Config != nil && env.Config.Playbooks.ReviewEveryDays > 0 {
+		days = env.Config.Playbooks.ReviewEveryDays
+	}
+	s := &Store{Dir: env.Instance.Playbooks(), ReviewEvery: days}
+	problems, n, err := s.Lint()
+	if err != nil {
+		return []doctor.Result{{Status: doctor.Warn, Message: err.Error()}}
+	}
+	if len(problems) > 0 {
+		return []doctor.Result{{Status: doctor.Warn,
+			Message: fmt.Sprintf("%d problem(s) in %d playbook(s), first: %s", len(problems), n, problems[0]),
+			Fix:     "run: hobbs playbook lint"}}
+	}
+	entries, _, _ := s.List()
+	due := 0
+	for _, e := range entries {
+		if e.Due {
+			due++
+		}
+	}
+	return []doctor.Result{{Status: doctor.OK, Message: fmt.Sprintf("%d playbook(s), %d due for review", n, due)}}
+}

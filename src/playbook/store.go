@@ -1,0 +1,534 @@
+package playbook
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// Store is the playbooks directory of an instance.
+type Store struct {
+	Dir         string           // playbooks/
+	LockPath    string           // lock file serialising writers
+	ReviewEvery int              // default days between reviews (config playbooks.review_every_days)
+	Template    []byte           // templates/playbook.md
+	Now         func() time.Time // defaults to time.Now
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Store) today() string { return s.now().UTC().Format(DateLayout) }
+
+// Path returns the file of playbook name.
+func (s *Store) Path(name string) string { return filepath.Join(s.Dir, name+".md") }
+
+func checkName(name string) error {
+	if !ValidName(name) {
+		return errs.Usagef("invalid playbook name %q", name).
+			WithHint("names are kebab-case: lower-case letters and digits joined by hyphens, at most 64 characters (e.g. weekly-invoices)")
+	}
+	return nil
+}
+
+// Entry is one playbook in a listing.
+type Entry struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+	Meta
+	NextReview string `json:"next_review"` // "" when never reviewed
+	Due        bool   `json:"due"`
+}
+
+// List parses every playbook (*.md in Dir, sorted by name). Files that do
+// not parse are returned as problems, not entries.
+func (s *Store) List() ([]Entry, []Problem, error) {
+	des, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Failure, err, "read playbooks")
+	}
+	var entries []Entry
+	var problems []Problem
+	for _, de := range des {
+		n := de.Name()
+		if de.IsDir() || !strings.HasSuffix(n, ".md") || strings.HasPrefix(n, ".") {
+			continue
+		}
+		d, err := s.load(filepath.Join(s.Dir, n))
+		if err != nil {
+			var pe *ParseError
+			if errors.As(err, &pe) {
+				problems = append(problems, pe.Problem)
+				continue
+			}
+			return nil, nil, err
+		}
+		entries = append(entries, s.entry(strings.TrimSuffix(n, ".md"), d))
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	return entries, problems, nil
+}
+
+func (s *Store) entry(name string, d *Doc) Entry {
+	e := Entry{Name: name, Path: d.Path, Meta: d.Meta}
+	if e.Title == "" {
+		e.Title = name
+	}
+	if next, ok := d.Meta.NextReview(s.ReviewEvery); ok {
+		e.NextReview = next.Format(DateLayout)
+	}
+	e.Due = d.Meta.Due(s.now(), s.ReviewEvery)
+	return e
+}
+
+func (s *Store) load(path string) (*Doc, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read playbook")
+	}
+	return Parse(path, data)
+}
+
+// Get loads playbook name. A missing playbook is an error with a hint; a
+// file that does not parse is a usage error naming path:line.
+func (s *Store) Get(name string) (*Doc, Entry, error) {
+	if err := checkName(name); err != nil {
+		return nil, Entry{}, err
+	}
+	p := s.Path(name)
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil, Entry{}, errs.Failf("no playbook %q (%s)", name, p).WithHint("see the playbooks with: hobbs playbook list")
+	}
+	d, err := s.load(p)
+	if err != nil {
+		return nil, Entry{}, asUsage(err)
+	}
+	return d, s.entry(name, d), nil
+}
+
+// asUsage turns a *ParseError into an exit-2 error (an invalid input file)
+// that says the file was left alone.
+func asUsage(err error) error {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return errs.Usagef("%s", pe.Error()).WithHint("fix the file by hand (it was not changed); check with: hobbs playbook lint")
+	}
+	return err
+}
+
+// NewOptions say how to create a playbook.
+type NewOptions struct {
+	Title string // "" : from the source's frontmatter or first "# " heading, else from the name
+	// Source, when non-nil, is the playbook content composed elsewhere: a
+	// body (Markdown with the required sections) or a whole file with
+	// frontmatter. nil: start from the template.
+	Source []byte
+}
+
+// New creates playbook name and returns its path. It refuses to overwrite.
+func (s *Store) New(name string, opt NewOptions) (string, error) {
+	if err := checkName(name); err != nil {
+		return "", err
+	}
+	if strings.ContainsAny(opt.Title, "\r\n") {
+		return "", errs.Usagef("the title must be one line")
+	}
+	var content []byte
+	var err error
+	if opt.Source == nil {
+		content, err = s.fromTemplate(name, opt.Title)
+	} else {
+		content, err = s.fromSource(name, opt.Title, opt.Source, nil)
+	}
+	if err != nil {
+		return "", err
+	}
+	p := s.Path(name)
+	d, err := Parse(p, content)
+	if err != nil {
+		return "", asUsage(err) // defensive: what we compose must parse
+	}
+	if len(d.Lint) > 0 {
+		var msgs []string
+		for _, pr := range d.Lint {
+			msgs = append(msgs, pr.Reason)
+		}
+		return "", errs.Usagef("the new playbook would not pass lint: %s", strings.Join(msgs, "; ")).
+			WithHint("include every section: %s", strings.Join(Sections, ", "))
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return "", errs.Wrap(errs.Failure, err, "create playbooks directory")
+	}
+	if err := safefile.Create(p, content, 0o644); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", errs.Failf("playbook %q already exists (%s)", name, p).
+				WithHint("choose another name, or change it with: hobbs playbook show %s", name)
+		}
+		return "", errs.Wrap(errs.Failure, err, "write playbook")
+	}
+	return p, nil
+}
+
+// TitleFromName turns "weekly-invoices" into "Weekly invoices".
+func TitleFromName(name string) string {
+	t := strings.ReplaceAll(name, "-", " ")
+	if t == "" {
+		return t
+	}
+	return strings.ToUpper(t[:1]) + t[1:]
+}
+
+func (s *Store) fromTemplate(name, title string) ([]byte, error) {
+	if len(s.Template) == 0 {
+		return nil, errs.Failf("no playbook template")
+	}
+	if title == "" {
+		title = TitleFromName(name)
+	}
+	t := string(s.Template)
+	t = strings.ReplaceAll(t, `"{{TITLE}}"`, quote(title))
+	t = strings.ReplaceAll(t, "{{TITLE}}", title)
+	t = strings.ReplaceAll(t, "{{DATE}}", s.today())
+	t = strings.ReplaceAll(t, "{{REVIEW_EVERY}}", strconv.Itoa(s.reviewEvery()))
+	return []byte(t), nil
+}
+
+func (s *Store) reviewEvery() int {
+	if s.ReviewEvery > 0 {
+		return s.ReviewEvery
+	}
+	return 30
+}
+
+// fromSource completes composed content with frontmatter. Keys the source's
+// own frontmatter sets are kept (except title when --title is given); dates
+// default to today, stage to manual, review_every to the instance default.
+// With base (an update of an existing playbook), created, last_reviewed and
+// stage come from base — the stage changes only through SetStage — and
+// title, tags and review_every from base unless the source sets them.
+func (s *Store) fromSource(name, title string, src []byte, base *Meta) ([]byte, error) {
+	src = []byte(strings.ReplaceAll(string(src), "\r\n", "\n"))
+	body := string(src)
+	var meta Meta
+	has := map[string]bool{}
+	if strings.HasPrefix(body, "---\n") {
+		d, err := Parse("<source>", src)
+		if err != nil {
+			return nil, asUsage(err)
+		}
+		meta = d.Meta
+		for k := range d.keyLines {
+			has[k] = true
+		}
+		if !has["stage"] {
+			meta.Stage = ""
+		}
+		for _, p := range d.Lint {
+			if strings.HasPrefix(p.Reason, "unknown key") {
+				return nil, errs.Usagef("the playbook source: %s", p.Reason)
+			}
+		}
+		body = d.Body()
+	}
+	if base != nil {
+		if has["stage"] && meta.Stage != base.Stage {
+			return nil, errs.Usagef("the source sets stage %s but %s is %s", meta.Stage, name, base.Stage).
+				WithHint("change the stage with: hobbs playbook stage %s %s --reason \"…\"", name, meta.Stage)
+		}
+		meta.Stage, meta.Created, meta.LastReviewed = base.Stage, base.Created, base.LastReviewed
+		meta.Updated = ""
+		if !has["title"] {
+			meta.Title = base.Title
+		}
+		if !has["tags"] {
+			meta.Tags = base.Tags
+		}
+		if !has["review_every"] {
+			meta.ReviewEvery = base.ReviewEvery
+		}
+	}
+	body = strings.TrimLeft(body, "\n")
+	if strings.TrimSpace(body) == "" {
+		return nil, errs.Usagef("the playbook source is empty")
+	}
+	if title != "" {
+		meta.Title = title
+	}
+	h1 := firstH1(body)
+	if meta.Title == "" {
+		meta.Title = h1
+	}
+	if meta.Title == "" {
+		meta.Title = TitleFromName(name)
+	}
+	if h1 == "" {
+		body = "# " + meta.Title + "\n\n" + body
+	}
+	if missing := MissingSections(body); len(missing) > 0 {
+		return nil, errs.Usagef("the playbook source lacks sections: %s", strings.Join(missing, ", ")).
+			WithHint("every playbook has the sections %s (## headings; they may be empty)", strings.Join(Sections, ", "))
+	}
+	today := s.today()
+	if base != nil {
+		meta.Updated = today
+	}
+	def := func(v, d string) string {
+		if v == "" {
+			return d
+		}
+		return v
+	}
+	if meta.ReviewEvery == 0 {
+		meta.ReviewEvery = s.reviewEvery()
+	}
+	var b strings.Builder
+	b.WriteString("---\n")
+	fmt.Fprintf(&b, "title: %s\n", quote(meta.Title))
+	fmt.Fprintf(&b, "stage: %s\n", def(meta.Stage, Stages[0]))
+	b.WriteString("tags: " + tagsYAML(meta.Tags) + "\n")
+	fmt.Fprintf(&b, "created: %s\n", quote(def(meta.Created, today)))
+	fmt.Fprintf(&b, "updated: %s\n", quote(def(meta.Updated, today)))
+	fmt.Fprintf(&b, "last_reviewed: %s\n", quote(def(meta.LastReviewed, today)))
+	fmt.Fprintf(&b, "review_every: %d\n", meta.ReviewEvery)
+	b.WriteString("---\n\n")
+	b.WriteString(body)
+	if !strings.HasSuffix(body, "\n") {
+		b.WriteString("\n")
+	}
+	return []byte(b.String()), nil
+}
+
+func tagsYAML(tags []string) string {
+	q := make([]string, len(tags))
+	for i, t := range tags {
+		q[i] = quote(t)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func firstH1(body string) string {
+	for _, h := range strings.Split(body, "\n") {
+		if strings.HasPrefix(h, "# ") {
+			return strings.TrimSpace(h[2:])
+		}
+	}
+	return ""
+}
+
+// update loads name under the lock, lets change compute the new content and
+// writes it atomically. change returns nil content for "no change".
+func (s *Store) update(name string, change func(d *Doc) ([]byte, error)) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.LockPath), 0o755); err != nil {
+		return errs.Wrap(errs.Failure, err, "create lock directory")
+	}
+	unlock, err := safefile.Lock(s.LockPath, 30*time.Second)
+	if err != nil {
+		if errors.Is(err, safefile.ErrLockTimeout) {
+			return errs.Wrap(errs.Timeout, err, "playbooks are busy")
+		}
+		return errs.Wrap(errs.Failure, err, "lock playbooks")
+	}
+	defer unlock()
+	d, _, err := s.Get(name)
+	if err != nil {
+		return err
+	}
+	content, err := change(d)
+	if err != nil || content == nil {
+		return err
+	}
+	if _, err := Parse(d.Path, content); err != nil {
+		return errs.Wrap(errs.Failure, err, "internal error: the updated playbook would not parse; nothing written")
+	}
+	fi, err := os.Stat(d.Path)
+	perm := fs.FileMode(0o644)
+	if err == nil {
+		perm = fi.Mode().Perm()
+	}
+	if err := safefile.Write(d.Path, content, perm); err != nil {
+		return errs.Wrap(errs.Failure, err, "write playbook")
+	}
+	return nil
+}
+
+// UpdateOptions say how to replace a playbook's content.
+type UpdateOptions struct {
+	Title  string // "" : keep (or the source's frontmatter title)
+	Source []byte // the new content: a body with every section, or a whole file
+	Note   string // one line for Notes ("" : "updated")
+}
+
+// Update replaces the content of playbook name with opt.Source, keeping its
+// stage, created and last_reviewed, setting updated to today and appending
+// "- DATE updated[: NOTE]" under Notes. It reports changed=false and writes
+// nothing when the new content equals the old.
+func (s *Store) Update(name string, opt UpdateOptions) (changed bool, err error) {
+	if strings.ContainsAny(opt.Title+opt.Note, "\r\n") {
+		return false, errs.Usagef("the title and the note must be one line")
+	}
+	err = s.update(name, func(d *Doc) ([]byte, error) {
+		c, err := s.fromSource(name, opt.Title, opt.Source, &d.Meta)
+		if err != nil {
+			return nil, err
+		}
+		// Compare without the updated date: same text means no change.
+		nd, err := Parse(d.Path, c)
+		if err != nil {
+			return nil, asUsage(err)
+		}
+		if nd.Body() == d.Body() && sameMeta(nd.Meta, d.Meta) {
+			return nil, nil
+		}
+		text := s.today() + " updated"
+		if n := strings.TrimSpace(opt.Note); n != "" {
+			text += ": " + n
+		}
+		changed = true
+		return appendNote(c, nd.fmEnd, text), nil
+	})
+	return changed, err
+}
+
+func sameMeta(a, b Meta) bool {
+	a.Updated, b.Updated = "", ""
+	return fmt.Sprint(a) == fmt.Sprint(b)
+}
+
+// StageChange is the result of SetStage.
+type StageChange struct {
+	Name   string `json:"name"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Reason string `json:"reason"`
+	Date   string `json:"date"`
+}
+
+// SetStage moves playbook name to stage to: up one rung at a time, down any
+// number. It records "- DATE stage FROM → TO: REASON" under Notes and sets
+// updated. Setting the current stage again changes nothing (From == To).
+func (s *Store) SetStage(name, to, reason string) (StageChange, error) {
+	reason = strings.TrimSpace(reason)
+	ch := StageChange{Name: name, To: to, Reason: reason, Date: s.today()}
+	if StageIndex(to) < 0 {
+		return ch, errs.Usagef("unknown stage %q", to).WithHint("stages, in order: %s", strings.Join(Stages, " → "))
+	}
+	if reason == "" {
+		return ch, errs.Usagef("a stage change needs a reason").WithHint("add --reason \"why the playbook moves\"")
+	}
+	if strings.ContainsAny(reason, "\r\n") {
+		return ch, errs.Usagef("the reason must be one line")
+	}
+	err := s.update(name, func(d *Doc) ([]byte, error) {
+		ch.From = d.Meta.Stage
+		from, target := StageIndex(ch.From), StageIndex(to)
+		if from == target {
+			return nil, nil
+		}
+		if target > from+1 {
+			return nil, errs.Usagef("%s cannot jump from %s to %s", name, ch.From, to).
+				WithHint("move up one stage at a time (next: %s); each stage should prove itself before the next", Stages[from+1])
+		}
+		c, err := d.setKeys([][2]string{{"stage", to}, {"updated", quote(ch.Date)}})
+		if err != nil {
+			return nil, errs.Usagef("%v", err)
+		}
+		return appendNote(c, d.fmEnd, fmt.Sprintf("%s stage %s → %s: %s", ch.Date, ch.From, to, reason)), nil
+	})
+	return ch, err
+}
+
+// Review is the result of Reviewed.
+type Review struct {
+	Name       string `json:"name"`
+	Date       string `json:"date"`
+	Note       string `json:"note,omitempty"`
+	NextReview string `json:"next_review"`
+}
+
+// Reviewed records a review of playbook name today: last_reviewed and
+// updated become today and "- DATE reviewed[: NOTE]" is appended under Notes.
+func (s *Store) Reviewed(name, note string) (Review, error) {
+	note = strings.TrimSpace(note)
+	r := Review{Name: name, Date: s.today(), Note: note}
+	if strings.ContainsAny(note, "\r\n") {
+		return r, errs.Usagef("the note must be one line")
+	}
+	err := s.update(name, func(d *Doc) ([]byte, error) {
+		c, err := d.setKeys([][2]string{{"last_reviewed", quote(r.Date)}, {"updated", quote(r.Date)}})
+		if err != nil {
+			return nil, errs.Usagef("%v", err)
+		}
+		text := r.Date + " reviewed"
+		if note != "" {
+			text += ": " + note
+		}
+		m := d.Meta
+		m.LastReviewed = r.Date
+		next, _ := m.NextReview(s.ReviewEvery)
+		r.NextReview = next.Format(DateLayout)
+		return appendNote(c, d.fmEnd, text), nil
+	})
+	return r, err
+}
+
+// Lint checks every playbook file and returns all problems, fatal and not,
+// sorted by path and line. File names that are not valid playbook names are
+// problems too.
+func (s *Store) Lint() ([]Problem, int, error) {
+	des, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, errs.Wrap(errs.Failure, err, "read playbooks")
+	}
+	var out []Problem
+	n := 0
+	for _, de := range des {
+		name := de.Name()
+		if de.IsDir() || !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		n++
+		p := filepath.Join(s.Dir, name)
+		if !ValidName(strings.TrimSuffix(name, ".md")) {
+			out = append(out, Problem{Path: p, Reason: "file name is not a kebab-case playbook name"})
+		}
+		d, err := s.load(p)
+		if err != nil {
+			var pe *ParseError
+			if errors.As(err, &pe) {
+				out = append(out, pe.Problem)
+				continue
+			}
+			return nil, n, err
+		}
+		out = append(out, d.Lint...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Line < out[j].Line
+	})
+	return out, n, nil
+}
