@@ -18,7 +18,7 @@ var agentTpl, _ = os.ReadFile("../../templates/agent.md")
 var opTpl, _ = os.ReadFile("../../templates/operational.md")
 
 var framework = fstest.MapFS{
-	"researcher.md": {Data: []byte("---\nname: researcher\ndescription: Finds sources.\ntools: Read, WebFetch\nhobbs:\n  tags: [research]\n---\nYou research.\n")},
+	"researcher.md":   {Data: []byte("---\nname: researcher\ndescription: Finds sources.\ntools: Read, WebFetch\nhobbs:\n  tags: [research]\n---\nYou research.\n")},
 	"hobbs/CLAUDE.md": {Data: []byte("identity, not an agent")},
 }
 
