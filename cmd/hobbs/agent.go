@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"strings"
 	"time"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/audit"
-	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/subagent"
 )
@@ -28,22 +26,6 @@ func templateFile(name string) []byte {
 	return b
 }
 
-// textArg returns the text given as the only argument, or read from stdin
-// when it is "-" or absent and stdin is not a terminal.
-func (a *app) textArg(args []string, what string) (string, error) {
-	if len(args) == 1 && args[0] != "-" {
-		return args[0], nil
-	}
-	if len(args) == 0 && a.stdinIsTTY() {
-		return "", errs.Usagef("no %s given", what).WithHint("pass it as an argument, or - to read stdin")
-	}
-	b, err := io.ReadAll(a.in)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
 func newAgentCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -55,14 +37,9 @@ and its own operational learnings: 'hobbs agent context NAME' prints exactly tha
 Framework agents ship with Hobbs; your own live in agents/custom/ of the instance.`,
 	}
 	cmd.AddCommand(newAgentListCmd(a), newAgentNewCmd(a), newAgentShowCmd(a), newAgentLearnCmd(a))
-	if f := agentContextCmd; f != nil {
-		cmd.AddCommand(f(a))
-	}
+	cmd.AddCommand(newAgentContextCmd(a))
 	return cmd
 }
-
-// agentContextCmd is set by agent_context.go.
-var agentContextCmd func(*app) *cobra.Command
 
 func newAgentListCmd(a *app) *cobra.Command {
 	var asJSON bool
@@ -203,7 +180,7 @@ memories (hobbs memory add).`,
 			if err != nil {
 				return err
 			}
-			text, err := a.textArg(args[1:], "learning")
+			text, err := a.memText(args[1:])
 			if err != nil {
 				return err
 			}

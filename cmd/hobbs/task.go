@@ -12,14 +12,25 @@ import (
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 func init() { register(newTaskCmd) }
 
-// taskRememberer is set by the memory wiring (task_remember.go) so that
-// `task done --remember` stores lessons as memories.
-var taskRememberer func(a *app, in instance.Instance) task.Rememberer
+// rememberLessons stores each lesson of a retrospective with hobbs memory
+// add's logic: an existing memory with the same text is reinforced.
+func rememberLessons(a *app, in instance.Instance) task.Rememberer {
+	s := memory.Open(in, a.audit(in))
+	return func(text string, tags []string, source string) (string, error) {
+		res, err := s.Add(text, memory.AddOptions{Tags: tags, Type: "lesson", Source: source})
+		if err != nil {
+			return "", err
+		}
+		a.status("lesson %s %s: %s", res.Action, res.ID, text)
+		return res.ID, nil
+	}
+}
 
 func newTaskCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -124,10 +135,7 @@ with the task as its source.`,
 				if retro == "" {
 					return errs.Usagef("--remember needs a retrospective").WithHint("pass --retro FILE or --retro -")
 				}
-				if taskRememberer == nil {
-					return errs.Failf("--remember: memory support is not built in")
-				}
-				opts.Remember = taskRememberer(a, in)
+				opts.Remember = rememberLessons(a, in)
 			}
 			t, err := task.Log{Instance: in}.Done(args[0], opts)
 			ev := audit.Entry{Event: "task.done", Subject: args[0], Outcome: outcome(err)}

@@ -22,8 +22,7 @@
 //
 // Each agent's operational learnings — lessons about how to do its work —
 // live in agents/NAME/operational.md as dated bullets, appended by Learn,
-// which refuses duplicates (compared after normalising case, whitespace and
-// punctuation) so the file stays a list of distinct lessons.
+// which refuses duplicates (compared with memory.Normalize, as memories are) so the file stays a list of distinct lessons.
 package subagent
 
 import (
@@ -38,11 +37,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/frontmatter"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -350,10 +349,10 @@ func Learn(in instance.Instance, name, text string, now time.Time, tpl []byte) (
 	if err != nil {
 		return nil, err
 	}
-	key := Normalize(text)
+	key := memory.Normalize(text)
 	lines := strings.Split(string(data), "\n")
 	for i, l := range lines {
-		if m := learningRe.FindStringSubmatch(strings.TrimSpace(l)); m != nil && Normalize(m[1]) == key {
+		if m := learningRe.FindStringSubmatch(strings.TrimSpace(l)); m != nil && memory.Normalize(m[1]) == key {
 			return &LearnResult{Agent: name, Added: false, Line: i + 1, Text: text, Duplicate: strings.TrimSpace(l)}, nil
 		}
 	}
@@ -367,24 +366,4 @@ func Learn(in instance.Instance, name, text string, now time.Time, tpl []byte) (
 		return nil, err
 	}
 	return &LearnResult{Agent: name, Added: true, Line: line, Text: text}, nil
-}
-
-// Normalize folds case, collapses whitespace and drops punctuation, so that
-// "Use UTC." and "use  utc" compare equal.
-func Normalize(s string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			if space && b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			space = false
-			b.WriteRune(r)
-		default:
-			space = true
-		}
-	}
-	return b.String()
 }

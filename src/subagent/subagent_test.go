@@ -142,9 +142,3 @@ func TestLearnConcurrent(t *testing.T) {
 		t.Fatalf("%d learnings, want 10 distinct:\n%s", n, b)
 	}
 }
-
-func TestNormalize(t *testing.T) {
-	if Normalize("Use UTC, always!") != Normalize("use   utc always") {
-		t.Fatal("normalisation differs")
-	}
-}
