@@ -22,7 +22,8 @@
 //
 // Each agent's operational learnings — lessons about how to do its work —
 // live in agents/NAME/operational.md as dated bullets, appended by Learn,
-// which refuses duplicates (compared with memory.Normalize, as memories are) so the file stays a list of distinct lessons.
+// which refuses duplicates (compared with memory.Normalize, as memories
+// are) so the file stays a list of distinct lessons.
 package subagent
 
 import (
