@@ -1,0 +1,209 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/subagent"
+)
+
+func init() { register(newAgentCmd) }
+
+func agentCatalog(in instance.Instance) subagent.Catalog {
+	fw, _ := fs.Sub(hobbs.Assets, "src/agents")
+	return subagent.Catalog{Instance: in, Framework: fw}
+}
+
+func templateFile(name string) []byte {
+	b, _ := fs.ReadFile(hobbs.Templates, name)
+	return b
+}
+
+func newAgentCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Sub-agents: definitions, context for delegation, operational learnings",
+		Long: `Hobbs delegates work to sub-agents through Claude Code's Task tool. Each
+sub-agent gets the foundation (always, in full), the memories matching its tags,
+and its own operational learnings: 'hobbs agent context NAME' prints exactly that.
+
+Framework agents ship with Hobbs; your own live in agents/custom/ of the instance.`,
+	}
+	cmd.AddCommand(newAgentListCmd(a), newAgentNewCmd(a), newAgentShowCmd(a), newAgentLearnCmd(a))
+	cmd.AddCommand(newAgentContextCmd(a))
+	return cmd
+}
+
+func newAgentListCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List framework and custom agents with their memory tags",
+		Example: "  hobbs agent list\n  hobbs agent list --json | jq -r '.[].name'",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.instance()
+			if err != nil {
+				return err
+			}
+			defs, probs := agentCatalog(in).List()
+			for _, p := range probs {
+				a.status("hobbs: warning: %s", p.Err)
+			}
+			if asJSON {
+				return a.printJSON(defs)
+			}
+			for _, d := range defs {
+				tags := strings.Join(d.Tags, ",")
+				if tags == "" {
+					tags = "-"
+				}
+				fmt.Fprintf(a.out, "%-16s %-9s %-24s %s\n", d.Name, d.Source, tags, d.Description)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func newAgentNewCmd(a *app) *cobra.Command {
+	var tags []string
+	var desc string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "new NAME --tag T... [--description D]",
+		Short: "Create a custom agent from the template",
+		Long: `Create agents/custom/NAME.md (Claude Code subagent format, plus a hobbs
+section with the memory tags the agent receives) and agents/NAME/operational.md.
+Edit the file afterwards to give the agent its instructions and tools.`,
+		Example: `  hobbs agent new finance --tag money --tag tax --description "Pays bills and prepares tax paperwork"`,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.existingInstance()
+			if err != nil {
+				return err
+			}
+			d, err := agentCatalog(in).New(subagent.NewOptions{Name: args[0], Description: desc, Tags: tags,
+				Template: templateFile("agent.md"), Operational: templateFile("operational.md")})
+			_ = a.audit(in).Log(audit.Entry{Event: "agent.new", Subject: args[0], Outcome: outcome(err)})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(d)
+			}
+			a.status("created %s", d.Path)
+			fmt.Fprintln(a.out, d.Name)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&tags, "tag", nil, "memory tag the agent receives (repeatable, at least one)")
+	cmd.Flags().StringVar(&desc, "description", "", "one line telling Hobbs when to use the agent")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new definition as JSON")
+	return cmd
+}
+
+func newAgentShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "show NAME",
+		Short:   "Show an agent's definition and operational learnings",
+		Example: "  hobbs agent show researcher\n  hobbs agent show researcher --json",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.instance()
+			if err != nil {
+				return err
+			}
+			d, err := agentCatalog(in).Get(args[0])
+			if err != nil {
+				return err
+			}
+			op, err := subagent.Operational(in, d.Name)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(struct {
+					*subagent.Definition
+					Prompt      string `json:"prompt"`
+					Operational string `json:"operational"`
+				}{d, d.Prompt, op})
+			}
+			fmt.Fprintf(a.out, "name:        %s\nsource:      %s\n", d.Name, d.Source)
+			if d.Path != "" {
+				fmt.Fprintf(a.out, "file:        %s\n", d.Path)
+			}
+			fmt.Fprintf(a.out, "description: %s\ntags:        %s\n", d.Description, strings.Join(d.Tags, ", "))
+			if d.Tools != "" {
+				fmt.Fprintf(a.out, "tools:       %s\n", d.Tools)
+			}
+			if d.Prompt != "" {
+				fmt.Fprintf(a.out, "\n%s\n", d.Prompt)
+			}
+			if op != "" {
+				fmt.Fprintf(a.out, "\n%s", op)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func newAgentLearnCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "learn NAME [TEXT|-]",
+		Short: "Record an operational learning for an agent (deduplicated)",
+		Long: `Append a dated lesson to agents/NAME/operational.md. A lesson already there
+(compared ignoring case, spacing and punctuation) is not added again.
+Operational learnings are about how to do the work; facts about the user are
+memories (hobbs memory add).`,
+		Example: `  hobbs agent learn researcher "Bank statements list dates as DD/MM/YYYY"
+  echo "Ask for the PDF, not a photo" | hobbs agent learn reviewer -`,
+		Args: usageArgs(cobra.RangeArgs(1, 2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.existingInstance()
+			if err != nil {
+				return err
+			}
+			d, err := agentCatalog(in).Get(args[0])
+			if err != nil {
+				return err
+			}
+			text, err := a.memText(args[1:])
+			if err != nil {
+				return err
+			}
+			r, err := subagent.Learn(in, d.Name, text, time.Now(), templateFile("operational.md"))
+			ev := audit.Entry{Event: "agent.learn", Subject: d.Name, Outcome: outcome(err)}
+			if r != nil && !r.Added {
+				ev.Outcome = "duplicate"
+			}
+			_ = a.audit(in).Log(ev)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(r)
+			}
+			if r.Added {
+				a.status("learned: %s:%d", in.Rel(in.Operational(d.Name)), r.Line)
+			} else {
+				a.status("already known: %s:%d: %s", in.Rel(in.Operational(d.Name)), r.Line, r.Duplicate)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}

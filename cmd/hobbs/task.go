@@ -1,0 +1,246 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/memory"
+	"github.com/hobbs-agent/hobbs/src/task"
+)
+
+func init() { register(newTaskCmd) }
+
+// rememberLessons stores each lesson of a retrospective with hobbs memory
+// add's logic: an existing memory with the same text is reinforced.
+func rememberLessons(a *app, in instance.Instance) task.Rememberer {
+	s := memory.Open(in, a.audit(in))
+	return func(text string, tags []string, source string) (string, error) {
+		res, err := s.Add(text, memory.AddOptions{Tags: tags, Type: "lesson", Source: source})
+		if err != nil {
+			return "", err
+		}
+		a.status("lesson %s %s: %s", res.Action, res.ID, text)
+		return res.ID, nil
+	}
+}
+
+func newTaskCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "task",
+		Short: "Task log: record delegated work, its outcome and its retrospective",
+		Long: `Every task Hobbs delegates (or tracks) gets a record in logs/tasks/: who did
+it, which playbook it followed, the outcome and a retrospective. Lessons from a
+retrospective can become memories with --remember.`,
+		Example: `  id=$(hobbs task start "Reconcile October statements" --agent finance --playbook monthly-reconcile)
+  hobbs task done "$id" --outcome ok --retro retro.md --remember
+  hobbs task list`,
+	}
+	cmd.AddCommand(newTaskStartCmd(a), newTaskDoneCmd(a), newTaskListCmd(a), newTaskShowCmd(a))
+	return cmd
+}
+
+func newTaskStartCmd(a *app) *cobra.Command {
+	var agent, playbook string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "start TITLE [--agent NAME] [--playbook NAME]",
+		Short:   "Start a task record and print its id",
+		Example: `  hobbs task start "Draft the newsletter" --agent reviewer`,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.existingInstance()
+			if err != nil {
+				return err
+			}
+			if agent != "" {
+				if _, err := agentCatalog(in).Get(agent); err != nil {
+					return err
+				}
+			}
+			if playbook != "" {
+				if _, err := os.Stat(in.Playbook(playbook)); err != nil || strings.ContainsAny(playbook, "/\\") {
+					return errs.Usagef("no playbook named %q", playbook).WithHint("hobbs playbook list shows them")
+				}
+			}
+			t, err := task.Log{Instance: in}.Start(args[0], agent, playbook)
+			subject := ""
+			if t != nil {
+				subject = t.ID
+			}
+			_ = a.audit(in).Log(audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
+				Detail: map[string]any{"agent": agent, "playbook": playbook}})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(t)
+			}
+			fmt.Fprintln(a.out, t.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "agent doing the work (hobbs agent list)")
+	cmd.Flags().StringVar(&playbook, "playbook", "", "playbook being followed (hobbs playbook list)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
+	return cmd
+}
+
+func newTaskDoneCmd(a *app) *cobra.Command {
+	var outcomeFlag, retro string
+	var remember, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "done ID --outcome ok|failed [--retro FILE|-] [--remember]",
+		Short: "Finish a task with its outcome and retrospective",
+		Long: `Record the outcome of a running task and append its retrospective (Markdown
+from a file, or - for stdin). With --remember, each bullet under a "Lessons"
+heading of the retrospective becomes a memory tagged "task" and the agent's name,
+with the task as its source.`,
+		Example: `  hobbs task done task_20261122_001 --outcome ok
+  hobbs task done task_20261122_002 --outcome failed --retro - --remember <<'EOF'
+  The bank export timed out twice.
+  ## Lessons
+  - Export statements before 9am; the bank's site is slow later.
+  EOF`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.existingInstance()
+			if err != nil {
+				return err
+			}
+			opts := task.DoneOptions{Outcome: outcomeFlag}
+			switch retro {
+			case "":
+			case "-":
+				b, err := io.ReadAll(a.in)
+				if err != nil {
+					return err
+				}
+				opts.Retro = string(b)
+			default:
+				b, err := os.ReadFile(retro)
+				if err != nil {
+					return errs.Wrap(errs.Usage, err, "read retrospective")
+				}
+				opts.Retro = string(b)
+			}
+			if remember {
+				if retro == "" {
+					return errs.Usagef("--remember needs a retrospective").WithHint("pass --retro FILE or --retro -")
+				}
+				opts.Remember = rememberLessons(a, in)
+			}
+			t, err := task.Log{Instance: in}.Done(args[0], opts)
+			ev := audit.Entry{Event: "task.done", Subject: args[0], Outcome: outcome(err)}
+			if t != nil {
+				ev.Detail = map[string]any{"status": t.Status, "remembered": t.Remembered}
+			}
+			_ = a.audit(in).Log(ev)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(t)
+			}
+			a.status("%s: %s", t.ID, t.Status)
+			for _, id := range t.Remembered {
+				fmt.Fprintln(a.out, id)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&outcomeFlag, "outcome", "", "ok or failed (required)")
+	cmd.Flags().StringVar(&retro, "retro", "", "retrospective Markdown file, or - for stdin")
+	cmd.Flags().BoolVar(&remember, "remember", false, "store the retrospective's Lessons bullets as memories")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
+	_ = cmd.MarkFlagRequired("outcome")
+	return cmd
+}
+
+func newTaskListCmd(a *app) *cobra.Command {
+	var asJSON bool
+	var status string
+	cmd := &cobra.Command{
+		Use:     "list [--status running|ok|failed]",
+		Short:   "List tasks, newest first",
+		Example: "  hobbs task list\n  hobbs task list --status running --json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.instance()
+			if err != nil {
+				return err
+			}
+			tasks, probs := task.Log{Instance: in}.List()
+			for _, p := range probs {
+				a.status("hobbs: warning: %s", p.Err)
+			}
+			out := []*task.Task{}
+			for _, t := range tasks {
+				if status == "" || t.Status == status {
+					t.Body = ""
+					out = append(out, t)
+				}
+			}
+			if asJSON {
+				return a.printJSON(out)
+			}
+			for _, t := range out {
+				fmt.Fprintf(a.out, "%s  %-7s %s  %-12s %s\n", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"),
+					dash(t.Agent), t.Title)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status")
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newTaskShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "show ID",
+		Short:   "Show a task record",
+		Example: "  hobbs task show task_20261122_001",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.instance()
+			if err != nil {
+				return err
+			}
+			t, err := task.Log{Instance: in}.Get(args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(t)
+			}
+			fmt.Fprintf(a.out, "id:       %s\ntitle:    %s\nstatus:   %s\nagent:    %s\nplaybook: %s\nstarted:  %s\n",
+				t.ID, t.Title, t.Status, dash(t.Agent), dash(t.Playbook), t.Started.Format(time.RFC3339))
+			if t.Finished != nil {
+				fmt.Fprintf(a.out, "finished: %s\n", t.Finished.Format(time.RFC3339))
+			}
+			if len(t.Remembered) > 0 {
+				fmt.Fprintf(a.out, "memories: %s\n", strings.Join(t.Remembered, ", "))
+			}
+			fmt.Fprint(a.out, t.Body)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}

@@ -1,0 +1,136 @@
+// Package frontmatter reads and writes Markdown files that start with a YAML
+// frontmatter block:
+//
+//	---
+//	key: value
+//	---
+//	body…
+//
+// Errors are *ParseError values naming the file and the line in the file
+// (not in the YAML block), so a user can jump straight to the problem.
+package frontmatter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ParseError is a problem at a line of a file.
+type ParseError struct {
+	Path   string
+	Line   int // 1-based; 0 when unknown
+	Reason string
+}
+
+func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Reason)
+}
+
+const delim = "---"
+
+// Split separates the frontmatter from the body. yamlStart is the 1-based
+// file line of the first YAML line.
+func Split(path string, data []byte) (fm, body []byte, yamlStart int, err error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	first, rest, _ := bytes.Cut(data, []byte("\n"))
+	if strings.TrimRight(string(first), "\r \t") != delim {
+		return nil, nil, 0, &ParseError{Path: path, Line: 1, Reason: "missing frontmatter: the file must start with ---"}
+	}
+	line := 2
+	var yamlLines [][]byte
+	for len(rest) > 0 {
+		var l []byte
+		l, rest, _ = bytes.Cut(rest, []byte("\n"))
+		if strings.TrimRight(string(l), "\r \t") == delim {
+			return bytes.Join(yamlLines, []byte("\n")), rest, 2, nil
+		}
+		yamlLines = append(yamlLines, l)
+		line++
+	}
+	return nil, nil, 0, &ParseError{Path: path, Line: line - 1, Reason: "frontmatter is not closed by a --- line"}
+}
+
+var yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// Decode splits data and decodes its frontmatter into v. With strict,
+// unknown keys are errors. It returns the body and the frontmatter node
+// (for line lookups).
+func Decode(path string, data []byte, v any, strict bool) (body []byte, node *yaml.Node, err error) {
+	fm, body, start, err := Split(path, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(fm, &root); err != nil {
+		return nil, nil, yamlErr(path, start, err)
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, nil, &ParseError{Path: path, Line: start, Reason: "frontmatter must be a mapping of keys to values"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(fm))
+	dec.KnownFields(strict)
+	if err := dec.Decode(v); err != nil {
+		return nil, nil, yamlErr(path, start, err)
+	}
+	shiftLines(root.Content[0], start-1)
+	return body, root.Content[0], nil
+}
+
+func shiftLines(n *yaml.Node, by int) {
+	n.Line += by
+	for _, c := range n.Content {
+		shiftLines(c, by)
+	}
+}
+
+func yamlErr(path string, start int, err error) error {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &ParseError{Path: path, Line: start + n - 1, Reason: m[2]}
+	}
+	return &ParseError{Path: path, Line: start, Reason: msg}
+}
+
+// KeyLine returns the file line of key in a frontmatter node from Decode, or
+// the node's own line.
+func KeyLine(n *yaml.Node, key string) int {
+	if n == nil {
+		return 0
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i].Line
+		}
+	}
+	return n.Line
+}
+
+// Encode renders v as frontmatter followed by body.
+func Encode(v any, body []byte) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(delim + "\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	enc.Close()
+	b.WriteString(delim + "\n")
+	b.Write(body)
+	return b.Bytes(), nil
+}

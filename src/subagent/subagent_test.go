@@ -1,0 +1,144 @@
+package subagent
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+var agentTpl, _ = os.ReadFile("../../templates/agent.md")
+var opTpl, _ = os.ReadFile("../../templates/operational.md")
+
+var framework = fstest.MapFS{
+	"researcher.md":   {Data: []byte("---\nname: researcher\ndescription: Finds sources.\ntools: Read, WebFetch\nhobbs:\n  tags: [research]\n---\nYou research.\n")},
+	"hobbs/CLAUDE.md": {Data: []byte("identity, not an agent")},
+}
+
+func newCatalog(t *testing.T) Catalog {
+	in := instance.Instance{Root: t.TempDir()}
+	return Catalog{Instance: in, Framework: framework}
+}
+
+func TestNewListGet(t *testing.T) {
+	c := newCatalog(t)
+	d, err := c.New(NewOptions{Name: "finance", Tags: []string{"money", "tax"}, Description: "Handles: bills & taxes",
+		Template: agentTpl, Operational: opTpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Description != "Handles: bills & taxes" || strings.Join(d.Tags, ",") != "money,tax" {
+		t.Fatalf("%+v", d)
+	}
+	if _, err := os.Stat(c.Instance.Operational("finance")); err != nil {
+		t.Fatal("operational.md not created")
+	}
+	defs, probs := c.List()
+	if len(probs) != 0 {
+		t.Fatalf("problems: %v", probs)
+	}
+	var names []string
+	for _, d := range defs {
+		names = append(names, d.Name+":"+d.Source)
+	}
+	if got := strings.Join(names, " "); got != "hobbs:identity finance:custom researcher:framework" {
+		t.Fatalf("list: %s", got)
+	}
+	if g, err := c.Get("researcher"); err != nil || g.Tags[0] != "research" || g.Tools != "Read, WebFetch" {
+		t.Fatalf("get: %+v %v", g, err)
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	c := newCatalog(t)
+	base := NewOptions{Tags: []string{"x"}, Template: agentTpl, Operational: opTpl}
+	for _, name := range []string{"researcher", "hobbs", "Bad", "../etc", "a--b", "", strings.Repeat("a", 65)} {
+		o := base
+		o.Name = name
+		if _, err := c.New(o); errs.Code(err) != errs.Usage {
+			t.Errorf("New(%q) = %v, want usage error", name, err)
+		}
+	}
+	o := base
+	o.Name, o.Tags = "ok", nil
+	if _, err := c.New(o); err == nil {
+		t.Error("no tags accepted")
+	}
+	o.Name, o.Tags = "ok", []string{"x"}
+	if _, err := c.New(o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.New(o); errs.Code(err) != errs.Usage || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("duplicate: %v", err)
+	}
+}
+
+func TestBrokenCustomReportedNotRewritten(t *testing.T) {
+	c := newCatalog(t)
+	os.MkdirAll(c.Instance.AgentsCustom(), 0o755)
+	bad := filepath.Join(c.Instance.AgentsCustom(), "broken.md")
+	content := []byte("---\nname: broken\ndescription: [unclosed\n---\n")
+	os.WriteFile(bad, content, 0o644)
+	shadow := filepath.Join(c.Instance.AgentsCustom(), "researcher.md")
+	os.WriteFile(shadow, []byte("---\nname: researcher\ndescription: mine\n---\n"), 0o644)
+	defs, probs := c.List()
+	if len(defs) != 2 || len(probs) != 2 {
+		t.Fatalf("defs %d probs %v", len(defs), probs)
+	}
+	if !regexp.MustCompile(`broken\.md:\d+: `).MatchString(probs[0].Err + probs[1].Err) {
+		t.Fatalf("no line in %v", probs)
+	}
+	if _, err := c.Get("broken"); err == nil || !strings.Contains(err.Error(), "cannot be read") {
+		t.Fatalf("get broken: %v", err)
+	}
+	if b, _ := os.ReadFile(bad); string(b) != string(content) {
+		t.Fatal("broken file rewritten")
+	}
+}
+
+func TestLearnDedupes(t *testing.T) {
+	in := instance.Instance{Root: t.TempDir()}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r, err := Learn(in, "researcher", "Prefer primary sources.", now, opTpl)
+	if err != nil || !r.Added {
+		t.Fatalf("%+v %v", r, err)
+	}
+	r, err = Learn(in, "researcher", "  prefer PRIMARY sources ", now.Add(48*time.Hour), opTpl)
+	if err != nil || r.Added || r.Duplicate != "- 2026-11-22: Prefer primary sources." {
+		t.Fatalf("dup: %+v %v", r, err)
+	}
+	if _, err := Learn(in, "researcher", "Check dates", now, opTpl); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(in.Operational("researcher"))
+	if strings.Count(string(b), "\n- ") != 2 || !strings.Contains(string(b), "Operational learnings: researcher") {
+		t.Fatalf("file:\n%s", b)
+	}
+}
+
+func TestLearnConcurrent(t *testing.T) {
+	in := instance.Instance{Root: t.TempDir()}
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			text := "lesson " + string(rune('a'+i%10))
+			if _, err := Learn(in, "hobbs", text, time.Now(), opTpl); err != nil {
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	b, _ := os.ReadFile(in.Operational("hobbs"))
+	if n := strings.Count(string(b), "\n- "); n != 10 {
+		t.Fatalf("%d learnings, want 10 distinct:\n%s", n, b)
+	}
+}

@@ -1,0 +1,308 @@
+// Package task keeps the task log: one Markdown file with frontmatter per
+// delegated or tracked task, in the instance's logs/tasks/.
+//
+//	---
+//	id: task_20261122_001
+//	title: Summarise the quarterly report
+//	agent: researcher
+//	playbook: quarterly-review
+//	status: running            # running | ok | failed
+//	started: 2026-11-22T09:14:03Z
+//	finished: 2026-11-22T09:40:11Z
+//	remembered: [mem_20261122_004]
+//	---
+//	# Summarise the quarterly report
+//
+//	## Retrospective
+//	…
+//
+// Start allocates the next id of the day under the "tasks" lock and creates
+// the file atomically; Done records the outcome once (a finished task is not
+// finished again), appends the retrospective, and can turn the bullets of its
+// "Lessons" section into memories through a Rememberer the caller provides.
+package task
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/frontmatter"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// Statuses.
+const (
+	Running = "running"
+	OK      = "ok"
+	Failed  = "failed"
+)
+
+// Task is one task record.
+type Task struct {
+	ID         string     `yaml:"id" json:"id"`
+	Title      string     `yaml:"title" json:"title"`
+	Agent      string     `yaml:"agent,omitempty" json:"agent,omitempty"`
+	Playbook   string     `yaml:"playbook,omitempty" json:"playbook,omitempty"`
+	Status     string     `yaml:"status" json:"status"`
+	Started    time.Time  `yaml:"started" json:"started"`
+	Finished   *time.Time `yaml:"finished,omitempty" json:"finished,omitempty"`
+	Remembered []string   `yaml:"remembered,omitempty" json:"remembered,omitempty"`
+	Path       string     `yaml:"-" json:"path"`
+	Body       string     `yaml:"-" json:"body,omitempty"`
+}
+
+// Log is the task log of an instance.
+type Log struct {
+	Instance instance.Instance
+	Now      func() time.Time
+}
+
+func (l Log) now() time.Time {
+	if l.Now != nil {
+		return l.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+var idRe = regexp.MustCompile(`^task_(\d{8})_(\d{3,})$`)
+
+// ValidID checks the shape of a task id (it also keeps ids from naming paths).
+func ValidID(id string) error {
+	if !idRe.MatchString(id) {
+		return errs.Usagef("invalid task id %q", id).WithHint("ids look like task_20261122_001 (hobbs task list)")
+	}
+	return nil
+}
+
+func (l Log) path(id string) string { return filepath.Join(l.Instance.Tasks(), id+".md") }
+
+func (l Log) lock() (func(), error) {
+	if err := os.MkdirAll(l.Instance.Locks(), 0o755); err != nil {
+		return nil, err
+	}
+	return safefile.Lock(l.Instance.Lock("tasks"), 30*time.Second)
+}
+
+// Start records a new running task and returns it.
+func (l Log) Start(title, agent, playbook string) (*Task, error) {
+	title = strings.Join(strings.Fields(title), " ")
+	if title == "" {
+		return nil, errs.Usagef("a task needs a title")
+	}
+	if err := os.MkdirAll(l.Instance.Tasks(), 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := l.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	now := l.now()
+	day := now.Format("20060102")
+	next := 1
+	ents, _ := os.ReadDir(l.Instance.Tasks())
+	for _, e := range ents {
+		var n int
+		if m := idRe.FindStringSubmatch(strings.TrimSuffix(e.Name(), ".md")); m != nil && m[1] == day {
+			fmt.Sscanf(m[2], "%d", &n)
+			if n >= next {
+				next = n + 1
+			}
+		}
+	}
+	t := &Task{ID: fmt.Sprintf("task_%s_%03d", day, next), Title: title, Agent: agent, Playbook: playbook,
+		Status: Running, Started: now.Truncate(time.Second)}
+	t.Body = fmt.Sprintf("\n# %s\n", title)
+	data, err := frontmatter.Encode(t, []byte(t.Body))
+	if err != nil {
+		return nil, err
+	}
+	t.Path = l.path(t.ID)
+	if err := safefile.Create(t.Path, data, 0o644); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Get reads one task.
+func (l Log) Get(id string) (*Task, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	p := l.path(id)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errs.Usagef("no task %s", id).WithHint("hobbs task list shows the task ids")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parse(p, data)
+}
+
+func parse(p string, data []byte) (*Task, error) {
+	var t Task
+	body, node, err := frontmatter.Decode(p, data, &t, true)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !idRe.MatchString(t.ID):
+		return nil, &frontmatter.ParseError{Path: p, Line: frontmatter.KeyLine(node, "id"), Reason: fmt.Sprintf("invalid id %q", t.ID)}
+	case filepath.Base(p) != t.ID+".md":
+		return nil, &frontmatter.ParseError{Path: p, Line: frontmatter.KeyLine(node, "id"), Reason: "id does not match the file name"}
+	case t.Status != Running && t.Status != OK && t.Status != Failed:
+		return nil, &frontmatter.ParseError{Path: p, Line: frontmatter.KeyLine(node, "status"), Reason: fmt.Sprintf("status %q is not running, ok or failed", t.Status)}
+	}
+	t.Path, t.Body = p, string(body)
+	return &t, nil
+}
+
+// Problem is a task file that could not be read; it is reported and left alone.
+type Problem struct {
+	Path string `json:"path"`
+	Err  string `json:"error"`
+}
+
+// List returns all tasks, newest first, and the files it could not parse.
+func (l Log) List() ([]*Task, []Problem) {
+	var out []*Task
+	var probs []Problem
+	ents, _ := os.ReadDir(l.Instance.Tasks())
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		p := filepath.Join(l.Instance.Tasks(), e.Name())
+		data, err := os.ReadFile(p)
+		if err == nil {
+			var t *Task
+			if t, err = parse(p, data); err == nil {
+				out = append(out, t)
+				continue
+			}
+		}
+		probs = append(probs, Problem{Path: p, Err: err.Error()})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.After(out[j].Started)
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, probs
+}
+
+// Rememberer stores one lesson as a memory and returns its id.
+type Rememberer func(text string, tags []string, source string) (id string, err error)
+
+// DoneOptions configures Done.
+type DoneOptions struct {
+	Outcome  string     // OK or Failed
+	Retro    string     // retrospective Markdown, may be empty
+	Remember Rememberer // when set, each bullet under a "Lessons" heading becomes a memory
+}
+
+// Done finishes a running task.
+func (l Log) Done(id string, o DoneOptions) (*Task, error) {
+	if o.Outcome != OK && o.Outcome != Failed {
+		return nil, errs.Usagef("outcome must be ok or failed, not %q", o.Outcome)
+	}
+	var lessons []string
+	if o.Remember != nil {
+		lessons = Lessons(o.Retro)
+		if len(lessons) == 0 {
+			return nil, errs.Usagef("--remember: the retrospective has no bullets under a \"Lessons\" heading").
+				WithHint("add a section like:\n## Lessons\n- Check the bank's CSV date format first.")
+		}
+	}
+	unlock, err := l.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	t, err := l.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status != Running {
+		return nil, errs.Usagef("task %s already finished (%s at %s)", id, t.Status, t.Finished.Format(time.RFC3339))
+	}
+	now := l.now().Truncate(time.Second)
+	t.Status, t.Finished = o.Outcome, &now
+	if r := strings.TrimSpace(o.Retro); r != "" {
+		t.Body = strings.TrimRight(t.Body, "\n") + "\n\n## Retrospective\n\n" + demoteTopHeading(r) + "\n"
+	}
+	source := "task:" + t.ID
+	tags := []string{"task"}
+	if t.Agent != "" {
+		tags = append(tags, t.Agent)
+	}
+	for _, lesson := range lessons {
+		mid, err := o.Remember(lesson, tags, source)
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "remember lesson %q", lesson)
+		}
+		t.Remembered = append(t.Remembered, mid)
+	}
+	data, err := frontmatter.Encode(t, []byte(t.Body))
+	if err != nil {
+		return nil, err
+	}
+	if err := safefile.Write(t.Path, data, 0o644); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// demoteTopHeading keeps a retrospective's own "# Title" from competing with
+// the task's title.
+func demoteTopHeading(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "# ") {
+			lines[i] = "#" + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+var headingRe = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
+
+// Lessons returns the bullet items under the first heading whose text starts
+// with "Lessons" (case-insensitive), up to the next heading of the same or a
+// higher level.
+func Lessons(md string) []string {
+	var out []string
+	level := 0
+	for _, l := range strings.Split(md, "\n") {
+		if m := headingRe.FindStringSubmatch(l); m != nil {
+			if level > 0 && len(m[1]) <= level {
+				break
+			}
+			if level == 0 && strings.HasPrefix(strings.ToLower(m[2]), "lessons") {
+				level = len(m[1])
+			}
+			continue
+		}
+		if level == 0 {
+			continue
+		}
+		t := strings.TrimSpace(l)
+		for _, p := range []string{"- ", "* ", "+ "} {
+			if item, ok := strings.CutPrefix(t, p); ok && strings.TrimSpace(item) != "" {
+				out = append(out, strings.TrimSpace(item))
+			}
+		}
+	}
+	return out
+}

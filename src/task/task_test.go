@@ -1,0 +1,102 @@
+package task
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+func newLog(t *testing.T) Log {
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	return Log{Instance: instance.Instance{Root: t.TempDir()}, Now: func() time.Time { now = now.Add(time.Minute); return now }}
+}
+
+func TestLifecycle(t *testing.T) {
+	l := newLog(t)
+	a, err := l.Start("Summarise   report", "researcher", "")
+	if err != nil || a.ID != "task_20261122_001" || a.Title != "Summarise report" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	b, _ := l.Start("Second", "", "weekly")
+	if b.ID != "task_20261122_002" {
+		t.Fatalf("id %s", b.ID)
+	}
+	var remembered []string
+	rem := func(text string, tags []string, source string) (string, error) {
+		remembered = append(remembered, fmt.Sprintf("%s|%s|%s", text, strings.Join(tags, ","), source))
+		return fmt.Sprintf("mem_%d", len(remembered)), nil
+	}
+	retro := "# Retro\nWent fine.\n\n## Lessons learned\n- Check the CSV date format first.\n* Ask for the PDF, not a scan.\n\n## Other\n- not a lesson\n"
+	done, err := l.Done(a.ID, DoneOptions{Outcome: OK, Retro: retro, Remember: rem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != OK || done.Finished == nil || strings.Join(done.Remembered, ",") != "mem_1,mem_2" {
+		t.Fatalf("%+v", done)
+	}
+	if len(remembered) != 2 || remembered[0] != "Check the CSV date format first.|task,researcher|task:task_20261122_001" {
+		t.Fatalf("remembered %v", remembered)
+	}
+	got, err := l.Get(a.ID)
+	if err != nil || !strings.Contains(got.Body, "## Retrospective") || !strings.Contains(got.Body, "## Retro\n") {
+		t.Fatalf("body %q %v", got.Body, err)
+	}
+	if _, err := l.Done(a.ID, DoneOptions{Outcome: Failed}); errs.Code(err) != errs.Usage {
+		t.Fatalf("finishing twice: %v", err)
+	}
+	list, probs := l.List()
+	if len(list) != 2 || len(probs) != 0 || list[0].ID != b.ID {
+		t.Fatalf("list %v %v", list, probs)
+	}
+}
+
+func TestDoneValidation(t *testing.T) {
+	l := newLog(t)
+	a, _ := l.Start("x", "", "")
+	if _, err := l.Done(a.ID, DoneOptions{Outcome: "meh"}); errs.Code(err) != errs.Usage {
+		t.Fatal("bad outcome accepted")
+	}
+	rem := func(string, []string, string) (string, error) { return "", nil }
+	if _, err := l.Done(a.ID, DoneOptions{Outcome: OK, Retro: "no lessons here", Remember: rem}); err == nil {
+		t.Fatal("--remember without lessons accepted")
+	}
+	if got, _ := l.Get(a.ID); got.Status != Running {
+		t.Fatal("failed done changed the task")
+	}
+	for _, id := range []string{"../x", "task_1", "task_20261122_001/../../x"} {
+		if _, err := l.Get(id); errs.Code(err) != errs.Usage {
+			t.Errorf("Get(%q): %v", id, err)
+		}
+	}
+}
+
+func TestMalformedReported(t *testing.T) {
+	l := newLog(t)
+	l.Start("fine", "", "")
+	os.MkdirAll(l.Instance.Tasks(), 0o755)
+	p := l.path("task_20261122_009")
+	content := "---\nid: task_20261122_009\nstatus: exploded\n---\n"
+	os.WriteFile(p, []byte(content), 0o644)
+	list, probs := l.List()
+	if len(list) != 1 || len(probs) != 1 || !strings.Contains(probs[0].Err, ":3: status") {
+		t.Fatalf("%v %v", list, probs)
+	}
+	if _, err := l.Done("task_20261122_009", DoneOptions{Outcome: OK}); err == nil {
+		t.Fatal("done on a malformed file")
+	}
+	if b, _ := os.ReadFile(p); string(b) != content {
+		t.Fatal("malformed file rewritten")
+	}
+}
+
+func TestLessons(t *testing.T) {
+	got := Lessons("## Lessons\n- a\n  - b\n### Sub\n- c\n## Next\n- d\n")
+	if strings.Join(got, "|") != "a|b|c" {
+		t.Fatalf("%v", got)
+	}
+}
