@@ -6,6 +6,7 @@
 #
 #   ~/.hobbs/skills/<name>/          → ~/hobbs/workspace/.claude/skills/<name>
 #   ~/.hobbs/agents/custom/<name>.md → ~/.claude/agents/<name>.md
+#   ~/hobbs/.claude/agents/<name>.md  → ~/.claude/agents/<name>.md  (framework agents)
 #
 # Claude Code finds skills in .claude/skills of the directory it starts in and
 # its parents; sessions start in ~/hobbs/workspace. Sub-agents are linked into
@@ -110,6 +111,10 @@ _hobbs_init() (
 	elif [ -n "$(ls -A "$home/skills" 2>/dev/null)" ]; then
 		say "no workspace at $workspace; instance skills not linked"
 	fi
+	# Framework agents live in the image beside the identity; Claude Code looks
+	# for sub-agents only in the project's and the user's .claude/agents, so
+	# they are linked into the user scope too (nothing can collide with them).
+	link_all agent "$framework/agents" "$claude/agents" "$framework/.none" ".md"
 	link_all agent "$home/agents/custom" "$claude/agents" "$framework/agents" ".md"
 	return 0
 )

@@ -241,6 +241,7 @@ func TestNeverClobbersAndWarnsOnCollisions(t *testing.T) {
 			wantLines(t, errOut, append([]string{
 				"hobbs-init: linked skill mine (" + e.p(ws+"mine") + ")",
 				"hobbs-init: linked skill ok (" + e.p(ws+"ok") + ")",
+				"hobbs-init: linked agent reviewer (" + e.p(".claude/agents/reviewer.md") + ")",
 			}, warnings...)...)
 			e.notLink(ws + "real")
 			if got := e.link(ws + "theirs"); got != e.p("elsewhere") {
@@ -253,8 +254,9 @@ func TestNeverClobbersAndWarnsOnCollisions(t *testing.T) {
 			if _, err := os.Lstat(e.p(ws + "capture-playbook")); err == nil {
 				t.Fatal("colliding skill linked")
 			}
-			if _, err := os.Lstat(e.p(".claude/agents/reviewer.md")); err == nil {
-				t.Fatal("colliding agent linked")
+			// The framework's reviewer is linked, the instance's namesake is not.
+			if got := e.link(".claude/agents/reviewer.md"); got != e.p("hobbs/.claude/agents/reviewer.md") {
+				t.Fatalf("reviewer links to %s, want the framework agent", got)
 			}
 			if got := e.link(ws + "ghost"); got != "/nonexistent/x" {
 				t.Fatal("a foreign dangling link was removed")
