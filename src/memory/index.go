@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // Index freshness rules (see the package doc).
@@ -451,7 +449,7 @@ func (t *tierIndex) check(dirStamp fileStamp, now time.Time) error {
 	if t.tier == Archive {
 		s := state{MetaStamp: t.stamp, Dir: dirStamp, CheckedAt: now.UnixNano()}
 		if b, err := json.Marshal(s); err == nil {
-			_ = safefile.Write(t.path(".state"), b, 0o644)
+			_ = writeDerived(t.path(".state"), b)
 		}
 	}
 	return nil
@@ -563,7 +561,7 @@ func (t *tierIndex) saveMeta(recs []record, flags []byte) error {
 	if err := os.MkdirAll(t.idxDir, 0o755); err != nil {
 		return err
 	}
-	return safefile.Write(t.path(".meta"), out.Bytes(), 0o644)
+	return writeDerived(t.path(".meta"), out.Bytes())
 }
 
 // rebuildTri drops gone records, builds postings over every file's content
@@ -611,7 +609,7 @@ func (t *tierIndex) rebuildTri(recs []record, flags []byte, now time.Time) ([]re
 	stamp := newStamp()
 	data := buildTri(stamp, docs)
 	if err := os.MkdirAll(t.idxDir, 0o755); err == nil {
-		if err := safefile.Write(t.path(".tri"), data, 0o644); err == nil {
+		if err := writeDerived(t.path(".tri"), data); err == nil {
 			t.triStamp = stamp
 			tf, _ := parseTri(data)
 			t.tri = tf
@@ -784,4 +782,32 @@ func intersect(a, b []uint32) []uint32 {
 		}
 	}
 	return out
+}
+
+// writeDerived replaces an index file atomically (temp file and rename) but
+// without fsync: the index is derived data, checked on every use, and a file
+// lost in a crash is rebuilt. User data goes through safefile instead.
+func writeDerived(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }
