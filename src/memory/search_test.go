@@ -348,3 +348,32 @@ func TestArchiveInPlaceEdit(t *testing.T) {
 		t.Fatalf("expired trust period missed an in-place edit: %v", got)
 	}
 }
+
+// A file replaced by rename under the same name (how hobbs writes) is seen
+// at once, without a full check: the directory changed and so did the inode.
+func TestArchiveReplacedByRename(t *testing.T) {
+	withIndexTimes(t, 30*time.Millisecond, time.Hour)
+	c := newCorpus(t, 11)
+	c.add(Archive, 80)
+	settle()
+	if got := c.indexed(SearchOptions{Query: "griffin", Scope: ScopeArchive}); len(got) != 0 {
+		t.Fatal(got)
+	}
+	settle()
+	if got := c.indexed(SearchOptions{Query: "griffin", Scope: ScopeArchive}); len(got) != 0 {
+		t.Fatal(got)
+	}
+	p := c.pick(Archive)
+	old, _ := os.ReadFile(p)
+	repl := strings.Replace(string(old), "status: archived", "status: archived\n# griffin", 1)
+	c.write(p, repl, true)
+	settle()
+	if got := c.indexed(SearchOptions{Query: "griffin", Scope: ScopeArchive}); len(got) != 1 {
+		t.Fatalf("a file replaced by rename was missed: %v", got)
+	}
+	os.Remove(p)
+	settle()
+	if got := c.indexed(SearchOptions{Query: "griffin", Scope: ScopeArchive}); len(got) != 0 {
+		t.Fatalf("a removed file was found: %v", got)
+	}
+}
