@@ -250,7 +250,7 @@ func memShowCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "show ID",
-		Short:   "Print a memory (frontmatter and text)",
+		Short:   "Print a memory file as it is (frontmatter and text)",
 		Example: "  hobbs memory show mem_20260122_001\n  hobbs memory show mem_20260122_001 --json | jq .text",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -266,12 +266,8 @@ func memShowCmd(a *app) *cobra.Command {
 			if asJSON {
 				return a.printJSON(m)
 			}
-			data, err := m.Marshal()
-			if err != nil {
-				return err
-			}
 			a.status("%s", m.Path)
-			_, err = a.out.Write(data)
+			_, err = a.out.Write(m.Raw())
 			return err
 		},
 	}

@@ -100,7 +100,7 @@ func (s *Store) readFile(path string, tier Tier) (*Memory, error) {
 		return nil, &errs.Error{Code: errs.Failure, Msg: p.String(),
 			Hint: "fix the file by hand (hobbs never rewrites a file it cannot parse); hobbs memory lint lists every problem"}
 	}
-	m.Path = path
+	m.Path, m.raw = path, data
 	return m, nil
 }
 
@@ -157,14 +157,14 @@ func listNames(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer d.Close()
-	all, err := d.Readdirnames(-1)
+	all, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, err
 	}
-	names := all[:0]
-	for _, n := range all {
-		if memoryFile(n) {
-			names = append(names, n)
+	var names []string
+	for _, e := range all {
+		if memoryFile(e.Name()) && !e.IsDir() {
+			names = append(names, e.Name())
 		}
 	}
 	sort.Strings(names)
