@@ -444,18 +444,21 @@ json prints what was included. The memories loaded get last_accessed updated
 			if err != nil {
 				return err
 			}
-			ctx, err := s.BuildContext(memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs})
+			opt := memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs}
+			var ctx *memory.Context
+			var hook []byte
+			if format == "hook" {
+				ctx, hook, err = s.BuildHook(opt)
+			} else {
+				ctx, err = s.BuildContext(opt)
+			}
 			a.memWarn(s)
 			if err != nil {
 				return err
 			}
 			switch format {
 			case "hook":
-				b, err := memory.HookJSON(ctx.Text)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.out, "%s\n", b)
+				fmt.Fprintf(a.out, "%s\n", hook)
 			case "json":
 				if err := a.printJSON(ctx); err != nil {
 					return err

@@ -317,3 +317,29 @@ func HookJSON(text string) ([]byte, error) {
 	h.HookSpecificOutput.AdditionalContext = text
 	return json.Marshal(h)
 }
+
+// BuildHook builds the context for a SessionStart hook and returns it with
+// the hook JSON. The JSON itself (escapes included) is kept within HookLimit
+// characters: when escaping pushes it over, the memories are cut further.
+// foundation.md is never cut, so a foundation longer than the limit still
+// goes over it.
+func (s *Store) BuildHook(opt ContextOptions) (*Context, []byte, error) {
+	if opt.Budget <= 0 {
+		opt.Budget = DefaultBudget
+	}
+	for tries := 0; ; tries++ {
+		c, err := s.BuildContext(opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := HookJSON(c.Text)
+		if err != nil {
+			return nil, nil, err
+		}
+		over := utf8.RuneCount(b) - HookLimit
+		if over <= 0 || tries == 4 || opt.Budget <= over {
+			return c, b, nil
+		}
+		opt.Budget -= over + 16
+	}
+}

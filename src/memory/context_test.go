@@ -63,3 +63,33 @@ func TestBuildContextBudget(t *testing.T) {
 		t.Fatalf("tag filter: %d memories, %d omitted", len(c.Memories), c.Omitted)
 	}
 }
+
+// The hook JSON, escapes included, stays within Claude Code's limit.
+func TestBuildHookFitsLimit(t *testing.T) {
+	s := newStore(t)
+	if err := os.WriteFile(s.In.Foundation(), []byte("# Me\n\nShort.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 400; i++ {
+		// Many lines and quotes: JSON escaping makes the output longer than the text.
+		body := strings.Repeat("\"q\"\n", 10)
+		data := fmt.Sprintf("---\nid: mem_20250101_%03d\ncreated: 2025-01-01\n---\n\n%s\n", i, body)
+		if err := os.WriteFile(filepath.Join(s.In.MemoryActive(), fmt.Sprintf("mem_20250101_%03d.md", i)), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, b, err := s.BuildHook(ContextOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := utf8.RuneCount(b); n > HookLimit || len(c.Memories) == 0 {
+		t.Fatalf("hook JSON is %d characters with %d memories", n, len(c.Memories))
+	}
+	plain, err := s.BuildContext(ContextOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pb, _ := HookJSON(plain.Text); utf8.RuneCount(pb) <= HookLimit {
+		t.Fatalf("test corpus too easy: plain context already fits (%d)", utf8.RuneCount(pb))
+	}
+}
