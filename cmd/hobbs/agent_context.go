@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -21,9 +19,9 @@ func newAgentContextCmd(a *app) *cobra.Command {
 		Use:   "context NAME [--budget CHARS] [--format text|hook|json]",
 		Short: "Print a sub-agent's starting context: foundation, tagged memories, learnings",
 		Long: `Print what Hobbs passes to a sub-agent it delegates to: foundation.md in
-full (never filtered or cut), then the agent's operational learnings, then the
-active memories carrying any of the agent's tags, best first, cut to the
-budget (default: memory.context_budget in config.yaml).
+full (never filtered or cut), then the active memories carrying any of the
+agent's tags, best first, as many as fit the budget (default:
+memory.context_budget in config.yaml), then the agent's operational learnings.
 
 For "hobbs" itself it is the session context: claude.md and its learnings with
 all active memories. --format hook prints the JSON a Claude Code hook returns.`,
@@ -53,59 +51,30 @@ all active memories. --format hook prints the JSON a Claude Code hook returns.`,
 			if budget <= 0 {
 				return errs.Usagef("--budget must be positive")
 			}
-			var secs []memory.Section
+			// claude.md (for hobbs) before the memories, the learnings after
+			// them: BuildContext reserves room for both before ranking.
+			var pre, after []memory.Section
 			if d.Name == subagent.Hobbs {
 				if sec, ok, err := memory.FileSection("claude.md", s.In.ClaudeMD()); err != nil {
 					return err
 				} else if ok {
-					secs = append(secs, sec)
+					pre = append(pre, sec)
 				}
 			}
 			if sec, ok, err := memory.FileSection("agents/"+d.Name+"/operational.md", s.In.Operational(d.Name)); err != nil {
 				return err
 			} else if ok {
-				secs = append(secs, sec)
+				after = append(after, sec)
 			}
 			tags := d.Tags
 			if d.Name != subagent.Hobbs && len(tags) == 0 {
 				a.status("hobbs: warning: agent %s has no memory tags: it gets no memories (add tags under hobbs: in its file)", d.Name)
 				tags = []string{noMemoryTag}
 			}
-			ctx, err := s.BuildContext(memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs})
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			return a.emitContext(s, ctx, format, budget)
+			return a.printContext(s, memory.ContextOptions{Tags: tags, Budget: budget, Sections: pre, After: after}, format)
 		},
 	}
 	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")
 	cmd.Flags().StringVar(&format, "format", "text", "text, hook (hook JSON) or json")
 	return cmd
-}
-
-// emitContext prints a built context in the requested format, warns about
-// what was cut, and records the access of the included memories.
-func (a *app) emitContext(s *memory.Store, ctx *memory.Context, format string, budget int) error {
-	switch format {
-	case "hook":
-		b, err := memory.HookJSON(ctx.Text)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(a.out, "%s\n", b)
-	case "json":
-		if err := a.printJSON(ctx); err != nil {
-			return err
-		}
-	default:
-		fmt.Fprint(a.out, ctx.Text)
-	}
-	for _, c := range ctx.Cut {
-		a.status("hobbs: warning: %s cut to fit the budget of %d characters", c, budget)
-	}
-	if err := s.Touch(ctx.Memories); err != nil {
-		a.status("hobbs: warning: last_accessed not updated: %v", err)
-	}
-	return nil
 }

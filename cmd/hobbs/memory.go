@@ -250,7 +250,7 @@ func memShowCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "show ID",
-		Short:   "Print a memory (frontmatter and text)",
+		Short:   "Print a memory file as it is (frontmatter and text)",
 		Example: "  hobbs memory show mem_20260122_001\n  hobbs memory show mem_20260122_001 --json | jq .text",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -266,12 +266,8 @@ func memShowCmd(a *app) *cobra.Command {
 			if asJSON {
 				return a.printJSON(m)
 			}
-			data, err := m.Marshal()
-			if err != nil {
-				return err
-			}
 			a.status("%s", m.Path)
-			_, err = a.out.Write(data)
+			_, err = a.out.Write(m.Raw())
 			return err
 		},
 	}
@@ -448,32 +444,7 @@ json prints what was included. The memories loaded get last_accessed updated
 			if err != nil {
 				return err
 			}
-			ctx, err := s.BuildContext(memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs})
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			switch format {
-			case "hook":
-				b, err := memory.HookJSON(ctx.Text)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.out, "%s\n", b)
-			case "json":
-				if err := a.printJSON(ctx); err != nil {
-					return err
-				}
-			default:
-				fmt.Fprint(a.out, ctx.Text)
-			}
-			for _, c := range ctx.Cut {
-				a.status("hobbs: warning: %s cut to fit the budget of %d characters", c, budget)
-			}
-			if err := s.Touch(ctx.Memories); err != nil {
-				a.status("hobbs: warning: last_accessed not updated: %v", err)
-			}
-			return nil
+			return a.printContext(s, memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs}, format)
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "context for this sub-agent: its operational.md instead of claude.md")
@@ -607,3 +578,38 @@ func memStatsCmd(a *app) *cobra.Command {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// printContext builds a context (the hook variant for --format hook), prints
+// it in format (text, hook or json), warns about malformed files and cut
+// sections, and records the access of the memories it included.
+func (a *app) printContext(s *memory.Store, opt memory.ContextOptions, format string) error {
+	var ctx *memory.Context
+	var hook []byte
+	var err error
+	if format == "hook" {
+		ctx, hook, err = s.BuildHook(opt)
+	} else {
+		ctx, err = s.BuildContext(opt)
+	}
+	a.memWarn(s)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "hook":
+		fmt.Fprintf(a.out, "%s\n", hook)
+	case "json":
+		if err := a.printJSON(ctx); err != nil {
+			return err
+		}
+	default:
+		fmt.Fprint(a.out, ctx.Text)
+	}
+	for _, c := range ctx.Cut {
+		a.status("hobbs: warning: %s cut to fit the budget of %d characters", c, ctx.Budget)
+	}
+	if err := s.Touch(ctx.Memories); err != nil {
+		a.status("hobbs: warning: last_accessed not updated: %v", err)
+	}
+	return nil
+}
