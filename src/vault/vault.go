@@ -368,13 +368,15 @@ func decrypt(name, rel string, ct []byte, ids []age.Identity) ([]byte, error) {
 		return nil, errs.Failf("vault entry %q (%s) is not encrypted to this vault's identity", name, rel).
 			WithHint("it was written for other keys: restore the identity it was encrypted to, or set the entry again")
 	}
+	// age's own messages may quote bytes of the file, which could be a
+	// plaintext pasted by hand: describe the failure without them.
 	if err != nil {
-		return nil, errs.Failf("vault entry %q (%s) is corrupt or not an age file: %v", name, rel, err).
+		return nil, errs.Failf("vault entry %q (%s) is corrupt: not an age file, or its header is damaged", name, rel).
 			WithHint("restore the file from a backup, or set the entry again")
 	}
 	val, err := io.ReadAll(io.LimitReader(r, MaxValueSize+1))
 	if err != nil {
-		return nil, errs.Failf("vault entry %q (%s) is corrupt: %v", name, rel, err).
+		return nil, errs.Failf("vault entry %q (%s) is corrupt: the encrypted data is damaged or truncated", name, rel).
 			WithHint("restore the file from a backup, or set the entry again")
 	}
 	if len(val) > MaxValueSize {
