@@ -325,7 +325,7 @@ func TestSymlinkAndSpecialFileAttacks(t *testing.T) {
 	}
 }
 
-func second[A any](_ A, err error) error     { return err }
+func second[A any](_ A, err error) error        { return err }
 func third[A, B any](_ A, _ B, err error) error { return err }
 
 func TestRemoveAndRename(t *testing.T) {
