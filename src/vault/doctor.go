@@ -66,7 +66,7 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 		out = append(out, doctor.Result{Status: doctor.Fail, Message: firstLine(err.Error()),
 			Fix: "fix the line by hand, or restore vault/keys/recipients.txt from your backup"})
 	} else {
-		listed := self == ""
+		listed := self == "" || v.Pending() != "" // mid-rotation the old key is listed until step 4
 		for _, r := range rs {
 			listed = listed || r.Key == self
 		}
