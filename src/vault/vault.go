@@ -261,7 +261,11 @@ func (v *Vault) readRecipients(what string) ([]Recipient, error) {
 	}
 	rs, err := ParseRecipients(data)
 	if err != nil {
-		return nil, errs.Failf("%s:%v", p, err).WithHint("fix that line by hand; hobbs never rewrites a file it cannot parse")
+		var le *LineError
+		if errors.As(err, &le) {
+			return nil, errs.Failf("%s:%d: %v", p, le.Line, le.Err).WithHint("fix that line by hand; hobbs never rewrites a file it cannot parse")
+		}
+		return nil, errs.Failf("%s: %v", p, err).WithHint("fix that line by hand; hobbs never rewrites a file it cannot parse")
 	}
 	return rs, nil
 }
