@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"filippo.io/age/armor"
 
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
@@ -105,6 +106,11 @@ func FuzzDecryptEntry(f *testing.F) {
 	id, _ := age.GenerateX25519Identity()
 	good, _ := encrypt([]byte("value"), []string{id.Recipient().String()})
 	f.Add(good)
+	var arm bytes.Buffer
+	aw := armor.NewWriter(&arm)
+	aw.Write(good)
+	aw.Close()
+	f.Add(arm.Bytes())
 	f.Add([]byte("age-encryption.org/v1\n-> X25519 AAAA\nLEAKME\n--- AAAA\n"))
 	f.Add([]byte("LEAKME plaintext"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -118,7 +124,8 @@ func FuzzDecryptEntry(f *testing.F) {
 		if len(val) > MaxValueSize {
 			t.Fatal("oversized value accepted")
 		}
-		if !bytes.HasPrefix(data, []byte("age-encryption.org/v1\n")) {
+		t2 := bytes.TrimLeft(data, " \t\r\n")
+		if !bytes.HasPrefix(data, []byte("age-encryption.org/v1\n")) && !bytes.HasPrefix(t2, []byte(armor.Header)) {
 			t.Fatal("decrypted something that is not an age file")
 		}
 	})

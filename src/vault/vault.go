@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"filippo.io/age/armor"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -366,7 +367,11 @@ func (v *Vault) readEntry(name string) ([]byte, fs.FileInfo, error) {
 
 // decrypt opens ciphertext ct of entry name with ids.
 func decrypt(name, rel string, ct []byte, ids []age.Identity) ([]byte, error) {
-	r, err := age.Decrypt(bytes.NewReader(ct), ids...)
+	var src io.Reader = bytes.NewReader(ct)
+	if t := bytes.TrimLeft(ct, " \t\r\n"); bytes.HasPrefix(t, []byte(armor.Header)) {
+		src = armor.NewReader(bytes.NewReader(t)) // written by hand with age -a
+	}
+	r, err := age.Decrypt(src, ids...)
 	var nomatch *age.NoIdentityMatchError
 	if errors.As(err, &nomatch) {
 		return nil, errs.Failf("vault entry %q (%s) is not encrypted to this vault's identity", name, rel).
