@@ -276,3 +276,48 @@ func waitFor(d time.Duration, cond func() bool) bool {
 	}
 	return cond()
 }
+
+// dialTunnel opens a CONNECT tunnel and returns the connection, ready for
+// bytes to the target.
+func dialTunnel(t testing.TB, proxyAddr, authority string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", proxyAddr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", authority, authority)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	// Read the answer byte by byte so no tunnelled byte is swallowed.
+	var head []byte
+	b := make([]byte, 1)
+	for !strings.HasSuffix(string(head), "\r\n\r\n") {
+		if _, err := c.Read(b); err != nil {
+			t.Fatalf("CONNECT %s: %v", authority, err)
+		}
+		head = append(head, b[0])
+	}
+	if !strings.HasPrefix(string(head), "HTTP/1.1 200") {
+		t.Fatalf("CONNECT %s: %s", authority, head)
+	}
+	c.SetReadDeadline(time.Time{})
+	return c
+}
+
+// httpOverConn does one keep-alive GET on c.
+func httpOverConn(c net.Conn) error {
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n"); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -49,6 +50,9 @@ func NormalizeHost(s string) (Host, error) {
 	if len(s) > 300 {
 		return Host{}, errors.New("host too long")
 	}
+	if !utf8.ValidString(s) {
+		return Host{}, errors.New("host is not valid UTF-8")
+	}
 	if strings.HasPrefix(s, "[") || strings.Contains(s, ":") {
 		return normalizeIPv6(s)
 	}
@@ -75,6 +79,11 @@ func NormalizeHost(s string) (Host, error) {
 	ascii = strings.ToLower(strings.TrimSuffix(ascii, "."))
 	if err := checkDNSName(ascii); err != nil {
 		return Host{}, fmt.Errorf("invalid host %q: %v", s, err)
+	}
+	// The canonical form must be a fixed point: a name whose punycode does
+	// not survive a second pass is refused rather than guessed at.
+	if again, err := idnaProfile.ToASCII(ascii); err != nil || again != ascii {
+		return Host{}, fmt.Errorf("invalid host %q: not a stable IDNA name", s)
 	}
 	// A name whose mapping produced an IPv4 spelling (full-width digits) is
 	// an IP literal too.

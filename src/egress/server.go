@@ -2,8 +2,8 @@ package egress
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -98,8 +98,8 @@ func NewServer(opts Options) (*Server, error) {
 		DialContext:           s.dialChecked,
 		ForceAttemptHTTP2:     false,
 		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   32,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       60 * time.Second,
 		TLSHandshakeTimeout:   opts.DialTimeout,
 		ExpectContinueTimeout: time.Second,
