@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"fmt"
+	"time"
 	"strings"
 	"testing"
 )
@@ -14,6 +16,8 @@ func FuzzParsePolicy(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
+		timer := time.AfterFunc(3*time.Second, func() { panic(fmt.Sprintf("SLOW INPUT %q", src)) })
+		defer timer.Stop()
 		p, err := Parse("f.yaml", []byte(src))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f.yaml") {
