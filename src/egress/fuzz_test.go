@@ -2,9 +2,9 @@ package egress
 
 import (
 	"fmt"
-	"time"
 	"strings"
 	"testing"
+	"time"
 )
 
 func FuzzParsePolicy(f *testing.F) {
