@@ -367,3 +367,32 @@ func TestWebsocketUpgradeAllowed(t *testing.T) {
 		t.Fatalf("after upgrade: %q %v", line, err)
 	}
 }
+
+// TestConnectEarlyData: bytes sent in the same write as the CONNECT request
+// reach the target once the tunnel is allowed (and never when denied).
+func TestConnectEarlyData(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), nil)
+	for _, host := range []string{"allowed.test", "denied.test"} {
+		c, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprintf(c, "CONNECT %s:%d HTTP/1.1\r\nHost: x\r\n\r\nGET /early HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", host, tg.port)
+		all, _ := io.ReadAll(c)
+		c.Close()
+		got := string(all)
+		if host == "allowed.test" && (!strings.HasPrefix(got, "HTTP/1.1 200") || !strings.Contains(got, "target ok")) {
+			t.Fatalf("early data lost: %q", got)
+		}
+		if host == "denied.test" {
+			if !strings.HasPrefix(got, "HTTP/1.1 403") {
+				t.Fatalf("denied: %q", got)
+			}
+			if tg.requests.Load() != 1 {
+				t.Fatalf("target served %d requests", tg.requests.Load())
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
@@ -182,7 +183,45 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hobbs proxy: HTTP/1.1 only", http.StatusHTTPVersionNotSupported)
 		return
 	}
+	if r.Method == http.MethodConnect {
+		if hj, ok := w.(http.Hijacker); ok {
+			w = bufferedHijacker{w, hj}
+		}
+	}
 	s.gp.ServeHTTP(w, r)
+}
+
+// bufferedHijacker keeps the bytes a client sent right behind its CONNECT
+// request (before the 200): the HTTP server may already have read them into
+// its buffer, which goproxy's hijack would drop. Only when there are such
+// bytes is the connection wrapped (the relay then copies that direction
+// through user space instead of splice).
+type bufferedHijacker struct {
+	http.ResponseWriter
+	hj http.Hijacker
+}
+
+func (b bufferedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := b.hj.Hijack()
+	if err != nil || brw == nil || brw.Reader.Buffered() == 0 {
+		return c, brw, err
+	}
+	return &prefixConn{Conn: c, r: io.MultiReader(io.LimitReader(brw.Reader, int64(brw.Reader.Buffered())), c)}, brw, nil
+}
+
+// prefixConn reads first what was buffered, then from the connection.
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+func (p *prefixConn) CloseWrite() error {
+	if cw, ok := p.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
