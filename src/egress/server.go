@@ -166,6 +166,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		s.hs.Close()
 	}
+	s.tunnels.drain()
 	if !s.tunnels.wait(ctx) {
 		s.tunnels.closeAll()
 		s.tunnels.wait(context.Background())
