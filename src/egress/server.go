@@ -39,7 +39,7 @@ type Options struct {
 	// LookupNetIP resolves a name; nil uses the system resolver. Tests pass
 	// a fake (real DNS is not available to them).
 	LookupNetIP   func(ctx context.Context, host string) ([]netip.Addr, error)
-	Logf          func(format string, args ...any) // operational log (stderr); nil: discard
+	Logf          func(format string, args ...any) // operational log (stderr), called concurrently; nil: discard
 	DialTimeout   time.Duration                    // default 10 s
 	HeaderTimeout time.Duration                    // time to read a request head; default 10 s
 	IdleTimeout   time.Duration                    // a tunnel with no traffic either way is closed; default 10 min
@@ -390,9 +390,9 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 	}
 	if code != 0 {
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
+			s.log(rec) // before answering: once the client has its 403, the line is queued
 			writeRaw(c, code, refusal(code, rec))
 			c.Close()
-			s.log(rec)
 		}}, ""
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {

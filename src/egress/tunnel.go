@@ -101,9 +101,9 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
 	up, err := dialFirst(context.Background(), addrs, rec.port, s.opts.DialTimeout)
 	if err != nil {
 		rec.err = "dial: " + err.Error()
+		s.log(rec)
 		writeRaw(client, http.StatusBadGateway, refusal(http.StatusBadGateway, rec))
 		client.Close()
-		s.log(rec)
 		return
 	}
 	if ra, ok := up.RemoteAddr().(*net.TCPAddr); ok {
@@ -112,10 +112,10 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
 	t := &tunnel{client: client, upstream: up}
 	if !s.tunnels.add(t) {
 		up.Close()
-		writeRaw(client, http.StatusServiceUnavailable, "hobbs proxy: shutting down\n")
-		client.Close()
 		rec.err = "proxy shutting down"
 		s.log(rec)
+		writeRaw(client, http.StatusServiceUnavailable, "hobbs proxy: shutting down\n")
+		client.Close()
 		return
 	}
 	client.SetWriteDeadline(time.Now().Add(s.opts.DialTimeout))
