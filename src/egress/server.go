@@ -44,6 +44,7 @@ type Options struct {
 	HeaderTimeout time.Duration                    // time to read a request head; default 10 s
 	IdleTimeout   time.Duration                    // a tunnel with no traffic either way is closed; default 10 min
 	Debounce      time.Duration                    // policy reload debounce; default 100 ms
+	DNSCacheTTL   time.Duration                    // keep successful lookups this long; default 5 s, <0 disables
 }
 
 // Server is the egress proxy.
@@ -56,6 +57,7 @@ type Server struct {
 	audit   *auditLog
 	tunnels tunnelSet
 	watch   *watcher
+	dns     dnsCache
 	stopped atomic.Bool
 }
 
@@ -74,6 +76,9 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = 10 * time.Minute
 	}
+	if opts.DNSCacheTTL == 0 {
+		opts.DNSCacheTTL = 5 * time.Second
+	}
 	if opts.Debounce == 0 {
 		opts.Debounce = 100 * time.Millisecond
 	}
@@ -90,6 +95,7 @@ func NewServer(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts}
+	s.dns = dnsCache{lookup: opts.LookupNetIP, ttl: opts.DNSCacheTTL}
 	s.policy.Store(p)
 	s.tunnels.m = map[*tunnel]struct{}{}
 	s.audit = newAuditLog(opts.AuditPath, opts.Logf)
@@ -130,6 +136,14 @@ func NewServer(opts Options) (*Server, error) {
 // Policy returns the policy in force.
 func (s *Server) Policy() *Policy { return s.policy.Load() }
 
+// Listen opens the proxy's listening socket. TCP keep-alive is off: the
+// clients are local containers, and idle or dead tunnels are reaped by the
+// idle timeout (saving the keep-alive setsockopt calls on every connection).
+func Listen(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	return lc.Listen(context.Background(), "tcp", addr)
+}
+
 // Serve accepts proxy clients on l until Shutdown.
 func (s *Server) Serve(l net.Listener) error {
 	err := s.hs.Serve(l)
@@ -148,6 +162,7 @@ func (s *Server) Reload() error {
 		return err
 	}
 	s.policy.Store(p)
+	s.dns.flush()
 	s.tr.CloseIdleConnections()
 	s.opts.Logf("policy reloaded: %s", p.Summary())
 	return nil
@@ -328,7 +343,7 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 		addrs = []netip.Addr{h.IP}
 	} else {
 		lctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
-		addrs, err = s.opts.LookupNetIP(lctx, h.Name)
+		addrs, err = s.dns.resolve(lctx, h.Name)
 		cancel()
 		if err != nil || len(addrs) == 0 {
 			rec.allow = true
@@ -497,7 +512,7 @@ func (s *Server) dialChecked(ctx context.Context, network, _ string) (net.Conn, 
 }
 
 func dialFirst(ctx context.Context, addrs []netip.Addr, port int, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	d := net.Dialer{Timeout: timeout, KeepAlive: -1} // idle tunnels are reaped by the proxy; no keep-alive probes
 	var first error
 	for _, a := range addrs {
 		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
