@@ -129,6 +129,7 @@ func NewServer(opts Options) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){}, // HTTP/1.1 only
 		ErrorLog:          log.New(logWriter(opts.Logf), "http: ", 0),
+		ConnContext:       tapConnContext,
 	}
 	return s, nil
 }
@@ -146,7 +147,7 @@ func Listen(addr string) (net.Listener, error) {
 
 // Serve accepts proxy clients on l until Shutdown.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.hs.Serve(l)
+	err := s.hs.Serve(tapListener{l})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -199,6 +200,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hobbs proxy: HTTP/1.1 only", http.StatusHTTPVersionNotSupported)
 		return
 	}
+	if tap, ok := r.Context().Value(tapKey{}).(*hostTap); ok {
+		// Every request that reaches a handler claims its head's Host.
+		if th, ok := tap.next(); ok && r.Method != http.MethodConnect {
+			r = r.WithContext(context.WithValue(r.Context(), tapHostKey{}, th))
+		}
+	}
 	if r.Method == http.MethodConnect {
 		if hj, ok := w.(http.Hijacker); ok {
 			w = bufferedHijacker{w, hj}
@@ -206,6 +213,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.gp.ServeHTTP(w, r)
 }
+
+type tapHostKey struct{}
 
 // bufferedHijacker keeps the bytes a client sent right behind its CONNECT
 // request (before the 200): the HTTP server may already have read them into
@@ -219,6 +228,9 @@ type bufferedHijacker struct {
 
 func (b bufferedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := b.hj.Hijack()
+	if t, ok := c.(*hostTap); ok {
+		c = t.Conn // the tunnel relays the bare socket (splice)
+	}
 	if err != nil || brw == nil || brw.Reader.Buffered() == 0 {
 		return c, brw, err
 	}
@@ -467,6 +479,18 @@ func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.R
 	host, port := u.Host, "80"
 	if i := strings.LastIndexByte(u.Host, ':'); i >= 0 && !strings.HasSuffix(u.Host, "]") {
 		host, port = u.Host[:i], u.Host[i+1:]
+	}
+	if th, ok := r.Context().Value(tapHostKey{}).(tapHost); ok && th.present {
+		h, herr := NormalizeHost(host)
+		p, perr := ParsePort(port)
+		if herr != nil || perr != nil || !hostMatches(th.value, h.String(), p) {
+			rec.host, rec.rule = host, "host-mismatch"
+			rec.port = p
+			rec.reason = "the Host header does not name the URL's host"
+			_, resp := deny(http.StatusBadRequest)
+			resp.Header.Set("Connection", "close")
+			return r, resp
+		}
 	}
 	addrs, code := s.decide(r.Context(), rec, host, port, false)
 	if code != 0 {
