@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
 // AuthUser is the user name proxy clients authenticate with; the token is
@@ -93,6 +95,13 @@ func NewServer(opts Options) (*Server, error) {
 	p, err := LoadFiles(opts.PolicyFiles...)
 	if err != nil {
 		return nil, err
+	}
+	if opts.AuditPath != "" { // fail at start, not on the first decision
+		f, err := os.OpenFile(opts.AuditPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "audit log")
+		}
+		f.Close()
 	}
 	s := &Server{opts: opts}
 	s.dns = dnsCache{lookup: opts.LookupNetIP, ttl: opts.DNSCacheTTL}
