@@ -55,3 +55,17 @@ func TestHostTapLargeBody(t *testing.T) {
 		t.Fatalf("lost=%v queue=%v", tap.lost, tap.queue)
 	}
 }
+
+// TestOptionsStarKeepsTapAligned: "OPTIONS *" reaches the proxy's handler
+// (refused as a non-proxy request), so the next request's Host is checked
+// against its own head.
+func TestOptionsStarKeepsTapAligned(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), nil)
+	req := fmt.Sprintf("OPTIONS * HTTP/1.1\r\nHost: elsewhere.test\r\n\r\n"+
+		"GET http://allowed.test:%[1]d/ HTTP/1.1\r\nHost: allowed.test:%[1]d\r\nConnection: close\r\n\r\n", tg.port)
+	codes := pipeline(t, e.addr, req, 2)
+	if codes[0] != 404 || codes[1] != 200 {
+		t.Fatalf("statuses %v, want [404 200]", codes)
+	}
+}

@@ -139,6 +139,9 @@ func NewServer(opts Options) (*Server, error) {
 		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){}, // HTTP/1.1 only
 		ErrorLog:          log.New(logWriter(opts.Logf), "http: ", 0),
 		ConnContext:       tapConnContext,
+		// Every request must reach serveHTTP (the Host tap pairs heads with
+		// handler calls); "OPTIONS *" would otherwise be answered by net/http.
+		DisableGeneralOptionsHandler: true,
 	}
 	return s, nil
 }
