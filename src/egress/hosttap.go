@@ -104,6 +104,11 @@ func (t *hostTap) next() (tapHost, bool) {
 }
 
 func (t *hostTap) feed(b []byte) {
+	defer func() {
+		if t.state == tapDone || t.lost {
+			t.buf = nil
+		}
+	}()
 	for len(b) > 0 && t.state != tapDone && !t.lost {
 		switch t.state {
 		case tapBody, tapChunkData:
@@ -247,7 +252,7 @@ func (t *hostTap) parseHead(head []byte) {
 	t.queue = append(t.queue, h)
 	switch {
 	case method == "CONNECT" || upgrade:
-		t.state = tapDone
+		t.state = tapDone // the connection leaves HTTP; nothing more to follow
 	case chunked:
 		t.state = tapChunkSize
 	case length > 0:
