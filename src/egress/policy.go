@@ -297,6 +297,12 @@ func Parse(name string, data []byte) (*Policy, error) {
 					bad(it, "allow_private: %q is not a CIDR range like 10.0.0.0/8 or fd00::/8", it.Value)
 					continue
 				}
+				// The guard judges IPv4-mapped addresses as IPv4, so a range
+				// written in mapped form (::ffff:10.0.0.0/104) is stored as the
+				// IPv4 range it means; otherwise it would never match.
+				if pre.Addr().Is4In6() && pre.Bits() >= 96 {
+					pre = netip.PrefixFrom(pre.Addr().Unmap(), pre.Bits()-96)
+				}
 				p.AllowPrivate = append(p.AllowPrivate, pre.Masked())
 			}
 		default:

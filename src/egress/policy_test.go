@@ -227,3 +227,20 @@ func TestWildcardOverNameEndingInDigit(t *testing.T) {
 		t.Errorf("a.bad.corp.x1 allowed: %+v", d)
 	}
 }
+
+// TestAllowPrivateMappedForm: a range written in IPv4-mapped IPv6 form opens
+// the IPv4 range it means (the guard unmaps addresses before checking), and
+// nothing more.
+func TestAllowPrivateMappedForm(t *testing.T) {
+	p := mustParse(t, "allow_private: [\"::ffff:10.1.0.0/112\"]\n")
+	for _, a := range []string{"10.1.2.3", "::ffff:10.1.2.3"} {
+		if ok, why := p.AddrAllowed(mustAddr(a)); !ok {
+			t.Errorf("AddrAllowed(%s) = false (%s)", a, why)
+		}
+	}
+	for _, a := range []string{"10.2.0.1", "127.0.0.1", "::ffff:10.2.0.1"} {
+		if ok, _ := p.AddrAllowed(mustAddr(a)); ok {
+			t.Errorf("AddrAllowed(%s) = true", a)
+		}
+	}
+}
