@@ -1,0 +1,383 @@
+package launcher
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+// Session describes one `hobbs run`.
+type Session struct {
+	Engine    engine.CLI
+	Instance  instance.Instance
+	Config    *config.Config
+	Name      string   // session name (ValidName)
+	Image     string   // image to run (from Ensure)
+	Workspace string   // absolute host directory
+	Command   []string // empty: claude
+	UID, GID  int      // user the containers run as
+	TTY       bool     // allocate a terminal for the agent
+
+	// Secrets are NAME=value pairs for the agent (vault-mapped env). They
+	// are passed as -e NAME with the value in the docker CLI's environment.
+	Secrets []string
+
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Progress       func(format string, args ...any)
+
+	// ProxyTimeout bounds the wait for the proxy to become healthy.
+	ProxyTimeout time.Duration
+
+	token string
+	owner string
+}
+
+// reservedEnv are variables the launcher sets; a vault mapping may not
+// override them.
+var reservedEnv = map[string]bool{"HOME": true, "USER": true, "PATH": true, "HOBBS_HOME": true, "HOBBS_CONTEXT": true,
+	"HTTP_PROXY": true, "HTTPS_PROXY": true, "http_proxy": true, "https_proxy": true, "NO_PROXY": true,
+	"no_proxy": true, "ALL_PROXY": true, "all_proxy": true, "CLAUDE_CONFIG_DIR": true}
+
+// CheckSecretNames refuses vault-mapped names that would override what the
+// launcher sets.
+func CheckSecretNames(secrets []string) error {
+	for _, kv := range secrets {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return errs.Failf("vault env entry without a name")
+		}
+		if reservedEnv[name] {
+			return errs.Usagef("config env maps %s, which hobbs run sets itself", name).
+				WithHint("choose another variable name in config.yaml env")
+		}
+	}
+	return nil
+}
+
+func (s *Session) labels(role string) []string {
+	l := []string{
+		"--label", LabelSession + "=" + s.Name,
+		"--label", LabelRole + "=" + role,
+		"--label", LabelInstance + "=" + InstanceID(s.Instance),
+		"--label", LabelOwner + "=" + s.owner,
+	}
+	if role == RoleAgent {
+		l = append(l, "--label", LabelWork+"="+s.Workspace)
+	}
+	return l
+}
+
+func (s *Session) user() string { return fmt.Sprintf("%d:%d", s.UID, s.GID) }
+
+// hardening are the flags both containers share.
+func (s *Session) hardening() []string {
+	a := []string{"--user", s.user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--init"}
+	if s.Engine.IsPodman() {
+		a = append(a, "--userns", "keep-id")
+	}
+	return a
+}
+
+// proxyURL is what the agent's proxy variables hold.
+func (s *Session) proxyURL() string {
+	return "http://" + TokenUser + ":" + s.token + "@" + ProxyAlias + ":" + ProxyPort
+}
+
+// ProxyArgs is the `create` command line of the proxy container. It holds
+// no secret: the token arrives later as a file.
+func (s *Session) ProxyArgs() []string {
+	a := []string{"create", "--name", ProxyName(s.Name), "--hostname", "proxy"}
+	a = append(a, s.labels(RoleProxy)...)
+	a = append(a, "--network", IntNetwork(s.Name), "--network-alias", ProxyAlias)
+	a = append(a, s.hardening()...)
+	a = append(a, "--pids-limit", "256", "--memory", "512m",
+		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy",
+		// The instance read-only (policy.yaml, watched for changes), its logs
+		// writable (audit log), the vault hidden.
+		"--mount", "type=bind,source="+s.Instance.Root+",target="+InstanceDir+",readonly",
+		"--mount", "type=bind,source="+s.Instance.Logs()+",target="+InstanceDir+"/logs",
+		"--tmpfs", InstanceDir+"/vault:ro,size=16k,mode=0555",
+		"--entrypoint", "hobbs",
+		s.Image,
+		"proxy", "--listen", "0.0.0.0:"+ProxyPort,
+		"--policy", PolicyFile, "--policy", InstanceDir+"/policy.yaml",
+		"--audit", InstanceDir+"/"+ProxyAuditRel,
+		"--auth-token-file", TokenFile)
+	return a
+}
+
+// AgentEnv is the docker CLI child's extra environment for the agent run:
+// the proxy variables (holding the token) and the secrets. Their names go
+// to argv as -e NAME, their values only here.
+func (s *Session) AgentEnv() []string {
+	u := s.proxyURL()
+	env := []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
+	return append(env, s.Secrets...)
+}
+
+// AgentArgs is the `run` command line of the agent container.
+func (s *Session) AgentArgs() []string {
+	a := []string{"run", "--rm", "--name", s.Name, "--hostname", "hobbs", "-i"}
+	if s.TTY {
+		a = append(a, "-t")
+	}
+	a = append(a, s.labels(RoleAgent)...)
+	a = append(a, "--network", IntNetwork(s.Name))
+	a = append(a, s.hardening()...)
+	r := s.Config.Resources
+	if r.PIDs > 0 {
+		a = append(a, "--pids-limit", strconv.Itoa(r.PIDs))
+	}
+	if r.Memory != "" {
+		a = append(a, "--memory", r.Memory)
+	}
+	if r.CPUs != "" {
+		a = append(a, "--cpus", r.CPUs)
+	}
+	a = append(a,
+		"-e", "HOME="+HomeDir, "-e", "USER=dev",
+		"-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=container",
+		"-e", "NO_PROXY=localhost,127.0.0.1", "-e", "no_proxy=localhost,127.0.0.1")
+	for _, kv := range s.AgentEnv() {
+		name, _, _ := strings.Cut(kv, "=")
+		a = append(a, "-e", name)
+	}
+	a = append(a,
+		"--mount", "type=bind,source="+s.Workspace+",target="+WorkspaceDir,
+		"--mount", "type=bind,source="+s.Instance.Root+",target="+InstanceDir,
+		"--tmpfs", InstanceDir+"/vault/keys:ro,size=16k,mode=0555",
+		"--mount", "type=volume,source="+ClaudeVolume(s.Instance, s.Config.ClaudeVolume)+",target="+ClaudeDir,
+		"-w", WorkspaceDir,
+		s.Image)
+	if len(s.Command) == 0 {
+		return append(a, "claude")
+	}
+	return append(a, s.Command...)
+}
+
+// tokenTar is the tar stream `docker cp -a - proxy:/run/hobbs` extracts: the
+// token file, owned by the proxy's user, mode 0400.
+func (s *Session) tokenTar() []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Name: "proxy-token", Mode: 0o400, Size: int64(len(s.token)), Uid: s.UID, Gid: s.GID,
+		ModTime: time.Now(), Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte(s.token))
+	_ = tw.Close()
+	return buf.Bytes()
+}
+
+// Run runs the session to its end and returns the agent command's exit
+// code. Whatever it created is removed before it returns, also when ctx is
+// cancelled (Ctrl-C, SIGTERM): the exit code is then 130.
+func (s *Session) Run(ctx context.Context) (code int, err error) {
+	if err := ValidName(s.Name); err != nil {
+		return 0, err
+	}
+	if err := CheckSecretNames(s.Secrets); err != nil {
+		return 0, err
+	}
+	if s.Progress == nil {
+		s.Progress = func(string, ...any) {}
+	}
+	if s.ProxyTimeout == 0 {
+		s.ProxyTimeout = 30 * time.Second
+	}
+	s.token = randHex(24)
+	s.owner = Owner()
+	for _, d := range []string{s.Instance.Logs(), s.Instance.VaultKeys()} {
+		// Mount points inside bind mounts must exist, or the engine creates
+		// them as root in the user's directory.
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return 0, errs.Wrap(errs.Failure, err, "prepare instance")
+		}
+	}
+	e := s.Engine
+
+	// Leftovers of crashed sessions of this instance go first; in parallel,
+	// the networks and the Claude state volume.
+	var wg sync.WaitGroup
+	var reapErr, intErr, egrErr, volErr error
+	wg.Add(4)
+	go func() { defer wg.Done(); _, reapErr = ReapOrphans(ctx, e, s.Instance) }()
+	go func() {
+		defer wg.Done()
+		_, intErr = e.Output(ctx, append(append([]string{"network", "create", "--internal"}, s.labels(RoleNetwork)...), IntNetwork(s.Name))...)
+	}()
+	go func() {
+		defer wg.Done()
+		_, egrErr = e.Output(ctx, append(append([]string{"network", "create"}, s.labels(RoleNetwork)...), EgressNetwork(s.Name))...)
+	}()
+	go func() {
+		defer wg.Done()
+		_, volErr = e.Output(ctx, "volume", "create", "--label", LabelRole+"="+RoleClaude,
+			"--label", LabelInstance+"="+InstanceID(s.Instance), ClaudeVolume(s.Instance, s.Config.ClaudeVolume))
+	}()
+	wg.Wait()
+	defer func() {
+		if cerr := s.cleanup(); cerr != nil && err == nil {
+			err = cerr
+		}
+		if ctx.Err() != nil {
+			code, err = errs.Interrupted, &errs.Error{Code: errs.Interrupted, Msg: "interrupted"}
+		}
+	}()
+	if reapErr != nil {
+		s.Progress("warning: could not remove leftovers of earlier sessions: %v", reapErr)
+	}
+	if err := errors.Join(intErr, egrErr, volErr); err != nil {
+		return 0, err
+	}
+	if err := s.startProxy(ctx); err != nil {
+		return 0, err
+	}
+	return s.runAgent(ctx)
+}
+
+func (s *Session) startProxy(ctx context.Context) error {
+	e := s.Engine
+	if _, err := e.Output(ctx, s.ProxyArgs()...); err != nil {
+		return err
+	}
+	if _, err := e.Output(ctx, "network", "connect", EgressNetwork(s.Name), ProxyName(s.Name)); err != nil {
+		return err
+	}
+	cp, err := e.Command(ctx, nil, "cp", "-a", "-", ProxyName(s.Name)+":"+TokenDir)
+	if err != nil {
+		return err
+	}
+	cp.Stdin = bytes.NewReader(s.tokenTar())
+	if out, err := cp.CombinedOutput(); err != nil {
+		return errs.Failf("%s cp (proxy token): %s", e.Bin, strings.TrimSpace(string(out)))
+	}
+	if _, err := e.Output(ctx, "start", ProxyName(s.Name)); err != nil {
+		return err
+	}
+	s.Progress("waiting for the egress proxy…")
+	err = engine.Retry(ctx, s.ProxyTimeout, 50*time.Millisecond, func(ctx context.Context) error {
+		_, err := e.Output(ctx, "exec", ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "127.0.0.1:"+ProxyPort)
+		if err != nil {
+			if st, _ := e.Output(ctx, "inspect", "--format", "{{.State.Status}}", ProxyName(s.Name)); st == "exited" || st == "dead" {
+				return &stopRetry{err}
+			}
+		}
+		return err
+	})
+	var sr *stopRetry
+	if errors.As(err, &sr) || err != nil {
+		logs, _ := e.Output(context.Background(), "logs", "--tail", "20", ProxyName(s.Name))
+		return errs.Failf("egress proxy did not become healthy: %s\n%s", firstLine(err.Error()), logs).
+			WithHint("check the policy: hobbs policy show (and the proxy log above)")
+	}
+	return nil
+}
+
+type stopRetry struct{ err error }
+
+func (s *stopRetry) Error() string { return s.err.Error() }
+
+func (s *Session) runAgent(ctx context.Context) (int, error) {
+	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), s.AgentEnv(), s.AgentArgs()...)
+	if err != nil {
+		return 0, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, s.Stderr
+	if err := cmd.Start(); err != nil {
+		return 0, errs.Wrap(errs.Failure, err, "start agent")
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-ctx.Done():
+		// Interrupted: ask docker to pass the signal on, then make sure.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case werr = <-done:
+		case <-time.After(5 * time.Second):
+			_, _ = s.Engine.Output(context.Background(), "rm", "-f", s.Name)
+			werr = <-done
+		}
+	}
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if werr != nil {
+		return 0, errs.Wrap(errs.Failure, werr, "agent")
+	}
+	return 0, nil
+}
+
+// cleanup removes the session's containers and networks (not the volume).
+func (s *Session) cleanup() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// The names are known: two calls instead of four label queries.
+	_, err := s.Engine.Output(ctx, "rm", "-f", s.Name, ProxyName(s.Name))
+	if err != nil && !isNoSuch(err) {
+		return err
+	}
+	_, err = s.Engine.Output(ctx, "network", "rm", IntNetwork(s.Name), EgressNetwork(s.Name))
+	if err != nil && !isNoSuch(err) {
+		return err
+	}
+	return nil
+}
+
+// removeSession removes every container and network labelled as session n.
+func removeSession(ctx context.Context, e engine.CLI, n string) error {
+	f := "label=" + LabelSession + "=" + n
+	ids, err := e.Output(ctx, "ps", "-aq", "--filter", f)
+	if err != nil {
+		return err
+	}
+	if ids != "" {
+		if _, err := e.Output(ctx, append([]string{"rm", "-f"}, strings.Fields(ids)...)...); err != nil && !isNoSuch(err) {
+			return err
+		}
+	}
+	nets, err := e.Output(ctx, "network", "ls", "-q", "--filter", f)
+	if err != nil {
+		return err
+	}
+	if nets != "" {
+		if _, err := e.Output(ctx, append([]string{"network", "rm"}, strings.Fields(nets)...)...); err != nil && !isNoSuch(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// sortedKeys returns m's keys sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
