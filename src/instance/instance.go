@@ -90,6 +90,14 @@ func (in Instance) VaultRecipients() string       { return in.path("vault", "key
 func (in Instance) VaultData() string             { return in.path("vault", "data") }
 func (in Instance) VaultEntry(name string) string { return in.path("vault", "data", name+".age") }
 
+// Vault rotation and removal (see package vault): the new identity while a
+// rotation re-encrypts, the old one until every entry dropped it, retired
+// identities, and entries removed without --purge.
+func (in Instance) VaultIdentityNext() string { return in.path("vault", "keys", "identity.next.txt") }
+func (in Instance) VaultIdentityPrev() string { return in.path("vault", "keys", "identity.prev.txt") }
+func (in Instance) VaultRetired() string      { return in.path("vault", "keys", "retired") }
+func (in Instance) VaultRemoved() string      { return in.path("vault", "removed") }
+
 // Data and logs.
 func (in Instance) Data() string     { return in.path("data") }
 func (in Instance) Logs() string     { return in.path("logs") }

@@ -1,0 +1,467 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/vault"
+)
+
+func init() { register(newVaultCmd) }
+
+func newVaultCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "vault",
+		Short: "Keep secrets encrypted with age; map them into sessions",
+		Long: `The vault stores secrets (tokens, passwords) as age-encrypted files in
+vault/data/NAME.age, readable with the identity in vault/keys/identity.txt.
+
+vault/keys never enters the agent container: the agent can list entry names
+but not decrypt them. A secret reaches a session only when config.yaml maps an
+environment variable to it (env: {GITHUB_TOKEN: vault:github-token}); hobbs run
+decrypts it on the host in memory. Values are never taken from the command
+line, and every access is recorded in the audit log by name.
+
+Entry names: ` + vault.NameRule + `.
+A passphrase-protected identity asks on the terminal; scripts can set
+` + vault.EnvPassphraseFile + ` to a file holding the passphrase.`,
+		Example: `  hobbs vault init
+  printf %s "$TOKEN" | hobbs vault set github-token
+  hobbs vault get github-token | gh auth login --with-token
+  hobbs vault list`,
+		Args: usageArgs(cobra.NoArgs),
+	}
+	cmd.AddCommand(newVaultInitCmd(a), newVaultSetCmd(a), newVaultGetCmd(a), newVaultListCmd(a),
+		newVaultRmCmd(a), newVaultRenameCmd(a), newVaultRecipientsCmd(a), newVaultRotateCmd(a))
+	return cmd
+}
+
+// openVault opens the vault of the existing instance.
+func (a *app) openVault() (*vault.Vault, error) {
+	in, err := a.existingInstance()
+	if err != nil {
+		return nil, err
+	}
+	return vault.Open(in), nil
+}
+
+func newVaultInitCmd(a *app) *cobra.Command {
+	var opt vault.InitOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Create the vault's identity (an age X25519 key)",
+		Long: `Create vault/keys/identity.txt (mode 0600, in the layout of age-keygen) and
+vault/keys/recipients.txt, and print the public key on stdout.
+
+With --passphrase the identity file is itself encrypted with a passphrase
+(scrypt), asked twice on the terminal — never taken from the command line. Every
+command that decrypts then asks for it (or reads the file named by
+` + vault.EnvPassphraseFile + `).
+
+init never replaces an existing identity: run again, it changes nothing.
+Back up vault/keys/identity.txt: without it the entries cannot be read.`,
+		Example: `  hobbs vault init
+  hobbs vault init --passphrase`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			res, err := v.Init(opt)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(res)
+			}
+			if res.Existing {
+				a.status("vault already initialised: %s kept, nothing changed", v.In.Rel(v.In.VaultIdentity()))
+			}
+			for _, p := range res.Created {
+				a.status("created  %s", p)
+			}
+			if res.Protected && !res.Existing {
+				a.status("the identity is protected by your passphrase")
+			}
+			if !res.Existing {
+				a.status("back up %s: without it your secrets cannot be read", v.In.VaultIdentity())
+			}
+			if res.PublicKey != "" {
+				fmt.Fprintln(a.out, res.PublicKey)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&opt.Passphrase, "passphrase", false, "protect the identity with a passphrase (asked on the terminal)")
+	cmd.Flags().BoolVar(&opt.Force, "force", false, "create an identity even though entries encrypted to a lost one exist")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func newVaultSetCmd(a *app) *cobra.Command {
+	var fromFile string
+	var raw bool
+	cmd := &cobra.Command{
+		Use:   "set NAME",
+		Short: "Store a secret, read from stdin or a file (never from argv)",
+		Long: `Encrypt a value and store it as vault/data/NAME.age, replacing any previous
+value.
+
+The value comes from stdin (hidden prompt on a terminal) or from --from-file.
+It is never accepted on the command line: argv is visible to every process and
+kept in shell history. One trailing newline (as added by echo or an editor) is
+removed unless --raw is given. Values are at most 1 MiB.
+
+NAME: ` + vault.NameRule + `.`,
+		Example: `  hobbs vault set github-token                 # prompts, input hidden
+  printf %s "$TOKEN" | hobbs vault set github-token
+  hobbs vault set smtp.password --from-file ~/pw.txt
+  hobbs vault set tls.key --from-file key.pem --raw`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0:
+				return errs.Usagef("vault set needs the entry NAME")
+			case len(args) > 1:
+				return errs.Usagef("refusing a secret value on the command line: argv is visible to other processes and kept in shell history").
+					WithHint("pipe it on stdin (printf %%s \"$TOKEN\" | hobbs vault set %s), use --from-file FILE, or type it at the prompt", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := vault.CheckName(name); err != nil {
+				return err
+			}
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			val, err := a.readSecret(name, fromFile, raw)
+			if err != nil {
+				return err
+			}
+			defer clear(val)
+			created, err := v.Set(name, val)
+			if err != nil {
+				return err
+			}
+			verb := "updated"
+			if created {
+				verb = "stored"
+			}
+			a.status("%s %s (%s)", verb, name, v.In.Rel(v.In.VaultEntry(name)))
+			if p := v.Pending(); p != "" {
+				a.status("warning: an interrupted rotation is pending (%s); finish it with: hobbs vault rotate", p)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&fromFile, "from-file", "", "read the value from `FILE` (\"-\" for stdin)")
+	cmd.Flags().BoolVar(&raw, "raw", false, "keep the value byte for byte (do not remove one trailing newline)")
+	return cmd
+}
+
+// readSecret reads a value from a file, the terminal (hidden) or stdin.
+func (a *app) readSecret(name, fromFile string, raw bool) ([]byte, error) {
+	var data []byte
+	var err error
+	switch {
+	case fromFile != "" && fromFile != "-":
+		var f *os.File
+		if f, err = os.Open(fromFile); err != nil {
+			return nil, errs.Wrap(errs.Usage, err, "read value")
+		}
+		defer f.Close()
+		data, err = io.ReadAll(io.LimitReader(f, vault.MaxValueSize+3))
+	case a.stdinIsTTY():
+		f := a.in.(*os.File)
+		fmt.Fprintf(a.errOut, "Value for %s (input hidden): ", name)
+		data, err = term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(a.errOut)
+		raw = true // nothing to trim: the terminal's Enter is not part of it
+	default:
+		data, err = io.ReadAll(io.LimitReader(a.in, vault.MaxValueSize+3))
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read value")
+	}
+	if !raw {
+		if bytes.HasSuffix(data, []byte("\r\n")) {
+			data = data[:len(data)-2]
+		} else if bytes.HasSuffix(data, []byte("\n")) {
+			data = data[:len(data)-1]
+		}
+	}
+	return data, nil
+}
+
+func newVaultGetCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get NAME",
+		Short: "Print a secret on stdout (exactly, no newline added)",
+		Long: `Decrypt vault/data/NAME.age and write the value to stdout byte for byte, with
+no trailing newline added. Needs vault/keys, so it fails inside the agent
+container: there, secrets arrive only through the env mapping in config.yaml.`,
+		Example: `  hobbs vault get github-token | gh auth login --with-token
+  export API_KEY="$(hobbs vault get api-key)"`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := vault.CheckName(args[0]); err != nil {
+				return err
+			}
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			val, err := v.Get(args[0])
+			if err != nil {
+				return err
+			}
+			defer clear(val)
+			_, err = a.out.Write(val)
+			return err
+		},
+	}
+}
+
+func newVaultListCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List entry names, sizes and dates (never values)",
+		Long: `List the vault's entries: name, size of the encrypted file in bytes, and when
+the value was last set (UTC). Values are never shown. Works inside the agent
+container too.`,
+		Example: "  hobbs vault list\n  hobbs vault list --json | jq -r '.[].name'",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			es, ignored, err := v.List()
+			if err != nil {
+				return err
+			}
+			for _, p := range ignored {
+				a.status("warning: %s is not a vault entry (ignored)", p)
+			}
+			if asJSON {
+				return a.printJSON(es)
+			}
+			if len(es) == 0 {
+				a.status("no entries (add one: hobbs vault set NAME)")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSIZE\tUPDATED")
+			for _, e := range es {
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", e.Name, e.Size, e.Updated.Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print entries as JSON")
+	return cmd
+}
+
+func newVaultRmCmd(a *app) *cobra.Command {
+	var purge bool
+	cmd := &cobra.Command{
+		Use:   "rm NAME",
+		Short: "Remove an entry (kept encrypted in vault/removed unless --purge)",
+		Long: `Take an entry out of the vault. The encrypted file moves to
+vault/removed/NAME.TIME.age, so a mistake can be undone by moving it back.
+--purge deletes it instead.`,
+		Example: "  hobbs vault rm old-token\n  hobbs vault rm leaked-token --purge",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := vault.CheckName(args[0]); err != nil {
+				return err
+			}
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			moved, err := v.Remove(args[0], purge)
+			if err != nil {
+				return err
+			}
+			if purge {
+				a.status("removed %s (deleted)", args[0])
+			} else {
+				a.status("removed %s (kept encrypted at %s)", args[0], moved)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&purge, "purge", false, "delete the encrypted file instead of moving it to vault/removed")
+	return cmd
+}
+
+func newVaultRenameCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "rename OLD NEW",
+		Short:   "Rename an entry (never replaces one)",
+		Example: "  hobbs vault rename gh-token github-token",
+		Args:    usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, n := range args {
+				if err := vault.CheckName(n); err != nil {
+					return err
+				}
+			}
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			if err := v.Rename(args[0], args[1]); err != nil {
+				return err
+			}
+			a.status("renamed %s to %s", args[0], args[1])
+			return nil
+		},
+	}
+}
+
+func newVaultRecipientsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "recipients",
+		Short: "Manage the public keys entries are encrypted to",
+		Long: `Every entry is encrypted to the vault identity and to each public key in
+vault/keys/recipients.txt — a second device, an offline backup key. Adding or
+removing a key re-encrypts every entry (the identity must be available).`,
+		Example: `  hobbs vault recipients list
+  hobbs vault recipients add age1... --label "backup yubikey"
+  hobbs vault recipients rm age1...`,
+		Args: usageArgs(cobra.NoArgs),
+	}
+	var label string
+	add := &cobra.Command{
+		Use:   "add PUBLIC-KEY",
+		Short: "Encrypt every entry to one more public key",
+		Long: `Add an age X25519 public key (age1…, as printed by age-keygen) and re-encrypt
+every entry to it. Public keys are not secret, so the key is given as an
+argument. If interrupted, run the same command again.`,
+		Example: `  age-keygen -o backup.txt && hobbs vault recipients add "$(age-keygen -y backup.txt)" --label backup`,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			if err := v.AddRecipient(args[0], label); err != nil {
+				return err
+			}
+			a.status("added %s; every entry is now encrypted to it", args[0])
+			return nil
+		},
+	}
+	add.Flags().StringVar(&label, "label", "", "a note saying whose key it is")
+	var asJSON bool
+	list := &cobra.Command{
+		Use:     "list",
+		Short:   "List recipient public keys and their labels",
+		Example: "  hobbs vault recipients list\n  hobbs vault recipients list --json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			rs, err := v.Recipients()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if rs == nil {
+					rs = []vault.Recipient{}
+				}
+				return a.printJSON(rs)
+			}
+			for _, r := range rs {
+				if r.Label != "" {
+					fmt.Fprintf(a.out, "%s  # %s\n", r.Key, r.Label)
+				} else {
+					fmt.Fprintln(a.out, r.Key)
+				}
+			}
+			return nil
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print recipients as JSON")
+	rm := &cobra.Command{
+		Use:     "rm PUBLIC-KEY",
+		Short:   "Stop encrypting entries to a public key",
+		Long:    "Remove a public key and re-encrypt every entry without it. The vault's own identity cannot be removed; rotate replaces it.",
+		Example: "  hobbs vault recipients rm age1...",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			if err := v.RemoveRecipient(args[0]); err != nil {
+				return err
+			}
+			a.status("removed %s; entries are no longer encrypted to it", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(add, list, rm)
+	return cmd
+}
+
+func newVaultRotateCmd(a *app) *cobra.Command {
+	var opt vault.RotateOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rotate",
+		Short: "Replace the identity and re-encrypt every entry",
+		Long: `Generate a new identity, re-encrypt every entry to it, and retire the old one
+to vault/keys/retired/ (kept so backups made before can still be read; delete
+it when you no longer need them).
+
+At every moment of a rotation every entry decrypts with
+vault/keys/identity.txt. If a rotation is interrupted (crash, Ctrl-C, a full
+disk), run hobbs vault rotate again: it finishes the interrupted one.
+
+The new identity is protected like the old one; --passphrase sets a new
+passphrase, --no-passphrase stores it unprotected.`,
+		Example: "  hobbs vault rotate\n  hobbs vault rotate --passphrase",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := a.openVault()
+			if err != nil {
+				return err
+			}
+			if p := v.Pending(); p != "" {
+				a.status("resuming an interrupted rotation (%s)", p)
+			}
+			res, err := v.Rotate(opt)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(res)
+			}
+			a.status("re-encrypted %d entries; old identity retired to %s", res.Entries, res.Retired)
+			fmt.Fprintln(a.out, res.NewKey)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&opt.SetPassphrase, "passphrase", false, "protect the new identity with a new passphrase")
+	cmd.Flags().BoolVar(&opt.NoPassphrase, "no-passphrase", false, "store the new identity without a passphrase")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}

@@ -1,0 +1,149 @@
+package vault
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/doctor"
+)
+
+func init() {
+	doctor.Register(doctor.Check{Name: "vault.keys", Order: 40, Run: checkKeys})
+	doctor.Register(doctor.Check{Name: "vault.entries", Order: 41, Run: checkEntries})
+}
+
+// checkKeys: vault/keys is private, the identity parses (unless it is
+// passphrase-protected and no passphrase is at hand), recipients.txt parses
+// and lists the identity, and no rotation is pending.
+func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
+	v := Open(env.Instance)
+	v.Audit = nil
+	v.Passphrase = nil
+	in := env.Instance
+	if !exists(in.VaultIdentity()) {
+		if InContainer() {
+			return []doctor.Result{{Status: doctor.OK, Message: "vault keys are not visible inside the container (by design)"}}
+		}
+		if es, _, _ := v.list(); len(es) > 0 {
+			return []doctor.Result{{Status: doctor.Fail,
+				Message: fmt.Sprintf("%d vault entries but no identity at %s", len(es), v.rel(in.VaultIdentity())),
+				Fix:     "restore vault/keys/identity.txt from your backup"}}
+		}
+		return []doctor.Result{{Status: doctor.OK, Message: "vault not initialised (hobbs vault init creates a key)"}}
+	}
+	// Modes of vault/keys and its files are checked by instance.permissions;
+	// here: key files must be regular files (no links planted in their place).
+	var out []doctor.Result
+	for _, p := range []string{in.VaultIdentity(), in.VaultRecipients(), in.VaultIdentityNext(), in.VaultIdentityPrev()} {
+		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+			out = append(out, doctor.Result{Status: doctor.Fail,
+				Message: v.rel(p) + " is not a regular file", Fix: "replace it with the key file from your backup"})
+		}
+	}
+	self := ""
+	data, _, err := readSmall(in.VaultIdentity(), maxKeyFile)
+	switch {
+	case err != nil:
+		out = append(out, doctor.Result{Status: doctor.Fail, Message: err.Error(),
+			Fix: "restore vault/keys/identity.txt from your backup"})
+	case isProtected(data):
+		out = append(out, doctor.Result{Status: doctor.OK,
+			Message: "identity is passphrase-protected (not unlocked by doctor; --deep unlocks it)"})
+	default:
+		id, err := parseIdentity(data)
+		if err != nil {
+			out = append(out, doctor.Result{Status: doctor.Fail, Message: v.rel(in.VaultIdentity()) + ": " + err.Error(),
+				Fix: "restore vault/keys/identity.txt from your backup"})
+		} else {
+			self = id.Recipient().String()
+			out = append(out, doctor.Result{Status: doctor.OK, Message: "identity parses (" + self + ")"})
+		}
+	}
+	rs, err := v.readRecipients("vault recipients")
+	if err != nil {
+		out = append(out, doctor.Result{Status: doctor.Fail, Message: firstLine(err.Error()),
+			Fix: "fix the line by hand, or restore vault/keys/recipients.txt from your backup"})
+	} else {
+		listed := self == ""
+		for _, r := range rs {
+			listed = listed || r.Key == self
+		}
+		if !listed {
+			out = append(out, doctor.Result{Status: doctor.Fail,
+				Message: "recipients.txt does not list the vault identity " + self,
+				Fix:     "add it back: hobbs vault recipients add " + self + " --label '" + SelfLabel + "'"})
+		} else {
+			out = append(out, doctor.Result{Status: doctor.OK, Message: fmt.Sprintf("recipients.txt parses (%d keys)", len(rs))})
+		}
+	}
+	if p := v.Pending(); p != "" {
+		out = append(out, doctor.Result{Status: doctor.Warn, Message: "an interrupted rotation is pending (" + p + ")",
+			Fix: "finish it: hobbs vault rotate"})
+	}
+	return out
+}
+
+// checkEntries: vault/data holds only entries; with --deep every entry
+// decrypts with the keys on record.
+func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
+	v := Open(env.Instance)
+	v.Audit = nil
+	es, ignored, err := v.list()
+	if err != nil {
+		return []doctor.Result{{Status: doctor.Fail, Message: firstLine(err.Error()),
+			Fix: "make vault/data a plain directory (0700)"}}
+	}
+	var out []doctor.Result
+	if len(ignored) > 0 {
+		out = append(out, doctor.Result{Status: doctor.Warn,
+			Message: "not vault entries (ignored): " + strings.Join(ignored, ", "),
+			Fix:     "move them out of vault/data; entries are NAME.age with " + NameRule})
+	}
+	if !env.Deep || len(es) == 0 {
+		msg := fmt.Sprintf("%d entries", len(es))
+		if len(es) > 0 {
+			msg += " (--deep decrypts each)"
+		}
+		return append(out, doctor.Result{Status: doctor.OK, Message: msg})
+	}
+	if InContainer() && !exists(env.Instance.VaultIdentity()) {
+		return append(out, doctor.Result{Status: doctor.OK,
+			Message: fmt.Sprintf("%d entries (not decryptable inside the container, by design)", len(es))})
+	}
+	rec, err := v.loadRecord("vault doctor")
+	if err != nil {
+		status := doctor.Fail
+		if strings.Contains(err.Error(), "no terminal") {
+			status = doctor.Warn
+		}
+		return append(out, doctor.Result{Status: status, Message: firstLine(err.Error()),
+			Fix: "unlock the identity on a terminal, or restore vault/keys from your backup"})
+	}
+	var bad []string
+	for _, e := range es {
+		ct, _, err := v.readEntry(e.Name)
+		if err == nil {
+			var val []byte
+			val, err = decrypt(e.Name, v.rel(env.Instance.VaultEntry(e.Name)), ct, rec.identities())
+			clear(val)
+		}
+		if err != nil {
+			bad = append(bad, e.Name)
+			out = append(out, doctor.Result{Status: doctor.Fail, Message: firstLine(err.Error()),
+				Fix: "restore vault/data/" + e.Name + ".age from a backup, or set it again"})
+		}
+	}
+	if len(bad) == 0 {
+		out = append(out, doctor.Result{Status: doctor.OK, Message: fmt.Sprintf("all %d entries decrypt", len(es))})
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,45 @@
+package vault
+
+import (
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+// MaxNameLen is the longest entry name accepted.
+const MaxNameLen = 64
+
+// NameRule describes the entry name charset, for error messages and docs.
+const NameRule = "1-64 characters from a-z 0-9 . _ -, starting with a letter or digit"
+
+// ValidName reports whether name is an acceptable entry name. It is a
+// byte-wise check (no regexp, no Unicode folding): anything outside the ASCII
+// set below is refused, so a name can never be a path, a hidden file or a
+// look-alike of another name.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckName returns a usage error (exit 2) stating the rule when name is not
+// a valid entry name.
+func CheckName(name string) error {
+	if ValidName(name) {
+		return nil
+	}
+	shown := name
+	if len(shown) > 80 {
+		shown = shown[:80] + "…"
+	}
+	return errs.Usagef("invalid vault entry name %q: use %s", shown, NameRule).
+		WithHint("a name is a label, never a path: e.g. github-token, smtp.password")
+}

@@ -1,0 +1,342 @@
+package vault
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"filippo.io/age"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// RotateOptions configures Rotate.
+type RotateOptions struct {
+	// Protection of the new identity: by default the same as the current
+	// one (and the same passphrase). SetPassphrase asks a new passphrase;
+	// NoPassphrase stores the new identity unprotected. Ignored when an
+	// interrupted rotation is resumed (its new identity already exists).
+	SetPassphrase bool
+	NoPassphrase  bool
+}
+
+// RotateResult says what Rotate did.
+type RotateResult struct {
+	OldKey  string `json:"old_public_key"`
+	NewKey  string `json:"new_public_key"`
+	Entries int    `json:"entries"`
+	Resumed bool   `json:"resumed"` // an interrupted rotation was finished
+	Retired string `json:"retired"` // where the old identity was moved
+}
+
+// Rotate replaces the identity with a new one and re-encrypts every entry,
+// following the protocol in the package documentation. It resumes an
+// interrupted rotation instead of starting another.
+func (v *Vault) Rotate(opt RotateOptions) (res *RotateResult, err error) {
+	defer func() {
+		d := map[string]any{}
+		if res != nil {
+			d = map[string]any{"old": res.OldKey, "new": res.NewKey, "entries": res.Entries, "resumed": res.Resumed}
+		}
+		v.log("vault.rotate", "identity", err, d)
+	}()
+	if opt.SetPassphrase && opt.NoPassphrase {
+		return nil, errs.Usagef("--passphrase and --no-passphrase exclude each other")
+	}
+	if !exists(v.In.VaultIdentity()) {
+		return nil, v.missingKey("vault rotate")
+	}
+	if err := v.dirSafe(v.In.VaultData(), true); err != nil {
+		return nil, err
+	}
+	unlock, err := v.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return v.rotate(opt)
+}
+
+func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
+	idPath, nextPath, prevPath := v.In.VaultIdentity(), v.In.VaultIdentityNext(), v.In.VaultIdentityPrev()
+	hasNext, hasPrev := exists(nextPath), exists(prevPath)
+	res := &RotateResult{Resumed: hasNext || hasPrev}
+	cur, err := v.loadIdentity(idPath)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := v.readRecipients("vault rotate")
+	if err != nil {
+		return nil, err
+	}
+	names, err := v.names()
+	if err != nil {
+		return nil, err
+	}
+	res.Entries = len(names)
+
+	var prev *age.X25519Identity
+	if hasNext || !hasPrev {
+		// Phase A: bring in the new identity.
+		curBytes, _, err := readSmall(idPath, maxKeyFile)
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(idPath))
+		}
+		if hasPrev {
+			prevBytes, _, err := readSmall(prevPath, maxKeyFile)
+			if err != nil {
+				return nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(prevPath))
+			}
+			if !bytes.Equal(prevBytes, curBytes) {
+				return nil, errs.Failf("inconsistent rotation state: %s, %s and %s all exist and differ",
+					v.rel(idPath), v.rel(nextPath), v.rel(prevPath)).
+					WithHint("keep copies of all three; every entry decrypts with one of them (try age -d -i)")
+			}
+		}
+		var next *age.X25519Identity
+		if hasNext {
+			if next, err = v.loadIdentity(nextPath); err != nil {
+				return nil, errs.Wrap(errs.Failure, err, "resume rotation").(*errs.Error).
+					WithHint("%s holds the new identity of an interrupted rotate; if it is damaged, delete it (no entry depends on it alone yet) and run rotate again", v.rel(nextPath))
+			}
+		} else {
+			if next, err = v.newIdentityFile(nextPath, isProtected(curBytes), opt); err != nil {
+				return nil, err
+			}
+			if err := v.step("generate"); err != nil {
+				return nil, err
+			}
+		}
+		res.OldKey, res.NewKey = cur.Recipient().String(), next.Recipient().String()
+		rec := &record{cur: cur, next: next}
+		keys := v.encryptionKeys(rec, rs)
+		for _, n := range names {
+			if err := v.reencrypt(n, rec.identities(), keys); err != nil {
+				return nil, err
+			}
+			if err := v.step("reencrypt:" + n); err != nil {
+				return nil, err
+			}
+		}
+		// Keep the old identity, then commit the new one.
+		if !hasPrev {
+			if err := safefile.Create(prevPath, curBytes, 0o600); err != nil {
+				return nil, errs.Wrap(errs.Failure, err, "keep the old identity")
+			}
+		}
+		if err := v.step("keep-old"); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(nextPath, idPath); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "install the new identity")
+		}
+		syncDir(v.In.VaultKeys())
+		if err := v.step("commit"); err != nil {
+			return nil, err
+		}
+		prev, cur = cur, next
+	} else {
+		// Phase B was interrupted: identity.txt is already the new key.
+		if prev, err = v.loadIdentity(prevPath); err != nil {
+			return nil, err
+		}
+		res.OldKey, res.NewKey = prev.Recipient().String(), cur.Recipient().String()
+	}
+
+	// Phase B: recipients.txt names the new key instead of the old one.
+	oldKey, newKey := prev.Recipient().String(), cur.Recipient().String()
+	var nrs []Recipient
+	changed, hasNew := false, false
+	for _, r := range rs {
+		switch r.Key {
+		case oldKey:
+			if !hasNew {
+				nrs = append(nrs, Recipient{Key: newKey, Label: r.Label})
+				hasNew = true
+			}
+			changed = true
+		case newKey:
+			if !hasNew {
+				nrs = append(nrs, r)
+				hasNew = true
+			}
+		default:
+			nrs = append(nrs, r)
+		}
+	}
+	if !hasNew {
+		nrs = append([]Recipient{{Key: newKey, Label: SelfLabel}}, nrs...)
+		changed = true
+	}
+	if changed {
+		if err := safefile.Write(v.In.VaultRecipients(), FormatRecipients(nrs), 0o600); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "update %s", v.rel(v.In.VaultRecipients()))
+		}
+	}
+	if err := v.step("recipients"); err != nil {
+		return nil, err
+	}
+	rec := &record{cur: cur, prev: prev}
+	keys := v.encryptionKeys(rec, nrs)
+	for _, n := range names {
+		if err := v.reencrypt(n, rec.identities(), keys); err != nil {
+			return nil, err
+		}
+		if err := v.step("finalize:" + n); err != nil {
+			return nil, err
+		}
+	}
+	// Retire the old identity: kept for backups made before the rotation.
+	if err := v.dirSafe(v.In.VaultRetired(), true); err != nil {
+		return nil, err
+	}
+	stamp := v.now().UTC().Format("20060102T150405Z")
+	for i := 0; ; i++ {
+		fn := "identity-" + stamp + ".txt"
+		if i > 0 {
+			fn = fmt.Sprintf("identity-%s-%d.txt", stamp, i)
+		}
+		dst := filepath.Join(v.In.VaultRetired(), fn)
+		err := os.Link(prevPath, dst)
+		if errors.Is(err, fs.ErrExist) && i < 100 {
+			continue
+		}
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "retire the old identity")
+		}
+		if err := os.Remove(prevPath); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "retire the old identity")
+		}
+		res.Retired = v.rel(dst)
+		break
+	}
+	syncDir(v.In.VaultKeys())
+	return res, nil
+}
+
+// newIdentityFile generates an identity and creates path with it, protected
+// like the current one unless opt says otherwise.
+func (v *Vault) newIdentityFile(path string, protected bool, opt RotateOptions) (*age.X25519Identity, error) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "generate identity")
+	}
+	plain := formatIdentity(id, v.now())
+	defer clear(plain)
+	data := plain
+	pass := v.pass
+	switch {
+	case opt.NoPassphrase:
+		pass = nil
+	case opt.SetPassphrase:
+		if pass, err = v.Passphrase("New passphrase for the vault identity", true); err != nil {
+			return nil, err
+		}
+	case !protected:
+		pass = nil
+	}
+	if pass != nil {
+		if data, err = protect(plain, pass); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "protect identity")
+		}
+	}
+	if err := safefile.Create(path, data, 0o600); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "create %s", v.rel(path))
+	}
+	return id, nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// AddRecipient adds a public key: every entry is re-encrypted to include it,
+// then recipients.txt lists it. Interrupted, running it again finishes.
+func (v *Vault) AddRecipient(key, label string) (err error) {
+	if err := CheckRecipient(key); err != nil {
+		return errs.Usagef("recipient: %v", err).WithHint("give an age public key, as printed by age-keygen -y")
+	}
+	defer func() { v.log("vault.recipients.add", key, err, map[string]any{"label": cleanLabel(label)}) }()
+	return v.changeRecipients(func(rs []Recipient, self string) ([]Recipient, error) {
+		for _, r := range rs {
+			if r.Key == key {
+				return nil, errs.Failf("%s is already a recipient", key)
+			}
+		}
+		return append(rs, Recipient{Key: key, Label: label}), nil
+	})
+}
+
+// RemoveRecipient removes a public key: every entry is re-encrypted without
+// it, then recipients.txt drops it. The vault's own identity cannot be
+// removed (rotate replaces it).
+func (v *Vault) RemoveRecipient(key string) (err error) {
+	defer func() { v.log("vault.recipients.rm", key, err, nil) }()
+	return v.changeRecipients(func(rs []Recipient, self string) ([]Recipient, error) {
+		if key == self {
+			return nil, errs.Failf("%s is the vault's own identity; refusing to remove it", key).
+				WithHint("to replace the identity, run: hobbs vault rotate")
+		}
+		var out []Recipient
+		for _, r := range rs {
+			if r.Key != key {
+				out = append(out, r)
+			}
+		}
+		if len(out) == len(rs) {
+			return nil, errs.Failf("%s is not a recipient", key).WithHint("see them with: hobbs vault recipients list")
+		}
+		return out, nil
+	})
+}
+
+func (v *Vault) changeRecipients(edit func(rs []Recipient, self string) ([]Recipient, error)) error {
+	if !exists(v.In.VaultIdentity()) {
+		return v.missingKey("vault recipients")
+	}
+	unlock, err := v.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if p := v.Pending(); p != "" {
+		return errs.Failf("an interrupted rotation is pending (%s)", p).
+			WithHint("finish it first: hobbs vault rotate")
+	}
+	rec, err := v.loadRecord("vault recipients")
+	if err != nil {
+		return err
+	}
+	rs, err := v.readRecipients("vault recipients")
+	if err != nil {
+		return err
+	}
+	nrs, err := edit(rs, rec.cur.Recipient().String())
+	if err != nil {
+		return err
+	}
+	names, err := v.names()
+	if err != nil {
+		return err
+	}
+	keys := v.encryptionKeys(rec, nrs)
+	for _, n := range names {
+		if err := v.reencrypt(n, rec.identities(), keys); err != nil {
+			return err
+		}
+		if err := v.step("rekey:" + n); err != nil {
+			return err
+		}
+	}
+	if err := safefile.Write(v.In.VaultRecipients(), FormatRecipients(nrs), 0o600); err != nil {
+		return errs.Wrap(errs.Failure, err, "update %s", v.rel(v.In.VaultRecipients()))
+	}
+	return nil
+}

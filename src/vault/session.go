@@ -1,0 +1,80 @@
+package vault
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+// SessionEnv decrypts the entries that config.yaml maps to environment
+// variables (mapping is config's VaultEnv(): pairs of NAME and entry) and
+// returns them as "NAME=value" strings, in mapping order. Values exist only in
+// memory: the launcher passes them in the docker CLI child's environment and
+// puts only "-e NAME" in argv. Every entry read is audited ("vault.session",
+// by entry name and variable). On any error nothing is returned, and the error
+// names the variable and the entry.
+//
+// A passphrase-protected identity is unlocked with TerminalPassphrase (the
+// file named by $HOBBS_VAULT_PASSPHRASE_FILE, else a prompt on /dev/tty);
+// callers that need another source use Open(in) with Passphrase set and call
+// its SessionEnv method. An empty mapping touches nothing and needs no keys.
+func SessionEnv(in instance.Instance, mapping [][2]string) ([]string, error) {
+	return Open(in).SessionEnv(mapping)
+}
+
+// SessionEnv is the package-level SessionEnv with this vault's settings.
+func (v *Vault) SessionEnv(mapping [][2]string) ([]string, error) {
+	if len(mapping) == 0 {
+		return nil, nil
+	}
+	for _, m := range mapping {
+		if !validEnvName(m[0]) {
+			return nil, errs.Usagef("env %q: not a valid environment variable name", m[0])
+		}
+		if !ValidName(m[1]) {
+			return nil, errs.Usagef("env %s: vault entry %q is not a valid name (%s)", m[0], m[1], NameRule)
+		}
+	}
+	out := make([]string, 0, len(mapping))
+	for _, m := range mapping {
+		env, name := m[0], m[1]
+		val, err := v.get(name, fmt.Sprintf("env %s: vault entry %q", env, name))
+		if err == nil && bytes.IndexByte(val, 0) >= 0 {
+			err = errs.Failf("vault entry %q contains a NUL byte, which an environment variable cannot hold", name)
+		}
+		v.log("vault.session", name, err, map[string]any{"env": env})
+		if err != nil {
+			clearEnv(out)
+			return nil, errs.Wrap(errs.Code(err), err, "env %s (vault:%s)", env, name)
+		}
+		out = append(out, env+"="+string(val))
+		clear(val)
+	}
+	return out, nil
+}
+
+// clearEnv drops references to decrypted values (Go strings cannot be wiped;
+// this only shortens their life).
+func clearEnv(env []string) {
+	for i := range env {
+		env[i] = ""
+	}
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		case i > 0 && c >= '0' && c <= '9':
+		default:
+			return false
+		}
+	}
+	return true
+}
