@@ -172,12 +172,14 @@ func (s *Session) AgentArgs() []string {
 	return append(a, s.Command...)
 }
 
-// tokenTar is the tar stream `docker cp -a - proxy:/run/hobbs` extracts: the
-// token file, owned by the proxy's user, mode 0400.
+// tokenTar is the tar stream `docker cp - proxy:/run/hobbs` extracts: the
+// token file. The engine makes it root-owned (-a would look the uid up in the
+// image's passwd, where the host uid may be missing), so it is 0444: only the
+// proxy runs in that container, and nothing else can reach its filesystem.
 func (s *Session) tokenTar() []byte {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	_ = tw.WriteHeader(&tar.Header{Name: "proxy-token", Mode: 0o400, Size: int64(len(s.token)), Uid: s.UID, Gid: s.GID,
+	_ = tw.WriteHeader(&tar.Header{Name: "proxy-token", Mode: 0o444, Size: int64(len(s.token)), Uid: s.UID, Gid: s.GID,
 		ModTime: time.Now(), Typeflag: tar.TypeReg})
 	_, _ = tw.Write([]byte(s.token))
 	_ = tw.Close()
@@ -259,7 +261,7 @@ func (s *Session) startProxy(ctx context.Context) error {
 	if _, err := e.Output(ctx, "network", "connect", EgressNetwork(s.Name), ProxyName(s.Name)); err != nil {
 		return err
 	}
-	cp, err := e.Command(ctx, nil, "cp", "-a", "-", ProxyName(s.Name)+":"+TokenDir)
+	cp, err := e.Command(ctx, nil, "cp", "-", ProxyName(s.Name)+":"+TokenDir)
 	if err != nil {
 		return err
 	}
@@ -271,27 +273,34 @@ func (s *Session) startProxy(ctx context.Context) error {
 		return err
 	}
 	s.Progress("waiting for the egress proxy…")
-	err = engine.Retry(ctx, s.ProxyTimeout, 50*time.Millisecond, func(ctx context.Context) error {
+	deadline := time.Now().Add(s.ProxyTimeout)
+	for {
 		_, err := e.Output(ctx, "exec", ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "127.0.0.1:"+ProxyPort)
-		if err != nil {
-			if st, _ := e.Output(ctx, "inspect", "--format", "{{.State.Status}}", ProxyName(s.Name)); st == "exited" || st == "dead" {
-				return &stopRetry{err}
-			}
+		if err == nil {
+			return nil
 		}
-		return err
-	})
-	var sr *stopRetry
-	if errors.As(err, &sr) || err != nil {
-		logs, _ := e.Output(context.Background(), "logs", "--tail", "20", ProxyName(s.Name))
-		return errs.Failf("egress proxy did not become healthy: %s\n%s", firstLine(err.Error()), logs).
-			WithHint("check the policy: hobbs policy show (and the proxy log above)")
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		st, _ := e.Output(ctx, "inspect", "--format", "{{.State.Status}}", ProxyName(s.Name))
+		if st == "exited" || st == "dead" || time.Now().After(deadline) {
+			return s.proxyFailed(firstLine(err.Error()))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return nil
 }
 
-type stopRetry struct{ err error }
-
-func (s *stopRetry) Error() string { return s.err.Error() }
+// proxyFailed builds the error for a proxy that did not come up, with the
+// end of its output.
+func (s *Session) proxyFailed(why string) error {
+	msg := "egress proxy did not become healthy: " + why
+	if c, err := s.Engine.Command(context.Background(), nil, "logs", "--tail", "20", ProxyName(s.Name)); err == nil {
+		if out, _ := c.CombinedOutput(); len(bytes.TrimSpace(out)) > 0 {
+			msg += "\nproxy output:\n" + strings.TrimSpace(string(out))
+		}
+	}
+	return errs.Failf("%s", msg).WithHint("check the policy with hobbs policy show, and the proxy output above")
+}
 
 func (s *Session) runAgent(ctx context.Context) (int, error) {
 	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), s.AgentEnv(), s.AgentArgs()...)
