@@ -298,12 +298,14 @@ func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 
 // Ensure makes sure the image to run exists and is current.
 //
-// With a configured image (ref != ""): a local image is used as it is; a
-// missing one is pulled, and built under that name when the pull fails. With
-// none: DefaultTag is built when its inputs hash differs from the current
-// inputs (or it does not exist), else used without a build step.
+// A registry reference (its first component names a host: ghcr.io/…,
+// localhost:5000/…) is a published image: used as it is when present, else
+// pulled, else built under that name. Any other name ("" means DefaultTag)
+// is a local build: built when missing or when its inputs hash differs from
+// the current inputs, else used without a build step. Plain names are never
+// pulled, so a local build never contacts a registry.
 func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) {
-	if ref != "" {
+	if IsRegistryRef(ref) {
 		_, ok, err := imageLabel(ctx, opt.Engine, ref, LabelInputs)
 		if err != nil {
 			return nil, err
@@ -318,8 +320,8 @@ func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) 
 			return nil, err
 		}
 		fmt.Fprintf(opt.Progress, "could not pull %s; building it locally\n", ref)
-		opt.Tag = ref
 	}
+	opt.Tag = ref
 	in, err := prepare(ctx, &opt)
 	if err != nil {
 		return nil, err
@@ -332,4 +334,11 @@ func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) 
 		return &Result{Image: opt.tag(), Inputs: in.hash}, nil
 	}
 	return build(ctx, &opt, in)
+}
+
+// IsRegistryRef reports whether ref names a registry host (a first path
+// component with a dot or a port, or localhost).
+func IsRegistryRef(ref string) bool {
+	first, _, ok := strings.Cut(ref, "/")
+	return ok && (strings.ContainsAny(first, ".:") || first == "localhost")
 }

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestExitCode: hobbs run exits with the command's status, and a second run
+// with unchanged inputs does no build step.
+func TestExitCode(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	r := e.hobbs(nil, e.runArgs(sessionName(t, "exit"), "sh", "-c", "echo out; echo err >&2; exit 7")...)
+	if r.code != 7 {
+		t.Errorf("exit code %d, want 7\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "out\n") || !strings.Contains(r.stderr, "err\n") {
+		t.Errorf("streams not passed through: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stderr, "building") {
+		t.Errorf("built although nothing changed:\n%s", r.stderr)
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after exit: %v", left)
+	}
+}
+
+// TestInterrupt: SIGINT mid-run stops the session, removes everything it
+// created and exits 130.
+func TestInterrupt(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	c := e.command(nil, e.runArgs(sessionName(t, "int"), "sh", "-c", "touch /home/dev/hobbs/workspace/.started; sleep 120")...)
+	var errb strings.Builder
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
+	if len(e.leftovers(t)) < 4 {
+		t.Errorf("expected 2 containers and 2 networks while running, got %v", e.leftovers(t))
+	}
+	t0 := time.Now()
+	_ = c.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = c.Process.Kill()
+		t.Fatalf("hobbs run did not exit within 30s of SIGINT\n%s", errb.String())
+	}
+	t.Logf("exited %v after SIGINT", time.Since(t0).Round(time.Millisecond))
+	if code := c.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit code %d after SIGINT, want 130\n%s", code, errb.String())
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after SIGINT: %v", left)
+	}
+}
+
+// TestCrashLeftovers: a launcher killed outright leaves labelled objects;
+// ps shows them as an orphan and stop --all removes them.
+func TestCrashLeftovers(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	name := sessionName(t, "crash")
+	c := e.command(nil, e.runArgs(name, "sh", "-c", "touch /home/dev/hobbs/workspace/.started; sleep 120")...)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
+	r := e.hobbs(nil, "ps", "--json")
+	var list []struct {
+		Name       string `json:"name"`
+		Status     string `json:"status"`
+		OwnerAlive bool   `json:"owner_alive"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].Name != name ||
+		list[0].Status != "running" || !list[0].OwnerAlive {
+		t.Errorf("ps --json while running: %v %s", err, r.stdout)
+	}
+	_ = c.Process.Signal(syscall.SIGKILL)
+	_ = c.Wait()
+	r = e.hobbs(nil, "ps", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].OwnerAlive {
+		t.Errorf("ps --json after the crash: %v %s", err, r.stdout)
+	}
+	r = e.hobbs(nil, "ps")
+	if !strings.Contains(r.stdout, name) || !strings.Contains(r.stdout, "(orphan)") {
+		t.Errorf("ps after the crash:\n%s", r.stdout)
+	}
+	r = e.hobbs(nil, "stop", "--all")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != name {
+		t.Errorf("stop --all: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after stop --all: %v", left)
+	}
+	if r := e.hobbs(nil, "stop", name); r.code != 1 {
+		t.Errorf("stop of a gone session: exit %d, want 1", r.code)
+	}
+	_ = os.Remove(filepath.Join(e.ws, ".started"))
+}
