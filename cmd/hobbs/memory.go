@@ -1,0 +1,609 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/memory"
+)
+
+func init() { register(newMemoryCmd) }
+
+func newMemoryCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "memory",
+		Short: "Keep long-term memory: add, reinforce, supersede, search, load into context",
+		Long: `Memories are Markdown files with YAML frontmatter in the instance's
+memory/active/ (loaded into every session) and memory/archive/ (searchable).
+Every change is atomic, serialised on a lock, appended to memory/history.jsonl
+and to the audit log. Nothing is ever deleted: memories are archived or
+superseded. A file hobbs cannot parse is reported (path:line: reason) and
+never rewritten. See docs/memory.md.`,
+		Example: `  hobbs memory add "The user prefers short answers" --tag style
+  hobbs memory search "short answers" --all
+  hobbs memory context --format hook`,
+	}
+	cmd.AddCommand(memAddCmd(a), memReinforceCmd(a), memSupersedeCmd(a), memTierCmd(a, "archive"),
+		memTierCmd(a, "promote"), memShowCmd(a), memListCmd(a), memSearchCmd(a), memContextCmd(a),
+		memTidyCmd(a), memLintCmd(a), memStatsCmd(a))
+	return cmd
+}
+
+// memStore opens the memory of the current instance.
+func (a *app) memStore() (*memory.Store, error) {
+	in, err := a.existingInstance()
+	if err != nil {
+		return nil, err
+	}
+	return memory.Open(in, a.audit(in)), nil
+}
+
+// memWarn prints the malformed files the store met on stderr.
+func (a *app) memWarn(s *memory.Store) {
+	probs := s.Problems()
+	for _, p := range probs {
+		fmt.Fprintf(a.errOut, "hobbs: warning: %s\n", p)
+	}
+	if len(probs) > 0 {
+		fmt.Fprintf(a.errOut, "hobbs: hint: %d memory file(s) skipped; fix them by hand (hobbs memory lint lists them)\n", len(probs))
+	}
+}
+
+// memText takes the text of a memory from args or stdin ("-" or nothing with
+// stdin not a terminal).
+func (a *app) memText(args []string) (string, error) {
+	if len(args) == 0 || len(args) == 1 && args[0] == "-" {
+		if len(args) == 0 && a.stdinIsTTY() {
+			return "", errs.Usagef("no memory text").WithHint("give it as an argument, or pipe it and use -")
+		}
+		b, err := io.ReadAll(a.in)
+		if err != nil {
+			return "", errs.Wrap(errs.Failure, err, "read stdin")
+		}
+		return string(b), nil
+	}
+	return strings.Join(args, " "), nil
+}
+
+func (a *app) printAdd(res *memory.AddResult, asJSON bool) error {
+	if asJSON {
+		return a.printJSON(res)
+	}
+	switch res.Action {
+	case "reinforced":
+		a.status("reinforced %s (now %d): same text as an existing memory", res.ID, res.Reinforced)
+	default:
+		a.status("created %s", res.ID)
+	}
+	if res.Superseded != "" {
+		a.status("superseded %s (moved to the archive)", res.Superseded)
+	}
+	for _, c := range res.Candidates {
+		a.status("similar: %s (%.2f) %s", c.ID, c.Similarity, c.Summary)
+	}
+	if len(res.Candidates) > 0 {
+		a.status("hint: if one of these says the same, reinforce it; if it is outdated, supersede it")
+	}
+	fmt.Fprintln(a.out, res.ID)
+	return nil
+}
+
+func memAddCmd(a *app) *cobra.Command {
+	var opt memory.AddOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "add [TEXT|-]",
+		Short: "Add a memory, or reinforce the existing one with the same text",
+		Long: `add stores TEXT (or stdin with -) as a new active memory and prints its id.
+
+If an active memory has the same text after normalisation (case, whitespace,
+punctuation), that memory is reinforced instead (reinforced +1, updated,
+source appended). Memories with a similar text (Jaccard similarity of their
+words >= 0.5) are listed on stderr, and in the JSON as candidates, so that you
+can reinforce or supersede one instead.`,
+		Example: `  hobbs memory add "The user's timezone is Europe/Paris" --tag profile --source conversation
+  echo "Deploys happen on Tuesdays" | hobbs memory add - --type fact
+  hobbs memory add "Use pnpm, not npm" --supersedes mem_20260110_002 --json`,
+		Args: usageArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			text, err := a.memText(args)
+			if err != nil {
+				return err
+			}
+			res, err := s.Add(text, opt)
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			return a.printAdd(res, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&opt.Tags, "tag", nil, "tag (repeatable)")
+	f.StringVar(&opt.Type, "type", "", "kind of memory: fact, preference, decision…")
+	f.StringVar(&opt.Source, "source", "", "where it comes from (a conversation, a file, a URL)")
+	f.StringVar(&opt.Supersedes, "supersedes", "", "id of the memory this one replaces")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func memReinforceCmd(a *app) *cobra.Command {
+	var source string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "reinforce ID",
+		Short:   "Count one more confirmation of a memory",
+		Example: "  hobbs memory reinforce mem_20260122_001 --source conversation",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			m, err := s.Reinforce(args[0], source)
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(m)
+			}
+			a.status("reinforced %s (now %d)", m.ID, m.Reinforced)
+			fmt.Fprintln(a.out, m.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&source, "source", "", "where the confirmation comes from")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON")
+	return cmd
+}
+
+func memSupersedeCmd(a *app) *cobra.Command {
+	var opt memory.AddOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "supersede ID [TEXT|-]",
+		Short: "Replace a memory with a new one (the old one is archived as superseded)",
+		Long: `supersede adds TEXT as a new memory that replaces ID: the old memory gets
+status superseded and superseded_by, moves to the archive, and the new one
+records supersedes. Same as: hobbs memory add TEXT --supersedes ID.`,
+		Example: `  hobbs memory supersede mem_20260110_002 "The user now prefers pnpm"
+  echo "Standup moved to 9:30" | hobbs memory supersede mem_20260110_004 -`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			text, err := a.memText(args[1:])
+			if err != nil {
+				return err
+			}
+			res, err := s.Supersede(args[0], text, opt)
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			return a.printAdd(res, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&opt.Tags, "tag", nil, "tag of the new memory (repeatable)")
+	f.StringVar(&opt.Type, "type", "", "kind of memory")
+	f.StringVar(&opt.Source, "source", "", "where the new text comes from")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func memTierCmd(a *app, verb string) *cobra.Command {
+	short, example := "Move an active memory to the archive", "  hobbs memory archive mem_20260122_001"
+	if verb == "promote" {
+		short, example = "Move an archived memory back to the active tier", "  hobbs memory promote mem_20250901_003"
+	}
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     verb + " ID",
+		Short:   short,
+		Example: example,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			do := s.Archive
+			if verb == "promote" {
+				do = s.Promote
+			}
+			m, changed, err := do(args[0])
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(m)
+			}
+			if changed {
+				a.status("%s: %s, now in %s", m.ID, m.Status, m.Tier)
+			} else {
+				a.status("%s: already %s, nothing changed", m.ID, m.Status)
+			}
+			fmt.Fprintln(a.out, m.ID)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON")
+	return cmd
+}
+
+func memShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "show ID",
+		Short:   "Print a memory (frontmatter and text)",
+		Example: "  hobbs memory show mem_20260122_001\n  hobbs memory show mem_20260122_001 --json | jq .text",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			m, err := s.Show(args[0])
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(m)
+			}
+			data, err := m.Marshal()
+			if err != nil {
+				return err
+			}
+			a.status("%s", m.Path)
+			_, err = a.out.Write(data)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+type scopeFlags struct{ archive, all bool }
+
+func (f *scopeFlags) add(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.archive, "archive", false, "the archive instead of the active memories")
+	cmd.Flags().BoolVar(&f.all, "all", false, "active and archived memories")
+	cmd.MarkFlagsMutuallyExclusive("archive", "all")
+}
+
+func (f *scopeFlags) scope() memory.Scope {
+	switch {
+	case f.all:
+		return memory.ScopeAll
+	case f.archive:
+		return memory.ScopeArchive
+	}
+	return memory.ScopeActive
+}
+
+func memListCmd(a *app) *cobra.Command {
+	var sf scopeFlags
+	var opt memory.ListOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List memories (active by default), newest first",
+		Example: `  hobbs memory list
+  hobbs memory list --all --status superseded
+  hobbs memory list --tag profile --json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			opt.Scope = sf.scope()
+			list, err := s.List(opt)
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(list)
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+			for _, e := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.ID, e.Status, e.Reinforced, strings.Join(e.Tags, ","), e.Summary)
+			}
+			tw.Flush()
+			a.status("%d memories", len(list))
+			return nil
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().StringArrayVar(&opt.Tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
+	cmd.Flags().StringVar(&opt.Status, "status", "", "only this status: active, archived or superseded")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func memSearchCmd(a *app) *cobra.Command {
+	var sf scopeFlags
+	var opt memory.SearchOptions
+	var asJSON, files bool
+	cmd := &cobra.Command{
+		Use:   "search QUERY",
+		Short: "Find memories containing a text (case-insensitive) or matching a regex",
+		Long: `search prints, for each matching line: id, path and the line. QUERY is a
+case-insensitive literal; with --regex it is an RE2 expression as written
+(add (?i) for case-insensitive). Searches the active memories by default.
+
+An index in memory/.index keeps search fast on a large archive; it is
+derived data, checked against the files and safe to delete.`,
+		Example: `  hobbs memory search "timezone"
+  hobbs memory search --all --regex 'pnpm|yarn' --limit 5
+  hobbs memory search invoice --archive --tag finance --json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			opt.Query, opt.Scope = args[0], sf.scope()
+			if opt.Limit < 0 {
+				return errs.Usagef("--limit must be >= 0")
+			}
+			hits, err := s.Search(opt)
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(hits)
+			}
+			in, _ := a.instance()
+			for _, h := range hits {
+				id := h.ID
+				if id == "" {
+					id = "?"
+				}
+				if files {
+					fmt.Fprintf(a.out, "%s\t%s\n", id, in.Rel(h.Path))
+					continue
+				}
+				for _, l := range h.Lines {
+					fmt.Fprintf(a.out, "%s\t%s:%d: %s\n", id, in.Rel(h.Path), l.Line, l.Text)
+				}
+			}
+			if len(hits) == 0 {
+				a.status("no match")
+			}
+			return nil
+		},
+	}
+	sf.add(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&opt.Regex, "regex", false, "QUERY is an RE2 regular expression")
+	f.StringArrayVar(&opt.Tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
+	f.IntVar(&opt.Limit, "limit", 0, "at most this many memories (0: all)")
+	f.BoolVar(&opt.Full, "full", false, "check every file against the index first (after editing archived files in place)")
+	f.BoolVarP(&files, "files-with-matches", "l", false, "print only id and path of each matching memory")
+	f.BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func memContextCmd(a *app) *cobra.Command {
+	var agent, format string
+	var tags []string
+	var budget int
+	cmd := &cobra.Command{
+		Use:   "context",
+		Short: "Print what a session starts with: foundation, claude.md, ranked memories",
+		Long: `context prints foundation.md in full, then claude.md (or, with --agent, that
+agent's operational.md), then the active memories ranked by score
+(reinforcement, recency, access; see docs/memory.md), filtered by --tag, cut
+to --budget characters (default: memory.context_budget in config.yaml, which
+fits Claude Code's 10,000-character hook limit).
+
+--format hook prints the JSON a Claude Code SessionStart hook returns; --format
+json prints what was included. The memories loaded get last_accessed updated
+(at most once a day each).`,
+		Example: `  hobbs memory context
+  hobbs memory context --format hook          # in a SessionStart hook
+  hobbs memory context --agent researcher --tag research --budget 4000`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "hook" && format != "json" {
+				return errs.Usagef("unknown format %q", format).WithHint("text, hook or json")
+			}
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("budget") {
+				c, err := a.config(s.In)
+				if err != nil {
+					return err
+				}
+				budget = c.Memory.ContextBudget
+			}
+			if budget <= 0 {
+				return errs.Usagef("--budget must be positive")
+			}
+			if format == "hook" && budget > memory.HookLimit {
+				a.status("hobbs: warning: budget %d is over Claude Code's %d-character hook limit; the context will be cut", budget, memory.HookLimit)
+			}
+			secs, err := s.SessionSections(agent)
+			if err != nil {
+				return err
+			}
+			ctx, err := s.BuildContext(memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs})
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			switch format {
+			case "hook":
+				b, err := memory.HookJSON(ctx.Text)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.out, "%s\n", b)
+			case "json":
+				if err := a.printJSON(ctx); err != nil {
+					return err
+				}
+			default:
+				fmt.Fprint(a.out, ctx.Text)
+			}
+			for _, c := range ctx.Cut {
+				a.status("hobbs: warning: %s cut to fit the budget of %d characters", c, budget)
+			}
+			if err := s.Touch(ctx.Memories); err != nil {
+				a.status("hobbs: warning: last_accessed not updated: %v", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "context for this sub-agent: its operational.md instead of claude.md")
+	cmd.Flags().StringArrayVar(&tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
+	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")
+	cmd.Flags().StringVar(&format, "format", "text", "text, hook (SessionStart hook JSON) or json")
+	return cmd
+}
+
+func memTidyCmd(a *app) *cobra.Command {
+	var dryRun, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tidy",
+		Short: "Archive active memories left idle too long (never deletes)",
+		Long: `tidy moves to the archive every active memory that was neither changed,
+reinforced nor loaded into context for memory.tidy_after_days × (1 +
+reinforced) days. Nothing is deleted; hobbs memory promote brings one back.`,
+		Example: "  hobbs memory tidy --dry-run\n  hobbs memory tidy",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			c, err := a.config(s.In)
+			if err != nil {
+				return err
+			}
+			res, err := s.Tidy(c.Memory.TidyAfterDays, dryRun)
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(res)
+			}
+			verb := "archived"
+			if dryRun {
+				verb = "would archive"
+			}
+			for _, r := range res {
+				fmt.Fprintf(a.out, "%s\tidle %dd (limit %dd)\t%s\n", r.ID, r.IdleDays, r.Limit, r.Summary)
+			}
+			a.status("%s %d memories", verb, len(res))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only list what would be archived")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func memLintCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "lint",
+		Short: "Check every memory file; report path:line: reason (exit 1 if any)",
+		Example: `  hobbs memory lint
+  hobbs memory lint --json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			probs, n, err := s.Lint()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := a.printJSON(probs); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range probs {
+					fmt.Fprintln(a.out, p)
+				}
+			}
+			if len(probs) > 0 {
+				return errs.Failf("%d problem(s) in memory files", len(probs)).
+					WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse")
+			}
+			a.status("%d memories, no problems", n)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the problems as JSON")
+	return cmd
+}
+
+func memStatsCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "stats",
+		Short:   "Count memories per tier, status and tag",
+		Example: "  hobbs memory stats\n  hobbs memory stats --json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.memStore()
+			if err != nil {
+				return err
+			}
+			st, err := s.Stats()
+			a.memWarn(s)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(st)
+			}
+			fmt.Fprintf(a.out, "total\t%d\n", st.Total)
+			fmt.Fprintf(a.out, "tier\tactive %d\tarchive %d\n", st.Tiers[memory.Active], st.Tiers[memory.Archive])
+			fmt.Fprintf(a.out, "status\tactive %d\tarchived %d\tsuperseded %d\n", st.Status[memory.StatusActive],
+				st.Status[memory.StatusArchived], st.Status[memory.StatusSuperseded])
+			tags := make([]string, 0, len(st.Tags))
+			for t := range st.Tags {
+				tags = append(tags, t)
+			}
+			sortStrings(tags)
+			for _, t := range tags {
+				fmt.Fprintf(a.out, "tag\t%s\t%d\n", t, st.Tags[t])
+			}
+			if st.Problems > 0 {
+				fmt.Fprintf(a.out, "problems\t%d\n", st.Problems)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -1,0 +1,288 @@
+package memory
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+// HookLimit is the number of characters Claude Code keeps of a hook's
+// additional context; DefaultBudget stays under it with room for the JSON.
+const (
+	HookLimit     = 10000
+	DefaultBudget = 9500
+)
+
+// Section is a block of text placed in context in full (foundation.md,
+// claude.md, an agent's operational.md).
+type Section struct {
+	Title string `json:"title"`
+	Path  string `json:"path,omitempty"`
+	Text  string `json:"text"`
+}
+
+// ContextOptions shape a context.
+type ContextOptions struct {
+	// Tags keeps only memories carrying at least one of them (none: all).
+	Tags []string
+	// Budget is the most characters (runes) of the whole text; 0 means
+	// DefaultBudget. foundation.md is never cut, even past the budget.
+	Budget int
+	// Sections come after foundation.md and before the memories, in full
+	// while they fit (cut with a marker otherwise).
+	Sections []Section
+}
+
+// Context is what BuildContext produced.
+type Context struct {
+	Text     string    `json:"text"`
+	Length   int       `json:"length"` // characters of Text
+	Budget   int       `json:"budget"`
+	Sections []Section `json:"sections"` // foundation first, as included
+	Memories []Entry   `json:"memories"` // included, best first
+	Omitted  int       `json:"omitted"`  // matching active memories left out for the budget
+	Cut      []string  `json:"cut,omitempty"`
+}
+
+// FileSection reads path as a section; a missing file gives ok=false.
+func FileSection(title, path string) (Section, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Section{}, false, nil
+	}
+	if err != nil {
+		return Section{}, false, errs.Wrap(errs.Failure, err, "read %s", path)
+	}
+	return Section{Title: title, Path: path, Text: strings.TrimSpace(string(b))}, true, nil
+}
+
+// SessionSections returns the fixed sections of a context after
+// foundation.md: claude.md for the main session (agent ""), the agent's
+// operational.md for a sub-agent.
+func (s *Store) SessionSections(agent string) ([]Section, error) {
+	if agent == "" {
+		sec, ok, err := FileSection("claude.md", s.In.ClaudeMD())
+		if err != nil || !ok {
+			return nil, err
+		}
+		return []Section{sec}, nil
+	}
+	if !ValidID(agent) || strings.ContainsAny(agent, ".:") {
+		return nil, errs.Usagef("invalid agent name %q", agent)
+	}
+	sec, ok, err := FileSection("agents/"+agent+"/operational.md", s.In.Operational(agent))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errs.Failf("no agent %s: %s does not exist", agent, s.In.Operational(agent)).
+			WithHint("agents live in agents/<name>/; see hobbs agent list")
+	}
+	return []Section{sec}, nil
+}
+
+func runes(s string) int { return utf8.RuneCountInString(s) }
+
+func cutRunes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	i := 0
+	for k := range s {
+		if i == n {
+			return s[:k]
+		}
+		i++
+	}
+	return s
+}
+
+func renderSection(sec Section) string { return "## " + sec.Title + "\n\n" + sec.Text + "\n\n" }
+
+func renderMemory(m *Memory) string {
+	var b strings.Builder
+	b.WriteString("- ")
+	b.WriteString(m.ID)
+	if len(m.Tags) > 0 {
+		b.WriteString(" [" + strings.Join(m.Tags, ", ") + "]")
+	}
+	b.WriteString(": ")
+	body := strings.TrimSpace(m.Body)
+	b.WriteString(strings.ReplaceAll(body, "\n", "\n  "))
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// BuildContext assembles foundation.md in full, then opt.Sections, then the
+// best-scoring active memories filtered by opt.Tags, as many as fit
+// opt.Budget. It does not update last_accessed: call Touch with the
+// result's memories once the context has been delivered.
+func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
+	budget := opt.Budget
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	c := &Context{Budget: budget, Sections: []Section{}, Memories: []Entry{}}
+	var b strings.Builder
+	if f, ok, err := FileSection("foundation.md", s.In.Foundation()); err != nil {
+		return nil, err
+	} else if ok {
+		b.WriteString(renderSection(f))
+		c.Sections = append(c.Sections, f)
+	}
+	for _, sec := range opt.Sections {
+		text := renderSection(sec)
+		left := budget - runes(b.String())
+		if runes(text) > left {
+			const marker = "\n… (cut to fit the context budget)\n\n"
+			keep := left - runes(marker)
+			if keep < runes("## "+sec.Title+"\n\n")+20 {
+				c.Cut = append(c.Cut, sec.Title)
+				continue
+			}
+			text = cutRunes(text, keep) + marker
+			sec.Text = cutRunes(sec.Text, keep)
+			c.Cut = append(c.Cut, sec.Title)
+		}
+		b.WriteString(text)
+		c.Sections = append(c.Sections, sec)
+	}
+
+	now := s.now()
+	ranked, err := s.ranked(opt.Tags, now)
+	if err != nil {
+		return nil, err
+	}
+	const header = "## Memories\n\n"
+	footer := func(n int) string {
+		return fmt.Sprintf("\n(%d more active memories not shown: hobbs memory list, hobbs memory search)\n", n)
+	}
+	left := budget - runes(b.String()) - runes(header) - runes(footer(len(ranked)))
+	var items strings.Builder
+	misses := 0
+	for _, e := range ranked {
+		if left < 16 || misses > 64 {
+			break
+		}
+		m, err := s.readFile(e.Path, Active)
+		if err != nil {
+			continue // reported; the rest keep working
+		}
+		item := renderMemory(m)
+		if n := runes(item); n <= left {
+			items.WriteString(item)
+			left -= n
+			c.Memories = append(c.Memories, e)
+			misses = 0
+		} else {
+			misses++
+		}
+	}
+	c.Omitted = len(ranked) - len(c.Memories)
+	if len(c.Memories) > 0 {
+		b.WriteString(header)
+		b.WriteString(items.String())
+		if c.Omitted > 0 {
+			b.WriteString(footer(c.Omitted))
+		}
+	} else if c.Omitted > 0 && runes(b.String())+runes(footer(c.Omitted)) <= budget {
+		b.WriteString(footer(c.Omitted))
+	}
+	c.Text = strings.TrimRight(b.String(), "\n") + "\n"
+	c.Length = runes(c.Text)
+	return c, nil
+}
+
+// ranked returns the valid active memories with status active carrying one
+// of tags (any when empty), best score first.
+func (s *Store) ranked(tags []string, now time.Time) ([]Entry, error) {
+	all, err := s.entries(ScopeActive, now)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, e := range all {
+		if e.Status != StatusActive || len(tags) > 0 && !anyTag(e.Tags, tags) {
+			continue
+		}
+		e.Score = Score(e.Reinforced, e.Created, e.Updated, e.LastAccessed, now)
+		out = append(out, e)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, nil
+}
+
+// Touch sets last_accessed of the given memories to now, batched: one lock,
+// at most one rewrite per memory per day (a memory already accessed today is
+// left alone), one history line and one audit entry for the batch.
+func (s *Store) Touch(entries []Entry) error {
+	now := s.now()
+	today := now.Format("2006-01-02")
+	var todo []Entry
+	for _, e := range entries {
+		if e.LastAccessed.IsZero() || e.LastAccessed.Format("2006-01-02") != today {
+			todo = append(todo, e)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var ids []string
+	for _, e := range todo {
+		m, err := s.readFile(e.Path, e.Tier)
+		if err != nil || m.ID != e.ID {
+			continue // moved or changed since: nothing to touch
+		}
+		if !m.LastAccessed.IsZero() && m.LastAccessed.Format("2006-01-02") == today {
+			continue
+		}
+		m.LastAccessed = now
+		if err := s.write(m); err != nil {
+			return err
+		}
+		ids = append(ids, m.ID)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := s.appendHistory(HistoryEntry{Time: now, Op: "access", IDs: ids, Actor: audit.Actor()}); err != nil {
+		return err
+	}
+	return s.Audit.Log(audit.Entry{Event: "memory.access", Subject: fmt.Sprintf("%d memories", len(ids)), Outcome: "ok"})
+}
+
+// HookOutput is the JSON a Claude Code SessionStart hook prints: its
+// additionalContext is added to the session's context.
+type HookOutput struct {
+	HookSpecificOutput struct {
+		HookEventName     string `json:"hookEventName"`
+		AdditionalContext string `json:"additionalContext"`
+	} `json:"hookSpecificOutput"`
+}
+
+// HookJSON wraps text for a SessionStart hook.
+func HookJSON(text string) ([]byte, error) {
+	var h HookOutput
+	h.HookSpecificOutput.HookEventName = "SessionStart"
+	h.HookSpecificOutput.AdditionalContext = text
+	return json.Marshal(h)
+}
