@@ -16,9 +16,9 @@ import (
 
 // makeBase builds the test base image offline: Debian's busybox-static
 // (apt-get download, cached), a root filesystem with its applet links,
-// /etc/passwd and the fake claude, imported with `docker import`. The tag
+// /etc/passwd, the fake claude and netprobe, imported with `docker import`. The tag
 // carries a hash of the inputs, so later runs reuse it.
-func makeBase() (string, error) {
+func makeBase(netprobe string) (string, error) {
 	cache := os.Getenv("HOBBS_E2E_CACHE")
 	if cache == "" {
 		c, err := os.UserCacheDir()
@@ -38,6 +38,10 @@ func makeBase() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	probe, err := os.ReadFile(netprobe)
+	if err != nil {
+		return "", err
+	}
 	debData, err := os.ReadFile(deb)
 	if err != nil {
 		return "", err
@@ -45,6 +49,7 @@ func makeBase() (string, error) {
 	h := sha256.New()
 	h.Write(debData)
 	h.Write(fake)
+	h.Write(probe)
 	h.Write([]byte(passwd + group + "v1"))
 	tag := "hobbs-e2e-base:" + hex.EncodeToString(h.Sum(nil))[:16]
 	if exec.Command("docker", "image", "inspect", tag).Run() == nil {
@@ -69,7 +74,9 @@ func makeBase() (string, error) {
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	dir := func(name string, mode int64) { _ = tw.WriteHeader(&tar.Header{Name: name + "/", Mode: mode, Typeflag: tar.TypeDir}) }
+	dir := func(name string, mode int64) {
+		_ = tw.WriteHeader(&tar.Header{Name: name + "/", Mode: mode, Typeflag: tar.TypeDir})
+	}
 	file := func(name string, mode int64, data []byte) {
 		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), Typeflag: tar.TypeReg})
 		_, _ = tw.Write(data)
@@ -90,6 +97,7 @@ func makeBase() (string, error) {
 	file("etc/passwd", 0o644, []byte(passwd))
 	file("etc/group", 0o644, []byte(group))
 	file("usr/local/bin/claude", 0o755, fake)
+	file("usr/local/bin/netprobe", 0o755, probe)
 	if err := tw.Close(); err != nil {
 		return "", err
 	}

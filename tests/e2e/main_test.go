@@ -99,8 +99,15 @@ func setup() error {
 		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	fmt.Printf("e2e: built hobbs in %v\n", time.Since(t0).Round(time.Millisecond))
+	netprobe := filepath.Join(tmpRoot, "netprobe")
+	build = exec.Command("go", "build", "-trimpath", "-o", netprobe, "./tests/e2e/netprobe")
+	build.Dir = repoRoot
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build netprobe: %v\n%s", err, out)
+	}
 	t0 = time.Now()
-	if baseImage, err = makeBase(); err != nil {
+	if baseImage, err = makeBase(netprobe); err != nil {
 		return fmt.Errorf("base image: %w", err)
 	}
 	fmt.Printf("e2e: base image %s in %v\n", baseImage, time.Since(t0).Round(time.Millisecond))
@@ -206,7 +213,7 @@ type result struct {
 
 // env is one isolated user: home, instance and workspace of their own.
 type env struct {
-	t                  testing.TB
+	t                   testing.TB
 	dir, home, inst, ws string
 }
 
