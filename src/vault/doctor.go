@@ -64,9 +64,9 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 	rs, err := v.readRecipients("vault recipients")
 	if err != nil {
 		out = append(out, doctor.Result{Status: doctor.Fail, Message: firstLine(err.Error()),
-			Fix: "fix the line by hand, or restore vault/keys/recipients.txt from your backup"})
+			Fix: "fix the line it names by hand, or restore vault/keys/recipients.txt from your backup"})
 	} else {
-		listed := self == ""
+		listed := self == "" || v.Pending() != "" // mid-rotation the old key is listed until step 4
 		for _, r := range rs {
 			listed = listed || r.Key == self
 		}

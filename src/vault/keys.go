@@ -167,7 +167,7 @@ func ParseRecipients(data []byte) ([]Recipient, error) {
 			label = strings.TrimSpace(strings.TrimPrefix(line, "#"))
 		default:
 			if err := CheckRecipient(line); err != nil {
-				return nil, fmt.Errorf("line %d: %v", n+1, err)
+				return nil, &LineError{Line: n + 1, Err: err}
 			}
 			if !seen[line] {
 				seen[line] = true
@@ -178,6 +178,15 @@ func ParseRecipients(data []byte) ([]Recipient, error) {
 	}
 	return out, nil
 }
+
+// LineError is a problem on one line of a key file.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
 
 // CheckRecipient validates one public key as given by the user.
 func CheckRecipient(key string) error {

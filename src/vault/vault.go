@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"filippo.io/age/armor"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -261,7 +262,11 @@ func (v *Vault) readRecipients(what string) ([]Recipient, error) {
 	}
 	rs, err := ParseRecipients(data)
 	if err != nil {
-		return nil, errs.Failf("%s:%v", p, err).WithHint("fix that line by hand; hobbs never rewrites a file it cannot parse")
+		var le *LineError
+		if errors.As(err, &le) {
+			return nil, errs.Failf("%s:%d: %v", p, le.Line, le.Err).WithHint("fix that line by hand; hobbs never rewrites a file it cannot parse")
+		}
+		return nil, errs.Failf("%s: %v", p, err).WithHint("fix that line by hand; hobbs never rewrites a file it cannot parse")
 	}
 	return rs, nil
 }
@@ -362,19 +367,25 @@ func (v *Vault) readEntry(name string) ([]byte, fs.FileInfo, error) {
 
 // decrypt opens ciphertext ct of entry name with ids.
 func decrypt(name, rel string, ct []byte, ids []age.Identity) ([]byte, error) {
-	r, err := age.Decrypt(bytes.NewReader(ct), ids...)
+	var src io.Reader = bytes.NewReader(ct)
+	if t := bytes.TrimLeft(ct, " \t\r\n"); bytes.HasPrefix(t, []byte(armor.Header)) {
+		src = armor.NewReader(bytes.NewReader(t)) // written by hand with age -a
+	}
+	r, err := age.Decrypt(src, ids...)
 	var nomatch *age.NoIdentityMatchError
 	if errors.As(err, &nomatch) {
 		return nil, errs.Failf("vault entry %q (%s) is not encrypted to this vault's identity", name, rel).
 			WithHint("it was written for other keys: restore the identity it was encrypted to, or set the entry again")
 	}
+	// age's own messages may quote bytes of the file, which could be a
+	// plaintext pasted by hand: describe the failure without them.
 	if err != nil {
-		return nil, errs.Failf("vault entry %q (%s) is corrupt or not an age file: %v", name, rel, err).
+		return nil, errs.Failf("vault entry %q (%s) is corrupt: not an age file, or its header is damaged", name, rel).
 			WithHint("restore the file from a backup, or set the entry again")
 	}
 	val, err := io.ReadAll(io.LimitReader(r, MaxValueSize+1))
 	if err != nil {
-		return nil, errs.Failf("vault entry %q (%s) is corrupt: %v", name, rel, err).
+		return nil, errs.Failf("vault entry %q (%s) is corrupt: the encrypted data is damaged or truncated", name, rel).
 			WithHint("restore the file from a backup, or set the entry again")
 	}
 	if len(val) > MaxValueSize {
