@@ -62,6 +62,12 @@ removes the containers and networks it created (the state volume stays).`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if name == "" {
+				name = launcher.NewName()
+			}
+			if err := launcher.ValidName(name); err != nil {
+				return err
+			}
 			in, err := a.instance()
 			if err != nil {
 				return err
@@ -91,12 +97,6 @@ removes the containers and networks it created (the state volume stays).`,
 			}
 			if err := os.MkdirAll(ws, 0o755); err != nil {
 				return errs.Wrap(errs.Failure, err, "create workspace")
-			}
-			if name == "" {
-				name = launcher.NewName()
-			}
-			if err := launcher.ValidName(name); err != nil {
-				return err
 			}
 			uid, gid := os.Getuid(), os.Getgid()
 			if uid == 0 {
