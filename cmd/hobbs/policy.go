@@ -1,0 +1,202 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+func init() { register(newPolicyCmd) }
+
+// builtinPolicyName names the embedded default in messages.
+const builtinPolicyName = "built-in dist/policy.yaml"
+
+func effectivePolicy(in instance.Instance) (*egress.Policy, error) {
+	def, err := fs.ReadFile(hobbs.Dist, "policy.yaml")
+	if err != nil {
+		return nil, err
+	}
+	return egress.LoadEffective(builtinPolicyName, def, in.Policy())
+}
+
+func newPolicyCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Show, check and edit the egress policy",
+		Long: `The egress policy decides where the agent's container may connect. The
+effective policy is the built-in default (the image's /etc/hobbs/policy.yaml)
+plus your instance's policy.yaml; deny entries win over everything allowed.
+See docs/egress.md for the format and the services catalog.`,
+	}
+	cmd.AddCommand(newPolicyShowCmd(a), newPolicyCheckCmd(a), newPolicyEditCmd(a, "allow"), newPolicyEditCmd(a, "deny"))
+	return cmd
+}
+
+func newPolicyShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "show",
+		Short:   "Print the effective policy (built-in default plus the instance's policy.yaml)",
+		Example: "  hobbs policy show\n  hobbs policy show --json | jq '.domains[].pattern'",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.instance()
+			if err != nil {
+				return err
+			}
+			p, err := effectivePolicy(in)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(p)
+			}
+			w := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "files:\t%s\n", strings.Join(p.Files, ", "))
+			fmt.Fprintln(w, "services:")
+			for _, s := range p.Services {
+				for _, svc := range egress.Services() {
+					if svc.Name == s {
+						fmt.Fprintf(w, "  %s\t%s\n", s, strings.Join(svc.Domains, " "))
+					}
+				}
+			}
+			fmt.Fprintln(w, "domains:")
+			for _, r := range p.Domains {
+				fmt.Fprintf(w, "  %s\t%s\n", r.Pattern, r.Source)
+			}
+			fmt.Fprintln(w, "deny:")
+			for _, r := range p.Deny {
+				fmt.Fprintf(w, "  %s\t%s\n", r.Pattern, r.Source)
+			}
+			fmt.Fprintln(w, "allow_private:")
+			for _, pre := range p.AllowPrivate {
+				fmt.Fprintf(w, "  %s\n", pre)
+			}
+			var names []string
+			for _, s := range egress.Services() {
+				names = append(names, s.Name)
+			}
+			fmt.Fprintf(w, "available services:\t%s\n", strings.Join(names, ", "))
+			return w.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func newPolicyCheckCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check URL|HOST[:PORT]",
+		Short: "Say whether the policy allows a destination, and by which rule (exit 0 allowed, 1 denied)",
+		Long: `check applies the effective policy to one destination. A URL is judged on
+the path the proxy would use (http:// as plain HTTP, https:// as a CONNECT
+tunnel); HOST[:PORT] is judged as a CONNECT tunnel, port 443 by default.
+Names are not resolved here: the proxy also refuses a name that resolves to
+a private address (unless allow_private opens it) when it connects.`,
+		Example: "  hobbs policy check https://api.github.com/repos\n  hobbs policy check localhost:8080\n  hobbs policy check http://example.com/ --json",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.instance()
+			if err != nil {
+				return err
+			}
+			p, err := effectivePolicy(in)
+			if err != nil {
+				return err
+			}
+			d, err := p.Check(args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := a.printJSON(d); err != nil {
+					return err
+				}
+			} else {
+				verdict := "deny"
+				if d.Allow {
+					verdict = "allow"
+				}
+				line := fmt.Sprintf("%s %s by %s", verdict, hostPort(d), d.Rule)
+				if d.Source != "" {
+					line += " (" + d.Source + ")"
+				}
+				if d.Reason != "" {
+					line += ": " + d.Reason
+				}
+				fmt.Fprintln(a.out, line)
+			}
+			if !d.Allow {
+				return &errs.Error{Code: errs.Failure, Msg: hostPort(d) + " is denied"}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
+	return cmd
+}
+
+func hostPort(d egress.Decision) string {
+	h := d.Host
+	if strings.Contains(h, ":") {
+		h = "[" + h + "]"
+	}
+	return fmt.Sprintf("%s:%d", h, d.Port)
+}
+
+func newPolicyEditCmd(a *app, verb string) *cobra.Command {
+	section, what := "domains", "allows"
+	ex := "  hobbs policy allow api.example.com\n  hobbs policy allow '*.example.com'     # subdomains, not example.com itself\n  hobbs policy allow localhost:8080"
+	if verb == "deny" {
+		section, what = "deny", "denies (deny wins over any allow)"
+		ex = "  hobbs policy deny tracker.example.com\n  hobbs policy deny '*.ads.example.com'"
+	}
+	return &cobra.Command{
+		Use:   verb + " DOMAIN",
+		Short: fmt.Sprintf("Add DOMAIN to %s in the instance's policy.yaml (keeps its comments)", section),
+		Long: fmt.Sprintf(`%s adds DOMAIN to the %s list of the instance's policy.yaml, which %s.
+DOMAIN is an exact host, "*.example.com" for its subdomains (not the apex), or
+either with a port ("localhost:8080"); without a port, 443 (and 80 for plain
+HTTP) is meant. The file is rewritten atomically with its comments kept; a
+running proxy reloads it within a second.`, verb, section, what),
+		Example: ex,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.existingInstance()
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(in.Lock("policy")), 0o700); err != nil {
+				return err
+			}
+			tmpl, err := fs.ReadFile(hobbs.Templates, "policy.yaml")
+			if err != nil {
+				return err
+			}
+			pattern, changed, err := egress.Edit(in.Policy(), in.Lock("policy"), section, args[0], tmpl)
+			if err != nil {
+				return err
+			}
+			if !changed {
+				a.status("%s is already in %s of %s", pattern, section, in.Policy())
+				return nil
+			}
+			a.audit(in).Log(audit.Entry{Event: "policy." + verb, Subject: pattern, Detail: map[string]any{"file": in.Rel(in.Policy())}})
+			a.status("added %s to %s in %s", pattern, section, in.Policy())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+func init() { register(newProxyCmd) }
+
+// imagePolicy is where the image carries the default policy.
+const imagePolicy = "/etc/hobbs/policy.yaml"
+
+func newProxyCmd(a *app) *cobra.Command {
+	var (
+		listen, auditPath, tokenFile string
+		policies                     []string
+		idle, grace                  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "proxy",
+		Short: "Run the egress proxy (allowlist, deny by default)",
+		Long: `proxy runs the egress proxy the agent's container talks through. It allows
+only what the policy files list (merged in order: the image's default, then
+the instance's policy.yaml) and denies everything else, on CONNECT tunnels
+and on plain-HTTP forwarding alike. It resolves names itself and refuses
+private, loopback and link-local addresses unless allow_private opens them.
+
+The policy files are watched and reloaded when they change; an invalid edit
+keeps the last good policy. Every decision is one JSON line in --audit.
+With --auth-token-file, clients must authenticate as user "hobbs" with the
+token as password (HTTP_PROXY=http://hobbs:TOKEN@proxy:3128).
+
+Without --policy, ` + imagePolicy + ` is used. SIGTERM drains open
+requests and tunnels (up to --grace) and exits 0.`,
+		Example: `  hobbs proxy --policy /etc/hobbs/policy.yaml --policy ~/.hobbs/policy.yaml \
+      --audit ~/.hobbs/logs/audit.log --auth-token-file /run/secrets/proxy-token
+  hobbs proxy --listen 127.0.0.1:3128 --policy policy.yaml
+  HTTPS_PROXY=http://127.0.0.1:3128 curl https://api.github.com/zen`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(policies) == 0 {
+				if _, err := os.Stat(imagePolicy); err != nil {
+					return errs.Usagef("no --policy given and %s does not exist", imagePolicy).
+						WithHint("pass --policy FILE (see 'hobbs policy show' for the format)")
+				}
+				policies = []string{imagePolicy}
+			}
+			for _, p := range policies {
+				if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+					return errs.Missingf("policy file %s does not exist", p)
+				}
+			}
+			token := ""
+			if tokenFile != "" {
+				b, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return errs.Wrap(errs.Missing, err, "read --auth-token-file")
+				}
+				token = strings.TrimSpace(string(b))
+				if token == "" || strings.ContainsAny(token, ":\r\n") {
+					return errs.Usagef("%s: the token must be one non-empty line without ':'", tokenFile)
+				}
+			}
+			logf := func(format string, args ...any) {
+				fmt.Fprintf(a.errOut, "hobbs proxy: %s\n", audit.Redact(fmt.Sprintf(format, args...)))
+			}
+			srv, err := egress.NewServer(egress.Options{
+				PolicyFiles: policies, AuthToken: token, AuditPath: auditPath, Logf: logf, IdleTimeout: idle,
+			})
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return errs.Wrap(errs.Failure, err, "listen on %s", listen)
+			}
+			ctx := cmd.Context()
+			if err := srv.Watch(ctx); err != nil {
+				logf("cannot watch the policy files (no hot reload): %v", err)
+			}
+			auth := "off"
+			if token != "" {
+				auth = "on"
+			}
+			auditTo := auditPath
+			if auditTo == "" {
+				auditTo = "off"
+			}
+			logf("listening on %s; policy %s (%s); auth %s; audit %s",
+				ln.Addr(), strings.Join(policies, ", "), srv.Policy().Summary(), auth, auditTo)
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ln) }()
+			select {
+			case err := <-served:
+				srv.Shutdown(context.Background())
+				return errs.Wrap(errs.Failure, err, "proxy stopped")
+			case <-ctx.Done():
+			}
+			logf("shutting down: draining %d tunnels (up to %v)", srv.ActiveTunnels(), grace)
+			sctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			srv.Shutdown(sctx)
+			<-served
+			logf("stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "0.0.0.0:3128", "address to listen on")
+	f.StringArrayVar(&policies, "policy", nil, "policy file, repeatable; merged in order (default "+imagePolicy+")")
+	f.StringVar(&auditPath, "audit", "", "append one JSON line per decision to this file")
+	f.StringVar(&tokenFile, "auth-token-file", "", "file holding the proxy token; clients must send it (user hobbs)")
+	f.DurationVar(&idle, "idle-timeout", 10*time.Minute, "close a tunnel after this long without traffic")
+	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, wait this long for open tunnels")
+	cmd.AddCommand(newProxyHealthCmd(a))
+	return cmd
+}
+
+func newProxyHealthCmd(a *app) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "Exit 0 if the proxy at --addr answers its health check, 1 otherwise",
+		Long: `health asks the proxy listening at --addr for ` + egress.HealthPath + ` (a plain, non-proxy
+request that needs no token). It is the proxy container's health check.`,
+		Example: "  hobbs proxy health\n  hobbs proxy health --addr proxy:3128",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+			resp, err := client.Get("http://" + addr + egress.HealthPath)
+			if err != nil {
+				return errs.Failf("proxy at %s is not answering: %v", addr, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return errs.Failf("proxy at %s answered %s", addr, resp.Status)
+			}
+			a.status("proxy at %s is healthy", addr)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:3128", "HOST:PORT of the proxy")
+	return cmd
+}

@@ -1,0 +1,99 @@
+package egress
+
+import (
+	"sync"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// auditLog writes decisions to the audit file from one goroutine, so that a
+// slow disk never holds up a connection for longer than a channel send. It
+// batches the lines that queued up meanwhile into one safefile.Append — the
+// same flock on "<path>.lock" plus a single O_APPEND write that every other
+// Hobbs process uses — so lines from the proxy and from other processes
+// never interleave.
+type auditLog struct {
+	path string
+	ch   chan []byte
+	done chan struct{}
+	logf func(string, ...any)
+	mu   sync.RWMutex // held for reading while sending, for writing to close
+	shut bool
+}
+
+func newAuditLog(path string, logf func(string, ...any)) *auditLog {
+	a := &auditLog{path: path, logf: logf}
+	if path == "" {
+		return a
+	}
+	a.ch = make(chan []byte, 4096)
+	a.done = make(chan struct{})
+	go a.run()
+	return a
+}
+
+func (a *auditLog) log(e audit.Entry) {
+	if a.ch == nil {
+		return
+	}
+	line, err := audit.MarshalLine(e) // redacted
+	if err != nil {
+		a.logf("audit: %v", err)
+		return
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.shut {
+		a.logf("audit: line after shutdown dropped")
+		return
+	}
+	a.ch <- line
+}
+
+const auditBatchMax = 256 << 10
+
+func (a *auditLog) run() {
+	defer close(a.done)
+	var buf []byte
+	failing := false
+	for line := range a.ch {
+		buf = append(buf[:0], line...)
+	drain:
+		for len(buf) < auditBatchMax {
+			select {
+			case more, ok := <-a.ch:
+				if !ok {
+					break drain
+				}
+				buf = append(buf, more...)
+			default:
+				break drain
+			}
+		}
+		if err := safefile.Append(a.path, buf, 0o600); err != nil {
+			if !failing {
+				a.logf("audit: cannot write %s: %v", a.path, err)
+			}
+			failing = true
+		} else {
+			failing = false
+		}
+	}
+}
+
+// close flushes the queued lines and stops the writer.
+func (a *auditLog) close() {
+	if a.ch == nil {
+		return
+	}
+	a.mu.Lock()
+	if a.shut {
+		a.mu.Unlock()
+		return
+	}
+	a.shut = true
+	close(a.ch)
+	a.mu.Unlock()
+	<-a.done
+}

@@ -1,0 +1,31 @@
+// Package egress is Hobbs's egress proxy: the only way out of the agent's
+// container. It enforces an allowlist policy on both proxy paths — CONNECT
+// tunnels and plain-HTTP forwarding — and denies everything else.
+//
+// The pieces:
+//
+//   - Policy (policy.go): the YAML format users already have — services (a
+//     catalog of named bundles, services.go), domains (exact names, "*.x"
+//     wildcards, optional ports), deny (wins over every allow) and
+//     allow_private (CIDRs the address guard lets through). Files are parsed
+//     strictly (unknown keys and bad patterns are errors with file:line) and
+//     merged in order.
+//   - NormalizeHost (host.go): one canonical form of a target host — lower
+//     case, no trailing dot, IDNA to punycode, IP literals in every spelling
+//     (127.1, 2130706433, 0x7f.0.0.1, [::ffff:127.0.0.1], zone ids) turned
+//     into one address. The policy matches the canonical form only.
+//   - The address guard (guard.go): loopback, private, link-local (cloud
+//     metadata), CGNAT, unspecified, multicast and reserved addresses are
+//     refused even for an allowed name, unless allow_private opens them.
+//   - Server (server.go): the proxy, built on github.com/elazarl/goproxy with
+//     both of goproxy's permissive defaults overridden. The server resolves
+//     names itself, checks every resolved address, and dials exactly the
+//     address it checked; the client never chooses what is dialled after the
+//     check. Optional proxy authentication (Basic, user "hobbs"), hot reload
+//     of the policy files (fsnotify on their directories), idle and dial
+//     timeouts, and one audit line per decision.
+//
+// What it does not stop (see docs/egress.md): traffic to an allowed host is
+// not inspected (TLS is tunnelled, not intercepted), so exfiltration to an
+// allowed host and domain fronting through an allowed CDN remain possible.
+package egress

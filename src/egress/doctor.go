@@ -1,0 +1,36 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/doctor"
+)
+
+func init() {
+	doctor.Register(doctor.Check{Name: "policy", Order: 35, Run: checkPolicy})
+}
+
+// checkPolicy validates the instance's policy.yaml, the file the proxy loads
+// after the image's default.
+func checkPolicy(_ context.Context, env *doctor.Env) []doctor.Result {
+	path := env.Instance.Policy()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []doctor.Result{{Status: doctor.OK, Message: "no policy.yaml: the default policy applies"}}
+	}
+	if err != nil {
+		return []doctor.Result{{Status: doctor.Fail, Message: err.Error()}}
+	}
+	p, err := Parse(path, data)
+	if err != nil {
+		return []doctor.Result{{Status: doctor.Fail,
+			Message: strings.ReplaceAll(err.Error(), "\n", "; "),
+			Fix:     "fix the lines shown (docs/egress.md has the format); the proxy refuses an invalid policy"}}
+	}
+	return []doctor.Result{{Status: doctor.OK, Message: fmt.Sprintf("%s: valid (%s)", env.Instance.Rel(path), p.Summary())}}
+}

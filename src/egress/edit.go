@@ -1,0 +1,137 @@
+package egress
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// LoadEffective merges the built-in default policy (defaultSrc, named
+// defaultName in messages) with the instance's policy file. A missing
+// instance file adds nothing; an invalid one is an error with file:line.
+func LoadEffective(defaultName string, defaultSrc []byte, instancePath string) (*Policy, error) {
+	def, err := Parse(defaultName, defaultSrc)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(instancePath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Merge(def), nil
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read policy")
+	}
+	inst, err := Parse(instancePath, data)
+	if err != nil {
+		return nil, err
+	}
+	return Merge(def, inst), nil
+}
+
+// Edit adds entry to section ("domains" or "deny") of the policy file at
+// path, keeping its comments and layout (a yaml.v3 node round trip), under
+// lockPath, replacing the file atomically. A missing file starts from
+// template. The file is validated before and after; an invalid file is
+// reported and never rewritten. It returns the canonical pattern and whether
+// the file changed (false when the entry was already there).
+func Edit(path, lockPath, section, entry string, template []byte) (string, bool, error) {
+	if section != "domains" && section != "deny" {
+		return "", false, fmt.Errorf("egress: cannot edit section %q", section)
+	}
+	rule, err := ParseRule(entry)
+	if err != nil {
+		return "", false, errs.Usagef("%v", err)
+	}
+	unlock, err := safefile.Lock(lockPath, 10*time.Second)
+	if err != nil {
+		return "", false, errs.Wrap(errs.Timeout, err, "policy is locked")
+	}
+	defer unlock()
+	data, err := os.ReadFile(path)
+	perm := fs.FileMode(0o644)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		data = template
+	case err != nil:
+		return "", false, errs.Wrap(errs.Failure, err, "read policy")
+	default:
+		if fi, err := os.Stat(path); err == nil {
+			perm = fi.Mode().Perm()
+		}
+	}
+	cur, err := Parse(path, data)
+	if err != nil {
+		return "", false, err
+	}
+	for _, r := range append(append([]*Rule{}, cur.Domains...), cur.Deny...) {
+		if r.Pattern != rule.Pattern {
+			continue
+		}
+		if r.section == section {
+			return rule.Pattern, false, nil
+		}
+		if section == "domains" {
+			return "", false, errs.Usagef("%s is listed under deny at %s; deny wins", rule.Pattern, r.Source).
+				WithHint("remove it from deny in %s first", path)
+		}
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return "", false, errs.Usagef("%s: %v", path, err)
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		// Empty or comment-only document: start a mapping, keep the comments.
+		m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		if len(doc.Content) == 0 {
+			doc = yaml.Node{Kind: yaml.DocumentNode, HeadComment: doc.HeadComment, Content: []*yaml.Node{m}}
+		} else {
+			m.HeadComment = doc.Content[0].HeadComment
+			doc.Content[0] = m
+		}
+	}
+	root := doc.Content[0]
+	var seq *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == section {
+			v := root.Content[i+1]
+			if v.Kind != yaml.SequenceNode { // null
+				*v = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", LineComment: v.LineComment}
+			}
+			seq = v
+		}
+	}
+	if seq == nil {
+		seq = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: section}, seq)
+	}
+	if len(seq.Content) == 0 {
+		seq.Style &^= yaml.FlowStyle // "[]" becomes a block list; a written flow list keeps its style
+	}
+	item := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: rule.Pattern}
+	if rule.Wildcard {
+		item.Style = yaml.DoubleQuotedStyle
+	}
+	seq.Content = append(seq.Content, item)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return "", false, err
+	}
+	enc.Close()
+	if _, err := Parse(path, buf.Bytes()); err != nil {
+		return "", false, fmt.Errorf("egress: edited policy does not parse (not written): %w", err)
+	}
+	if err := safefile.Write(path, buf.Bytes(), perm); err != nil {
+		return "", false, errs.Wrap(errs.Failure, err, "write policy")
+	}
+	return rule.Pattern, true, nil
+}

@@ -1,0 +1,111 @@
+package egress
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// reloadEnv serves a proxy watching its policy file, with a target on
+// 127.0.0.1 and a policy allowing a.test only.
+func reloadEnv(t *testing.T) (*proxyEnv, *target, func(string) string) {
+	t.Helper()
+	tg := newTarget(t, "127.0.0.1")
+	pol := func(name string) string {
+		return fmt.Sprintf("# comment kept\ndomains:\n  - %s:%d\nallow_private: [127.0.0.1/32]\n", name, tg.port)
+	}
+	var logs strings.Builder
+	e := startProxy(t, pol("a.test"), func(o *Options) {
+		o.Debounce = 50 * time.Millisecond
+		o.Logf = func(f string, a ...any) { fmt.Fprintf(&logs, f+"\n", a...) }
+	})
+	if err := e.srv.Watch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return e, tg, pol
+}
+
+func (e *proxyEnv) allowed(t *testing.T, host string, port int) bool {
+	code, _ := e.tunnel(t, fmt.Sprintf("%s:%d", host, port), "")
+	return code == 200
+}
+
+// switchWithin asserts that, within 1 s, a.test becomes denied and b.test
+// allowed.
+func switchWithin(t *testing.T, e *proxyEnv, port int) {
+	t.Helper()
+	start := time.Now()
+	ok := waitFor(time.Second, func() bool { return e.Policy().Decide("b.test", port, true).Allow })
+	if !ok {
+		t.Fatalf("policy did not switch within 1 s")
+	}
+	t.Logf("switched after %v", time.Since(start))
+	if !e.allowed(t, "b.test", port) || e.allowed(t, "a.test", port) {
+		t.Fatalf("decisions did not follow the new policy")
+	}
+}
+
+func (e *proxyEnv) Policy() *Policy { return e.srv.Policy() }
+
+func TestReloadInPlace(t *testing.T) {
+	e, tg, pol := reloadEnv(t)
+	if !e.allowed(t, "a.test", tg.port) || e.allowed(t, "b.test", tg.port) {
+		t.Fatal("initial policy not in force")
+	}
+	f, err := os.OpenFile(e.policy, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(pol("b.test"))
+	f.Close()
+	switchWithin(t, e, tg.port)
+}
+
+func TestReloadByRename(t *testing.T) {
+	e, tg, pol := reloadEnv(t)
+	tmp := filepath.Join(filepath.Dir(e.policy), ".policy.yaml.swp")
+	if err := os.WriteFile(tmp, []byte(pol("b.test")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, e.policy); err != nil {
+		t.Fatal(err)
+	}
+	switchWithin(t, e, tg.port)
+	// A second save by rename is seen too (the watch is on the directory).
+	os.WriteFile(tmp, []byte(pol("c.test")), 0o644)
+	os.Rename(tmp, e.policy)
+	if !waitFor(time.Second, func() bool { return e.Policy().Decide("c.test", tg.port, true).Allow }) {
+		t.Fatal("second rename not picked up within 1 s")
+	}
+}
+
+func TestReloadBadPolicyKeepsLastGood(t *testing.T) {
+	e, tg, _ := reloadEnv(t)
+	if err := os.WriteFile(e.policy, []byte("domains:\n  - \"*.com\"\nbogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if !e.allowed(t, "a.test", tg.port) {
+		t.Fatal("an invalid policy replaced the last good one")
+	}
+	if e.allowed(t, "b.test", tg.port) {
+		t.Fatal("an invalid policy opened something")
+	}
+	if err := e.srv.Reload(); err == nil || !strings.Contains(err.Error(), "policy.yaml:2") {
+		t.Fatalf("Reload error %v, want file:line", err)
+	}
+}
+
+func TestReloadDoesNotCutTunnels(t *testing.T) {
+	e, tg, pol := reloadEnv(t)
+	c := dialTunnel(t, e.addr, fmt.Sprintf("a.test:%d", tg.port))
+	defer c.Close()
+	os.WriteFile(e.policy, []byte(pol("b.test")), 0o644)
+	switchWithin(t, e, tg.port)
+	if err := httpOverConn(c); err != nil {
+		t.Fatalf("existing tunnel cut by reload: %v", err)
+	}
+}

@@ -1,0 +1,504 @@
+package egress
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+)
+
+// AuthUser is the user name proxy clients authenticate with; the token is
+// the password: HTTP_PROXY=http://hobbs:TOKEN@proxy:3128.
+const AuthUser = "hobbs"
+
+// HealthPath is the non-proxy path the proxy answers 200 on.
+const HealthPath = "/healthz"
+
+// Options configure a Server.
+type Options struct {
+	PolicyFiles []string // merged in order; at least one
+	AuthToken   string   // when set, clients must send Basic Proxy-Authorization hobbs:AuthToken
+	AuditPath   string   // JSONL audit log; empty: no audit
+	// LookupNetIP resolves a name; nil uses the system resolver. Tests pass
+	// a fake (real DNS is not available to them).
+	LookupNetIP   func(ctx context.Context, host string) ([]netip.Addr, error)
+	Logf          func(format string, args ...any) // operational log (stderr); nil: discard
+	DialTimeout   time.Duration                    // default 10 s
+	HeaderTimeout time.Duration                    // time to read a request head; default 10 s
+	IdleTimeout   time.Duration                    // a tunnel with no traffic either way is closed; default 10 min
+	Debounce      time.Duration                    // policy reload debounce; default 100 ms
+}
+
+// Server is the egress proxy.
+type Server struct {
+	opts    Options
+	policy  atomic.Pointer[Policy]
+	gp      *goproxy.ProxyHttpServer
+	hs      *http.Server
+	tr      *http.Transport
+	audit   *auditLog
+	tunnels tunnelSet
+	watch   *watcher
+	stopped atomic.Bool
+}
+
+// NewServer loads the policy files and builds a server. It fails (exit 2
+// errors with file:line) when a policy file is invalid.
+func NewServer(opts Options) (*Server, error) {
+	if len(opts.PolicyFiles) == 0 {
+		return nil, errors.New("egress: no policy file")
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = 10 * time.Second
+	}
+	if opts.HeaderTimeout == 0 {
+		opts.HeaderTimeout = 10 * time.Second
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = 10 * time.Minute
+	}
+	if opts.Debounce == 0 {
+		opts.Debounce = 100 * time.Millisecond
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.LookupNetIP == nil {
+		opts.LookupNetIP = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	p, err := LoadFiles(opts.PolicyFiles...)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts}
+	s.policy.Store(p)
+	s.tunnels.m = map[*tunnel]struct{}{}
+	s.audit = newAuditLog(opts.AuditPath, opts.Logf)
+
+	s.tr = &http.Transport{
+		Proxy:                 nil, // never chain to the environment's proxy
+		DialContext:           s.dialChecked,
+		ForceAttemptHTTP2:     false,
+		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       60 * time.Second,
+		TLSHandshakeTimeout:   opts.DialTimeout,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = log.New(logWriter(opts.Logf), "goproxy: ", 0)
+	gp.Tr = s.tr
+	gp.ConnectDial = func(string, string) (net.Conn, error) {
+		return nil, errors.New("egress: goproxy's own CONNECT dialer is disabled")
+	}
+	gp.NonproxyHandler = http.HandlerFunc(s.serveNonProxy)
+	gp.OnRequest().HandleConnectFunc(s.handleConnect)
+	gp.OnRequest().DoFunc(s.handleRequest)
+	s.gp = gp
+	s.hs = &http.Server{
+		Handler:           http.HandlerFunc(s.serveHTTP),
+		ReadHeaderTimeout: opts.HeaderTimeout,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){}, // HTTP/1.1 only
+		ErrorLog:          log.New(logWriter(opts.Logf), "http: ", 0),
+	}
+	return s, nil
+}
+
+// Policy returns the policy in force.
+func (s *Server) Policy() *Policy { return s.policy.Load() }
+
+// Serve accepts proxy clients on l until Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	err := s.hs.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Reload re-reads the policy files and swaps the policy in force. On error
+// the previous policy stays.
+func (s *Server) Reload() error {
+	p, err := LoadFiles(s.opts.PolicyFiles...)
+	if err != nil {
+		s.opts.Logf("policy reload failed, keeping the previous policy: %v", err)
+		return err
+	}
+	s.policy.Store(p)
+	s.tr.CloseIdleConnections()
+	s.opts.Logf("policy reloaded: %s", p.Summary())
+	return nil
+}
+
+// Shutdown stops accepting, lets requests and tunnels finish until ctx ends,
+// then closes what is left and flushes the audit log.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.stopped.Swap(true) {
+		return nil
+	}
+	if s.watch != nil {
+		s.watch.stop()
+	}
+	err := s.hs.Shutdown(ctx)
+	if err != nil {
+		s.hs.Close()
+	}
+	if !s.tunnels.wait(ctx) {
+		s.tunnels.closeAll()
+		s.tunnels.wait(context.Background())
+	}
+	s.tr.CloseIdleConnections()
+	s.audit.close()
+	return err
+}
+
+// ActiveTunnels is the number of open CONNECT tunnels.
+func (s *Server) ActiveTunnels() int { return s.tunnels.count() }
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 {
+		http.Error(w, "hobbs proxy: HTTP/1.1 only", http.StatusHTTPVersionNotSupported)
+		return
+	}
+	s.gp.ServeHTTP(w, r)
+}
+
+func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == HealthPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+		return
+	}
+	http.Error(w, "hobbs proxy: not a proxy request (use an absolute URL or CONNECT)", http.StatusNotFound)
+}
+
+// authorized checks Basic Proxy-Authorization against the token.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.opts.AuthToken == "" {
+		return true
+	}
+	scheme, cred, ok := strings.Cut(r.Header.Get("Proxy-Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return false
+	}
+	user, pass, ok := strings.Cut(string(raw), ":")
+	return ok && user == AuthUser && subtle.ConstantTimeCompare([]byte(pass), []byte(s.opts.AuthToken)) == 1
+}
+
+// record is what one decision writes to the audit log.
+type record struct {
+	start    time.Time
+	client   string
+	method   string
+	host     string
+	port     int
+	ip       string
+	allow    bool
+	rule     string
+	reason   string
+	err      string
+	up, down int64
+}
+
+func (s *Server) log(rec *record) {
+	ev, outcome := "egress.deny", "denied"
+	if rec.allow {
+		ev, outcome = "egress.allow", "allowed"
+	}
+	d := map[string]any{
+		"client":      rec.client,
+		"method":      rec.method,
+		"ip":          rec.ip,
+		"rule":        rec.rule,
+		"bytes_up":    rec.up,
+		"bytes_down":  rec.down,
+		"duration_ms": time.Since(rec.start).Milliseconds(),
+	}
+	if rec.reason != "" {
+		d["reason"] = rec.reason
+	}
+	if rec.err != "" {
+		d["error"] = rec.err
+	}
+	s.audit.log(audit.Entry{Time: rec.start, Actor: "proxy", Event: ev,
+		Subject: net.JoinHostPort(rec.host, strconv.Itoa(rec.port)), Outcome: outcome, Detail: d})
+}
+
+// decide runs the whole check for one destination: parse and normalise,
+// policy, resolve, guard. On success it returns the checked addresses to
+// dial; on refusal the status to answer with.
+func (s *Server) decide(ctx context.Context, rec *record, hostText, portText string, connect bool) ([]netip.Addr, int) {
+	h, err := NormalizeHost(hostText)
+	if err == nil {
+		rec.host = h.String()
+	} else {
+		rec.host = hostText
+	}
+	port, perr := ParsePort(portText)
+	rec.port = port
+	if err != nil || perr != nil {
+		rec.rule, rec.reason = "bad-target", "invalid host or port"
+		return nil, http.StatusBadRequest
+	}
+	p := s.policy.Load()
+	d := p.Decide(h.String(), port, connect)
+	rec.rule, rec.reason = d.Rule, d.Reason
+	if !d.Allow {
+		return nil, http.StatusForbidden
+	}
+	var addrs []netip.Addr
+	if h.IsIP() {
+		addrs = []netip.Addr{h.IP}
+	} else {
+		lctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
+		addrs, err = s.opts.LookupNetIP(lctx, h.Name)
+		cancel()
+		if err != nil || len(addrs) == 0 {
+			rec.allow = true
+			rec.err = "resolve: " + errString(err, "no addresses")
+			return nil, http.StatusBadGateway
+		}
+	}
+	for i, a := range addrs {
+		a = a.Unmap().WithZone("")
+		addrs[i] = a
+		if ok, why := p.AddrAllowed(a); !ok {
+			rec.ip, rec.rule, rec.reason = a.String(), "address-guard", why
+			return nil, http.StatusForbidden
+		}
+	}
+	rec.allow = true
+	rec.ip = addrs[0].String()
+	return addrs, 0
+}
+
+func errString(err error, def string) string {
+	if err == nil {
+		return def
+	}
+	return err.Error()
+}
+
+func refusal(code int, rec *record) string {
+	switch code {
+	case http.StatusProxyAuthRequired:
+		return "hobbs proxy: proxy authentication required\n"
+	case http.StatusBadGateway:
+		return fmt.Sprintf("hobbs proxy: cannot reach %s: %s\n", net.JoinHostPort(rec.host, strconv.Itoa(rec.port)), rec.err)
+	}
+	return fmt.Sprintf("hobbs proxy: %s to %s denied by %s: %s\n", rec.method,
+		net.JoinHostPort(rec.host, strconv.Itoa(rec.port)), rec.rule, rec.reason)
+}
+
+// handleConnect decides a CONNECT request. Every outcome hijacks the
+// connection: refusals answer with a status and a reason, never a silent
+// close; an allowed tunnel dials exactly the checked addresses.
+func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+	r := pctx.Req
+	rec := &record{start: time.Now(), client: r.RemoteAddr, method: http.MethodConnect}
+	var addrs []netip.Addr
+	code := 0
+	switch {
+	case !s.authorized(r):
+		code, rec.rule, rec.reason = http.StatusProxyAuthRequired, "proxy-auth", "missing or wrong proxy credentials"
+		rec.host = r.RequestURI
+	default:
+		host, port, ok := splitAuthority(r.RequestURI)
+		if !ok {
+			rec.host, rec.rule, rec.reason = r.RequestURI, "bad-target", "CONNECT needs host:port"
+			code = http.StatusBadRequest
+			break
+		}
+		addrs, code = s.decide(r.Context(), rec, host, port, true)
+	}
+	if code != 0 {
+		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
+			writeRaw(c, code, refusal(code, rec))
+			c.Close()
+			s.log(rec)
+		}}, ""
+	}
+	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
+		s.startTunnel(c, addrs, rec)
+	}}, ""
+}
+
+// splitAuthority splits a CONNECT request-target, which must be exactly
+// host:port (no scheme, userinfo or path).
+func splitAuthority(s string) (host, port string, ok bool) {
+	if s == "" || strings.ContainsAny(s, "/@?#\\ ") {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return "", "", false
+	}
+	host, port = s[:i], s[i+1:]
+	if strings.Contains(host, ":") && !(strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")) {
+		return "", "", false
+	}
+	return host, port, host != ""
+}
+
+func writeRaw(c net.Conn, code int, body string) {
+	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	extra := ""
+	if code == http.StatusProxyAuthRequired {
+		extra = "Proxy-Authenticate: Basic realm=\"hobbs\"\r\n"
+	}
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\n%sContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, http.StatusText(code), extra, len(body), body)
+}
+
+// handleRequest decides a plain-HTTP (absolute-form) request. The target is
+// the request URL's host; the Host header is discarded by the HTTP server
+// and the forwarded request names the URL's host.
+func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+	rec := &record{start: time.Now(), client: r.RemoteAddr, method: r.Method}
+	deny := func(code int) (*http.Request, *http.Response) {
+		s.log(rec)
+		resp := goproxy.NewResponse(r, "text/plain; charset=utf-8", code, refusal(code, rec))
+		if code == http.StatusProxyAuthRequired {
+			resp.Header.Set("Proxy-Authenticate", `Basic realm="hobbs"`)
+		}
+		return r, resp
+	}
+	if !s.authorized(r) {
+		rec.host, rec.rule, rec.reason = r.URL.Host, "proxy-auth", "missing or wrong proxy credentials"
+		return deny(http.StatusProxyAuthRequired)
+	}
+	u := r.URL
+	if u.Scheme != "http" || u.User != nil || u.Opaque != "" || u.Host == "" {
+		rec.host, rec.rule, rec.reason = u.Host, "bad-target", "only http:// URLs are forwarded; use CONNECT for https"
+		return deny(http.StatusBadRequest)
+	}
+	host, port := u.Host, "80"
+	if i := strings.LastIndexByte(u.Host, ':'); i >= 0 && !strings.HasSuffix(u.Host, "]") {
+		host, port = u.Host[:i], u.Host[i+1:]
+	}
+	addrs, code := s.decide(r.Context(), rec, host, port, false)
+	if code != 0 {
+		return deny(code)
+	}
+	r.Host = "" // the URL's host is the Host the target sees
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &countingBody{ReadCloser: r.Body, n: &rec.up}
+	}
+	ctx := context.WithValue(r.Context(), dialKey{}, &dialTarget{addrs: addrs, port: rec.port})
+	pctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
+		resp, err := s.tr.RoundTrip(req)
+		if err != nil {
+			rec.err = err.Error()
+			s.log(rec)
+			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusBadGateway, refusal(http.StatusBadGateway, rec)), nil
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			s.log(rec) // upgraded (websocket): bytes are not counted
+			return resp, nil
+		}
+		resp.Body = &auditedBody{ReadCloser: resp.Body, rec: rec, s: s}
+		return resp, nil
+	})
+	return r.WithContext(ctx), nil
+}
+
+type dialKey struct{}
+
+type dialTarget struct {
+	addrs []netip.Addr
+	port  int
+}
+
+// dialChecked is the plain-HTTP transport's dialer: it dials only the
+// addresses the request's check produced, never the name in addr.
+func (s *Server) dialChecked(ctx context.Context, network, _ string) (net.Conn, error) {
+	t, ok := ctx.Value(dialKey{}).(*dialTarget)
+	if !ok {
+		return nil, errors.New("egress: refusing to dial an unchecked address")
+	}
+	return dialFirst(ctx, t.addrs, t.port, s.opts.DialTimeout)
+}
+
+func dialFirst(ctx context.Context, addrs []netip.Addr, port int, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	var first error
+	for _, a := range addrs {
+		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	atomic.AddInt64(b.n, int64(n))
+	return n, err
+}
+
+// auditedBody counts the response bytes and writes the audit line when the
+// proxy is done with the response.
+type auditedBody struct {
+	io.ReadCloser
+	rec  *record
+	s    *Server
+	once sync.Once
+}
+
+func (b *auditedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.rec.down += int64(n)
+	return n, err
+}
+
+func (b *auditedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() {
+		b.rec.up = atomic.LoadInt64(&b.rec.up)
+		b.s.log(b.rec)
+	})
+	return err
+}
+
+// logWriter adapts Logf to an io.Writer for the standard loggers, redacting.
+type logWriter func(string, ...any)
+
+func (f logWriter) Write(p []byte) (int, error) {
+	f("%s", audit.Redact(strings.TrimRight(string(p), "\n")))
+	return len(p), nil
+}

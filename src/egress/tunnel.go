@@ -1,0 +1,173 @@
+package egress
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// tunnel is one established CONNECT tunnel.
+type tunnel struct {
+	client, upstream net.Conn
+	closeOnce        sync.Once
+}
+
+func (t *tunnel) close() {
+	t.closeOnce.Do(func() {
+		t.client.Close()
+		t.upstream.Close()
+	})
+}
+
+// tunnelSet tracks open tunnels for draining, the idle reaper and tests.
+type tunnelSet struct {
+	mu     sync.Mutex
+	m      map[*tunnel]struct{}
+	wg     sync.WaitGroup
+	reaper bool
+}
+
+func (ts *tunnelSet) add(t *tunnel) {
+	ts.mu.Lock()
+	ts.m[t] = struct{}{}
+	ts.wg.Add(1)
+	ts.mu.Unlock()
+}
+
+func (ts *tunnelSet) remove(t *tunnel) {
+	ts.mu.Lock()
+	delete(ts.m, t)
+	ts.mu.Unlock()
+	ts.wg.Done()
+}
+
+func (ts *tunnelSet) count() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return len(ts.m)
+}
+
+func (ts *tunnelSet) snapshot() []*tunnel {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	out := make([]*tunnel, 0, len(ts.m))
+	for t := range ts.m {
+		out = append(out, t)
+	}
+	return out
+}
+
+func (ts *tunnelSet) closeAll() {
+	for _, t := range ts.snapshot() {
+		t.close()
+	}
+}
+
+// wait waits for every tunnel to end or ctx to be done; it reports whether
+// all ended.
+func (ts *tunnelSet) wait(ctx context.Context) bool {
+	done := make(chan struct{})
+	go func() { ts.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// startTunnel dials the checked addresses, answers the client and relays
+// bytes both ways in two goroutines (the HTTP server's goroutine returns, so
+// an idle tunnel costs two small stacks and no buffers: the copies use
+// splice(2) between the sockets). The audit line is written when it ends.
+func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
+	if s.stopped.Load() {
+		writeRaw(client, http.StatusServiceUnavailable, "hobbs proxy: shutting down\n")
+		client.Close()
+		return
+	}
+	up, err := dialFirst(context.Background(), addrs, rec.port, s.opts.DialTimeout)
+	if err != nil {
+		rec.err = "dial: " + err.Error()
+		writeRaw(client, http.StatusBadGateway, refusal(http.StatusBadGateway, rec))
+		client.Close()
+		s.log(rec)
+		return
+	}
+	if ra, ok := up.RemoteAddr().(*net.TCPAddr); ok {
+		rec.ip = ra.IP.String()
+	}
+	client.SetWriteDeadline(time.Now().Add(s.opts.DialTimeout))
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		client.Close()
+		up.Close()
+		rec.err = "client went away"
+		s.log(rec)
+		return
+	}
+	client.SetWriteDeadline(time.Time{})
+	t := &tunnel{client: client, upstream: up}
+	s.tunnels.add(t)
+	s.ensureReaper()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rec.down = pipe(client, up)
+	}()
+	go func() {
+		rec.up = pipe(up, client)
+		wg.Wait()
+		t.close()
+		s.tunnels.remove(t)
+		s.log(rec)
+	}()
+}
+
+// pipe copies src to dst until EOF or error, then half-closes dst (or closes
+// both on error) and returns the byte count.
+func pipe(dst, src net.Conn) int64 {
+	n, err := io.Copy(dst, src)
+	if err == nil {
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+			return n
+		}
+	}
+	dst.Close()
+	src.Close()
+	return n
+}
+
+// ensureReaper starts, once, the goroutine that closes idle tunnels.
+func (s *Server) ensureReaper() {
+	s.tunnels.mu.Lock()
+	start := !s.tunnels.reaper
+	s.tunnels.reaper = true
+	s.tunnels.mu.Unlock()
+	if !start {
+		return
+	}
+	go func() {
+		every := s.opts.IdleTimeout / 4
+		if every < 100*time.Millisecond {
+			every = 100 * time.Millisecond
+		}
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for range tick.C {
+			if s.stopped.Load() && s.tunnels.count() == 0 {
+				return
+			}
+			for _, t := range s.tunnels.snapshot() {
+				if idleFor(t.client) >= s.opts.IdleTimeout && idleFor(t.upstream) >= s.opts.IdleTimeout {
+					t.close()
+				}
+			}
+		}
+	}()
+}
