@@ -158,10 +158,11 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 	}
 
 	now := s.now()
-	ranked, err := s.ranked(opt.Tags, now)
+	ix, ranked, err := s.ranked(opt.Tags, now)
 	if err != nil {
 		return nil, err
 	}
+	defer ix.close()
 	const header = "## Memories\n\n"
 	footer := func(n int) string {
 		return fmt.Sprintf("\n(%d more active memories not shown: hobbs memory list, hobbs memory search)\n", n)
@@ -169,10 +170,11 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 	left := budget - runes(b.String()) - runes(header) - runes(footer(len(ranked)))
 	var items strings.Builder
 	misses := 0
-	for _, e := range ranked {
+	for _, ref := range ranked {
 		if left < 16 || misses > 64 {
 			break
 		}
+		e := ix.rec(ref.ord).entry(ix.dir, Active, now)
 		m, err := s.readFile(e.Path, Active)
 		if err != nil {
 			continue // reported; the rest keep working
@@ -202,28 +204,38 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 	return c, nil
 }
 
+// rankedRef is an active memory in the ranking: its score, id and ordinal in
+// the index.
+type rankedRef struct {
+	score float64
+	id    string
+	ord   int
+}
+
 // ranked returns the valid active memories with status active carrying one
-// of tags (any when empty), best score first.
-func (s *Store) ranked(tags []string, now time.Time) ([]Entry, error) {
-	all, err := s.entries(ScopeActive, now)
+// of tags (any when empty), best score first. The caller closes ix.
+func (s *Store) ranked(tags []string, now time.Time) (*tierIndex, []rankedRef, error) {
+	ix, err := s.openIndex(Active, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := all[:0]
-	for _, e := range all {
-		if e.Status != StatusActive || len(tags) > 0 && !anyTag(e.Tags, tags) {
+	good := s.goodRecords(ix, map[string]string{})
+	out := make([]rankedRef, 0, len(good))
+	for _, i := range good {
+		r := ix.rec(i)
+		if r.Status != StatusActive || len(tags) > 0 && !anyTag(r.Tags, tags) {
 			continue
 		}
-		e.Score = Score(e.Reinforced, e.Created, e.Updated, e.LastAccessed, now)
-		out = append(out, e)
+		sc := Score(r.Reinforced, fromUnix(r.Created), fromUnix(r.Updated), fromUnix(r.LastAccessed), now)
+		out = append(out, rankedRef{sc, r.ID, i})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].score != out[j].score {
+			return out[i].score > out[j].score
 		}
-		return out[i].ID > out[j].ID
+		return out[i].id > out[j].id
 	})
-	return out, nil
+	return ix, out, nil
 }
 
 // Touch sets last_accessed of the given memories to now, batched: one lock,

@@ -103,11 +103,15 @@
 //
 // Freshness: the active tier is checked file by file (size, mtime, ctime,
 // inode) on every use. The archive is large and cold, so its index is trusted
-// while the directory's own mtime and ctime are unchanged (creating, deleting
-// or renaming a file changes them; every write of this package renames) and a
-// full per-file check ran within FullCheckEvery; otherwise every file is
-// checked. Changed files are re-parsed incrementally and searched directly
-// until enough have changed to rebuild the postings. Time stamps within
-// RacyWindow of the index build are never trusted (the "racily clean" rule of
+// as it is while the directory's own time stamps are unchanged. When they
+// changed (a file was added, removed or renamed — every write of this package
+// renames), only the listing is read, with inode numbers: new names, removed
+// names and names whose inode changed (a file replaced by rename) are
+// handled, the other files are trusted. Every file is checked when the last
+// such full check is older than FullCheckEvery, so an archived file edited in
+// place by another tool is seen within that period (at once with a forced
+// full check). Changed files are re-parsed incrementally and searched
+// directly until enough have changed to rebuild the postings. Time stamps
+// within RacyWindow of a check are never trusted (the "racily clean" rule of
 // git), since a coarse clock can hide a change made in the same tick.
 package memory

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // Index freshness rules (see the package doc).
@@ -268,12 +266,13 @@ func (t *tierIndex) loadTri() {
 	t.tri = tf
 }
 
-// state is the small file saying when every file of the tier was last checked
-// against the meta file, and what the directory looked like then.
+// state is the small file saying what the directory looked like at the last
+// check, and when every file was last checked against the meta file.
 type state struct {
 	MetaStamp uint64    `json:"meta_stamp"`
 	Dir       fileStamp `json:"dir"`
-	CheckedAt int64     `json:"checked_at"` // unix ns
+	CheckedAt int64     `json:"checked_at"` // unix ns: last check (listing or full)
+	FullAt    int64     `json:"full_at"`    // unix ns: last check of every file
 }
 
 func (t *tierIndex) readState() (state, bool) {
@@ -284,6 +283,15 @@ func (t *tierIndex) readState() (state, bool) {
 	}
 	return s, true
 }
+
+// How much of the index a check may take on trust.
+type checkMode int
+
+const (
+	checkFull    checkMode = iota // stat every file
+	checkListing                  // list the directory; stat only new names, new inodes and racy records
+	checkNone                     // trust the index as it is
+)
 
 // openTier returns the up-to-date index of a tier, checking, refreshing and
 // saving it as the rules say. forceFull checks every file.
@@ -297,39 +305,45 @@ func openTier(dir, idxDir string, tier Tier, now time.Time, forceFull bool) (*ti
 		}
 		return nil, err
 	}
+	mode := checkFull
+	var st state
 	if t.loadMeta() {
 		t.loadTri()
-		if !forceFull && tier == Archive && t.trusted(dirStamp, now) {
-			return t, nil
+		if !forceFull && tier == Archive {
+			st, mode = t.trust(dirStamp, now)
+			if mode == checkNone {
+				return t, nil
+			}
 		}
 	} else {
 		t.flags, t.decoded = nil, nil
 	}
-	if err := t.check(dirStamp, now); err != nil {
+	if err := t.check(dirStamp, now, mode, st); err != nil {
 		t.close()
 		return nil, err
 	}
 	return t, nil
 }
 
-func (t *tierIndex) trusted(dir fileStamp, now time.Time) bool {
+// trust decides how much of the archive index to trust (see the package doc).
+func (t *tierIndex) trust(dir fileStamp, now time.Time) (state, checkMode) {
 	s, ok := t.readState()
-	if !ok || s.MetaStamp != t.stamp || s.Dir != dir || t.tri == nil {
-		return false
+	if !ok || s.MetaStamp != t.stamp || t.tri == nil {
+		return s, checkFull
 	}
-	checked := time.Unix(0, s.CheckedAt)
-	if now.Sub(checked) > FullCheckEvery || now.Before(checked) {
-		return false
+	full := time.Unix(0, s.FullAt)
+	if now.Sub(full) > FullCheckEvery || now.Before(full) {
+		return s, checkFull
 	}
-	if dir.Mtime >= s.CheckedAt-int64(RacyWindow) || dir.Ctime >= s.CheckedAt-int64(RacyWindow) {
-		return false
+	if s.Dir != dir || dir.Mtime >= s.CheckedAt-int64(RacyWindow) || dir.Ctime >= s.CheckedAt-int64(RacyWindow) {
+		return s, checkListing
 	}
 	for _, f := range t.flags {
 		if f&flagRacy != 0 {
-			return false
+			return s, checkListing
 		}
 	}
-	return true
+	return s, checkNone
 }
 
 func racy(st fileStamp, now time.Time) bool {
@@ -342,74 +356,137 @@ func memoryFile(name string) bool {
 	return strings.HasSuffix(name, ".md") && !strings.HasPrefix(name, ".")
 }
 
-// check compares every file with its record, re-reads what changed, and
-// saves the index when anything did.
-func (t *tierIndex) check(dirStamp fileStamp, now time.Time) error {
+// peek decodes only the name and stamp of record i, without allocating.
+func (t *tierIndex) peek(i int) (name []byte, st fileStamp) {
+	if r := t.decoded[i]; r != nil {
+		return []byte(r.Name), r.Stamp
+	}
+	a := binary.LittleEndian.Uint32(t.offsets[4*i:])
+	b := binary.LittleEndian.Uint32(t.offsets[4*i+4:])
+	if a > b || int(b) > len(t.recsRaw) {
+		return nil, fileStamp{}
+	}
+	d := &dec{b: t.recsRaw[a:b]}
+	nl := d.uv()
+	if nl > uint64(len(d.b)) {
+		return nil, fileStamp{}
+	}
+	name, d.b = d.b[:nl], d.b[nl:]
+	st.Size, st.Mtime, st.Ctime, st.Ino = d.v(), d.v(), d.v(), d.uv()
+	return name, st
+}
+
+// check compares the files with their records (every file, or with
+// checkListing only new names, new inodes and racy records), re-reads what
+// changed, and saves the index when anything did. Unchanged records are
+// neither decoded nor re-encoded.
+func (t *tierIndex) check(dirStamp fileStamp, now time.Time, mode checkMode, prev state) error {
 	d, err := os.Open(t.dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	n := t.n()
-	byName := make(map[string]int, n)
-	recs := make([]record, n)
-	flags := append([]byte(nil), t.flags...)
-	for i := 0; i < n; i++ {
-		recs[i] = *t.rec(i)
-		if flags[i]&flagGone == 0 {
-			byName[recs[i].Name] = i
+	// cur: the directory now. For a full check every memory file is stat'ed;
+	// for a listing check only inodes are known (stamp.Ino).
+	cur := make(map[string]fileStamp, t.n()+64)
+	if mode == checkListing {
+		ents, ok, err := readDirents(t.dir)
+		if err != nil {
+			return err
+		}
+		if ok {
+			for _, e := range ents {
+				if memoryFile(e.name) {
+					cur[e.name] = fileStamp{Ino: e.ino, Size: -1}
+				}
+			}
+		} else {
+			mode = checkFull
 		}
 	}
-	seen := make([]bool, n)
+	if mode == checkFull {
+		names, err := d.Readdirnames(-1)
+		if err != nil {
+			return err
+		}
+		stamps := statAll(d, names)
+		for k, name := range names {
+			if memoryFile(name) && stamps[k].ok {
+				cur[name] = stamps[k].st
+			}
+		}
+	}
+	n := t.n()
+	flags := append([]byte(nil), t.flags...)
 	type job struct {
 		ord  int
 		name string
 		st   fileStamp
+		full bool // st is a full stamp (else: stat first)
 	}
 	var jobs []job
 	changed := false
-	stamps := statAll(d, names)
-	for k, name := range names {
-		if !memoryFile(name) || !stamps[k].ok {
-			continue
-		}
-		st := stamps[k].st
-		if i, ok := byName[name]; ok {
-			seen[i] = true
-			if st == recs[i].Stamp && flags[i]&flagRacy == 0 {
-				continue
-			}
-			jobs = append(jobs, job{i, name, st})
-			continue
-		}
-		jobs = append(jobs, job{-1, name, st})
-	}
 	for i := 0; i < n; i++ {
-		if flags[i]&flagGone == 0 && !seen[i] {
+		if flags[i]&flagGone != 0 {
+			continue
+		}
+		name, st := t.peek(i)
+		c, ok := cur[string(name)]
+		if !ok {
 			flags[i] |= flagGone
 			changed = true
+			continue
+		}
+		delete(cur, string(name))
+		if mode == checkListing {
+			if c.Ino != st.Ino || flags[i]&flagRacy != 0 {
+				jobs = append(jobs, job{ord: i, name: string(name)})
+			}
+			continue
+		}
+		if c != st || flags[i]&flagRacy != 0 {
+			jobs = append(jobs, job{ord: i, name: string(name), st: c, full: true})
 		}
 	}
+	for name, c := range cur { // new files
+		jobs = append(jobs, job{ord: -1, name: name, st: c, full: mode == checkFull})
+	}
+	sort.Slice(jobs, func(a, b int) bool {
+		if jobs[a].ord != jobs[b].ord {
+			return uint(jobs[a].ord) < uint(jobs[b].ord) // existing first, new last
+		}
+		return jobs[a].name < jobs[b].name
+	})
 	t.contents = map[int][]byte{}
 	results := make([]record, len(jobs))
 	folded := make([][]byte, len(jobs))
 	readOK := make([]bool, len(jobs))
 	parallel(len(jobs), func(k int) {
-		data, err := os.ReadFile(filepath.Join(t.dir, jobs[k].name))
+		j := &jobs[k]
+		if !j.full {
+			st, regular, err := statAt(d, j.name)
+			if err != nil || !regular {
+				return
+			}
+			j.st = st
+		}
+		data, err := os.ReadFile(filepath.Join(t.dir, j.name))
 		if err != nil {
 			return
 		}
-		results[k] = recordOf(jobs[k].name, jobs[k].st, data, t.tier)
+		results[k] = recordOf(j.name, j.st, data, t.tier)
 		folded[k] = fold(make([]byte, 0, len(data)), data)
 		readOK[k] = true
 	})
+	updates := map[int]record{}
+	var added []record
 	for k, j := range jobs {
 		if !readOK[k] {
-			continue // vanished between listing and reading; the next check sees it
+			if j.ord >= 0 {
+				flags[j.ord] |= flagGone // vanished or not a file any more; the next check sees it again
+				changed = true
+			}
+			continue
 		}
 		r := results[k]
 		f := flagUnindexed
@@ -417,16 +494,15 @@ func (t *tierIndex) check(dirStamp fileStamp, now time.Time) error {
 			f |= flagRacy
 		}
 		if j.ord >= 0 {
-			old := recs[j.ord]
-			if !sameRecord(&old, &r) || flags[j.ord] != f {
+			if old := t.rec(j.ord); !sameRecord(old, &r) || flags[j.ord] != f {
 				changed = true
 			}
-			recs[j.ord], flags[j.ord] = r, f
+			updates[j.ord], flags[j.ord] = r, f
 			t.contents[j.ord] = folded[k]
 		} else {
-			recs = append(recs, r)
+			added = append(added, r)
 			flags = append(flags, f)
-			t.contents[len(recs)-1] = folded[k]
+			t.contents[n+len(added)-1] = folded[k]
 			changed = true
 		}
 	}
@@ -436,25 +512,74 @@ func (t *tierIndex) check(dirStamp fileStamp, now time.Time) error {
 			dirty++
 		}
 	}
-	needTri := t.tri == nil || dirty > 64 && dirty > len(flags)/32
-	if needTri {
+	if t.tri == nil || dirty > 64 && dirty > len(flags)/32 {
+		recs := make([]record, 0, n+len(added))
+		for i := 0; i < n; i++ {
+			if r, ok := updates[i]; ok {
+				recs = append(recs, r)
+			} else {
+				recs = append(recs, *t.rec(i))
+			}
+		}
+		recs = append(recs, added...)
 		recs, flags = t.rebuildTri(recs, flags, now)
-		changed = true
-	}
-	if changed {
 		if err := t.saveMeta(recs, flags); err != nil {
 			t.setMem(recs, flags)
 		}
-	} else {
-		t.setMem(recs, flags)
+	} else if changed {
+		t.savePatched(updates, added, flags)
 	}
 	if t.tier == Archive {
-		s := state{MetaStamp: t.stamp, Dir: dirStamp, CheckedAt: now.UnixNano()}
+		s := state{MetaStamp: t.stamp, Dir: dirStamp, CheckedAt: now.UnixNano(), FullAt: now.UnixNano()}
+		if mode == checkListing {
+			s.FullAt = prev.FullAt
+		}
 		if b, err := json.Marshal(s); err == nil {
-			_ = safefile.Write(t.path(".state"), b, 0o644)
+			_ = writeDerived(t.path(".state"), b)
 		}
 	}
 	return nil
+}
+
+// savePatched writes the meta file with updated and added records, copying
+// the unchanged ones as they are, and makes the result current (in memory
+// even when it cannot be saved).
+func (t *tierIndex) savePatched(updates map[int]record, added []record, flags []byte) {
+	n := t.n()
+	total := n + len(added)
+	var body enc
+	body.b = make([]byte, 0, len(t.recsRaw)+256*(len(updates)+len(added)))
+	offs := make([]byte, 4*(total+1))
+	decoded := make([]*record, total)
+	for i := 0; i < total; i++ {
+		binary.LittleEndian.PutUint32(offs[4*i:], uint32(len(body.b)))
+		switch {
+		case i >= n:
+			r := added[i-n]
+			r.encode(&body)
+			decoded[i] = &r
+		default:
+			if r, ok := updates[i]; ok {
+				r.encode(&body)
+				decoded[i] = &r
+				continue
+			}
+			a := binary.LittleEndian.Uint32(t.offsets[4*i:])
+			b := binary.LittleEndian.Uint32(t.offsets[4*i+4:])
+			if t.decoded[i] != nil || a > b || int(b) > len(t.recsRaw) {
+				t.rec(i).encode(&body)
+			} else {
+				body.b = append(body.b, t.recsRaw[a:b]...)
+			}
+		}
+	}
+	binary.LittleEndian.PutUint32(offs[4*total:], uint32(len(body.b)))
+	stamp := newStamp()
+	if err := t.writeMeta(stamp, flags, offs, body.b); err != nil {
+		// keep working from memory
+	}
+	t.stamp = stamp
+	t.flags, t.offsets, t.recsRaw, t.decoded = flags, offs, body.b, decoded
 }
 
 func sameRecord(a, b *record) bool {
@@ -549,21 +674,25 @@ func (t *tierIndex) saveMeta(recs []record, flags []byte) error {
 		recs[i].encode(&body)
 	}
 	binary.LittleEndian.PutUint32(offs[4*len(recs):], uint32(len(body.b)))
+	return t.writeMeta(t.stamp, flags, offs, body.b)
+}
+
+func (t *tierIndex) writeMeta(stamp uint64, flags, offs, body []byte) error {
 	var out bytes.Buffer
-	out.Grow(len(metaMagic) + 20 + len(flags) + len(offs) + len(body.b))
+	out.Grow(len(metaMagic) + 20 + len(flags) + len(offs) + len(body))
 	out.WriteString(metaMagic)
 	var h [20]byte
-	binary.LittleEndian.PutUint64(h[:], t.stamp)
+	binary.LittleEndian.PutUint64(h[:], stamp)
 	binary.LittleEndian.PutUint64(h[8:], t.triStamp)
-	binary.LittleEndian.PutUint32(h[16:], uint32(len(recs)))
+	binary.LittleEndian.PutUint32(h[16:], uint32(len(flags)))
 	out.Write(h[:])
 	out.Write(flags)
 	out.Write(offs)
-	out.Write(body.b)
+	out.Write(body)
 	if err := os.MkdirAll(t.idxDir, 0o755); err != nil {
 		return err
 	}
-	return safefile.Write(t.path(".meta"), out.Bytes(), 0o644)
+	return writeDerived(t.path(".meta"), out.Bytes())
 }
 
 // rebuildTri drops gone records, builds postings over every file's content
@@ -611,7 +740,7 @@ func (t *tierIndex) rebuildTri(recs []record, flags []byte, now time.Time) ([]re
 	stamp := newStamp()
 	data := buildTri(stamp, docs)
 	if err := os.MkdirAll(t.idxDir, 0o755); err == nil {
-		if err := safefile.Write(t.path(".tri"), data, 0o644); err == nil {
+		if err := writeDerived(t.path(".tri"), data); err == nil {
 			t.triStamp = stamp
 			tf, _ := parseTri(data)
 			t.tri = tf
@@ -652,32 +781,32 @@ func parseTri(data []byte) (*triFile, bool) {
 func triKey(a, b, c byte) uint32 { return uint32(a)<<16 | uint32(b)<<8 | uint32(c) }
 
 func buildTri(stamp uint64, docs [][]byte) []byte {
-	slot := make(map[uint32]int32, 1<<16)
+	// slot maps a trigram (24 bits) to 1 + its list number: an array is much
+	// faster than a map over tens of millions of trigrams.
+	slot := make([]int32, 1<<24)
 	var lists [][]uint32
+	var keys []uint32
 	for ord, d := range docs {
 		for i := 0; i+2 < len(d); i++ {
 			k := triKey(d[i], d[i+1], d[i+2])
-			s, ok := slot[k]
-			if !ok {
+			s := slot[k]
+			if s == 0 {
+				lists = append(lists, nil)
+				keys = append(keys, k)
 				s = int32(len(lists))
 				slot[k] = s
-				lists = append(lists, nil)
 			}
-			l := lists[s]
+			l := lists[s-1]
 			if len(l) == 0 || l[len(l)-1] != uint32(ord) {
-				lists[s] = append(l, uint32(ord))
+				lists[s-1] = append(l, uint32(ord))
 			}
 		}
-	}
-	keys := make([]uint32, 0, len(slot))
-	for k := range slot {
-		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	var blob enc
 	table := make([]byte, 12*len(keys))
 	for i, k := range keys {
-		l := lists[slot[k]]
+		l := lists[slot[k]-1]
 		binary.LittleEndian.PutUint32(table[12*i:], k)
 		binary.LittleEndian.PutUint32(table[12*i+4:], uint32(len(blob.b)))
 		binary.LittleEndian.PutUint32(table[12*i+8:], uint32(len(l)))
@@ -784,4 +913,32 @@ func intersect(a, b []uint32) []uint32 {
 		}
 	}
 	return out
+}
+
+// writeDerived replaces an index file atomically (temp file and rename) but
+// without fsync: the index is derived data, checked on every use, and a file
+// lost in a crash is rebuilt. User data goes through safefile instead.
+func writeDerived(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }

@@ -99,8 +99,7 @@ type ListOptions struct {
 }
 
 // entries returns the valid entries of the scope (index-backed), reporting
-// malformed files and duplicate ids. fn is called for every live ordinal of
-// every tier with its index still open.
+// malformed files and duplicate ids.
 func (s *Store) entries(sc Scope, now time.Time) ([]Entry, error) {
 	var out []Entry
 	seen := map[string]string{}
@@ -109,38 +108,58 @@ func (s *Store) entries(sc Scope, now time.Time) ([]Entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.indexProblems(ix, seen, func(i int, r *record) {
-			out = append(out, r.entry(ix.dir, t, now))
-		})
+		for _, i := range s.goodRecords(ix, seen) {
+			out = append(out, ix.rec(i).entry(ix.dir, t, now))
+		}
 		ix.close()
 	}
 	return out, nil
 }
 
-// indexProblems walks the live records of ix in name order, reports the
-// malformed ones and duplicate ids, and calls fn for the good ones.
-func (s *Store) indexProblems(ix *tierIndex, seen map[string]string, fn func(i int, r *record)) {
-	ords := make([]int, 0, ix.n())
+// goodRecords returns the live ordinals of ix whose file parses and whose id
+// no other file has, reporting the others. Of files sharing an id, the one
+// seen in an earlier tier wins, then the smaller name. seen carries ids to
+// paths across tiers.
+func (s *Store) goodRecords(ix *tierIndex, seen map[string]string) []int {
+	first := map[string]int{} // id -> ordinal, this tier
+	var dups []int
 	for i := 0; i < ix.n(); i++ {
-		if ix.live(i) {
-			ords = append(ords, i)
+		if !ix.live(i) {
+			continue
 		}
-	}
-	sort.Slice(ords, func(a, b int) bool { return ix.rec(ords[a]).Name < ix.rec(ords[b]).Name })
-	for _, i := range ords {
 		r := ix.rec(i)
-		p := filepath.Join(ix.dir, r.Name)
 		if r.ErrReason != "" {
-			s.report(Problem{Path: p, Line: r.ErrLine, Reason: r.ErrReason})
+			s.report(Problem{Path: filepath.Join(ix.dir, r.Name), Line: r.ErrLine, Reason: r.ErrReason})
 			continue
 		}
-		if other, dup := seen[r.ID]; dup {
-			s.report(Problem{Path: p, Reason: fmt.Sprintf("duplicate id %s (also in %s)", r.ID, other)})
+		if _, dup := seen[r.ID]; dup {
+			dups = append(dups, i)
 			continue
 		}
-		seen[r.ID] = p
-		fn(i, r)
+		if j, dup := first[r.ID]; dup {
+			if r.Name < ix.rec(j).Name {
+				first[r.ID] = i
+				dups = append(dups, j)
+			} else {
+				dups = append(dups, i)
+			}
+			continue
+		}
+		first[r.ID] = i
 	}
+	good := make([]int, 0, len(first))
+	for _, i := range first {
+		good = append(good, i)
+	}
+	sort.Ints(good)
+	for id, i := range first {
+		seen[id] = filepath.Join(ix.dir, ix.rec(i).Name)
+	}
+	for _, i := range dups {
+		r := ix.rec(i)
+		s.report(Problem{Path: filepath.Join(ix.dir, r.Name), Reason: fmt.Sprintf("duplicate id %s (also in %s)", r.ID, seen[r.ID])})
+	}
+	return good
 }
 
 // List returns the memories matching opt, newest id first.

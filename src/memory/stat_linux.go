@@ -3,6 +3,8 @@
 package memory
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"syscall"
 
@@ -40,4 +42,52 @@ func statPath(path string) (fileStamp, error) {
 		return fileStamp{}, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	return fileStamp{Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino}, nil
+}
+
+// dirent is a directory entry with its inode number, as getdents returns it.
+type dirent struct {
+	name string
+	ino  uint64
+}
+
+// readDirents lists dir with inode numbers without a stat per file. A file
+// replaced by rename (how hobbs writes) gets a new inode; one edited in
+// place keeps it.
+func readDirents(dir string) ([]dirent, bool, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, true, err
+	}
+	defer d.Close()
+	buf := make([]byte, 256<<10)
+	var out []dirent
+	for {
+		n, err := unix.Getdents(int(d.Fd()), buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, true, &os.PathError{Op: "getdents", Path: dir, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		b := buf[:n]
+		for len(b) >= 19 {
+			ino := binary.NativeEndian.Uint64(b[0:8])
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, true, &os.PathError{Op: "getdents", Path: dir, Err: unix.EIO}
+			}
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if ino != 0 {
+				out = append(out, dirent{string(name), ino})
+			}
+			b = b[reclen:]
+		}
+	}
+	return out, true, nil
 }

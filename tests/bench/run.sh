@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# make bench: run every tests/bench/*.sh benchmark script (except this one).
-set -euo pipefail
+# make bench: runs every benchmark script in tests/bench (not in CI).
+set -uo pipefail
 cd "$(dirname "$0")"
 status=0
-for s in ./*.sh; do
-  [ "$(basename "$s")" = run.sh ] && continue
-  echo "=== $s"
-  bash "$s" || status=1
+for f in ./*.sh; do
+  [ "$(basename "$f")" = run.sh ] && continue
+  echo "== $f"
+  bash "$f" || status=1
 done
 exit $status

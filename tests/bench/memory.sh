@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Memory benchmark (issue 3), not run in CI. Builds hobbs, generates a corpus
+# of ARCHIVE archived + ACTIVE active memories (~400 bytes each), then times,
+# interleaved, RUNS times each:
+#   search:  hobbs memory search LITERAL --all -l   vs  rg -il LITERAL active archive
+#   context: hobbs memory context                   vs  rg -c status active
+# and checks that search and rg report the same files. Prints medians and
+# ratios (goal: search <= 0.25x rg, context <= 1.5x rg).
+#
+#   tests/bench/memory.sh                 # 100000 + 10000, 11 runs
+#   ARCHIVE=20000 ACTIVE=2000 RUNS=5 tests/bench/memory.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ARCHIVE=${ARCHIVE:-100000}
+ACTIVE=${ACTIVE:-10000}
+RUNS=${RUNS:-11}
+LITERAL=${LITERAL:-zanzibarquokka}
+command -v rg >/dev/null || { echo "memory bench: ripgrep (rg) is required: apt-get install -y ripgrep" >&2; exit 3; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/hobbs-membench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export HOBBS_HOME="$work/instance"
+bin="$work/hobbs"
+go build -o "$bin" ./cmd/hobbs
+"$bin" init --no-input >/dev/null 2>&1
+echo "memory bench: generating $ARCHIVE archived + $ACTIVE active memories in $work" >&2
+go run ./tests/bench/memgen -dir "$HOBBS_HOME/memory" -archive "$ARCHIVE" -active "$ACTIVE" -rare "$LITERAL"
+cd "$HOBBS_HOME/memory"
+
+# Build the index once (derived data; the first search pays for it), then
+# let the racy window pass so time stamps are trusted.
+t0=$(date +%s%N)
+"$bin" memory search "$LITERAL" --all -l >/dev/null
+t1=$(date +%s%N)
+echo "memory bench: first search (builds the index): $(( (t1 - t0) / 1000000 )) ms" >&2
+sleep 3
+"$bin" memory search "$LITERAL" --all -l >/dev/null
+"$bin" memory context >/dev/null   # first context of the day updates last_accessed
+
+# Same hits.
+"$bin" memory search "$LITERAL" --all -l | cut -f2 | sed 's|^memory/||' | sort >"$work/hobbs.hits"
+rg -il "$LITERAL" active archive | sort >"$work/rg.hits"
+if ! cmp -s "$work/hobbs.hits" "$work/rg.hits"; then
+  echo "memory bench: FAIL: hobbs and rg found different files" >&2
+  diff "$work/hobbs.hits" "$work/rg.hits" >&2 || true
+  exit 1
+fi
+echo "memory bench: same $(wc -l <"$work/rg.hits") hits as rg" >&2
+
+ms() { local a b; a=$(date +%s%N); "$@" >/dev/null; b=$(date +%s%N); echo $(( (b - a) / 100000 )); } # 0.1 ms
+median() { sort -n | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.1f", m/10}'; }
+
+: >"$work/s.h"; : >"$work/s.r"; : >"$work/c.h"; : >"$work/c.r"
+for _ in $(seq "$RUNS"); do
+  ms rg -il "$LITERAL" active archive >>"$work/s.r" || true
+  ms "$bin" memory search "$LITERAL" --all -l >>"$work/s.h"
+  ms rg -c status active >>"$work/c.r"
+  ms "$bin" memory context >>"$work/c.h"
+done
+sh=$(median <"$work/s.h"); sr=$(median <"$work/s.r"); ch=$(median <"$work/c.h"); cr=$(median <"$work/c.r")
+# A search right after the trust period ran out checks every archived file.
+full=$( { for _ in 1 2 3; do ms "$bin" memory search "$LITERAL" --all -l --full; done; } | median)
+awk -v sh="$sh" -v sr="$sr" -v ch="$ch" -v cr="$cr" -v full="$full" -v a="$ARCHIVE" -v n="$ACTIVE" -v runs="$RUNS" 'BEGIN {
+  printf "memory bench (%d archived + %d active, median of %d interleaved runs)\n", a, n, runs
+  printf "  search  hobbs %7.1f ms   rg -il %7.1f ms   ratio %.3f  (goal <= 0.25)\n", sh, sr, sh / sr
+  printf "  context hobbs %7.1f ms   rg -c  %7.1f ms   ratio %.3f  (goal <= 1.5)\n", ch, cr, ch / cr
+  printf "  search --full (every file checked) %.1f ms   ratio %.3f to rg -il\n", full, full / sr
+}'
