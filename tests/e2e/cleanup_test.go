@@ -38,9 +38,7 @@ func TestInterrupt(t *testing.T) {
 	c := e.command(nil, e.runArgs(sessionName(t, "int"), "sh", "-c", "touch /home/dev/hobbs/workspace/.started; sleep 120")...)
 	var errb strings.Builder
 	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	e.start(t, c)
 	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
 	if len(e.leftovers(t)) < 4 {
 		t.Errorf("expected 2 containers and 2 networks while running, got %v", e.leftovers(t))
@@ -71,9 +69,7 @@ func TestCrashLeftovers(t *testing.T) {
 	e.removeVolume(t)
 	name := sessionName(t, "crash")
 	c := e.command(nil, e.runArgs(name, "sh", "-c", "touch /home/dev/hobbs/workspace/.started; sleep 120")...)
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	e.start(t, c)
 	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
 	r := e.hobbs(nil, "ps", "--json")
 	var list []struct {
@@ -95,6 +91,22 @@ func TestCrashLeftovers(t *testing.T) {
 	if !strings.Contains(r.stdout, name) || !strings.Contains(r.stdout, "(orphan)") {
 		t.Errorf("ps after the crash:\n%s", r.stdout)
 	}
+	// The next run of the instance removes the orphan first.
+	r = e.hobbs(nil, e.runArgs(sessionName(t, "after"), "true")...)
+	if r.code != 0 {
+		t.Fatalf("run after the crash: %d %s", r.code, r.stderr)
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the next run: %v", left)
+	}
+
+	// Another crash; stop --all removes it.
+	_ = os.Remove(filepath.Join(e.ws, ".started"))
+	c = e.command(nil, e.runArgs(name, "sh", "-c", "touch /home/dev/hobbs/workspace/.started; sleep 120")...)
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
+	_ = c.Process.Signal(syscall.SIGKILL)
+	_ = c.Wait()
 	r = e.hobbs(nil, "stop", "--all")
 	if r.code != 0 || strings.TrimSpace(r.stdout) != name {
 		t.Errorf("stop --all: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)

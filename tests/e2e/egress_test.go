@@ -18,12 +18,15 @@ UP=$(cat $W/.upstream)
 echo "allowed=$(netprobe get http://allowed.test:8080/allowed)"
 echo "denied=$(netprobe get http://denied.test:8080/denied)"
 echo "noauth=$(netprobe get-noauth http://allowed.test:8080/noauth)"
-echo "direct_http=$(netprobe direct http://$UP:8080/direct)"
-echo "direct_ip=$(netprobe dial $UP:8080)"
-echo "dns_upstream=$(netprobe resolve allowed.test)"
-echo "dns_outside=$(netprobe resolve example.com)"
+# The ways around the proxy, all at once (each must fail by itself).
+( echo "direct_http=$(netprobe direct http://$UP:8080/direct)" > /tmp/p1 ) &
+( echo "direct_ip=$(netprobe dial $UP:8080)" > /tmp/p2 ) &
+( echo "dns_upstream=$(netprobe resolve allowed.test)" > /tmp/p3 ) &
+( echo "dns_outside=$(netprobe resolve example.com)" > /tmp/p4 ) &
+( echo "ipv6_connect=$(netprobe dial [2001:db8::1]:80)" > /tmp/p5 ) &
+wait
+cat /tmp/p1 /tmp/p2 /tmp/p3 /tmp/p4 /tmp/p5
 echo "ipv6_global=$(grep -v -e ' lo$' -e '^fe80' /proc/net/if_inet6 | wc -l)"
-echo "ipv6_connect=$(netprobe dial [2001:db8::1]:80)"
 touch $W/.probe-done
 i=0; while [ ! -e $W/.upstream-gone ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 `
@@ -40,10 +43,7 @@ func TestEgress(t *testing.T) {
 	c := e.command(nil, e.runArgs(name, "sh", "/home/dev/hobbs/workspace/probe.sh")...)
 	var out, errb strings.Builder
 	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Process.Kill() }()
+	e.start(t, c)
 	waitFor(t, 60*time.Second, "the probe to start", func() bool { return exists(filepath.Join(e.ws, ".probe-started")) })
 
 	// The upstream: busybox httpd from the test base, on the session's

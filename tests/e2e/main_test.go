@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -121,7 +122,26 @@ func setup() error {
 	return nil
 }
 
+// instanceIDs are the instances this run created; teardown removes whatever
+// hobbs objects of theirs a failed test left.
+var (
+	instMu      sync.Mutex
+	instanceIDs []string
+)
+
 func teardown() {
+	instMu.Lock()
+	for _, id := range instanceIDs {
+		f := "label=dev.hobbs.instance=" + id
+		if out, _ := exec.Command("docker", "ps", "-aq", "--filter", f).Output(); len(strings.Fields(string(out))) > 0 {
+			_ = exec.Command("docker", append([]string{"rm", "-f"}, strings.Fields(string(out))...)...).Run()
+		}
+		if out, _ := exec.Command("docker", "network", "ls", "-q", "--filter", f).Output(); len(strings.Fields(string(out))) > 0 {
+			_ = exec.Command("docker", append([]string{"network", "rm"}, strings.Fields(string(out))...)...).Run()
+		}
+		_ = exec.Command("docker", "volume", "rm", "-f", "hobbs-claude-"+id).Run()
+	}
+	instMu.Unlock()
 	if runID != "" {
 		// Whatever a failed test left: containers and networks of this run.
 		for _, kind := range []string{"container", "network", "volume"} {
@@ -228,6 +248,9 @@ func newEnv(t testing.TB) *env {
 	}
 	e := &env{t: t, dir: dir, home: filepath.Join(dir, "home"), inst: filepath.Join(dir, "instance"), ws: filepath.Join(dir, "ws")}
 	mkdirs(t, dir, e.home, e.ws)
+	instMu.Lock()
+	instanceIDs = append(instanceIDs, instanceID(e.inst))
+	instMu.Unlock()
 	if r := e.hobbs(nil, "init", "--no-input"); r.code != 0 {
 		t.Fatalf("hobbs init: %d %s", r.code, r.stderr)
 	}
@@ -238,6 +261,27 @@ func newEnv(t testing.TB) *env {
 func (e *env) hobbs(stdin []byte, args ...string) result {
 	e.t.Helper()
 	return hobbsAs(stdin, e.home, []string{"HOBBS_HOME=" + e.inst}, args...)
+}
+
+// start starts a hobbs command in the background; the test's cleanup kills
+// it (before the volume cleanup registered earlier runs).
+func (e *env) start(t testing.TB, c *exec.Cmd) {
+	t.Helper()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			_ = c.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = c.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = c.Process.Kill()
+			}
+		}
+	})
 }
 
 func (e *env) command(stdin []byte, args ...string) *exec.Cmd {

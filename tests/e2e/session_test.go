@@ -108,9 +108,7 @@ func TestSession(t *testing.T) {
 	c := e.command(nil, e.runArgs(name, "sh", "/home/dev/hobbs/workspace/probe.sh")...)
 	var out, errb strings.Builder
 	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	e.start(t, c)
 	waitFor(t, 60*time.Second, "the probe", func() bool { return exists(filepath.Join(e.ws, ".probe-ready")) })
 	inspectSecrets(t, name)
 	// vault/keys is covered: looked at from the host through the agent's
