@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -134,7 +133,7 @@ func (s *Session) AgentEnv() []string {
 
 // AgentArgs is the `run` command line of the agent container.
 func (s *Session) AgentArgs() []string {
-	a := []string{"run", "--rm", "--name", s.Name, "--hostname", "hobbs", "-i"}
+	a := []string{"run", "--name", s.Name, "--hostname", "hobbs", "-i"}
 	if s.TTY {
 		a = append(a, "-t")
 	}
@@ -154,7 +153,8 @@ func (s *Session) AgentArgs() []string {
 	a = append(a,
 		"-e", "HOME="+HomeDir, "-e", "USER=dev",
 		"-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=container",
-		"-e", "NO_PROXY=localhost,127.0.0.1", "-e", "no_proxy=localhost,127.0.0.1")
+		"-e", "NO_PROXY=localhost,127.0.0.1", "-e", "no_proxy=localhost,127.0.0.1",
+		"-e", "HOBBS_PROXY_WAIT="+ProxyAlias+":"+ProxyPort)
 	for _, kv := range s.AgentEnv() {
 		name, _, _ := strings.Cut(kv, "=")
 		a = append(a, "-e", name)
@@ -189,6 +189,11 @@ func (s *Session) tokenTar() []byte {
 // Run runs the session to its end and returns the agent command's exit
 // code. Whatever it created is removed before it returns, also when ctx is
 // cancelled (Ctrl-C, SIGTERM): the exit code is then 130.
+//
+// For a quick start the agent container starts while the proxy is being set
+// up: its entry point holds the command back until the proxy answers its
+// health check (HOBBS_PROXY_WAIT), and the launcher stops the agent if the
+// proxy fails to start or exits during the session.
 func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err := ValidName(s.Name); err != nil {
 		return 0, err
@@ -215,24 +220,23 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 
 	// Leftovers of crashed sessions of this instance go first; in parallel,
 	// the networks and the Claude state volume.
-	var wg sync.WaitGroup
-	var reapErr, intErr, egrErr, volErr error
-	wg.Add(4)
-	go func() { defer wg.Done(); _, reapErr = ReapOrphans(ctx, e, s.Instance) }()
-	go func() {
-		defer wg.Done()
-		_, intErr = e.Output(ctx, append(append([]string{"network", "create", "--internal"}, s.labels(RoleNetwork)...), IntNetwork(s.Name))...)
-	}()
-	go func() {
-		defer wg.Done()
-		_, egrErr = e.Output(ctx, append(append([]string{"network", "create"}, s.labels(RoleNetwork)...), EgressNetwork(s.Name))...)
-	}()
-	go func() {
-		defer wg.Done()
-		_, volErr = e.Output(ctx, "volume", "create", "--label", LabelRole+"="+RoleClaude,
-			"--label", LabelInstance+"="+InstanceID(s.Instance), ClaudeVolume(s.Instance, s.Config.ClaudeVolume))
-	}()
-	wg.Wait()
+	var reapErr error
+	err = parallel(
+		func() error { _, reapErr = ReapOrphans(ctx, e, s.Instance); return nil },
+		func() error {
+			_, err := e.Output(ctx, append(append([]string{"network", "create", "--internal"}, s.labels(RoleNetwork)...), IntNetwork(s.Name))...)
+			return err
+		},
+		func() error {
+			_, err := e.Output(ctx, append(append([]string{"network", "create"}, s.labels(RoleNetwork)...), EgressNetwork(s.Name))...)
+			return err
+		},
+		func() error {
+			_, err := e.Output(ctx, "volume", "create", "--label", LabelRole+"="+RoleClaude,
+				"--label", LabelInstance+"="+InstanceID(s.Instance), ClaudeVolume(s.Instance, s.Config.ClaudeVolume))
+			return err
+		},
+	)
 	defer func() {
 		if cerr := s.cleanup(); cerr != nil && err == nil {
 			err = cerr
@@ -244,15 +248,72 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if reapErr != nil {
 		s.Progress("warning: could not remove leftovers of earlier sessions: %v", reapErr)
 	}
-	if err := errors.Join(intErr, egrErr, volErr); err != nil {
+	if err != nil {
 		return 0, err
 	}
-	if err := s.startProxy(ctx); err != nil {
+
+	agent, err := s.startAgent(ctx)
+	if err != nil {
 		return 0, err
 	}
-	return s.runAgent(ctx)
+	proxyErr := make(chan error, 1)
+	go func() { proxyErr <- s.startProxy(ctx) }()
+
+	var perr error
+	select {
+	case res := <-agent.done:
+		// The agent ended (it cannot have run its command without the proxy
+		// unless the proxy came up); report a proxy failure first.
+		if perr = <-proxyErr; perr != nil {
+			return 0, perr
+		}
+		return agent.result(res)
+	case perr = <-proxyErr:
+	case <-ctx.Done():
+		return agent.stop(s), nil
+	}
+	if perr != nil {
+		agent.kill(s)
+		return 0, perr
+	}
+	// The proxy is up. Watch it for the rest of the session.
+	proxyGone := make(chan string, 1)
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	go func() {
+		out, err := e.Output(watchCtx, "wait", ProxyName(s.Name))
+		if err == nil && watchCtx.Err() == nil {
+			proxyGone <- out
+		}
+	}()
+	select {
+	case res := <-agent.done:
+		return agent.result(res)
+	case status := <-proxyGone:
+		agent.kill(s)
+		return 0, s.proxyFailed("it exited with status " + status + " during the session")
+	case <-ctx.Done():
+		return agent.stop(s), nil
+	}
 }
 
+// parallel runs fs concurrently and returns their errors joined.
+func parallel(fs ...func() error) error {
+	errc := make(chan error, len(fs))
+	for _, f := range fs {
+		go func() { errc <- f() }()
+	}
+	var all []error
+	for range fs {
+		if err := <-errc; err != nil {
+			all = append(all, err)
+		}
+	}
+	return errors.Join(all...)
+}
+
+// startProxy creates the proxy container, connects it to the egress network,
+// copies the token in, starts it and waits until it is healthy.
 func (s *Session) startProxy(ctx context.Context) error {
 	e := s.Engine
 	if _, err := e.Output(ctx, s.ProxyArgs()...); err != nil {
@@ -270,9 +331,8 @@ func (s *Session) startProxy(ctx context.Context) error {
 		return errs.Failf("%s cp (proxy token): %s", e.Bin, strings.TrimSpace(string(out)))
 	}
 	if _, err := e.Output(ctx, "start", ProxyName(s.Name)); err != nil {
-		return err
+		return s.proxyFailed(firstLine(err.Error()))
 	}
-	s.Progress("waiting for the egress proxy…")
 	deadline := time.Now().Add(s.ProxyTimeout)
 	for {
 		_, err := e.Output(ctx, "exec", ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "127.0.0.1:"+ProxyPort)
@@ -290,10 +350,10 @@ func (s *Session) startProxy(ctx context.Context) error {
 	}
 }
 
-// proxyFailed builds the error for a proxy that did not come up, with the
-// end of its output.
+// proxyFailed builds the error for a proxy that did not come up or died,
+// with the end of its output.
 func (s *Session) proxyFailed(why string) error {
-	msg := "egress proxy did not become healthy: " + why
+	msg := "egress proxy failed: " + why
 	if c, err := s.Engine.Command(context.Background(), nil, "logs", "--tail", "20", ProxyName(s.Name)); err == nil {
 		if out, _ := c.CombinedOutput(); len(bytes.TrimSpace(out)) > 0 {
 			msg += "\nproxy output:\n" + strings.TrimSpace(string(out))
@@ -302,30 +362,30 @@ func (s *Session) proxyFailed(why string) error {
 	return errs.Failf("%s", msg).WithHint("check the policy with hobbs policy show, and the proxy output above")
 }
 
-func (s *Session) runAgent(ctx context.Context) (int, error) {
+// agentRun is the running `docker run` of the agent.
+type agentRun struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startAgent starts the agent container. Its entry point waits for the
+// proxy before running the command.
+func (s *Session) startAgent(ctx context.Context) (*agentRun, error) {
 	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), s.AgentEnv(), s.AgentArgs()...)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, s.Stderr
 	if err := cmd.Start(); err != nil {
-		return 0, errs.Wrap(errs.Failure, err, "start agent")
+		return nil, errs.Wrap(errs.Failure, err, "start agent")
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var werr error
-	select {
-	case werr = <-done:
-	case <-ctx.Done():
-		// Interrupted: ask docker to pass the signal on, then make sure.
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case werr = <-done:
-		case <-time.After(5 * time.Second):
-			_, _ = s.Engine.Output(context.Background(), "rm", "-f", s.Name)
-			werr = <-done
-		}
-	}
+	a := &agentRun{cmd: cmd, done: make(chan error, 1)}
+	go func() { a.done <- cmd.Wait() }()
+	return a, nil
+}
+
+// result turns the docker CLI's end into the agent's exit code.
+func (a *agentRun) result(werr error) (int, error) {
 	var ee *exec.ExitError
 	if errors.As(werr, &ee) {
 		return ee.ExitCode(), nil
@@ -336,20 +396,55 @@ func (s *Session) runAgent(ctx context.Context) (int, error) {
 	return 0, nil
 }
 
+// stop ends an interrupted session: the docker CLI passes SIGTERM on to the
+// command; after a grace period the container is removed.
+func (a *agentRun) stop(s *Session) int {
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(5 * time.Second):
+		a.kill(s)
+	}
+	return errs.Interrupted
+}
+
+// kill removes the agent container and waits for the docker CLI to end.
+func (a *agentRun) kill(s *Session) {
+	_, _ = s.Engine.Output(context.Background(), "rm", "-f", s.Name)
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+}
+
 // cleanup removes the session's containers and networks (not the volume).
+// The names are known: the two containers go in parallel (each takes the
+// engine a while to detach from its networks), then the networks.
 func (s *Session) cleanup() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// The names are known: two calls instead of four label queries.
-	_, err := s.Engine.Output(ctx, "rm", "-f", s.Name, ProxyName(s.Name))
-	if err != nil && !isNoSuch(err) {
+	rm := func(name string) func() error {
+		return func() error {
+			if _, err := s.Engine.Output(ctx, "rm", "-f", name); err != nil && !isNoSuch(err) {
+				return err
+			}
+			return nil
+		}
+	}
+	if err := parallel(rm(s.Name), rm(ProxyName(s.Name))); err != nil {
 		return err
 	}
-	_, err = s.Engine.Output(ctx, "network", "rm", IntNetwork(s.Name), EgressNetwork(s.Name))
-	if err != nil && !isNoSuch(err) {
-		return err
+	netRm := func(name string) func() error {
+		return func() error {
+			if _, err := s.Engine.Output(ctx, "network", "rm", name); err != nil && !isNoSuch(err) {
+				return err
+			}
+			return nil
+		}
 	}
-	return nil
+	return parallel(netRm(IntNetwork(s.Name)), netRm(EgressNetwork(s.Name)))
 }
 
 // removeSession removes every container and network labelled as session n.

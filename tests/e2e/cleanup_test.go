@@ -119,3 +119,25 @@ func TestCrashLeftovers(t *testing.T) {
 	}
 	_ = os.Remove(filepath.Join(e.ws, ".started"))
 }
+
+// TestProxyFailure: with a policy the proxy refuses, the session fails with
+// the proxy's own message, the agent's command never runs, and nothing is
+// left behind.
+func TestProxyFailure(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains:\n  - \"*\"\nnot_a_key: 1\n")
+	r := e.hobbs(nil, e.runArgs(sessionName(t, "badproxy"), "touch", "/home/dev/hobbs/workspace/ran")...)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "hobbs: egress proxy failed") || !strings.Contains(r.stderr, "policy.yaml") {
+		t.Errorf("stderr does not explain the proxy failure:\n%s", r.stderr)
+	}
+	if exists(filepath.Join(e.ws, "ran")) {
+		t.Errorf("the agent's command ran without a proxy")
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the failure: %v", left)
+	}
+}
