@@ -343,8 +343,11 @@ func (s *Session) startProxy(ctx context.Context) error {
 			return ctx.Err()
 		}
 		st, _ := e.Output(ctx, "inspect", "--format", "{{.State.Status}}", ProxyName(s.Name))
-		if st == "exited" || st == "dead" || time.Now().After(deadline) {
-			return s.proxyFailed(firstLine(err.Error()))
+		if st == "exited" || st == "dead" {
+			return s.proxyFailed("it exited at start (its output below; /home/dev/.hobbs is your instance directory)")
+		}
+		if time.Now().After(deadline) {
+			return s.proxyFailed(fmt.Sprintf("not healthy after %v: %s", s.ProxyTimeout, firstLine(err.Error())))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
