@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,9 +69,23 @@ func TestCrashLeftovers(t *testing.T) {
 	e := newEnv(t)
 	e.removeVolume(t)
 	name := sessionName(t, "crash")
-	c := e.command(nil, e.runArgs(name, "sh", "-c", "touch /home/dev/hobbs/workspace/.started; sleep 120")...)
+	c := e.command(nil, e.runArgs(name, "sh", "-c", "echo hello-from-the-agent; touch /home/dev/hobbs/workspace/.started; sleep 120")...)
 	e.start(t, c)
 	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
+	// logs and attach --shell reach the running session.
+	if r := e.hobbs(nil, "logs", name); r.code != 0 || !strings.Contains(r.stdout, "hello-from-the-agent") {
+		t.Errorf("logs: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := e.hobbs(nil, "logs", "--proxy", name); r.code != 0 {
+		t.Errorf("logs --proxy: exit %d %s", r.code, r.stderr)
+	}
+	if r := e.hobbs([]byte("id -u; pwd; exit 4\n"), "attach", "--shell", name); r.code != 4 ||
+		!strings.Contains(r.stdout, strconv.Itoa(testUID)+"\n/home/dev/hobbs/workspace") {
+		t.Errorf("attach --shell: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := e.hobbs(nil, "logs", "no-such-session"); r.code != 1 || !strings.Contains(r.stderr, "no running session") {
+		t.Errorf("logs of an unknown session: exit %d %s", r.code, r.stderr)
+	}
 	r := e.hobbs(nil, "ps", "--json")
 	var list []struct {
 		Name       string `json:"name"`
