@@ -4,11 +4,16 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -21,6 +26,7 @@ func init() {
 	scriptCmds["vaultcrash"] = cmdVaultCrash
 	scriptCmds["exactly"] = cmdExactly
 	scriptCmds["treecontains"] = cmdTreeContains
+	scriptCmds["ptyrun"] = cmdPtyRun
 }
 
 // requireage: in CI (which installs the Debian package age, see .ci/run) a
@@ -106,4 +112,115 @@ func cmdTreeContains(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%q not found in any of %d files under %s", args[1], n, args[0])
 	}
 	ts.Logf("searched %d files under %s", n, args[0])
+}
+
+// ptyrun ANSWERS CMD [ARGS...]: run CMD in a new session whose controlling
+// terminal (and stdin and stderr) is a fresh pseudo-terminal, as a user at a
+// terminal would. Each time the terminal shows a prompt (output ending in
+// ": "), the next line of the file ANSWERS is typed. The terminal transcript
+// becomes stderr, CMD's stdout stays stdout. With "!", CMD must fail.
+func cmdPtyRun(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: ptyrun ANSWERS CMD [ARGS...]")
+	}
+	answers := strings.SplitAfter(ts.ReadFile(args[0]), "\n")
+	master, slave, err := openPTY()
+	ts.Check(err)
+	defer master.Close()
+	path := args[1]
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if p := filepath.Join(dir, args[1]); fileExecutable(p) {
+			path = p
+			break
+		}
+	}
+	cmd := exec.Command(path, args[2:]...)
+	cmd.Args[0] = args[1]
+	cmd.Dir = ts.MkAbs(".")
+	for _, k := range []string{"PATH", "HOME", "USER", "TMPDIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+		"XDG_STATE_HOME", "HOBBS_HOME", "HOBBS_CONTEXT", vault.EnvPassphraseFile, "NO_COLOR"} {
+		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+	}
+	cmd.Env = append(cmd.Env, "TERM=dumb")
+	var stdout strings.Builder
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &stdout, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	ts.Check(cmd.Start())
+
+	var transcript strings.Builder
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			transcript.Write(buf[:n])
+			if strings.HasSuffix(strings.TrimRight(transcript.String(), "\x1b[FK"), ": ") && len(answers) > 0 && answers[0] != "" {
+				// Type only once the program has turned echo off, as a
+				// person would after reading the prompt; if it never does,
+				// the echoed answer shows in the transcript.
+				for i := 0; i < 400; i++ {
+					t, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+					if err != nil || t.Lflag&unix.ECHO == 0 {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				master.Write([]byte(strings.TrimSuffix(answers[0], "\n") + "\r"))
+				answers = answers[1:]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.Wait() }()
+	select {
+	case err = <-errc:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		slave.Close()
+		ts.Fatalf("ptyrun: %s did not finish; terminal so far:\n%s", args[1], transcript.String())
+	}
+	slave.Close() // the last slave descriptor: the reader gets EIO after draining
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		ts.Fatalf("ptyrun: terminal output did not end")
+	}
+	fmt.Fprint(ts.Stdout(), stdout.String())
+	fmt.Fprint(ts.Stderr(), transcript.String())
+	if (err != nil) != neg {
+		ts.Fatalf("ptyrun %s: %v (want failure: %v)\nterminal:\n%s", args[1], err, neg, transcript.String())
+	}
+}
+
+func fileExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// openPTY allocates a pseudo-terminal pair (Linux /dev/ptmx).
+func openPTY() (master, slave *os.File, err error) {
+	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	return master, slave, nil
 }

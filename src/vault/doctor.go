@@ -33,6 +33,11 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 		}
 		return []doctor.Result{{Status: doctor.OK, Message: "vault not initialised (hobbs vault init creates a key)"}}
 	}
+	if InContainer() {
+		return []doctor.Result{{Status: doctor.Fail,
+			Message: "vault/keys is visible inside the agent container: the agent could decrypt every secret",
+			Fix:     "start sessions with hobbs run, which mounts over vault/keys"}}
+	}
 	// Modes of vault/keys and its files are checked by instance.permissions;
 	// here: key files must be regular files (no links planted in their place).
 	var out []doctor.Result

@@ -2,10 +2,12 @@ package vault
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"filippo.io/age"
@@ -309,5 +311,48 @@ func TestRecipientsAddRemoveInterrupted(t *testing.T) {
 		} else if strings.Contains(err.Error(), "AGE-SECRET-KEY-1QQQQ") {
 			t.Errorf("error echoes a secret key: %v", err)
 		}
+	}
+}
+
+// Concurrent writers (sub-agents, host and container) serialise on the vault
+// lock: sets racing a rotation all end up readable with the key on record.
+func TestConcurrentSetsAndRotate(t *testing.T) {
+	v := newTestVault(t)
+	mustSet(t, v, "seed", "seed-value")
+	var wg sync.WaitGroup
+	errc := make(chan error, 20)
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			w := Open(v.In)
+			if i%4 == 0 {
+				_, err := w.Rotate(RotateOptions{})
+				errc <- err
+				return
+			}
+			_, err := w.Set(fmt.Sprintf("e%d", i), []byte(fmt.Sprintf("value-%d", i)))
+			errc <- err
+		}(i)
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, _ := v.names()
+	if len(names) != 10 {
+		t.Fatalf("entries: %v", names)
+	}
+	for _, n := range names {
+		if _, err := decryptWith(t, v, v.In.VaultIdentity(), n); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	retired, _ := os.ReadDir(v.In.VaultRetired())
+	if len(retired) != 3 || v.Pending() != "" {
+		t.Fatalf("retired %d, pending %q", len(retired), v.Pending())
 	}
 }

@@ -40,7 +40,7 @@ func (v *Vault) SessionEnv(mapping [][2]string) ([]string, error) {
 	out := make([]string, 0, len(mapping))
 	for _, m := range mapping {
 		env, name := m[0], m[1]
-		val, err := v.get(name, fmt.Sprintf("env %s: vault entry %q", env, name))
+		val, err := v.get(name, fmt.Sprintf("vault entry %q", name))
 		if err == nil && bytes.IndexByte(val, 0) >= 0 {
 			err = errs.Failf("vault entry %q contains a NUL byte, which an environment variable cannot hold", name)
 		}

@@ -191,6 +191,13 @@ func TestDoctorChecks(t *testing.T) {
 	if got = runChecks(t, v, true); statusOf(got["vault.keys"]) != "warn" || statusOf(got["vault.entries"]) != "ok" {
 		t.Fatalf("pending rotation: %+v", got)
 	}
+	// Keys visible inside the container: the launcher failed to cover them.
+	t.Setenv("HOBBS_CONTEXT", "container")
+	if got = runChecks(t, v, false); statusOf(got["vault.keys"]) != "fail" ||
+		!strings.Contains(got["vault.keys"][0].Message, "visible inside the agent container") {
+		t.Fatalf("keys visible in container: %+v", got)
+	}
+	t.Setenv("HOBBS_CONTEXT", "")
 	// Entries with no identity: fail.
 	os.RemoveAll(v.In.VaultKeys())
 	if got = runChecks(t, v, false); statusOf(got["vault.keys"]) != "fail" {
@@ -198,6 +205,7 @@ func TestDoctorChecks(t *testing.T) {
 	}
 	// ... which is expected inside the container.
 	t.Setenv("HOBBS_CONTEXT", "container")
+	defer os.MkdirAll(v.In.VaultKeys(), 0o700)
 	if got = runChecks(t, v, true); statusOf(got["vault.keys"]) != "ok" || statusOf(got["vault.entries"]) != "ok" {
 		t.Fatalf("container: %+v", got)
 	}

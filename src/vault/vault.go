@@ -733,6 +733,13 @@ func (v *Vault) Rename(old, new string) (err error) {
 	if old == new {
 		return nil
 	}
+	if dfi, err := os.Lstat(dst); err == nil && os.SameFile(fi, dfi) {
+		// An earlier rename stopped between link and unlink: finish it.
+		if err := os.Remove(src); err != nil {
+			return errs.Wrap(errs.Failure, err, "rename vault entry %q", old)
+		}
+		return nil
+	}
 	if err := os.Link(src, dst); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return errs.Failf("vault entry %q already exists", new).

@@ -495,3 +495,21 @@ func TestAgeCLIInterop(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestRenameFinishesInterrupted(t *testing.T) {
+	v := newTestVault(t)
+	mustSet(t, v, "a", "va")
+	// A rename that stopped after the link: both names, one file.
+	if err := os.Link(v.In.VaultEntry("a"), v.In.VaultEntry("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Rename("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(v.In.VaultEntry("a")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("old name kept")
+	}
+	if got := mustGet(t, v, "b"); got != "va" {
+		t.Fatal(got)
+	}
+}
