@@ -38,6 +38,10 @@ func newPolicyCmd(a *app) *cobra.Command {
 effective policy is the built-in default (the image's /etc/hobbs/policy.yaml)
 plus your instance's policy.yaml; deny entries win over everything allowed.
 See docs/egress.md for the format and the services catalog.`,
+		Example: `  hobbs policy show
+  hobbs policy check https://api.example.com/v1
+  hobbs policy allow api.example.com
+  hobbs policy deny gist.github.com`,
 	}
 	cmd.AddCommand(newPolicyShowCmd(a), newPolicyCheckCmd(a), newPolicyEditCmd(a, "allow"), newPolicyEditCmd(a, "deny"))
 	return cmd

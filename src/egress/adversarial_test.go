@@ -6,8 +6,12 @@ package egress
 // few positive controls prove the harness can see a connection at all.
 
 import (
+	"bufio"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -316,4 +320,79 @@ func TestProxyAuth(t *testing.T) {
 			t.Fatalf("audit incomplete:\n%s", audit)
 		}
 	})
+}
+
+// TestWebsocketUpgradeAllowed is the positive control for the upgrade case:
+// an Upgrade through the plain-HTTP path to an allowed host works, so the
+// denial above is the policy's doing, not a path that never works.
+func TestWebsocketUpgradeAllowed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "want upgrade", 400)
+			return
+		}
+		c, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
+		line, _ := brw.ReadString('\n')
+		io.WriteString(c, "echo:"+line)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e := startProxy(t, basePolicy(port), nil)
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "GET http://allowed.test:%d/ws HTTP/1.1\r\nHost: allowed.test:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", port, port)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	io.WriteString(c, "hello\n")
+	line, err := br.ReadString('\n')
+	if err != nil || line != "echo:hello\n" {
+		t.Fatalf("after upgrade: %q %v", line, err)
+	}
+}
+
+// TestConnectEarlyData: bytes sent in the same write as the CONNECT request
+// reach the target once the tunnel is allowed (and never when denied).
+func TestConnectEarlyData(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), nil)
+	for _, host := range []string{"allowed.test", "denied.test"} {
+		c, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprintf(c, "CONNECT %s:%d HTTP/1.1\r\nHost: x\r\n\r\nGET /early HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", host, tg.port)
+		all, _ := io.ReadAll(c)
+		c.Close()
+		got := string(all)
+		if host == "allowed.test" && (!strings.HasPrefix(got, "HTTP/1.1 200") || !strings.Contains(got, "target ok")) {
+			t.Fatalf("early data lost: %q", got)
+		}
+		if host == "denied.test" {
+			if !strings.HasPrefix(got, "HTTP/1.1 403") {
+				t.Fatalf("denied: %q", got)
+			}
+			if tg.requests.Load() != 1 {
+				t.Fatalf("target served %d requests", tg.requests.Load())
+			}
+		}
+	}
 }

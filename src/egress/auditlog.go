@@ -2,6 +2,7 @@ package egress
 
 import (
 	"sync"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/safefile"
@@ -33,7 +34,7 @@ func newAuditLog(path string, logf func(string, ...any)) *auditLog {
 	return a
 }
 
-func (a *auditLog) log(e audit.Entry) {
+func (a *auditLog) log(e any) {
 	if a.ch == nil {
 		return
 	}
@@ -51,26 +52,35 @@ func (a *auditLog) log(e audit.Entry) {
 	a.ch <- line
 }
 
-const auditBatchMax = 256 << 10
+const (
+	auditBatchMax  = 256 << 10
+	auditBatchWait = 20 * time.Millisecond // collect lines this long before one append
+)
 
 func (a *auditLog) run() {
 	defer close(a.done)
 	var buf []byte
 	failing := false
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for line := range a.ch {
 		buf = append(buf[:0], line...)
-	drain:
+		// Gather what arrives in the next few milliseconds: under load one
+		// locked append then carries many lines instead of one each.
+		timer.Reset(auditBatchWait)
+	gather:
 		for len(buf) < auditBatchMax {
 			select {
 			case more, ok := <-a.ch:
 				if !ok {
-					break drain
+					break gather
 				}
 				buf = append(buf, more...)
-			default:
-				break drain
+			case <-timer.C:
+				break gather
 			}
 		}
+		timer.Stop()
 		if err := safefile.Append(a.path, buf, 0o600); err != nil {
 			if !failing {
 				a.logf("audit: cannot write %s: %v", a.path, err)

@@ -103,7 +103,8 @@ type Decision struct {
 // port allow 443) or plain HTTP (80 and 443). Deny entries win.
 func (p *Policy) Decide(host string, port int, connect bool) Decision {
 	d := Decision{Host: host, Port: port}
-	ip := strings.Contains(host, ":") || (host != "" && host[len(host)-1] >= '0' && host[len(host)-1] <= '9')
+	_, perr := netip.ParseAddr(host)
+	ip := perr == nil
 	if r := p.deny.find(host, ip, port, denyPortOK); r != nil {
 		d.Rule, d.Source, d.Reason = r.Name(), r.Source, "listed under deny"
 		return d

@@ -215,3 +215,15 @@ func TestGuard(t *testing.T) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// TestWildcardOverNameEndingInDigit: a name whose last label ends in a digit
+// is still a name (only an all-numeric last label is an address).
+func TestWildcardOverNameEndingInDigit(t *testing.T) {
+	p := mustParse(t, "domains: [\"*.corp.x1\"]\ndeny: [\"*.bad.corp.x1\"]\n")
+	if d := p.Decide("a.corp.x1", 443, true); !d.Allow {
+		t.Errorf("a.corp.x1: %+v", d)
+	}
+	if d := p.Decide("a.bad.corp.x1", 443, true); d.Allow {
+		t.Errorf("a.bad.corp.x1 allowed: %+v", d)
+	}
+}

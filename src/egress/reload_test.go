@@ -17,11 +17,7 @@ func reloadEnv(t *testing.T) (*proxyEnv, *target, func(string) string) {
 	pol := func(name string) string {
 		return fmt.Sprintf("# comment kept\ndomains:\n  - %s:%d\nallow_private: [127.0.0.1/32]\n", name, tg.port)
 	}
-	var logs strings.Builder
-	e := startProxy(t, pol("a.test"), func(o *Options) {
-		o.Debounce = 50 * time.Millisecond
-		o.Logf = func(f string, a ...any) { fmt.Fprintf(&logs, f+"\n", a...) }
-	})
+	e := startProxy(t, pol("a.test"), func(o *Options) { o.Debounce = 50 * time.Millisecond })
 	if err := e.srv.Watch(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
@@ -38,7 +39,7 @@ type Options struct {
 	// LookupNetIP resolves a name; nil uses the system resolver. Tests pass
 	// a fake (real DNS is not available to them).
 	LookupNetIP   func(ctx context.Context, host string) ([]netip.Addr, error)
-	Logf          func(format string, args ...any) // operational log (stderr); nil: discard
+	Logf          func(format string, args ...any) // operational log (stderr), called concurrently; nil: discard
 	DialTimeout   time.Duration                    // default 10 s
 	HeaderTimeout time.Duration                    // time to read a request head; default 10 s
 	IdleTimeout   time.Duration                    // a tunnel with no traffic either way is closed; default 10 min
@@ -165,6 +166,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		s.hs.Close()
 	}
+	s.tunnels.drain()
 	if !s.tunnels.wait(ctx) {
 		s.tunnels.closeAll()
 		s.tunnels.wait(context.Background())
@@ -182,7 +184,45 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hobbs proxy: HTTP/1.1 only", http.StatusHTTPVersionNotSupported)
 		return
 	}
+	if r.Method == http.MethodConnect {
+		if hj, ok := w.(http.Hijacker); ok {
+			w = bufferedHijacker{w, hj}
+		}
+	}
 	s.gp.ServeHTTP(w, r)
+}
+
+// bufferedHijacker keeps the bytes a client sent right behind its CONNECT
+// request (before the 200): the HTTP server may already have read them into
+// its buffer, which goproxy's hijack would drop. Only when there are such
+// bytes is the connection wrapped (the relay then copies that direction
+// through user space instead of splice).
+type bufferedHijacker struct {
+	http.ResponseWriter
+	hj http.Hijacker
+}
+
+func (b bufferedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := b.hj.Hijack()
+	if err != nil || brw == nil || brw.Reader.Buffered() == 0 {
+		return c, brw, err
+	}
+	return &prefixConn{Conn: c, r: io.MultiReader(io.LimitReader(brw.Reader, int64(brw.Reader.Buffered())), c)}, brw, nil
+}
+
+// prefixConn reads first what was buffered, then from the connection.
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+func (p *prefixConn) CloseWrite() error {
+	if cw, ok := p.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
@@ -226,28 +266,39 @@ type record struct {
 	up, down int64
 }
 
+// auditLine is the proxy's audit record: audit.Entry's shape (time, actor,
+// event, subject, outcome, detail) with a typed detail, which encodes faster
+// than a map.
+type auditLine struct {
+	Time    time.Time   `json:"time"`
+	Actor   string      `json:"actor"`
+	Event   string      `json:"event"`
+	Subject string      `json:"subject"`
+	Outcome string      `json:"outcome"`
+	Detail  auditDetail `json:"detail"`
+}
+
+type auditDetail struct {
+	Client     string `json:"client"`
+	Method     string `json:"method"`
+	IP         string `json:"ip"`
+	Rule       string `json:"rule"`
+	Reason     string `json:"reason,omitempty"`
+	Error      string `json:"error,omitempty"`
+	BytesUp    int64  `json:"bytes_up"`
+	BytesDown  int64  `json:"bytes_down"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
 func (s *Server) log(rec *record) {
-	ev, outcome := "egress.deny", "denied"
+	l := auditLine{Time: rec.start.UTC(), Actor: "proxy", Event: "egress.deny", Outcome: "denied",
+		Subject: net.JoinHostPort(rec.host, strconv.Itoa(rec.port)),
+		Detail: auditDetail{Client: rec.client, Method: rec.method, IP: rec.ip, Rule: rec.rule, Reason: rec.reason,
+			Error: rec.err, BytesUp: rec.up, BytesDown: rec.down, DurationMS: time.Since(rec.start).Milliseconds()}}
 	if rec.allow {
-		ev, outcome = "egress.allow", "allowed"
+		l.Event, l.Outcome = "egress.allow", "allowed"
 	}
-	d := map[string]any{
-		"client":      rec.client,
-		"method":      rec.method,
-		"ip":          rec.ip,
-		"rule":        rec.rule,
-		"bytes_up":    rec.up,
-		"bytes_down":  rec.down,
-		"duration_ms": time.Since(rec.start).Milliseconds(),
-	}
-	if rec.reason != "" {
-		d["reason"] = rec.reason
-	}
-	if rec.err != "" {
-		d["error"] = rec.err
-	}
-	s.audit.log(audit.Entry{Time: rec.start, Actor: "proxy", Event: ev,
-		Subject: net.JoinHostPort(rec.host, strconv.Itoa(rec.port)), Outcome: outcome, Detail: d})
+	s.audit.log(l)
 }
 
 // decide runs the whole check for one destination: parse and normalise,
@@ -339,9 +390,9 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 	}
 	if code != 0 {
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
+			s.log(rec) // before answering: once the client has its 403, the line is queued
 			writeRaw(c, code, refusal(code, rec))
 			c.Close()
-			s.log(rec)
 		}}, ""
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {

@@ -29,12 +29,25 @@ type tunnelSet struct {
 	m      map[*tunnel]struct{}
 	wg     sync.WaitGroup
 	reaper bool
+	closed bool // draining: no new tunnels
 }
 
-func (ts *tunnelSet) add(t *tunnel) {
+// add registers t; it returns false once the set is draining.
+func (ts *tunnelSet) add(t *tunnel) bool {
 	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.closed {
+		return false
+	}
 	ts.m[t] = struct{}{}
 	ts.wg.Add(1)
+	return true
+}
+
+// drain refuses new tunnels from now on.
+func (ts *tunnelSet) drain() {
+	ts.mu.Lock()
+	ts.closed = true
 	ts.mu.Unlock()
 }
 
@@ -85,21 +98,25 @@ func (ts *tunnelSet) wait(ctx context.Context) bool {
 // an idle tunnel costs two small stacks and no buffers: the copies use
 // splice(2) between the sockets). The audit line is written when it ends.
 func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
-	if s.stopped.Load() {
-		writeRaw(client, http.StatusServiceUnavailable, "hobbs proxy: shutting down\n")
-		client.Close()
-		return
-	}
 	up, err := dialFirst(context.Background(), addrs, rec.port, s.opts.DialTimeout)
 	if err != nil {
 		rec.err = "dial: " + err.Error()
+		s.log(rec)
 		writeRaw(client, http.StatusBadGateway, refusal(http.StatusBadGateway, rec))
 		client.Close()
-		s.log(rec)
 		return
 	}
 	if ra, ok := up.RemoteAddr().(*net.TCPAddr); ok {
 		rec.ip = ra.IP.String()
+	}
+	t := &tunnel{client: client, upstream: up}
+	if !s.tunnels.add(t) {
+		up.Close()
+		rec.err = "proxy shutting down"
+		s.log(rec)
+		writeRaw(client, http.StatusServiceUnavailable, "hobbs proxy: shutting down\n")
+		client.Close()
+		return
 	}
 	client.SetWriteDeadline(time.Now().Add(s.opts.DialTimeout))
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
@@ -107,11 +124,10 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
 		up.Close()
 		rec.err = "client went away"
 		s.log(rec)
+		s.tunnels.remove(t)
 		return
 	}
 	client.SetWriteDeadline(time.Time{})
-	t := &tunnel{client: client, upstream: up}
-	s.tunnels.add(t)
 	s.ensureReaper()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -123,8 +139,8 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
 		rec.up = pipe(up, client)
 		wg.Wait()
 		t.close()
+		s.log(rec) // before remove: Shutdown flushes the audit log once every tunnel is gone
 		s.tunnels.remove(t)
-		s.log(rec)
 	}()
 }
 

@@ -1,0 +1,48 @@
+package egress
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+)
+
+// TestAuditLinesAreEntries: every proxy audit line is an audit.Entry (the
+// shape other Hobbs tools read) with the proxy's detail fields.
+func TestAuditLinesAreEntries(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), nil)
+	e.tunnel(t, fmt.Sprintf("allowed.test:%d", tg.port), "")
+	e.tunnel(t, fmt.Sprintf("denied.test:%d", tg.port), "")
+	e.raw(t, fmt.Sprintf("GET http://allowed.test:%[1]d/ HTTP/1.1\r\nHost: allowed.test:%[1]d\r\nConnection: close\r\n\r\n", tg.port))
+	waitFor(2e9, func() bool { return e.srv.ActiveTunnels() == 0 })
+	e.srv.Shutdown(t.Context())
+	lines := strings.Split(strings.TrimSpace(readFile(t, e.audit)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d audit lines, want 3:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	events := map[string]int{}
+	for _, l := range lines {
+		var en audit.Entry
+		if err := json.Unmarshal([]byte(l), &en); err != nil {
+			t.Fatalf("not an audit.Entry: %v: %s", err, l)
+		}
+		if en.Actor != "proxy" || en.Time.IsZero() || en.Subject == "" {
+			t.Fatalf("entry %+v", en)
+		}
+		for _, k := range []string{"client", "method", "ip", "rule", "bytes_up", "bytes_down", "duration_ms"} {
+			if _, ok := en.Detail[k]; !ok {
+				t.Fatalf("detail lacks %s: %s", k, l)
+			}
+		}
+		events[en.Event+"/"+en.Outcome]++
+		if en.Event == "egress.allow" && en.Detail["bytes_down"].(float64) == 0 {
+			t.Fatalf("allowed line without bytes: %s", l)
+		}
+	}
+	if events["egress.allow/allowed"] != 2 || events["egress.deny/denied"] != 1 {
+		t.Fatalf("events %v", events)
+	}
+}
