@@ -250,7 +250,7 @@ func memShowCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "show ID",
-		Short:   "Print a memory (frontmatter and text)",
+		Short:   "Print a memory file as it is (frontmatter and text)",
 		Example: "  hobbs memory show mem_20260122_001\n  hobbs memory show mem_20260122_001 --json | jq .text",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -266,12 +266,8 @@ func memShowCmd(a *app) *cobra.Command {
 			if asJSON {
 				return a.printJSON(m)
 			}
-			data, err := m.Marshal()
-			if err != nil {
-				return err
-			}
 			a.status("%s", m.Path)
-			_, err = a.out.Write(data)
+			_, err = a.out.Write(m.Raw())
 			return err
 		},
 	}
@@ -448,18 +444,21 @@ json prints what was included. The memories loaded get last_accessed updated
 			if err != nil {
 				return err
 			}
-			ctx, err := s.BuildContext(memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs})
+			opt := memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs}
+			var ctx *memory.Context
+			var hook []byte
+			if format == "hook" {
+				ctx, hook, err = s.BuildHook(opt)
+			} else {
+				ctx, err = s.BuildContext(opt)
+			}
 			a.memWarn(s)
 			if err != nil {
 				return err
 			}
 			switch format {
 			case "hook":
-				b, err := memory.HookJSON(ctx.Text)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.out, "%s\n", b)
+				fmt.Fprintf(a.out, "%s\n", hook)
 			case "json":
 				if err := a.printJSON(ctx); err != nil {
 					return err

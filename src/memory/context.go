@@ -37,9 +37,11 @@ type ContextOptions struct {
 	// Budget is the most characters (runes) of the whole text; 0 means
 	// DefaultBudget. foundation.md is never cut, even past the budget.
 	Budget int
-	// Sections come after foundation.md and before the memories, in full
-	// while they fit (cut with a marker otherwise).
+	// Sections come after foundation.md and before the memories, After after
+	// the memories; both in full while they fit (cut with a marker
+	// otherwise), and both before any memory in the budget.
 	Sections []Section
+	After    []Section
 }
 
 // Context is what BuildContext produced.
@@ -47,7 +49,7 @@ type Context struct {
 	Text     string    `json:"text"`
 	Length   int       `json:"length"` // characters of Text
 	Budget   int       `json:"budget"`
-	Sections []Section `json:"sections"` // foundation first, as included
+	Sections []Section `json:"sections"` // foundation, Sections, After, as included
 	Memories []Entry   `json:"memories"` // included, best first
 	Omitted  int       `json:"omitted"`  // matching active memories left out for the budget
 	Cut      []string  `json:"cut,omitempty"`
@@ -124,7 +126,7 @@ func renderMemory(m *Memory) string {
 
 // BuildContext assembles foundation.md in full, then opt.Sections, then the
 // best-scoring active memories filtered by opt.Tags, as many as fit
-// opt.Budget. It does not update last_accessed: call Touch with the
+// opt.Budget, then opt.After. It does not update last_accessed: call Touch with the
 // result's memories once the context has been delivered.
 func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 	budget := opt.Budget
@@ -139,22 +141,33 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 		b.WriteString(renderSection(f))
 		c.Sections = append(c.Sections, f)
 	}
-	for _, sec := range opt.Sections {
-		text := renderSection(sec)
-		left := budget - runes(b.String())
-		if runes(text) > left {
-			const marker = "\n… (cut to fit the context budget)\n\n"
-			keep := left - runes(marker)
-			if keep < runes("## "+sec.Title+"\n\n")+20 {
+	used := runes(b.String())
+	fit := func(secs []Section) string {
+		var out strings.Builder
+		for _, sec := range secs {
+			text := renderSection(sec)
+			left := budget - used
+			if runes(text) > left {
+				const marker = "\n… (cut to fit the context budget)\n\n"
+				keep := left - runes(marker)
+				if keep < runes("## "+sec.Title+"\n\n")+20 {
+					c.Cut = append(c.Cut, sec.Title)
+					continue
+				}
+				text = cutRunes(text, keep) + marker
+				sec.Text = cutRunes(sec.Text, keep)
 				c.Cut = append(c.Cut, sec.Title)
-				continue
 			}
-			text = cutRunes(text, keep) + marker
-			sec.Text = cutRunes(sec.Text, keep)
-			c.Cut = append(c.Cut, sec.Title)
+			out.WriteString(text)
+			used += runes(text)
+			c.Sections = append(c.Sections, sec)
 		}
-		b.WriteString(text)
-		c.Sections = append(c.Sections, sec)
+		return out.String()
+	}
+	b.WriteString(fit(opt.Sections))
+	after := fit(opt.After) // reserved now, written after the memories
+	if after != "" {
+		used++ // the blank line before it
 	}
 
 	now := s.now()
@@ -167,7 +180,7 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 	footer := func(n int) string {
 		return fmt.Sprintf("\n(%d more active memories not shown: hobbs memory list, hobbs memory search)\n", n)
 	}
-	left := budget - runes(b.String()) - runes(header) - runes(footer(len(ranked)))
+	left := budget - used - runes(header) - runes(footer(len(ranked)))
 	var items strings.Builder
 	misses := 0
 	for _, ref := range ranked {
@@ -196,8 +209,14 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 		if c.Omitted > 0 {
 			b.WriteString(footer(c.Omitted))
 		}
-	} else if c.Omitted > 0 && runes(b.String())+runes(footer(c.Omitted)) <= budget {
+	} else if c.Omitted > 0 && used+runes(footer(c.Omitted)) <= budget {
 		b.WriteString(footer(c.Omitted))
+	}
+	if after != "" {
+		if len(c.Memories) > 0 || c.Omitted > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(after)
 	}
 	c.Text = strings.TrimRight(b.String(), "\n") + "\n"
 	c.Length = runes(c.Text)
@@ -297,4 +316,30 @@ func HookJSON(text string) ([]byte, error) {
 	h.HookSpecificOutput.HookEventName = "SessionStart"
 	h.HookSpecificOutput.AdditionalContext = text
 	return json.Marshal(h)
+}
+
+// BuildHook builds the context for a SessionStart hook and returns it with
+// the hook JSON. The JSON itself (escapes included) is kept within HookLimit
+// characters: when escaping pushes it over, the memories are cut further.
+// foundation.md is never cut, so a foundation longer than the limit still
+// goes over it.
+func (s *Store) BuildHook(opt ContextOptions) (*Context, []byte, error) {
+	if opt.Budget <= 0 {
+		opt.Budget = DefaultBudget
+	}
+	for tries := 0; ; tries++ {
+		c, err := s.BuildContext(opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := HookJSON(c.Text)
+		if err != nil {
+			return nil, nil, err
+		}
+		over := utf8.RuneCount(b) - HookLimit
+		if over <= 0 || tries == 4 || opt.Budget <= over {
+			return c, b, nil
+		}
+		opt.Budget -= over + 16
+	}
 }

@@ -48,7 +48,11 @@ type Memory struct {
 	Path string `json:"path"` // absolute
 
 	node *yaml.Node // the frontmatter mapping, edited in place on rewrite
+	raw  []byte     // the file as read
 }
+
+// Raw returns the file content m was read from (nil for a new memory).
+func (m *Memory) Raw() []byte { return m.raw }
 
 // MarshalJSON writes unset times as null.
 func (m *Memory) MarshalJSON() ([]byte, error) {

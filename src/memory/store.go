@@ -100,7 +100,7 @@ func (s *Store) readFile(path string, tier Tier) (*Memory, error) {
 		return nil, &errs.Error{Code: errs.Failure, Msg: p.String(),
 			Hint: "fix the file by hand (hobbs never rewrites a file it cannot parse); hobbs memory lint lists every problem"}
 	}
-	m.Path = path
+	m.Path, m.raw = path, data
 	return m, nil
 }
 
@@ -157,14 +157,14 @@ func listNames(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer d.Close()
-	all, err := d.Readdirnames(-1)
+	all, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, err
 	}
-	names := all[:0]
-	for _, n := range all {
-		if memoryFile(n) {
-			names = append(names, n)
+	var names []string
+	for _, e := range all {
+		if memoryFile(e.Name()) && !e.IsDir() {
+			names = append(names, e.Name())
 		}
 	}
 	sort.Strings(names)
@@ -383,19 +383,49 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 				WithHint("supersede the newest one: hobbs memory supersede %s", old.SupersededBy)
 		}
 	}
-	active, err := s.loadTier(Active)
+	// Compare with the active memories: the index (checked file by file)
+	// knows their ids and status; only bodies are read, in parallel.
+	ix, err := s.openIndex(Active, false)
 	if err != nil {
 		return nil, err
 	}
-	active = s.dedupe(active)
+	good := s.goodRecords(ix, map[string]string{})
+	type other struct {
+		id, path, norm, summary string
+	}
+	others := make([]*other, len(good))
+	ids := make([]string, len(good))
+	for k, i := range good {
+		ids[k] = ix.rec(i).ID
+	}
+	parallel(len(good), func(k int) {
+		r := ix.rec(good[k])
+		if r.Status != StatusActive || (old != nil && r.ID == old.ID) {
+			return
+		}
+		p := filepath.Join(ix.dir, r.Name)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return
+		}
+		_, body, _, err := split(data)
+		if err != nil {
+			return
+		}
+		others[k] = &other{id: r.ID, path: p, norm: Normalize(string(body)), summary: summary(string(body), 80)}
+	})
+	ix.close()
 	res := &AddResult{Candidates: []Candidate{}}
 	wordsNew := words(norm)
-	for _, m := range active {
-		if m.Status != StatusActive || (old != nil && m.ID == old.ID) {
+	for _, o := range others {
+		if o == nil {
 			continue
 		}
-		mn := Normalize(m.Body)
-		if mn == norm && old == nil {
+		if o.norm == norm && old == nil {
+			m, err := s.readFile(o.path, Active)
+			if err != nil || m.ID != o.id || m.Status != StatusActive {
+				continue // changed under us; reported if it no longer parses
+			}
 			if err := s.reinforceLocked(m, opt.Source, opt.Tags); err != nil {
 				return nil, err
 			}
@@ -403,8 +433,8 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 			res.Problems = s.Problems()
 			return res, nil
 		}
-		if sim := jaccard(wordsNew, words(mn)); sim >= CandidateThreshold {
-			res.Candidates = append(res.Candidates, Candidate{ID: m.ID, Similarity: float64(int(sim*100+0.5)) / 100, Summary: m.Summary(80)})
+		if sim := jaccard(wordsNew, words(o.norm)); sim >= CandidateThreshold {
+			res.Candidates = append(res.Candidates, Candidate{ID: o.id, Similarity: float64(int(sim*100+0.5)) / 100, Summary: o.summary})
 		}
 	}
 	rankCandidates(res.Candidates)
@@ -420,7 +450,7 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 	if old != nil {
 		m.Supersedes = []string{old.ID}
 	}
-	if err := s.create(m, active); err != nil {
+	if err := s.create(m, ids); err != nil {
 		return nil, err
 	}
 	if err := s.record("add", nil, m, opt.Source); err != nil {
@@ -459,11 +489,11 @@ func uniqueStrings(in []string) []string {
 }
 
 // create gives m the next free id of the day and creates its file.
-func (s *Store) create(m *Memory, active []*Memory) error {
+func (s *Store) create(m *Memory, activeIDs []string) error {
 	prefix := "mem_" + m.Created.Format("20060102") + "_"
 	next := 1
-	for _, a := range active {
-		if n, ok := idNumber(a.ID, prefix); ok && n >= next {
+	for _, id := range activeIDs {
+		if n, ok := idNumber(id, prefix); ok && n >= next {
 			next = n + 1
 		}
 	}

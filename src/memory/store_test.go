@@ -1,0 +1,108 @@
+package memory
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+func newStore(t *testing.T) *Store {
+	in, _ := instance.At(t.TempDir())
+	for _, d := range []string{in.MemoryActive(), in.MemoryArchive(), in.Logs()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Open(in, audit.New(in.AuditLog()))
+}
+
+// Concurrent adds of the same text through separate stores (separate lock
+// file descriptors, as separate processes have) leave one memory.
+func TestConcurrentAddsReinforceOneMemory(t *testing.T) {
+	s0 := newStore(t)
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := Open(s0.In, s0.Audit)
+			if _, err := s.Add("Lunch is at noon.", AddOptions{Source: "agent"}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	list, err := s0.List(ListOptions{Scope: ScopeAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Reinforced != n-1 {
+		t.Fatalf("want one memory reinforced %d times, got %+v", n-1, list)
+	}
+	if lines := countLines(t, s0.In.MemoryHistory()); lines != n {
+		t.Fatalf("history has %d lines, want %d", lines, n)
+	}
+	if lines := countLines(t, s0.In.AuditLog()); lines != n {
+		t.Fatalf("audit log has %d lines, want %d", lines, n)
+	}
+}
+
+func countLines(t *testing.T, p string) int {
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var v map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s: line %d is not JSON: %v", p, n+1, err)
+		}
+		n++
+	}
+	return n
+}
+
+// The history line of a change names the op, the id and both states; the
+// audit log gets "memory.<op>".
+func TestHistoryAndAudit(t *testing.T) {
+	s := newStore(t)
+	res, err := s.Add("Prefers tea.", AddOptions{Tags: []string{"drinks"}, Source: "chat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Archive(res.ID); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(s.In.MemoryHistory())
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("history: %q", data)
+	}
+	var h HistoryEntry
+	if err := json.Unmarshal([]byte(lines[1]), &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Op != "archive" || h.ID != res.ID || h.Before.Status != StatusActive || h.After.Status != StatusArchived ||
+		h.After.Tier != Archive || h.Path != "memory/archive/"+res.ID+".md" {
+		t.Fatalf("history line: %+v", h)
+	}
+	auditLog, _ := os.ReadFile(s.In.AuditLog())
+	if !strings.Contains(string(auditLog), `"event":"memory.add"`) || !strings.Contains(string(auditLog), `"event":"memory.archive"`) {
+		t.Fatalf("audit log: %s", auditLog)
+	}
+}
