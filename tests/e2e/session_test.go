@@ -49,6 +49,8 @@ echo "hosthome_write=$(touch /home/dev/.probe-home 2>&1 && echo ok)"
 echo from-container > $W/made-in-container
 echo from-container > /home/dev/.hobbs/data/made-in-container
 if out=$(hobbs memory add "e2e memory written from the container" 2>&1); then echo memory_add=ok; else echo "memory_add=failed: $out" | tr '\n' ' '; echo; fi
+echo "vault_get=$(hobbs vault get e2e-token 2>&1 | tr '\n' ' ')"
+echo "doctor_engine=$(hobbs doctor 2>&1 | grep -c '^fail  engine')"
 echo pid=$$ > $W/.probe-ready
 i=0; while [ ! -e $W/.inspected ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 cd $W/project && claude --probe
@@ -162,6 +164,10 @@ func TestSession(t *testing.T) {
 	check("hosthome_write", "ok")
 	check("skill", "---")
 	check("memory_add", "ok")
+	check("doctor_engine", "0")
+	if !strings.Contains(p["vault_get"], "only through the env mapping") || strings.Contains(p["vault_get"], secretValue) {
+		t.Errorf("hobbs vault get inside: %q", p["vault_get"])
+	}
 	if !strings.Contains(p["data"], "e2e-token.age") {
 		t.Errorf("vault/data not visible: %q", p["data"])
 	}
