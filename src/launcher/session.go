@@ -44,8 +44,10 @@ type Session struct {
 	// ProxyTimeout bounds the wait for the proxy to become healthy.
 	ProxyTimeout time.Duration
 
-	token string
-	owner string
+	token        string
+	owner        string
+	events       *exec.Cmd  // `docker events` watching for the agent's death
+	proxyRemoved chan error // set when the proxy's removal started early
 }
 
 // reservedEnv are variables the launcher sets; a vault mapping may not
@@ -190,10 +192,10 @@ func (s *Session) tokenTar() []byte {
 // code. Whatever it created is removed before it returns, also when ctx is
 // cancelled (Ctrl-C, SIGTERM): the exit code is then 130.
 //
-// For a quick start the agent container starts while the proxy is being set
-// up: its entry point holds the command back until the proxy answers its
-// health check (HOBBS_PROXY_WAIT), and the launcher stops the agent if the
-// proxy fails to start or exits during the session.
+// For a quick start the agent container starts while the proxy process is
+// coming up: its entry point holds the command back until the proxy answers
+// its health check (HOBBS_PROXY_WAIT), and the launcher stops the agent if
+// the proxy fails to become healthy or exits during the session.
 func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err := ValidName(s.Name); err != nil {
 		return 0, err
@@ -252,12 +254,22 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		return 0, err
 	}
 
+	// The agent starts once the proxy's container has started (its name
+	// resolves then; before, a lookup of it hangs on the internal network),
+	// while the proxy process comes up.
+	if err := s.startProxy(ctx); err != nil {
+		return 0, err
+	}
+	// The engine reports the agent's death ("die") well before `docker
+	// run` returns: it first detaches the container from its network.
+	// Removing the proxy meanwhile takes that time off the way out.
+	died := s.watchDie(ctx)
 	agent, err := s.startAgent(ctx)
 	if err != nil {
 		return 0, err
 	}
 	proxyErr := make(chan error, 1)
-	go func() { proxyErr <- s.startProxy(ctx) }()
+	go func() { proxyErr <- s.waitProxy(ctx) }()
 
 	var perr error
 	select {
@@ -286,15 +298,55 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 			proxyGone <- out
 		}
 	}()
-	select {
-	case res := <-agent.done:
-		return agent.result(res)
-	case status := <-proxyGone:
-		agent.kill(s)
-		return 0, s.proxyFailed("it exited with status " + status + " during the session")
-	case <-ctx.Done():
-		return agent.stop(s), nil
+	for {
+		select {
+		case res := <-agent.done:
+			return agent.result(res)
+		case <-died:
+			died = nil
+			stopWatch()
+			removed := make(chan error, 1)
+			s.proxyRemoved = removed
+			go func() { removed <- s.rmContainer(context.WithoutCancel(ctx), ProxyName(s.Name)) }()
+		case status := <-proxyGone:
+			agent.kill(s)
+			return 0, s.proxyFailed("it exited with status " + status + " during the session")
+		case <-ctx.Done():
+			return agent.stop(s), nil
+		}
 	}
+}
+
+// watchDie returns a channel closed when the engine reports the agent
+// container's death. It never closes if the events stream cannot be read;
+// the session then ends when `docker run` returns, only later.
+func (s *Session) watchDie(ctx context.Context) <-chan struct{} {
+	died := make(chan struct{})
+	cmd, err := s.Engine.Command(ctx, nil, "events", "--filter", "container="+s.Name, "--filter", "event=die",
+		"--format", "{{.Status}}")
+	if err != nil {
+		return died
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil || cmd.Start() != nil {
+		return died
+	}
+	s.events = cmd
+	go func() {
+		buf := make([]byte, 64)
+		if n, _ := out.Read(buf); n > 0 {
+			close(died)
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	return died
+}
+
+func (s *Session) rmContainer(ctx context.Context, name string) error {
+	if _, err := s.Engine.Output(ctx, "rm", "-f", name); err != nil && !isNoSuch(err) {
+		return err
+	}
+	return nil
 }
 
 // parallel runs fs concurrently and returns their errors joined.
@@ -313,7 +365,7 @@ func parallel(fs ...func() error) error {
 }
 
 // startProxy creates the proxy container, connects it to the egress network,
-// copies the token in, starts it and waits until it is healthy.
+// copies the token in and starts it.
 func (s *Session) startProxy(ctx context.Context) error {
 	e := s.Engine
 	if _, err := e.Output(ctx, s.ProxyArgs()...); err != nil {
@@ -333,6 +385,12 @@ func (s *Session) startProxy(ctx context.Context) error {
 	if _, err := e.Output(ctx, "start", ProxyName(s.Name)); err != nil {
 		return s.proxyFailed(firstLine(err.Error()))
 	}
+	return nil
+}
+
+// waitProxy waits until the started proxy answers its health check.
+func (s *Session) waitProxy(ctx context.Context) error {
+	e := s.Engine
 	deadline := time.Now().Add(s.ProxyTimeout)
 	for {
 		_, err := e.Output(ctx, "exec", ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "127.0.0.1:"+ProxyPort)
@@ -416,7 +474,7 @@ func (a *agentRun) kill(s *Session) {
 	_, _ = s.Engine.Output(context.Background(), "rm", "-f", s.Name)
 	select {
 	case <-a.done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Second): // the CLI may not notice a removed container
 		_ = a.cmd.Process.Kill()
 		<-a.done
 	}
@@ -428,15 +486,15 @@ func (a *agentRun) kill(s *Session) {
 func (s *Session) cleanup() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rm := func(name string) func() error {
-		return func() error {
-			if _, err := s.Engine.Output(ctx, "rm", "-f", name); err != nil && !isNoSuch(err) {
-				return err
-			}
-			return nil
-		}
+	if s.events != nil {
+		_ = s.events.Process.Kill()
+		_ = s.events.Wait()
 	}
-	if err := parallel(rm(s.Name), rm(ProxyName(s.Name))); err != nil {
+	rmProxy := func() error { return s.rmContainer(ctx, ProxyName(s.Name)) }
+	if s.proxyRemoved != nil { // already on its way (the agent died)
+		rmProxy = func() error { return <-s.proxyRemoved }
+	}
+	if err := parallel(func() error { return s.rmContainer(ctx, s.Name) }, rmProxy); err != nil {
 		return err
 	}
 	netRm := func(name string) func() error {
