@@ -29,6 +29,18 @@ func TestExitCode(t *testing.T) {
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after exit: %v", left)
 	}
+	// doctor --deep checks the engine's version and that an outside name
+	// does not resolve on an internal network, with this image.
+	writeFile(t, filepath.Join(e.inst, "config.yaml"), "image: "+image+"\n")
+	r = e.hobbs(nil, "doctor", "--deep")
+	for _, want := range []string{"ok    engine.version ", "ok    engine.network         internal network: outside names do not resolve"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor --deep lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after doctor: %v", left)
+	}
 }
 
 // TestInterrupt: SIGINT mid-run stops the session, removes everything it
