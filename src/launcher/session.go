@@ -432,7 +432,11 @@ type agentRun struct {
 // startAgent starts the agent container. Its entry point waits for the
 // proxy before running the command.
 func (s *Session) startAgent(ctx context.Context) (*agentRun, error) {
-	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), s.AgentEnv(), s.AgentArgs()...)
+	// The CLI itself must not send its daemon traffic (tcp:// or ssh://
+	// DOCKER_HOST) to the agent's proxy variables it carries: NO_PROXY=* for
+	// the CLI; the container's NO_PROXY is given in argv.
+	env := append(s.AgentEnv(), "NO_PROXY=*", "no_proxy=*")
+	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), env, s.AgentArgs()...)
 	if err != nil {
 		return nil, err
 	}
