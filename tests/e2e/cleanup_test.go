@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -166,5 +167,34 @@ func TestProxyFailure(t *testing.T) {
 	}
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after the failure: %v", left)
+	}
+}
+
+// TestTTY: on a terminal the agent gets one (run under script(1), which
+// gives hobbs a pseudo-terminal); without one it does not.
+func TestTTY(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("script(1) (util-linux/bsdutils) is needed to give hobbs a terminal: %v", err)
+	}
+	line := hobbsBin
+	for _, a := range e.runArgs(sessionName(t, "tty"), "sh", "-c", "tty; exit 3") {
+		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	c := commandAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst}, "-qec", line, "/dev/null")
+	c.Path, c.Args[0] = scriptBin, scriptBin
+	out, err := c.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if code != 3 || !strings.Contains(string(out), "/dev/pts/") {
+		t.Errorf("on a terminal: exit %d, output:\n%s", code, out)
+	}
+	r := e.hobbs(nil, e.runArgs(sessionName(t, "notty"), "sh", "-c", "tty; exit 0")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "not a tty") {
+		t.Errorf("without a terminal: exit %d stdout %q", r.code, r.stdout)
 	}
 }
