@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -333,9 +334,12 @@ func (s *Session) watchDie(ctx context.Context) <-chan struct{} {
 	}
 	s.events = cmd
 	go func() {
-		buf := make([]byte, 64)
-		if n, _ := out.Read(buf); n > 0 {
-			close(died)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "die") {
+				close(died)
+				break
+			}
 		}
 		_, _ = io.Copy(io.Discard, out)
 	}()
