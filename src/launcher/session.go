@@ -10,9 +10,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -45,6 +47,8 @@ type Session struct {
 	// ProxyTimeout bounds the wait for the proxy to become healthy.
 	ProxyTimeout time.Duration
 
+	mu           sync.Mutex
+	created      map[string]bool // what this run made: int, egress, proxy, agent
 	token        string
 	owner        string
 	events       *exec.Cmd  // `docker events` watching for the agent's death
@@ -221,18 +225,35 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	}
 	e := s.Engine
 
-	// Leftovers of crashed sessions of this instance go first; in parallel,
-	// the networks and the Claude state volume.
+	// Leftovers of crashed sessions of this instance go first (then the
+	// names this session needs must be free); in parallel, the networks and
+	// the Claude state volume. Cleanup removes only what this run made: a
+	// name clash must never cost someone else's container or network.
 	var reapErr error
+	made := func(what string, err error) error {
+		if err == nil {
+			s.made(what)
+		}
+		return err
+	}
 	err = parallel(
-		func() error { _, reapErr = ReapOrphans(ctx, e, s.Instance); return nil },
 		func() error {
-			_, err := e.Output(ctx, append(append([]string{"network", "create", "--internal"}, s.labels(RoleNetwork)...), IntNetwork(s.Name))...)
+			_, reapErr = ReapOrphans(ctx, e, s.Instance)
+			out, err := e.Output(ctx, "ps", "-aq", "--filter", "name=^/"+regexp.QuoteMeta(s.Name)+"$",
+				"--filter", "name=^/"+regexp.QuoteMeta(ProxyName(s.Name))+"$")
+			if err == nil && out != "" {
+				return errs.Usagef("a container named %s or %s exists already", s.Name, ProxyName(s.Name)).
+					WithHint("choose another --name (hobbs ps lists the sessions)")
+			}
 			return err
 		},
 		func() error {
+			_, err := e.Output(ctx, append(append([]string{"network", "create", "--internal"}, s.labels(RoleNetwork)...), IntNetwork(s.Name))...)
+			return made("int", err)
+		},
+		func() error {
 			_, err := e.Output(ctx, append(append([]string{"network", "create"}, s.labels(RoleNetwork)...), EgressNetwork(s.Name))...)
-			return err
+			return made("egress", err)
 		},
 		func() error {
 			_, err := e.Output(ctx, "volume", "create", "--label", LabelRole+"="+RoleClaude,
@@ -254,6 +275,8 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	s.made("agent") // the name is free: a container by that name is ours
+	s.made("proxy")
 
 	// The agent starts once the proxy's container has started (its name
 	// resolves then; before, a lookup of it hangs on the internal network),
@@ -351,6 +374,22 @@ func (s *Session) rmContainer(ctx context.Context, name string) error {
 		return err
 	}
 	return nil
+}
+
+// made records that this run created what ("int", "egress", "proxy", "agent").
+func (s *Session) made(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.created == nil {
+		s.created = map[string]bool{}
+	}
+	s.created[what] = true
+}
+
+func (s *Session) has(what string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.created[what]
 }
 
 // parallel runs fs concurrently and returns their errors joined.
@@ -498,11 +537,16 @@ func (s *Session) cleanup() error {
 		_ = s.events.Process.Kill()
 		_ = s.events.Wait()
 	}
-	rmProxy := func() error { return s.rmContainer(ctx, ProxyName(s.Name)) }
-	if s.proxyRemoved != nil { // already on its way (the agent died)
-		rmProxy = func() error { return <-s.proxyRemoved }
+	var rms []func() error
+	if s.has("agent") {
+		rms = append(rms, func() error { return s.rmContainer(ctx, s.Name) })
 	}
-	if err := parallel(func() error { return s.rmContainer(ctx, s.Name) }, rmProxy); err != nil {
+	if s.proxyRemoved != nil { // already on its way (the agent died)
+		rms = append(rms, func() error { return <-s.proxyRemoved })
+	} else if s.has("proxy") {
+		rms = append(rms, func() error { return s.rmContainer(ctx, ProxyName(s.Name)) })
+	}
+	if err := parallel(rms...); err != nil {
 		return err
 	}
 	netRm := func(name string) func() error {
@@ -513,7 +557,14 @@ func (s *Session) cleanup() error {
 			return nil
 		}
 	}
-	return parallel(netRm(IntNetwork(s.Name)), netRm(EgressNetwork(s.Name)))
+	var nets []func() error
+	if s.has("int") {
+		nets = append(nets, netRm(IntNetwork(s.Name)))
+	}
+	if s.has("egress") {
+		nets = append(nets, netRm(EgressNetwork(s.Name)))
+	}
+	return parallel(nets...)
 }
 
 // removeSession removes every container and network labelled as session n.

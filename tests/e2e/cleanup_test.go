@@ -198,3 +198,33 @@ func TestTTY(t *testing.T) {
 		t.Errorf("without a terminal: exit %d stdout %q", r.code, r.stdout)
 	}
 }
+
+// TestNameClash: a session name whose container or network exists already
+// is refused, and the existing objects are left alone.
+func TestNameClash(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	name := sessionName(t, "clash")
+	docker(t, "create", "--name", name, "--label", "hobbs-e2e="+runID, baseImage, "true")
+	r := e.hobbs(nil, e.runArgs(name, "true")...)
+	if r.code != 2 || !strings.Contains(r.stderr, "exists already") {
+		t.Errorf("container clash: exit %d\n%s", r.code, r.stderr)
+	}
+	if out := docker(t, "ps", "-aq", "--filter", "name=^/"+name+"$"); out == "" {
+		t.Errorf("the existing container %s was removed", name)
+	}
+	docker(t, "rm", "-f", name)
+	name2 := sessionName(t, "clash2")
+	docker(t, "network", "create", "--label", "hobbs-e2e="+runID, name2+"-int")
+	r = e.hobbs(nil, e.runArgs(name2, "true")...)
+	if r.code == 0 || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("network clash: exit %d\n%s", r.code, r.stderr)
+	}
+	if out := docker(t, "network", "ls", "-q", "--filter", "name=^"+name2+"-int$"); out == "" {
+		t.Errorf("the existing network %s-int was removed", name2)
+	}
+	docker(t, "network", "rm", name2+"-int")
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the clashes: %v", left)
+	}
+}
