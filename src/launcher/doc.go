@@ -25,6 +25,15 @@
 // read-only tmpfs, the Claude state volume at /home/dev/.claude. The identity
 // and framework skills are in the image, root-owned and read-only.
 //
+// Start-up order: networks and the state volume (in parallel, while
+// leftovers of crashed sessions are removed), then the proxy container, then
+// the agent container while the proxy process comes up: the image's entry
+// point holds the agent's command back until the proxy answers its health
+// check (HOBBS_PROXY_WAIT). A proxy that fails to start or dies ends the
+// session with its output. The launcher watches the engine's events for the
+// agent's death and removes the proxy while the engine is still detaching the
+// agent from its network.
+//
 // # Secrets
 //
 // Neither the proxy token nor vault-mapped variables ever appear in an argv
@@ -45,7 +54,8 @@
 // dev.hobbs.instance=<hash of the instance path> and dev.hobbs.owner=
 // host/pid/start-time of the hobbs process that created it. On normal exit,
 // Ctrl-C or SIGTERM the launcher removes the containers and networks it
-// created. A launcher killed outright leaves labelled objects: the next
+// created — only those: a session name already taken by another container or
+// network is refused and the existing object left alone. A launcher killed outright leaves labelled objects: the next
 // `hobbs run` of the same instance removes those whose owner process is gone,
 // and `hobbs stop --all` removes every session of the instance. The Claude
 // state volume and images are kept.
