@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -83,7 +82,7 @@ requests and tunnels (up to --grace) and exits 0.`,
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", listen)
+			ln, err := egress.Listen(listen)
 			if err != nil {
 				return errs.Wrap(errs.Failure, err, "listen on %s", listen)
 			}

@@ -253,8 +253,8 @@ func TestPipelinedRequestsEachChecked(t *testing.T) {
 	e := startProxy(t, basePolicy(tg.port), resolverWithTraps)
 	p := tg.port
 	req := fmt.Sprintf("GET http://allowed.test:%[1]d/1 HTTP/1.1\r\nHost: allowed.test:%[1]d\r\n\r\n"+
-		"GET http://denied.test:%[1]d/2 HTTP/1.1\r\nHost: allowed.test:%[1]d\r\n\r\n"+
-		"GET http://127.0.0.1:%[1]d/3 HTTP/1.1\r\nHost: allowed.test:%[1]d\r\nConnection: close\r\n\r\n", p)
+		"GET http://denied.test:%[1]d/2 HTTP/1.1\r\nHost: denied.test:%[1]d\r\n\r\n"+
+		"GET http://127.0.0.1:%[1]d/3 HTTP/1.1\r\nHost: 127.0.0.1:%[1]d\r\nConnection: close\r\n\r\n", p)
 	codes := pipeline(t, e.addr, req, 3)
 	if codes[0] != 200 || codes[1] != 403 || codes[2] != 403 {
 		t.Fatalf("pipelined statuses %v, want [200 403 403]", codes)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
 // AuthUser is the user name proxy clients authenticate with; the token is
@@ -44,6 +46,7 @@ type Options struct {
 	HeaderTimeout time.Duration                    // time to read a request head; default 10 s
 	IdleTimeout   time.Duration                    // a tunnel with no traffic either way is closed; default 10 min
 	Debounce      time.Duration                    // policy reload debounce; default 100 ms
+	DNSCacheTTL   time.Duration                    // keep successful lookups this long; default 5 s, <0 disables
 }
 
 // Server is the egress proxy.
@@ -56,6 +59,7 @@ type Server struct {
 	audit   *auditLog
 	tunnels tunnelSet
 	watch   *watcher
+	dns     dnsCache
 	stopped atomic.Bool
 }
 
@@ -74,6 +78,9 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = 10 * time.Minute
 	}
+	if opts.DNSCacheTTL == 0 {
+		opts.DNSCacheTTL = 5 * time.Second
+	}
 	if opts.Debounce == 0 {
 		opts.Debounce = 100 * time.Millisecond
 	}
@@ -89,7 +96,15 @@ func NewServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.AuditPath != "" { // fail at start, not on the first decision
+		f, err := os.OpenFile(opts.AuditPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "audit log")
+		}
+		f.Close()
+	}
 	s := &Server{opts: opts}
+	s.dns = dnsCache{lookup: opts.LookupNetIP, ttl: opts.DNSCacheTTL}
 	s.policy.Store(p)
 	s.tunnels.m = map[*tunnel]struct{}{}
 	s.audit = newAuditLog(opts.AuditPath, opts.Logf)
@@ -123,6 +138,10 @@ func NewServer(opts Options) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){}, // HTTP/1.1 only
 		ErrorLog:          log.New(logWriter(opts.Logf), "http: ", 0),
+		ConnContext:       tapConnContext,
+		// Every request must reach serveHTTP (the Host tap pairs heads with
+		// handler calls); "OPTIONS *" would otherwise be answered by net/http.
+		DisableGeneralOptionsHandler: true,
 	}
 	return s, nil
 }
@@ -130,9 +149,17 @@ func NewServer(opts Options) (*Server, error) {
 // Policy returns the policy in force.
 func (s *Server) Policy() *Policy { return s.policy.Load() }
 
+// Listen opens the proxy's listening socket. TCP keep-alive is off: the
+// clients are local containers, and idle or dead tunnels are reaped by the
+// idle timeout (saving the keep-alive setsockopt calls on every connection).
+func Listen(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	return lc.Listen(context.Background(), "tcp", addr)
+}
+
 // Serve accepts proxy clients on l until Shutdown.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.hs.Serve(l)
+	err := s.hs.Serve(tapListener{l})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -148,6 +175,7 @@ func (s *Server) Reload() error {
 		return err
 	}
 	s.policy.Store(p)
+	s.dns.flush()
 	s.tr.CloseIdleConnections()
 	s.opts.Logf("policy reloaded: %s", p.Summary())
 	return nil
@@ -184,6 +212,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hobbs proxy: HTTP/1.1 only", http.StatusHTTPVersionNotSupported)
 		return
 	}
+	if tap, ok := r.Context().Value(tapKey{}).(*hostTap); ok {
+		// Every request that reaches a handler claims its head's Host.
+		if th, ok := tap.next(); ok && r.Method != http.MethodConnect {
+			r = r.WithContext(context.WithValue(r.Context(), tapHostKey{}, th))
+		}
+	}
 	if r.Method == http.MethodConnect {
 		if hj, ok := w.(http.Hijacker); ok {
 			w = bufferedHijacker{w, hj}
@@ -191,6 +225,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.gp.ServeHTTP(w, r)
 }
+
+type tapHostKey struct{}
 
 // bufferedHijacker keeps the bytes a client sent right behind its CONNECT
 // request (before the 200): the HTTP server may already have read them into
@@ -204,6 +240,9 @@ type bufferedHijacker struct {
 
 func (b bufferedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := b.hj.Hijack()
+	if t, ok := c.(*hostTap); ok {
+		c = t.Conn // the tunnel relays the bare socket (splice)
+	}
 	if err != nil || brw == nil || brw.Reader.Buffered() == 0 {
 		return c, brw, err
 	}
@@ -328,7 +367,7 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 		addrs = []netip.Addr{h.IP}
 	} else {
 		lctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
-		addrs, err = s.opts.LookupNetIP(lctx, h.Name)
+		addrs, err = s.dns.resolve(lctx, h.Name)
 		cancel()
 		if err != nil || len(addrs) == 0 {
 			rec.allow = true
@@ -453,6 +492,18 @@ func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.R
 	if i := strings.LastIndexByte(u.Host, ':'); i >= 0 && !strings.HasSuffix(u.Host, "]") {
 		host, port = u.Host[:i], u.Host[i+1:]
 	}
+	if th, ok := r.Context().Value(tapHostKey{}).(tapHost); ok && th.present {
+		h, herr := NormalizeHost(host)
+		p, perr := ParsePort(port)
+		if herr != nil || perr != nil || !hostMatches(th.value, h.String(), p) {
+			rec.host, rec.rule = host, "host-mismatch"
+			rec.port = p
+			rec.reason = "the Host header does not name the URL's host"
+			_, resp := deny(http.StatusBadRequest)
+			resp.Header.Set("Connection", "close")
+			return r, resp
+		}
+	}
 	addrs, code := s.decide(r.Context(), rec, host, port, false)
 	if code != 0 {
 		return deny(code)
@@ -497,7 +548,7 @@ func (s *Server) dialChecked(ctx context.Context, network, _ string) (net.Conn, 
 }
 
 func dialFirst(ctx context.Context, addrs []netip.Addr, port int, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	d := net.Dialer{Timeout: timeout, KeepAlive: -1} // idle tunnels are reaped by the proxy; no keep-alive probes
 	var first error
 	for _, a := range addrs {
 		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())

@@ -3,8 +3,8 @@
 # target, one CONNECT tunnel per request, 16 concurrent clients:
 #   direct (no proxy) · hobbs proxy (policy, auth, audit on) · bare goproxy ·
 #   tinyproxy · mitmproxy (the seed's proxy)
-# measures new tunnels/s and p50/p99, bulk MB/s, and proxy RSS growth for
-# 500 idle tunnels. ROUNDS interleaved rounds (default 3); prints medians and
+# measures new tunnels/s and p50/p99, the proxy process's CPU time per
+# tunnel, bulk MB/s, and proxy RSS growth for 500 idle tunnels. ROUNDS interleaved rounds (default 3); prints medians and
 # the ratios the issue's goals are stated in.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,7 +60,7 @@ res="$tmp/results"
 run() { # name proxyaddr pid auth
   local name=$1 proxy=$2 pid=$3 auth=$4 a=()
   [ -n "$auth" ] && a=(-auth "$auth")
-  echo "$name $("$tmp/proxybench" tunnels -target $target ${proxy:+-proxy $proxy} "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res"
+  echo "$name $("$tmp/proxybench" tunnels -target $target ${proxy:+-proxy $proxy} ${pid:+-pid $pid} "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res"
   echo "$name $("$tmp/proxybench" bulk -target $target ${proxy:+-proxy $proxy} "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res"
   if [ -n "$pid" ]; then
     echo "$name $("$tmp/proxybench" idle -target $target -proxy $proxy "${a[@]}" -pid $pid -n 500)" | tee -a "$res"
@@ -93,10 +93,10 @@ for line in open(sys.argv[1]):
         k, v = x.split("=")
         d[name][k].append(float(v))
 med = lambda n, k: st.median(d[n][k]) if d[n][k] else float("nan")
-print(f"{'system':10} {'tunnels/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'bulk MB/s':>10} {'idle500 +MB':>12} {'errors':>7}")
+print(f"{'system':10} {'tunnels/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'CPU us/tunnel':>14} {'bulk MB/s':>10} {'idle500 +MB':>12} {'errors':>7}")
 for n in ["direct", "hobbs", "goproxy", "tinyproxy", "mitmproxy"]:
     errs = sum(d[n]["errors"])
-    print(f"{n:10} {med(n,'tunnels_per_s'):10.0f} {med(n,'p50_ms'):8.3f} {med(n,'p99_ms'):8.3f} {med(n,'bulk_MBps'):10.0f} {med(n,'rss_delta_MB'):12.1f} {errs:7.0f}")
+    print(f"{n:10} {med(n,'tunnels_per_s'):10.0f} {med(n,'p50_ms'):8.3f} {med(n,'p99_ms'):8.3f} {med(n,'cpu_us_per_tunnel'):14.0f} {med(n,'bulk_MBps'):10.0f} {med(n,'rss_delta_MB'):12.1f} {errs:7.0f}")
 print()
 print(f"hobbs bulk / direct bulk          = {med('hobbs','bulk_MBps')/med('direct','bulk_MBps'):.2f}  (goal >= 0.6)")
 print(f"hobbs tunnels/s / tinyproxy       = {med('hobbs','tunnels_per_s')/med('tinyproxy','tunnels_per_s'):.2f}  (goal >= 1.2)")
@@ -104,5 +104,6 @@ print(f"hobbs p50 / tinyproxy p50         = {med('hobbs','p50_ms')/med('tinyprox
 print(f"hobbs tunnels/s / direct          = {med('hobbs','tunnels_per_s')/med('direct','tunnels_per_s'):.2f}")
 print(f"hobbs tunnels/s / bare goproxy    = {med('hobbs','tunnels_per_s')/med('goproxy','tunnels_per_s'):.2f}")
 print(f"hobbs tunnels/s / mitmproxy       = {med('hobbs','tunnels_per_s')/med('mitmproxy','tunnels_per_s'):.2f}")
+print(f"hobbs CPU per tunnel / tinyproxy = {med('hobbs','cpu_us_per_tunnel')/med('tinyproxy','cpu_us_per_tunnel'):.2f}  (proxy process only; steadier than rates on a shared machine)")
 print(f"hobbs RSS for 500 idle tunnels    = +{med('hobbs','rss_delta_MB'):.1f} MB  (goal <= +10)")
 PY

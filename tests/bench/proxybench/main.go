@@ -4,7 +4,7 @@
 // tunnels. It also serves the benchmark's target. Used by tests/bench/proxy.sh.
 //
 //	proxybench target -listen 127.0.0.1:9000
-//	proxybench tunnels -target localhost:9000 [-proxy 127.0.0.1:3128] -c 16 -d 5s
+//	proxybench tunnels -target localhost:9000 [-proxy 127.0.0.1:3128 -pid PID] -c 16 -d 5s
 //	proxybench bulk    -target localhost:9000 [-proxy ...] -c 16 -d 5s -size 64MiB
 //	proxybench idle    -target localhost:9000 -proxy ... -pid PID -n 500
 //
@@ -51,7 +51,7 @@ func main() {
 	case "target":
 		serveTarget(*listen)
 	case "tunnels":
-		tunnels(*target, *proxy, *conc, *dur)
+		tunnels(*target, *proxy, *conc, *dur, *pid)
 	case "bulk":
 		bulk(*target, *proxy, *conc, *dur, *size)
 	case "idle":
@@ -145,7 +145,22 @@ func request(c net.Conn, size int64) (int64, error) {
 	return io.Copy(io.Discard, c)
 }
 
-func tunnels(target, proxy string, conc int, dur time.Duration) {
+// cpuTicks is the user+system CPU time of pid in clock ticks (1/100 s).
+func cpuTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	var u, k int64
+	fmt.Sscan(f[11], &u)
+	fmt.Sscan(f[12], &k)
+	return u + k
+}
+
+func tunnels(target, proxy string, conc int, dur time.Duration, pid int) {
+	cpu0 := cpuTicks(pid)
 	var mu sync.Mutex
 	var lat []time.Duration
 	var errs atomic.Int64
@@ -186,7 +201,11 @@ func tunnels(target, proxy string, conc int, dur time.Duration) {
 		}
 		return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000
 	}
-	fmt.Printf("tunnels_per_s=%.0f p50_ms=%.3f p99_ms=%.3f errors=%d\n", float64(len(lat))/el.Seconds(), pct(0.5), pct(0.99), errs.Load())
+	cpu := ""
+	if pid > 0 && len(lat) > 0 {
+		cpu = fmt.Sprintf(" cpu_us_per_tunnel=%.0f", float64(cpuTicks(pid)-cpu0)*1e4/float64(len(lat)))
+	}
+	fmt.Printf("tunnels_per_s=%.0f p50_ms=%.3f p99_ms=%.3f errors=%d%s\n", float64(len(lat))/el.Seconds(), pct(0.5), pct(0.99), errs.Load(), cpu)
 }
 
 func bulk(target, proxy string, conc int, dur time.Duration, size int64) {
