@@ -342,7 +342,7 @@ func newVaultRecipientsCmd(a *app) *cobra.Command {
 vault/keys/recipients.txt — a second device, an offline backup key. Adding or
 removing a key re-encrypts every entry (the identity must be available).`,
 		Example: `  hobbs vault recipients list
-  hobbs vault recipients add age1... --label "backup yubikey"
+  hobbs vault recipients add age1... --label "backup key"
   hobbs vault recipients rm age1...`,
 		Args: usageArgs(cobra.NoArgs),
 	}
