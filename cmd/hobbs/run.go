@@ -68,6 +68,11 @@ removes the containers and networks it created (the state volume stays).`,
 			if err := launcher.ValidName(name); err != nil {
 				return err
 			}
+			uid, gid := os.Getuid(), os.Getgid()
+			if uid == 0 {
+				return errs.Usagef("hobbs run will not run the agent as root").
+					WithHint("run hobbs as your own user (one allowed to use the engine, e.g. in the docker group); the agent then runs with your uid and its files are yours")
+			}
 			in, err := a.instance()
 			if err != nil {
 				return err
@@ -97,11 +102,6 @@ removes the containers and networks it created (the state volume stays).`,
 			}
 			if err := os.MkdirAll(ws, 0o755); err != nil {
 				return errs.Wrap(errs.Failure, err, "create workspace")
-			}
-			uid, gid := os.Getuid(), os.Getgid()
-			if uid == 0 {
-				return errs.Usagef("hobbs run will not run the agent as root").
-					WithHint("run hobbs as your own user (one allowed to use the engine, e.g. in the docker group); the agent then runs with your uid and its files are yours")
 			}
 			if image == "" {
 				image = cfg.Image
