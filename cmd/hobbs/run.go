@@ -68,14 +68,22 @@ removes the containers and networks it created (the state volume stays).`,
 			if err := launcher.ValidName(name); err != nil {
 				return err
 			}
+			in, err := a.instance()
+			if err != nil {
+				return err
+			}
+			cfg, err := a.config(in) // defaults when there is no instance yet
+			if err != nil {
+				return err
+			}
+			e := engine.New(cfg.Engine)
+			if _, err := e.Path(); err != nil {
+				return err
+			}
 			uid, gid := os.Getuid(), os.Getgid()
 			if uid == 0 {
 				return errs.Usagef("hobbs run will not run the agent as root").
 					WithHint("run hobbs as your own user (one allowed to use the engine, e.g. in the docker group); the agent then runs with your uid and its files are yours")
-			}
-			in, err := a.instance()
-			if err != nil {
-				return err
 			}
 			if !in.Exists() {
 				res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates})
@@ -84,14 +92,9 @@ removes the containers and networks it created (the state volume stays).`,
 				}
 				_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
 				a.status("created instance %s", in.Root)
-			}
-			cfg, err := a.config(in)
-			if err != nil {
-				return err
-			}
-			e := engine.New(cfg.Engine)
-			if _, err := e.Path(); err != nil {
-				return err
+				if cfg, err = a.config(in); err != nil {
+					return err
+				}
 			}
 			if workspace == "" {
 				workspace = cfg.Workspace
