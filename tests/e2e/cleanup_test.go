@@ -30,6 +30,16 @@ func TestExitCode(t *testing.T) {
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after exit: %v", left)
 	}
+	// Without an instance, run creates one first (non-interactively).
+	fresh := filepath.Join(e.dir, "fresh")
+	instMu.Lock()
+	instanceIDs = append(instanceIDs, instanceID(fresh))
+	instMu.Unlock()
+	r = hobbsAs(nil, e.home, []string{"HOBBS_HOME=" + fresh}, e.runArgs(sessionName(t, "fresh"), "true")...)
+	if r.code != 0 || !strings.Contains(r.stderr, "created instance "+fresh) || !exists(filepath.Join(fresh, "foundation.md")) {
+		t.Errorf("run without an instance: exit %d\n%s", r.code, r.stderr)
+	}
+	_ = exec.Command("docker", "volume", "rm", "-f", "hobbs-claude-"+instanceID(fresh)).Run()
 	// doctor --deep checks the engine's version and that an outside name
 	// does not resolve on an internal network, with this image.
 	writeFile(t, filepath.Join(e.inst, "config.yaml"), "image: "+image+"\n")
