@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,4 +145,3 @@ func busyboxDeb(cache string) (string, error) {
 	return "", fmt.Errorf("apt-get download left no .deb in %s", cache)
 }
 
-var _ fs.FileMode

@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -390,4 +389,3 @@ func waitFor(t testing.TB, d time.Duration, what string, f func() bool) {
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-var _ = runtime.GOOS
