@@ -144,4 +144,3 @@ func busyboxDeb(cache string) (string, error) {
 	}
 	return "", fmt.Errorf("apt-get download left no .deb in %s", cache)
 }
-

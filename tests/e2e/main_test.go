@@ -388,4 +388,3 @@ func waitFor(t testing.TB, d time.Duration, what string, f func() bool) {
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
-
