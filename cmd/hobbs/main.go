@@ -63,6 +63,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "hobbs: interrupted")
 		return errs.Interrupted
 	}
+	var status exitStatus
+	if errors.As(err, &status) { // another process's exit code (hobbs run)
+		return int(status)
+	}
 	for _, line := range strings.Split(err.Error(), "\n") {
 		fmt.Fprintf(stderr, "hobbs: %s\n", line)
 	}

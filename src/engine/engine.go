@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -88,6 +89,9 @@ func init() {
 }
 
 func checkEngine(ctx context.Context, env *doctor.Env) []doctor.Result {
+	if os.Getenv("HOBBS_CONTEXT") == "container" {
+		return nil // inside the agent container there is no engine, by design
+	}
 	bin := "docker"
 	if env.Config != nil {
 		bin = env.Config.Engine

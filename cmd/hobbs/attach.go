@@ -1,0 +1,44 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/launcher"
+)
+
+func init() { register(newAttachCmd) }
+
+func newAttachCmd(a *app) *cobra.Command {
+	var shell bool
+	cmd := &cobra.Command{
+		Use:   "attach NAME",
+		Short: "Attach your terminal to a running session",
+		Long: `Attach your terminal to the agent of a running session (docker attach: detach
+again with Ctrl-P Ctrl-Q). --shell opens a new shell in the agent container
+instead, as the session's user, with the same environment.`,
+		Example: "  hobbs attach hobbs-3f9a2c\n  hobbs attach --shell hobbs-3f9a2c",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, list, err := a.sessionEngine()
+			if err != nil {
+				return err
+			}
+			if err := findRunning(list, args[0]); err != nil {
+				return err
+			}
+			var dargs []string
+			if shell {
+				dargs = []string{"exec", "-i", "-w", launcher.WorkspaceDir}
+				if a.stdinIsTTY() {
+					dargs = append(dargs, "-t")
+				}
+				dargs = append(dargs, args[0], "/bin/sh", "-l")
+			} else {
+				dargs = []string{"attach", args[0]}
+			}
+			return a.passthrough(e, dargs)
+		},
+	}
+	cmd.Flags().BoolVar(&shell, "shell", false, "open a new login shell in the agent container instead")
+	return cmd
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+)
+
+func init() { register(newBuildCmd) }
+
+func newBuildCmd(a *app) *cobra.Command {
+	var base, tag, binary string
+	var runtimeBase, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "Build the Hobbs image from the binary's embedded assets",
+		Long: `Build the Hobbs image: dist/Dockerfile on top of a runtime base, with this
+binary's embedded identity, skills, templates and policy, and a static linux
+hobbs binary (this one when it is one; else --binary FILE or HOBBS_BINARY).
+The repository is not needed. Build output is streamed to stderr.
+
+The image is labelled with a hash of its inputs; hobbs run rebuilds it only
+when that hash changes, so you rarely need this command.
+
+--runtime builds the production runtime base instead (dist/Dockerfile.runtime:
+Debian, Node.js, Claude Code, git, gh, ripgrep, jq, sqlite3, tini) under the
+base image name. It downloads from the internet.`,
+		Example: `  hobbs build                          # hobbs:local FROM base_image (config.yaml)
+  hobbs build --runtime                # the runtime base first (once)
+  hobbs build --base debian-node:1 --tag hobbs:test
+  HOBBS_BINARY=./hobbs-linux-arm64 hobbs build   # from a macOS host`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.instance()
+			if err != nil {
+				return err
+			}
+			cfg, err := a.config(in)
+			if err != nil {
+				return err
+			}
+			e := engine.New(cfg.Engine)
+			if _, err := e.ServerVersion(cmd.Context()); err != nil {
+				return err
+			}
+			if base == "" {
+				base = cfg.BaseImage
+			}
+			if binary == "" {
+				binary = os.Getenv(launcher.EnvBinary)
+			}
+			opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut}
+			var res *launcher.Result
+			if runtimeBase {
+				res, err = launcher.BuildRuntime(cmd.Context(), opt)
+			} else {
+				res, err = launcher.Build(cmd.Context(), opt)
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(res)
+			}
+			a.out.Write([]byte(res.Image + "\n"))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&base, "base", "", "runtime base image (default base_image from config.yaml)")
+	cmd.Flags().StringVar(&tag, "tag", "", "image name to build (default "+launcher.DefaultTag+")")
+	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary to put in the image (default: this one, or $HOBBS_BINARY)")
+	cmd.Flags().BoolVar(&runtimeBase, "runtime", false, "build the runtime base image (needs the internet) instead")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+)
+
+func init() { register(newLogsCmd) }
+
+func newLogsCmd(a *app) *cobra.Command {
+	var follow, proxy bool
+	var tail string
+	cmd := &cobra.Command{
+		Use:   "logs NAME",
+		Short: "Show the output of a running session's agent or proxy",
+		Long: `Show what the agent container of a running session printed, or with --proxy
+what its egress proxy printed. The proxy's decisions are also in the
+instance's logs/audit.log, which outlives the session.`,
+		Example: "  hobbs logs hobbs-3f9a2c\n  hobbs logs --proxy -f hobbs-3f9a2c",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, list, err := a.sessionEngine()
+			if err != nil {
+				return err
+			}
+			if err := findRunning(list, args[0]); err != nil {
+				return err
+			}
+			target := args[0]
+			if proxy {
+				target = launcher.ProxyName(args[0])
+			}
+			dargs := []string{"logs"}
+			if follow {
+				dargs = append(dargs, "--follow")
+			}
+			if tail != "" {
+				dargs = append(dargs, "--tail", tail)
+			}
+			return a.passthrough(e, append(dargs, target))
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep following the output")
+	cmd.Flags().BoolVar(&proxy, "proxy", false, "the session's proxy instead of its agent")
+	cmd.Flags().StringVar(&tail, "tail", "", "only the last N lines")
+	return cmd
+}
+
+// findRunning fails unless list has a session name with containers.
+func findRunning(list []launcher.SessionInfo, name string) error {
+	for _, s := range list {
+		if s.Name == name && len(s.Containers) > 0 {
+			return nil
+		}
+	}
+	return errs.Failf("no running session %q in this instance", name).WithHint("list them with: hobbs ps")
+}
+
+// passthrough runs the engine CLI with the app's streams; its exit code
+// becomes ours.
+func (a *app) passthrough(e engine.CLI, args []string) error {
+	c, err := e.Command(a.ctx, nil, args...)
+	if err != nil {
+		return err
+	}
+	c.Stdin, c.Stdout, c.Stderr = a.in, a.out, a.errOut
+	err = c.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return exitStatus(ee.ExitCode())
+	}
+	return err
+}

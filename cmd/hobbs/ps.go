@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+)
+
+func init() { register(newPsCmd) }
+
+// sessionEngine resolves the instance, its config and the engine for the
+// session commands (ps, stop, attach, logs).
+func (a *app) sessionEngine() (engine.CLI, []launcher.SessionInfo, error) {
+	in, err := a.instance()
+	if err != nil {
+		return engine.CLI{}, nil, err
+	}
+	cfg, err := a.config(in)
+	if err != nil {
+		return engine.CLI{}, nil, err
+	}
+	e := engine.New(cfg.Engine)
+	if _, err := e.Path(); err != nil {
+		return e, nil, err
+	}
+	list, err := launcher.List(a.ctx, e, in)
+	return e, list, err
+}
+
+func newPsCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ps",
+		Short: "List the sessions of this instance",
+		Long: `List the running (and leftover) sessions of this instance: every container
+and network hobbs labelled for it. A session whose hobbs process is gone is
+marked orphan; hobbs stop --all (or the next hobbs run) removes it.`,
+		Example: "  hobbs ps\n  hobbs ps --json | jq -r '.[].name'",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, list, err := a.sessionEngine()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(list)
+			}
+			if len(list) == 0 {
+				a.status("no sessions")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tWORKSPACE")
+			for _, s := range list {
+				st := s.Status
+				if s.Orphan() {
+					st += " (orphan)"
+				}
+				created := "-"
+				if !s.Created.IsZero() {
+					created = s.Created.Local().Format(time.DateTime)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, st, created, orDash(s.Workspace))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print sessions as JSON")
+	return cmd
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+)
+
+func init() { register(newRunCmd) }
+
+// exitStatus is returned by commands whose exit code is another process's
+// (hobbs run): Main exits with it and prints nothing.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// sessionSecrets decrypts config.yaml's env mapping for a session: NAME=value
+// pairs. It has the shape of vault.SessionEnv, wired in vault_wire.go.
+var sessionSecrets = func(in instance.Instance, mapping [][2]string) ([]string, error) {
+	if len(mapping) == 0 {
+		return nil, nil
+	}
+	return nil, errs.Missingf("config.yaml maps %d env variables to the vault, but this build has no vault", len(mapping))
+}
+
+func newRunCmd(a *app) *cobra.Command {
+	var workspace, image, base, name, binary string
+	cmd := &cobra.Command{
+		Use:   "run [flags] [-- COMMAND...]",
+		Short: "Start a Hobbs session: the agent container behind the egress proxy",
+		Long: `Start a session: Claude Code as Hobbs in a locked-down container whose only
+way out is the egress proxy.
+
+On first use run sets everything up: it creates the instance (hobbs init
+--no-input) and the workspace directory, and builds the image when its inputs
+changed (see hobbs build). Then it creates a private network with no route
+out, starts the proxy (same image, hobbs proxy) with your policy, waits until
+it is healthy, and starts the agent on the private network only: your uid,
+no capabilities, no-new-privileges, limits from config.yaml, the workspace
+at ~/hobbs/workspace, the instance at ~/.hobbs (vault keys hidden), Claude
+Code's state in a per-instance volume, vault-mapped env variables (never in
+any command line). A terminal is allocated when you are on one.
+
+The default command is claude in the workspace; -- COMMAND runs that instead.
+hobbs run exits with the command's exit code. On exit, Ctrl-C or SIGTERM it
+removes the containers and networks it created (the state volume stays).`,
+		Example: `  hobbs run                                  # claude in ~/hobbs-workspace
+  hobbs run --workspace ~/src --name work
+  hobbs run -- claude -p "summarise my open playbooks"
+  hobbs run -- sh -c 'hobbs memory list'     # scripting and tests
+  hobbs run --base my-runtime:1 -- true`,
+		Args: usageArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if name == "" {
+				name = launcher.NewName()
+			}
+			if err := launcher.ValidName(name); err != nil {
+				return err
+			}
+			in, err := a.instance()
+			if err != nil {
+				return err
+			}
+			cfg, err := a.config(in) // defaults when there is no instance yet
+			if err != nil {
+				return err
+			}
+			e := engine.New(cfg.Engine)
+			if _, err := e.Path(); err != nil {
+				return err
+			}
+			uid, gid := os.Getuid(), os.Getgid()
+			if uid == 0 {
+				return errs.Usagef("hobbs run will not run the agent as root").
+					WithHint("run hobbs as your own user (one allowed to use the engine, e.g. in the docker group); the agent then runs with your uid and its files are yours")
+			}
+			if !in.Exists() {
+				res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates})
+				if err != nil {
+					return err
+				}
+				_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
+				a.status("created instance %s", in.Root)
+				if cfg, err = a.config(in); err != nil {
+					return err
+				}
+			}
+			if workspace == "" {
+				workspace = cfg.Workspace
+			}
+			ws, err := config.ExpandHome(workspace)
+			if err != nil {
+				return errs.Wrap(errs.Usage, err, "workspace %q", workspace)
+			}
+			if err := os.MkdirAll(ws, 0o755); err != nil {
+				return errs.Wrap(errs.Failure, err, "create workspace")
+			}
+			if image == "" {
+				image = cfg.Image
+			}
+			if base == "" {
+				base = cfg.BaseImage
+			}
+			if binary == "" {
+				binary = os.Getenv(launcher.EnvBinary)
+			}
+			img, err := launcher.Ensure(ctx, image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Binary: binary, Progress: a.errOut})
+			if err != nil {
+				return err
+			}
+			secrets, err := sessionSecrets(in, cfg.VaultEnv())
+			if err != nil {
+				return err
+			}
+			s := &launcher.Session{
+				Engine: e, Instance: in, Config: cfg, Name: name, Image: img.Image, Workspace: ws,
+				Command: args, UID: uid, GID: gid, TTY: a.stdinIsTTY() && stdoutIsTTY(a),
+				Secrets: secrets, Stdin: a.in, Stdout: a.out, Stderr: a.errOut,
+				Progress: func(f string, args ...any) { a.status(f, args...) },
+			}
+			names := make([]string, 0, len(secrets))
+			for _, kv := range cfg.VaultEnv() {
+				names = append(names, kv[0])
+			}
+			log := a.audit(in)
+			_ = log.Log(audit.Entry{Event: "session.start", Subject: name, Outcome: "ok",
+				Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names}})
+			a.status("session %s: %s in %s", name, img.Image, ws)
+			code, err := s.Run(ctx)
+			_ = log.Log(audit.Entry{Event: "session.end", Subject: name, Outcome: outcome(err), Detail: map[string]any{"exit": code}})
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return exitStatus(code)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&workspace, "workspace", "", "host directory mounted at ~/hobbs/workspace (default workspace from config.yaml)")
+	cmd.Flags().StringVar(&image, "image", "", "image to run (default image from config.yaml; empty: build "+launcher.DefaultTag+")")
+	cmd.Flags().StringVar(&base, "base", "", "runtime base image to build on (default base_image from config.yaml)")
+	cmd.Flags().StringVar(&name, "name", "", "session name (default hobbs-<random>)")
+	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary for the image (default: this one, or $HOBBS_BINARY)")
+	return cmd
+}
+
+func stdoutIsTTY(a *app) bool {
+	f, ok := a.out.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

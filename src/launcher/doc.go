@@ -1,0 +1,69 @@
+// Package launcher builds the Hobbs image and runs sessions: the agent
+// container behind the egress proxy sidecar. It drives the container engine
+// only through its CLI (package engine), so docker and podman both work.
+//
+// # Session topology
+//
+// `hobbs run` creates, for a session named N:
+//
+//	network   N-int     --internal: no route out of it, Docker's DNS resolves
+//	                    only container names on it (outside names fail)
+//	network   N-egress  an ordinary bridge network with a route out
+//	container N-proxy   same image, `hobbs proxy`, on N-int (alias "proxy")
+//	                    and N-egress; checks every request against the merged
+//	                    policy and writes the audit log to the instance's logs/
+//	container N         the agent, on N-int only: its one way out is the proxy
+//	volume    hobbs-claude-<instance hash>  Claude Code state (~/.claude),
+//	                    persistent across sessions; never removed by hobbs
+//
+// The agent runs as the invoking host user's uid:gid (so what it writes in the
+// workspace and instance is owned by that user on the host; HOME is
+// /home/dev whether or not the uid has a passwd entry), with every capability
+// dropped, no-new-privileges, pids and memory limits from config, and an
+// init process. Mounts: the workspace at /home/dev/hobbs/workspace (rw), the
+// instance at /home/dev/.hobbs (rw) with vault/keys covered by an empty
+// read-only tmpfs, the Claude state volume at /home/dev/.claude. The identity
+// and framework skills are in the image, root-owned and read-only.
+//
+// Start-up order: networks and the state volume (in parallel, while
+// leftovers of crashed sessions are removed), then the proxy container, then
+// the agent container while the proxy process comes up: the image's entry
+// point holds the agent's command back until the proxy answers its health
+// check (HOBBS_PROXY_WAIT). A proxy that fails to start or dies ends the
+// session with its output. The launcher watches the engine's events for the
+// agent's death and removes the proxy while the engine is still detaching the
+// agent from its network.
+//
+// # Secrets
+//
+// Neither the proxy token nor vault-mapped variables ever appear in an argv
+// (ours, docker's, or `docker inspect`'s Path/Args). The proxy token is
+// fresh per session; it reaches the proxy as a file copied into the created
+// container from a tar stream on the CLI's stdin (never a file on the host),
+// and the agent as HTTP(S)_PROXY=http://hobbs:TOKEN@proxy:3128. Every such
+// value is passed as `-e NAME` with the value only in the docker CLI child's
+// environment (readable only by the invoking user): portable to podman and
+// simpler than an --env-file on a pipe, which would need /dev/fd support. The
+// values do show in the container's Config.Env, as any container
+// environment does; keep the engine socket as private as the secrets.
+//
+// # Labels, cleanup and ownership
+//
+// Every object a session creates carries labels: dev.hobbs.session=N,
+// dev.hobbs.role (agent, proxy, network, claude-state, image),
+// dev.hobbs.instance=<hash of the instance path> and dev.hobbs.owner=
+// host/pid/start-time of the hobbs process that created it. On normal exit,
+// Ctrl-C or SIGTERM the launcher removes the containers and networks it
+// created — only those: a session name already taken by another container or
+// network is refused and the existing object left alone. A launcher killed outright leaves labelled objects: the next
+// `hobbs run` of the same instance removes those whose owner process is gone,
+// and `hobbs stop --all` removes every session of the instance. The Claude
+// state volume and images are kept.
+//
+// # Image
+//
+// The image is dist/Dockerfile built FROM a runtime base (a build arg) on a
+// context written from the binary's embedded assets plus a static linux hobbs
+// binary. It carries dev.hobbs.inputs, a hash of everything that went in
+// (assets, binary, base image id); Ensure rebuilds only when it changes.
+package launcher

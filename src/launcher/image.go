@@ -1,0 +1,344 @@
+package launcher
+
+import (
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+// EnvBinary names a static linux hobbs binary to put in the image when the
+// running one is not suitable (macOS host, dynamically linked build).
+const EnvBinary = "HOBBS_BINARY"
+
+// BuildOptions configure Build and Ensure.
+type BuildOptions struct {
+	Engine   engine.CLI
+	Assets   fs.FS     // the embedded tree: dist/, templates/, src/agents, src/skills, src/shell.d
+	Base     string    // runtime base image (FROM)
+	Tag      string    // image to produce; "" means DefaultTag
+	Binary   string    // explicit binary (--binary / HOBBS_BINARY); "" = this executable
+	Progress io.Writer // build output and status lines
+}
+
+func (o *BuildOptions) tag() string {
+	if o.Tag == "" {
+		return DefaultTag
+	}
+	return o.Tag
+}
+
+// FindBinary picks the hobbs binary for the image: explicit if given, else
+// this executable when it is a static linux binary for arch.
+func FindBinary(explicit, arch string) (string, error) {
+	if explicit != "" {
+		if err := checkBinary(explicit, arch); err != nil {
+			return "", errs.Wrap(errs.Usage, err, "binary %s", explicit)
+		}
+		return explicit, nil
+	}
+	self, err := os.Executable()
+	if err == nil {
+		if err = checkBinary(self, arch); err == nil {
+			return self, nil
+		}
+	}
+	return "", errs.Missingf("no static linux/%s hobbs binary to put in the image (this one: %v)", arch, err).
+		WithHint("build one with `make build` (CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o hobbs ./cmd/hobbs) and pass --binary FILE or set %s=FILE", arch, EnvBinary)
+}
+
+// checkBinary accepts a statically linked linux ELF executable for arch.
+func checkBinary(p, arch string) error {
+	f, err := elf.Open(p)
+	if err != nil {
+		return fmt.Errorf("not a linux executable: %w", err)
+	}
+	defer f.Close()
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386, "arm": elf.EM_ARM,
+		"riscv64": elf.EM_RISCV, "ppc64le": elf.EM_PPC64, "s390x": elf.EM_S390}[arch]
+	if want == 0 || f.Machine != want {
+		return fmt.Errorf("built for %v, the engine runs %s", f.Machine, arch)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("dynamically linked (build with CGO_ENABLED=0)")
+		}
+	}
+	return nil
+}
+
+// EngineArch is the architecture containers run on: this process's when it
+// runs on Linux (the engine is local), else the engine server's.
+func EngineArch(ctx context.Context, e engine.CLI) (string, error) {
+	if runtime.GOOS == "linux" && os.Getenv("DOCKER_HOST") == "" {
+		return runtime.GOARCH, nil
+	}
+	a, err := e.Output(ctx, "version", "--format", "{{.Server.Arch}}")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(a), nil
+}
+
+// inputs describe one build: its hash and how to write the context.
+type inputs struct {
+	assets fs.FS
+	binary string
+	base   string
+	baseID string
+	hash   string
+}
+
+// hashInputs hashes every asset (path, mode, content), the binary and the
+// base image's id.
+func hashInputs(assets fs.FS, binary, base, baseID string) (*inputs, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "hobbs-image-v1\nbase %s %s\n", base, baseID)
+	err := fs.WalkDir(assets, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(assets, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "file %s %d\n", p, len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "hash embedded assets")
+	}
+	f, err := os.Open(binary)
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read binary")
+	}
+	defer f.Close()
+	fmt.Fprintf(h, "binary\n")
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read binary")
+	}
+	return &inputs{assets: assets, binary: binary, base: base, baseID: baseID, hash: hex.EncodeToString(h.Sum(nil))[:32]}, nil
+}
+
+// writeContext writes the build context to dir: the assets at their
+// repository paths and the binary as ./hobbs.
+func writeContext(dir string, assets fs.FS, binary string) error {
+	err := fs.WalkDir(assets, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(p))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := fs.ReadFile(assets, p)
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(p, ".sh") || path.Base(p) == "claude" {
+			mode = 0o755
+		}
+		return os.WriteFile(dst, b, mode)
+	})
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "write build context")
+	}
+	if binary == "" {
+		return nil
+	}
+	src, err := os.Open(binary)
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "read binary")
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(filepath.Join(dir, "hobbs"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "write build context")
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return errs.Wrap(errs.Failure, err, "write build context")
+	}
+	return dst.Close()
+}
+
+// imageLabel returns the value of label on image ref, ok=false when the
+// image does not exist.
+func imageLabel(ctx context.Context, e engine.CLI, ref, label string) (string, bool, error) {
+	out, err := e.Output(ctx, "image", "inspect", "--format", fmt.Sprintf("{{index .Config.Labels %q}}", label), ref)
+	if err != nil {
+		if isNoSuch(err) {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	if out == "<no value>" {
+		out = ""
+	}
+	return out, true, nil
+}
+
+// imageID returns the id of ref, or a Missing error naming how to get it.
+func imageID(ctx context.Context, e engine.CLI, ref string) (string, error) {
+	out, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}}", ref)
+	if err != nil {
+		if isNoSuch(err) {
+			return "", errs.Missingf("runtime base image %s not found", ref).
+				WithHint("build it once with `hobbs build --runtime` (needs the internet), or pass --base IMAGE / set base_image in config.yaml")
+		}
+		return "", err
+	}
+	return out, nil
+}
+
+func isNoSuch(err error) bool {
+	m := strings.ToLower(err.Error())
+	return strings.Contains(m, "no such") || strings.Contains(m, "not found")
+}
+
+// Result says what Build or Ensure did.
+type Result struct {
+	Image  string `json:"image"`
+	Inputs string `json:"inputs,omitempty"`
+	Built  bool   `json:"built"`
+	Pulled bool   `json:"pulled,omitempty"`
+}
+
+// Build builds the Hobbs image unconditionally.
+func Build(ctx context.Context, opt BuildOptions) (*Result, error) {
+	in, err := prepare(ctx, &opt)
+	if err != nil {
+		return nil, err
+	}
+	return build(ctx, &opt, in)
+}
+
+func prepare(ctx context.Context, opt *BuildOptions) (*inputs, error) {
+	if opt.Base == "" {
+		return nil, errs.Usagef("no runtime base image").WithHint("pass --base IMAGE or set base_image in config.yaml")
+	}
+	arch, err := EngineArch(ctx, opt.Engine)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := FindBinary(opt.Binary, arch)
+	if err != nil {
+		return nil, err
+	}
+	baseID, err := imageID(ctx, opt.Engine, opt.Base)
+	if err != nil {
+		return nil, err
+	}
+	return hashInputs(opt.Assets, bin, opt.Base, baseID)
+}
+
+func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) {
+	dir, err := os.MkdirTemp("", "hobbs-build-")
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "create build context")
+	}
+	defer os.RemoveAll(dir)
+	if err := writeContext(dir, in.assets, in.binary); err != nil {
+		return nil, err
+	}
+	tag := opt.tag()
+	fmt.Fprintf(opt.Progress, "building %s FROM %s (inputs %s)\n", tag, in.base, in.hash[:12])
+	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile"), "--build-arg", "BASE=" + in.base,
+		"--label", LabelInputs + "=" + in.hash, "--label", LabelRole + "=" + RoleImage, "-t", tag, dir}
+	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
+		return nil, err
+	}
+	return &Result{Image: tag, Inputs: in.hash, Built: true}, nil
+}
+
+// buildEnv selects the legacy builder when BuildKit's buildx plugin is not
+// installed: the docker CLI otherwise refuses to build.
+func buildEnv(ctx context.Context, e engine.CLI) []string {
+	if e.IsPodman() || os.Getenv("DOCKER_BUILDKIT") != "" {
+		return nil
+	}
+	if _, err := e.Output(ctx, "buildx", "version"); err != nil {
+		return []string{"DOCKER_BUILDKIT=0"}
+	}
+	return nil
+}
+
+// BuildRuntime builds dist/Dockerfile.runtime (Debian, Node, Claude Code
+// and tools; needs the internet) as tag.
+func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
+	dir, err := os.MkdirTemp("", "hobbs-build-")
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "create build context")
+	}
+	defer os.RemoveAll(dir)
+	if err := writeContext(dir, opt.Assets, ""); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opt.Progress, "building runtime base %s\n", opt.Base)
+	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile.runtime"),
+		"--label", LabelRole + "=runtime", "-t", opt.Base, dir}
+	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
+		return nil, err
+	}
+	return &Result{Image: opt.Base, Built: true}, nil
+}
+
+// Ensure makes sure the image to run exists and is current.
+//
+// A registry reference (its first component names a host: ghcr.io/…,
+// localhost:5000/…) is a published image: used as it is when present, else
+// pulled, else built under that name. Any other name ("" means DefaultTag)
+// is a local build: built when missing or when its inputs hash differs from
+// the current inputs, else used without a build step. Plain names are never
+// pulled, so a local build never contacts a registry.
+func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) {
+	if IsRegistryRef(ref) {
+		_, ok, err := imageLabel(ctx, opt.Engine, ref, LabelInputs)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &Result{Image: ref}, nil
+		}
+		fmt.Fprintf(opt.Progress, "pulling %s\n", ref)
+		if err := opt.Engine.Stream(ctx, opt.Progress, nil, "pull", ref); err == nil {
+			return &Result{Image: ref, Pulled: true}, nil
+		} else if errs.Code(err) == errs.Interrupted {
+			return nil, err
+		}
+		fmt.Fprintf(opt.Progress, "could not pull %s; building it locally\n", ref)
+	}
+	opt.Tag = ref
+	in, err := prepare(ctx, &opt)
+	if err != nil {
+		return nil, err
+	}
+	have, ok, err := imageLabel(ctx, opt.Engine, opt.tag(), LabelInputs)
+	if err != nil {
+		return nil, err
+	}
+	if ok && have == in.hash {
+		return &Result{Image: opt.tag(), Inputs: in.hash}, nil
+	}
+	return build(ctx, &opt, in)
+}
+
+// IsRegistryRef reports whether ref names a registry host (a first path
+// component with a dot or a port, or localhost).
+func IsRegistryRef(ref string) bool {
+	first, _, ok := strings.Cut(ref, "/")
+	return ok && (strings.ContainsAny(first, ".:") || first == "localhost")
+}

@@ -1,0 +1,308 @@
+package launcher
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+const (
+	testToken  = "0123456789abcdef0123456789abcdef0123456789abcdef"
+	testSecret = "ghp_SECRETVALUEthatmustnotleak1234567890"
+)
+
+func testSession(t *testing.T) *Session {
+	t.Helper()
+	in, _ := instance.At(t.TempDir())
+	cfg := config.Default()
+	cfg.Resources.CPUs = "1.5"
+	s := &Session{Engine: engine.New("docker"), Instance: in, Config: cfg, Name: "hobbs-abc123", Image: "hobbs:local",
+		Workspace: "/home/u/ws", UID: 1234, GID: 2345, Secrets: []string{"GITHUB_TOKEN=" + testSecret}}
+	s.token, s.owner = testToken, Owner()
+	return s
+}
+
+// Attack first: no secret value may reach any argv the launcher builds.
+func TestArgvHoldsNoSecret(t *testing.T) {
+	s := testSession(t)
+	for name, argv := range map[string][]string{"agent": s.AgentArgs(), "proxy": s.ProxyArgs()} {
+		joined := strings.Join(argv, " ")
+		for _, v := range []string{testToken, testSecret} {
+			if strings.Contains(joined, v) {
+				t.Errorf("%s argv holds a secret: %s", name, joined)
+			}
+		}
+	}
+	env := strings.Join(s.AgentEnv(), "\n")
+	for _, want := range []string{"GITHUB_TOKEN=" + testSecret, "HTTP_PROXY=http://hobbs:" + testToken + "@proxy:3128",
+		"https_proxy=http://hobbs:" + testToken + "@proxy:3128"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("agent env lacks %q", want)
+		}
+	}
+	// Each value travels as -e NAME (name only).
+	a := s.AgentArgs()
+	for _, n := range []string{"GITHUB_TOKEN", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		if !hasPair(a, "-e", n) {
+			t.Errorf("agent argv lacks -e %s: %v", n, a)
+		}
+	}
+}
+
+func hasPair(a []string, k, v string) bool {
+	for i := 0; i+1 < len(a); i++ {
+		if a[i] == k && a[i+1] == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAgentIsConfined(t *testing.T) {
+	s := testSession(t)
+	a := s.AgentArgs()
+	for _, p := range [][2]string{
+		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", "1234:2345"},
+		{"--network", "hobbs-abc123-int"}, {"--pids-limit", "512"}, {"--memory", "4g"}, {"--cpus", "1.5"},
+		{"-e", "HOME=/home/dev"}, {"-e", "HOBBS_HOME=/home/dev/.hobbs"}, {"-e", "NO_PROXY=localhost,127.0.0.1"},
+		{"-e", "no_proxy=localhost,127.0.0.1"}, {"-w", WorkspaceDir},
+		{"--tmpfs", InstanceDir + "/vault/keys:ro,size=16k,mode=0555"},
+		{"--mount", "type=bind,source=/home/u/ws,target=" + WorkspaceDir},
+		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir},
+		{"--mount", "type=volume,source=" + ClaudeVolume(s.Instance, "") + ",target=" + ClaudeDir},
+	} {
+		if !hasPair(a, p[0], p[1]) {
+			t.Errorf("agent argv lacks %s %s", p[0], p[1])
+		}
+	}
+	for i, x := range a {
+		if x == "--network" && a[i+1] != "hobbs-abc123-int" {
+			t.Errorf("agent joins network %s: only the internal one is allowed", a[i+1])
+		}
+		for _, bad := range []string{"--privileged", "--cap-add", "--net", "--pid", "--ipc", "--userns", "--device", "--security-opt"} {
+			if (x == bad || strings.HasPrefix(x, bad+"=")) && !(bad == "--security-opt" && a[i+1] == "no-new-privileges") {
+				t.Errorf("agent argv has %s", x)
+			}
+		}
+	}
+	if !slices.Contains(a, "--init") || a[len(a)-1] != "claude" || a[len(a)-2] != "hobbs:local" {
+		t.Errorf("default command: %v", a[len(a)-3:])
+	}
+	s.Command = []string{"sh", "-c", "exit 3"}
+	a = s.AgentArgs()
+	if !slices.Equal(a[len(a)-4:], []string{"hobbs:local", "sh", "-c", "exit 3"}) {
+		t.Errorf("command: %v", a[len(a)-4:])
+	}
+	if slices.Contains(a, "-t") {
+		t.Errorf("TTY without a terminal")
+	}
+	s.TTY = true
+	if !slices.Contains(s.AgentArgs(), "-t") {
+		t.Errorf("no TTY on a terminal")
+	}
+}
+
+func TestProxyIsConfined(t *testing.T) {
+	s := testSession(t)
+	a := s.ProxyArgs()
+	for _, p := range [][2]string{
+		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", "1234:2345"},
+		{"--network", "hobbs-abc123-int"}, {"--network-alias", "proxy"},
+		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir + ",readonly"},
+		{"--mount", "type=bind,source=" + s.Instance.Logs() + ",target=" + InstanceDir + "/logs"},
+		{"--tmpfs", InstanceDir + "/vault:ro,size=16k,mode=0555"},
+		{"--auth-token-file", TokenFile}, {"--audit", "/home/dev/.hobbs/logs/audit.log"},
+		{"--listen", "0.0.0.0:3128"},
+	} {
+		if !hasPair(a, p[0], p[1]) {
+			t.Errorf("proxy argv lacks %s %s", p[0], p[1])
+		}
+	}
+	// Policies in order: image defaults, then the instance's.
+	i := slices.Index(a, PolicyFile)
+	if i < 1 || a[i-1] != "--policy" || a[i+1] != "--policy" || a[i+2] != InstanceDir+"/policy.yaml" {
+		t.Errorf("policy order: %v", a)
+	}
+	if a[0] != "create" {
+		t.Errorf("the proxy must be created (token copied in) before it starts: %v", a[0])
+	}
+}
+
+func TestPodmanKeepsUserNamespace(t *testing.T) {
+	s := testSession(t)
+	s.Engine = engine.New("/usr/bin/podman")
+	if !hasPair(s.AgentArgs(), "--userns", "keep-id") || !hasPair(s.ProxyArgs(), "--userns", "keep-id") {
+		t.Errorf("podman needs --userns keep-id for host-owned files")
+	}
+	if hasPair(testSession(t).AgentArgs(), "--userns", "keep-id") {
+		t.Errorf("docker must not get --userns keep-id")
+	}
+}
+
+// A vault mapping must not be able to redirect the agent's traffic or home.
+func TestCheckSecretNames(t *testing.T) {
+	for _, n := range []string{"HTTP_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "HOME", "PATH",
+		"HOBBS_HOME", "HOBBS_CONTEXT", "CLAUDE_CONFIG_DIR"} {
+		err := CheckSecretNames([]string{n + "=x"})
+		if errs.Code(err) != errs.Usage {
+			t.Errorf("%s: %v, want a usage error", n, err)
+		}
+	}
+	if err := CheckSecretNames([]string{"GITHUB_TOKEN=x", "ANTHROPIC_API_KEY=y"}); err != nil {
+		t.Errorf("ordinary names refused: %v", err)
+	}
+	if err := CheckSecretNames([]string{"=x"}); err == nil {
+		t.Errorf("empty name accepted")
+	}
+}
+
+func TestValidName(t *testing.T) {
+	for _, ok := range []string{"hobbs-abc123", "work", "a", "x.y_z-1", strings.Repeat("a", 40)} {
+		if err := ValidName(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "-rf", "../x", "a/b", "A", "a b", "x-proxy", strings.Repeat("a", 41),
+		"--network=host", "a\nb", ".x", "_x"} {
+		if err := ValidName(bad); errs.Code(err) != errs.Usage {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if err := ValidName(NewName()); err != nil {
+		t.Errorf("NewName: %v", err)
+	}
+}
+
+func TestIsRegistryRef(t *testing.T) {
+	for ref, want := range map[string]bool{"": false, "hobbs:local": false, "hobbs-e2e-1:test": false, "user/hobbs:1": false,
+		"ghcr.io/hobbs-agent/hobbs:1": true, "localhost:5000/hobbs": true, "localhost/hobbs": true, "registry:5000/x": true} {
+		if got := IsRegistryRef(ref); got != want {
+			t.Errorf("IsRegistryRef(%q) = %v", ref, got)
+		}
+	}
+}
+
+func TestInstanceID(t *testing.T) {
+	in, _ := instance.At("/home/u/.local/share/hobbs")
+	h := sha256.Sum256([]byte(in.Root))
+	if got := InstanceID(in); got != hex.EncodeToString(h[:6]) { // tests/e2e mirrors this
+		t.Errorf("InstanceID = %s", got)
+	}
+	if ClaudeVolume(in, "") != "hobbs-claude-"+InstanceID(in) || ClaudeVolume(in, "mine") != "mine" {
+		t.Errorf("ClaudeVolume")
+	}
+}
+
+func TestTokenTar(t *testing.T) {
+	s := testSession(t)
+	tr := tar.NewReader(bytes.NewReader(s.tokenTar()))
+	h, err := tr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(tr)
+	if h.Name != "proxy-token" || string(b) != testToken || h.Mode != 0o444 {
+		t.Errorf("tar entry %s mode %o content %q", h.Name, h.Mode, b)
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		t.Errorf("more than one entry")
+	}
+}
+
+func TestOwnerAlive(t *testing.T) {
+	if !OwnerAlive(Owner()) {
+		t.Errorf("own process reported dead")
+	}
+	host, _ := os.Hostname()
+	for _, o := range []string{"", "garbage", host + "/0/1", host + "/x/1", host + "/999999999/1"} {
+		if OwnerAlive(o) {
+			t.Errorf("%q reported alive", o)
+		}
+	}
+	// Same pid, another start time: pid reuse, the owner is gone.
+	if st := startTime(os.Getpid()); st != "" && OwnerAlive(strings.TrimSuffix(Owner(), st)+"1") {
+		t.Errorf("pid reuse not detected")
+	}
+	if !OwnerAlive("some-other-host/1/1") {
+		t.Errorf("another host's owner must be assumed alive")
+	}
+}
+
+func TestHashInputs(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hobbs")
+	os.WriteFile(bin, []byte("binary-1"), 0o755)
+	assets := fstest.MapFS{"dist/Dockerfile": {Data: []byte("FROM x")}, "src/agents/hobbs/CLAUDE.md": {Data: []byte("id")}}
+	h := func() string {
+		in, err := hashInputs(assets, bin, "base:1", "sha256:aa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.hash
+	}
+	h0 := h()
+	if h() != h0 {
+		t.Fatalf("hash not stable")
+	}
+	assets["src/agents/hobbs/CLAUDE.md"] = &fstest.MapFile{Data: []byte("id2")}
+	h1 := h()
+	os.WriteFile(bin, []byte("binary-2"), 0o755)
+	h2 := h()
+	in, _ := hashInputs(assets, bin, "base:1", "sha256:bb")
+	if h1 == h0 || h2 == h1 || in.hash == h2 {
+		t.Errorf("hash did not change with its inputs: %s %s %s %s", h0, h1, h2, in.hash)
+	}
+	// The context has the assets at their paths and the binary as ./hobbs.
+	ctx := t.TempDir()
+	if err := writeContext(ctx, assets, bin); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"dist/Dockerfile", "src/agents/hobbs/CLAUDE.md", "hobbs"} {
+		if _, err := os.Stat(filepath.Join(ctx, p)); err != nil {
+			t.Errorf("context lacks %s", p)
+		}
+	}
+}
+
+func TestFindBinary(t *testing.T) {
+	dir := t.TempDir()
+	notELF := filepath.Join(dir, "x")
+	os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o755)
+	if _, err := FindBinary(notELF, "amd64"); errs.Code(err) != errs.Usage {
+		t.Errorf("non-ELF accepted: %v", err)
+	}
+	if _, err := os.Stat("/bin/sh"); err == nil {
+		if err := checkBinary("/bin/sh", "amd64"); err == nil || !strings.Contains(err.Error(), "dynamically linked") && !strings.Contains(err.Error(), "built for") {
+			t.Errorf("/bin/sh accepted: %v", err)
+		}
+	}
+	_, err := FindBinary("", "no-such-arch")
+	if errs.Code(err) != errs.Missing || !strings.Contains(errs.Hint(err), "make build") {
+		t.Errorf("no binary: %v (hint %q)", err, errs.Hint(err))
+	}
+}
+
+func TestVersionLess(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		less bool
+	}{{"20.10.24+dfsg1", "20.10", false}, {"19.03.1", "20.10", true}, {"24.0.7", "20.10", false},
+		{"20.9", "20.10", true}, {"3.4.4", "4.0", true}, {"4.9.3", "4.0", false}} {
+		if versionLess(c.a, c.b) != c.less {
+			t.Errorf("versionLess(%s, %s) != %v", c.a, c.b, c.less)
+		}
+	}
+}

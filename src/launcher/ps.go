@@ -1,0 +1,151 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+// SessionInfo is one session as `hobbs ps` shows it.
+type SessionInfo struct {
+	Name       string    `json:"name"`
+	Status     string    `json:"status"` // the agent container's state, or "partial" when only leftovers exist
+	Image      string    `json:"image,omitempty"`
+	Workspace  string    `json:"workspace,omitempty"`
+	Created    time.Time `json:"created"`
+	Owner      string    `json:"owner"`
+	OwnerAlive bool      `json:"owner_alive"`
+	Containers []string  `json:"containers"`
+	Networks   []string  `json:"networks"`
+}
+
+// Orphan reports whether the hobbs process that started the session is
+// gone.
+func (s SessionInfo) Orphan() bool { return !s.OwnerAlive }
+
+type inspected struct {
+	Name    string
+	Created time.Time
+	Config  struct {
+		Image  string
+		Labels map[string]string
+	}
+	State struct{ Status string }
+	// networks
+	Labels map[string]string
+}
+
+// List returns the sessions of instance in (every labelled container and
+// network), sorted by name.
+func List(ctx context.Context, e engine.CLI, in instance.Instance) ([]SessionInfo, error) {
+	f := "label=" + LabelInstance + "=" + InstanceID(in)
+	byName := map[string]*SessionInfo{}
+	get := func(name, owner string) *SessionInfo {
+		s := byName[name]
+		if s == nil {
+			s = &SessionInfo{Name: name, Status: "partial", Owner: owner, OwnerAlive: OwnerAlive(owner),
+				Containers: []string{}, Networks: []string{}}
+			byName[name] = s
+		}
+		return s
+	}
+	ids, err := e.Output(ctx, "ps", "-aq", "--filter", f, "--filter", "label="+LabelSession)
+	if err != nil {
+		return nil, err
+	}
+	if ids != "" {
+		out, err := e.Output(ctx, append([]string{"inspect"}, strings.Fields(ids)...)...)
+		if err != nil && !isNoSuch(err) {
+			return nil, err
+		}
+		var cs []inspected
+		if err := json.Unmarshal([]byte(out), &cs); err != nil && out != "" {
+			return nil, errs.Wrap(errs.Failure, err, "parse %s inspect", e.Bin)
+		}
+		for _, c := range cs {
+			l := c.Config.Labels
+			s := get(l[LabelSession], l[LabelOwner])
+			s.Containers = append(s.Containers, strings.TrimPrefix(c.Name, "/"))
+			if l[LabelRole] == RoleAgent {
+				s.Status, s.Image, s.Workspace, s.Created = c.State.Status, c.Config.Image, l[LabelWork], c.Created
+			}
+		}
+	}
+	nets, err := e.Output(ctx, "network", "ls", "-q", "--filter", f, "--filter", "label="+LabelSession)
+	if err != nil {
+		return nil, err
+	}
+	if nets != "" {
+		out, err := e.Output(ctx, append([]string{"network", "inspect"}, strings.Fields(nets)...)...)
+		if err != nil && !isNoSuch(err) {
+			return nil, err
+		}
+		var ns []inspected
+		if err := json.Unmarshal([]byte(out), &ns); err != nil && out != "" {
+			return nil, errs.Wrap(errs.Failure, err, "parse %s network inspect", e.Bin)
+		}
+		for _, n := range ns {
+			s := get(n.Labels[LabelSession], n.Labels[LabelOwner])
+			s.Networks = append(s.Networks, n.Name)
+			if s.Created.IsZero() || n.Created.Before(s.Created) && s.Status == "partial" {
+				s.Created = n.Created
+			}
+		}
+	}
+	out := make([]SessionInfo, 0, len(byName))
+	for _, k := range sortedKeys(byName) {
+		s := byName[k]
+		sort.Strings(s.Containers)
+		sort.Strings(s.Networks)
+		out = append(out, *s)
+	}
+	return out, nil
+}
+
+// Stop removes session name of instance in; ok=false when there is none.
+func Stop(ctx context.Context, e engine.CLI, in instance.Instance, name string) (bool, error) {
+	all, err := List(ctx, e, in)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range all {
+		if s.Name == name {
+			return true, removeSession(ctx, e, name)
+		}
+	}
+	return false, nil
+}
+
+// StopAll removes every session of instance in and returns their names.
+func StopAll(ctx context.Context, e engine.CLI, in instance.Instance) ([]string, error) {
+	return stopWhere(ctx, e, in, func(SessionInfo) bool { return true })
+}
+
+// ReapOrphans removes the sessions of in whose hobbs process is gone.
+func ReapOrphans(ctx context.Context, e engine.CLI, in instance.Instance) ([]string, error) {
+	return stopWhere(ctx, e, in, SessionInfo.Orphan)
+}
+
+func stopWhere(ctx context.Context, e engine.CLI, in instance.Instance, pick func(SessionInfo) bool) ([]string, error) {
+	all, err := List(ctx, e, in)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, s := range all {
+		if !pick(s) {
+			continue
+		}
+		if err := removeSession(ctx, e, s.Name); err != nil {
+			return done, err
+		}
+		done = append(done, s.Name)
+	}
+	return done, nil
+}

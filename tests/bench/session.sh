@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Session start-up benchmark (make bench; not in CI): `hobbs run -- true` to
+# exit against the anchor `docker run --rm IMAGE true`, interleaved, on the
+# same image. Goal: hobbs run within +1.0 s of the anchor. Also checks that a
+# run with unchanged inputs does no build step.
+#
+# Needs Docker Engine, apt-get/dpkg-deb (busybox-static for an offline base),
+# and, when run as root, setpriv (hobbs run refuses root; it runs as uid 4242).
+# RUNS=N changes the number of rounds (default 7).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=${RUNS:-7}
+work=$(mktemp -d /tmp/hobbs-bench-XXXXXX)
+chmod 755 "$work"
+tag=hobbs-bench-$$:1
+cleanup() {
+	docker image rm -f "$tag" >/dev/null 2>&1 || true
+	[ -n "${inst_id:-}" ] && docker volume rm -f "hobbs-claude-$inst_id" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "building the static binary" >&2
+CGO_ENABLED=0 go build -trimpath -o "$work/hobbs" ./cmd/hobbs
+
+# Offline base: busybox-static from Debian, imported (cached by content).
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/hobbs-e2e
+mkdir -p "$cache"
+deb=$(ls "$cache"/busybox-static_*.deb 2>/dev/null | tail -1 || true)
+if [ -z "$deb" ]; then
+	(cd "$cache" && { apt-get download busybox-static >/dev/null 2>&1 || { apt-get update -qq && apt-get download busybox-static >/dev/null; }; })
+	deb=$(ls "$cache"/busybox-static_*.deb | tail -1)
+fi
+base=hobbs-bench-base:$(sha256sum "$deb" | cut -c1-12)
+if ! docker image inspect "$base" >/dev/null 2>&1; then
+	rootfs=$work/rootfs
+	mkdir -p "$rootfs"/{bin,etc,tmp,home,usr/local/bin,run}
+	dpkg-deb -x "$deb" "$work/deb"
+	cp "$work/deb/bin/busybox" "$rootfs/bin/"
+	for a in $("$rootfs/bin/busybox" --list); do [ "$a" = busybox ] || ln -s busybox "$rootfs/bin/$a"; done
+	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$rootfs/etc/passwd"
+	printf 'root:x:0:\n' >"$rootfs/etc/group"
+	chmod 1777 "$rootfs/tmp"
+	tar -C "$rootfs" -c . | docker import - "$base" >/dev/null
+fi
+
+as_user=()
+if [ "$(id -u)" = 0 ]; then
+	as_user=(setpriv --reuid 4242 --regid 4242 --groups "$(stat -c %g /var/run/docker.sock)")
+	chown 4242:4242 "$work"
+fi
+run_hobbs() { "${as_user[@]}" env HOME="$work" HOBBS_HOME="$work/instance" PATH="$PATH" "$work/hobbs" "$@"; }
+mkdir -p "$work/ws"
+[ "$(id -u)" = 0 ] && chown 4242:4242 "$work/ws"
+
+run_hobbs init --no-input >/dev/null 2>&1
+inst_id=$(printf %s "$work/instance" | sha256sum | cut -c1-12)
+echo "building the image (not timed)" >&2
+run_hobbs build --base "$base" --tag "$tag" >/dev/null 2>&1
+
+ms() { date +%s%3N; }
+hobbs_t=() anchor_t=() builds=0
+for i in $(seq 1 "$RUNS"); do
+	t0=$(ms); docker run --rm "$tag" true; t1=$(ms)
+	anchor_t+=($((t1 - t0)))
+	t0=$(ms); run_hobbs run --image "$tag" --base "$base" --workspace "$work/ws" -- true 2>"$work/err"; t1=$(ms)
+	hobbs_t+=($((t1 - t0)))
+	grep -q '^building' "$work/err" && builds=$((builds + 1))
+done
+
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ha=$(median "${hobbs_t[@]}")
+an=$(median "${anchor_t[@]}")
+echo "session start-up, $RUNS interleaved rounds (ms): hobbs run -- true: ${hobbs_t[*]}"
+echo "                                                 docker run --rm:   ${anchor_t[*]}"
+awk -v h="$ha" -v a="$an" 'BEGIN { printf "median: hobbs run %d ms, docker run %d ms: +%d ms (%.2fx); goal <= +1000 ms: %s\n", h, a, h-a, h/a, (h-a <= 1000 ? "met" : "MISSED") }'
+echo "runs with unchanged inputs that built the image: $builds (goal 0)"

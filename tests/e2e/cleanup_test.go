@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestExitCode: hobbs run exits with the command's status, and a second run
+// with unchanged inputs does no build step.
+func TestExitCode(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	r := e.hobbs(nil, e.runArgs(sessionName(t, "exit"), "sh", "-c", "echo out; echo err >&2; exit 7")...)
+	if r.code != 7 {
+		t.Errorf("exit code %d, want 7\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "out\n") || !strings.Contains(r.stderr, "err\n") {
+		t.Errorf("streams not passed through: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stderr, "building") {
+		t.Errorf("built although nothing changed:\n%s", r.stderr)
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after exit: %v", left)
+	}
+	// Without an instance, run creates one first (non-interactively).
+	fresh := filepath.Join(e.dir, "fresh")
+	instMu.Lock()
+	instanceIDs = append(instanceIDs, instanceID(fresh))
+	instMu.Unlock()
+	r = hobbsAs(nil, e.home, []string{"HOBBS_HOME=" + fresh}, e.runArgs(sessionName(t, "fresh"), "true")...)
+	if r.code != 0 || !strings.Contains(r.stderr, "created instance "+fresh) || !exists(filepath.Join(fresh, "foundation.md")) {
+		t.Errorf("run without an instance: exit %d\n%s", r.code, r.stderr)
+	}
+	_ = exec.Command("docker", "volume", "rm", "-f", "hobbs-claude-"+instanceID(fresh)).Run()
+	// doctor --deep checks the engine's version and that an outside name
+	// does not resolve on an internal network, with this image.
+	writeFile(t, filepath.Join(e.inst, "config.yaml"), "image: "+image+"\n")
+	r = e.hobbs(nil, "doctor", "--deep")
+	for _, want := range []string{"ok    engine.version ", "ok    engine.network         internal network: outside names do not resolve"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor --deep lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after doctor: %v", left)
+	}
+}
+
+// TestInterrupt: SIGINT mid-run stops the session, removes everything it
+// created and exits 130.
+func TestInterrupt(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	c := e.command(nil, e.runArgs(sessionName(t, "int"), "sh", "-c", "touch /home/dev/hobbs/workspace/.started; sleep 120")...)
+	var errb strings.Builder
+	c.Stderr = &errb
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
+	if len(e.leftovers(t)) < 4 {
+		t.Errorf("expected 2 containers and 2 networks while running, got %v", e.leftovers(t))
+	}
+	t0 := time.Now()
+	_ = c.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = c.Process.Kill()
+		t.Fatalf("hobbs run did not exit within 30s of SIGINT\n%s", errb.String())
+	}
+	t.Logf("exited %v after SIGINT", time.Since(t0).Round(time.Millisecond))
+	if code := c.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit code %d after SIGINT, want 130\n%s", code, errb.String())
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after SIGINT: %v", left)
+	}
+}
+
+// TestCrashLeftovers: a launcher killed outright leaves labelled objects;
+// ps shows them as an orphan and stop --all removes them.
+func TestCrashLeftovers(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	name := sessionName(t, "crash")
+	c := e.command(nil, e.runArgs(name, "sh", "-c", "echo hello-from-the-agent; touch /home/dev/hobbs/workspace/.started; sleep 120")...)
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
+	// logs and attach --shell reach the running session.
+	if r := e.hobbs(nil, "logs", name); r.code != 0 || !strings.Contains(r.stdout, "hello-from-the-agent") {
+		t.Errorf("logs: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := e.hobbs(nil, "logs", "--proxy", name); r.code != 0 {
+		t.Errorf("logs --proxy: exit %d %s", r.code, r.stderr)
+	}
+	if r := e.hobbs([]byte("id -u; pwd; exit 4\n"), "attach", "--shell", name); r.code != 4 ||
+		!strings.Contains(r.stdout, strconv.Itoa(testUID)+"\n/home/dev/hobbs/workspace") {
+		t.Errorf("attach --shell: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := e.hobbs(nil, "logs", "no-such-session"); r.code != 1 || !strings.Contains(r.stderr, "no running session") {
+		t.Errorf("logs of an unknown session: exit %d %s", r.code, r.stderr)
+	}
+	r := e.hobbs(nil, "ps", "--json")
+	var list []struct {
+		Name       string `json:"name"`
+		Status     string `json:"status"`
+		OwnerAlive bool   `json:"owner_alive"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].Name != name ||
+		list[0].Status != "running" || !list[0].OwnerAlive {
+		t.Errorf("ps --json while running: %v %s", err, r.stdout)
+	}
+	_ = c.Process.Signal(syscall.SIGKILL)
+	_ = c.Wait()
+	r = e.hobbs(nil, "ps", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].OwnerAlive {
+		t.Errorf("ps --json after the crash: %v %s", err, r.stdout)
+	}
+	r = e.hobbs(nil, "ps")
+	if !strings.Contains(r.stdout, name) || !strings.Contains(r.stdout, "(orphan)") {
+		t.Errorf("ps after the crash:\n%s", r.stdout)
+	}
+	// The next run of the instance removes the orphan first.
+	r = e.hobbs(nil, e.runArgs(sessionName(t, "after"), "true")...)
+	if r.code != 0 {
+		t.Fatalf("run after the crash: %d %s", r.code, r.stderr)
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the next run: %v", left)
+	}
+
+	// Another crash; stop --all removes it.
+	_ = os.Remove(filepath.Join(e.ws, ".started"))
+	c = e.command(nil, e.runArgs(name, "sh", "-c", "touch /home/dev/hobbs/workspace/.started; sleep 120")...)
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
+	_ = c.Process.Signal(syscall.SIGKILL)
+	_ = c.Wait()
+	r = e.hobbs(nil, "stop", "--all")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != name {
+		t.Errorf("stop --all: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after stop --all: %v", left)
+	}
+	if r := e.hobbs(nil, "stop", name); r.code != 1 {
+		t.Errorf("stop of a gone session: exit %d, want 1", r.code)
+	}
+	_ = os.Remove(filepath.Join(e.ws, ".started"))
+}
+
+// TestProxyFailure: with a policy the proxy refuses, the session fails with
+// the proxy's own message, the agent's command never runs, and nothing is
+// left behind.
+func TestProxyFailure(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains:\n  - \"*\"\nnot_a_key: 1\n")
+	r := e.hobbs(nil, e.runArgs(sessionName(t, "badproxy"), "touch", "/home/dev/hobbs/workspace/ran")...)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "hobbs: egress proxy failed") || !strings.Contains(r.stderr, "policy.yaml") {
+		t.Errorf("stderr does not explain the proxy failure:\n%s", r.stderr)
+	}
+	if exists(filepath.Join(e.ws, "ran")) {
+		t.Errorf("the agent's command ran without a proxy")
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the failure: %v", left)
+	}
+}
+
+// TestTTY: on a terminal the agent gets one (run under script(1), which
+// gives hobbs a pseudo-terminal); without one it does not.
+func TestTTY(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("script(1) (util-linux/bsdutils) is needed to give hobbs a terminal: %v", err)
+	}
+	line := hobbsBin
+	for _, a := range e.runArgs(sessionName(t, "tty"), "sh", "-c", "tty; exit 3") {
+		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	c := commandAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst}, "-qec", line, "/dev/null")
+	c.Path, c.Args[0] = scriptBin, scriptBin
+	out, err := c.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if code != 3 || !strings.Contains(string(out), "/dev/pts/") {
+		t.Errorf("on a terminal: exit %d, output:\n%s", code, out)
+	}
+	r := e.hobbs(nil, e.runArgs(sessionName(t, "notty"), "sh", "-c", "tty; exit 0")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "not a tty") {
+		t.Errorf("without a terminal: exit %d stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestNameClash: a session name whose container or network exists already
+// is refused, and the existing objects are left alone.
+func TestNameClash(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	name := sessionName(t, "clash")
+	docker(t, "create", "--name", name, "--label", "hobbs-e2e="+runID, baseImage, "true")
+	r := e.hobbs(nil, e.runArgs(name, "true")...)
+	if r.code != 2 || !strings.Contains(r.stderr, "exists already") {
+		t.Errorf("container clash: exit %d\n%s", r.code, r.stderr)
+	}
+	if out := docker(t, "ps", "-aq", "--filter", "name=^/"+name+"$"); out == "" {
+		t.Errorf("the existing container %s was removed", name)
+	}
+	docker(t, "rm", "-f", name)
+	name2 := sessionName(t, "clash2")
+	docker(t, "network", "create", "--label", "hobbs-e2e="+runID, name2+"-int")
+	r = e.hobbs(nil, e.runArgs(name2, "true")...)
+	if r.code == 0 || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("network clash: exit %d\n%s", r.code, r.stderr)
+	}
+	if out := docker(t, "network", "ls", "-q", "--filter", "name=^"+name2+"-int$"); out == "" {
+		t.Errorf("the existing network %s-int was removed", name2)
+	}
+	docker(t, "network", "rm", name2+"-int")
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the clashes: %v", left)
+	}
+}

@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const egressProbe = `set -u
+W=/home/dev/hobbs/workspace
+touch $W/.probe-started
+i=0; while [ ! -e $W/.upstream ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+UP=$(cat $W/.upstream)
+echo "allowed=$(netprobe get http://allowed.test:8080/allowed)"
+echo "denied=$(netprobe get http://denied.test:8080/denied)"
+echo "noauth=$(netprobe get-noauth http://allowed.test:8080/noauth)"
+# The ways around the proxy, all at once (each must fail by itself).
+( echo "direct_http=$(netprobe direct http://$UP:8080/direct)" > /tmp/p1 ) &
+( echo "direct_ip=$(netprobe dial $UP:8080)" > /tmp/p2 ) &
+( echo "dns_upstream=$(netprobe resolve allowed.test)" > /tmp/p3 ) &
+( echo "dns_outside=$(netprobe resolve example.com)" > /tmp/p4 ) &
+( echo "ipv6_connect=$(netprobe dial [2001:db8::1]:80)" > /tmp/p5 ) &
+wait
+cat /tmp/p1 /tmp/p2 /tmp/p3 /tmp/p4 /tmp/p5
+echo "ipv6_global=$(grep -v -e ' lo$' -e '^fe80' /proc/net/if_inet6 | wc -l)"
+touch $W/.probe-done
+i=0; while [ ! -e $W/.upstream-gone ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+`
+
+// TestEgress runs an upstream web server on the session's egress network
+// under an allowed and a denied name, and checks every way out of the agent.
+func TestEgress(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	writeFile(t, filepath.Join(e.inst, "policy.yaml"),
+		"domains:\n  - allowed.test:8080\nallow_private:\n  - 10.0.0.0/8\n  - 172.16.0.0/12\n  - 192.168.0.0/16\n")
+	writeFile(t, filepath.Join(e.ws, "probe.sh"), egressProbe)
+	name := sessionName(t, "egress")
+	c := e.command(nil, e.runArgs(name, "sh", "/home/dev/hobbs/workspace/probe.sh")...)
+	var out, errb strings.Builder
+	c.Stdout, c.Stderr = &out, &errb
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the probe to start", func() bool { return exists(filepath.Join(e.ws, ".probe-started")) })
+
+	// The upstream: busybox httpd from the test base, on the session's
+	// egress network only, under two names.
+	up := name + "-upstream"
+	docker(t, "run", "-d", "--name", up, "--label", "hobbs-e2e="+runID, "--network", name+"-egress",
+		"--network-alias", "allowed.test", "--network-alias", "denied.test", baseImage,
+		"netprobe", "serve", ":8080")
+	removed := false
+	removeUp := func() {
+		if !removed {
+			removed = true
+			docker(t, "rm", "-f", up)
+		}
+	}
+	defer removeUp()
+	ip := docker(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", up)
+	writeFile(t, filepath.Join(e.ws, ".upstream"), ip)
+	waitFor(t, 90*time.Second, "the probe to finish", func() bool { return exists(filepath.Join(e.ws, ".probe-done")) })
+	upLog := docker(t, "logs", up)
+	removeUp()
+	writeFile(t, filepath.Join(e.ws, ".upstream-gone"), "")
+	if err := c.Wait(); err != nil {
+		t.Fatalf("session: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	t.Logf("probe output:\n%s", out.String())
+	p := kv(out.String())
+	check := func(key, want string) {
+		t.Helper()
+		if !strings.Contains(p[key], want) {
+			t.Errorf("%s = %q, want it to contain %q", key, p[key], want)
+		}
+	}
+	check("allowed", "status=200 body=upstream-ok")
+	check("denied", "status=403")
+	check("noauth", "status=407")
+	check("direct_http", "error=")
+	check("direct_ip", "failed")
+	check("dns_upstream", "failed")
+	check("dns_outside", "failed")
+	check("ipv6_global", "0")
+	check("ipv6_connect", "failed")
+	// What reached the upstream: the allowed request, nothing else.
+	t.Logf("upstream log:\n%s", upLog)
+	if !strings.Contains(upLog, "request host=allowed.test:8080 path=/allowed") {
+		t.Errorf("the allowed request did not reach the upstream")
+	}
+	for _, never := range []string{"/denied", "/noauth", "/direct"} {
+		if strings.Contains(upLog, "path="+never) {
+			t.Errorf("request %s reached the upstream", never)
+		}
+	}
+
+	// The audit log on the host has both decisions.
+	f, err := os.Open(filepath.Join(e.inst, "logs", "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var allow, deny bool
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m struct{ Event, Subject, Outcome string }
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			t.Errorf("audit line is not JSON: %s", sc.Text())
+			continue
+		}
+		if m.Event == "egress.allow" && m.Subject == "allowed.test:8080" && m.Outcome == "allowed" {
+			allow = true
+		}
+		if m.Event == "egress.deny" && m.Subject == "denied.test:8080" && m.Outcome == "denied" {
+			deny = true
+		}
+	}
+	if !allow || !deny {
+		b, _ := os.ReadFile(filepath.Join(e.inst, "logs", "audit.log"))
+		t.Errorf("audit log: allow decision %v, deny decision %v:\n%s", allow, deny, b)
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the session: %v", left)
+	}
+}

@@ -1,0 +1,276 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// kv parses the probe's "key=value" lines.
+func kv(out string) map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok && !strings.Contains(k, " ") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+const secretValue = "e2e-s3cret-value-7f3a9c"
+
+const sessionProbe = `set -u
+W=/home/dev/hobbs/workspace
+echo "uid=$(id -u)"
+echo "gid=$(id -g)"
+echo "capeff=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)"
+echo "capprm=$(sed -n 's/^CapPrm:[[:space:]]*//p' /proc/self/status)"
+echo "nonewprivs=$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' /proc/self/status)"
+if echo x >> /home/dev/hobbs/.claude/CLAUDE.md 2>/dev/null; then echo identity_write=allowed; else echo identity_write=denied; fi
+if mkdir /home/dev/hobbs/.claude/skills/evil 2>/dev/null; then echo skills_write=allowed; else echo skills_write=denied; fi
+if mv /home/dev/hobbs /home/dev/moved 2>/dev/null; then echo identity_move=allowed; else echo identity_move=denied; fi
+echo "keys=[$(ls -A /home/dev/.hobbs/vault/keys 2>&1 | tr '\n' ' ')]"
+if touch /home/dev/.hobbs/vault/keys/planted 2>/dev/null; then echo keys_write=allowed; else echo keys_write=denied; fi
+echo "data=[$(ls /home/dev/.hobbs/vault/data 2>&1 | tr '\n' ' ')]"
+echo "secret=${E2E_SECRET:-}"
+echo "home=$HOME"
+echo "hobbs_home=$HOBBS_HOME"
+echo "context=$HOBBS_CONTEXT"
+echo "no_proxy=$NO_PROXY"
+case "${HTTPS_PROXY:-}" in http://hobbs:*@proxy:3128) echo https_proxy=ok;; *) echo https_proxy=bad;; esac
+case "${https_proxy:-}" in http://hobbs:*@proxy:3128) echo https_proxy_lower=ok;; *) echo https_proxy_lower=bad;; esac
+echo "skill=$(cat $W/.claude/skills/e2e-skill/SKILL.md 2>&1 | head -1)"
+echo "hosthome_write=$(touch /home/dev/.probe-home 2>&1 && echo ok)"
+echo from-container > $W/made-in-container
+echo from-container > /home/dev/.hobbs/data/made-in-container
+if out=$(hobbs memory add "e2e memory written from the container" 2>&1); then echo memory_add=ok; else echo "memory_add=failed: $out" | tr '\n' ' '; echo; fi
+echo "vault_get=$(hobbs vault get e2e-token 2>&1 | tr '\n' ' ')"
+echo "doctor_engine=$(hobbs doctor 2>&1 | grep -c '^fail  engine')"
+echo pid=$$ > $W/.probe-ready
+i=0; while [ ! -e $W/.inspected ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+cd $W/project && claude --probe
+`
+
+// TestSession checks the agent container's security properties, mounts,
+// layering and secrets, as the issue lists them.
+func TestSession(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+
+	// Host side: a vault entry mapped into the session, an instance skill,
+	// a project with its own CLAUDE.md.
+	if r := e.hobbs(nil, "vault", "init"); r.code != 0 {
+		t.Fatalf("vault init: %s", r.stderr)
+	}
+	if r := e.hobbs([]byte(secretValue), "vault", "set", "e2e-token"); r.code != 0 {
+		t.Fatalf("vault set: %s", r.stderr)
+	}
+	writeFile(t, filepath.Join(e.inst, "config.yaml"), "env:\n  E2E_SECRET: vault:e2e-token\n")
+	writeFile(t, filepath.Join(e.inst, "skills", "e2e-skill", "SKILL.md"), "---\nname: e2e-skill\ndescription: e2e\n---\nbody\n")
+	writeFile(t, filepath.Join(e.ws, "project", "CLAUDE.md"), "# project instructions\n")
+	writeFile(t, filepath.Join(e.ws, "probe.sh"), sessionProbe)
+
+	// 1. Seed the user's global CLAUDE.md on the state volume; the default
+	// command is (fake) claude in the workspace.
+	name := sessionName(t, "s1")
+	r := e.hobbs(nil, e.runArgs(name, "sh", "-c", "echo '# user global' > ~/.claude/CLAUDE.md && claude")...)
+	if r.code != 0 {
+		t.Fatalf("seed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stderr, "building") {
+		t.Errorf("a run with unchanged inputs built the image:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, `fake-claude: state {  "hasCompletedOnboarding": true`) {
+		t.Errorf("Claude Code state not pre-seeded (onboarding would run):\n%s", r.stdout)
+	}
+	r = e.hobbs(nil, e.runArgs(sessionName(t, "s2"))...)
+	if r.code != 0 {
+		t.Fatalf("default command: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"fake-claude: cwd /home/dev/hobbs/workspace\n",
+		"fake-claude: args \n",
+		"fake-claude: claude.md /home/dev/hobbs/.claude/CLAUDE.md\n",
+		"fake-claude: claude.md /home/dev/.claude/CLAUDE.md\n",
+		`"command": "hobbs memory context --format hook"`,
+		`"SessionStart"`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("default command output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	// 2. The probe, inspected from outside while it waits.
+	name = sessionName(t, "s3")
+	c := e.command(nil, e.runArgs(name, "sh", "/home/dev/hobbs/workspace/probe.sh")...)
+	var out, errb strings.Builder
+	c.Stdout, c.Stderr = &out, &errb
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the probe", func() bool { return exists(filepath.Join(e.ws, ".probe-ready")) })
+	inspectSecrets(t, name)
+	// vault/keys is covered: looked at from the host through the agent's
+	// mount namespace (root only), the directory there is empty.
+	if os.Getuid() == 0 {
+		pid := docker(t, "inspect", "--format", "{{.State.Pid}}", name)
+		ents, err := os.ReadDir("/proc/" + pid + "/root/home/dev/.hobbs/vault/keys")
+		if err != nil || len(ents) != 0 {
+			t.Errorf("vault/keys inside the container: %v %v", ents, err)
+		}
+	}
+	if !exists(filepath.Join(e.inst, "vault", "keys", "identity.txt")) {
+		t.Errorf("no identity on the host to hide (vault init changed?)")
+	}
+	writeFile(t, filepath.Join(e.ws, ".inspected"), "")
+	err := c.Wait()
+	if err != nil {
+		t.Fatalf("probe run: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	p := kv(out.String())
+	t.Logf("probe output:\n%s", out.String())
+
+	check := func(key, want string) {
+		t.Helper()
+		if p[key] != want {
+			t.Errorf("%s = %q, want %q", key, p[key], want)
+		}
+	}
+	check("uid", strconv.Itoa(testUID))
+	check("gid", strconv.Itoa(testGID))
+	if p["uid"] == "0" {
+		t.Errorf("agent runs as root")
+	}
+	check("capeff", "0000000000000000")
+	check("capprm", "0000000000000000")
+	check("nonewprivs", "1")
+	check("identity_write", "denied")
+	check("skills_write", "denied")
+	check("identity_move", "denied")
+	if p["keys"] != "[]" && !strings.Contains(p["keys"], "Permission denied") {
+		t.Errorf("agent lists vault/keys: %q", p["keys"])
+	}
+	check("keys_write", "denied")
+	check("secret", secretValue)
+	check("home", "/home/dev")
+	check("hobbs_home", "/home/dev/.hobbs")
+	check("context", "container")
+	check("no_proxy", "localhost,127.0.0.1")
+	check("https_proxy", "ok")
+	check("https_proxy_lower", "ok")
+	check("hosthome_write", "ok")
+	check("skill", "---")
+	check("memory_add", "ok")
+	check("doctor_engine", "0")
+	if !strings.Contains(p["vault_get"], "only through the env mapping") || strings.Contains(p["vault_get"], secretValue) {
+		t.Errorf("hobbs vault get inside: %q", p["vault_get"])
+	}
+	if !strings.Contains(p["data"], "e2e-token.age") {
+		t.Errorf("vault/data not visible: %q", p["data"])
+	}
+	for _, want := range []string{
+		"fake-claude: cwd /home/dev/hobbs/workspace/project\n",
+		"fake-claude: claude.md /home/dev/hobbs/workspace/project/CLAUDE.md\n",
+		"fake-claude: claude.md /home/dev/hobbs/.claude/CLAUDE.md\n",
+		"fake-claude: claude.md /home/dev/.claude/CLAUDE.md\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("three CLAUDE.md layers: missing %q", strings.TrimSpace(want))
+		}
+	}
+
+	// Files the agent wrote are the host user's.
+	owned := func(p string) {
+		t.Helper()
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Errorf("%v", err)
+			return
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if int(st.Uid) != testUID || int(st.Gid) != testGID {
+			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, testUID, testGID)
+		}
+	}
+	owned(filepath.Join(e.ws, "made-in-container"))
+	owned(filepath.Join(e.inst, "data", "made-in-container"))
+	mems, _ := filepath.Glob(filepath.Join(e.inst, "memory", "active", "*.md"))
+	found := false
+	for _, m := range mems {
+		b, _ := os.ReadFile(m)
+		if strings.Contains(string(b), "e2e memory written from the container") {
+			found = true
+			owned(m)
+		}
+	}
+	if !found {
+		t.Errorf("the memory added inside is not in %s/memory/active (%v)", e.inst, mems)
+	}
+	if _, err := os.Stat(filepath.Join(e.inst, "vault", "keys", "planted")); err == nil {
+		t.Errorf("the agent planted a file in vault/keys")
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the session: %v", left)
+	}
+	// The audit log names the session and the mapped variable, never its value.
+	audit, _ := os.ReadFile(filepath.Join(e.inst, "logs", "audit.log"))
+	if !strings.Contains(string(audit), `"session.start"`) || !strings.Contains(string(audit), "E2E_SECRET") {
+		t.Errorf("audit log lacks the session start with the mapped name")
+	}
+	if strings.Contains(string(audit), secretValue) {
+		t.Errorf("audit log holds the secret value")
+	}
+}
+
+// inspectSecrets asserts that neither the mapped secret nor the proxy token
+// appears in the running agent's `docker inspect` command line, nor in any
+// process's argv on this host.
+func inspectSecrets(t *testing.T, name string) {
+	t.Helper()
+	var c []struct {
+		Path   string
+		Args   []string
+		Config struct {
+			Cmd, Entrypoint []string
+			Env             []string
+		}
+	}
+	if err := json.Unmarshal([]byte(docker(t, "inspect", name)), &c); err != nil || len(c) != 1 {
+		t.Fatalf("inspect %s: %v", name, err)
+	}
+	token := ""
+	for _, kv := range c[0].Config.Env {
+		if v, ok := strings.CutPrefix(kv, "HTTP_PROXY=http://hobbs:"); ok {
+			token, _, _ = strings.Cut(v, "@")
+		}
+	}
+	if len(token) < 32 {
+		t.Fatalf("no proxy token found in the agent's environment")
+	}
+	cmdline := strings.Join(append(append(append([]string{c[0].Path}, c[0].Args...), c[0].Config.Cmd...), c[0].Config.Entrypoint...), " ")
+	for what, v := range map[string]string{"secret": secretValue, "proxy token": token} {
+		if strings.Contains(cmdline, v) {
+			t.Errorf("%s in docker inspect's command line: %s", what, cmdline)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for what, v := range map[string]string{"secret": secretValue, "proxy token": token} {
+			if strings.Contains(string(b), v) {
+				t.Errorf("%s in the argv of %s: %q", what, p, strings.ReplaceAll(string(b), "\x00", " "))
+			}
+		}
+	}
+	// The proxy got the same token, as a file, not in its argv.
+	proxyArgs := docker(t, "inspect", "--format", "{{.Path}} {{join .Args \" \"}}", name+"-proxy")
+	if strings.Contains(proxyArgs, token) || !strings.Contains(proxyArgs, "--auth-token-file") {
+		t.Errorf("proxy command line: %s", proxyArgs)
+	}
+}
