@@ -35,6 +35,10 @@ sub-agent gets the foundation (always, in full), the memories matching its tags,
 and its own operational learnings: 'hobbs agent context NAME' prints exactly that.
 
 Framework agents ship with Hobbs; your own live in agents/custom/ of the instance.`,
+		Example: `  hobbs agent list
+  hobbs agent new finance --tag money --description "Pays bills"
+  hobbs agent context finance
+  hobbs agent learn finance "The bank's export is CSV with ; separators"`,
 	}
 	cmd.AddCommand(newAgentListCmd(a), newAgentNewCmd(a), newAgentShowCmd(a), newAgentLearnCmd(a))
 	cmd.AddCommand(newAgentContextCmd(a))

@@ -13,6 +13,7 @@ func newConfigCmd(a *app) *cobra.Command {
 		Short: "Show and validate the instance configuration",
 		Long: `config.yaml holds the instance settings; templates/config.yaml (copied at
 init) documents every key. Unknown keys and wrong types are errors.`,
+		Example: "  hobbs config show\n  hobbs config validate",
 	}
 	var asJSON bool
 	show := &cobra.Command{
