@@ -184,7 +184,7 @@ memories (hobbs memory add).`,
 			if err != nil {
 				return err
 			}
-			text, err := a.memText(args[1:])
+			text, err := a.textArg(args[1:], "lesson")
 			if err != nil {
 				return err
 			}

@@ -177,3 +177,40 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// textArg returns the text given as arguments (joined by spaces), or read
+// from stdin when the only argument is "-", or when there is none and stdin
+// is not a terminal. what names the text in the error when there is none.
+func (a *app) textArg(args []string, what string) (string, error) {
+	if len(args) == 1 && args[0] == "-" || len(args) == 0 && !a.stdinIsTTY() {
+		b, err := a.readStdin()
+		return string(b), err
+	}
+	if len(args) == 0 {
+		return "", errs.Usagef("no %s", what).WithHint("give it as an argument, or pipe it and use -")
+	}
+	return strings.Join(args, " "), nil
+}
+
+// readFileFlag reads the file named by the value of flag, "-" meaning stdin.
+func (a *app) readFileFlag(flag, name string) ([]byte, error) {
+	switch name {
+	case "":
+		return nil, errs.Usagef("%s needs a file name, or - for stdin", flag)
+	case "-":
+		return a.readStdin()
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, errs.Wrap(errs.Usage, err, "read %s", name)
+	}
+	return b, nil
+}
+
+func (a *app) readStdin() ([]byte, error) {
+	b, err := io.ReadAll(a.in)
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read stdin")
+	}
+	return b, nil
+}

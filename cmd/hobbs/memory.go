@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -55,22 +54,6 @@ func (a *app) memWarn(s *memory.Store) {
 	}
 }
 
-// memText takes the text of a memory from args or stdin ("-" or nothing with
-// stdin not a terminal).
-func (a *app) memText(args []string) (string, error) {
-	if len(args) == 0 || len(args) == 1 && args[0] == "-" {
-		if len(args) == 0 && a.stdinIsTTY() {
-			return "", errs.Usagef("no memory text").WithHint("give it as an argument, or pipe it and use -")
-		}
-		b, err := io.ReadAll(a.in)
-		if err != nil {
-			return "", errs.Wrap(errs.Failure, err, "read stdin")
-		}
-		return string(b), nil
-	}
-	return strings.Join(args, " "), nil
-}
-
 func (a *app) printAdd(res *memory.AddResult, asJSON bool) error {
 	if asJSON {
 		return a.printJSON(res)
@@ -116,7 +99,7 @@ can reinforce or supersede one instead.`,
 			if err != nil {
 				return err
 			}
-			text, err := a.memText(args)
+			text, err := a.textArg(args, "memory text")
 			if err != nil {
 				return err
 			}
@@ -185,7 +168,7 @@ records supersedes. Same as: hobbs memory add TEXT --supersedes ID.`,
 			if err != nil {
 				return err
 			}
-			text, err := a.memText(args[1:])
+			text, err := a.textArg(args[1:], "memory text")
 			if err != nil {
 				return err
 			}

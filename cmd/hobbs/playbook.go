@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -95,7 +93,7 @@ today, review_every from config). Content without every section is refused.`,
 			}
 			opt := playbook.NewOptions{Title: title}
 			if cmd.Flags().Changed("from") {
-				if opt.Source, err = a.readFrom(from); err != nil {
+				if opt.Source, err = a.readFileFlag("--from", from); err != nil {
 					return err
 				}
 			}
@@ -121,25 +119,6 @@ today, review_every from config). Content without every section is refused.`,
 	cmd.Flags().StringVar(&from, "from", "", "read the playbook from `FILE` (- for stdin) instead of the template")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new playbook's metadata as JSON")
 	return cmd
-}
-
-// readFrom reads a file argument, "-" meaning stdin.
-func (a *app) readFrom(name string) ([]byte, error) {
-	if name == "" {
-		return nil, errs.Usagef("--from needs a file name, or - for stdin")
-	}
-	if name == "-" {
-		b, err := io.ReadAll(a.in)
-		if err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "read stdin")
-		}
-		return b, nil
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, errs.Wrap(errs.Usage, err, "read %s", name)
-	}
-	return b, nil
 }
 
 func newPlaybookListCmd(a *app) *cobra.Command {
@@ -264,7 +243,7 @@ The previous version is not kept by hobbs: keep the instance in git
 			if err != nil {
 				return err
 			}
-			src, err := a.readFrom(from)
+			src, err := a.readFileFlag("--from", from)
 			if err != nil {
 				return err
 			}

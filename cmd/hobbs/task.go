@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -116,18 +115,10 @@ with the task as its source.`,
 				return err
 			}
 			opts := task.DoneOptions{Outcome: outcomeFlag}
-			switch retro {
-			case "":
-			case "-":
-				b, err := io.ReadAll(a.in)
+			if retro != "" {
+				b, err := a.readFileFlag("--retro", retro)
 				if err != nil {
 					return err
-				}
-				opts.Retro = string(b)
-			default:
-				b, err := os.ReadFile(retro)
-				if err != nil {
-					return errs.Wrap(errs.Usage, err, "read retrospective")
 				}
 				opts.Retro = string(b)
 			}
