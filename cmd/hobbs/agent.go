@@ -59,7 +59,7 @@ func newAgentListCmd(a *app) *cobra.Command {
 			}
 			defs, probs := agentCatalog(in).List()
 			for _, p := range probs {
-				a.status("hobbs: warning: %s", p.Err)
+				a.status("hobbs: warning: %s", p)
 			}
 			if asJSON {
 				return a.printJSON(defs)

@@ -170,7 +170,7 @@ func newTaskListCmd(a *app) *cobra.Command {
 			}
 			tasks, probs := task.Log{Instance: in}.List()
 			for _, p := range probs {
-				a.status("hobbs: warning: %s", p.Err)
+				a.status("hobbs: warning: %s", p)
 			}
 			out := []*task.Task{}
 			for _, t := range tasks {

@@ -28,11 +28,32 @@ type ParseError struct {
 	Reason string
 }
 
-func (e *ParseError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Reason)
+func (e *ParseError) Error() string { return Problem{e.Path, e.Line, e.Reason}.String() }
+
+// Problem is a file that cannot be used, or one thing wrong with it, located
+// by line (1-based; 0 when it concerns the whole file). Packages that list
+// files report the ones they skip as Problems and leave them as they are.
+type Problem struct {
+	Path   string `json:"path"`
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Reason)
 	}
-	return fmt.Sprintf("%s: %s", e.Path, e.Reason)
+	return fmt.Sprintf("%s: %s", p.Path, p.Reason)
+}
+
+// ProblemOf describes why the file at path could not be used: the line and
+// reason of a *ParseError, otherwise the whole error.
+func ProblemOf(path string, err error) Problem {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return Problem{Path: pe.Path, Line: pe.Line, Reason: pe.Reason}
+	}
+	return Problem{Path: path, Reason: err.Error()}
 }
 
 const delim = "---"

@@ -2,6 +2,8 @@ package frontmatter
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -71,4 +73,19 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestProblemOf(t *testing.T) {
+	_, _, _, err := Split("a.md", []byte("---\nx: 1\n"))
+	p := ProblemOf("ignored.md", fmt.Errorf("load: %w", err))
+	if p.Path != "a.md" || p.Line != 2 || p.Reason != "frontmatter is not closed by a --- line" {
+		t.Fatalf("from a wrapped ParseError: %+v", p)
+	}
+	if p.String() != err.Error() {
+		t.Fatalf("String %q differs from the ParseError's %q", p.String(), err.Error())
+	}
+	p = ProblemOf("b.md", os.ErrPermission)
+	if p.Path != "b.md" || p.Line != 0 || p.String() != "b.md: permission denied" {
+		t.Fatalf("from another error: %+v %q", p, p.String())
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hobbs-agent/hobbs/src/frontmatter"
 )
 
 // Status values.
@@ -71,20 +73,9 @@ func optTime(t time.Time) *time.Time {
 	return &t
 }
 
-// Problem is a file that cannot be used, with the line of the fault (0 when
-// the whole file is concerned).
-type Problem struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Reason string `json:"reason"`
-}
-
-func (p Problem) String() string {
-	if p.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Reason)
-	}
-	return fmt.Sprintf("%s: %s", p.Path, p.Reason)
-}
+// Problem is one thing wrong with a file, located by line (1-based; 0 when
+// it concerns the whole file).
+type Problem = frontmatter.Problem
 
 // ParseError is returned by Parse for a file it cannot use.
 type ParseError struct {

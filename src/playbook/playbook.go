@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hobbs-agent/hobbs/src/frontmatter"
 )
 
 // Stages of the automation ladder, lowest first.
@@ -67,18 +69,7 @@ type Meta struct {
 
 // Problem is one thing wrong with a file, located by line (1-based; 0 when
 // it concerns the whole file).
-type Problem struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Reason string `json:"reason"`
-}
-
-func (p Problem) String() string {
-	if p.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Reason)
-	}
-	return fmt.Sprintf("%s: %s", p.Path, p.Reason)
-}
+type Problem = frontmatter.Problem
 
 // ParseError is returned for a file that cannot be used: no frontmatter,
 // broken YAML, a value of the wrong type or out of range.

@@ -145,10 +145,7 @@ type Catalog struct {
 
 // Problem is a definition file that could not be read. It is reported, never
 // rewritten.
-type Problem struct {
-	Path string `json:"path"`
-	Err  string `json:"error"`
-}
+type Problem = frontmatter.Problem
 
 // List returns every agent (identity first, then by name) and the files that
 // could not be parsed.
@@ -175,7 +172,7 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 					continue
 				}
 			}
-			probs = append(probs, Problem{Path: p, Err: err.Error()})
+			probs = append(probs, frontmatter.ProblemOf(p, err))
 		}
 	}
 	dir := c.Instance.AgentsCustom()
@@ -187,7 +184,7 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 		}
 		p := path.Join(dir, e.Name())
 		if seen[name] {
-			probs = append(probs, Problem{Path: p, Err: fmt.Sprintf("%q is a framework agent's name; this file is ignored", name)})
+			probs = append(probs, Problem{Path: p, Reason: fmt.Sprintf("%q is a framework agent's name; this file is ignored", name)})
 			continue
 		}
 		data, err := os.ReadFile(p)
@@ -199,7 +196,7 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 				continue
 			}
 		}
-		probs = append(probs, Problem{Path: p, Err: err.Error()})
+		probs = append(probs, frontmatter.ProblemOf(p, err))
 	}
 	sort.SliceStable(defs[1:], func(i, j int) bool { return defs[1+i].Name < defs[1+j].Name })
 	return defs, probs
@@ -218,7 +215,7 @@ func (c Catalog) Get(name string) (*Definition, error) {
 	}
 	for _, p := range probs {
 		if strings.HasSuffix(p.Path, "/"+name+".md") {
-			return nil, errs.Failf("agent %q cannot be read: %s", name, p.Err).
+			return nil, errs.Failf("agent %q cannot be read: %s", name, p).
 				WithHint("fix the file by hand; hobbs never rewrites a file it cannot parse")
 		}
 	}

@@ -92,8 +92,12 @@ func TestBrokenCustomReportedNotRewritten(t *testing.T) {
 	if len(defs) != 2 || len(probs) != 2 {
 		t.Fatalf("defs %d probs %v", len(defs), probs)
 	}
-	if !regexp.MustCompile(`broken\.md:\d+: `).MatchString(probs[0].Err + probs[1].Err) {
-		t.Fatalf("no line in %v", probs)
+	byPath := map[string]Problem{probs[0].Path: probs[0], probs[1].Path: probs[1]}
+	if p, ok := byPath[bad]; !ok || p.Line == 0 || !regexp.MustCompile(`broken\.md:\d+: `).MatchString(p.String()) {
+		t.Fatalf("no line for broken.md in %v", probs)
+	}
+	if p, ok := byPath[shadow]; !ok || !strings.Contains(p.String(), "researcher.md: \"researcher\" is a framework agent's name") {
+		t.Fatalf("shadowing file not reported with its path: %v", probs)
 	}
 	if _, err := c.Get("broken"); err == nil || !strings.Contains(err.Error(), "cannot be read") {
 		t.Fatalf("get broken: %v", err)

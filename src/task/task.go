@@ -168,10 +168,7 @@ func parse(p string, data []byte) (*Task, error) {
 }
 
 // Problem is a task file that could not be read; it is reported and left alone.
-type Problem struct {
-	Path string `json:"path"`
-	Err  string `json:"error"`
-}
+type Problem = frontmatter.Problem
 
 // List returns all tasks, newest first, and the files it could not parse.
 func (l Log) List() ([]*Task, []Problem) {
@@ -191,7 +188,7 @@ func (l Log) List() ([]*Task, []Problem) {
 				continue
 			}
 		}
-		probs = append(probs, Problem{Path: p, Err: err.Error()})
+		probs = append(probs, frontmatter.ProblemOf(p, err))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Started.Equal(out[j].Started) {

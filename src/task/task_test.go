@@ -83,7 +83,8 @@ func TestMalformedReported(t *testing.T) {
 	content := "---\nid: task_20261122_009\nstatus: exploded\n---\n"
 	os.WriteFile(p, []byte(content), 0o644)
 	list, probs := l.List()
-	if len(list) != 1 || len(probs) != 1 || !strings.Contains(probs[0].Err, ":3: status") {
+	if len(list) != 1 || len(probs) != 1 || probs[0].Path != p || probs[0].Line != 3 ||
+		!strings.HasPrefix(probs[0].Reason, "status") || !strings.Contains(probs[0].String(), ":3: status") {
 		t.Fatalf("%v %v", list, probs)
 	}
 	if _, err := l.Done("task_20261122_009", DoneOptions{Outcome: OK}); err == nil {
