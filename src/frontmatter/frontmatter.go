@@ -58,26 +58,48 @@ func ProblemOf(path string, err error) Problem {
 
 const delim = "---"
 
-// Split separates the frontmatter from the body. yamlStart is the 1-based
-// file line of the first YAML line.
-func Split(path string, data []byte) (fm, body []byte, yamlStart int, err error) {
+// Messages of the two ways a file can lack a frontmatter block.
+const (
+	ReasonMissing   = `no frontmatter: the file must start with a line "---"`
+	ReasonNotClosed = `frontmatter is not closed: no second line "---"`
+)
+
+// Block locates the frontmatter block of data without copying: fm is the
+// YAML between the opening and the closing "---" lines (its first line is
+// line 2 of the file), body is what follows the closing line, closing is the
+// 0-based index of the closing line. A leading byte order mark is skipped;
+// "---" lines may end in spaces, tabs or "\r". This is the one definition of
+// a frontmatter block for every Hobbs file format. The *ParseError it returns
+// has no Path (Split adds it).
+func Block(data []byte) (fm, body []byte, closing int, err error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	first, rest, _ := bytes.Cut(data, []byte("\n"))
-	if strings.TrimRight(string(first), "\r \t") != delim {
-		return nil, nil, 0, &ParseError{Path: path, Line: 1, Reason: "missing frontmatter: the file must start with ---"}
+	if !isDelim(first) {
+		return nil, nil, 0, &ParseError{Line: 1, Reason: ReasonMissing}
 	}
-	line := 2
-	var yamlLines [][]byte
-	for len(rest) > 0 {
-		var l []byte
-		l, rest, _ = bytes.Cut(rest, []byte("\n"))
-		if strings.TrimRight(string(l), "\r \t") == delim {
-			return bytes.Join(yamlLines, []byte("\n")), rest, 2, nil
+	for i, r := 1, rest; ; i++ {
+		l, next, more := bytes.Cut(r, []byte("\n"))
+		if isDelim(l) {
+			return rest[:len(rest)-len(r)], next, i, nil
 		}
-		yamlLines = append(yamlLines, l)
-		line++
+		if !more {
+			return nil, nil, 0, &ParseError{Line: 1, Reason: ReasonNotClosed}
+		}
+		r = next
 	}
-	return nil, nil, 0, &ParseError{Path: path, Line: line - 1, Reason: "frontmatter is not closed by a --- line"}
+}
+
+func isDelim(line []byte) bool { return string(bytes.TrimRight(line, "\r \t")) == delim }
+
+// Split separates the frontmatter from the body (see Block). yamlStart is
+// the 1-based file line of the first YAML line.
+func Split(path string, data []byte) (fm, body []byte, yamlStart int, err error) {
+	fm, body, _, err = Block(data)
+	if err != nil {
+		err.(*ParseError).Path = path
+		return nil, nil, 0, err
+	}
+	return fm, body, 2, nil
 }
 
 var yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)

@@ -31,8 +31,8 @@ func TestRoundTrip(t *testing.T) {
 
 func TestErrorsNameFileLine(t *testing.T) {
 	cases := []struct{ doc, want string }{
-		{"no frontmatter\n", "f.md:1: missing frontmatter"},
-		{"---\nname: x\nbody\n", "f.md:3: frontmatter is not closed"},
+		{"no frontmatter\n", "f.md:1: no frontmatter: the file must start with a line \"---\""},
+		{"---\nname: x\nbody\n", "f.md:1: frontmatter is not closed"},
 		{"---\nname: x\nbogus: 1\n---\n", `f.md:3: field bogus not found`},
 		{"---\nname: x\ntags: [a\n---\n", "f.md:"},
 		{"---\nname: [1]\n---\n", "f.md:2: cannot unmarshal"},
@@ -78,7 +78,7 @@ func FuzzDecode(f *testing.F) {
 func TestProblemOf(t *testing.T) {
 	_, _, _, err := Split("a.md", []byte("---\nx: 1\n"))
 	p := ProblemOf("ignored.md", fmt.Errorf("load: %w", err))
-	if p.Path != "a.md" || p.Line != 2 || p.Reason != "frontmatter is not closed by a --- line" {
+	if p.Path != "a.md" || p.Line != 1 || p.Reason != ReasonNotClosed {
 		t.Fatalf("from a wrapped ParseError: %+v", p)
 	}
 	if p.String() != err.Error() {
@@ -87,5 +87,33 @@ func TestProblemOf(t *testing.T) {
 	p = ProblemOf("b.md", os.ErrPermission)
 	if p.Path != "b.md" || p.Line != 0 || p.String() != "b.md: permission denied" {
 		t.Fatalf("from another error: %+v %q", p, p.String())
+	}
+}
+
+func TestBlock(t *testing.T) {
+	cases := []struct {
+		name, doc, fm, body string
+		closing             int
+	}{
+		{"plain", "---\na: 1\n---\nbody\n", "a: 1\n", "body\n", 2},
+		{"crlf", "---\r\na: 1\r\n---\r\nbody\r\n", "a: 1\r\n", "body\r\n", 2},
+		{"bom and trailing blanks", "\xef\xbb\xbf--- \na: 1\nb: 2\n---\t\n", "a: 1\nb: 2\n", "", 3},
+		{"empty block, no final newline", "---\n---", "", "", 1},
+		{"only the first closing line counts", "---\na: 1\n---\n---\n", "a: 1\n", "---\n", 2},
+		{"indented dashes are not a delimiter", "---\na: |\n  ---\n---\nx", "a: |\n  ---\n", "x", 3},
+	}
+	for _, c := range cases {
+		fm, body, closing, err := Block([]byte(c.doc))
+		if err != nil || string(fm) != c.fm || string(body) != c.body || closing != c.closing {
+			t.Errorf("%s: Block = %q, %q, %d, %v; want %q, %q, %d", c.name, fm, body, closing, err, c.fm, c.body, c.closing)
+		}
+	}
+	for doc, want := range map[string]string{"": ReasonMissing, "# title\n---\n": ReasonMissing, "---": ReasonNotClosed,
+		"---\na: 1\n": ReasonNotClosed, "----\na: 1\n---\n": ReasonMissing} {
+		_, _, _, err := Block([]byte(doc))
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Line != 1 || pe.Reason != want {
+			t.Errorf("Block(%q) = %v, want line 1: %s", doc, err, want)
+		}
 	}
 }

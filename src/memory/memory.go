@@ -184,37 +184,16 @@ func Parse(data []byte, tier Tier) (*Memory, error) {
 	return m, nil
 }
 
-// split separates the frontmatter from the body. fmLine is the file line
+// split separates the frontmatter from the body (frontmatter.Block); the
+// blank lines between them are not part of the body. fmLine is the file line
 // number just before the frontmatter's first line.
 func split(data []byte) (fm, body []byte, fmLine int, err error) {
-	if !bytes.HasPrefix(data, []byte("---\n")) && !bytes.HasPrefix(data, []byte("---\r\n")) {
-		return nil, nil, 0, &ParseError{Line: 1, Reason: `no frontmatter: the file must start with a "---" line`}
+	fm, body, _, err = frontmatter.Block(data)
+	if err != nil {
+		pe := err.(*frontmatter.ParseError)
+		return nil, nil, 0, &ParseError{Line: pe.Line, Reason: pe.Reason}
 	}
-	start := bytes.IndexByte(data, '\n') + 1
-	rest := data[start:]
-	for off := 0; off <= len(rest); {
-		end := bytes.IndexByte(rest[off:], '\n')
-		var l []byte
-		next := len(rest) + 1
-		if end >= 0 {
-			l = rest[off : off+end]
-			next = off + end + 1
-		} else {
-			l = rest[off:]
-		}
-		if string(bytes.TrimRight(l, "\r \t")) == "---" {
-			b := []byte{}
-			if next <= len(rest) {
-				b = rest[next:]
-			}
-			return rest[:off], bytes.TrimLeft(b, "\r\n"), 1, nil
-		}
-		if end < 0 {
-			break
-		}
-		off = next
-	}
-	return nil, nil, 0, &ParseError{Line: 1, Reason: `unterminated frontmatter: no closing "---" line`}
+	return fm, bytes.TrimLeft(body, "\r\n"), 1, nil
 }
 
 func yamlErr(err error, fmLine int) error {

@@ -62,7 +62,7 @@ func TestParseProblems(t *testing.T) {
 		want string
 	}{
 		{"hello", 1, "no frontmatter"},
-		{"---\nid: x\n", 1, "unterminated frontmatter"},
+		{"---\nid: x\n", 1, "frontmatter is not closed"},
 		{"---\ntags: [a]\n---\n", 1, "missing id"},
 		{"---\nid: x\nreinforced: many\n---\n", 3, "reinforced: want a whole number"},
 		{"---\nid: x\nreinforced: -1\n---\n", 3, "reinforced: want a whole number"},
@@ -153,4 +153,16 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("rewrite changed the memory:\n%+v\n%+v", m, m2)
 		}
 	})
+}
+
+// A hand-written file with a byte order mark, CRLF line ends and spaces after
+// a delimiter loads (frontmatter.Block is the one definition of the block).
+func TestParseBOMAndCRLF(t *testing.T) {
+	m, err := Parse([]byte("\ufeff--- \r\nid: mem_20260101_001\r\ntags: [a]\r\n---\r\n\r\nhello\r\n"), Active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != "mem_20260101_001" || len(m.Tags) != 1 || m.Body != "hello\r\n" {
+		t.Fatalf("%+v", m)
+	}
 }

@@ -131,23 +131,15 @@ func Parse(path string, data []byte) (*Doc, error) {
 	lint := func(line int, format string, args ...any) {
 		d.Lint = append(d.Lint, Problem{Path: path, Line: line, Reason: fmt.Sprintf(format, args...)})
 	}
+	fm, _, closing, err := frontmatter.Block(data)
+	if err != nil {
+		pe := err.(*frontmatter.ParseError)
+		return fail(pe.Line, "%s", pe.Reason)
+	}
+	d.fmEnd = closing
 	lines := splitLines(data)
-	if len(lines) == 0 || trimEOL(lines[0]) != "---" {
-		return fail(1, "no frontmatter: the file must start with a line \"---\"")
-	}
-	d.fmEnd = -1
-	for i := 1; i < len(lines); i++ {
-		if trimEOL(lines[i]) == "---" {
-			d.fmEnd = i
-			break
-		}
-	}
-	if d.fmEnd < 0 {
-		return fail(1, "frontmatter is not closed: no second line \"---\"")
-	}
-	fm := strings.Join(lines[1:d.fmEnd], "")
 	var root yaml.Node
-	if err := yaml.Unmarshal([]byte(fm), &root); err != nil {
+	if err := yaml.Unmarshal(fm, &root); err != nil {
 		line, msg := yamlErrLine(err)
 		return fail(line+1, "frontmatter: %s", msg)
 	}

@@ -417,3 +417,24 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 		t.Fatalf("%d notes, want %d", c, n)
 	}
 }
+
+// A file saved by an editor that writes a byte order mark and leaves spaces
+// after the closing "---" parses like the other formats (frontmatter.Block)
+// and line-preserving edits keep both.
+func TestParseBOMAndSpacedDelimiter(t *testing.T) {
+	in := "\ufeff---\ntitle: x\nstage: manual\n--- \nbody\n"
+	d, err := Parse("p.md", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Meta.Title != "x" || d.Body() != "body\n" {
+		t.Fatalf("meta %+v body %q", d.Meta, d.Body())
+	}
+	out, err := d.setKeys([][2]string{{"stage", "assisted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\ufeff---\ntitle: x\nstage: assisted\n--- \nbody\n"; string(out) != want {
+		t.Fatalf("got  %q\nwant %q", out, want)
+	}
+}
