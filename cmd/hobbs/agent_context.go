@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/subagent"
 )
@@ -30,8 +29,8 @@ all active memories. --format hook prints the JSON a Claude Code hook returns.`,
   hobbs agent context reviewer --format json | jq '.memories[].id'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "hook" && format != "json" {
-				return errs.Usagef("unknown format %q", format).WithHint("text, hook or json")
+			if err := checkContextFormat(format); err != nil {
+				return err
 			}
 			s, err := a.memStore()
 			if err != nil {
@@ -41,15 +40,8 @@ all active memories. --format hook prints the JSON a Claude Code hook returns.`,
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("budget") {
-				c, err := a.config(s.In)
-				if err != nil {
-					return err
-				}
-				budget = c.Memory.ContextBudget
-			}
-			if budget <= 0 {
-				return errs.Usagef("--budget must be positive")
+			if budget, err = a.contextBudget(cmd, s, format, budget); err != nil {
+				return err
 			}
 			// claude.md (for hobbs) before the memories, the learnings after
 			// them: BuildContext reserves room for both before ranking.

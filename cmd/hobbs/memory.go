@@ -351,7 +351,7 @@ derived data, checked against the files and safe to delete.`,
 			if asJSON {
 				return a.printJSON(hits)
 			}
-			in, _ := a.instance()
+			in := s.In
 			for _, h := range hits {
 				id := h.ID
 				if id == "" {
@@ -403,25 +403,15 @@ json prints what was included. The memories loaded get last_accessed updated
   hobbs memory context --agent researcher --tag research --budget 4000`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "hook" && format != "json" {
-				return errs.Usagef("unknown format %q", format).WithHint("text, hook or json")
+			if err := checkContextFormat(format); err != nil {
+				return err
 			}
 			s, err := a.memStore()
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("budget") {
-				c, err := a.config(s.In)
-				if err != nil {
-					return err
-				}
-				budget = c.Memory.ContextBudget
-			}
-			if budget <= 0 {
-				return errs.Usagef("--budget must be positive")
-			}
-			if format == "hook" && budget > memory.HookLimit {
-				a.status("hobbs: warning: budget %d is over Claude Code's %d-character hook limit; the context will be cut", budget, memory.HookLimit)
+			if budget, err = a.contextBudget(cmd, s, format, budget); err != nil {
+				return err
 			}
 			secs, err := s.SessionSections(agent)
 			if err != nil {
@@ -546,7 +536,7 @@ func memStatsCmd(a *app) *cobra.Command {
 			for t := range st.Tags {
 				tags = append(tags, t)
 			}
-			sortStrings(tags)
+			sort.Strings(tags)
 			for _, t := range tags {
 				fmt.Fprintf(a.out, "tag\t%s\t%d\n", t, st.Tags[t])
 			}
@@ -560,7 +550,31 @@ func memStatsCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func sortStrings(s []string) { sort.Strings(s) }
+func checkContextFormat(format string) error {
+	if format != "text" && format != "hook" && format != "json" {
+		return errs.Usagef("unknown format %q", format).WithHint("text, hook or json")
+	}
+	return nil
+}
+
+// contextBudget returns --budget when given, else memory.context_budget of
+// config.yaml, and warns when a hook's context will be cut.
+func (a *app) contextBudget(cmd *cobra.Command, s *memory.Store, format string, budget int) (int, error) {
+	if !cmd.Flags().Changed("budget") {
+		c, err := a.config(s.In)
+		if err != nil {
+			return 0, err
+		}
+		budget = c.Memory.ContextBudget
+	}
+	if budget <= 0 {
+		return 0, errs.Usagef("--budget must be positive")
+	}
+	if format == "hook" && budget > memory.HookLimit {
+		a.status("hobbs: warning: budget %d is over Claude Code's %d-character hook limit; the context will be cut", budget, memory.HookLimit)
+	}
+	return budget, nil
+}
 
 // printContext builds a context (the hook variant for --format hook), prints
 // it in format (text, hook or json), warns about malformed files and cut
