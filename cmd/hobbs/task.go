@@ -164,7 +164,7 @@ func newTaskListCmd(a *app) *cobra.Command {
 		Example: "  hobbs task list\n  hobbs task list --status running --json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
+			in, err := a.existingInstance()
 			if err != nil {
 				return err
 			}
@@ -209,7 +209,7 @@ func newTaskShowCmd(a *app) *cobra.Command {
 		Example: "  hobbs task show task_20261122_001",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
+			in, err := a.existingInstance()
 			if err != nil {
 				return err
 			}
