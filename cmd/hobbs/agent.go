@@ -97,7 +97,7 @@ Edit the file afterwards to give the agent its instructions and tools.`,
 			}
 			d, err := agentCatalog(in).New(subagent.NewOptions{Name: args[0], Description: desc, Tags: tags,
 				Template: templateFile("agent.md"), Operational: templateFile("operational.md")})
-			_ = a.audit(in).Log(audit.Entry{Event: "agent.new", Subject: args[0], Outcome: outcome(err)})
+			a.logAudit(in, audit.Entry{Event: "agent.new", Subject: args[0], Outcome: outcome(err)})
 			if err != nil {
 				return err
 			}
@@ -193,7 +193,7 @@ memories (hobbs memory add).`,
 			if r != nil && !r.Added {
 				ev.Outcome = "duplicate"
 			}
-			_ = a.audit(in).Log(ev)
+			a.logAudit(in, ev)
 			if err != nil {
 				return err
 			}

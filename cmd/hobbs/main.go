@@ -152,6 +152,14 @@ func (a *app) config(in instance.Instance) (*config.Config, error) { return conf
 // audit returns the audit logger of in.
 func (a *app) audit(in instance.Instance) *audit.Logger { return audit.New(in.AuditLog()) }
 
+// logAudit appends e to the audit log of in. A failure does not undo what
+// was done, but it is not silent either: it is a warning on stderr.
+func (a *app) logAudit(in instance.Instance, e audit.Entry) {
+	if err := a.audit(in).Log(e); err != nil {
+		a.status("hobbs: warning: audit log not written: %v", err)
+	}
+}
+
 // status prints a status line on stderr.
 func (a *app) status(format string, args ...any) { fmt.Fprintf(a.errOut, format+"\n", args...) }
 

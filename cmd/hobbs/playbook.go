@@ -98,7 +98,7 @@ today, review_every from config). Content without every section is refused.`,
 				}
 			}
 			p, err := st.New(args[0], opt)
-			_ = a.audit(in).Log(audit.Entry{Event: "playbook.new", Subject: args[0], Outcome: outcome(err),
+			a.logAudit(in, audit.Entry{Event: "playbook.new", Subject: args[0], Outcome: outcome(err),
 				Detail: map[string]any{"from": map[bool]string{true: "source", false: "template"}[opt.Source != nil]}})
 			if err != nil {
 				return err
@@ -198,7 +198,7 @@ review, lint problems and body.`,
 				return err
 			}
 			d, e, err := st.Get(args[0])
-			_ = a.audit(in).Log(audit.Entry{Event: "playbook.show", Subject: args[0], Outcome: outcome(err)})
+			a.logAudit(in, audit.Entry{Event: "playbook.show", Subject: args[0], Outcome: outcome(err)})
 			if err != nil {
 				return err
 			}
@@ -249,7 +249,7 @@ The previous version is not kept by hobbs: keep the instance in git
 			}
 			changed, err := st.Update(args[0], playbook.UpdateOptions{Title: title, Source: src, Note: note})
 			if changed || err != nil {
-				_ = a.audit(in).Log(audit.Entry{Event: "playbook.update", Subject: args[0], Outcome: outcome(err),
+				a.logAudit(in, audit.Entry{Event: "playbook.update", Subject: args[0], Outcome: outcome(err),
 					Detail: map[string]any{"note": note}})
 			}
 			if err != nil {
@@ -290,7 +290,7 @@ the audit log. Setting the stage it already has changes nothing.`,
 			}
 			ch, err := st.SetStage(args[0], args[1], reason)
 			if ch.From != ch.To || err != nil {
-				_ = a.audit(in).Log(audit.Entry{Event: "playbook.stage", Subject: args[0], Outcome: outcome(err),
+				a.logAudit(in, audit.Entry{Event: "playbook.stage", Subject: args[0], Outcome: outcome(err),
 					Detail: map[string]any{"from": ch.From, "to": ch.To, "reason": ch.Reason}})
 			}
 			if err != nil {
@@ -331,7 +331,7 @@ days later.`,
 				return err
 			}
 			r, err := st.Reviewed(args[0], note)
-			_ = a.audit(in).Log(audit.Entry{Event: "playbook.reviewed", Subject: args[0], Outcome: outcome(err),
+			a.logAudit(in, audit.Entry{Event: "playbook.reviewed", Subject: args[0], Outcome: outcome(err),
 				Detail: map[string]any{"note": r.Note}})
 			if err != nil {
 				return err

@@ -74,7 +74,7 @@ func newTaskStartCmd(a *app) *cobra.Command {
 			if t != nil {
 				subject = t.ID
 			}
-			_ = a.audit(in).Log(audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
+			a.logAudit(in, audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
 				Detail: map[string]any{"agent": agent, "playbook": playbook}})
 			if err != nil {
 				return err
@@ -133,7 +133,7 @@ with the task as its source.`,
 			if t != nil {
 				ev.Detail = map[string]any{"status": t.Status, "remembered": t.Remembered}
 			}
-			_ = a.audit(in).Log(ev)
+			a.logAudit(in, ev)
 			if err != nil {
 				return err
 			}

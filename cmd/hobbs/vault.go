@@ -50,7 +50,9 @@ func (a *app) openVault() (*vault.Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return vault.Open(in), nil
+	v := vault.Open(in)
+	v.AuditFailed = func(err error) { a.status("hobbs: warning: audit log not written: %v", err) }
+	return v, nil
 }
 
 func newVaultInitCmd(a *app) *cobra.Command {
