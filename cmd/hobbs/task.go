@@ -12,6 +12,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
+	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
@@ -47,7 +48,7 @@ retrospective can become memories with --remember.`,
 }
 
 func newTaskStartCmd(a *app) *cobra.Command {
-	var agent, playbook string
+	var agent, pbName string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "start TITLE [--agent NAME] [--playbook NAME]",
@@ -64,18 +65,21 @@ func newTaskStartCmd(a *app) *cobra.Command {
 					return err
 				}
 			}
-			if playbook != "" {
-				if _, err := os.Stat(in.Playbook(playbook)); err != nil || strings.ContainsAny(playbook, "/\\") {
-					return errs.Usagef("no playbook named %q", playbook).WithHint("hobbs playbook list shows them")
+			if pbName != "" {
+				if !playbook.ValidName(pbName) {
+					return errs.Usagef("invalid playbook name %q", pbName).WithHint("hobbs playbook list shows them")
+				}
+				if _, err := os.Stat(in.Playbook(pbName)); err != nil {
+					return errs.Failf("no playbook named %q", pbName).WithHint("hobbs playbook list shows them")
 				}
 			}
-			t, err := task.Log{Instance: in}.Start(args[0], agent, playbook)
+			t, err := task.Log{Instance: in}.Start(args[0], agent, pbName)
 			subject := ""
 			if t != nil {
 				subject = t.ID
 			}
 			a.logAudit(in, audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
-				Detail: map[string]any{"agent": agent, "playbook": playbook}})
+				Detail: map[string]any{"agent": agent, "playbook": pbName}})
 			if err != nil {
 				return err
 			}
@@ -87,7 +91,7 @@ func newTaskStartCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent doing the work (hobbs agent list)")
-	cmd.Flags().StringVar(&playbook, "playbook", "", "playbook being followed (hobbs playbook list)")
+	cmd.Flags().StringVar(&pbName, "playbook", "", "playbook being followed (hobbs playbook list)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
 	return cmd
 }

@@ -223,7 +223,7 @@ func (c Catalog) Get(name string) (*Definition, error) {
 	for _, d := range defs {
 		names = append(names, d.Name)
 	}
-	return nil, errs.Usagef("no agent named %q", name).WithHint("known agents: %s (hobbs agent list)", strings.Join(names, ", "))
+	return nil, errs.Failf("no agent named %q", name).WithHint("known agents: %s (hobbs agent list)", strings.Join(names, ", "))
 }
 
 // NewOptions configures New.

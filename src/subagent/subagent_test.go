@@ -146,3 +146,15 @@ func TestLearnConcurrent(t *testing.T) {
 		t.Fatalf("%d learnings, want 10 distinct:\n%s", n, b)
 	}
 }
+
+// A well-formed name that names no agent is a failure (exit 1), not bad usage.
+func TestGetUnknownIsFailure(t *testing.T) {
+	c := newCatalog(t)
+	_, err := c.Get("nobody")
+	if errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), `no agent named "nobody"`) {
+		t.Fatalf("Get(nobody) = %v (code %d)", err, errs.Code(err))
+	}
+	if _, err := c.Get("../x"); errs.Code(err) != errs.Usage {
+		t.Fatalf("Get(../x) = %v, want a usage error", err)
+	}
+}

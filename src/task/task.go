@@ -141,7 +141,7 @@ func (l Log) Get(id string) (*Task, error) {
 	p := l.path(id)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errs.Usagef("no task %s", id).WithHint("hobbs task list shows the task ids")
+		return nil, errs.Failf("no task %s", id).WithHint("hobbs task list shows the task ids")
 	}
 	if err != nil {
 		return nil, err

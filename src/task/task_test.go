@@ -68,6 +68,9 @@ func TestDoneValidation(t *testing.T) {
 	if got, _ := l.Get(a.ID); got.Status != Running {
 		t.Fatal("failed done changed the task")
 	}
+	if _, err := l.Get("task_20990101_001"); errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), "no task") {
+		t.Errorf("Get of a missing task: %v (want exit 1: the id is well formed)", err)
+	}
 	for _, id := range []string{"../x", "task_1", "task_20261122_001/../../x"} {
 		if _, err := l.Get(id); errs.Code(err) != errs.Usage {
 			t.Errorf("Get(%q): %v", id, err)
