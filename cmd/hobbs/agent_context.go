@@ -23,7 +23,8 @@ agent's tags, best first, as many as fit the budget (default:
 memory.context_budget in config.yaml), then the agent's operational learnings.
 
 For "hobbs" itself it is the session context: claude.md and its learnings with
-all active memories. --format hook prints the JSON a Claude Code hook returns.`,
+all active memories. --format hook prints the JSON a Claude Code SubagentStart
+hook returns (SessionStart for hobbs).`,
 		Example: `  hobbs agent context researcher
   hobbs agent context finance --budget 4000
   hobbs agent context reviewer --format json | jq '.memories[].id'`,
@@ -63,7 +64,11 @@ all active memories. --format hook prints the JSON a Claude Code hook returns.`,
 				a.status("hobbs: warning: agent %s has no memory tags: it gets no memories (add tags under hobbs: in its file)", d.Name)
 				tags = []string{noMemoryTag}
 			}
-			return a.printContext(s, memory.ContextOptions{Tags: tags, Budget: budget, Sections: pre, After: after}, format)
+			opt := memory.ContextOptions{Tags: tags, Budget: budget, Sections: pre, After: after, HookEvent: memory.SubagentStart}
+			if d.Name == subagent.Hobbs {
+				opt.HookEvent = memory.SessionStart
+			}
+			return a.printContext(s, opt, format)
 		},
 	}
 	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")
