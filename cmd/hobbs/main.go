@@ -23,6 +23,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 func main() {
@@ -77,8 +78,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func isConfigError(err error) bool { return strings.Contains(err.Error(), ".yaml:") }
 
 // exitCode maps cobra's own usage errors (unknown command, bad arg count) to
-// exit 2; everything else carries its code in the errs chain.
+// exit 2 and a lock still held by another process to 124, however the
+// domain package wrapped it; everything else carries its code in the errs
+// chain.
 func exitCode(err error) int {
+	if errors.Is(err, safefile.ErrLockTimeout) {
+		return errs.Timeout
+	}
 	var e *errs.Error
 	if errors.As(err, &e) {
 		return e.Code
