@@ -56,14 +56,19 @@ type Memory struct {
 // Raw returns the file content m was read from (nil for a new memory).
 func (m *Memory) Raw() []byte { return m.raw }
 
-// MarshalJSON writes unset times as null.
+// MarshalJSON writes unset times as null and no tags as [] (as Entry does).
 func (m *Memory) MarshalJSON() ([]byte, error) {
 	type plain Memory
+	tags := m.Tags
+	if tags == nil {
+		tags = []string{}
+	}
 	return json.Marshal(struct {
 		*plain
+		Tags         []string   `json:"tags"`
 		Updated      *time.Time `json:"updated"`
 		LastAccessed *time.Time `json:"last_accessed"`
-	}{(*plain)(m), optTime(m.Updated), optTime(m.LastAccessed)})
+	}{(*plain)(m), tags, optTime(m.Updated), optTime(m.LastAccessed)})
 }
 
 func optTime(t time.Time) *time.Time {

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -164,5 +165,33 @@ func TestParseBOMAndCRLF(t *testing.T) {
 	}
 	if m.ID != "mem_20260101_001" || len(m.Tags) != 1 || m.Body != "hello\r\n" {
 		t.Fatalf("%+v", m)
+	}
+}
+
+// memory show --json and memory list --json agree on the shape of tags and
+// unset times.
+func TestMemoryJSONShape(t *testing.T) {
+	m, err := Parse([]byte("---\nid: mem_20260101_001\ncreated: 2026-01-01\n---\n\nx\n"), Active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if tags, ok := got["tags"].([]any); !ok || len(tags) != 0 {
+		t.Errorf("tags = %#v, want []", got["tags"])
+	}
+	for _, k := range []string{"updated", "last_accessed"} {
+		if v, ok := got[k]; !ok || v != nil {
+			t.Errorf("%s = %#v, want null", k, v)
+		}
+	}
+	if got["id"] != "mem_20260101_001" {
+		t.Errorf("id = %v", got["id"])
 	}
 }
