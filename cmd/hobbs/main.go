@@ -133,7 +133,47 @@ HOBBS_HOME or --instance to choose another.`,
 	for _, f := range commands {
 		root.AddCommand(f(a))
 	}
+	// cobra itself rejects an unknown command under the root.
+	root.Annotations = map[string]string{groupAnnotation: "true"}
+	for _, c := range root.Commands() {
+		rejectUnknownSubcommands(c)
+	}
 	return root
+}
+
+// groupAnnotation marks a command that only holds subcommands (its RunE
+// only rejects unknown ones).
+const groupAnnotation = "hobbs.group"
+
+// isGroup reports whether c only holds subcommands.
+func isGroup(c *cobra.Command) bool { return c.Annotations[groupAnnotation] == "true" }
+
+// rejectUnknownSubcommands makes every command group below c (a command
+// that only holds subcommands) fail with exit 2 on an unknown subcommand.
+// Left to cobra, 'hobbs memory bogus' printed the help and exited 0. A
+// group called without arguments still prints its help.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[groupAnnotation] = "true"
+		c.Args = cobra.ArbitraryArgs
+		c.SuggestionsMinimumDistance = 2
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			e := errs.Usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				e.WithHint("did you mean %s? (see '%s --help')", strings.Join(s, " or "), cmd.CommandPath())
+			}
+			return e
+		}
+	}
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
 }
 
 // instance resolves the instance directory.
