@@ -176,7 +176,10 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 		}
 	}
 	dir := c.Instance.AgentsCustom()
-	ents, _ := os.ReadDir(dir)
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		probs = append(probs, frontmatter.ProblemOf(dir, err))
+	}
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".md")
 		if e.IsDir() || !ok || strings.HasPrefix(e.Name(), ".") {

@@ -158,3 +158,18 @@ func TestGetUnknownIsFailure(t *testing.T) {
 		t.Fatalf("Get(../x) = %v, want a usage error", err)
 	}
 }
+
+// An agents/custom that cannot be read is a problem; the framework agents remain.
+func TestUnreadableCustomDirReported(t *testing.T) {
+	c := newCatalog(t)
+	if err := os.MkdirAll(filepath.Dir(c.Instance.AgentsCustom()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.Instance.AgentsCustom(), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defs, probs := c.List()
+	if len(defs) < 2 || len(probs) != 1 || probs[0].Path != c.Instance.AgentsCustom() {
+		t.Fatalf("defs %d problems %v", len(defs), probs)
+	}
+}

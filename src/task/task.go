@@ -174,7 +174,10 @@ type Problem = frontmatter.Problem
 func (l Log) List() ([]*Task, []Problem) {
 	var out []*Task
 	var probs []Problem
-	ents, _ := os.ReadDir(l.Instance.Tasks())
+	ents, err := os.ReadDir(l.Instance.Tasks())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		probs = append(probs, frontmatter.ProblemOf(l.Instance.Tasks(), err))
+	}
 	for _, e := range ents {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") || strings.HasPrefix(e.Name(), ".") {
 			continue

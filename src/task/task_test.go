@@ -3,6 +3,7 @@ package task
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,23 @@ func TestLessons(t *testing.T) {
 	got := Lessons("## Lessons\n- a\n  - b\n### Sub\n- c\n## Next\n- d\n")
 	if strings.Join(got, "|") != "a|b|c" {
 		t.Fatalf("%v", got)
+	}
+}
+
+// A task directory that cannot be read is a problem, not an empty log.
+func TestUnreadableDirReported(t *testing.T) {
+	l := newLog(t)
+	if list, probs := l.List(); len(list) != 0 || len(probs) != 0 {
+		t.Fatalf("missing directory: %v %v", list, probs)
+	}
+	if err := os.MkdirAll(filepath.Dir(l.Instance.Tasks()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.Instance.Tasks(), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list, probs := l.List()
+	if len(list) != 0 || len(probs) != 1 || probs[0].Path != l.Instance.Tasks() || !strings.Contains(probs[0].Reason, "not a directory") {
+		t.Fatalf("list %v problems %v", list, probs)
 	}
 }
