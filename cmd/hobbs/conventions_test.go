@@ -44,6 +44,8 @@ func TestEveryCommandHasExamples(t *testing.T) {
 				return
 			}
 			t.Errorf("%s: no Example in its help (docs/cli.md: every command has examples)", path)
+		} else if !strings.Contains(c.Example, path) {
+			t.Errorf("%s: its examples never show %q", path, path)
 		}
 	})
 	if n < len(commands) {
