@@ -136,7 +136,18 @@ func shiftLines(n *yaml.Node, by int) {
 }
 
 func yamlErr(path string, start int, err error) error {
-	msg := err.Error()
+	line, msg := YAMLLine(err)
+	if line == 0 {
+		return &ParseError{Path: path, Line: start, Reason: msg}
+	}
+	return &ParseError{Path: path, Line: start + line - 1, Reason: msg}
+}
+
+// YAMLLine splits an error of yaml.v3 into the 1-based line it names in
+// the YAML text (0 when it names none) and the message without the
+// "yaml: line N:" prefix. Of a type error it takes the first.
+func YAMLLine(err error) (line int, msg string) {
+	msg = err.Error()
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msg = te.Errors[0]
@@ -144,9 +155,9 @@ func yamlErr(path string, start int, err error) error {
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
-		return &ParseError{Path: path, Line: start + n - 1, Reason: m[2]}
+		return n, m[2]
 	}
-	return &ParseError{Path: path, Line: start, Reason: msg}
+	return 0, msg
 }
 
 // KeyLine returns the file line of key in a frontmatter node from Decode, or

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 type doc struct {
@@ -115,5 +117,29 @@ func TestBlock(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Line != 1 || pe.Reason != want {
 			t.Errorf("Block(%q) = %v, want line 1: %s", doc, err, want)
 		}
+	}
+}
+
+func TestYAMLLine(t *testing.T) {
+	var v struct{ N int }
+	for _, c := range []struct {
+		doc, msg string
+		line     int
+	}{
+		{"a: 1\nb: [\n", "did not find expected node content", 2},
+		{"a: 1\nn: many\n", "cannot unmarshal !!str `many` into int", 2},
+		{"\t", "found character that cannot start any token", 0},
+	} {
+		err := yaml.Unmarshal([]byte(c.doc), &v)
+		if err == nil {
+			t.Fatalf("%q: no error", c.doc)
+		}
+		line, msg := YAMLLine(err)
+		if line != c.line || !strings.Contains(msg, c.msg) || strings.HasPrefix(msg, "yaml:") {
+			t.Errorf("%q: YAMLLine = %d, %q; want line %d, %q", c.doc, line, msg, c.line, c.msg)
+		}
+	}
+	if line, msg := YAMLLine(errors.New("yaml: no line here")); line != 0 || msg != "no line here" {
+		t.Errorf("no line: %d %q", line, msg)
 	}
 }

@@ -95,10 +95,7 @@ func (e *ParseError) Error() string {
 	return e.Reason
 }
 
-var (
-	idRe       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
-	yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-)
+var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
 
 // ValidID reports whether id is acceptable as a memory id.
 func ValidID(id string) bool { return idRe.MatchString(id) }
@@ -202,16 +199,11 @@ func split(data []byte) (fm, body []byte, fmLine int, err error) {
 }
 
 func yamlErr(err error, fmLine int) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
+	line, msg := frontmatter.YAMLLine(err)
+	if line == 0 {
+		return &ParseError{Line: 1, Reason: "bad YAML: " + msg}
 	}
-	if sm := yamlLineRe.FindStringSubmatch(msg); sm != nil {
-		n, _ := strconv.Atoi(sm[1])
-		return &ParseError{Line: n + fmLine, Reason: "bad YAML: " + sm[2]}
-	}
-	return &ParseError{Line: 1, Reason: "bad YAML: " + msg}
+	return &ParseError{Line: line + fmLine, Reason: "bad YAML: " + msg}
 }
 
 func scalar(v *yaml.Node, bad func(string, ...any) error) (string, error) {

@@ -140,7 +140,8 @@ func Parse(path string, data []byte) (*Doc, error) {
 	lines := splitLines(data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(fm, &root); err != nil {
-		line, msg := yamlErrLine(err)
+		line, msg := frontmatter.YAMLLine(err)
+		line = max(line, 1)
 		return fail(line+1, "frontmatter: %s", msg)
 	}
 	var m *yaml.Node
@@ -241,22 +242,6 @@ func scalarString(v *yaml.Node) (string, bool) {
 		return "", false
 	}
 	return v.Value, true
-}
-
-var yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
-// yamlErrLine extracts the 1-based line from a yaml.v3 error.
-func yamlErrLine(err error) (int, string) {
-	msg := err.Error()
-	if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n, m[2]
-	}
-	return 1, msg
 }
 
 // ParseDate accepts YYYY-MM-DD or an RFC 3339 timestamp and returns the day.
