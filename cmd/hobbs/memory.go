@@ -71,7 +71,7 @@ func (a *app) printAdd(res *memory.AddResult, asJSON bool) error {
 		a.status("similar: %s (%.2f) %s", c.ID, c.Similarity, c.Summary)
 	}
 	if len(res.Candidates) > 0 {
-		a.status("hint: if one of these says the same, reinforce it; if it is outdated, supersede it")
+		a.status("hobbs: hint: if one of these says the same, reinforce it; if it is outdated, supersede it")
 	}
 	fmt.Fprintln(a.out, res.ID)
 	return nil

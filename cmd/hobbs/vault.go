@@ -163,7 +163,7 @@ NAME: ` + vault.NameRule + `.`,
 			}
 			a.status("%s %s (%s)", verb, name, v.In.Rel(v.In.VaultEntry(name)))
 			if p := v.Pending(); p != "" {
-				a.status("warning: an interrupted rotation is pending (%s); finish it with: hobbs vault rotate", p)
+				a.status("hobbs: warning: an interrupted rotation is pending (%s); finish it with: hobbs vault rotate", p)
 			}
 			return nil
 		},
@@ -256,7 +256,7 @@ container too.`,
 				return err
 			}
 			for _, p := range ignored {
-				a.status("warning: %s is not a vault entry (ignored)", p)
+				a.status("hobbs: warning: %s is not a vault entry (ignored)", p)
 			}
 			if asJSON {
 				return a.printJSON(es)
