@@ -37,7 +37,6 @@ A passphrase-protected identity asks on the terminal; scripts can set
   printf %s "$TOKEN" | hobbs vault set github-token
   hobbs vault get github-token | gh auth login --with-token
   hobbs vault list`,
-		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.AddCommand(newVaultInitCmd(a), newVaultSetCmd(a), newVaultGetCmd(a), newVaultListCmd(a),
 		newVaultRmCmd(a), newVaultRenameCmd(a), newVaultRecipientsCmd(a), newVaultRotateCmd(a))
@@ -346,7 +345,6 @@ removing a key re-encrypts every entry (the identity must be available).`,
 		Example: `  hobbs vault recipients list
   hobbs vault recipients add age1... --label "backup key"
   hobbs vault recipients rm age1...`,
-		Args: usageArgs(cobra.NoArgs),
 	}
 	var label string
 	add := &cobra.Command{
