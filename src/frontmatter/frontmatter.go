@@ -72,11 +72,10 @@ const (
 // a frontmatter block for every Hobbs file format. The *ParseError it returns
 // has no Path (Split adds it).
 func Block(data []byte) (fm, body []byte, closing int, err error) {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	first, rest, _ := bytes.Cut(data, []byte("\n"))
-	if !isDelim(first) {
+	if !Starts(data) {
 		return nil, nil, 0, &ParseError{Line: 1, Reason: ReasonMissing}
 	}
+	_, rest, _ := bytes.Cut(data, []byte("\n"))
 	for i, r := 1, rest; ; i++ {
 		l, next, more := bytes.Cut(r, []byte("\n"))
 		if isDelim(l) {
@@ -87,6 +86,13 @@ func Block(data []byte) (fm, body []byte, closing int, err error) {
 		}
 		r = next
 	}
+}
+
+// Starts reports whether data opens a frontmatter block (its first line,
+// after a byte order mark, is "---"), closed or not.
+func Starts(data []byte) bool {
+	first, _, _ := bytes.Cut(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), []byte("\n"))
+	return isDelim(first)
 }
 
 func isDelim(line []byte) bool { return string(bytes.TrimRight(line, "\r \t")) == delim }

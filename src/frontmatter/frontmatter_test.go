@@ -143,3 +143,12 @@ func TestYAMLLine(t *testing.T) {
 		t.Errorf("no line: %d %q", line, msg)
 	}
 }
+
+func TestStarts(t *testing.T) {
+	for doc, want := range map[string]bool{"---\n": true, "\ufeff--- \r\nx": true, "---": true, "": false,
+		"# t\n---\n": false, " ---\n": false, "----\n": false} {
+		if Starts([]byte(doc)) != want {
+			t.Errorf("Starts(%q) = %v", doc, !want)
+		}
+	}
+}

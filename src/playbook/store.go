@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/frontmatter"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -243,7 +244,7 @@ func (s *Store) fromSource(name, title string, src []byte, base *Meta) ([]byte, 
 	body := string(src)
 	var meta Meta
 	has := map[string]bool{}
-	if strings.HasPrefix(body, "---\n") {
+	if frontmatter.Starts(src) {
 		d, err := Parse("<source>", src)
 		if err != nil {
 			return nil, asUsage(err)
