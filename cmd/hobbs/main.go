@@ -133,12 +133,36 @@ HOBBS_HOME or --instance to choose another.`,
 	for _, f := range commands {
 		root.AddCommand(f(a))
 	}
+	addCompletion(root)
 	// cobra itself rejects an unknown command under the root.
 	root.Annotations = map[string]string{groupAnnotation: "true"}
 	for _, c := range root.Commands() {
 		rejectUnknownSubcommands(c)
 	}
 	return root
+}
+
+// addCompletion adds cobra's completion command now rather than at
+// Execute, so that it follows the same conventions as the others (examples,
+// unknown subcommands rejected).
+func addCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	c, _, err := root.Find([]string{"completion"})
+	if err != nil || c == root {
+		return
+	}
+	c.Example = "  source <(hobbs completion bash)\n  hobbs completion zsh > \"${fpath[1]}/_hobbs\""
+	examples := map[string]string{
+		"bash":       "  source <(hobbs completion bash)\n  hobbs completion bash > /etc/bash_completion.d/hobbs",
+		"zsh":        "  hobbs completion zsh > \"${fpath[1]}/_hobbs\"",
+		"fish":       "  hobbs completion fish > ~/.config/fish/completions/hobbs.fish",
+		"powershell": "  hobbs completion powershell | Out-String | Invoke-Expression",
+	}
+	for _, sub := range c.Commands() {
+		if sub.Example == "" {
+			sub.Example = examples[sub.Name()]
+		}
+	}
 }
 
 // groupAnnotation marks a command that only holds subcommands (its RunE
