@@ -35,6 +35,10 @@ sub-agent gets the foundation (always, in full), the memories matching its tags,
 and its own operational learnings: 'hobbs agent context NAME' prints exactly that.
 
 Framework agents ship with Hobbs; your own live in agents/custom/ of the instance.`,
+		Example: `  hobbs agent list
+  hobbs agent new finance --tag money --description "Pays bills"
+  hobbs agent context finance
+  hobbs agent learn finance "The bank's export is CSV with ; separators"`,
 	}
 	cmd.AddCommand(newAgentListCmd(a), newAgentNewCmd(a), newAgentShowCmd(a), newAgentLearnCmd(a))
 	cmd.AddCommand(newAgentContextCmd(a))
@@ -55,7 +59,7 @@ func newAgentListCmd(a *app) *cobra.Command {
 			}
 			defs, probs := agentCatalog(in).List()
 			for _, p := range probs {
-				a.status("hobbs: warning: %s", p.Err)
+				a.status("hobbs: warning: %s", p)
 			}
 			if asJSON {
 				return a.printJSON(defs)
@@ -93,7 +97,7 @@ Edit the file afterwards to give the agent its instructions and tools.`,
 			}
 			d, err := agentCatalog(in).New(subagent.NewOptions{Name: args[0], Description: desc, Tags: tags,
 				Template: templateFile("agent.md"), Operational: templateFile("operational.md")})
-			_ = a.audit(in).Log(audit.Entry{Event: "agent.new", Subject: args[0], Outcome: outcome(err)})
+			a.logAudit(in, audit.Entry{Event: "agent.new", Subject: args[0], Outcome: outcome(err)})
 			if err != nil {
 				return err
 			}
@@ -180,7 +184,7 @@ memories (hobbs memory add).`,
 			if err != nil {
 				return err
 			}
-			text, err := a.memText(args[1:])
+			text, err := a.textArg(args[1:], "lesson")
 			if err != nil {
 				return err
 			}
@@ -189,7 +193,7 @@ memories (hobbs memory add).`,
 			if r != nil && !r.Added {
 				ev.Outcome = "duplicate"
 			}
-			_ = a.audit(in).Log(ev)
+			a.logAudit(in, ev)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/subagent"
 )
@@ -24,14 +23,15 @@ agent's tags, best first, as many as fit the budget (default:
 memory.context_budget in config.yaml), then the agent's operational learnings.
 
 For "hobbs" itself it is the session context: claude.md and its learnings with
-all active memories. --format hook prints the JSON a Claude Code hook returns.`,
+all active memories. --format hook prints the JSON a Claude Code SubagentStart
+hook returns (SessionStart for hobbs).`,
 		Example: `  hobbs agent context researcher
   hobbs agent context finance --budget 4000
   hobbs agent context reviewer --format json | jq '.memories[].id'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "hook" && format != "json" {
-				return errs.Usagef("unknown format %q", format).WithHint("text, hook or json")
+			if err := checkContextFormat(format); err != nil {
+				return err
 			}
 			s, err := a.memStore()
 			if err != nil {
@@ -41,15 +41,8 @@ all active memories. --format hook prints the JSON a Claude Code hook returns.`,
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("budget") {
-				c, err := a.config(s.In)
-				if err != nil {
-					return err
-				}
-				budget = c.Memory.ContextBudget
-			}
-			if budget <= 0 {
-				return errs.Usagef("--budget must be positive")
+			if budget, err = a.contextBudget(cmd, s, format, budget); err != nil {
+				return err
 			}
 			// claude.md (for hobbs) before the memories, the learnings after
 			// them: BuildContext reserves room for both before ranking.
@@ -71,7 +64,11 @@ all active memories. --format hook prints the JSON a Claude Code hook returns.`,
 				a.status("hobbs: warning: agent %s has no memory tags: it gets no memories (add tags under hobbs: in its file)", d.Name)
 				tags = []string{noMemoryTag}
 			}
-			return a.printContext(s, memory.ContextOptions{Tags: tags, Budget: budget, Sections: pre, After: after}, format)
+			opt := memory.ContextOptions{Tags: tags, Budget: budget, Sections: pre, After: after, HookEvent: memory.SubagentStart}
+			if d.Name == subagent.Hobbs {
+				opt.HookEvent = memory.SessionStart
+			}
+			return a.printContext(s, opt, format)
 		},
 	}
 	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")

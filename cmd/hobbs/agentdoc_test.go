@@ -66,7 +66,7 @@ func resolveCommand(root *cobra.Command, args []string) (*cobra.Command, error) 
 // checkGroup fails when a positional word follows a command that only groups
 // subcommands (it would be an unknown subcommand).
 func checkGroup(cmd *cobra.Command, walking bool, word string) error {
-	if word == "" || !walking || !cmd.HasSubCommands() || cmd.Runnable() {
+	if word == "" || !walking || !isGroup(cmd) {
 		return nil
 	}
 	var names []string

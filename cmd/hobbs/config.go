@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 )
@@ -13,6 +17,7 @@ func newConfigCmd(a *app) *cobra.Command {
 		Short: "Show and validate the instance configuration",
 		Long: `config.yaml holds the instance settings; templates/config.yaml (copied at
 init) documents every key. Unknown keys and wrong types are errors.`,
+		Example: "  hobbs config show\n  hobbs config validate",
 	}
 	var asJSON bool
 	show := &cobra.Command{
@@ -50,6 +55,10 @@ init) documents every key. Unknown keys and wrong types are errors.`,
 			}
 			if _, err := a.config(in); err != nil {
 				return err
+			}
+			if _, err := os.Stat(in.Config()); errors.Is(err, fs.ErrNotExist) {
+				a.status("%s: no such file; the defaults apply", in.Config())
+				return nil
 			}
 			a.status("%s: valid", in.Config())
 			return nil

@@ -44,19 +44,13 @@ failures are missing dependencies (the container engine), 1 otherwise.`,
 					}
 				}
 			}
-			ok, warn, fail, missing := doctor.Summary(results)
+			ok, warn, fail, onlyMissing := doctor.Summary(results)
 			if fail == 0 {
 				a.status("%d ok, %d warnings", ok, warn)
 				return nil
 			}
-			missingOnly := missing
-			for _, r := range results {
-				if r.Status == doctor.Fail && !r.Missing {
-					missingOnly = false
-				}
-			}
 			code := errs.Failure
-			if missingOnly {
+			if onlyMissing {
 				code = errs.Missing
 			}
 			return &errs.Error{Code: code, Msg: fmt.Sprintf("%d checks failed (%d ok, %d warnings)", fail, ok, warn)}

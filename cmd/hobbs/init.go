@@ -41,7 +41,7 @@ and long-term goals); --no-input skips them and leaves the template.`,
 			}
 			res, err := instance.Init(in, opt)
 			if res != nil {
-				_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: outcome(err),
+				a.logAudit(in, audit.Entry{Event: "init", Subject: in.Root, Outcome: outcome(err),
 					Detail: map[string]any{"created": res.Created}})
 			}
 			if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 func main() {
@@ -81,8 +82,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func isConfigError(err error) bool { return strings.Contains(err.Error(), ".yaml:") }
 
 // exitCode maps cobra's own usage errors (unknown command, bad arg count) to
-// exit 2; everything else carries its code in the errs chain.
+// exit 2 and a lock still held by another process to 124, however the
+// domain package wrapped it; everything else carries its code in the errs
+// chain.
 func exitCode(err error) int {
+	if errors.Is(err, safefile.ErrLockTimeout) {
+		return errs.Timeout
+	}
 	var e *errs.Error
 	if errors.As(err, &e) {
 		return e.Code
@@ -131,7 +137,71 @@ HOBBS_HOME or --instance to choose another.`,
 	for _, f := range commands {
 		root.AddCommand(f(a))
 	}
+	addCompletion(root)
+	// cobra itself rejects an unknown command under the root.
+	root.Annotations = map[string]string{groupAnnotation: "true"}
+	for _, c := range root.Commands() {
+		rejectUnknownSubcommands(c)
+	}
 	return root
+}
+
+// addCompletion adds cobra's completion command now rather than at
+// Execute, so that it follows the same conventions as the others (examples,
+// unknown subcommands rejected).
+func addCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	c, _, err := root.Find([]string{"completion"})
+	if err != nil || c == root {
+		return
+	}
+	c.Example = "  source <(hobbs completion bash)\n  hobbs completion zsh > \"${fpath[1]}/_hobbs\""
+	examples := map[string]string{
+		"bash":       "  source <(hobbs completion bash)\n  hobbs completion bash > /etc/bash_completion.d/hobbs",
+		"zsh":        "  hobbs completion zsh > \"${fpath[1]}/_hobbs\"",
+		"fish":       "  hobbs completion fish > ~/.config/fish/completions/hobbs.fish",
+		"powershell": "  hobbs completion powershell | Out-String | Invoke-Expression",
+	}
+	for _, sub := range c.Commands() {
+		if sub.Example == "" {
+			sub.Example = examples[sub.Name()]
+		}
+	}
+}
+
+// groupAnnotation marks a command that only holds subcommands (its RunE
+// only rejects unknown ones).
+const groupAnnotation = "hobbs.group"
+
+// isGroup reports whether c only holds subcommands.
+func isGroup(c *cobra.Command) bool { return c.Annotations[groupAnnotation] == "true" }
+
+// rejectUnknownSubcommands makes every command group below c (a command
+// that only holds subcommands) fail with exit 2 on an unknown subcommand.
+// Left to cobra, 'hobbs memory bogus' printed the help and exited 0. A
+// group called without arguments still prints its help.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[groupAnnotation] = "true"
+		c.Args = cobra.ArbitraryArgs
+		c.SuggestionsMinimumDistance = 2
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			e := errs.Usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				e.WithHint("did you mean %s? (see '%s --help')", strings.Join(s, " or "), cmd.CommandPath())
+			}
+			return e
+		}
+	}
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
 }
 
 // instance resolves the instance directory.
@@ -155,6 +225,14 @@ func (a *app) config(in instance.Instance) (*config.Config, error) { return conf
 
 // audit returns the audit logger of in.
 func (a *app) audit(in instance.Instance) *audit.Logger { return audit.New(in.AuditLog()) }
+
+// logAudit appends e to the audit log of in. A failure does not undo what
+// was done, but it is not silent either: it is a warning on stderr.
+func (a *app) logAudit(in instance.Instance, e audit.Entry) {
+	if err := a.audit(in).Log(e); err != nil {
+		a.status("hobbs: warning: audit log not written: %v", err)
+	}
+}
 
 // status prints a status line on stderr.
 func (a *app) status(format string, args ...any) { fmt.Fprintf(a.errOut, format+"\n", args...) }
@@ -180,4 +258,41 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// textArg returns the text given as arguments (joined by spaces), or read
+// from stdin when the only argument is "-", or when there is none and stdin
+// is not a terminal. what names the text in the error when there is none.
+func (a *app) textArg(args []string, what string) (string, error) {
+	if len(args) == 1 && args[0] == "-" || len(args) == 0 && !a.stdinIsTTY() {
+		b, err := a.readStdin()
+		return string(b), err
+	}
+	if len(args) == 0 {
+		return "", errs.Usagef("no %s", what).WithHint("give it as an argument, or pipe it and use -")
+	}
+	return strings.Join(args, " "), nil
+}
+
+// readFileFlag reads the file named by the value of flag, "-" meaning stdin.
+func (a *app) readFileFlag(flag, name string) ([]byte, error) {
+	switch name {
+	case "":
+		return nil, errs.Usagef("%s needs a file name, or - for stdin", flag)
+	case "-":
+		return a.readStdin()
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, errs.Wrap(errs.Usage, err, "read %s", name)
+	}
+	return b, nil
+}
+
+func (a *app) readStdin() ([]byte, error) {
+	b, err := io.ReadAll(a.in)
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read stdin")
+	}
+	return b, nil
 }

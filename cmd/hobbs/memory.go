@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -55,22 +54,6 @@ func (a *app) memWarn(s *memory.Store) {
 	}
 }
 
-// memText takes the text of a memory from args or stdin ("-" or nothing with
-// stdin not a terminal).
-func (a *app) memText(args []string) (string, error) {
-	if len(args) == 0 || len(args) == 1 && args[0] == "-" {
-		if len(args) == 0 && a.stdinIsTTY() {
-			return "", errs.Usagef("no memory text").WithHint("give it as an argument, or pipe it and use -")
-		}
-		b, err := io.ReadAll(a.in)
-		if err != nil {
-			return "", errs.Wrap(errs.Failure, err, "read stdin")
-		}
-		return string(b), nil
-	}
-	return strings.Join(args, " "), nil
-}
-
 func (a *app) printAdd(res *memory.AddResult, asJSON bool) error {
 	if asJSON {
 		return a.printJSON(res)
@@ -88,7 +71,7 @@ func (a *app) printAdd(res *memory.AddResult, asJSON bool) error {
 		a.status("similar: %s (%.2f) %s", c.ID, c.Similarity, c.Summary)
 	}
 	if len(res.Candidates) > 0 {
-		a.status("hint: if one of these says the same, reinforce it; if it is outdated, supersede it")
+		a.status("hobbs: hint: if one of these says the same, reinforce it; if it is outdated, supersede it")
 	}
 	fmt.Fprintln(a.out, res.ID)
 	return nil
@@ -116,7 +99,7 @@ can reinforce or supersede one instead.`,
 			if err != nil {
 				return err
 			}
-			text, err := a.memText(args)
+			text, err := a.textArg(args, "memory text")
 			if err != nil {
 				return err
 			}
@@ -185,7 +168,7 @@ records supersedes. Same as: hobbs memory add TEXT --supersedes ID.`,
 			if err != nil {
 				return err
 			}
-			text, err := a.memText(args[1:])
+			text, err := a.textArg(args[1:], "memory text")
 			if err != nil {
 				return err
 			}
@@ -368,7 +351,7 @@ derived data, checked against the files and safe to delete.`,
 			if asJSON {
 				return a.printJSON(hits)
 			}
-			in, _ := a.instance()
+			in := s.In
 			for _, h := range hits {
 				id := h.ID
 				if id == "" {
@@ -420,25 +403,15 @@ json prints what was included. The memories loaded get last_accessed updated
   hobbs memory context --agent researcher --tag research --budget 4000`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "hook" && format != "json" {
-				return errs.Usagef("unknown format %q", format).WithHint("text, hook or json")
+			if err := checkContextFormat(format); err != nil {
+				return err
 			}
 			s, err := a.memStore()
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("budget") {
-				c, err := a.config(s.In)
-				if err != nil {
-					return err
-				}
-				budget = c.Memory.ContextBudget
-			}
-			if budget <= 0 {
-				return errs.Usagef("--budget must be positive")
-			}
-			if format == "hook" && budget > memory.HookLimit {
-				a.status("hobbs: warning: budget %d is over Claude Code's %d-character hook limit; the context will be cut", budget, memory.HookLimit)
+			if budget, err = a.contextBudget(cmd, s, format, budget); err != nil {
+				return err
 			}
 			secs, err := s.SessionSections(agent)
 			if err != nil {
@@ -563,7 +536,7 @@ func memStatsCmd(a *app) *cobra.Command {
 			for t := range st.Tags {
 				tags = append(tags, t)
 			}
-			sortStrings(tags)
+			sort.Strings(tags)
 			for _, t := range tags {
 				fmt.Fprintf(a.out, "tag\t%s\t%d\n", t, st.Tags[t])
 			}
@@ -577,7 +550,31 @@ func memStatsCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func sortStrings(s []string) { sort.Strings(s) }
+func checkContextFormat(format string) error {
+	if format != "text" && format != "hook" && format != "json" {
+		return errs.Usagef("unknown format %q", format).WithHint("text, hook or json")
+	}
+	return nil
+}
+
+// contextBudget returns --budget when given, else memory.context_budget of
+// config.yaml, and warns when a hook's context will be cut.
+func (a *app) contextBudget(cmd *cobra.Command, s *memory.Store, format string, budget int) (int, error) {
+	if !cmd.Flags().Changed("budget") {
+		c, err := a.config(s.In)
+		if err != nil {
+			return 0, err
+		}
+		budget = c.Memory.ContextBudget
+	}
+	if budget <= 0 {
+		return 0, errs.Usagef("--budget must be positive")
+	}
+	if format == "hook" && budget > memory.HookLimit {
+		a.status("hobbs: warning: budget %d is over Claude Code's %d-character hook limit; the context will be cut", budget, memory.HookLimit)
+	}
+	return budget, nil
+}
 
 // printContext builds a context (the hook variant for --format hook), prints
 // it in format (text, hook or json), warns about malformed files and cut

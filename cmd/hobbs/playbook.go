@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -95,12 +93,12 @@ today, review_every from config). Content without every section is refused.`,
 			}
 			opt := playbook.NewOptions{Title: title}
 			if cmd.Flags().Changed("from") {
-				if opt.Source, err = a.readFrom(from); err != nil {
+				if opt.Source, err = a.readFileFlag("--from", from); err != nil {
 					return err
 				}
 			}
 			p, err := st.New(args[0], opt)
-			_ = a.audit(in).Log(audit.Entry{Event: "playbook.new", Subject: args[0], Outcome: outcome(err),
+			a.logAudit(in, audit.Entry{Event: "playbook.new", Subject: args[0], Outcome: outcome(err),
 				Detail: map[string]any{"from": map[bool]string{true: "source", false: "template"}[opt.Source != nil]}})
 			if err != nil {
 				return err
@@ -121,25 +119,6 @@ today, review_every from config). Content without every section is refused.`,
 	cmd.Flags().StringVar(&from, "from", "", "read the playbook from `FILE` (- for stdin) instead of the template")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new playbook's metadata as JSON")
 	return cmd
-}
-
-// readFrom reads a file argument, "-" meaning stdin.
-func (a *app) readFrom(name string) ([]byte, error) {
-	if name == "" {
-		return nil, errs.Usagef("--from needs a file name, or - for stdin")
-	}
-	if name == "-" {
-		b, err := io.ReadAll(a.in)
-		if err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "read stdin")
-		}
-		return b, nil
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, errs.Wrap(errs.Usage, err, "read %s", name)
-	}
-	return b, nil
 }
 
 func newPlaybookListCmd(a *app) *cobra.Command {
@@ -219,7 +198,7 @@ review, lint problems and body.`,
 				return err
 			}
 			d, e, err := st.Get(args[0])
-			_ = a.audit(in).Log(audit.Entry{Event: "playbook.show", Subject: args[0], Outcome: outcome(err)})
+			a.logAudit(in, audit.Entry{Event: "playbook.show", Subject: args[0], Outcome: outcome(err)})
 			if err != nil {
 				return err
 			}
@@ -264,13 +243,13 @@ The previous version is not kept by hobbs: keep the instance in git
 			if err != nil {
 				return err
 			}
-			src, err := a.readFrom(from)
+			src, err := a.readFileFlag("--from", from)
 			if err != nil {
 				return err
 			}
 			changed, err := st.Update(args[0], playbook.UpdateOptions{Title: title, Source: src, Note: note})
 			if changed || err != nil {
-				_ = a.audit(in).Log(audit.Entry{Event: "playbook.update", Subject: args[0], Outcome: outcome(err),
+				a.logAudit(in, audit.Entry{Event: "playbook.update", Subject: args[0], Outcome: outcome(err),
 					Detail: map[string]any{"note": note}})
 			}
 			if err != nil {
@@ -311,7 +290,7 @@ the audit log. Setting the stage it already has changes nothing.`,
 			}
 			ch, err := st.SetStage(args[0], args[1], reason)
 			if ch.From != ch.To || err != nil {
-				_ = a.audit(in).Log(audit.Entry{Event: "playbook.stage", Subject: args[0], Outcome: outcome(err),
+				a.logAudit(in, audit.Entry{Event: "playbook.stage", Subject: args[0], Outcome: outcome(err),
 					Detail: map[string]any{"from": ch.From, "to": ch.To, "reason": ch.Reason}})
 			}
 			if err != nil {
@@ -352,7 +331,7 @@ days later.`,
 				return err
 			}
 			r, err := st.Reviewed(args[0], note)
-			_ = a.audit(in).Log(audit.Entry{Event: "playbook.reviewed", Subject: args[0], Outcome: outcome(err),
+			a.logAudit(in, audit.Entry{Event: "playbook.reviewed", Subject: args[0], Outcome: outcome(err),
 				Detail: map[string]any{"note": r.Note}})
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"jsonq":      cmdJSONQ,
 	"waitfile":   cmdWaitfile,
 	"countlines": cmdCountLines,
+	"require":    cmdRequire,
 }
 
 func TestScripts(t *testing.T) {
@@ -208,5 +210,19 @@ func cmdCountLines(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if (fmt.Sprint(n) == args[1]) == neg {
 		ts.Fatalf("%s has %d lines, want %s", args[0], n, args[1])
+	}
+}
+
+// require TOOL...: in CI, which installs every tool the scenarios use (see
+// .ci/run), a missing one fails the scenario. Scenarios follow it with
+// "[!exec:TOOL] skip" for machines without the tool outside CI.
+func cmdRequire(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: require TOOL...")
+	}
+	for _, tool := range args {
+		if _, err := exec.LookPath(tool); err != nil && os.Getenv("CI") != "" {
+			ts.Fatalf("%s not found; CI installs it (.ci/run)", tool)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
+	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
@@ -48,7 +48,7 @@ retrospective can become memories with --remember.`,
 }
 
 func newTaskStartCmd(a *app) *cobra.Command {
-	var agent, playbook string
+	var agent, pbName string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "start TITLE [--agent NAME] [--playbook NAME]",
@@ -65,18 +65,21 @@ func newTaskStartCmd(a *app) *cobra.Command {
 					return err
 				}
 			}
-			if playbook != "" {
-				if _, err := os.Stat(in.Playbook(playbook)); err != nil || strings.ContainsAny(playbook, "/\\") {
-					return errs.Usagef("no playbook named %q", playbook).WithHint("hobbs playbook list shows them")
+			if pbName != "" {
+				if !playbook.ValidName(pbName) {
+					return errs.Usagef("invalid playbook name %q", pbName).WithHint("hobbs playbook list shows them")
+				}
+				if _, err := os.Stat(in.Playbook(pbName)); err != nil {
+					return errs.Failf("no playbook named %q", pbName).WithHint("hobbs playbook list shows them")
 				}
 			}
-			t, err := task.Log{Instance: in}.Start(args[0], agent, playbook)
+			t, err := task.Log{Instance: in}.Start(args[0], agent, pbName)
 			subject := ""
 			if t != nil {
 				subject = t.ID
 			}
-			_ = a.audit(in).Log(audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
-				Detail: map[string]any{"agent": agent, "playbook": playbook}})
+			a.logAudit(in, audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
+				Detail: map[string]any{"agent": agent, "playbook": pbName}})
 			if err != nil {
 				return err
 			}
@@ -88,7 +91,7 @@ func newTaskStartCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent doing the work (hobbs agent list)")
-	cmd.Flags().StringVar(&playbook, "playbook", "", "playbook being followed (hobbs playbook list)")
+	cmd.Flags().StringVar(&pbName, "playbook", "", "playbook being followed (hobbs playbook list)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
 	return cmd
 }
@@ -116,18 +119,10 @@ with the task as its source.`,
 				return err
 			}
 			opts := task.DoneOptions{Outcome: outcomeFlag}
-			switch retro {
-			case "":
-			case "-":
-				b, err := io.ReadAll(a.in)
+			if retro != "" {
+				b, err := a.readFileFlag("--retro", retro)
 				if err != nil {
 					return err
-				}
-				opts.Retro = string(b)
-			default:
-				b, err := os.ReadFile(retro)
-				if err != nil {
-					return errs.Wrap(errs.Usage, err, "read retrospective")
 				}
 				opts.Retro = string(b)
 			}
@@ -142,7 +137,7 @@ with the task as its source.`,
 			if t != nil {
 				ev.Detail = map[string]any{"status": t.Status, "remembered": t.Remembered}
 			}
-			_ = a.audit(in).Log(ev)
+			a.logAudit(in, ev)
 			if err != nil {
 				return err
 			}
@@ -173,13 +168,13 @@ func newTaskListCmd(a *app) *cobra.Command {
 		Example: "  hobbs task list\n  hobbs task list --status running --json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
+			in, err := a.existingInstance()
 			if err != nil {
 				return err
 			}
 			tasks, probs := task.Log{Instance: in}.List()
 			for _, p := range probs {
-				a.status("hobbs: warning: %s", p.Err)
+				a.status("hobbs: warning: %s", p)
 			}
 			out := []*task.Task{}
 			for _, t := range tasks {
@@ -218,7 +213,7 @@ func newTaskShowCmd(a *app) *cobra.Command {
 		Example: "  hobbs task show task_20261122_001",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
+			in, err := a.existingInstance()
 			if err != nil {
 				return err
 			}

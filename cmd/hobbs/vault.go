@@ -37,7 +37,6 @@ A passphrase-protected identity asks on the terminal; scripts can set
   printf %s "$TOKEN" | hobbs vault set github-token
   hobbs vault get github-token | gh auth login --with-token
   hobbs vault list`,
-		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.AddCommand(newVaultInitCmd(a), newVaultSetCmd(a), newVaultGetCmd(a), newVaultListCmd(a),
 		newVaultRmCmd(a), newVaultRenameCmd(a), newVaultRecipientsCmd(a), newVaultRotateCmd(a))
@@ -50,7 +49,9 @@ func (a *app) openVault() (*vault.Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return vault.Open(in), nil
+	v := vault.Open(in)
+	v.AuditFailed = func(err error) { a.status("hobbs: warning: audit log not written: %v", err) }
+	return v, nil
 }
 
 func newVaultInitCmd(a *app) *cobra.Command {
@@ -161,7 +162,7 @@ NAME: ` + vault.NameRule + `.`,
 			}
 			a.status("%s %s (%s)", verb, name, v.In.Rel(v.In.VaultEntry(name)))
 			if p := v.Pending(); p != "" {
-				a.status("warning: an interrupted rotation is pending (%s); finish it with: hobbs vault rotate", p)
+				a.status("hobbs: warning: an interrupted rotation is pending (%s); finish it with: hobbs vault rotate", p)
 			}
 			return nil
 		},
@@ -254,7 +255,7 @@ container too.`,
 				return err
 			}
 			for _, p := range ignored {
-				a.status("warning: %s is not a vault entry (ignored)", p)
+				a.status("hobbs: warning: %s is not a vault entry (ignored)", p)
 			}
 			if asJSON {
 				return a.printJSON(es)
@@ -344,7 +345,6 @@ removing a key re-encrypts every entry (the identity must be available).`,
 		Example: `  hobbs vault recipients list
   hobbs vault recipients add age1... --label "backup key"
   hobbs vault recipients rm age1...`,
-		Args: usageArgs(cobra.NoArgs),
 	}
 	var label string
 	add := &cobra.Command{

@@ -22,20 +22,10 @@ import (
 )
 
 func init() {
-	scriptCmds["requireage"] = cmdRequireAge
 	scriptCmds["vaultcrash"] = cmdVaultCrash
 	scriptCmds["exactly"] = cmdExactly
 	scriptCmds["treecontains"] = cmdTreeContains
 	scriptCmds["ptyrun"] = cmdPtyRun
-}
-
-// requireage: in CI (which installs the Debian package age, see .ci/run) a
-// missing age CLI fails the scenario. Scenarios follow it with
-// "[!exec:age] skip" for machines without age outside CI.
-func cmdRequireAge(ts *testscript.TestScript, neg bool, args []string) {
-	if _, err := exec.LookPath("age"); err != nil && os.Getenv("CI") != "" {
-		ts.Fatalf("age CLI not found; CI installs the Debian package age")
-	}
 }
 
 // vaultcrash STEP: run hobbs vault rotate in-process on $HOBBS_HOME and

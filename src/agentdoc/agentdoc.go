@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hobbs-agent/hobbs/src/frontmatter"
 )
 
 // Skill is a parsed SKILL.md.
@@ -56,23 +58,13 @@ var skillKeys = map[string]string{
 // body. Type errors are returned as problems with their line.
 func ParseSkill(data []byte) (*Skill, []Problem) {
 	s := &Skill{}
-	text := strings.ReplaceAll(string(data), "\r\n", "\n")
-	lines := strings.SplitAfter(text, "\n")
-	if len(lines) == 0 || strings.TrimRight(lines[0], "\n") != "---" {
-		return nil, []Problem{{1, "no frontmatter: SKILL.md must start with a line \"---\""}}
-	}
-	end := -1
-	for i := 1; i < len(lines); i++ {
-		if strings.TrimRight(lines[i], "\n") == "---" {
-			end = i
-			break
-		}
-	}
-	if end < 0 {
-		return nil, []Problem{{1, "frontmatter is not closed"}}
+	fm, body, end, err := frontmatter.Block(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")))
+	if err != nil {
+		pe := err.(*frontmatter.ParseError)
+		return nil, []Problem{{pe.Line, pe.Reason}}
 	}
 	var root yaml.Node
-	if err := yaml.Unmarshal([]byte(strings.Join(lines[1:end], "")), &root); err != nil {
+	if err := yaml.Unmarshal(fm, &root); err != nil {
 		return nil, []Problem{{2, "frontmatter: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
@@ -134,7 +126,7 @@ func ParseSkill(data []byte) (*Skill, []Problem) {
 			}
 		}
 	}
-	s.Body = strings.Join(lines[end+1:], "")
+	s.Body = string(body)
 	s.BodyLine = end + 2
 	return s, probs
 }

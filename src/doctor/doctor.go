@@ -91,9 +91,10 @@ func Run(ctx context.Context, env *Env) []Result {
 	return out
 }
 
-// Summary counts results by status and reports whether any failure was a
-// missing dependency.
-func Summary(rs []Result) (ok, warn, fail int, missing bool) {
+// Summary counts results by status and reports whether every failure (at
+// least one) is a missing dependency: doctor then exits 3 rather than 1.
+func Summary(rs []Result) (ok, warn, fail int, onlyMissing bool) {
+	onlyMissing = true
 	for _, r := range rs {
 		switch r.Status {
 		case OK:
@@ -102,8 +103,8 @@ func Summary(rs []Result) (ok, warn, fail int, missing bool) {
 			warn++
 		case Fail:
 			fail++
-			missing = missing || r.Missing
+			onlyMissing = onlyMissing && r.Missing
 		}
 	}
-	return
+	return ok, warn, fail, onlyMissing && fail > 0
 }

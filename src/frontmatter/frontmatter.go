@@ -28,35 +28,84 @@ type ParseError struct {
 	Reason string
 }
 
-func (e *ParseError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Reason)
+func (e *ParseError) Error() string { return Problem{e.Path, e.Line, e.Reason}.String() }
+
+// Problem is a file that cannot be used, or one thing wrong with it, located
+// by line (1-based; 0 when it concerns the whole file). Packages that list
+// files report the ones they skip as Problems and leave them as they are.
+type Problem struct {
+	Path   string `json:"path"`
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Reason)
 	}
-	return fmt.Sprintf("%s: %s", e.Path, e.Reason)
+	return fmt.Sprintf("%s: %s", p.Path, p.Reason)
+}
+
+// ProblemOf describes why the file at path could not be used: the line and
+// reason of a *ParseError, otherwise the whole error.
+func ProblemOf(path string, err error) Problem {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return Problem{Path: pe.Path, Line: pe.Line, Reason: pe.Reason}
+	}
+	return Problem{Path: path, Reason: err.Error()}
 }
 
 const delim = "---"
 
-// Split separates the frontmatter from the body. yamlStart is the 1-based
-// file line of the first YAML line.
-func Split(path string, data []byte) (fm, body []byte, yamlStart int, err error) {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	first, rest, _ := bytes.Cut(data, []byte("\n"))
-	if strings.TrimRight(string(first), "\r \t") != delim {
-		return nil, nil, 0, &ParseError{Path: path, Line: 1, Reason: "missing frontmatter: the file must start with ---"}
+// Messages of the two ways a file can lack a frontmatter block.
+const (
+	ReasonMissing   = `no frontmatter: the file must start with a line "---"`
+	ReasonNotClosed = `frontmatter is not closed: no second line "---"`
+)
+
+// Block locates the frontmatter block of data without copying: fm is the
+// YAML between the opening and the closing "---" lines (its first line is
+// line 2 of the file), body is what follows the closing line, closing is the
+// 0-based index of the closing line. A leading byte order mark is skipped;
+// "---" lines may end in spaces, tabs or "\r". This is the one definition of
+// a frontmatter block for every Hobbs file format. The *ParseError it returns
+// has no Path (Split adds it).
+func Block(data []byte) (fm, body []byte, closing int, err error) {
+	if !Starts(data) {
+		return nil, nil, 0, &ParseError{Line: 1, Reason: ReasonMissing}
 	}
-	line := 2
-	var yamlLines [][]byte
-	for len(rest) > 0 {
-		var l []byte
-		l, rest, _ = bytes.Cut(rest, []byte("\n"))
-		if strings.TrimRight(string(l), "\r \t") == delim {
-			return bytes.Join(yamlLines, []byte("\n")), rest, 2, nil
+	_, rest, _ := bytes.Cut(data, []byte("\n"))
+	for i, r := 1, rest; ; i++ {
+		l, next, more := bytes.Cut(r, []byte("\n"))
+		if isDelim(l) {
+			return rest[:len(rest)-len(r)], next, i, nil
 		}
-		yamlLines = append(yamlLines, l)
-		line++
+		if !more {
+			return nil, nil, 0, &ParseError{Line: 1, Reason: ReasonNotClosed}
+		}
+		r = next
 	}
-	return nil, nil, 0, &ParseError{Path: path, Line: line - 1, Reason: "frontmatter is not closed by a --- line"}
+}
+
+// Starts reports whether data opens a frontmatter block (its first line,
+// after a byte order mark, is "---"), closed or not.
+func Starts(data []byte) bool {
+	first, _, _ := bytes.Cut(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), []byte("\n"))
+	return isDelim(first)
+}
+
+func isDelim(line []byte) bool { return string(bytes.TrimRight(line, "\r \t")) == delim }
+
+// Split separates the frontmatter from the body (see Block). yamlStart is
+// the 1-based file line of the first YAML line.
+func Split(path string, data []byte) (fm, body []byte, yamlStart int, err error) {
+	fm, body, _, err = Block(data)
+	if err != nil {
+		err.(*ParseError).Path = path
+		return nil, nil, 0, err
+	}
+	return fm, body, 2, nil
 }
 
 var yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
@@ -93,7 +142,18 @@ func shiftLines(n *yaml.Node, by int) {
 }
 
 func yamlErr(path string, start int, err error) error {
-	msg := err.Error()
+	line, msg := YAMLLine(err)
+	if line == 0 {
+		return &ParseError{Path: path, Line: start, Reason: msg}
+	}
+	return &ParseError{Path: path, Line: start + line - 1, Reason: msg}
+}
+
+// YAMLLine splits an error of yaml.v3 into the 1-based line it names in
+// the YAML text (0 when it names none) and the message without the
+// "yaml: line N:" prefix. Of a type error it takes the first.
+func YAMLLine(err error) (line int, msg string) {
+	msg = err.Error()
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msg = te.Errors[0]
@@ -101,9 +161,9 @@ func yamlErr(path string, start int, err error) error {
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
-		return &ParseError{Path: path, Line: start + n - 1, Reason: m[2]}
+		return n, m[2]
 	}
-	return &ParseError{Path: path, Line: start, Reason: msg}
+	return 0, msg
 }
 
 // KeyLine returns the file line of key in a frontmatter node from Decode, or

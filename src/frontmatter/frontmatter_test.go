@@ -2,8 +2,12 @@ package frontmatter
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 type doc struct {
@@ -29,8 +33,8 @@ func TestRoundTrip(t *testing.T) {
 
 func TestErrorsNameFileLine(t *testing.T) {
 	cases := []struct{ doc, want string }{
-		{"no frontmatter\n", "f.md:1: missing frontmatter"},
-		{"---\nname: x\nbody\n", "f.md:3: frontmatter is not closed"},
+		{"no frontmatter\n", "f.md:1: no frontmatter: the file must start with a line \"---\""},
+		{"---\nname: x\nbody\n", "f.md:1: frontmatter is not closed"},
 		{"---\nname: x\nbogus: 1\n---\n", `f.md:3: field bogus not found`},
 		{"---\nname: x\ntags: [a\n---\n", "f.md:"},
 		{"---\nname: [1]\n---\n", "f.md:2: cannot unmarshal"},
@@ -71,4 +75,80 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestProblemOf(t *testing.T) {
+	_, _, _, err := Split("a.md", []byte("---\nx: 1\n"))
+	p := ProblemOf("ignored.md", fmt.Errorf("load: %w", err))
+	if p.Path != "a.md" || p.Line != 1 || p.Reason != ReasonNotClosed {
+		t.Fatalf("from a wrapped ParseError: %+v", p)
+	}
+	if p.String() != err.Error() {
+		t.Fatalf("String %q differs from the ParseError's %q", p.String(), err.Error())
+	}
+	p = ProblemOf("b.md", os.ErrPermission)
+	if p.Path != "b.md" || p.Line != 0 || p.String() != "b.md: permission denied" {
+		t.Fatalf("from another error: %+v %q", p, p.String())
+	}
+}
+
+func TestBlock(t *testing.T) {
+	cases := []struct {
+		name, doc, fm, body string
+		closing             int
+	}{
+		{"plain", "---\na: 1\n---\nbody\n", "a: 1\n", "body\n", 2},
+		{"crlf", "---\r\na: 1\r\n---\r\nbody\r\n", "a: 1\r\n", "body\r\n", 2},
+		{"bom and trailing blanks", "\xef\xbb\xbf--- \na: 1\nb: 2\n---\t\n", "a: 1\nb: 2\n", "", 3},
+		{"empty block, no final newline", "---\n---", "", "", 1},
+		{"only the first closing line counts", "---\na: 1\n---\n---\n", "a: 1\n", "---\n", 2},
+		{"indented dashes are not a delimiter", "---\na: |\n  ---\n---\nx", "a: |\n  ---\n", "x", 3},
+	}
+	for _, c := range cases {
+		fm, body, closing, err := Block([]byte(c.doc))
+		if err != nil || string(fm) != c.fm || string(body) != c.body || closing != c.closing {
+			t.Errorf("%s: Block = %q, %q, %d, %v; want %q, %q, %d", c.name, fm, body, closing, err, c.fm, c.body, c.closing)
+		}
+	}
+	for doc, want := range map[string]string{"": ReasonMissing, "# title\n---\n": ReasonMissing, "---": ReasonNotClosed,
+		"---\na: 1\n": ReasonNotClosed, "----\na: 1\n---\n": ReasonMissing} {
+		_, _, _, err := Block([]byte(doc))
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Line != 1 || pe.Reason != want {
+			t.Errorf("Block(%q) = %v, want line 1: %s", doc, err, want)
+		}
+	}
+}
+
+func TestYAMLLine(t *testing.T) {
+	var v struct{ N int }
+	for _, c := range []struct {
+		doc, msg string
+		line     int
+	}{
+		{"a: 1\nb: [\n", "did not find expected node content", 2},
+		{"a: 1\nn: many\n", "cannot unmarshal !!str `many` into int", 2},
+		{"\t", "found character that cannot start any token", 0},
+	} {
+		err := yaml.Unmarshal([]byte(c.doc), &v)
+		if err == nil {
+			t.Fatalf("%q: no error", c.doc)
+		}
+		line, msg := YAMLLine(err)
+		if line != c.line || !strings.Contains(msg, c.msg) || strings.HasPrefix(msg, "yaml:") {
+			t.Errorf("%q: YAMLLine = %d, %q; want line %d, %q", c.doc, line, msg, c.line, c.msg)
+		}
+	}
+	if line, msg := YAMLLine(errors.New("yaml: no line here")); line != 0 || msg != "no line here" {
+		t.Errorf("no line: %d %q", line, msg)
+	}
+}
+
+func TestStarts(t *testing.T) {
+	for doc, want := range map[string]bool{"---\n": true, "\ufeff--- \r\nx": true, "---": true, "": false,
+		"# t\n---\n": false, " ---\n": false, "----\n": false} {
+		if Starts([]byte(doc)) != want {
+			t.Errorf("Starts(%q) = %v", doc, !want)
+		}
+	}
 }

@@ -42,6 +42,10 @@ type ContextOptions struct {
 	// otherwise), and both before any memory in the budget.
 	Sections []Section
 	After    []Section
+	// HookEvent is the Claude Code hook BuildHook answers: SessionStart
+	// (the default) or SubagentStart. Claude Code checks that the JSON names
+	// the event that ran the hook.
+	HookEvent string
 }
 
 // Context is what BuildContext produced.
@@ -301,8 +305,8 @@ func (s *Store) Touch(entries []Entry) error {
 	return s.Audit.Log(audit.Entry{Event: "memory.access", Subject: fmt.Sprintf("%d memories", len(ids)), Outcome: "ok"})
 }
 
-// HookOutput is the JSON a Claude Code SessionStart hook prints: its
-// additionalContext is added to the session's context.
+// HookOutput is the JSON a Claude Code SessionStart or SubagentStart hook
+// prints: its additionalContext is added to the (sub-agent's) context.
 type HookOutput struct {
 	HookSpecificOutput struct {
 		HookEventName     string `json:"hookEventName"`
@@ -310,15 +314,24 @@ type HookOutput struct {
 	} `json:"hookSpecificOutput"`
 }
 
-// HookJSON wraps text for a SessionStart hook.
-func HookJSON(text string) ([]byte, error) {
+// Hook events BuildHook answers.
+const (
+	SessionStart  = "SessionStart"
+	SubagentStart = "SubagentStart"
+)
+
+// HookJSON wraps text for a hook of event (SessionStart when empty).
+func HookJSON(event, text string) ([]byte, error) {
+	if event == "" {
+		event = SessionStart
+	}
 	var h HookOutput
-	h.HookSpecificOutput.HookEventName = "SessionStart"
+	h.HookSpecificOutput.HookEventName = event
 	h.HookSpecificOutput.AdditionalContext = text
 	return json.Marshal(h)
 }
 
-// BuildHook builds the context for a SessionStart hook and returns it with
+// BuildHook builds the context for opt.HookEvent's hook and returns it with
 // the hook JSON. The JSON itself (escapes included) is kept within HookLimit
 // characters: when escaping pushes it over, the memories are cut further.
 // foundation.md is never cut, so a foundation longer than the limit still
@@ -332,7 +345,7 @@ func (s *Store) BuildHook(opt ContextOptions) (*Context, []byte, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		b, err := HookJSON(c.Text)
+		b, err := HookJSON(opt.HookEvent, c.Text)
 		if err != nil {
 			return nil, nil, err
 		}

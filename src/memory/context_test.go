@@ -85,11 +85,17 @@ func TestBuildHookFitsLimit(t *testing.T) {
 	if n := utf8.RuneCount(b); n > HookLimit || len(c.Memories) == 0 {
 		t.Fatalf("hook JSON is %d characters with %d memories", n, len(c.Memories))
 	}
+	if !strings.Contains(string(b), `"hookEventName":"SessionStart"`) {
+		t.Fatalf("default event is not SessionStart: %.80s", b)
+	}
+	if _, b, err = s.BuildHook(ContextOptions{HookEvent: SubagentStart}); err != nil || !strings.Contains(string(b), `"hookEventName":"SubagentStart"`) {
+		t.Fatalf("SubagentStart hook: %.80s %v", b, err)
+	}
 	plain, err := s.BuildContext(ContextOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pb, _ := HookJSON(plain.Text); utf8.RuneCount(pb) <= HookLimit {
+	if pb, _ := HookJSON("", plain.Text); utf8.RuneCount(pb) <= HookLimit {
 		t.Fatalf("test corpus too easy: plain context already fits (%d)", utf8.RuneCount(pb))
 	}
 }

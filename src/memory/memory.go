@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hobbs-agent/hobbs/src/frontmatter"
 )
 
 // Status values.
@@ -54,14 +56,19 @@ type Memory struct {
 // Raw returns the file content m was read from (nil for a new memory).
 func (m *Memory) Raw() []byte { return m.raw }
 
-// MarshalJSON writes unset times as null.
+// MarshalJSON writes unset times as null and no tags as [] (as Entry does).
 func (m *Memory) MarshalJSON() ([]byte, error) {
 	type plain Memory
+	tags := m.Tags
+	if tags == nil {
+		tags = []string{}
+	}
 	return json.Marshal(struct {
 		*plain
+		Tags         []string   `json:"tags"`
 		Updated      *time.Time `json:"updated"`
 		LastAccessed *time.Time `json:"last_accessed"`
-	}{(*plain)(m), optTime(m.Updated), optTime(m.LastAccessed)})
+	}{(*plain)(m), tags, optTime(m.Updated), optTime(m.LastAccessed)})
 }
 
 func optTime(t time.Time) *time.Time {
@@ -71,20 +78,9 @@ func optTime(t time.Time) *time.Time {
 	return &t
 }
 
-// Problem is a file that cannot be used, with the line of the fault (0 when
-// the whole file is concerned).
-type Problem struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Reason string `json:"reason"`
-}
-
-func (p Problem) String() string {
-	if p.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Reason)
-	}
-	return fmt.Sprintf("%s: %s", p.Path, p.Reason)
-}
+// Problem is one thing wrong with a file, located by line (1-based; 0 when
+// it concerns the whole file).
+type Problem = frontmatter.Problem
 
 // ParseError is returned by Parse for a file it cannot use.
 type ParseError struct {
@@ -99,10 +95,7 @@ func (e *ParseError) Error() string {
 	return e.Reason
 }
 
-var (
-	idRe       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
-	yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-)
+var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
 
 // ValidID reports whether id is acceptable as a memory id.
 func ValidID(id string) bool { return idRe.MatchString(id) }
@@ -193,50 +186,24 @@ func Parse(data []byte, tier Tier) (*Memory, error) {
 	return m, nil
 }
 
-// split separates the frontmatter from the body. fmLine is the file line
+// split separates the frontmatter from the body (frontmatter.Block); the
+// blank lines between them are not part of the body. fmLine is the file line
 // number just before the frontmatter's first line.
 func split(data []byte) (fm, body []byte, fmLine int, err error) {
-	if !bytes.HasPrefix(data, []byte("---\n")) && !bytes.HasPrefix(data, []byte("---\r\n")) {
-		return nil, nil, 0, &ParseError{Line: 1, Reason: `no frontmatter: the file must start with a "---" line`}
+	fm, body, _, err = frontmatter.Block(data)
+	if err != nil {
+		pe := err.(*frontmatter.ParseError)
+		return nil, nil, 0, &ParseError{Line: pe.Line, Reason: pe.Reason}
 	}
-	start := bytes.IndexByte(data, '\n') + 1
-	rest := data[start:]
-	for off := 0; off <= len(rest); {
-		end := bytes.IndexByte(rest[off:], '\n')
-		var l []byte
-		next := len(rest) + 1
-		if end >= 0 {
-			l = rest[off : off+end]
-			next = off + end + 1
-		} else {
-			l = rest[off:]
-		}
-		if string(bytes.TrimRight(l, "\r \t")) == "---" {
-			b := []byte{}
-			if next <= len(rest) {
-				b = rest[next:]
-			}
-			return rest[:off], bytes.TrimLeft(b, "\r\n"), 1, nil
-		}
-		if end < 0 {
-			break
-		}
-		off = next
-	}
-	return nil, nil, 0, &ParseError{Line: 1, Reason: `unterminated frontmatter: no closing "---" line`}
+	return fm, bytes.TrimLeft(body, "\r\n"), 1, nil
 }
 
 func yamlErr(err error, fmLine int) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
+	line, msg := frontmatter.YAMLLine(err)
+	if line == 0 {
+		return &ParseError{Line: 1, Reason: "bad YAML: " + msg}
 	}
-	if sm := yamlLineRe.FindStringSubmatch(msg); sm != nil {
-		n, _ := strconv.Atoi(sm[1])
-		return &ParseError{Line: n + fmLine, Reason: "bad YAML: " + sm[2]}
-	}
-	return &ParseError{Line: 1, Reason: "bad YAML: " + msg}
+	return &ParseError{Line: line + fmLine, Reason: "bad YAML: " + msg}
 }
 
 func scalar(v *yaml.Node, bad func(string, ...any) error) (string, error) {

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestParseProblems(t *testing.T) {
 		want string
 	}{
 		{"hello", 1, "no frontmatter"},
-		{"---\nid: x\n", 1, "unterminated frontmatter"},
+		{"---\nid: x\n", 1, "frontmatter is not closed"},
 		{"---\ntags: [a]\n---\n", 1, "missing id"},
 		{"---\nid: x\nreinforced: many\n---\n", 3, "reinforced: want a whole number"},
 		{"---\nid: x\nreinforced: -1\n---\n", 3, "reinforced: want a whole number"},
@@ -153,4 +154,44 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("rewrite changed the memory:\n%+v\n%+v", m, m2)
 		}
 	})
+}
+
+// A hand-written file with a byte order mark, CRLF line ends and spaces after
+// a delimiter loads (frontmatter.Block is the one definition of the block).
+func TestParseBOMAndCRLF(t *testing.T) {
+	m, err := Parse([]byte("\ufeff--- \r\nid: mem_20260101_001\r\ntags: [a]\r\n---\r\n\r\nhello\r\n"), Active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != "mem_20260101_001" || len(m.Tags) != 1 || m.Body != "hello\r\n" {
+		t.Fatalf("%+v", m)
+	}
+}
+
+// memory show --json and memory list --json agree on the shape of tags and
+// unset times.
+func TestMemoryJSONShape(t *testing.T) {
+	m, err := Parse([]byte("---\nid: mem_20260101_001\ncreated: 2026-01-01\n---\n\nx\n"), Active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if tags, ok := got["tags"].([]any); !ok || len(tags) != 0 {
+		t.Errorf("tags = %#v, want []", got["tags"])
+	}
+	for _, k := range []string{"updated", "last_accessed"} {
+		if v, ok := got[k]; !ok || v != nil {
+			t.Errorf("%s = %#v, want null", k, v)
+		}
+	}
+	if got["id"] != "mem_20260101_001" {
+		t.Errorf("id = %v", got["id"])
+	}
 }

@@ -15,11 +15,10 @@ func init() {
 // are due for review. Problems in playbooks never fail the doctor: they are
 // the user's documents, not the system's health.
 func checkPlaybooks(_ context.Context, env *doctor.Env) []doctor.Result {
-	days := 30
-	if env.Config != nil && env.Config.Playbooks.ReviewEveryDays > 0 {
-		days = env.Config.Playbooks.ReviewEveryDays
+	s := &Store{Dir: env.Instance.Playbooks()} // DefaultReviewEvery without a valid config
+	if env.Config != nil {
+		s.ReviewEvery = env.Config.Playbooks.ReviewEveryDays
 	}
-	s := &Store{Dir: env.Instance.Playbooks(), ReviewEvery: days}
 	problems, n, err := s.Lint()
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Warn, Message: err.Error()}}

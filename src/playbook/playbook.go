@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hobbs-agent/hobbs/src/frontmatter"
 )
 
 // Stages of the automation ladder, lowest first.
@@ -67,18 +69,7 @@ type Meta struct {
 
 // Problem is one thing wrong with a file, located by line (1-based; 0 when
 // it concerns the whole file).
-type Problem struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Reason string `json:"reason"`
-}
-
-func (p Problem) String() string {
-	if p.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Reason)
-	}
-	return fmt.Sprintf("%s: %s", p.Path, p.Reason)
-}
+type Problem = frontmatter.Problem
 
 // ParseError is returned for a file that cannot be used: no frontmatter,
 // broken YAML, a value of the wrong type or out of range.
@@ -140,24 +131,17 @@ func Parse(path string, data []byte) (*Doc, error) {
 	lint := func(line int, format string, args ...any) {
 		d.Lint = append(d.Lint, Problem{Path: path, Line: line, Reason: fmt.Sprintf(format, args...)})
 	}
+	fm, _, closing, err := frontmatter.Block(data)
+	if err != nil {
+		pe := err.(*frontmatter.ParseError)
+		return fail(pe.Line, "%s", pe.Reason)
+	}
+	d.fmEnd = closing
 	lines := splitLines(data)
-	if len(lines) == 0 || trimEOL(lines[0]) != "---" {
-		return fail(1, "no frontmatter: the file must start with a line \"---\"")
-	}
-	d.fmEnd = -1
-	for i := 1; i < len(lines); i++ {
-		if trimEOL(lines[i]) == "---" {
-			d.fmEnd = i
-			break
-		}
-	}
-	if d.fmEnd < 0 {
-		return fail(1, "frontmatter is not closed: no second line \"---\"")
-	}
-	fm := strings.Join(lines[1:d.fmEnd], "")
 	var root yaml.Node
-	if err := yaml.Unmarshal([]byte(fm), &root); err != nil {
-		line, msg := yamlErrLine(err)
+	if err := yaml.Unmarshal(fm, &root); err != nil {
+		line, msg := frontmatter.YAMLLine(err)
+		line = max(line, 1)
 		return fail(line+1, "frontmatter: %s", msg)
 	}
 	var m *yaml.Node
@@ -258,22 +242,6 @@ func scalarString(v *yaml.Node) (string, bool) {
 		return "", false
 	}
 	return v.Value, true
-}
-
-var yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
-// yamlErrLine extracts the 1-based line from a yaml.v3 error.
-func yamlErrLine(err error) (int, string) {
-	msg := err.Error()
-	if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n, m[2]
-	}
-	return 1, msg
 }
 
 // ParseDate accepts YYYY-MM-DD or an RFC 3339 timestamp and returns the day.

@@ -191,6 +191,14 @@ func TestNewFromSource(t *testing.T) {
 	if d.Meta.Title != "Beta" || d.Meta.Stage != "assisted" || d.Meta.Tags[0] != "home" || d.Meta.Updated != "2026-03-04" {
 		t.Fatalf("meta %+v", d.Meta)
 	}
+	// So is frontmatter saved with a byte order mark and a spaced delimiter
+	// (frontmatter.Starts): it is not mistaken for body text.
+	if _, err := s.New("bom", NewOptions{Source: []byte("\ufeff--- \nstage: assisted\n---\n# Bom\n" + body)}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _, _ = s.Get("bom"); d.Meta.Stage != "assisted" || d.Meta.Title != "Bom" || strings.Contains(d.Body(), "stage:") {
+		t.Fatalf("meta %+v body %q", d.Meta, d.Body())
+	}
 	// Unknown keys (typos) are refused like missing sections.
 	_, err := s.New("b2", NewOptions{Source: []byte("---\nstgae: assisted\n---\n" + body)})
 	if err == nil || !strings.Contains(err.Error(), `unknown key "stgae"`) {
@@ -415,5 +423,26 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 	}
 	if c := strings.Count(string(data), "reviewed: note"); c != n {
 		t.Fatalf("%d notes, want %d", c, n)
+	}
+}
+
+// A file saved by an editor that writes a byte order mark and leaves spaces
+// after the closing "---" parses like the other formats (frontmatter.Block)
+// and line-preserving edits keep both.
+func TestParseBOMAndSpacedDelimiter(t *testing.T) {
+	in := "\ufeff---\ntitle: x\nstage: manual\n--- \nbody\n"
+	d, err := Parse("p.md", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Meta.Title != "x" || d.Body() != "body\n" {
+		t.Fatalf("meta %+v body %q", d.Meta, d.Body())
+	}
+	out, err := d.setKeys([][2]string{{"stage", "assisted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\ufeff---\ntitle: x\nstage: assisted\n--- \nbody\n"; string(out) != want {
+		t.Fatalf("got  %q\nwant %q", out, want)
 	}
 }

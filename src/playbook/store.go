@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/frontmatter"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -56,20 +57,13 @@ type Entry struct {
 // List parses every playbook (*.md in Dir, sorted by name). Files that do
 // not parse are returned as problems, not entries.
 func (s *Store) List() ([]Entry, []Problem, error) {
-	des, err := os.ReadDir(s.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
+	names, err := s.files()
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.Failure, err, "read playbooks")
+		return nil, nil, err
 	}
 	var entries []Entry
 	var problems []Problem
-	for _, de := range des {
-		n := de.Name()
-		if de.IsDir() || !strings.HasSuffix(n, ".md") || strings.HasPrefix(n, ".") {
-			continue
-		}
+	for _, n := range names {
 		d, err := s.load(filepath.Join(s.Dir, n))
 		if err != nil {
 			var pe *ParseError
@@ -85,15 +79,35 @@ func (s *Store) List() ([]Entry, []Problem, error) {
 	return entries, problems, nil
 }
 
+// files returns the names of the playbook files in Dir (*.md, not hidden,
+// not directories), sorted; none when Dir does not exist.
+func (s *Store) files() ([]string, error) {
+	des, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read playbooks")
+	}
+	var names []string
+	for _, de := range des {
+		n := de.Name()
+		if !de.IsDir() && strings.HasSuffix(n, ".md") && !strings.HasPrefix(n, ".") {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
 func (s *Store) entry(name string, d *Doc) Entry {
 	e := Entry{Name: name, Path: d.Path, Meta: d.Meta}
 	if e.Title == "" {
 		e.Title = name
 	}
-	if next, ok := d.Meta.NextReview(s.ReviewEvery); ok {
+	if next, ok := d.Meta.NextReview(s.reviewEvery()); ok {
 		e.NextReview = next.Format(DateLayout)
 	}
-	e.Due = d.Meta.Due(s.now(), s.ReviewEvery)
+	e.Due = d.Meta.Due(s.now(), s.reviewEvery())
 	return e
 }
 
@@ -209,11 +223,14 @@ func (s *Store) fromTemplate(name, title string) ([]byte, error) {
 	return []byte(t), nil
 }
 
+// DefaultReviewEvery is the review interval in days when the Store has none.
+const DefaultReviewEvery = 30
+
 func (s *Store) reviewEvery() int {
 	if s.ReviewEvery > 0 {
 		return s.ReviewEvery
 	}
-	return 30
+	return DefaultReviewEvery
 }
 
 // fromSource completes composed content with frontmatter. Keys the source's
@@ -227,7 +244,7 @@ func (s *Store) fromSource(name, title string, src []byte, base *Meta) ([]byte, 
 	body := string(src)
 	var meta Meta
 	has := map[string]bool{}
-	if strings.HasPrefix(body, "---\n") {
+	if frontmatter.Starts(src) {
 		d, err := Parse("<source>", src)
 		if err != nil {
 			return nil, asUsage(err)
@@ -494,20 +511,13 @@ func (s *Store) Reviewed(name, note string) (Review, error) {
 // sorted by path and line. File names that are not valid playbook names are
 // problems too.
 func (s *Store) Lint() ([]Problem, int, error) {
-	des, err := os.ReadDir(s.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
-	}
+	names, err := s.files()
 	if err != nil {
-		return nil, 0, errs.Wrap(errs.Failure, err, "read playbooks")
+		return nil, 0, err
 	}
 	var out []Problem
 	n := 0
-	for _, de := range des {
-		name := de.Name()
-		if de.IsDir() || !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
-			continue
-		}
+	for _, name := range names {
 		n++
 		p := filepath.Join(s.Dir, name)
 		if !ValidName(strings.TrimSuffix(name, ".md")) {

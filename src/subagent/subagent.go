@@ -145,10 +145,7 @@ type Catalog struct {
 
 // Problem is a definition file that could not be read. It is reported, never
 // rewritten.
-type Problem struct {
-	Path string `json:"path"`
-	Err  string `json:"error"`
-}
+type Problem = frontmatter.Problem
 
 // List returns every agent (identity first, then by name) and the files that
 // could not be parsed.
@@ -175,11 +172,14 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 					continue
 				}
 			}
-			probs = append(probs, Problem{Path: p, Err: err.Error()})
+			probs = append(probs, frontmatter.ProblemOf(p, err))
 		}
 	}
 	dir := c.Instance.AgentsCustom()
-	ents, _ := os.ReadDir(dir)
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		probs = append(probs, frontmatter.ProblemOf(dir, err))
+	}
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".md")
 		if e.IsDir() || !ok || strings.HasPrefix(e.Name(), ".") {
@@ -187,7 +187,7 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 		}
 		p := path.Join(dir, e.Name())
 		if seen[name] {
-			probs = append(probs, Problem{Path: p, Err: fmt.Sprintf("%q is a framework agent's name; this file is ignored", name)})
+			probs = append(probs, Problem{Path: p, Reason: fmt.Sprintf("%q is a framework agent's name; this file is ignored", name)})
 			continue
 		}
 		data, err := os.ReadFile(p)
@@ -199,7 +199,7 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 				continue
 			}
 		}
-		probs = append(probs, Problem{Path: p, Err: err.Error()})
+		probs = append(probs, frontmatter.ProblemOf(p, err))
 	}
 	sort.SliceStable(defs[1:], func(i, j int) bool { return defs[1+i].Name < defs[1+j].Name })
 	return defs, probs
@@ -218,7 +218,7 @@ func (c Catalog) Get(name string) (*Definition, error) {
 	}
 	for _, p := range probs {
 		if strings.HasSuffix(p.Path, "/"+name+".md") {
-			return nil, errs.Failf("agent %q cannot be read: %s", name, p.Err).
+			return nil, errs.Failf("agent %q cannot be read: %s", name, p).
 				WithHint("fix the file by hand; hobbs never rewrites a file it cannot parse")
 		}
 	}
@@ -226,7 +226,7 @@ func (c Catalog) Get(name string) (*Definition, error) {
 	for _, d := range defs {
 		names = append(names, d.Name)
 	}
-	return nil, errs.Usagef("no agent named %q", name).WithHint("known agents: %s (hobbs agent list)", strings.Join(names, ", "))
+	return nil, errs.Failf("no agent named %q", name).WithHint("known agents: %s (hobbs agent list)", strings.Join(names, ", "))
 }
 
 // NewOptions configures New.

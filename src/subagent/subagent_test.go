@@ -92,8 +92,12 @@ func TestBrokenCustomReportedNotRewritten(t *testing.T) {
 	if len(defs) != 2 || len(probs) != 2 {
 		t.Fatalf("defs %d probs %v", len(defs), probs)
 	}
-	if !regexp.MustCompile(`broken\.md:\d+: `).MatchString(probs[0].Err + probs[1].Err) {
-		t.Fatalf("no line in %v", probs)
+	byPath := map[string]Problem{probs[0].Path: probs[0], probs[1].Path: probs[1]}
+	if p, ok := byPath[bad]; !ok || p.Line == 0 || !regexp.MustCompile(`broken\.md:\d+: `).MatchString(p.String()) {
+		t.Fatalf("no line for broken.md in %v", probs)
+	}
+	if p, ok := byPath[shadow]; !ok || !strings.Contains(p.String(), "researcher.md: \"researcher\" is a framework agent's name") {
+		t.Fatalf("shadowing file not reported with its path: %v", probs)
 	}
 	if _, err := c.Get("broken"); err == nil || !strings.Contains(err.Error(), "cannot be read") {
 		t.Fatalf("get broken: %v", err)
@@ -140,5 +144,32 @@ func TestLearnConcurrent(t *testing.T) {
 	b, _ := os.ReadFile(in.Operational("hobbs"))
 	if n := strings.Count(string(b), "\n- "); n != 10 {
 		t.Fatalf("%d learnings, want 10 distinct:\n%s", n, b)
+	}
+}
+
+// A well-formed name that names no agent is a failure (exit 1), not bad usage.
+func TestGetUnknownIsFailure(t *testing.T) {
+	c := newCatalog(t)
+	_, err := c.Get("nobody")
+	if errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), `no agent named "nobody"`) {
+		t.Fatalf("Get(nobody) = %v (code %d)", err, errs.Code(err))
+	}
+	if _, err := c.Get("../x"); errs.Code(err) != errs.Usage {
+		t.Fatalf("Get(../x) = %v, want a usage error", err)
+	}
+}
+
+// An agents/custom that cannot be read is a problem; the framework agents remain.
+func TestUnreadableCustomDirReported(t *testing.T) {
+	c := newCatalog(t)
+	if err := os.MkdirAll(filepath.Dir(c.Instance.AgentsCustom()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.Instance.AgentsCustom(), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defs, probs := c.List()
+	if len(defs) < 2 || len(probs) != 1 || probs[0].Path != c.Instance.AgentsCustom() {
+		t.Fatalf("defs %d problems %v", len(defs), probs)
 	}
 }

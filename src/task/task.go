@@ -141,7 +141,7 @@ func (l Log) Get(id string) (*Task, error) {
 	p := l.path(id)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errs.Usagef("no task %s", id).WithHint("hobbs task list shows the task ids")
+		return nil, errs.Failf("no task %s", id).WithHint("hobbs task list shows the task ids")
 	}
 	if err != nil {
 		return nil, err
@@ -168,16 +168,16 @@ func parse(p string, data []byte) (*Task, error) {
 }
 
 // Problem is a task file that could not be read; it is reported and left alone.
-type Problem struct {
-	Path string `json:"path"`
-	Err  string `json:"error"`
-}
+type Problem = frontmatter.Problem
 
 // List returns all tasks, newest first, and the files it could not parse.
 func (l Log) List() ([]*Task, []Problem) {
 	var out []*Task
 	var probs []Problem
-	ents, _ := os.ReadDir(l.Instance.Tasks())
+	ents, err := os.ReadDir(l.Instance.Tasks())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		probs = append(probs, frontmatter.ProblemOf(l.Instance.Tasks(), err))
+	}
 	for _, e := range ents {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") || strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -191,7 +191,7 @@ func (l Log) List() ([]*Task, []Problem) {
 				continue
 			}
 		}
-		probs = append(probs, Problem{Path: p, Err: err.Error()})
+		probs = append(probs, frontmatter.ProblemOf(p, err))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Started.Equal(out[j].Started) {

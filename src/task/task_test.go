@@ -3,6 +3,7 @@ package task
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,9 @@ func TestDoneValidation(t *testing.T) {
 	if got, _ := l.Get(a.ID); got.Status != Running {
 		t.Fatal("failed done changed the task")
 	}
+	if _, err := l.Get("task_20990101_001"); errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), "no task") {
+		t.Errorf("Get of a missing task: %v (want exit 1: the id is well formed)", err)
+	}
 	for _, id := range []string{"../x", "task_1", "task_20261122_001/../../x"} {
 		if _, err := l.Get(id); errs.Code(err) != errs.Usage {
 			t.Errorf("Get(%q): %v", id, err)
@@ -83,7 +87,8 @@ func TestMalformedReported(t *testing.T) {
 	content := "---\nid: task_20261122_009\nstatus: exploded\n---\n"
 	os.WriteFile(p, []byte(content), 0o644)
 	list, probs := l.List()
-	if len(list) != 1 || len(probs) != 1 || !strings.Contains(probs[0].Err, ":3: status") {
+	if len(list) != 1 || len(probs) != 1 || probs[0].Path != p || probs[0].Line != 3 ||
+		!strings.HasPrefix(probs[0].Reason, "status") || !strings.Contains(probs[0].String(), ":3: status") {
 		t.Fatalf("%v %v", list, probs)
 	}
 	if _, err := l.Done("task_20261122_009", DoneOptions{Outcome: OK}); err == nil {
@@ -98,5 +103,23 @@ func TestLessons(t *testing.T) {
 	got := Lessons("## Lessons\n- a\n  - b\n### Sub\n- c\n## Next\n- d\n")
 	if strings.Join(got, "|") != "a|b|c" {
 		t.Fatalf("%v", got)
+	}
+}
+
+// A task directory that cannot be read is a problem, not an empty log.
+func TestUnreadableDirReported(t *testing.T) {
+	l := newLog(t)
+	if list, probs := l.List(); len(list) != 0 || len(probs) != 0 {
+		t.Fatalf("missing directory: %v %v", list, probs)
+	}
+	if err := os.MkdirAll(filepath.Dir(l.Instance.Tasks()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.Instance.Tasks(), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list, probs := l.List()
+	if len(list) != 0 || len(probs) != 1 || probs[0].Path != l.Instance.Tasks() || !strings.Contains(probs[0].Reason, "not a directory") {
+		t.Fatalf("list %v problems %v", list, probs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -217,4 +218,20 @@ func resultText(rs []doctor.Result) string {
 		b.WriteString(r.Message + "\n")
 	}
 	return b.String()
+}
+
+// config.yaml's env mapping checks vault entry names with its own pattern
+// (config cannot import vault); both must accept exactly the same names.
+func TestConfigAcceptsExactlyVaultNames(t *testing.T) {
+	names := []string{"a", "0", "github-token", "smtp.password", "a_b", "x" + strings.Repeat("y", 63),
+		"x" + strings.Repeat("y", 64), "", "-a", ".a", "_a", "A", "a/b", "../a", "a b", "é", "a:b", "a\x00"}
+	for c := 'a' - 40; c < 'z'+10; c++ {
+		names = append(names, "a"+string(c), string(c))
+	}
+	for _, n := range names {
+		_, err := config.Parse("config.yaml", []byte("env:\n  X: "+strconv.Quote("vault:"+n)+"\n"))
+		if cfgOK := err == nil; cfgOK != ValidName(n) {
+			t.Errorf("name %q: config accepts %v, vault.ValidName %v (%v)", n, cfgOK, ValidName(n), err)
+		}
+	}
 }

@@ -51,6 +51,9 @@ type Vault struct {
 	// operation there, as a crash would.
 	Hook func(step string) error
 	Now  func() time.Time
+	// AuditFailed, when set, is told when an audit record could not be
+	// written (the operation itself stands).
+	AuditFailed func(error)
 
 	pass []byte // passphrase that opened the identity, reused for its siblings
 }
@@ -88,7 +91,9 @@ func (v *Vault) log(event, subject string, err error, detail map[string]any) {
 		}
 		e.Detail["error"] = strings.SplitN(err.Error(), "\n", 2)[0]
 	}
-	_ = v.Audit.Log(e)
+	if err := v.Audit.Log(e); err != nil && v.AuditFailed != nil {
+		v.AuditFailed(err)
+	}
 }
 
 func (v *Vault) step(name string) error {

@@ -513,3 +513,24 @@ func TestRenameFinishesInterrupted(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// An audit record that cannot be written is reported to AuditFailed; the
+// operation itself stands.
+func TestAuditFailureIsReported(t *testing.T) {
+	v := newTestVault(t)
+	if err := os.Remove(v.In.AuditLog()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(v.In.AuditLog(), 0o700); err != nil { // a directory cannot be appended to
+		t.Fatal(err)
+	}
+	var failed []error
+	v.AuditFailed = func(err error) { failed = append(failed, err) }
+	mustSet(t, v, "token", "value")
+	if len(failed) != 1 {
+		t.Fatalf("AuditFailed called %d times, want 1: %v", len(failed), failed)
+	}
+	if got := mustGet(t, v, "token"); got != "value" {
+		t.Fatalf("get after a failed audit: %q", got)
+	}
+}
