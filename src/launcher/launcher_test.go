@@ -306,3 +306,33 @@ func TestVersionLess(t *testing.T) {
 		}
 	}
 }
+
+// Attack: the agent edits the files that steer the host. policy.yaml is
+// hot-reloaded by the proxy (the agent would allow itself any destination),
+// config.yaml maps vault entries into the next session's environment (the
+// agent would hand itself every secret), and .git/hooks run on the host. All
+// three are mounted read-only over the writable instance.
+func TestAgentCannotRewriteHostControls(t *testing.T) {
+	s := testSession(t)
+	for _, p := range []string{"config.yaml", "policy.yaml", ".git"} {
+		ro := "type=bind,source=" + filepath.Join(s.Instance.Root, p) + ",target=" + InstanceDir + "/" + p + ",readonly"
+		if hasPair(s.AgentArgs(), "--mount", ro) {
+			t.Errorf("%s mounted read-only although it does not exist", p)
+		}
+		if p == ".git" {
+			os.Mkdir(filepath.Join(s.Instance.Root, p), 0o755)
+		} else {
+			os.WriteFile(filepath.Join(s.Instance.Root, p), nil, 0o644)
+		}
+		a := s.AgentArgs()
+		if !hasPair(a, "--mount", ro) {
+			t.Errorf("agent argv lacks the read-only mount of %s", p)
+		}
+		// The read-only mount must come after the writable instance mount,
+		// or the engine would cover it.
+		rw := slices.Index(a, "type=bind,source="+s.Instance.Root+",target="+InstanceDir)
+		if i := slices.Index(a, ro); i < rw {
+			t.Errorf("%s mounted before the instance (%d < %d)", p, i, rw)
+		}
+	}
+}

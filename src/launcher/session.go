@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -169,7 +170,9 @@ func (s *Session) AgentArgs() []string {
 	a = append(a,
 		"--mount", "type=bind,source="+s.Workspace+",target="+WorkspaceDir,
 		"--mount", "type=bind,source="+s.Instance.Root+",target="+InstanceDir,
-		"--tmpfs", InstanceDir+"/vault/keys:ro,size=16k,mode=0555",
+		"--tmpfs", InstanceDir+"/vault/keys:ro,size=16k,mode=0555")
+	a = append(a, s.hostControlMounts()...)
+	a = append(a,
 		"--mount", "type=volume,source="+ClaudeVolume(s.Instance, s.Config.ClaudeVolume)+",target="+ClaudeDir,
 		"-w", WorkspaceDir,
 		s.Image)
@@ -177,6 +180,26 @@ func (s *Session) AgentArgs() []string {
 		return append(a, "claude")
 	}
 	return append(a, s.Command...)
+}
+
+// hostControls are the instance paths that steer the host and must not be
+// writable by the agent: policy.yaml (the proxy reloads it: a writable copy
+// would let the agent allow itself any destination), config.yaml (its env
+// mapping decides which secrets the next session gets) and .git (hooks run
+// on the host). Each that exists is bind-mounted read-only over the writable
+// instance; a mount point can be neither written, replaced nor removed.
+var hostControls = []string{"config.yaml", "policy.yaml", ".git"}
+
+func (s *Session) hostControlMounts() []string {
+	var a []string
+	for _, p := range hostControls {
+		src := filepath.Join(s.Instance.Root, p)
+		if _, err := os.Lstat(src); err != nil {
+			continue
+		}
+		a = append(a, "--mount", "type=bind,source="+src+",target="+InstanceDir+"/"+p+",readonly")
+	}
+	return a
 }
 
 // tokenTar is the tar stream `docker cp - proxy:/run/hobbs` extracts: the

@@ -38,12 +38,13 @@ func TestCompose(t *testing.T) {
 		}
 	})
 	out, err := compose("run", "--rm", "-T", "agent", "sh", "-c",
-		"id -u; grep CapEff /proc/self/status; netprobe get http://denied.test:8080/x; netprobe resolve example.com; echo done")
+		"id -u; grep CapEff /proc/self/status; netprobe get http://denied.test:8080/x; netprobe resolve example.com; "+
+			"echo 'domains: [evil.test]' >> /home/dev/.hobbs/policy.yaml || echo policy-readonly; echo done")
 	if err != nil {
 		t.Fatalf("compose run: %v\n%s", err, out)
 	}
 	t.Logf("compose run:\n%s", out)
-	for _, want := range []string{strconv.Itoa(testUID) + "\n", "CapEff:\t0000000000000000", "status=403", "failed: lookup example.com", "done"} {
+	for _, want := range []string{strconv.Itoa(testUID) + "\n", "CapEff:\t0000000000000000", "status=403", "failed: lookup example.com", "policy-readonly", "done"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compose session output lacks %q", want)
 		}

@@ -36,6 +36,11 @@ if mkdir /home/dev/hobbs/.claude/skills/evil 2>/dev/null; then echo skills_write
 if mv /home/dev/hobbs /home/dev/moved 2>/dev/null; then echo identity_move=allowed; else echo identity_move=denied; fi
 echo "keys=[$(ls -A /home/dev/.hobbs/vault/keys 2>&1 | tr '\n' ' ')]"
 if touch /home/dev/.hobbs/vault/keys/planted 2>/dev/null; then echo keys_write=allowed; else echo keys_write=denied; fi
+if echo "domains: ['*.evil.example']" >> /home/dev/.hobbs/policy.yaml 2>/dev/null; then echo policy_write=allowed; else echo policy_write=denied; fi
+echo "env: {X: vault:e2e-token}" > /home/dev/.hobbs/.cfg-new
+if mv /home/dev/.hobbs/.cfg-new /home/dev/.hobbs/config.yaml 2>/dev/null; then echo config_replace=allowed; else echo config_replace=denied; fi
+rm -f /home/dev/.hobbs/.cfg-new
+if rm -f /home/dev/.hobbs/policy.yaml 2>/dev/null && [ ! -e /home/dev/.hobbs/policy.yaml ]; then echo policy_rm=allowed; else echo policy_rm=denied; fi
 echo "data=[$(ls /home/dev/.hobbs/vault/data 2>&1 | tr '\n' ' ')]"
 echo "secret=${E2E_SECRET:-}"
 echo "home=$HOME"
@@ -154,6 +159,10 @@ func TestSession(t *testing.T) {
 		t.Errorf("agent lists vault/keys: %q", p["keys"])
 	}
 	check("keys_write", "denied")
+	// The files that steer the host (proxy policy, env mapping) are read-only.
+	check("policy_write", "denied")
+	check("config_replace", "denied")
+	check("policy_rm", "denied")
 	check("secret", secretValue)
 	check("home", "/home/dev")
 	check("hobbs_home", "/home/dev/.hobbs")
@@ -208,6 +217,12 @@ func TestSession(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the memory added inside is not in %s/memory/active (%v)", e.inst, mems)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.inst, "policy.yaml")); strings.Contains(string(b), "evil.example") {
+		t.Errorf("the agent rewrote the instance policy.yaml")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.inst, "config.yaml")); strings.Contains(string(b), "vault:e2e-token}") {
+		t.Errorf("the agent replaced the instance config.yaml")
 	}
 	if _, err := os.Stat(filepath.Join(e.inst, "vault", "keys", "planted")); err == nil {
 		t.Errorf("the agent planted a file in vault/keys")
