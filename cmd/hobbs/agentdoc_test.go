@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"path"
 	"regexp"
 	"sort"
@@ -388,21 +389,28 @@ func TestCapturePlaybookExampleWorks(t *testing.T) {
 	}
 }
 
-// docs/playbooks.md quotes only playbook (and init/doctor) commands: hold it
-// to the same rule.
-func TestPlaybookDocCommandsExist(t *testing.T) {
-	data, err := os.ReadFile("../../docs/playbooks.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+// The user documentation is held to the same rule as the agent's: every
+// hobbs command quoted in README.md and docs/*.md names a real command and
+// real flags, so the docs cannot drift from the tool.
+func TestDocCommandsExist(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md")
 	root := newRoot(&app{})
-	cs := agentdoc.Commands(data)
-	if len(cs) < 10 {
-		t.Fatalf("only %d commands found", len(cs))
-	}
-	for _, c := range cs {
-		if _, err := resolveCommand(root, c.Args); err != nil {
-			t.Errorf("docs/playbooks.md:%d: %s: %v", c.Line, c, err)
+	total := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
 		}
+		cs := agentdoc.Commands(data)
+		total += len(cs)
+		for _, c := range cs {
+			if _, err := resolveCommand(root, c.Args); err != nil {
+				t.Errorf("%s:%d: %s: %v", strings.TrimPrefix(f, "../../"), c.Line, c, err)
+			}
+		}
+	}
+	if total < 100 {
+		t.Fatalf("only %d commands found in %d files", total, len(files))
 	}
 }

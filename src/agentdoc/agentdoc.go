@@ -325,7 +325,15 @@ func Commands(md []byte) []Command {
 		words, _ := shellWords(strings.TrimSpace(code))
 		out = append(out, commandsIn(words, line, code)...)
 	}
-	return out
+	// "hobbs proxy: CONNECT … denied" is a quoted message, not an invocation:
+	// no command name ends with a colon.
+	kept := out[:0]
+	for _, c := range out {
+		if len(c.Args) == 0 || !strings.HasSuffix(c.Args[0], ":") {
+			kept = append(kept, c)
+		}
+	}
+	return kept
 }
 
 // commandsIn finds hobbs invocations in a word list where operators are

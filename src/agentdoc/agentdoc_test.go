@@ -31,7 +31,8 @@ func TestCommands(t *testing.T) {
 		"  --outcome ok 2>&1 >/dev/null\n" + // 14
 		"x=$(hobbs agent context bookkeeper) && hobbs agent learn b 'it (works)'\n" + // 15
 		"```\n" +
-		"`` `hobbs` in double ticks ``\n" // 17
+		"`` `hobbs` in double ticks ``\n" + // 17
+		"A message, not a command: `hobbs proxy: CONNECT to x denied`.\n" // 18
 	got := strings.Join(cmds(md), "\n")
 	want := strings.Join([]string{
 		"7:hobbs playbook show x --json",
