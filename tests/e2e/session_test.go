@@ -50,6 +50,8 @@ echo "no_proxy=$NO_PROXY"
 case "${HTTPS_PROXY:-}" in http://hobbs:*@proxy:3128) echo https_proxy=ok;; *) echo https_proxy=bad;; esac
 case "${https_proxy:-}" in http://hobbs:*@proxy:3128) echo https_proxy_lower=ok;; *) echo https_proxy_lower=bad;; esac
 echo "skill=$(cat $W/.claude/skills/e2e-skill/SKILL.md 2>&1 | head -1)"
+echo "fw_agent=$(sed -n 2p $HOME/.claude/agents/researcher.md 2>&1)"
+echo "custom_agent=$(sed -n 2p $HOME/.claude/agents/e2e-agent.md 2>&1)"
 echo "hosthome_write=$(touch /home/dev/.probe-home 2>&1 && echo ok)"
 echo from-container > $W/made-in-container
 echo from-container > /home/dev/.hobbs/data/made-in-container
@@ -77,6 +79,7 @@ func TestSession(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(e.inst, "config.yaml"), "env:\n  E2E_SECRET: vault:e2e-token\n")
 	writeFile(t, filepath.Join(e.inst, "skills", "e2e-skill", "SKILL.md"), "---\nname: e2e-skill\ndescription: e2e\n---\nbody\n")
+	writeFile(t, filepath.Join(e.inst, "agents", "custom", "e2e-agent.md"), "---\nname: e2e-agent\ndescription: e2e\n---\nbody\n")
 	writeFile(t, filepath.Join(e.ws, "project", "CLAUDE.md"), "# project instructions\n")
 	writeFile(t, filepath.Join(e.ws, "probe.sh"), sessionProbe)
 
@@ -172,6 +175,9 @@ func TestSession(t *testing.T) {
 	check("https_proxy_lower", "ok")
 	check("hosthome_write", "ok")
 	check("skill", "---")
+	// Framework and custom sub-agents are linked where Claude Code finds them.
+	check("fw_agent", "name: researcher")
+	check("custom_agent", "name: e2e-agent")
 	check("memory_add", "ok")
 	check("doctor_engine", "0")
 	if !strings.Contains(p["vault_get"], "only through the env mapping") || strings.Contains(p["vault_get"], secretValue) {
