@@ -97,7 +97,10 @@ func (ts *tunnelSet) wait(ctx context.Context) bool {
 // bytes both ways in two goroutines (the HTTP server's goroutine returns, so
 // an idle tunnel costs two small stacks and no buffers: the copies use
 // splice(2) between the sockets). The audit line is written when it ends.
-func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
+//
+// With inline, the client-to-target copy runs in the calling goroutine
+// (the fast path's own), saving a goroutine per tunnel.
+func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record, inline bool) {
 	up, err := dialFirst(context.Background(), addrs, rec.port, s.opts.DialTimeout)
 	if err != nil {
 		rec.err = "dial: " + err.Error()
@@ -135,13 +138,18 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
 		defer wg.Done()
 		rec.down = pipe(client, up)
 	}()
-	go func() {
+	upstream := func() {
 		rec.up = pipe(up, client)
 		wg.Wait()
 		t.close()
 		s.log(rec) // before remove: Shutdown flushes the audit log once every tunnel is gone
 		s.tunnels.remove(t)
-	}()
+	}
+	if inline {
+		upstream()
+		return
+	}
+	go upstream()
 }
 
 // pipe copies src to dst until EOF or error, then half-closes dst (or closes
