@@ -121,7 +121,9 @@ func (s *Server) serveConn(fl *fastListener, c net.Conn) {
 			isConnect = false
 		}
 		if isConnect && n >= len(connectPrefix) {
-			if end = headEndCRLF(buf[:n]); end >= 0 {
+			if e, crlf := connectHeadEnd(buf[:n]); e >= 0 {
+				end = e
+				isConnect = crlf // bare-LF line ends: net/http's to judge
 				break
 			}
 		}
@@ -175,13 +177,15 @@ func isPrefixOf(b, prefix []byte) bool {
 	return bytes.Equal(b, prefix[:len(b)])
 }
 
-// headEndCRLF returns the length of the head including its terminating
-// "\r\n\r\n", or -1. Heads using bare "\n" go to net/http.
-func headEndCRLF(b []byte) int {
-	if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
-		return i + 4
+// connectHeadEnd returns the length of the head including the blank line
+// that ends it, or -1, and whether that blank line is CRLF after a CRLF
+// (heads using bare "\n" go to net/http).
+func connectHeadEnd(b []byte) (int, bool) {
+	e, skip := headEnd(b)
+	if e < 0 {
+		return -1, false
 	}
-	return -1
+	return e + skip, skip == 2 && e >= 2 && b[e-2] == '\r'
 }
 
 // connectHead is what the fast path takes from a CONNECT head.
@@ -193,8 +197,8 @@ type connectHead struct {
 
 // parseConnectHead accepts only the plain form of a CONNECT head:
 // "CONNECT target HTTP/1.x", then "Name: value" lines with token names and
-// values free of control bytes, a valid Host (required for HTTP/1.1, at most
-// one), no body framing headers, each line ending in CRLF. Anything else
+// values free of control bytes, at most one valid Host (net/http does not
+// require one on CONNECT), no body framing headers, each line ending in CRLF. Anything else
 // returns false and goes to net/http.
 func parseConnectHead(head []byte, h *connectHead) bool {
 	i := bytes.Index(head, []byte("\r\n"))
@@ -206,12 +210,7 @@ func parseConnectHead(head []byte, h *connectHead) bool {
 		return false
 	}
 	target, proto := line[:sp], line[sp+1:]
-	var http11 bool
-	switch string(proto) {
-	case "HTTP/1.1":
-		http11 = true
-	case "HTTP/1.0":
-	default:
+	if string(proto) != "HTTP/1.1" && string(proto) != "HTTP/1.0" {
 		return false
 	}
 	for _, b := range target {
@@ -254,7 +253,7 @@ func parseConnectHead(head []byte, h *connectHead) bool {
 			return false
 		}
 	}
-	return hosts == 1 || (!http11 && hosts == 0)
+	return true
 }
 
 func asciiEqualFold(b []byte, s string) bool {
