@@ -585,7 +585,7 @@ func dialFirst(ctx context.Context, addrs []netip.Addr, port int, timeout time.D
 	d := net.Dialer{Timeout: timeout, KeepAlive: -1} // idle tunnels are reaped by the proxy; no keep-alive probes
 	var first error
 	for _, a := range addrs {
-		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		c, err := d.DialTCP(ctx, "tcp", netip.AddrPort{}, netip.AddrPortFrom(a, uint16(port)))
 		if err == nil {
 			return c, nil
 		}

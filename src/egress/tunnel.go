@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +15,7 @@ import (
 type tunnel struct {
 	client, upstream net.Conn
 	closeOnce        sync.Once
+	ended            atomic.Int32 // directions that reached EOF
 }
 
 func (t *tunnel) close() {
@@ -136,10 +138,10 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record, i
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		rec.down = pipe(client, up)
+		rec.down = pipe(client, up, &t.ended)
 	}()
 	upstream := func() {
-		rec.up = pipe(up, client)
+		rec.up = pipe(up, client, &t.ended)
 		wg.Wait()
 		t.close()
 		s.log(rec) // before remove: Shutdown flushes the audit log once every tunnel is gone
@@ -153,10 +155,12 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record, i
 }
 
 // pipe copies src to dst until EOF or error, then half-closes dst (or closes
-// both on error) and returns the byte count.
-func pipe(dst, src net.Conn) int64 {
+// both on error) and returns the byte count. The direction that ends second
+// closes both at once: its half-close would be followed by the close anyway
+// (one shutdown(2) per tunnel saved; the peer sees the same FIN).
+func pipe(dst, src net.Conn, ended *atomic.Int32) int64 {
 	n, err := io.Copy(dst, src)
-	if err == nil {
+	if err == nil && ended.Add(1) == 1 {
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 			return n
