@@ -152,6 +152,12 @@ func (s *Server) serveConn(fl *fastListener, c net.Conn) {
 		}
 		return
 	}
+	if !s.pending.decided(c) { // shutting down: treat as never read
+		s.pending.done(c)
+		headBufs.Put(bp)
+		c.Close()
+		return
+	}
 	c.SetReadDeadline(time.Time{})
 	client := c
 	if rest := buf[end:n]; len(rest) > 0 { // early data right behind the head
@@ -160,14 +166,14 @@ func (s *Server) serveConn(fl *fastListener, c net.Conn) {
 	rec := &record{start: time.Now(), client: c.RemoteAddr().String(), method: http.MethodConnect}
 	addrs, code := s.connectDecision(rec, h.target, h.auth, h.authCount)
 	headBufs.Put(bp)
-	s.pending.done(c)
 	if code != 0 {
+		s.pending.done(c)
 		s.log(rec)
 		writeRaw(c, code, refusal(code, rec))
 		c.Close()
 		return
 	}
-	s.startTunnel(client, addrs, rec, true)
+	s.startTunnel(client, addrs, rec, func() { s.pending.done(c) })
 }
 
 func isPrefixOf(b, prefix []byte) bool {
@@ -304,12 +310,13 @@ func (r *replayConn) CloseWrite() error {
 	return nil
 }
 
-// pendingSet tracks connections whose first head is being read, so that
-// Shutdown can close them (they are idle as far as the client is concerned)
-// and wait for the ones being decided.
+// pendingSet tracks fast-path connections until their tunnel is registered,
+// so that Shutdown can close the ones still reading a head (idle, as
+// net/http's Shutdown treats them) and wait for the ones being decided, as
+// it waits for active requests.
 type pendingSet struct {
 	mu     sync.Mutex
-	m      map[net.Conn]struct{}
+	m      map[net.Conn]bool // true: still reading the head
 	wg     sync.WaitGroup
 	closed bool
 }
@@ -321,10 +328,21 @@ func (p *pendingSet) add(c net.Conn) bool {
 		return false
 	}
 	if p.m == nil {
-		p.m = map[net.Conn]struct{}{}
+		p.m = map[net.Conn]bool{}
 	}
-	p.m[c] = struct{}{}
+	p.m[c] = true
 	p.wg.Add(1)
+	return true
+}
+
+// decided marks c's head as read; false when Shutdown got there first.
+func (p *pendingSet) decided(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.m[c] = false
 	return true
 }
 
@@ -336,13 +354,15 @@ func (p *pendingSet) done(c net.Conn) {
 }
 
 // closeAndWait refuses new connections, unblocks the ones still reading a
-// head (their reads fail now) and waits until every one has been served or
-// handed off.
+// head (their reads fail now) and waits until every one has been handed
+// off, refused or registered as a tunnel.
 func (p *pendingSet) closeAndWait() {
 	p.mu.Lock()
 	p.closed = true
-	for c := range p.m {
-		c.SetReadDeadline(time.Now())
+	for c, reading := range p.m {
+		if reading {
+			c.SetReadDeadline(time.Now())
+		}
 	}
 	p.mu.Unlock()
 	p.wg.Wait()

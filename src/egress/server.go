@@ -453,7 +453,7 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 		}}, ""
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
-		s.startTunnel(c, addrs, rec, false)
+		s.startTunnel(c, addrs, rec, nil)
 	}}, ""
 }
 

@@ -100,11 +100,20 @@ func (ts *tunnelSet) wait(ctx context.Context) bool {
 // an idle tunnel costs two small stacks and no buffers: the copies use
 // splice(2) between the sockets). The audit line is written when it ends.
 //
-// With inline, the client-to-target copy runs in the calling goroutine
-// (the fast path's own), saving a goroutine per tunnel.
-func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record, inline bool) {
+// With a registered func (the fast path), the client-to-target copy runs in
+// the calling goroutine, saving a goroutine per tunnel, and registered is
+// called once the tunnel is in the set (or refused), before any relaying.
+func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record, registered func()) {
+	inline := registered != nil
+	release := func() {
+		if registered != nil {
+			registered()
+			registered = nil
+		}
+	}
 	up, err := dialFirst(context.Background(), addrs, rec.port, s.opts.DialTimeout)
 	if err != nil {
+		release()
 		rec.err = "dial: " + err.Error()
 		s.log(rec)
 		writeRaw(client, http.StatusBadGateway, refusal(http.StatusBadGateway, rec))
@@ -115,7 +124,9 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record, i
 		rec.ip = ra.IP.String()
 	}
 	t := &tunnel{client: client, upstream: up}
-	if !s.tunnels.add(t) {
+	added := s.tunnels.add(t)
+	release()
+	if !added {
 		up.Close()
 		rec.err = "proxy shutting down"
 		s.log(rec)
