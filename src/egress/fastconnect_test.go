@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -262,4 +263,55 @@ func FuzzParseConnectHead(f *testing.F) {
 			t.Fatalf("accepted credentials %q", h.auth)
 		}
 	})
+}
+
+// Shutdown with the fast path: a connection still sending its head is
+// closed at once, an open tunnel keeps working until its client closes it,
+// and Shutdown returns then; new clients are not accepted.
+func TestFastPathShutdown(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), nil)
+	auth := fmt.Sprintf("allowed.test:%d", tg.port)
+	tun := dialTunnel(t, e.addr, auth)
+	defer tun.Close()
+	slow, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	io.WriteString(slow, "CONNECT "+auth) // half a head
+	time.Sleep(50 * time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Shutdown(ctx) }()
+
+	slow.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := slow.Read(make([]byte, 64)); n != 0 || err == nil || isTimeout(err) {
+		t.Fatalf("half-sent head not closed on shutdown: n=%d err=%v", n, err)
+	}
+	if err := httpOverConn(tun); err != nil {
+		t.Fatalf("open tunnel cut by shutdown: %v", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned with a tunnel open: %v", err)
+	default:
+	}
+	if c, err := net.DialTimeout("tcp", e.addr, time.Second); err == nil {
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", auth)
+		b, _ := io.ReadAll(c)
+		c.Close()
+		if strings.HasPrefix(string(b), "HTTP/1.1 200") {
+			t.Fatalf("tunnel opened after Shutdown: %q", b)
+		}
+	}
+	tun.Close()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Shutdown did not return after the last tunnel closed")
+	}
 }
