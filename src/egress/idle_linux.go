@@ -10,6 +10,9 @@ import (
 // idleFor reports how long c has neither sent nor received data, from the
 // kernel's TCP_INFO (no per-byte bookkeeping in the relay). Unknown: 0.
 func idleFor(c net.Conn) time.Duration {
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = w.NetConn() // a conn replaying early data
+	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return 0

@@ -3,7 +3,9 @@ package egress
 import (
 	"fmt"
 	"io"
+	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,5 +36,44 @@ func TestIdleTunnelsReaped(t *testing.T) {
 	}
 	if e.srv.ActiveTunnels() != 1 {
 		t.Fatalf("%d tunnels open, want 1 (the busy one)", e.srv.ActiveTunnels())
+	}
+}
+
+// TestIdleTunnelWithEarlyDataReaped: a tunnel whose client sent bytes right
+// behind its CONNECT head (relayed through a replaying wrapper, not the bare
+// socket) is reaped like any other.
+func TestIdleTunnelWithEarlyDataReaped(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("idle reaping uses TCP_INFO (Linux)")
+	}
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.IdleTimeout = 400 * time.Millisecond })
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// early data: a request head the target answers, keeping the connection
+	fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", tg.port)
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 4096)
+	got := ""
+	for !strings.Contains(got, "target ok") {
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("before the answer: %v (%q)", err, got)
+		}
+		got += string(buf[:n])
+	}
+	for {
+		if _, err := c.Read(buf); err != nil {
+			if err != io.EOF {
+				t.Fatalf("idle tunnel with early data not closed: %v", err)
+			}
+			break
+		}
+	}
+	if !waitFor(time.Second, func() bool { return e.srv.ActiveTunnels() == 0 }) {
+		t.Fatalf("%d tunnels open", e.srv.ActiveTunnels())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,20 @@ func openFDs() int {
 		return -1
 	}
 	return len(ents)
+}
+
+// fdKinds describes the open fds (for a failure message).
+func fdKinds() string {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	kinds := map[string]int{}
+	for _, e := range ents {
+		l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		if i := strings.IndexByte(l, ':'); i > 0 {
+			l = l[:i]
+		}
+		kinds[l]++
+	}
+	return fmt.Sprint(kinds)
 }
 
 // TestLoad: 1,000 concurrent clients make 100,000 requests through the proxy
@@ -35,7 +50,7 @@ func TestLoad(t *testing.T) {
 	tg := newTarget(t, "127.0.0.1")
 	e := startProxy(t, basePolicy(tg.port), nil)
 	time.Sleep(50 * time.Millisecond)
-	baseFDs, baseG := openFDs(), runtime.NumGoroutine()
+	baseFDs, baseG, baseKinds := openFDs(), runtime.NumGoroutine(), fdKinds()
 
 	var errCount, okCount atomic.Int64
 	var firstErr atomic.Value
@@ -106,8 +121,8 @@ func TestLoad(t *testing.T) {
 	if !ok {
 		buf := make([]byte, 1<<16)
 		n := runtime.Stack(buf, true)
-		t.Fatalf("not back to baseline: fds %d (base %d), goroutines %d (base %d), tunnels %d\n%s",
-			openFDs(), baseFDs, runtime.NumGoroutine(), baseG, e.srv.ActiveTunnels(), buf[:n])
+		t.Fatalf("not back to baseline: fds %d (base %d: %s; now %s), goroutines %d (base %d), tunnels %d\n%s",
+			openFDs(), baseFDs, baseKinds, fdKinds(), runtime.NumGoroutine(), baseG, e.srv.ActiveTunnels(), buf[:n])
 	}
 }
 

@@ -60,6 +60,7 @@ type Server struct {
 	tunnels tunnelSet
 	watch   *watcher
 	dns     dnsCache
+	pending pendingSet // connections whose first head is being read
 	stopped atomic.Bool
 }
 
@@ -157,9 +158,13 @@ func Listen(addr string) (net.Listener, error) {
 	return lc.Listen(context.Background(), "tcp", addr)
 }
 
-// Serve accepts proxy clients on l until Shutdown.
+// Serve accepts proxy clients on l until Shutdown. CONNECT requests are
+// served on the fast path (fastconnect.go); every other connection goes to
+// the net/http server and goproxy.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.hs.Serve(tapListener{l})
+	fl := &fastListener{Listener: l, ch: make(chan net.Conn), done: make(chan struct{})}
+	go s.acceptLoop(fl)
+	err := s.hs.Serve(tapListener{fl})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -190,10 +195,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.watch != nil {
 		s.watch.stop()
 	}
-	err := s.hs.Shutdown(ctx)
+	err := s.hs.Shutdown(ctx) // closes the listener: no new connections
 	if err != nil {
 		s.hs.Close()
 	}
+	s.pending.closeAndWait()
 	s.tunnels.drain()
 	if !s.tunnels.wait(ctx) {
 		s.tunnels.closeAll()
@@ -243,6 +249,9 @@ func (b bufferedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if t, ok := c.(*hostTap); ok {
 		c = t.Conn // the tunnel relays the bare socket (splice)
 	}
+	if rc, ok := c.(*replayConn); ok && len(rc.pending) == 0 {
+		c = rc.Conn // everything replayed has been read
+	}
 	if err != nil || brw == nil || brw.Reader.Buffered() == 0 {
 		return c, brw, err
 	}
@@ -256,6 +265,9 @@ type prefixConn struct {
 }
 
 func (p *prefixConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// NetConn returns the underlying connection (for the idle reaper).
+func (p *prefixConn) NetConn() net.Conn { return p.Conn }
 
 func (p *prefixConn) CloseWrite() error {
 	if cw, ok := p.Conn.(interface{ CloseWrite() error }); ok {
@@ -275,10 +287,25 @@ func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
 
 // authorized checks Basic Proxy-Authorization against the token.
 func (s *Server) authorized(r *http.Request) bool {
+	v := r.Header.Values("Proxy-Authorization")
+	value := ""
+	if len(v) > 0 {
+		value = v[0]
+	}
+	return s.authorizedValue(value, len(v))
+}
+
+// authorizedValue checks the value of the Proxy-Authorization header, sent
+// count times (exactly once when a token is required: two credentials are
+// refused, whichever comes first).
+func (s *Server) authorizedValue(value string, count int) bool {
 	if s.opts.AuthToken == "" {
 		return true
 	}
-	scheme, cred, ok := strings.Cut(r.Header.Get("Proxy-Authorization"), " ")
+	if count != 1 {
+		return false
+	}
+	scheme, cred, ok := strings.Cut(value, " ")
 	if !ok || !strings.EqualFold(scheme, "Basic") {
 		return false
 	}
@@ -412,21 +439,12 @@ func refusal(code int, rec *record) string {
 func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 	r := pctx.Req
 	rec := &record{start: time.Now(), client: r.RemoteAddr, method: http.MethodConnect}
-	var addrs []netip.Addr
-	code := 0
-	switch {
-	case !s.authorized(r):
-		code, rec.rule, rec.reason = http.StatusProxyAuthRequired, "proxy-auth", "missing or wrong proxy credentials"
-		rec.host = r.RequestURI
-	default:
-		host, port, ok := splitAuthority(r.RequestURI)
-		if !ok {
-			rec.host, rec.rule, rec.reason = r.RequestURI, "bad-target", "CONNECT needs host:port"
-			code = http.StatusBadRequest
-			break
-		}
-		addrs, code = s.decide(r.Context(), rec, host, port, true)
+	v := r.Header.Values("Proxy-Authorization")
+	auth := ""
+	if len(v) > 0 {
+		auth = v[0]
 	}
+	addrs, code := s.connectDecision(rec, r.RequestURI, auth, len(v))
 	if code != 0 {
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
 			s.log(rec) // before answering: once the client has its 403, the line is queued
@@ -435,8 +453,24 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 		}}, ""
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
-		s.startTunnel(c, addrs, rec)
+		s.startTunnel(c, addrs, rec, nil)
 	}}, ""
+}
+
+// connectDecision decides a CONNECT request for both paths (fast and
+// goproxy): proxy authentication, then the request-target, which must be
+// exactly host:port, through decide.
+func (s *Server) connectDecision(rec *record, target, auth string, authCount int) ([]netip.Addr, int) {
+	if !s.authorizedValue(auth, authCount) {
+		rec.host, rec.rule, rec.reason = target, "proxy-auth", "missing or wrong proxy credentials"
+		return nil, http.StatusProxyAuthRequired
+	}
+	host, port, ok := splitAuthority(target)
+	if !ok {
+		rec.host, rec.rule, rec.reason = target, "bad-target", "CONNECT needs host:port"
+		return nil, http.StatusBadRequest
+	}
+	return s.decide(context.Background(), rec, host, port, true)
 }
 
 // splitAuthority splits a CONNECT request-target, which must be exactly
@@ -551,7 +585,7 @@ func dialFirst(ctx context.Context, addrs []netip.Addr, port int, timeout time.D
 	d := net.Dialer{Timeout: timeout, KeepAlive: -1} // idle tunnels are reaped by the proxy; no keep-alive probes
 	var first error
 	for _, a := range addrs {
-		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		c, err := d.DialTCP(ctx, "tcp", netip.AddrPort{}, netip.AddrPortFrom(a, uint16(port)))
 		if err == nil {
 			return c, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +15,7 @@ import (
 type tunnel struct {
 	client, upstream net.Conn
 	closeOnce        sync.Once
+	ended            atomic.Int32 // directions that reached EOF
 }
 
 func (t *tunnel) close() {
@@ -97,9 +99,21 @@ func (ts *tunnelSet) wait(ctx context.Context) bool {
 // bytes both ways in two goroutines (the HTTP server's goroutine returns, so
 // an idle tunnel costs two small stacks and no buffers: the copies use
 // splice(2) between the sockets). The audit line is written when it ends.
-func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
+//
+// With a registered func (the fast path), the client-to-target copy runs in
+// the calling goroutine, saving a goroutine per tunnel, and registered is
+// called once the tunnel is in the set (or refused), before any relaying.
+func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record, registered func()) {
+	inline := registered != nil
+	release := func() {
+		if registered != nil {
+			registered()
+			registered = nil
+		}
+	}
 	up, err := dialFirst(context.Background(), addrs, rec.port, s.opts.DialTimeout)
 	if err != nil {
+		release()
 		rec.err = "dial: " + err.Error()
 		s.log(rec)
 		writeRaw(client, http.StatusBadGateway, refusal(http.StatusBadGateway, rec))
@@ -110,7 +124,9 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
 		rec.ip = ra.IP.String()
 	}
 	t := &tunnel{client: client, upstream: up}
-	if !s.tunnels.add(t) {
+	added := s.tunnels.add(t)
+	release()
+	if !added {
 		up.Close()
 		rec.err = "proxy shutting down"
 		s.log(rec)
@@ -133,22 +149,29 @@ func (s *Server) startTunnel(client net.Conn, addrs []netip.Addr, rec *record) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		rec.down = pipe(client, up)
+		rec.down = pipe(client, up, &t.ended)
 	}()
-	go func() {
-		rec.up = pipe(up, client)
+	upstream := func() {
+		rec.up = pipe(up, client, &t.ended)
 		wg.Wait()
 		t.close()
 		s.log(rec) // before remove: Shutdown flushes the audit log once every tunnel is gone
 		s.tunnels.remove(t)
-	}()
+	}
+	if inline {
+		upstream()
+		return
+	}
+	go upstream()
 }
 
 // pipe copies src to dst until EOF or error, then half-closes dst (or closes
-// both on error) and returns the byte count.
-func pipe(dst, src net.Conn) int64 {
+// both on error) and returns the byte count. The direction that ends second
+// closes both at once: its half-close would be followed by the close anyway
+// (one shutdown(2) per tunnel saved; the peer sees the same FIN).
+func pipe(dst, src net.Conn, ended *atomic.Int32) int64 {
 	n, err := io.Copy(dst, src)
-	if err == nil {
+	if err == nil && ended.Add(1) == 1 {
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 			return n

@@ -1,0 +1,317 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Attacks on the CONNECT fast path's own head parser (fastconnect.go). Each
+// case sends raw bytes and asserts the answer and that the target saw
+// nothing; whatever the fast parser declines must still be refused by the
+// net/http path it is handed to.
+
+// rawResponse writes req on a fresh connection and reads one response
+// (status code; 0 when the proxy closed without answering).
+func rawResponse(t testing.TB, addr, req string, wait time.Duration) (int, string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(wait))
+	if _, err := io.WriteString(c, req); err != nil {
+		return 0, err.Error()
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+	if err != nil {
+		return 0, err.Error()
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, resp.Status + "\n" + string(body)
+}
+
+func TestFastPathHeadAttacks(t *testing.T) {
+	const token = "fast-path-token"
+	good := "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("hobbs:"+token)) + "\r\n"
+	wrong := "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("hobbs:nope")) + "\r\n"
+	cases := []struct {
+		name string
+		req  string // %[1]d: target port, %[2]s: good credentials, %[3]s: wrong credentials
+		want []int  // acceptable statuses; 0 = closed without an answer
+	}{
+		{"denied name", "CONNECT denied.test:%[1]d HTTP/1.1\r\nHost: x\r\n%[2]s\r\n", []int{403}},
+		{"no credentials", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n\r\n", []int{407}},
+		{"wrong credentials", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n%[3]s\r\n", []int{407}},
+		{"duplicate credentials, good first", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n%[2]s%[3]s\r\n", []int{407}},
+		{"duplicate credentials, good last", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n%[3]s%[2]s\r\n", []int{407}},
+		{"duplicate identical credentials", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n%[2]s%[2]s\r\n", []int{407}},
+		{"wrong credentials folded onto next line", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\nProxy-Authorization:\r\n " + strings.TrimPrefix(wrong, "Proxy-Authorization: ") + "\r\n", []int{400, 407}},
+		{"folded line after good credentials", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n" + strings.TrimSuffix(good, "\r\n") + "\r\n x\r\n\r\n", []int{400, 407}},
+		{"absolute-form target", "CONNECT http://allowed.test:%[1]d/ HTTP/1.1\r\nHost: x\r\n%[2]s\r\n", []int{400}},
+		{"authority with userinfo", "CONNECT allowed.test:%[1]d@denied.test:%[1]d HTTP/1.1\r\nHost: x\r\n%[2]s\r\n", []int{400, 403}},
+		{"origin-form target", "CONNECT / HTTP/1.1\r\nHost: allowed.test:%[1]d\r\n%[2]s\r\n", []int{400}},
+		{"asterisk target", "CONNECT * HTTP/1.1\r\nHost: allowed.test:%[1]d\r\n%[2]s\r\n", []int{400}},
+		{"target with tab", "CONNECT allowed.test\t:%[1]d HTTP/1.1\r\nHost: x\r\n%[2]s\r\n", []int{400}},
+		{"two spaces before target", "CONNECT  allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n%[2]s\r\n", []int{400}},
+		{"extra field after version", "CONNECT allowed.test:%[1]d HTTP/1.1 x\r\nHost: x\r\n%[2]s\r\n", []int{400, 505}},
+		{"HTTP/2 version", "CONNECT allowed.test:%[1]d HTTP/2.0\r\nHost: x\r\n%[2]s\r\n", []int{400, 505}},
+		{"no version", "CONNECT allowed.test:%[1]d\r\nHost: x\r\n%[2]s\r\n", []int{400}},
+		{"lower-case method", "connect allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n%[2]s\r\n", []int{400, 403, 404, 405}},
+		{"two Host headers", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\nHost: y\r\n%[2]s\r\n", []int{400}},
+		{"NUL in a header value", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n%[2]s\r\n", []int{400}},
+		{"space before colon", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\nProxy-Authorization : Basic x\r\n\r\n", []int{400}},
+		{"bare LF line ends, denied", "CONNECT denied.test:%[1]d HTTP/1.1\nHost: x\n%[2]s\n", []int{403, 400}},
+		{"bare LF line ends, wrong credentials", "CONNECT allowed.test:%[1]d HTTP/1.1\nHost: x\n" + strings.TrimSuffix(wrong, "\r\n") + "\n\n", []int{407, 400}},
+		{"header line without colon", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\nbogus\r\n%[2]s\r\n", []int{400}},
+		{"request smuggled in a header", "CONNECT denied.test:%[1]d HTTP/1.1\r\nHost: x\r\nX: \rCONNECT allowed.test:%[1]d HTTP/1.1\r\n%[2]s\r\n", []int{400, 403}},
+		{"Content-Length on CONNECT, denied", "CONNECT denied.test:%[1]d HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n%[2]s\r\nhello", []int{403, 400}},
+		{"oversized request line", "CONNECT allowed.test:%[1]d" + strings.Repeat("a", 70<<10) + " HTTP/1.1\r\nHost: x\r\n%[2]s\r\n", []int{400, 431, 0}},
+		{"oversized headers", "CONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 80) + "%[2]s\r\n", []int{431, 400, 0}},
+		{"headers just over the fast-path limit, denied", "CONNECT denied.test:%[1]d HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", connHeadMax) + "\r\n%[2]s\r\n", []int{403}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tg := newTarget(t, "127.0.0.1")
+			e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.AuthToken = token })
+			req := fmt.Sprintf(c.req, tg.port, good, wrong)
+			code, body := rawResponse(t, e.addr, req, 5*time.Second)
+			ok := false
+			for _, w := range c.want {
+				ok = ok || code == w
+			}
+			if !ok {
+				t.Fatalf("status %d, want one of %v: %s", code, c.want, body)
+			}
+			tg.assertUntouched(t)
+		})
+	}
+}
+
+// The positive control for the cases above: the same head with one good
+// credential is served, on the fast path and when it is handed to net/http
+// (too big for the fast path, or bare-LF line ends).
+func TestFastPathPositiveControls(t *testing.T) {
+	const token = "fast-path-token"
+	good := "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("hobbs:"+token)) + "\r\n"
+	for name, extra := range map[string]string{
+		"fast path":             "",
+		"big head (net/http)":   "X-Pad: " + strings.Repeat("p", connHeadMax) + "\r\n",
+		"HTTP/1.0 without Host": "",
+		"HTTP/1.1 without Host": "", // net/http does not require Host on CONNECT either
+	} {
+		t.Run(name, func(t *testing.T) {
+			tg := newTarget(t, "127.0.0.1")
+			e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.AuthToken = token })
+			c, err := net.Dial("tcp", e.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			switch name {
+			case "HTTP/1.0 without Host":
+				fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.0\r\n%s\r\n", tg.port, good)
+			case "HTTP/1.1 without Host":
+				fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\n%s\r\n", tg.port, good)
+			default:
+				fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\nHost: x\r\n%s%s\r\n", tg.port, extra, good)
+			}
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("CONNECT: %v %v", resp, err)
+			}
+			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+			all, _ := io.ReadAll(br)
+			if !strings.Contains(string(all), "target ok") {
+				t.Fatalf("through the tunnel: %q", all)
+			}
+		})
+	}
+}
+
+// A client that sends its CONNECT head byte by byte slower than the header
+// timeout is cut off without reaching the target; the same client within the
+// timeout is served (the fast path waits for a whole head).
+func TestFastPathSlowloris(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.HeaderTimeout = 300 * time.Millisecond })
+	head := fmt.Sprintf("CONNECT allowed.test:%d HTTP/1.1\r\nHost: x\r\n\r\n", tg.port)
+
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	closed := false
+	for i := 0; i < len(head)-1; i++ { // never completes the head
+		if _, err := c.Write([]byte{head[i]}); err != nil {
+			closed = true
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+		if time.Since(start) > 3*time.Second {
+			break
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	n, err := c.Read(make([]byte, 64))
+	if !closed && (n != 0 || err == nil || isTimeout(err)) {
+		t.Fatalf("slow head not cut off after %v: n=%d err=%v", time.Since(start), n, err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Fatalf("cut off only after %v", time.Since(start))
+	}
+	tg.assertUntouched(t)
+
+	// the head split over a few writes, within the timeout, is served
+	c2, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, part := range []string{head[:3], head[3:12], head[12:]} {
+		io.WriteString(c2, part)
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c2), &http.Request{Method: "CONNECT"})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("split head: %v %v", resp, err)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// Bytes pipelined behind a refused CONNECT never reach anyone; behind an
+// allowed one they are the tunnel's first bytes, also when the head and
+// those bytes arrive in one segment with a second CONNECT among them (that
+// second CONNECT is tunnel payload, not a request the proxy serves).
+func TestFastPathPipelined(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), nil)
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "CONNECT denied.test:%[1]d HTTP/1.1\r\nHost: x\r\n\r\nCONNECT allowed.test:%[1]d HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", tg.port)
+	all, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(all), "HTTP/1.1 403") || strings.Count(string(all), "HTTP/1.1") != 1 {
+		t.Fatalf("pipelined after a refusal: %q", all)
+	}
+	tg.assertUntouched(t)
+
+	// a plain-HTTP request followed by a CONNECT on the same connection:
+	// the CONNECT is served by the net/http path and checked there
+	c2, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c2, "GET http://denied.test:%[1]d/ HTTP/1.1\r\nHost: denied.test:%[1]d\r\n\r\nCONNECT denied.test:%[1]d HTTP/1.1\r\nHost: x\r\n\r\n", tg.port)
+	br := bufio.NewReader(c2)
+	for i, want := range []string{"GET", "CONNECT"} {
+		resp, err := http.ReadResponse(br, &http.Request{Method: want})
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != 403 {
+			t.Fatalf("%s after GET: %d", want, resp.StatusCode)
+		}
+	}
+	tg.assertUntouched(t)
+}
+
+// parseConnectHead never panics and accepts only heads whose target is a
+// single token and whose lines all end in CRLF.
+func FuzzParseConnectHead(f *testing.F) {
+	f.Add([]byte("CONNECT a:1 HTTP/1.1\r\nHost: a\r\n\r\n"))
+	f.Add([]byte("CONNECT a:1 HTTP/1.0\r\n\r\n"))
+	f.Add([]byte("CONNECT a:1 HTTP/1.1\r\nHost: a\r\nProxy-Authorization: Basic x\r\nProxy-Authorization: Basic y\r\n\r\n"))
+	f.Add([]byte("CONNECT  HTTP/1.1\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b := append([]byte("CONNECT "), data...)
+		end, crlf := connectHeadEnd(b)
+		if end < 0 || !crlf {
+			return
+		}
+		var h connectHead
+		if !parseConnectHead(b[:end], &h) {
+			return
+		}
+		if h.target == "" || strings.ContainsAny(h.target, " \t\r\n\x00") {
+			t.Fatalf("accepted target %q", h.target)
+		}
+		if strings.ContainsAny(h.auth, "\r\n\x00") {
+			t.Fatalf("accepted credentials %q", h.auth)
+		}
+	})
+}
+
+// Shutdown with the fast path: a connection still sending its head is
+// closed at once, an open tunnel keeps working until its client closes it,
+// and Shutdown returns then; new clients are not accepted.
+func TestFastPathShutdown(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), nil)
+	auth := fmt.Sprintf("allowed.test:%d", tg.port)
+	tun := dialTunnel(t, e.addr, auth)
+	defer tun.Close()
+	slow, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	io.WriteString(slow, "CONNECT "+auth) // half a head
+	time.Sleep(50 * time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Shutdown(ctx) }()
+
+	slow.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := slow.Read(make([]byte, 64)); n != 0 || err == nil || isTimeout(err) {
+		t.Fatalf("half-sent head not closed on shutdown: n=%d err=%v", n, err)
+	}
+	if err := httpOverConn(tun); err != nil {
+		t.Fatalf("open tunnel cut by shutdown: %v", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned with a tunnel open: %v", err)
+	default:
+	}
+	if c, err := net.DialTimeout("tcp", e.addr, time.Second); err == nil {
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", auth)
+		b, _ := io.ReadAll(c)
+		c.Close()
+		if strings.HasPrefix(string(b), "HTTP/1.1 200") {
+			t.Fatalf("tunnel opened after Shutdown: %q", b)
+		}
+	}
+	tun.Close()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Shutdown did not return after the last tunnel closed")
+	}
+}
