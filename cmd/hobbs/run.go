@@ -115,10 +115,12 @@ removes the containers and networks it created (the state volume stays).`,
 			if binary == "" {
 				binary = os.Getenv(launcher.EnvBinary)
 			}
+			engine.Tracef("run: ensure image")
 			img, err := launcher.Ensure(ctx, image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Binary: binary, Progress: a.errOut})
 			if err != nil {
 				return err
 			}
+			engine.Tracef("run: image ready")
 			secrets, err := sessionSecrets(in, cfg.VaultEnv())
 			if err != nil {
 				return err
@@ -138,6 +140,7 @@ removes the containers and networks it created (the state volume stays).`,
 				Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names}})
 			a.status("session %s: %s in %s", name, img.Image, ws)
 			code, err := s.Run(ctx)
+			engine.Tracef("run: session returned")
 			_ = log.Log(audit.Entry{Event: "session.end", Subject: name, Outcome: outcome(err), Detail: map[string]any{"exit": code}})
 			if err != nil {
 				return err
