@@ -31,7 +31,7 @@ type Session struct {
 	Instance  instance.Instance
 	Config    *config.Config
 	Name      string   // session name (ValidName)
-	Image     string   // image to run (from Ensure)
+	Image     string   // image to run (from Ensure, or set by Prepare)
 	Workspace string   // absolute host directory
 	Command   []string // empty: claude
 	UID, GID  int      // user the containers run as
@@ -47,6 +47,12 @@ type Session struct {
 
 	// ProxyTimeout bounds the wait for the proxy to become healthy.
 	ProxyTimeout time.Duration
+
+	// Prepare, when set, runs while the networks and the state volume are
+	// being created, before the containers are: it is where the image is
+	// ensured (setting Image) and the secrets decrypted, off the start-up's
+	// critical path. Its error ends the session (after cleanup).
+	Prepare func(ctx context.Context) error
 
 	mu               sync.Mutex
 	created          map[string]bool // what this run made: int, egress, proxy, agent
@@ -235,9 +241,6 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err := ValidName(s.Name); err != nil {
 		return 0, err
 	}
-	if err := CheckSecretNames(s.Secrets); err != nil {
-		return 0, err
-	}
 	if s.Progress == nil {
 		s.Progress = func(string, ...any) {}
 	}
@@ -277,15 +280,17 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 			code, err = errs.Interrupted, &errs.Error{Code: errs.Interrupted, Msg: "interrupted"}
 		}
 	}()
-	if err := s.create(ctx, reaped); err != nil {
-		return 0, err
-	}
-	engine.Tracef("session: created")
-
-	ev, err := s.watch(ctx)
+	created := make(chan struct{})
+	ev, err := s.watch(ctx, created)
 	if err != nil {
 		return 0, err
 	}
+	err = s.create(ctx, reaped)
+	close(created)
+	if err != nil {
+		return 0, err
+	}
+	engine.Tracef("session: created")
 	proxyStart := make(chan error, 1)
 	go func() { proxyStart <- s.startProxy(ctx) }()
 	var started error
@@ -305,51 +310,56 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		return 0, err
 	}
 	engine.Tracef("session: agent started")
-	proxyErr := make(chan error, 1)
+	// The launcher's own check of the proxy's health (the agent's entry point
+	// makes its own before the command runs). It no longer matters once the
+	// agent has ended.
+	hctx, stopHealth := context.WithCancel(ctx)
+	defer stopHealth()
+	healthy := make(chan error, 1)
 	go func() {
-		if err := <-proxyStart; err != nil {
-			proxyErr <- err
-			return
+		err := <-proxyStart
+		if err == nil {
+			err = s.waitProxy(hctx, ev.proxyDied)
+			engine.Tracef("session: proxy healthy: %v", err)
 		}
-		proxyErr <- s.waitProxy(ctx, ev.proxyDied)
-		engine.Tracef("session: proxy healthy")
+		healthy <- err
 	}()
 
-	var perr error
-	select {
-	case res := <-agent.done:
-		// The agent ended (it cannot have run its command without the proxy
-		// unless the proxy came up); report a proxy failure first.
-		if perr = <-proxyErr; perr != nil {
-			return 0, perr
-		}
-		return agent.result(res)
-	case perr = <-proxyErr:
-	case <-ctx.Done():
-		return agent.stop(s), nil
-	}
-	if perr != nil {
-		agent.kill(s)
-		return 0, perr
-	}
-	// The proxy is up. Watch it for the rest of the session. The engine
-	// reports the agent's death well before `docker start` returns (it first
-	// detaches the container from its network): removing the proxy meanwhile
-	// takes that time off the way out.
-	died := ev.agentDied
+	// The engine reports the agent's death well before `docker start`
+	// returns (it first detaches the container from its network): the
+	// proxy's removal starts then, which takes that time off the way out.
+	agentDied, proxyDied, up := ev.agentDied, ev.proxyDied, false
 	for {
 		select {
 		case res := <-agent.done:
+			select {
+			case <-proxyDied: // died first, and not removed by us
+				if s.proxyGone == nil {
+					return 0, s.proxyFailed("it exited during the session")
+				}
+			default:
+			}
 			return agent.result(res)
-		case <-died:
-			died = nil
+		case err := <-healthy:
+			healthy = nil
+			if err != nil && hctx.Err() == nil {
+				agent.kill(s)
+				return 0, err
+			}
+			up = err == nil
+		case <-agentDied:
+			agentDied = nil
+			stopHealth()
 			s.removeProxyEarly()
-		case <-ev.proxyDied:
+		case <-proxyDied:
+			proxyDied = nil
 			if s.proxyGone != nil {
-				ev.proxyDied = nil // our own removal
-				continue
+				continue // our own removal
 			}
 			agent.kill(s)
+			if !up {
+				return 0, s.proxyFailed("it exited at start (its output below; /home/dev/.hobbs is your instance directory)")
+			}
 			return 0, s.proxyFailed("it exited during the session")
 		case <-ctx.Done():
 			return agent.stop(s), nil
@@ -381,6 +391,14 @@ func (f *future) wait() error {
 // each engine call begun as soon as what it needs exists.
 func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 	e := s.Engine
+	prepared := spawn(func() error {
+		if s.Prepare != nil {
+			if err := s.Prepare(ctx); err != nil {
+				return err
+			}
+		}
+		return CheckSecretNames(s.Secrets)
+	})
 	egress := spawn(func() error { return s.createNetwork(ctx, "egress", EgressNetwork(s.Name), reaped) })
 	volume := spawn(func() error {
 		_, err := e.Output(ctx, "volume", "create", "--label", LabelRole+"="+RoleClaude,
@@ -388,6 +406,9 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 		return err
 	})
 	err := s.createNetwork(ctx, "int", IntNetwork(s.Name), reaped)
+	if err == nil {
+		err = prepared.wait()
+	}
 	if err == nil {
 		err = parallel(
 			func() error {
@@ -413,7 +434,11 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 					func() error { return s.copyToken(ctx) })
 			})
 	}
-	return errors.Join(err, egress.wait(), volume.wait())
+	others := errors.Join(err, egress.wait(), volume.wait())
+	if perr := prepared.wait(); perr != nil {
+		return perr // the cause; the rest follows from it
+	}
+	return others
 }
 
 // createNetwork creates network name (what: "int" or "egress"). A name
@@ -523,13 +548,13 @@ type eventLine struct {
 	Network string
 }
 
-// watch follows the engine's events about the session's containers. It
-// replays the last minute, so nothing that happened before the stream was
-// up is missed (the containers' ids are new: older events cannot match).
-// A stream that ends only means the launcher learns of deaths later (when
-// `docker start` returns) and starts the agent once the proxy's start
-// returned.
-func (s *Session) watch(ctx context.Context) (*events, error) {
+// watch follows the engine's events about the session's containers, whose
+// ids are known once created is closed. It replays the last minute, so
+// nothing that happened before the stream was up is missed (the containers'
+// ids are new: older events cannot match). A stream that ends only means the
+// launcher learns of deaths later (when `docker start` returns) and starts
+// the agent once the proxy's start returned.
+func (s *Session) watch(ctx context.Context, created <-chan struct{}) (*events, error) {
 	joined, pdied, adied := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	ev := &events{proxyJoined: joined, proxyDied: pdied, agentDied: adied}
 	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), nil, "events", "--since", "60s",
@@ -554,6 +579,7 @@ func (s *Session) watch(ctx context.Context) (*events, error) {
 		}
 	}
 	go func() {
+		<-created
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
