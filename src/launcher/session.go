@@ -548,6 +548,43 @@ type eventLine struct {
 	Network string
 }
 
+// event is what the launcher needs of one engine event.
+type event struct {
+	died      bool   // a container died: id
+	connect   bool   // a container joined a network: container, network
+	id        string // the container that died
+	container string // the container that joined
+	network   string // the network it joined (name)
+}
+
+// parseEvent reads one `events --format '{{json .}}'` line, Docker's or
+// podman's.
+func parseEvent(line []byte) (event, bool) {
+	var l eventLine
+	if json.Unmarshal(line, &l) != nil {
+		return event{}, false
+	}
+	action := l.Action
+	if action == "" {
+		action = l.Status
+	}
+	id := l.Actor.ID
+	if id == "" {
+		id = l.ID
+	}
+	switch {
+	case strings.HasPrefix(action, "die") && l.Type == "container": // podman: died
+		return event{died: true, id: id}, true
+	case action == "connect" && l.Type == "network":
+		net := l.Actor.Attributes["name"]
+		if net == "" {
+			net = l.Network
+		}
+		return event{connect: true, container: l.Actor.Attributes["container"], network: net}, true
+	}
+	return event{}, false
+}
+
 // watch follows the engine's events about the session's containers, whose
 // ids are known once created is closed. It replays the last minute, so
 // nothing that happened before the stream was up is missed (the containers'
@@ -583,32 +620,18 @@ func (s *Session) watch(ctx context.Context, created <-chan struct{}) (*events, 
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			var l eventLine
-			if json.Unmarshal(sc.Bytes(), &l) != nil {
-				continue
-			}
-			action := l.Action
-			if action == "" {
-				action = l.Status
-			}
-			id := l.Actor.ID
-			if id == "" {
-				id = l.ID
-			}
+			e, ok := parseEvent(sc.Bytes())
 			switch {
-			case strings.HasPrefix(action, "die"): // podman: died
-				if sameID(id, s.agentID) {
+			case !ok:
+			case e.died:
+				if sameID(e.id, s.agentID) {
 					once(adied, "agent died")
-				} else if sameID(id, s.proxyID) {
+				} else if sameID(e.id, s.proxyID) {
 					once(pdied, "proxy died")
 				}
-			case action == "connect" && l.Type == "network":
-				net := l.Actor.Attributes["name"]
-				if net == "" {
-					net = l.Network
-				}
-				if sameID(l.Actor.Attributes["container"], s.proxyID) && net == IntNetwork(s.Name) {
-					once(joined, "proxy joined "+net)
+			case e.connect:
+				if sameID(e.container, s.proxyID) && e.network == IntNetwork(s.Name) {
+					once(joined, "proxy joined "+e.network)
 				}
 			}
 		}
