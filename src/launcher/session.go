@@ -702,10 +702,25 @@ func (s *Session) startProxy(ctx context.Context) error {
 	return nil
 }
 
+// healthDelay is how long after the proxy's start the launcher first checks
+// its health itself. The agent's entry point checks it before the command
+// runs, and a proxy that exits is reported by the engine's events at once:
+// the launcher's check (a `docker exec`, costly on a busy machine) only
+// catches a proxy that runs but never answers, and is not needed at all
+// when the agent ends first (scripts, tests).
+const healthDelay = time.Second
+
 // waitProxy waits until the started proxy answers its health check.
 func (s *Session) waitProxy(ctx context.Context, died <-chan struct{}) error {
 	e := s.Engine
 	deadline := time.Now().Add(s.ProxyTimeout)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-died:
+		return s.proxyFailed("it exited at start (its output below; /home/dev/.hobbs is your instance directory)")
+	case <-time.After(healthDelay):
+	}
 	for {
 		_, err := e.Output(ctx, "exec", ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "127.0.0.1:"+ProxyPort)
 		if err == nil {
