@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -115,30 +116,45 @@ removes the containers and networks it created (the state volume stays).`,
 			if binary == "" {
 				binary = os.Getenv(launcher.EnvBinary)
 			}
-			img, err := launcher.Ensure(ctx, image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Binary: binary, Progress: a.errOut})
-			if err != nil {
-				return err
-			}
-			secrets, err := sessionSecrets(in, cfg.VaultEnv())
-			if err != nil {
-				return err
-			}
-			s := &launcher.Session{
-				Engine: e, Instance: in, Config: cfg, Name: name, Image: img.Image, Workspace: ws,
-				Command: args, UID: uid, GID: gid, TTY: a.stdinIsTTY() && stdoutIsTTY(a),
-				Secrets: secrets, Stdin: a.in, Stdout: a.out, Stderr: a.errOut,
-				Progress: func(f string, args ...any) { a.status(f, args...) },
-			}
-			names := make([]string, 0, len(secrets))
+			names := make([]string, 0, len(cfg.VaultEnv()))
 			for _, kv := range cfg.VaultEnv() {
 				names = append(names, kv[0])
 			}
+			if err := launcher.CheckSecretNames(withValues(names)); err != nil {
+				return err
+			}
 			log := a.audit(in)
-			_ = log.Log(audit.Entry{Event: "session.start", Subject: name, Outcome: "ok",
-				Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names}})
-			a.status("session %s: %s in %s", name, img.Image, ws)
+			started := false
+			s := &launcher.Session{
+				Engine: e, Instance: in, Config: cfg, Name: name, Workspace: ws,
+				Command: args, UID: uid, GID: gid, TTY: a.stdinIsTTY() && stdoutIsTTY(a),
+				Stdin: a.in, Stdout: a.out, Stderr: a.errOut,
+				Progress: func(f string, args ...any) { a.status(f, args...) },
+			}
+			// The image and the secrets are made ready while the session's
+			// networks are being created.
+			s.Prepare = func(ctx context.Context) error {
+				engine.Tracef("run: ensure image")
+				img, err := launcher.Ensure(ctx, image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Binary: binary, Progress: a.errOut})
+				if err != nil {
+					return err
+				}
+				engine.Tracef("run: image ready")
+				secrets, err := sessionSecrets(in, cfg.VaultEnv())
+				if err != nil {
+					return err
+				}
+				s.Image, s.Secrets, started = img.Image, secrets, true
+				_ = log.Log(audit.Entry{Event: "session.start", Subject: name, Outcome: "ok",
+					Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names}})
+				a.status("session %s: %s in %s", name, img.Image, ws)
+				return nil
+			}
 			code, err := s.Run(ctx)
-			_ = log.Log(audit.Entry{Event: "session.end", Subject: name, Outcome: outcome(err), Detail: map[string]any{"exit": code}})
+			engine.Tracef("run: session returned")
+			if started {
+				_ = log.Log(audit.Entry{Event: "session.end", Subject: name, Outcome: outcome(err), Detail: map[string]any{"exit": code}})
+			}
 			if err != nil {
 				return err
 			}
@@ -154,6 +170,16 @@ removes the containers and networks it created (the state volume stays).`,
 	cmd.Flags().StringVar(&name, "name", "", "session name (default hobbs-<random>)")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary for the image (default: this one, or $HOBBS_BINARY)")
 	return cmd
+}
+
+// withValues turns variable names into NAME= entries (for checking names
+// before any value is decrypted).
+func withValues(names []string) []string {
+	kv := make([]string, len(names))
+	for i, n := range names {
+		kv[i] = n + "="
+	}
+	return kv
 }
 
 func stdoutIsTTY(a *app) bool {

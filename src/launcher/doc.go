@@ -25,14 +25,22 @@
 // read-only tmpfs, the Claude state volume at /home/dev/.claude. The identity
 // and framework skills are in the image, root-owned and read-only.
 //
-// Start-up order: networks and the state volume (in parallel, while
-// leftovers of crashed sessions are removed), then the proxy container, then
-// the agent container while the proxy process comes up: the image's entry
+// Start-up order: a pipeline of engine CLI calls, each begun as soon as what
+// it needs exists. The networks and the state volume are created at once,
+// while leftovers of crashed sessions are removed and the image is checked
+// (Session.Prepare). Once the internal network exists both containers are
+// created; the proxy's token copy and its egress connect run together. The
+// proxy starts, and the agent starts as soon as the engine's event stream
+// reports that the proxy joined the internal network (its name resolves from
+// then on; before, a lookup of it on an internal network gets no answer and
+// hangs), while the rest of the proxy's start goes on. The image's entry
 // point holds the agent's command back until the proxy answers its health
 // check (HOBBS_PROXY_WAIT). A proxy that fails to start or dies ends the
-// session with its output. The launcher watches the engine's events for the
-// agent's death and removes the proxy while the engine is still detaching the
-// agent from its network.
+// session with its output. The same event stream reports the agent's death,
+// well before `docker start --attach` returns: the proxy's removal starts
+// then, the egress network goes as soon as the proxy is gone, the internal
+// one once both containers are. HOBBS_TRACE=1 prints every engine call with
+// its timing (package engine).
 //
 // # Secrets
 //

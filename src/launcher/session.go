@@ -5,13 +5,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +31,7 @@ type Session struct {
 	Instance  instance.Instance
 	Config    *config.Config
 	Name      string   // session name (ValidName)
-	Image     string   // image to run (from Ensure)
+	Image     string   // image to run (from Ensure, or set by Prepare)
 	Workspace string   // absolute host directory
 	Command   []string // empty: claude
 	UID, GID  int      // user the containers run as
@@ -48,12 +48,19 @@ type Session struct {
 	// ProxyTimeout bounds the wait for the proxy to become healthy.
 	ProxyTimeout time.Duration
 
-	mu           sync.Mutex
-	created      map[string]bool // what this run made: int, egress, proxy, agent
-	token        string
-	owner        string
-	events       *exec.Cmd  // `docker events` watching for the agent's death
-	proxyRemoved chan error // set when the proxy's removal started early
+	// Prepare, when set, runs while the networks and the state volume are
+	// being created, before the containers are: it is where the image is
+	// ensured (setting Image) and the secrets decrypted, off the start-up's
+	// critical path. Its error ends the session (after cleanup).
+	Prepare func(ctx context.Context) error
+
+	mu               sync.Mutex
+	created          map[string]bool // what this run made: int, egress, proxy, agent
+	token            string
+	owner            string
+	events           *exec.Cmd // `docker events` watching the containers
+	agentID, proxyID string    // ids of the created containers
+	proxyGone        *future   // the proxy's removal, once started early
 }
 
 // reservedEnv are variables the launcher sets; a vault mapping may not
@@ -139,9 +146,9 @@ func (s *Session) AgentEnv() []string {
 	return append(env, s.Secrets...)
 }
 
-// AgentArgs is the `run` command line of the agent container.
+// AgentArgs is the `create` command line of the agent container.
 func (s *Session) AgentArgs() []string {
-	a := []string{"run", "--name", s.Name, "--hostname", "hobbs", "-i"}
+	a := []string{"create", "--name", s.Name, "--hostname", "hobbs", "-i"}
 	if s.TTY {
 		a = append(a, "-t")
 	}
@@ -220,15 +227,18 @@ func (s *Session) tokenTar() []byte {
 // code. Whatever it created is removed before it returns, also when ctx is
 // cancelled (Ctrl-C, SIGTERM): the exit code is then 130.
 //
-// For a quick start the agent container starts while the proxy process is
-// coming up: its entry point holds the command back until the proxy answers
-// its health check (HOBBS_PROXY_WAIT), and the launcher stops the agent if
-// the proxy fails to become healthy or exits during the session.
+// Start-up is a pipeline of engine calls, each begun as soon as what it
+// needs exists: the two networks and the state volume at once (while
+// leftovers of crashed sessions are removed); the agent container is created
+// while the proxy container is created, connected to the egress network and
+// given its token. The proxy starts; the agent starts as soon as the proxy
+// has joined the internal network (its name resolves from then on; before, a
+// lookup of it gets no answer on an internal network and hangs), while the
+// proxy's start finishes. The agent's entry point holds its command back
+// until the proxy answers its health check (HOBBS_PROXY_WAIT); the launcher
+// stops the agent if the proxy fails to become healthy or dies.
 func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err := ValidName(s.Name); err != nil {
-		return 0, err
-	}
-	if err := CheckSecretNames(s.Secrets); err != nil {
 		return 0, err
 	}
 	if s.Progress == nil {
@@ -247,149 +257,396 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		}
 	}
 	e := s.Engine
+	engine.Tracef("session: setup")
 
-	// Leftovers of crashed sessions of this instance go first (then the
-	// names this session needs must be free); in parallel, the networks and
-	// the Claude state volume. Cleanup removes only what this run made: a
-	// name clash must never cost someone else's container or network.
-	var reapErr error
-	made := func(what string, err error) error {
-		if err == nil {
-			s.made(what)
+	// Leftovers of crashed sessions of this instance are removed meanwhile;
+	// a name clash waits for that removal before it counts (the leftover
+	// may have held the name).
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		if _, err := ReapOrphans(ctx, e, s.Instance); err != nil {
+			s.Progress("warning: could not remove leftovers of earlier sessions: %v", err)
 		}
-		return err
-	}
-	err = parallel(
-		func() error {
-			_, reapErr = ReapOrphans(ctx, e, s.Instance)
-			out, err := e.Output(ctx, "ps", "-aq", "--filter", "name=^/"+regexp.QuoteMeta(s.Name)+"$",
-				"--filter", "name=^/"+regexp.QuoteMeta(ProxyName(s.Name))+"$")
-			if err == nil && out != "" {
-				return errs.Usagef("a container named %s or %s exists already", s.Name, ProxyName(s.Name)).
-					WithHint("choose another --name (hobbs ps lists the sessions)")
-			}
-			return err
-		},
-		func() error {
-			_, err := e.Output(ctx, append(append([]string{"network", "create", "--internal"}, s.labels(RoleNetwork)...), IntNetwork(s.Name))...)
-			return made("int", err)
-		},
-		func() error {
-			_, err := e.Output(ctx, append(append([]string{"network", "create"}, s.labels(RoleNetwork)...), EgressNetwork(s.Name))...)
-			return made("egress", err)
-		},
-		func() error {
-			_, err := e.Output(ctx, "volume", "create", "--label", LabelRole+"="+RoleClaude,
-				"--label", LabelInstance+"="+InstanceID(s.Instance), ClaudeVolume(s.Instance, s.Config.ClaudeVolume))
-			return err
-		},
-	)
+	}()
 	defer func() {
+		engine.Tracef("session: cleanup")
 		if cerr := s.cleanup(); cerr != nil && err == nil {
 			err = cerr
 		}
+		<-reaped
+		engine.Tracef("session: cleanup done")
 		if ctx.Err() != nil {
 			code, err = errs.Interrupted, &errs.Error{Code: errs.Interrupted, Msg: "interrupted"}
 		}
 	}()
-	if reapErr != nil {
-		s.Progress("warning: could not remove leftovers of earlier sessions: %v", reapErr)
-	}
+	created := make(chan struct{})
+	ev, err := s.watch(ctx, created)
 	if err != nil {
 		return 0, err
 	}
-	s.made("agent") // the name is free: a container by that name is ours
-	s.made("proxy")
-
-	// The agent starts once the proxy's container has started (its name
-	// resolves then; before, a lookup of it hangs on the internal network),
-	// while the proxy process comes up.
-	if err := s.startProxy(ctx); err != nil {
+	err = s.create(ctx, reaped)
+	close(created)
+	if err != nil {
 		return 0, err
 	}
-	// The engine reports the agent's death ("die") well before `docker
-	// run` returns: it first detaches the container from its network.
-	// Removing the proxy meanwhile takes that time off the way out.
-	died := s.watchDie(ctx)
+	engine.Tracef("session: created")
+	proxyStart := make(chan error, 1)
+	go func() { proxyStart <- s.startProxy(ctx) }()
+	var started error
+	select {
+	case <-ev.proxyJoined:
+	case started = <-proxyStart:
+		proxyStart <- started // for the health wait below
+	case <-ctx.Done():
+		return 0, nil
+	}
+	if started != nil {
+		return 0, started
+	}
 	agent, err := s.startAgent(ctx)
 	if err != nil {
+		<-proxyStart
 		return 0, err
 	}
-	proxyErr := make(chan error, 1)
-	go func() { proxyErr <- s.waitProxy(ctx) }()
-
-	var perr error
-	select {
-	case res := <-agent.done:
-		// The agent ended (it cannot have run its command without the proxy
-		// unless the proxy came up); report a proxy failure first.
-		if perr = <-proxyErr; perr != nil {
-			return 0, perr
-		}
-		return agent.result(res)
-	case perr = <-proxyErr:
-	case <-ctx.Done():
-		return agent.stop(s), nil
-	}
-	if perr != nil {
-		agent.kill(s)
-		return 0, perr
-	}
-	// The proxy is up. Watch it for the rest of the session.
-	proxyGone := make(chan string, 1)
-	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWatch()
+	engine.Tracef("session: agent started")
+	// The launcher's own check of the proxy's health (the agent's entry point
+	// makes its own before the command runs). It no longer matters once the
+	// agent has ended.
+	hctx, stopHealth := context.WithCancel(ctx)
+	defer stopHealth()
+	healthy := make(chan error, 1)
 	go func() {
-		out, err := e.Output(watchCtx, "wait", ProxyName(s.Name))
-		if err == nil && watchCtx.Err() == nil {
-			proxyGone <- out
+		err := <-proxyStart
+		if err == nil {
+			err = s.waitProxy(hctx, ev.proxyDied)
+			engine.Tracef("session: proxy healthy: %v", err)
 		}
+		healthy <- err
 	}()
+
+	// The engine reports the agent's death well before `docker start`
+	// returns (it first detaches the container from its network): the
+	// proxy's removal starts then, which takes that time off the way out.
+	agentDied, proxyDied, up := ev.agentDied, ev.proxyDied, false
 	for {
 		select {
 		case res := <-agent.done:
+			select {
+			case <-proxyDied: // died first, and not removed by us
+				if s.proxyGone == nil {
+					return 0, s.proxyFailed("it exited during the session")
+				}
+			default:
+			}
 			return agent.result(res)
-		case <-died:
-			died = nil
-			stopWatch()
-			removed := make(chan error, 1)
-			s.proxyRemoved = removed
-			go func() { removed <- s.rmContainer(context.WithoutCancel(ctx), ProxyName(s.Name)) }()
-		case status := <-proxyGone:
+		case err := <-healthy:
+			healthy = nil
+			if err != nil && hctx.Err() == nil {
+				agent.kill(s)
+				return 0, err
+			}
+			up = err == nil
+		case <-agentDied:
+			agentDied = nil
+			stopHealth()
+			s.removeProxyEarly()
+		case <-proxyDied:
+			proxyDied = nil
+			if s.proxyGone != nil {
+				continue // our own removal
+			}
 			agent.kill(s)
-			return 0, s.proxyFailed("it exited with status " + status + " during the session")
+			if !up {
+				return 0, s.proxyFailed("it exited at start (its output below; /home/dev/.hobbs is your instance directory)")
+			}
+			return 0, s.proxyFailed("it exited during the session")
 		case <-ctx.Done():
 			return agent.stop(s), nil
 		}
 	}
 }
 
-// watchDie returns a channel closed when the engine reports the agent
-// container's death. It never closes if the events stream cannot be read;
-// the session then ends when `docker run` returns, only later.
-func (s *Session) watchDie(ctx context.Context) <-chan struct{} {
-	died := make(chan struct{})
-	cmd, err := s.Engine.Command(ctx, nil, "events", "--filter", "container="+s.Name, "--filter", "event=die",
-		"--format", "{{.Status}}")
+// future is the result of a function running in its own goroutine.
+type future struct {
+	done chan struct{}
+	err  error
+}
+
+func spawn(f func() error) *future {
+	ft := &future{done: make(chan struct{})}
+	go func() {
+		defer close(ft.done)
+		ft.err = f()
+	}()
+	return ft
+}
+
+func (f *future) wait() error {
+	<-f.done
+	return f.err
+}
+
+// create makes the session's networks, containers and the state volume,
+// each engine call begun as soon as what it needs exists.
+func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
+	e := s.Engine
+	prepared := spawn(func() error {
+		if s.Prepare != nil {
+			if err := s.Prepare(ctx); err != nil {
+				return err
+			}
+		}
+		return CheckSecretNames(s.Secrets)
+	})
+	egress := spawn(func() error { return s.createNetwork(ctx, "egress", EgressNetwork(s.Name), reaped) })
+	volume := spawn(func() error {
+		_, err := e.Output(ctx, "volume", "create", "--label", LabelRole+"="+RoleClaude,
+			"--label", LabelInstance+"="+InstanceID(s.Instance), ClaudeVolume(s.Instance, s.Config.ClaudeVolume))
+		return err
+	})
+	err := s.createNetwork(ctx, "int", IntNetwork(s.Name), reaped)
+	if err == nil {
+		err = prepared.wait()
+	}
+	if err == nil {
+		err = parallel(
+			func() error {
+				env := append(s.AgentEnv(), "NO_PROXY=*", "no_proxy=*")
+				id, err := s.createContainer(ctx, "agent", s.Name, env, s.AgentArgs(), reaped)
+				s.agentID = id
+				return err
+			},
+			func() error {
+				id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), nil, s.ProxyArgs(), reaped)
+				if err != nil {
+					return err
+				}
+				s.proxyID = id
+				return parallel(
+					func() error {
+						if egress.wait() != nil {
+							return nil // reported below
+						}
+						_, err := e.Output(ctx, "network", "connect", EgressNetwork(s.Name), ProxyName(s.Name))
+						return err
+					},
+					func() error { return s.copyToken(ctx) })
+			})
+	}
+	others := errors.Join(err, egress.wait(), volume.wait())
+	if perr := prepared.wait(); perr != nil {
+		return perr // the cause; the rest follows from it
+	}
+	return others
+}
+
+// createNetwork creates network name (what: "int" or "egress"). A name
+// clash counts only after leftovers are removed: then the network is not
+// ours and stays.
+func (s *Session) createNetwork(ctx context.Context, what, name string, reaped <-chan struct{}) error {
+	args := append([]string{"network", "create"}, s.labels(RoleNetwork)...)
+	if what == "int" {
+		args = append(args, "--internal")
+	}
+	args = append(args, name)
+	var err error
+	for try := 0; try < 2; try++ {
+		if _, err = s.Engine.Output(ctx, args...); err == nil || !isClash(err) {
+			// Made, or failed otherwise: any network of that name is ours.
+			s.made(what)
+			return err
+		}
+		<-reaped
+	}
+	return err
+}
+
+// createContainer creates container name (what: "agent" or "proxy") and
+// returns its id. A name clash counts only after leftovers are removed: then
+// the container is not ours and stays.
+func (s *Session) createContainer(ctx context.Context, what, name string, env, args []string, reaped <-chan struct{}) (string, error) {
+	var err error
+	for try := 0; try < 2; try++ {
+		var id string
+		if id, err = s.output(ctx, env, args...); err == nil || !isClash(err) {
+			s.made(what)
+			return id, err
+		}
+		<-reaped
+	}
+	return "", errs.Usagef("a container named %s exists already", name).
+		WithHint("choose another --name (hobbs ps lists the sessions)")
+}
+
+// output is Engine.Output with env (NAME=value pairs) added to the CLI's
+// environment.
+func (s *Session) output(ctx context.Context, env []string, args ...string) (string, error) {
+	if env == nil {
+		return s.Engine.Output(ctx, args...)
+	}
+	cmd, err := s.Engine.Command(ctx, env, args...)
 	if err != nil {
-		return died
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := engine.TraceCall(args)
+	err = cmd.Run()
+	done(err)
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", errs.Failf("%s %s: %s", s.Engine.Bin, args[0], msg)
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// isClash reports an engine error about a name in use.
+func isClash(err error) bool {
+	m := strings.ToLower(err.Error())
+	return strings.Contains(m, "already in use") || strings.Contains(m, "already exists")
+}
+
+// copyToken copies the proxy token into the created proxy container.
+func (s *Session) copyToken(ctx context.Context) error {
+	e := s.Engine
+	cp, err := e.Command(ctx, nil, "cp", "-", ProxyName(s.Name)+":"+TokenDir)
+	if err != nil {
+		return err
+	}
+	cp.Stdin = bytes.NewReader(s.tokenTar())
+	done := engine.TraceCall(cp.Args[1:])
+	out, err := cp.CombinedOutput()
+	done(err)
+	if err != nil {
+		return errs.Failf("%s cp (proxy token): %s", e.Bin, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// events are what the launcher learns from the engine's event stream.
+type events struct {
+	proxyJoined <-chan struct{} // the proxy joined the internal network
+	proxyDied   <-chan struct{}
+	agentDied   <-chan struct{}
+}
+
+// eventLine is one `events --format '{{json .}}'` line: Docker's fields,
+// and podman's (ID, Status, Network).
+type eventLine struct {
+	Type   string
+	Action string
+	Status string
+	ID     string
+	Actor  struct {
+		ID         string
+		Attributes map[string]string
+	}
+	Network string
+}
+
+// event is what the launcher needs of one engine event.
+type event struct {
+	died      bool   // a container died: id
+	connect   bool   // a container joined a network: container, network
+	id        string // the container that died
+	container string // the container that joined
+	network   string // the network it joined (name)
+}
+
+// parseEvent reads one `events --format '{{json .}}'` line, Docker's or
+// podman's.
+func parseEvent(line []byte) (event, bool) {
+	var l eventLine
+	if json.Unmarshal(line, &l) != nil {
+		return event{}, false
+	}
+	action := l.Action
+	if action == "" {
+		action = l.Status
+	}
+	id := l.Actor.ID
+	if id == "" {
+		id = l.ID
+	}
+	switch {
+	case strings.HasPrefix(action, "die") && l.Type == "container": // podman: died
+		return event{died: true, id: id}, true
+	case action == "connect" && l.Type == "network":
+		net := l.Actor.Attributes["name"]
+		if net == "" {
+			net = l.Network
+		}
+		return event{connect: true, container: l.Actor.Attributes["container"], network: net}, true
+	}
+	return event{}, false
+}
+
+// watch follows the engine's events about the session's containers, whose
+// ids are known once created is closed. It replays the last minute, so
+// nothing that happened before the stream was up is missed (the containers'
+// ids are new: older events cannot match). A stream that ends only means the
+// launcher learns of deaths later (when `docker start` returns) and starts
+// the agent once the proxy's start returned.
+func (s *Session) watch(ctx context.Context, created <-chan struct{}) (*events, error) {
+	joined, pdied, adied := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	ev := &events{proxyJoined: joined, proxyDied: pdied, agentDied: adied}
+	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), nil, "events", "--since", "60s",
+		"--filter", "event=die", "--filter", "event=connect", "--format", "{{json .}}")
+	if err != nil {
+		return nil, err
 	}
 	out, err := cmd.StdoutPipe()
-	if err != nil || cmd.Start() != nil {
-		return died
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "watch engine events")
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "watch engine events")
 	}
 	s.events = cmd
+	once := func(c chan struct{}, what string) {
+		select {
+		case <-c:
+		default:
+			engine.Tracef("session: event: %s", what)
+			close(c)
+		}
+	}
 	go func() {
+		<-created
 		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "die") {
-				close(died)
-				break
+			e, ok := parseEvent(sc.Bytes())
+			switch {
+			case !ok:
+			case e.died:
+				if sameID(e.id, s.agentID) {
+					once(adied, "agent died")
+				} else if sameID(e.id, s.proxyID) {
+					once(pdied, "proxy died")
+				}
+			case e.connect:
+				if sameID(e.container, s.proxyID) && e.network == IntNetwork(s.Name) {
+					once(joined, "proxy joined "+e.network)
+				}
 			}
 		}
 		_, _ = io.Copy(io.Discard, out)
 	}()
-	return died
+	return ev, nil
+}
+
+// sameID compares a full container id with one of the engine's (either may
+// be abbreviated).
+func sameID(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
 }
 
 func (s *Session) rmContainer(ctx context.Context, name string) error {
@@ -397,6 +654,13 @@ func (s *Session) rmContainer(ctx context.Context, name string) error {
 		return err
 	}
 	return nil
+}
+
+// removeProxyEarly starts removing the proxy (the agent has died).
+func (s *Session) removeProxyEarly() {
+	if s.proxyGone == nil {
+		s.proxyGone = spawn(func() error { return s.rmContainer(context.Background(), ProxyName(s.Name)) })
+	}
 }
 
 // made records that this run created what ("int", "egress", "proxy", "agent").
@@ -430,34 +694,33 @@ func parallel(fs ...func() error) error {
 	return errors.Join(all...)
 }
 
-// startProxy creates the proxy container, connects it to the egress network,
-// copies the token in and starts it.
+// startProxy starts the created proxy container.
 func (s *Session) startProxy(ctx context.Context) error {
-	e := s.Engine
-	if _, err := e.Output(ctx, s.ProxyArgs()...); err != nil {
-		return err
-	}
-	if _, err := e.Output(ctx, "network", "connect", EgressNetwork(s.Name), ProxyName(s.Name)); err != nil {
-		return err
-	}
-	cp, err := e.Command(ctx, nil, "cp", "-", ProxyName(s.Name)+":"+TokenDir)
-	if err != nil {
-		return err
-	}
-	cp.Stdin = bytes.NewReader(s.tokenTar())
-	if out, err := cp.CombinedOutput(); err != nil {
-		return errs.Failf("%s cp (proxy token): %s", e.Bin, strings.TrimSpace(string(out)))
-	}
-	if _, err := e.Output(ctx, "start", ProxyName(s.Name)); err != nil {
+	if _, err := s.Engine.Output(ctx, "start", ProxyName(s.Name)); err != nil {
 		return s.proxyFailed(firstLine(err.Error()))
 	}
 	return nil
 }
 
+// healthDelay is how long after the proxy's start the launcher first checks
+// its health itself. The agent's entry point checks it before the command
+// runs, and a proxy that exits is reported by the engine's events at once:
+// the launcher's check (a `docker exec`, costly on a busy machine) only
+// catches a proxy that runs but never answers, and is not needed at all
+// when the agent ends first (scripts, tests).
+const healthDelay = time.Second
+
 // waitProxy waits until the started proxy answers its health check.
-func (s *Session) waitProxy(ctx context.Context) error {
+func (s *Session) waitProxy(ctx context.Context, died <-chan struct{}) error {
 	e := s.Engine
 	deadline := time.Now().Add(s.ProxyTimeout)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-died:
+		return s.proxyFailed("it exited at start (its output below; /home/dev/.hobbs is your instance directory)")
+	case <-time.After(healthDelay):
+	}
 	for {
 		_, err := e.Output(ctx, "exec", ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "127.0.0.1:"+ProxyPort)
 		if err == nil {
@@ -466,14 +729,18 @@ func (s *Session) waitProxy(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		st, _ := e.Output(ctx, "inspect", "--format", "{{.State.Status}}", ProxyName(s.Name))
-		if st == "exited" || st == "dead" {
+		select {
+		case <-died:
 			return s.proxyFailed("it exited at start (its output below; /home/dev/.hobbs is your instance directory)")
+		default:
 		}
 		if time.Now().After(deadline) {
 			return s.proxyFailed(fmt.Sprintf("not healthy after %v: %s", s.ProxyTimeout, firstLine(err.Error())))
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-died:
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
@@ -489,20 +756,16 @@ func (s *Session) proxyFailed(why string) error {
 	return errs.Failf("%s", msg).WithHint("check the policy with hobbs policy show, and the proxy output above")
 }
 
-// agentRun is the running `docker run` of the agent.
+// agentRun is the running `docker start --attach` of the agent.
 type agentRun struct {
 	cmd  *exec.Cmd
 	done chan error
 }
 
-// startAgent starts the agent container. Its entry point waits for the
-// proxy before running the command.
+// startAgent starts the created agent container attached to our streams.
+// Its entry point waits for the proxy before running the command.
 func (s *Session) startAgent(ctx context.Context) (*agentRun, error) {
-	// The CLI itself must not send its daemon traffic (tcp:// or ssh://
-	// DOCKER_HOST) to the agent's proxy variables it carries: NO_PROXY=* for
-	// the CLI; the container's NO_PROXY is given in argv.
-	env := append(s.AgentEnv(), "NO_PROXY=*", "no_proxy=*")
-	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), env, s.AgentArgs()...)
+	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), nil, "start", "--attach", "--interactive", s.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -511,7 +774,7 @@ func (s *Session) startAgent(ctx context.Context) (*agentRun, error) {
 		return nil, errs.Wrap(errs.Failure, err, "start agent")
 	}
 	a := &agentRun{cmd: cmd, done: make(chan error, 1)}
-	go func() { a.done <- cmd.Wait() }()
+	go func() { err := cmd.Wait(); engine.Tracef("session: agent start returned"); a.done <- err }()
 	return a, nil
 }
 
@@ -550,9 +813,10 @@ func (a *agentRun) kill(s *Session) {
 	}
 }
 
-// cleanup removes the session's containers and networks (not the volume).
-// The names are known: the two containers go in parallel (each takes the
-// engine a while to detach from its networks), then the networks.
+// cleanup removes the session's containers and networks (not the volume),
+// only those this run made. Each removal starts as soon as it can: the
+// egress network once the proxy is gone, the internal one once both
+// containers are.
 func (s *Session) cleanup() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -560,34 +824,33 @@ func (s *Session) cleanup() error {
 		_ = s.events.Process.Kill()
 		_ = s.events.Wait()
 	}
-	var rms []func() error
+	none := spawn(func() error { return nil })
+	agent, proxy := none, none
 	if s.has("agent") {
-		rms = append(rms, func() error { return s.rmContainer(ctx, s.Name) })
+		agent = spawn(func() error { return s.rmContainer(ctx, s.Name) })
 	}
-	if s.proxyRemoved != nil { // already on its way (the agent died)
-		rms = append(rms, func() error { return <-s.proxyRemoved })
+	if s.proxyGone != nil { // already on its way (the agent died)
+		proxy = s.proxyGone
 	} else if s.has("proxy") {
-		rms = append(rms, func() error { return s.rmContainer(ctx, ProxyName(s.Name)) })
+		proxy = spawn(func() error { return s.rmContainer(ctx, ProxyName(s.Name)) })
 	}
-	if err := parallel(rms...); err != nil {
-		return err
-	}
-	netRm := func(name string) func() error {
+	netRm := func(what, name string, after ...*future) func() error {
 		return func() error {
+			var errs []error
+			for _, f := range after {
+				errs = append(errs, f.wait())
+			}
+			if err := errors.Join(errs...); err != nil || !s.has(what) {
+				return err
+			}
 			if _, err := s.Engine.Output(ctx, "network", "rm", name); err != nil && !isNoSuch(err) {
 				return err
 			}
 			return nil
 		}
 	}
-	var nets []func() error
-	if s.has("int") {
-		nets = append(nets, netRm(IntNetwork(s.Name)))
-	}
-	if s.has("egress") {
-		nets = append(nets, netRm(EgressNetwork(s.Name)))
-	}
-	return parallel(nets...)
+	// The containers' errors reach the result through the network removals.
+	return parallel(netRm("egress", EgressNetwork(s.Name), proxy), netRm("int", IntNetwork(s.Name), agent, proxy))
 }
 
 // removeSession removes every container and network labelled as session n.

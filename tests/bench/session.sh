@@ -6,7 +6,10 @@
 #
 # Needs Docker Engine, apt-get/dpkg-deb (busybox-static for an offline base),
 # and, when run as root, setpriv (hobbs run refuses root; it runs as uid 4242).
-# RUNS=N changes the number of rounds (default 7).
+# RUNS=N changes the number of rounds (default 7). BASELINE=FILE adds another
+# hobbs binary (e.g. one built from main) to every round, on the same image,
+# for an A/B comparison. HOBBS_TRACE=1 on a single `hobbs run` shows where its
+# time goes (one line per engine call, with timestamps).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-7}
@@ -49,7 +52,18 @@ if [ "$(id -u)" = 0 ]; then
 	as_user=(setpriv --reuid 4242 --regid 4242 --groups "$(stat -c %g /var/run/docker.sock)")
 	chown 4242:4242 "$work"
 fi
-run_hobbs() { "${as_user[@]}" env HOME="$work" HOBBS_HOME="$work/instance" PATH="$PATH" "$work/hobbs" "$@"; }
+# Every binary runs with HOBBS_BINARY naming the one the image was built
+# with: the image's inputs are then unchanged, whichever binary runs it.
+run_bin() {
+	local bin=$1
+	shift
+	"${as_user[@]}" env HOME="$work" HOBBS_HOME="$work/instance" PATH="$PATH" HOBBS_BINARY="$work/hobbs" "$bin" "$@"
+}
+run_hobbs() { run_bin "$work/hobbs" "$@"; }
+if [ -n "${BASELINE:-}" ]; then
+	cp "$BASELINE" "$work/baseline"
+	chmod 755 "$work/baseline"
+fi
 mkdir -p "$work/ws"
 [ "$(id -u)" = 0 ] && chown 4242:4242 "$work/ws"
 
@@ -59,13 +73,27 @@ echo "building the image (not timed)" >&2
 run_hobbs build --base "$base" --tag "$tag" >/dev/null 2>&1
 
 ms() { date +%s%3N; }
-hobbs_t=() anchor_t=() builds=0
-for i in $(seq 1 "$RUNS"); do
-	t0=$(ms); docker run --rm "$tag" true; t1=$(ms)
-	anchor_t+=($((t1 - t0)))
+hobbs_t=() anchor_t=() base_t=() builds=0
+time_hobbs() {
+	local t0 t1
 	t0=$(ms); run_hobbs run --image "$tag" --base "$base" --workspace "$work/ws" -- true 2>"$work/err"; t1=$(ms)
 	hobbs_t+=($((t1 - t0)))
 	grep -q '^building' "$work/err" && builds=$((builds + 1))
+	return 0
+}
+time_baseline() {
+	local t0 t1
+	[ -n "${BASELINE:-}" ] || return 0
+	t0=$(ms); run_bin "$work/baseline" run --image "$tag" --base "$base" --workspace "$work/ws" -- true 2>"$work/err"; t1=$(ms)
+	base_t+=($((t1 - t0)))
+	grep -q '^building' "$work/err" && echo "warning: the baseline built the image (its assets differ)" >&2
+	return 0
+}
+for i in $(seq 1 "$RUNS"); do
+	t0=$(ms); docker run --rm "$tag" true; t1=$(ms)
+	anchor_t+=($((t1 - t0)))
+	# Alternate which binary goes first.
+	if [ $((i % 2)) = 1 ]; then time_hobbs; time_baseline; else time_baseline; time_hobbs; fi
 done
 
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -74,4 +102,9 @@ an=$(median "${anchor_t[@]}")
 echo "session start-up, $RUNS interleaved rounds (ms): hobbs run -- true: ${hobbs_t[*]}"
 echo "                                                 docker run --rm:   ${anchor_t[*]}"
 awk -v h="$ha" -v a="$an" 'BEGIN { printf "median: hobbs run %d ms, docker run %d ms: +%d ms (%.2fx); goal <= +1000 ms: %s\n", h, a, h-a, h/a, (h-a <= 1000 ? "met" : "MISSED") }'
+if [ -n "${BASELINE:-}" ]; then
+	b=$(median "${base_t[@]}")
+	echo "                                                 baseline run:      ${base_t[*]}"
+	awk -v h="$ha" -v b="$b" -v a="$an" 'BEGIN { printf "baseline median %d ms (+%d ms over docker run); this build / baseline: %.2f\n", b, b-a, h/b }'
+fi
 echo "runs with unchanged inputs that built the image: $builds (goal 0)"
