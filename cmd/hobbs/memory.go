@@ -389,11 +389,12 @@ func memContextCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "context",
 		Short: "Print what a session starts with: foundation, claude.md, ranked memories",
-		Long: `context prints foundation.md in full, then claude.md (or, with --agent, that
-agent's operational.md), then the active memories ranked by score
-(reinforcement, recency, access; see docs/memory.md), filtered by --tag, cut
-to --budget characters (default: memory.context_budget in config.yaml, which
-fits Claude Code's 10,000-character hook limit).
+		Long: `context prints foundation.md in full, then claude.md, then the active
+memories ranked by score (reinforcement, recency, access; see docs/memory.md),
+filtered by --tag, cut to --budget characters (default: memory.context_budget
+in config.yaml, which fits Claude Code's 10,000-character hook limit). With
+--agent, that agent's operational.md replaces claude.md and comes after the
+memories, as in hobbs agent context (which also applies the agent's tags).
 
 --format hook prints the JSON a Claude Code SessionStart hook returns; --format
 json prints what was included. The memories loaded get last_accessed updated
@@ -417,10 +418,16 @@ json prints what was included. The memories loaded get last_accessed updated
 			if err != nil {
 				return err
 			}
-			return a.printContext(s, memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs}, format)
+			opt := memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs}
+			if agent != "" {
+				// As in hobbs agent context: the learnings come after the
+				// memories (their room is reserved first).
+				opt.Sections, opt.After = nil, secs
+			}
+			return a.printContext(s, opt, format)
 		},
 	}
-	cmd.Flags().StringVar(&agent, "agent", "", "context for this sub-agent: its operational.md instead of claude.md")
+	cmd.Flags().StringVar(&agent, "agent", "", "context for this sub-agent: its operational.md (after the memories) instead of claude.md")
 	cmd.Flags().StringArrayVar(&tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
 	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")
 	cmd.Flags().StringVar(&format, "format", "text", "text, hook (SessionStart hook JSON) or json")
