@@ -585,7 +585,9 @@ func dialFirst(ctx context.Context, addrs []netip.Addr, port int, timeout time.D
 	d := net.Dialer{Timeout: timeout, KeepAlive: -1} // idle tunnels are reaped by the proxy; no keep-alive probes
 	var first error
 	for _, a := range addrs {
-		c, err := d.DialTCP(ctx, "tcp", netip.AddrPort{}, netip.AddrPortFrom(a, uint16(port)))
+		// DialContext, not DialTCP: DialTCP binds the socket to its
+		// (here empty) local address first, one system call per tunnel.
+		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
 		if err == nil {
 			return c, nil
 		}
