@@ -199,6 +199,20 @@ const relayBufSize = 128 << 10
 
 var relayBufs = sync.Pool{New: func() any { b := make([]byte, relayBufSize); return &b }}
 
+// relayBufsOut counts the relay buffers taken and not yet returned (tests
+// check that idle tunnels hold none).
+var relayBufsOut atomic.Int64
+
+func getRelayBuf() *[]byte {
+	relayBufsOut.Add(1)
+	return relayBufs.Get().(*[]byte)
+}
+
+func putRelayBuf(b *[]byte) {
+	relayBufsOut.Add(-1)
+	relayBufs.Put(b)
+}
+
 // relay copies src to dst until src's EOF (nil error) or an error, and
 // returns the bytes written. A TCP source (bare or replaying early data) is
 // read through its raw connection, so that the buffer is taken only once
@@ -231,7 +245,7 @@ func relay(dst, src net.Conn) (int64, error) {
 		var rerr error
 		err := raw.Read(func(fd uintptr) bool {
 			if bp == nil {
-				bp = relayBufs.Get().(*[]byte)
+				bp = getRelayBuf()
 			}
 			for {
 				n, rerr = syscall.Read(int(fd), *bp)
@@ -240,7 +254,7 @@ func relay(dst, src net.Conn) (int64, error) {
 				}
 			}
 			if rerr == syscall.EAGAIN { // nothing yet: wait without the buffer
-				relayBufs.Put(bp)
+				putRelayBuf(bp)
 				bp = nil
 				return false
 			}
@@ -257,7 +271,7 @@ func relay(dst, src net.Conn) (int64, error) {
 			err = werr
 		}
 		if bp != nil {
-			relayBufs.Put(bp)
+			putRelayBuf(bp)
 		}
 		if err != nil || rerr != nil || n <= 0 {
 			return total, err
