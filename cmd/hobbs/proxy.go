@@ -24,9 +24,9 @@ const imagePolicy = "/etc/hobbs/policy.yaml"
 
 func newProxyCmd(a *app) *cobra.Command {
 	var (
-		listen, auditPath, tokenFile string
-		policies                     []string
-		idle, grace                  time.Duration
+		listen, auditPath, tokenFile, tokenEnv string
+		policies                               []string
+		idle, grace                            time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -39,14 +39,16 @@ private, loopback and link-local addresses unless allow_private opens them.
 
 The policy files are watched and reloaded when they change; an invalid edit
 keeps the last good policy. Every decision is one JSON line in --audit.
-With --auth-token-file, clients must authenticate as user "hobbs" with the
-token as password (HTTP_PROXY=http://hobbs:TOKEN@proxy:3128).
+With --auth-token-file (or --auth-token-env, which names a variable holding
+it), clients must authenticate as user "hobbs" with the token as password
+(HTTP_PROXY=http://hobbs:TOKEN@proxy:3128).
 
 Without --policy, ` + imagePolicy + ` is used. SIGTERM drains open
 requests and tunnels (up to --grace) and exits 0.`,
 		Example: `  hobbs proxy --policy /etc/hobbs/policy.yaml --policy ~/.hobbs/policy.yaml \
       --audit ~/.hobbs/logs/audit.log --auth-token-file /run/secrets/proxy-token
   hobbs proxy --listen 127.0.0.1:3128 --policy policy.yaml
+  HOBBS_PROXY_TOKEN=s3cret hobbs proxy --policy policy.yaml --auth-token-env HOBBS_PROXY_TOKEN
   HTTPS_PROXY=http://127.0.0.1:3128 curl https://api.github.com/zen`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,16 +64,9 @@ requests and tunnels (up to --grace) and exits 0.`,
 					return errs.Missingf("policy file %s does not exist", p)
 				}
 			}
-			token := ""
-			if tokenFile != "" {
-				b, err := os.ReadFile(tokenFile)
-				if err != nil {
-					return errs.Wrap(errs.Missing, err, "read --auth-token-file")
-				}
-				token = strings.TrimSpace(string(b))
-				if token == "" || strings.ContainsAny(token, ":\r\n") {
-					return errs.Usagef("%s: the token must be one non-empty line without ':'", tokenFile)
-				}
+			token, err := proxyToken(tokenFile, tokenEnv)
+			if err != nil {
+				return err
 			}
 			logf := func(format string, args ...any) {
 				fmt.Fprintf(a.errOut, "hobbs proxy: %s\n", audit.Redact(fmt.Sprintf(format, args...)))
@@ -122,6 +117,8 @@ requests and tunnels (up to --grace) and exits 0.`,
 	f.StringArrayVar(&policies, "policy", nil, "policy file, repeatable; merged in order (default "+imagePolicy+")")
 	f.StringVar(&auditPath, "audit", "", "append one JSON line per decision to this file")
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding the proxy token; clients must send it (user hobbs)")
+	f.StringVar(&tokenEnv, "auth-token-env", "", "environment variable holding the proxy token (removed from the environment once read)")
+	cmd.MarkFlagsMutuallyExclusive("auth-token-file", "auth-token-env")
 	f.DurationVar(&idle, "idle-timeout", 10*time.Minute, "close a tunnel after this long without traffic")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, wait this long for open tunnels")
 	cmd.AddCommand(newProxyHealthCmd(a))
@@ -153,4 +150,32 @@ request that needs no token). It is the proxy container's health check.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:3128", "HOST:PORT of the proxy")
 	return cmd
+}
+
+// proxyToken reads the token from --auth-token-file or --auth-token-env
+// ("" when neither is given). The variable is removed once read, so nothing
+// the proxy starts inherits it.
+func proxyToken(file, env string) (string, error) {
+	var token, from string
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", errs.Wrap(errs.Missing, err, "read --auth-token-file")
+		}
+		token, from = strings.TrimSpace(string(b)), file
+	case env != "":
+		v, ok := os.LookupEnv(env)
+		if !ok {
+			return "", errs.Missingf("--auth-token-env: %s is not set", env)
+		}
+		os.Unsetenv(env)
+		token, from = strings.TrimSpace(v), "$"+env
+	default:
+		return "", nil
+	}
+	if token == "" || strings.ContainsAny(token, ":\r\n") {
+		return "", errs.Usagef("%s: the token must be one non-empty line without ':'", from)
+	}
+	return token, nil
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -100,11 +102,11 @@ type inputs struct {
 	hash   string
 }
 
-// hashInputs hashes every asset (path, mode, content), the binary and the
-// base image's id.
-func hashInputs(assets fs.FS, binary, base, baseID string) (*inputs, error) {
+// localDigest hashes what the image takes from this side: every asset
+// (path, mode, content) and the binary. It is computed while the engine is
+// asked about the base image (inputsHash joins the two).
+func localDigest(assets fs.FS, binary string) ([]byte, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "hobbs-image-v1\nbase %s %s\n", base, baseID)
 	err := fs.WalkDir(assets, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -129,7 +131,14 @@ func hashInputs(assets fs.FS, binary, base, baseID string) (*inputs, error) {
 	if _, err := io.Copy(h, f); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read binary")
 	}
-	return &inputs{assets: assets, binary: binary, base: base, baseID: baseID, hash: hex.EncodeToString(h.Sum(nil))[:32]}, nil
+	return h.Sum(nil), nil
+}
+
+// inputsHash is the image's inputs label: the local digest and the base
+// image's name and id.
+func inputsHash(local []byte, base, baseID string) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "hobbs-image-v2\nbase %s %s\nlocal %x\n", base, baseID, local))
+	return hex.EncodeToString(h[:])[:32]
 }
 
 // writeContext writes the build context to dir: the assets at their
@@ -227,22 +236,40 @@ func Build(ctx context.Context, opt BuildOptions) (*Result, error) {
 }
 
 func prepare(ctx context.Context, opt *BuildOptions) (*inputs, error) {
-	if opt.Base == "" {
-		return nil, errs.Usagef("no runtime base image").WithHint("pass --base IMAGE or set base_image in config.yaml")
-	}
-	arch, err := EngineArch(ctx, opt.Engine)
-	if err != nil {
-		return nil, err
-	}
-	bin, err := FindBinary(opt.Binary, arch)
+	in, digest, err := prepareLocal(ctx, opt)
 	if err != nil {
 		return nil, err
 	}
 	baseID, err := imageID(ctx, opt.Engine, opt.Base)
+	local, derr := digest()
 	if err != nil {
 		return nil, err
 	}
-	return hashInputs(opt.Assets, bin, opt.Base, baseID)
+	if derr != nil {
+		return nil, derr
+	}
+	in.baseID, in.hash = baseID, inputsHash(local, in.base, baseID)
+	return in, nil
+}
+
+// prepareLocal checks the options and the binary and starts hashing them;
+// digest waits for the hash.
+func prepareLocal(ctx context.Context, opt *BuildOptions) (in *inputs, digest func() ([]byte, error), err error) {
+	if opt.Base == "" {
+		return nil, nil, errs.Usagef("no runtime base image").WithHint("pass --base IMAGE or set base_image in config.yaml")
+	}
+	arch, err := EngineArch(ctx, opt.Engine)
+	if err != nil {
+		return nil, nil, err
+	}
+	bin, err := FindBinary(opt.Binary, arch)
+	if err != nil {
+		return nil, nil, err
+	}
+	var local []byte
+	hashed := spawn(func() (err error) { local, err = localDigest(opt.Assets, bin); return err })
+	return &inputs{assets: opt.Assets, binary: bin, base: opt.Base},
+		func() ([]byte, error) { err := hashed.wait(); return local, err }, nil
 }
 
 func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) {
@@ -322,18 +349,51 @@ func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) 
 		fmt.Fprintf(opt.Progress, "could not pull %s; building it locally\n", ref)
 	}
 	opt.Tag = ref
-	in, err := prepare(ctx, &opt)
+	in, digest, err := prepareLocal(ctx, &opt)
 	if err != nil {
 		return nil, err
 	}
-	have, ok, err := imageLabel(ctx, opt.Engine, opt.tag(), LabelInputs)
-	if err != nil {
+	// The common case, base and image both present, takes one engine call;
+	// anything else (either missing, an odd answer) the two separate ones
+	// that say which.
+	baseID, have, ok := inspectBaseAndImage(ctx, opt.Engine, in.base, opt.tag())
+	if !ok {
+		if baseID, err = imageID(ctx, opt.Engine, in.base); err == nil {
+			have, ok, err = imageLabel(ctx, opt.Engine, opt.tag(), LabelInputs)
+		}
+	}
+	local, derr := digest()
+	if err = errors.Join(err, derr); err != nil {
 		return nil, err
 	}
+	in.baseID, in.hash = baseID, inputsHash(local, in.base, baseID)
 	if ok && have == in.hash {
 		return &Result{Image: opt.tag(), Inputs: in.hash}, nil
 	}
 	return build(ctx, &opt, in)
+}
+
+// inspectBaseAndImage asks the engine in one call for the base image's id
+// and the image's inputs label; ok=false when either is missing or the
+// answer is not the expected two lines. (The labels come as JSON: indexing
+// the labels of an image that has none is an error in the engine's
+// templates.)
+func inspectBaseAndImage(ctx context.Context, e engine.CLI, base, image string) (baseID, inputs string, ok bool) {
+	out, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}} {{json .Config.Labels}}", base, image)
+	if err != nil {
+		return "", "", false
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) != 2 {
+		return "", "", false
+	}
+	baseID, _, ok = strings.Cut(lines[0], " ")
+	id, labels, ok2 := strings.Cut(lines[1], " ")
+	var l map[string]string
+	if !ok || !ok2 || baseID == "" || id == "" || json.Unmarshal([]byte(labels), &l) != nil {
+		return "", "", false
+	}
+	return baseID, l[LabelInputs], true
 }
 
 // IsRegistryRef reports whether ref names a registry host (a first path

@@ -41,8 +41,7 @@ const (
 	InstanceDir   = "/home/dev/.hobbs"
 	ClaudeDir     = "/home/dev/.claude"
 	PolicyFile    = "/etc/hobbs/policy.yaml"
-	TokenDir      = "/run/hobbs"
-	TokenFile     = "/run/hobbs/proxy-token"
+	TokenEnv      = "HOBBS_PROXY_TOKEN" // the proxy container's variable holding its token
 	ProxyAlias    = "proxy"
 	ProxyPort     = "3128"
 	DefaultTag    = "hobbs:local"

@@ -1,11 +1,9 @@
 package launcher
 
 import (
-	"archive/tar"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,7 +122,7 @@ func TestProxyIsConfined(t *testing.T) {
 		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir + ",readonly"},
 		{"--mount", "type=bind,source=" + s.Instance.Logs() + ",target=" + InstanceDir + "/logs"},
 		{"--tmpfs", InstanceDir + "/vault:ro,size=16k,mode=0555"},
-		{"--auth-token-file", TokenFile}, {"--audit", "/home/dev/.hobbs/logs/audit.log"},
+		{"--auth-token-env", TokenEnv}, {"-e", TokenEnv}, {"--audit", "/home/dev/.hobbs/logs/audit.log"},
 		{"--listen", "0.0.0.0:3128"},
 	} {
 		if !hasPair(a, p[0], p[1]) {
@@ -137,7 +135,7 @@ func TestProxyIsConfined(t *testing.T) {
 		t.Errorf("policy order: %v", a)
 	}
 	if a[0] != "create" {
-		t.Errorf("the proxy must be created (token copied in) before it starts: %v", a[0])
+		t.Errorf("the proxy must be created, connected to the egress network, then started: %v", a[0])
 	}
 }
 
@@ -206,19 +204,13 @@ func TestInstanceID(t *testing.T) {
 	}
 }
 
-func TestTokenTar(t *testing.T) {
+func TestProxyTokenOnlyInEnv(t *testing.T) {
 	s := testSession(t)
-	tr := tar.NewReader(bytes.NewReader(s.tokenTar()))
-	h, err := tr.Next()
-	if err != nil {
-		t.Fatal(err)
+	if strings.Contains(strings.Join(s.ProxyArgs(), " "), testToken) {
+		t.Errorf("token in the proxy's argv")
 	}
-	b, _ := io.ReadAll(tr)
-	if h.Name != "proxy-token" || string(b) != testToken || h.Mode != 0o444 {
-		t.Errorf("tar entry %s mode %o content %q", h.Name, h.Mode, b)
-	}
-	if _, err := tr.Next(); err != io.EOF {
-		t.Errorf("more than one entry")
+	if env := s.ProxyEnv(); !slices.Equal(env, []string{TokenEnv + "=" + testToken}) {
+		t.Errorf("ProxyEnv = %q", env)
 	}
 }
 
@@ -239,6 +231,15 @@ func TestOwnerAlive(t *testing.T) {
 	if !OwnerAlive("some-other-host/1/1") {
 		t.Errorf("another host's owner must be assumed alive")
 	}
+}
+
+// hashInputs is the inputs hash as Ensure computes it.
+func hashInputs(assets fs.FS, bin, base, baseID string) (*inputs, error) {
+	local, err := localDigest(assets, bin)
+	if err != nil {
+		return nil, err
+	}
+	return &inputs{hash: inputsHash(local, base, baseID)}, nil
 }
 
 func TestHashInputs(t *testing.T) {
@@ -262,8 +263,9 @@ func TestHashInputs(t *testing.T) {
 	os.WriteFile(bin, []byte("binary-2"), 0o755)
 	h2 := h()
 	in, _ := hashInputs(assets, bin, "base:1", "sha256:bb")
-	if h1 == h0 || h2 == h1 || in.hash == h2 {
-		t.Errorf("hash did not change with its inputs: %s %s %s %s", h0, h1, h2, in.hash)
+	in2, _ := hashInputs(assets, bin, "base:2", "sha256:bb")
+	if h1 == h0 || h2 == h1 || in.hash == h2 || in2.hash == in.hash {
+		t.Errorf("hash did not change with its inputs: %s %s %s %s %s", h0, h1, h2, in.hash, in2.hash)
 	}
 	// The context has the assets at their paths and the binary as ./hobbs.
 	ctx := t.TempDir()

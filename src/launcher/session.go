@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
@@ -115,14 +114,14 @@ func (s *Session) proxyURL() string {
 }
 
 // ProxyArgs is the `create` command line of the proxy container. It holds
-// no secret: the token arrives later as a file.
+// no secret: the token is in the CLI's environment (ProxyEnv).
 func (s *Session) ProxyArgs() []string {
 	a := []string{"create", "--name", ProxyName(s.Name), "--hostname", "proxy"}
 	a = append(a, s.labels(RoleProxy)...)
 	a = append(a, "--network", IntNetwork(s.Name), "--network-alias", ProxyAlias)
 	a = append(a, s.hardening()...)
 	a = append(a, "--pids-limit", "256", "--memory", "512m",
-		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy",
+		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy", "-e", TokenEnv,
 		// The instance read-only (policy.yaml, watched for changes), its logs
 		// writable (audit log), the vault hidden.
 		"--mount", "type=bind,source="+s.Instance.Root+",target="+InstanceDir+",readonly",
@@ -133,7 +132,7 @@ func (s *Session) ProxyArgs() []string {
 		"proxy", "--listen", "0.0.0.0:"+ProxyPort,
 		"--policy", PolicyFile, "--policy", InstanceDir+"/policy.yaml",
 		"--audit", InstanceDir+"/"+ProxyAuditRel,
-		"--auth-token-file", TokenFile)
+		"--auth-token-env", TokenEnv)
 	return a
 }
 
@@ -209,19 +208,10 @@ func (s *Session) hostControlMounts() []string {
 	return a
 }
 
-// tokenTar is the tar stream `docker cp - proxy:/run/hobbs` extracts: the
-// token file. The engine makes it root-owned (-a would look the uid up in the
-// image's passwd, where the host uid may be missing), so it is 0444: only the
-// proxy runs in that container, and nothing else can reach its filesystem.
-func (s *Session) tokenTar() []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	_ = tw.WriteHeader(&tar.Header{Name: "proxy-token", Mode: 0o444, Size: int64(len(s.token)), Uid: s.UID, Gid: s.GID,
-		ModTime: time.Now(), Typeflag: tar.TypeReg})
-	_, _ = tw.Write([]byte(s.token))
-	_ = tw.Close()
-	return buf.Bytes()
-}
+// ProxyEnv is the docker CLI child's extra environment for the proxy
+// container: its token, whose name alone goes to argv (-e NAME), as for the
+// agent. The proxy reads it and removes it from its own environment.
+func (s *Session) ProxyEnv() []string { return []string{TokenEnv + "=" + s.token} }
 
 // Run runs the session to its end and returns the agent command's exit
 // code. Whatever it created is removed before it returns, also when ctx is
@@ -230,8 +220,7 @@ func (s *Session) tokenTar() []byte {
 // Start-up is a pipeline of engine calls, each begun as soon as what it
 // needs exists: the two networks and the state volume at once (while
 // leftovers of crashed sessions are removed); the agent container is created
-// while the proxy container is created, connected to the egress network and
-// given its token. The proxy starts; the agent starts as soon as the proxy
+// while the proxy container is created and connected to the egress network. The proxy starts; the agent starts as soon as the proxy
 // has joined the internal network (its name resolves from then on; before, a
 // lookup of it gets no answer on an internal network and hangs), while the
 // proxy's start finishes. The agent's entry point holds its command back
@@ -418,20 +407,16 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 				return err
 			},
 			func() error {
-				id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), nil, s.ProxyArgs(), reaped)
+				id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), s.ProxyEnv(), s.ProxyArgs(), reaped)
 				if err != nil {
 					return err
 				}
 				s.proxyID = id
-				return parallel(
-					func() error {
-						if egress.wait() != nil {
-							return nil // reported below
-						}
-						_, err := e.Output(ctx, "network", "connect", EgressNetwork(s.Name), ProxyName(s.Name))
-						return err
-					},
-					func() error { return s.copyToken(ctx) })
+				if egress.wait() != nil {
+					return nil // reported below
+				}
+				_, err = e.Output(ctx, "network", "connect", EgressNetwork(s.Name), ProxyName(s.Name))
+				return err
 			})
 	}
 	others := errors.Join(err, egress.wait(), volume.wait())
@@ -508,23 +493,6 @@ func (s *Session) output(ctx context.Context, env []string, args ...string) (str
 func isClash(err error) bool {
 	m := strings.ToLower(err.Error())
 	return strings.Contains(m, "already in use") || strings.Contains(m, "already exists")
-}
-
-// copyToken copies the proxy token into the created proxy container.
-func (s *Session) copyToken(ctx context.Context) error {
-	e := s.Engine
-	cp, err := e.Command(ctx, nil, "cp", "-", ProxyName(s.Name)+":"+TokenDir)
-	if err != nil {
-		return err
-	}
-	cp.Stdin = bytes.NewReader(s.tokenTar())
-	done := engine.TraceCall(cp.Args[1:])
-	out, err := cp.CombinedOutput()
-	done(err)
-	if err != nil {
-		return errs.Failf("%s cp (proxy token): %s", e.Bin, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // events are what the launcher learns from the engine's event stream.

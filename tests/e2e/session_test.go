@@ -289,9 +289,9 @@ func inspectSecrets(t *testing.T, name string) {
 			}
 		}
 	}
-	// The proxy got the same token, as a file, not in its argv.
+	// The proxy got the same token through its environment, not its argv.
 	proxyArgs := docker(t, "inspect", "--format", "{{.Path}} {{join .Args \" \"}}", name+"-proxy")
-	if strings.Contains(proxyArgs, token) || !strings.Contains(proxyArgs, "--auth-token-file") {
+	if strings.Contains(proxyArgs, token) || !strings.Contains(proxyArgs, "--auth-token-env HOBBS_PROXY_TOKEN") {
 		t.Errorf("proxy command line: %s", proxyArgs)
 	}
 }
