@@ -116,7 +116,11 @@ func Stop(ctx context.Context, e engine.CLI, in instance.Instance, name string) 
 	}
 	for _, s := range all {
 		if s.Name == name {
-			return true, removeSession(ctx, e, name)
+			if err := removeSession(ctx, e, name); err != nil {
+				return true, err
+			}
+			forgetDead(in, []string{name})
+			return true, nil
 		}
 	}
 	return false, nil
@@ -143,9 +147,11 @@ func stopWhere(ctx context.Context, e engine.CLI, in instance.Instance, pick fun
 			continue
 		}
 		if err := removeSession(ctx, e, s.Name); err != nil {
+			forgetDead(in, done)
 			return done, err
 		}
 		done = append(done, s.Name)
 	}
+	forgetDead(in, done)
 	return done, nil
 }

@@ -247,21 +247,38 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	}
 	e := s.Engine
 	engine.Tracef("session: setup")
+	// The session's note (records.go), before anything exists to be left.
+	// Without one, every later run looks for leftovers.
+	recorded := record(s.Instance, s.Name, s.owner) == nil
 
-	// Leftovers of crashed sessions of this instance are removed meanwhile;
-	// a name clash waits for that removal before it counts (the leftover
-	// may have held the name).
+	// Leftovers of crashed sessions of this instance are removed meanwhile
+	// (when a note says there may be some); a name clash waits for that
+	// removal before it counts (the leftover may have held the name).
 	reaped := make(chan struct{})
 	go func() {
 		defer close(reaped)
+		others, dead := otherRecords(s.Instance, s.Name)
+		if !others {
+			return
+		}
 		if _, err := ReapOrphans(ctx, e, s.Instance); err != nil {
 			s.Progress("warning: could not remove leftovers of earlier sessions: %v", err)
+			return
+		}
+		// Whatever those launchers left is gone now (also where they had
+		// not created anything yet).
+		for _, n := range dead {
+			unrecord(s.Instance, n)
 		}
 	}()
 	defer func() {
 		engine.Tracef("session: cleanup")
-		if cerr := s.cleanup(); cerr != nil && err == nil {
+		cerr := s.cleanup()
+		if cerr != nil && err == nil {
 			err = cerr
+		}
+		if cerr == nil && recorded {
+			unrecord(s.Instance, s.Name)
 		}
 		<-reaped
 		engine.Tracef("session: cleanup done")

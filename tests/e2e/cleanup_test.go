@@ -129,13 +129,33 @@ func TestCrashLeftovers(t *testing.T) {
 	if !strings.Contains(r.stdout, name) || !strings.Contains(r.stdout, "(orphan)") {
 		t.Errorf("ps after the crash:\n%s", r.stdout)
 	}
+	// The crashed launcher's note survives it (it tells the next run to look
+	// for leftovers).
+	notes := filepath.Join(e.home, ".local", "state", "hobbs", "sessions", instanceID(e.inst))
+	if !exists(filepath.Join(notes, name)) {
+		t.Errorf("no session note for the crashed session in %s", notes)
+	}
 	// The next run of the instance removes the orphan first.
-	r = e.hobbs(nil, e.runArgs(sessionName(t, "after"), "true")...)
+	trace := func(args ...string) result {
+		return hobbsAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst, "HOBBS_TRACE=1"}, args...)
+	}
+	r = trace(e.runArgs(sessionName(t, "after"), "true")...)
 	if r.code != 0 {
 		t.Fatalf("run after the crash: %d %s", r.code, r.stderr)
 	}
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after the next run: %v", left)
+	}
+	if !strings.Contains(r.stderr, "call ps ") {
+		t.Errorf("the run after a crash did not look for leftovers:\n%s", r.stderr)
+	}
+	// Both notes are gone: the next run skips the lookup.
+	if entries, _ := os.ReadDir(notes); len(entries) != 0 {
+		t.Errorf("session notes left after a clean run: %v", entries)
+	}
+	r = trace(e.runArgs(sessionName(t, "quiet"), "true")...)
+	if r.code != 0 || strings.Contains(r.stderr, "call ps ") {
+		t.Errorf("a run after clean runs looked for leftovers (exit %d):\n%s", r.code, r.stderr)
 	}
 
 	// Another crash; stop --all removes it.
@@ -151,6 +171,9 @@ func TestCrashLeftovers(t *testing.T) {
 	}
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after stop --all: %v", left)
+	}
+	if exists(filepath.Join(notes, name)) {
+		t.Errorf("stop --all kept the note of the session it removed")
 	}
 	if r := e.hobbs(nil, "stop", name); r.code != 1 {
 		t.Errorf("stop of a gone session: exit %d, want 1", r.code)

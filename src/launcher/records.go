@@ -1,0 +1,75 @@
+package launcher
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/adrg/xdg"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// Session records. A launcher notes each session it starts in the host's
+// state directory ($XDG_STATE_HOME/hobbs/sessions/<instance id>/<name>,
+// holding the owner) before it creates anything, and removes the note once
+// its cleanup succeeded. Leftovers of a session can only exist where its
+// note survived (the launcher was killed, or its cleanup failed), so a run
+// that finds no other note skips the engine calls that look for leftovers
+// — three CLI calls that competed with the start-up for the CPU. The notes
+// live on the host, not in the instance: the agent, which can write the
+// instance, cannot hide its session's leftovers from the next run.
+// `hobbs stop --all` and `hobbs ps` always ask the engine.
+
+// recordDir is where the notes of instance in's sessions are kept.
+func recordDir(in instance.Instance) string {
+	return filepath.Join(xdg.StateHome, "hobbs", "sessions", InstanceID(in))
+}
+
+// record notes session name of in, owned by owner.
+func record(in instance.Instance, name, owner string) error {
+	dir := recordDir(in)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return safefile.Write(filepath.Join(dir, name), []byte(owner+"\n"), 0o600)
+}
+
+// unrecord removes the note of session name.
+func unrecord(in instance.Instance, name string) {
+	_ = os.Remove(filepath.Join(recordDir(in), name))
+}
+
+// otherRecords lists the notes of in's sessions other than self: whether
+// there is any (or the notes cannot be read: then the engine is asked, as
+// before there were notes), and those whose launcher is gone.
+func otherRecords(in instance.Instance, self string) (others bool, dead []string) {
+	entries, err := os.ReadDir(recordDir(in))
+	if err != nil {
+		return !os.IsNotExist(err), nil
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if n == self || strings.HasPrefix(n, ".") {
+			continue
+		}
+		others = true
+		b, err := os.ReadFile(filepath.Join(recordDir(in), n))
+		if err == nil && !OwnerAlive(strings.TrimSpace(string(b))) {
+			dead = append(dead, n)
+		}
+	}
+	return others, dead
+}
+
+// forgetDead removes the notes of sessions whose launcher is gone (after
+// their leftovers were removed); notes of running launchers stay.
+func forgetDead(in instance.Instance, names []string) {
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(recordDir(in), n))
+		if err == nil && OwnerAlive(strings.TrimSpace(string(b))) {
+			continue
+		}
+		unrecord(in, n)
+	}
+}
