@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // tunnel is one established CONNECT tunnel.
@@ -248,7 +249,7 @@ func relay(dst, src net.Conn) (int64, error) {
 				bp = getRelayBuf()
 			}
 			for {
-				n, rerr = syscall.Read(int(fd), *bp)
+				n, rerr = rawRead(int(fd), *bp)
 				if rerr != syscall.EINTR {
 					break
 				}
@@ -266,7 +267,7 @@ func relay(dst, src net.Conn) (int64, error) {
 			err = os.NewSyscallError("read", rerr)
 		case n == 0: // EOF
 		default:
-			w, werr := dst.Write((*bp)[:n])
+			w, werr := rawWrite(dst, (*bp)[:n])
 			total += int64(w)
 			err = werr
 		}
@@ -306,4 +307,56 @@ func (s *Server) ensureReaper() {
 			}
 		}
 	}()
+}
+
+// rawRead reads from a non-blocking socket with a raw system call: it cannot
+// block, so the scheduler need not hand the P to another thread meanwhile
+// (on the project's virtualised machines a socket call often lasts long
+// enough for the runtime to do that, at a thread wake-up each time).
+func rawRead(fd int, p []byte) (int, error) {
+	r, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
+
+// rawWrite writes all of p to c. A TCP socket is written with raw,
+// non-blocking system calls (as rawRead), waiting for room through the
+// poller; anything else through Write.
+func rawWrite(c net.Conn, p []byte) (int, error) {
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = w.NetConn()
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c.Write(p)
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	var werr error
+	err = raw.Write(func(fd uintptr) bool {
+		for done < len(p) {
+			q := p[done:]
+			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&q[0])), uintptr(len(q)))
+			switch e {
+			case 0:
+				done += int(r)
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false // wait until the socket has room
+			default:
+				werr = os.NewSyscallError("write", e)
+				return true
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return done, err
 }
