@@ -6,15 +6,10 @@
 # skills and agents where Claude Code finds them) and the command. The proxy
 # container bypasses it (--entrypoint hobbs).
 if [ -n "${HOBBS_PROXY_WAIT:-}" ]; then
-	i=0
-	until hobbs proxy health --addr "$HOBBS_PROXY_WAIT" >/dev/null 2>&1; do
-		i=$((i + 1))
-		if [ "$i" -ge 600 ]; then
-			echo "hobbs: the egress proxy at $HOBBS_PROXY_WAIT did not answer within 30s" >&2
-			exit 125
-		fi
-		sleep 0.05
-	done
+	if ! hobbs proxy health --addr "$HOBBS_PROXY_WAIT" --wait 30s >/dev/null 2>&1; then
+		echo "hobbs: the egress proxy at $HOBBS_PROXY_WAIT did not answer within 30s" >&2
+		exit 125
+	fi
 fi
 for f in /etc/hobbs/shell.d/*.sh; do
 	[ -r "$f" ] && . "$f"

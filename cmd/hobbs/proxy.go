@@ -127,29 +127,54 @@ requests and tunnels (up to --grace) and exits 0.`,
 
 func newProxyHealthCmd(a *app) *cobra.Command {
 	var addr string
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Exit 0 if the proxy at --addr answers its health check, 1 otherwise",
 		Long: `health asks the proxy listening at --addr for ` + egress.HealthPath + ` (a plain, non-proxy
-request that needs no token). It is the proxy container's health check.`,
-		Example: "  hobbs proxy health\n  hobbs proxy health --addr proxy:3128",
-		Args:    usageArgs(cobra.NoArgs),
+request that needs no token). It is the proxy container's health check.
+With --wait it asks again every 10ms until the proxy answers or the time is
+up: the agent container's entry point waits for its proxy this way.`,
+		Example: `  hobbs proxy health
+  hobbs proxy health --addr proxy:3128
+  hobbs proxy health --addr proxy:3128 --wait 30s`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-			resp, err := client.Get("http://" + addr + egress.HealthPath)
-			if err != nil {
-				return errs.Failf("proxy at %s is not answering: %v", addr, err)
+			deadline := time.Now().Add(wait)
+			for {
+				err := proxyHealth(addr, min(3*time.Second, max(time.Until(deadline), 100*time.Millisecond)))
+				if err == nil {
+					a.status("proxy at %s is healthy", addr)
+					return nil
+				}
+				if time.Now().After(deadline) {
+					return err
+				}
+				select {
+				case <-cmd.Context().Done():
+					return err
+				case <-time.After(10 * time.Millisecond):
+				}
 			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return errs.Failf("proxy at %s answered %s", addr, resp.Status)
-			}
-			a.status("proxy at %s is healthy", addr)
-			return nil
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:3128", "HOST:PORT of the proxy")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "keep asking until the proxy answers or this much time has passed")
 	return cmd
+}
+
+// proxyHealth asks the proxy at addr for its health path once.
+func proxyHealth(addr string, timeout time.Duration) error {
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + addr + egress.HealthPath)
+	if err != nil {
+		return errs.Failf("proxy at %s is not answering: %v", addr, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errs.Failf("proxy at %s answered %s", addr, resp.Status)
+	}
+	return nil
 }
 
 // proxyToken reads the token from --auth-token-file or --auth-token-env
