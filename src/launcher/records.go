@@ -26,13 +26,23 @@ func recordDir(in instance.Instance) string {
 	return filepath.Join(xdg.StateHome, "hobbs", "sessions", InstanceID(in))
 }
 
-// record notes session name of in, owned by owner.
-func record(in instance.Instance, name, owner string) error {
+// record notes session name of in, owned by owner. A note of the same name
+// whose launcher still runs is left alone (that run holds the name; this
+// one will meet the name clash): recorded is then false.
+func record(in instance.Instance, name, owner string) (recorded bool, err error) {
 	dir := recordDir(in)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+		return false, err
 	}
-	return safefile.Write(filepath.Join(dir, name), []byte(owner+"\n"), 0o600)
+	if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+		if o := strings.TrimSpace(string(b)); o != owner && OwnerAlive(o) {
+			return false, nil
+		}
+	}
+	if err := safefile.Write(filepath.Join(dir, name), []byte(owner+"\n"), 0o600); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // unrecord removes the note of session name.

@@ -19,8 +19,12 @@ func TestSessionRecords(t *testing.T) {
 	if others, _ := otherRecords(in, "me"); others {
 		t.Fatal("notes reported where none exist")
 	}
-	if err := record(in, "me", Owner()); err != nil {
-		t.Fatal(err)
+	if ok, err := record(in, "me", Owner()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	// A running launcher's note of the same name is not taken over.
+	if ok, _ := record(in, "me", "someone-else/1/1"); ok {
+		t.Error("a live launcher's note was overwritten")
 	}
 	if others, _ := otherRecords(in, "me"); others {
 		t.Error("a session's own note counted as another's")

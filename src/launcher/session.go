@@ -220,8 +220,9 @@ func (s *Session) ProxyEnv() []string { return []string{TokenEnv + "=" + s.token
 // Start-up is a pipeline of engine calls, each begun as soon as what it
 // needs exists: the two networks and the state volume at once (while
 // leftovers of crashed sessions are removed); the agent container is created
-// while the proxy container is created and connected to the egress network. The proxy starts; the agent starts as soon as the proxy
-// has joined the internal network (its name resolves from then on; before, a
+// while the proxy container is created and connected to the egress network.
+// The proxy starts; the agent starts as soon as the proxy has joined the
+// internal network (its name resolves from then on; before, a
 // lookup of it gets no answer on an internal network and hangs), while the
 // proxy's start finishes. The agent's entry point holds its command back
 // until the proxy answers its health check (HOBBS_PROXY_WAIT); the launcher
@@ -249,7 +250,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	engine.Tracef("session: setup")
 	// The session's note (records.go), before anything exists to be left.
 	// Without one, every later run looks for leftovers.
-	recorded := record(s.Instance, s.Name, s.owner) == nil
+	recorded, _ := record(s.Instance, s.Name, s.owner)
 
 	// Leftovers of crashed sessions of this instance are removed meanwhile
 	// (when a note says there may be some); a name clash waits for that
