@@ -22,6 +22,13 @@ func TestParseEvent(t *testing.T) {
 		// podman: ID and Status at the top, "died".
 		{`{"ID":"4f2a9cdeadbeef","Image":"hobbs:local","Name":"hobbs-abc123","Status":"died","Type":"container","ContainerExitCode":0}`,
 			event{died: true, id: "4f2a9cdeadbeef"}, true},
+		// Removal (the agent is created with --rm): Docker's destroy,
+		// podman's remove. A network's destroy is not a container's.
+		{`{"status":"destroy","id":"4f2a9c","Type":"container","Action":"destroy","Actor":{"ID":"4f2a9c","Attributes":{"name":"hobbs-abc123"}},"scope":"local","time":1,"timeNano":1}`,
+			event{removed: true, id: "4f2a9c"}, true},
+		{`{"ID":"4f2a9cdeadbeef","Name":"hobbs-abc123","Status":"remove","Type":"container"}`,
+			event{removed: true, id: "4f2a9cdeadbeef"}, true},
+		{`{"Type":"network","Action":"destroy","Actor":{"ID":"77aa","Attributes":{"name":"hobbs-abc123-int"}}}`, event{}, false},
 		{`not json`, event{}, false},
 	} {
 		got, ok := parseEvent([]byte(c.line))

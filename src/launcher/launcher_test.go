@@ -99,6 +99,9 @@ func TestAgentIsConfined(t *testing.T) {
 	if !slices.Contains(a, "--init") || a[len(a)-1] != "claude" || a[len(a)-2] != "hobbs:local" {
 		t.Errorf("default command: %v", a[len(a)-3:])
 	}
+	if !slices.Contains(a, "--rm") {
+		t.Errorf("the agent must be removed by the engine when its command ends: %v", a)
+	}
 	s.Command = []string{"sh", "-c", "exit 3"}
 	a = s.AgentArgs()
 	if !slices.Equal(a[len(a)-4:], []string{"hobbs:local", "sh", "-c", "exit 3"}) {

@@ -60,6 +60,8 @@ type Session struct {
 	events           *exec.Cmd // `docker events` watching the containers
 	agentID, proxyID string    // ids of the created containers
 	proxyGone        *future   // the proxy's removal, once started early
+	ev               *events   // what the engine's event stream told
+	agentEnded       bool      // the agent's `start --attach` returned its status
 }
 
 // reservedEnv are variables the launcher sets; a vault mapping may not
@@ -99,9 +101,16 @@ func (s *Session) labels(role string) []string {
 
 func (s *Session) user() string { return fmt.Sprintf("%d:%d", s.UID, s.GID) }
 
-// hardening are the flags both containers share.
-func (s *Session) hardening() []string {
-	a := []string{"--user", s.user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--init"}
+// hardening are the flags both containers share. The agent gets an init
+// process (--init: Claude Code starts many children, and their orphans must
+// be reaped); the proxy does not need one: it is one Go process that starts
+// no children and handles SIGTERM itself, and an init would be one more
+// program to start on the way to a session.
+func (s *Session) hardening(init bool) []string {
+	a := []string{"--user", s.user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges"}
+	if init {
+		a = append(a, "--init")
+	}
 	if s.Engine.IsPodman() {
 		a = append(a, "--userns", "keep-id")
 	}
@@ -119,7 +128,7 @@ func (s *Session) ProxyArgs() []string {
 	a := []string{"create", "--name", ProxyName(s.Name), "--hostname", "proxy"}
 	a = append(a, s.labels(RoleProxy)...)
 	a = append(a, "--network", IntNetwork(s.Name), "--network-alias", ProxyAlias)
-	a = append(a, s.hardening()...)
+	a = append(a, s.hardening(false)...)
 	a = append(a, "--pids-limit", "256", "--memory", "512m",
 		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy", "-e", TokenEnv,
 		// The instance read-only (policy.yaml, watched for changes), its logs
@@ -145,15 +154,17 @@ func (s *Session) AgentEnv() []string {
 	return append(env, s.Secrets...)
 }
 
-// AgentArgs is the `create` command line of the agent container.
+// AgentArgs is the `create` command line of the agent container. The engine
+// removes it when its command ends (--rm): `start --attach` returns once it
+// is gone, and no removal of the launcher's is left on the way out.
 func (s *Session) AgentArgs() []string {
-	a := []string{"create", "--name", s.Name, "--hostname", "hobbs", "-i"}
+	a := []string{"create", "--rm", "--name", s.Name, "--hostname", "hobbs", "-i"}
 	if s.TTY {
 		a = append(a, "-t")
 	}
 	a = append(a, s.labels(RoleAgent)...)
 	a = append(a, "--network", IntNetwork(s.Name))
-	a = append(a, s.hardening()...)
+	a = append(a, s.hardening(true)...)
 	r := s.Config.Resources
 	if r.PIDs > 0 {
 		a = append(a, "--pids-limit", strconv.Itoa(r.PIDs))
@@ -292,6 +303,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	s.ev = ev
 	err = s.create(ctx, reaped)
 	close(created)
 	if err != nil {
@@ -339,6 +351,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	for {
 		select {
 		case res := <-agent.done:
+			s.agentEnded = true
 			select {
 			case <-proxyDied: // died first, and not removed by us
 				if s.proxyGone == nil {
@@ -518,6 +531,7 @@ type events struct {
 	proxyJoined <-chan struct{} // the proxy joined the internal network
 	proxyDied   <-chan struct{}
 	agentDied   <-chan struct{}
+	agentGone   <-chan struct{} // the agent was removed
 }
 
 // eventLine is one `events --format '{{json .}}'` line: Docker's fields,
@@ -537,8 +551,9 @@ type eventLine struct {
 // event is what the launcher needs of one engine event.
 type event struct {
 	died      bool   // a container died: id
+	removed   bool   // a container was removed: id
 	connect   bool   // a container joined a network: container, network
-	id        string // the container that died
+	id        string // the container that died or was removed
 	container string // the container that joined
 	network   string // the network it joined (name)
 }
@@ -561,6 +576,8 @@ func parseEvent(line []byte) (event, bool) {
 	switch {
 	case strings.HasPrefix(action, "die") && l.Type == "container": // podman: died
 		return event{died: true, id: id}, true
+	case (action == "destroy" || action == "remove") && l.Type == "container": // podman: remove
+		return event{removed: true, id: id}, true
 	case action == "connect" && l.Type == "network":
 		net := l.Actor.Attributes["name"]
 		if net == "" {
@@ -578,10 +595,10 @@ func parseEvent(line []byte) (event, bool) {
 // launcher learns of deaths later (when `docker start` returns) and starts
 // the agent once the proxy's start returned.
 func (s *Session) watch(ctx context.Context, created <-chan struct{}) (*events, error) {
-	joined, pdied, adied := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	ev := &events{proxyJoined: joined, proxyDied: pdied, agentDied: adied}
+	joined, pdied, adied, agone := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	ev := &events{proxyJoined: joined, proxyDied: pdied, agentDied: adied, agentGone: agone}
 	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), nil, "events", "--since", "60s",
-		"--filter", "event=die", "--filter", "event=connect", "--format", "{{json .}}")
+		"--filter", "event=die", "--filter", "event=connect", "--filter", "event=destroy", "--format", "{{json .}}")
 	if err != nil {
 		return nil, err
 	}
@@ -609,6 +626,10 @@ func (s *Session) watch(ctx context.Context, created <-chan struct{}) (*events, 
 			e, ok := parseEvent(sc.Bytes())
 			switch {
 			case !ok:
+			case e.removed:
+				if sameID(e.id, s.agentID) {
+					once(agone, "agent removed")
+				}
 			case e.died:
 				if sameID(e.id, s.agentID) {
 					once(adied, "agent died")
@@ -800,43 +821,101 @@ func (a *agentRun) kill(s *Session) {
 }
 
 // cleanup removes the session's containers and networks (not the volume),
-// only those this run made. Each removal starts as soon as it can: the
-// egress network once the proxy is gone, the internal one once both
-// containers are.
+// only those this run made. The engine removed the agent when its command
+// ended (--rm), unless the session ended otherwise; the proxy's removal may
+// be under way already (removeProxyEarly). Once both are gone, the networks
+// go in one call.
 func (s *Session) cleanup() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if s.events != nil {
-		_ = s.events.Process.Kill()
-		_ = s.events.Wait()
-	}
+	defer func() {
+		if s.events != nil {
+			_ = s.events.Process.Kill()
+			_ = s.events.Wait()
+		}
+	}()
 	none := spawn(func() error { return nil })
 	agent, proxy := none, none
-	if s.has("agent") {
-		agent = spawn(func() error { return s.rmContainer(ctx, s.Name) })
+	if s.has("agent") && !s.agentRemoved() {
+		agent = spawn(func() error { return s.removeAgent(ctx) })
 	}
 	if s.proxyGone != nil { // already on its way (the agent died)
 		proxy = s.proxyGone
 	} else if s.has("proxy") {
 		proxy = spawn(func() error { return s.rmContainer(ctx, ProxyName(s.Name)) })
 	}
-	netRm := func(what, name string, after ...*future) func() error {
-		return func() error {
-			var errs []error
-			for _, f := range after {
-				errs = append(errs, f.wait())
-			}
-			if err := errors.Join(errs...); err != nil || !s.has(what) {
-				return err
-			}
-			if _, err := s.Engine.Output(ctx, "network", "rm", name); err != nil && !isNoSuch(err) {
-				return err
-			}
-			return nil
+	if err := errors.Join(agent.wait(), proxy.wait()); err != nil {
+		return err // the networks are still in use
+	}
+	var nets []string
+	for _, n := range []struct{ what, name string }{{"int", IntNetwork(s.Name)}, {"egress", EgressNetwork(s.Name)}} {
+		if s.has(n.what) {
+			nets = append(nets, n.name)
 		}
 	}
-	// The containers' errors reach the result through the network removals.
-	return parallel(netRm("egress", EgressNetwork(s.Name), proxy), netRm("int", IntNetwork(s.Name), agent, proxy))
+	if len(nets) == 0 {
+		return nil
+	}
+	if _, err := s.Engine.Output(ctx, append([]string{"network", "rm"}, nets...)...); err == nil {
+		return nil
+	}
+	// Which one failed, and was it only missing?
+	var all []error
+	for _, n := range nets {
+		if _, err := s.Engine.Output(ctx, "network", "rm", n); err != nil && !isNoSuch(err) {
+			all = append(all, err)
+		}
+	}
+	return errors.Join(all...)
+}
+
+// removeAgent removes the agent container. The engine may be removing it
+// already (--rm: its command ended while the session was being stopped), and
+// refuses a second removal meanwhile: then the launcher waits for its
+// destroy event, asking again now and then (the event stream may have
+// ended).
+func (s *Session) removeAgent(ctx context.Context) error {
+	var gone <-chan struct{}
+	if s.ev != nil {
+		gone = s.ev.agentGone
+	}
+	for {
+		err := s.rmContainer(ctx, s.Name)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-gone:
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+// agentRemoved reports whether the engine has removed the agent container
+// (its destroy event arrived). When its `start --attach` returned the
+// command's status, the engine has removed it already, and the event is
+// waited for a little.
+func (s *Session) agentRemoved() bool {
+	if s.ev == nil {
+		return false
+	}
+	select {
+	case <-s.ev.agentGone:
+		return true
+	default:
+	}
+	if !s.agentEnded {
+		return false
+	}
+	select {
+	case <-s.ev.agentGone:
+		return true
+	case <-time.After(250 * time.Millisecond):
+		return false
+	}
 }
 
 // removeSession removes every container and network labelled as session n.
