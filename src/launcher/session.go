@@ -873,12 +873,15 @@ func (s *Session) cleanup() error {
 // already (--rm: its command ended while the session was being stopped), and
 // refuses a second removal meanwhile: then the launcher waits for its
 // destroy event, asking again now and then (the event stream may have
-// ended).
+// ended), for removeAgentWait at most (engines word that refusal
+// differently, so any error is retried until then).
 func (s *Session) removeAgent(ctx context.Context) error {
 	var gone <-chan struct{}
 	if s.ev != nil {
 		gone = s.ev.agentGone
 	}
+	ctx, cancel := context.WithTimeout(ctx, removeAgentWait)
+	defer cancel()
 	for {
 		err := s.rmContainer(ctx, s.Name)
 		if err == nil {
@@ -893,6 +896,8 @@ func (s *Session) removeAgent(ctx context.Context) error {
 		}
 	}
 }
+
+const removeAgentWait = 10 * time.Second
 
 // agentRemoved reports whether the engine has removed the agent container
 // (its destroy event arrived). When its `start --attach` returned the
