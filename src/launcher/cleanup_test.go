@@ -1,12 +1,9 @@
 package launcher
 
 import (
-	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
@@ -19,32 +16,18 @@ import (
 // tests/e2e (TestInterrupt).
 func cleanupEngine(t *testing.T, agent string, busy int) (engine.CLI, func() []string) {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("shell script engine")
-	}
-	dir := t.TempDir()
-	log, count := filepath.Join(dir, "calls"), filepath.Join(dir, "count")
-	script := `#!/bin/sh
-echo "$*" >> ` + log + `
-if [ "$*" = "rm -f ` + agent + `" ]; then
-	echo x >> ` + count + `
-	if [ "$(wc -l < ` + count + `)" -le ` + strconv.Itoa(busy) + ` ]; then
-		echo "Error response from daemon: removal of container ` + agent + ` is already in progress" >&2
+	count := filepath.Join(t.TempDir(), "count")
+	return scriptEngine(t, `if [ "$*" = "rm -f `+agent+`" ]; then
+	echo x >> `+count+`
+	if [ "$(wc -l < `+count+`)" -le `+strconv.Itoa(busy)+` ]; then
+		echo "Error response from daemon: removal of container `+agent+` is already in progress" >&2
 		exit 1
 	fi
-	echo "Error: No such container: ` + agent + `" >&2
+	echo "Error: No such container: `+agent+`" >&2
 	exit 1
 fi
 exit 0
-`
-	bin := filepath.Join(dir, "docker")
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return engine.CLI{Bin: bin}, func() []string {
-		b, _ := os.ReadFile(log)
-		return strings.Split(strings.TrimSpace(string(b)), "\n")
-	}
+`)
 }
 
 func made(s *Session, what ...string) {

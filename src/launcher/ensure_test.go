@@ -22,18 +22,11 @@ import (
 // recording the call. The real engine is exercised by tests/e2e.
 func fakeEngine(t *testing.T, images map[string][2]string) (engine.CLI, func() []string) {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("shell script engine")
-	}
-	dir := t.TempDir()
-	log := filepath.Join(dir, "calls")
 	var table strings.Builder
 	for ref, v := range images {
 		table.WriteString("\t" + ref + ") id=" + v[0] + " label='" + v[1] + "';;\n")
 	}
-	script := `#!/bin/sh
-echo "$*" >> ` + log + `
-[ "$1 $2" = "image inspect" ] || exit 0
+	return scriptEngine(t, `[ "$1 $2" = "image inspect" ] || exit 0
 shift 2
 fmt=
 if [ "$1" = --format ]; then fmt=$2; shift 2; fi
@@ -41,7 +34,7 @@ rc=0
 for ref in "$@"; do
 	id= label=
 	case $ref in
-` + table.String() + `	*) echo "Error: No such image: $ref" >&2; rc=1; continue;;
+`+table.String()+`	*) echo "Error: No such image: $ref" >&2; rc=1; continue;;
 	esac
 	case $fmt in
 	'{{.Id}}') echo "$id";;
@@ -52,9 +45,21 @@ for ref in "$@"; do
 	esac
 done
 exit $rc
-`
+`)
+}
+
+// scriptEngine is a FAKE docker CLI: a shell script that logs each call's
+// arguments, then runs body. It returns the engine and a reader of the
+// calls so far.
+func scriptEngine(t *testing.T, body string) (engine.CLI, func() []string) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("shell script engine")
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "calls")
 	bin := filepath.Join(dir, "docker")
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho \"$*\" >> "+log+"\n"+body), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return engine.CLI{Bin: bin}, func() []string {
