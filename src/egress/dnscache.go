@@ -28,13 +28,10 @@ type dnsEntry struct {
 const dnsCacheMax = 4096
 
 func (c *dnsCache) resolve(ctx context.Context, name string) ([]netip.Addr, error) {
-	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.m[name]
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return append([]netip.Addr(nil), e.addrs...), nil
+	if addrs, ok := c.cached(name); ok {
+		return addrs, nil
 	}
+	now := time.Now()
 	addrs, err := c.lookup(ctx, name)
 	if err != nil || len(addrs) == 0 || c.ttl <= 0 {
 		return addrs, err
@@ -46,6 +43,18 @@ func (c *dnsCache) resolve(ctx context.Context, name string) ([]netip.Addr, erro
 	c.m[name] = dnsEntry{addrs: append([]netip.Addr(nil), addrs...), expires: now.Add(c.ttl)}
 	c.mu.Unlock()
 	return addrs, nil
+}
+
+// cached returns name's addresses if the cache has them, without waiting.
+func (c *dnsCache) cached(name string) ([]netip.Addr, bool) {
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.m[name]
+	c.mu.Unlock()
+	if !ok || !now.Before(e.expires) {
+		return nil, false
+	}
+	return append([]netip.Addr(nil), e.addrs...), true
 }
 
 // flush forgets every entry (on policy reload).

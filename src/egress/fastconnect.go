@@ -103,20 +103,21 @@ func (s *Server) acceptLoop(fl *fastListener) {
 			c.Close()
 			continue
 		}
-		go s.serveConn(fl, c)
+		go s.serveConn(fl, c, nil)
 	}
 }
 
 // serveConn reads c's first request head within the header timeout and
-// serves it on the fast path or hands c to net/http.
-func (s *Server) serveConn(fl *fastListener, c net.Conn) {
+// serves it on the fast path or hands c to net/http. pre holds bytes of the
+// head already read from c (by an event loop handing c over), at most
+// connHeadMax.
+func (s *Server) serveConn(fl *fastListener, c net.Conn, pre []byte) {
 	bp := headBufs.Get().(*[]byte)
 	buf := *bp
-	n, end, isConnect := 0, -1, true
+	n, end, isConnect := copy(buf, pre), -1, true
 	c.SetReadDeadline(time.Now().Add(s.opts.HeaderTimeout))
+	var rerr error
 	for {
-		m, err := c.Read(buf[n:])
-		n += m
 		if isConnect && !isPrefixOf(buf[:n], connectPrefix) {
 			isConnect = false
 		}
@@ -130,7 +131,7 @@ func (s *Server) serveConn(fl *fastListener, c net.Conn) {
 		if !isConnect || n == len(buf) {
 			break // not ours, or too big for the fast path
 		}
-		if err != nil {
+		if rerr != nil {
 			// timeout (slowloris), reset or EOF before a whole head: what
 			// net/http does too, close without an answer
 			s.pending.done(c)
@@ -138,6 +139,9 @@ func (s *Server) serveConn(fl *fastListener, c net.Conn) {
 			c.Close()
 			return
 		}
+		var m int
+		m, rerr = c.Read(buf[n:])
+		n += m
 	}
 	var h connectHead
 	ok := isConnect && end >= 0 && parseConnectHead(buf[:end], &h)

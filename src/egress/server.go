@@ -107,7 +107,7 @@ func NewServer(opts Options) (*Server, error) {
 	s := &Server{opts: opts}
 	s.dns = dnsCache{lookup: opts.LookupNetIP, ttl: opts.DNSCacheTTL}
 	s.policy.Store(p)
-	s.tunnels.m = map[*tunnel]struct{}{}
+	s.tunnels.m = map[tunnelHandle]struct{}{}
 	s.audit = newAuditLog(opts.AuditPath, opts.Logf)
 
 	s.tr = &http.Transport{
@@ -371,6 +371,15 @@ func (s *Server) log(rec *record) {
 // policy, resolve, guard. On success it returns the checked addresses to
 // dial; on refusal the status to answer with.
 func (s *Server) decide(ctx context.Context, rec *record, hostText, portText string, connect bool) ([]netip.Addr, int) {
+	return s.decideWith(ctx, rec, hostText, portText, connect, false)
+}
+
+// needLookup is decideWith's answer, in cachedOnly mode, for an allowed name
+// whose addresses are not in the DNS cache: the caller must decide again
+// where it may wait for a lookup.
+const needLookup = -1
+
+func (s *Server) decideWith(ctx context.Context, rec *record, hostText, portText string, connect, cachedOnly bool) ([]netip.Addr, int) {
 	h, err := NormalizeHost(hostText)
 	if err == nil {
 		rec.host = h.String()
@@ -392,6 +401,11 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 	var addrs []netip.Addr
 	if h.IsIP() {
 		addrs = []netip.Addr{h.IP}
+	} else if cachedOnly {
+		var ok bool
+		if addrs, ok = s.dns.cached(h.Name); !ok {
+			return nil, needLookup
+		}
 	} else {
 		lctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
 		addrs, err = s.dns.resolve(lctx, h.Name)
@@ -461,6 +475,12 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 // goproxy): proxy authentication, then the request-target, which must be
 // exactly host:port, through decide.
 func (s *Server) connectDecision(rec *record, target, auth string, authCount int) ([]netip.Addr, int) {
+	return s.connectDecisionWith(rec, target, auth, authCount, false)
+}
+
+// connectDecisionWith is connectDecision; with cachedOnly it never waits for
+// DNS and answers needLookup instead.
+func (s *Server) connectDecisionWith(rec *record, target, auth string, authCount int, cachedOnly bool) ([]netip.Addr, int) {
 	if !s.authorizedValue(auth, authCount) {
 		rec.host, rec.rule, rec.reason = target, "proxy-auth", "missing or wrong proxy credentials"
 		return nil, http.StatusProxyAuthRequired
@@ -470,7 +490,7 @@ func (s *Server) connectDecision(rec *record, target, auth string, authCount int
 		rec.host, rec.rule, rec.reason = target, "bad-target", "CONNECT needs host:port"
 		return nil, http.StatusBadRequest
 	}
-	return s.decide(context.Background(), rec, host, port, true)
+	return s.decideWith(context.Background(), rec, host, port, true, cachedOnly)
 }
 
 // splitAuthority splits a CONNECT request-target, which must be exactly
@@ -492,11 +512,16 @@ func splitAuthority(s string) (host, port string, ok bool) {
 
 func writeRaw(c net.Conn, code int, body string) {
 	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	c.Write(refusalBytes(code, body))
+}
+
+// refusalBytes is a complete answer that closes the connection.
+func refusalBytes(code int, body string) []byte {
 	extra := ""
 	if code == http.StatusProxyAuthRequired {
 		extra = "Proxy-Authenticate: Basic realm=\"hobbs\"\r\n"
 	}
-	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\n%sContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\n%sContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		code, http.StatusText(code), extra, len(body), body)
 }
 

@@ -28,17 +28,28 @@ func (t *tunnel) close() {
 	})
 }
 
+// idle is how long neither side has sent or received data (kernel's view).
+func (t *tunnel) idle() time.Duration { return min(idleFor(t.client), idleFor(t.upstream)) }
+
+// tunnelHandle is what the tunnel set holds: a goroutine-relayed tunnel or
+// one relayed by an event loop (loop_linux.go), which reaps its own idle
+// tunnels (idle returns 0) and closes them on its own thread.
+type tunnelHandle interface {
+	close()
+	idle() time.Duration
+}
+
 // tunnelSet tracks open tunnels for draining, the idle reaper and tests.
 type tunnelSet struct {
 	mu     sync.Mutex
-	m      map[*tunnel]struct{}
+	m      map[tunnelHandle]struct{}
 	wg     sync.WaitGroup
 	reaper bool
 	closed bool // draining: no new tunnels
 }
 
 // add registers t; it returns false once the set is draining.
-func (ts *tunnelSet) add(t *tunnel) bool {
+func (ts *tunnelSet) add(t tunnelHandle) bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.closed {
@@ -56,7 +67,7 @@ func (ts *tunnelSet) drain() {
 	ts.mu.Unlock()
 }
 
-func (ts *tunnelSet) remove(t *tunnel) {
+func (ts *tunnelSet) remove(t tunnelHandle) {
 	ts.mu.Lock()
 	delete(ts.m, t)
 	ts.mu.Unlock()
@@ -69,10 +80,10 @@ func (ts *tunnelSet) count() int {
 	return len(ts.m)
 }
 
-func (ts *tunnelSet) snapshot() []*tunnel {
+func (ts *tunnelSet) snapshot() []tunnelHandle {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	out := make([]*tunnel, 0, len(ts.m))
+	out := make([]tunnelHandle, 0, len(ts.m))
 	for t := range ts.m {
 		out = append(out, t)
 	}
@@ -301,7 +312,7 @@ func (s *Server) ensureReaper() {
 				return
 			}
 			for _, t := range s.tunnels.snapshot() {
-				if idleFor(t.client) >= s.opts.IdleTimeout && idleFor(t.upstream) >= s.opts.IdleTimeout {
+				if t.idle() >= s.opts.IdleTimeout {
 					t.close()
 				}
 			}
