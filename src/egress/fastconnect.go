@@ -40,9 +40,10 @@ var connectPrefix = []byte("CONNECT ")
 // handed over.
 type fastListener struct {
 	net.Listener
-	ch     chan net.Conn
-	done   chan struct{}
-	closed sync.Once
+	ch      chan net.Conn
+	done    chan struct{}
+	closed  sync.Once
+	onClose func() // event loops: stop accepting too
 }
 
 func (l *fastListener) Accept() (net.Conn, error) {
@@ -59,6 +60,9 @@ func (l *fastListener) Close() error {
 	l.closed.Do(func() {
 		close(l.done)
 		err = l.Listener.Close()
+		if l.onClose != nil {
+			l.onClose()
+		}
 	})
 	return err
 }
@@ -349,6 +353,20 @@ func (p *pendingSet) decided(c net.Conn) bool {
 	p.m[c] = false
 	return true
 }
+
+// addDecided counts a connection an event loop has decided and not yet
+// registered as a tunnel or refused (doneDecided); false once shutting down.
+func (p *pendingSet) addDecided() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	return true
+}
+
+func (p *pendingSet) doneDecided() { p.wg.Done() }
 
 func (p *pendingSet) done(c net.Conn) {
 	p.mu.Lock()

@@ -47,6 +47,16 @@ type Options struct {
 	IdleTimeout   time.Duration                    // a tunnel with no traffic either way is closed; default 10 min
 	Debounce      time.Duration                    // policy reload debounce; default 100 ms
 	DNSCacheTTL   time.Duration                    // keep successful lookups this long; default 5 s, <0 disables
+	// EventLoops is the number of event loops serving CONNECT tunnels
+	// (Linux; loop_linux.go): 0 is GOMAXPROCS, at most 4; <0 serves every
+	// connection with goroutines (elsewhere, always).
+	EventLoops int
+
+	// loopLookups (tests only) lets the event loops wait for lookups
+	// themselves instead of handing a cache miss to the goroutine path:
+	// with the tests' instant fake resolver, every CONNECT is then decided
+	// and relayed by a loop.
+	loopLookups bool
 }
 
 // Server is the egress proxy.
@@ -62,6 +72,9 @@ type Server struct {
 	dns     dnsCache
 	pending pendingSet // connections whose first head is being read
 	stopped atomic.Bool
+	loops   loopGroup
+	// what served the connections (tests check which path ran)
+	loopTunnels, handOvers atomic.Int64
 }
 
 // NewServer loads the policy files and builds a server. It fails (exit 2
@@ -163,7 +176,9 @@ func Listen(addr string) (net.Listener, error) {
 // the net/http server and goproxy.
 func (s *Server) Serve(l net.Listener) error {
 	fl := &fastListener{Listener: l, ch: make(chan net.Conn), done: make(chan struct{})}
-	go s.acceptLoop(fl)
+	if !s.startLoops(fl) {
+		go s.acceptLoop(fl)
+	}
 	err := s.hs.Serve(tapListener{fl})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -195,6 +210,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.watch != nil {
 		s.watch.stop()
 	}
+	s.loops.stopAccepting()   // loops: no new connections, heads being read closed
 	err := s.hs.Shutdown(ctx) // closes the listener: no new connections
 	if err != nil {
 		s.hs.Close()

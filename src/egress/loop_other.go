@@ -1,0 +1,11 @@
+//go:build !linux
+
+package egress
+
+// Outside Linux every connection is served by goroutines.
+
+type loopGroup struct{}
+
+func (loopGroup) stopAccepting() {}
+
+func (s *Server) startLoops(*fastListener) bool { return false }

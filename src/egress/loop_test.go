@@ -1,0 +1,135 @@
+//go:build linux
+
+package egress
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The whole package's suites run three times in `make test`: as in
+// production (HOBBS_TEST_ENGINE unset), with every CONNECT served by an
+// event loop (=loop) and with no loops (=goroutines). These tests pin what
+// only the loops do.
+
+// TestEnginePaths: in production mode a CONNECT to a name not in the DNS
+// cache is handed to the goroutine path (a lookup may wait), the next one
+// to the same name is served by a loop, and a plain-HTTP request is handed
+// to net/http — each with the same outcome.
+func TestEnginePaths(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.EventLoops, o.loopLookups = 0, false })
+	auth := fmt.Sprintf("allowed.test:%d", tg.port)
+	step := func(what string, wantLoop, wantHand int64, do func() (int, string)) {
+		t.Helper()
+		code, body := do()
+		if code != 200 {
+			t.Fatalf("%s: status %d: %s", what, code, body)
+		}
+		if l, h := e.srv.loopTunnels.Load(), e.srv.handOvers.Load(); l != wantLoop || h != wantHand {
+			t.Fatalf("%s: loop tunnels %d, hand-overs %d; want %d, %d", what, l, h, wantLoop, wantHand)
+		}
+	}
+	step("first CONNECT (cache miss)", 0, 1, func() (int, string) { return e.tunnel(t, auth, "") })
+	step("second CONNECT (cached)", 1, 1, func() (int, string) { return e.tunnel(t, auth, "") })
+	step("plain HTTP", 1, 2, func() (int, string) {
+		return e.raw(t, fmt.Sprintf("GET http://allowed.test:%d/ HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n", tg.port, tg.port))
+	})
+	// a refusal decided in the loop answers like any other
+	code, body := e.tunnel(t, fmt.Sprintf("denied.test:%d", tg.port), "")
+	if code != 403 || !strings.Contains(body, "denied by") {
+		t.Fatalf("denied CONNECT: %d %s", code, body)
+	}
+}
+
+// TestLoopBackpressure: a client that does not read while the target sends
+// megabytes leaves the loop holding the unsent bytes (its socket is full);
+// they all arrive, in order, once it reads, and no relay buffer stays taken.
+func TestLoopBackpressure(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	down := make([]byte, 16<<20+5)
+	for i := range down {
+		down[i] = byte(rng.Uint32())
+	}
+	port := rawTarget(t, down)
+	e := startProxy(t, basePolicy(port), func(o *Options) { o.loopLookups = true; o.EventLoops = 2 })
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\n\r\n", port)
+	c.(*net.TCPConn).CloseWrite() // nothing up: the target answers the hash of nothing
+	time.Sleep(500 * time.Millisecond)
+	if relayBufsOut.Load() == 0 {
+		t.Fatal("no relay buffer holds unsent bytes while the client does not read: backpressure path not taken")
+	}
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ok = "HTTP/1.1 200 Connection established\r\n\r\n"
+	got, found := bytes.CutPrefix(got, []byte(ok))
+	if !found || len(got) < len(down) || !bytes.Equal(got[:len(down)], down) {
+		t.Fatalf("bytes down differ (%d received, want %d + hash)", len(got), len(down))
+	}
+	if e.srv.loopTunnels.Load() != 1 {
+		t.Fatalf("loop tunnels %d, want 1", e.srv.loopTunnels.Load())
+	}
+	if !waitFor(time.Second, func() bool { return relayBufsOut.Load() == 0 && e.srv.ActiveTunnels() == 0 }) {
+		t.Fatalf("after the tunnel: %d relay buffers out, %d tunnels", relayBufsOut.Load(), e.srv.ActiveTunnels())
+	}
+}
+
+// TestLoopShutdown: Shutdown closes connections still sending their head,
+// lets an open loop tunnel finish until its context ends, then closes it,
+// writes its audit line and leaves no descriptor of the loops behind.
+func TestLoopShutdown(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	fds := openFDs()
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.loopLookups = true })
+	tun := dialTunnel(t, e.addr, fmt.Sprintf("allowed.test:%d", tg.port))
+	defer tun.Close()
+	slow, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	io.WriteString(slow, "CONNECT allowed.test") // a head that never ends
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	e.srv.Shutdown(ctx)
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("Shutdown returned after %v: did not wait for the open tunnel", d)
+	}
+	for name, c := range map[string]net.Conn{"tunnel": tun, "head": slow} {
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, err := c.Read(make([]byte, 64))
+		if ne, ok := err.(net.Error); err == nil || ok && ne.Timeout() {
+			t.Fatalf("%s still open after Shutdown (read %d bytes, %v)", name, n, err)
+		}
+	}
+	if n := e.srv.ActiveTunnels(); n != 0 {
+		t.Fatalf("%d tunnels after Shutdown", n)
+	}
+	b, _ := os.ReadFile(e.audit)
+	if !strings.Contains(string(b), `"egress.allow"`) {
+		t.Fatalf("no audit line for the closed tunnel:\n%s", b)
+	}
+	tun.Close()
+	slow.Close()
+	if !waitFor(2*time.Second, func() bool { return openFDs() <= fds }) {
+		t.Fatalf("descriptors: %d after Shutdown, %d before the proxy (%s)", openFDs(), fds, fdKinds())
+	}
+}
