@@ -723,6 +723,9 @@ func (l *evLoop) flush(dst *evConn) {
 	w, err := writeNB(dst.fd, p)
 	l.count(dst, w)
 	dst.pendOff += w
+	if w > 0 {
+		dst.t.last = l.now // a slow reader draining a big answer is not idle
+	}
 	if err != 0 {
 		l.closeTunnel(dst.t)
 		return
