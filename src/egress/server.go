@@ -171,9 +171,11 @@ func Listen(addr string) (net.Listener, error) {
 	return lc.Listen(context.Background(), "tcp", addr)
 }
 
-// Serve accepts proxy clients on l until Shutdown. CONNECT requests are
-// served on the fast path (fastconnect.go); every other connection goes to
-// the net/http server and goproxy.
+// Serve accepts proxy clients on l until Shutdown. On Linux with a TCP
+// listener, event loops serve CONNECT tunnels (loop_linux.go) and hand the
+// rest to the goroutine path; elsewhere CONNECT requests are served on the
+// goroutine fast path (fastconnect.go). Every other connection goes to the
+// net/http server and goproxy.
 func (s *Server) Serve(l net.Listener) error {
 	fl := &fastListener{Listener: l, ch: make(chan net.Conn), done: make(chan struct{})}
 	if !s.startLoops(fl) {
