@@ -376,6 +376,11 @@ func (l *evLoop) add(fd int, state uint8) (*evConn, error) {
 func (l *evLoop) forget(c *evConn) {
 	l.ctl(unix.EPOLL_CTL_DEL, c.fd, 0, 0)
 	delete(l.conns, int32(c.fd))
+	c.putBuffers()
+}
+
+// putBuffers returns the head and pending-bytes buffers c holds.
+func (c *evConn) putBuffers() {
 	if c.head != nil {
 		headBufs.Put(c.head)
 		c.head = nil
@@ -394,14 +399,7 @@ func (l *evLoop) closeConn(c *evConn) {
 	delete(l.conns, int32(c.fd))
 	sysClose(c.fd)
 	c.fd = -1
-	if c.head != nil {
-		headBufs.Put(c.head)
-		c.head = nil
-	}
-	if c.pend != nil {
-		putRelayBuf(c.pend)
-		c.pend = nil
-	}
+	c.putBuffers()
 }
 
 func (l *evLoop) accept() {
@@ -567,16 +565,15 @@ func (l *evLoop) dial(t *evTunnel) {
 		a := t.addrs[t.next]
 		t.next++
 		ap := netip.AddrPortFrom(a, uint16(t.rec.port))
-		fail := func(op string, err error) { t.lastErr = "dial tcp " + ap.String() + ": " + op + ": " + err.Error() }
 		fd, op, errno := sysConnectStart(ap)
 		if errno != 0 {
-			fail(op, errno)
+			t.dialFailed(op + ": " + errno.Error())
 			continue
 		}
 		u, err := l.add(fd, stConnecting)
 		if err != nil {
 			sysClose(fd)
-			fail("epoll_ctl", err)
+			t.dialFailed("epoll_ctl: " + err.Error())
 			continue
 		}
 		u.t, u.peer, t.client.peer, t.up = t, t.client, u, u
@@ -594,11 +591,17 @@ func (l *evLoop) dial(t *evTunnel) {
 	l.closeConn(t.client)
 }
 
+// dialFailed records why the address last tried failed, in the words of
+// Go's dialer (the goroutine path's 502 says the same).
+func (t *evTunnel) dialFailed(why string) {
+	t.lastErr = "dial tcp " + netip.AddrPortFrom(t.addrs[t.next-1], uint16(t.rec.port)).String() + ": " + why
+}
+
 // connected runs when an upstream connect completes or fails.
 func (l *evLoop) connected(u *evConn) {
 	t := u.t
 	if err := sysSoError(u.fd); err != 0 {
-		t.lastErr = "dial tcp " + netip.AddrPortFrom(t.addrs[t.next-1], uint16(t.rec.port)).String() + ": connect: " + err.Error()
+		t.dialFailed("connect: " + err.Error())
 		l.closeConn(u)
 		t.up = nil
 		l.dial(t)
@@ -774,7 +777,7 @@ func (l *evLoop) sweepDeadlines() {
 		case stConnecting:
 			if l.now >= c.deadline {
 				t := c.t
-				t.lastErr = "dial tcp " + netip.AddrPortFrom(t.addrs[t.next-1], uint16(t.rec.port)).String() + ": i/o timeout"
+				t.dialFailed("i/o timeout")
 				l.closeConn(c)
 				t.up = nil
 				l.dial(t)
