@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -71,8 +72,15 @@ requests and tunnels (up to --grace) and exits 0.`,
 			logf := func(format string, args ...any) {
 				fmt.Fprintf(a.errOut, "hobbs proxy: %s\n", audit.Redact(fmt.Sprintf(format, args...)))
 			}
+			// One scheduler slot more than event loops (see
+			// egress.DefaultEventLoops).
+			loops := egress.DefaultEventLoops()
+			if loops > 0 {
+				runtime.GOMAXPROCS(loops + 1)
+			}
 			srv, err := egress.NewServer(egress.Options{
 				PolicyFiles: policies, AuthToken: token, AuditPath: auditPath, Logf: logf, IdleTimeout: idle,
+				EventLoops: loops,
 			})
 			if err != nil {
 				return err

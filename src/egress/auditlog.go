@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bytes"
 	"sync"
 	"time"
 
@@ -43,10 +44,34 @@ func (a *auditLog) log(e any) {
 		a.logf("audit: %v", err)
 		return
 	}
+	a.send(line)
+}
+
+// appendLine appends e's line to batch, for a later send: an event loop
+// gathers its lines so that a tunnel costs no channel send (and no wake-up
+// of the writer) of its own.
+func (a *auditLog) appendLine(batch []byte, e any) []byte {
+	if a.ch == nil {
+		return batch
+	}
+	line, err := audit.MarshalLine(e) // redacted
+	if err != nil {
+		a.logf("audit: %v", err)
+		return batch
+	}
+	return append(batch, line...)
+}
+
+// send queues whole lines (one or a batch) for the writer; the writer owns
+// them from then on.
+func (a *auditLog) send(line []byte) {
+	if a.ch == nil || len(line) == 0 {
+		return
+	}
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.shut {
-		a.logf("audit: line after shutdown dropped")
+		a.logf("audit: %d line(s) after shutdown dropped", bytes.Count(line, []byte{'\n'}))
 		return
 	}
 	a.ch <- line

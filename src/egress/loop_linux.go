@@ -70,7 +70,12 @@ const (
 	loopDefaultMax  = 4   // default loops: GOMAXPROCS, at most this many
 	loopSweepMax    = 250 * time.Millisecond
 	loopSweepMin    = 10 * time.Millisecond
+	loopAuditMax    = 64 << 10 // batch size that is sent at once
 )
+
+// loopAuditWait is the longest an audit line waits in a loop's batch (a
+// variable for tests).
+var loopAuditWait = 20 * time.Millisecond
 
 var established200 = []byte("HTTP/1.1 200 Connection established\r\n\r\n")
 
@@ -92,6 +97,12 @@ type evLoop struct {
 	paused  int64 // accepting paused until (EMFILE and kin), 0: not paused
 	delay   time.Duration
 	stopped bool // no more accepting; exit once the last connection is gone
+
+	// Audit lines gathered since auditAt, sent to the writer in one batch
+	// (flushAudit) at most loopAuditWait later: a tunnel then costs no
+	// channel send and no wake-up of the writer of its own.
+	audit   []byte
+	auditAt int64
 
 	mu     sync.Mutex // guards reqs and exited (and the eventfd's life)
 	reqs   []func()
@@ -135,6 +146,18 @@ func (t *evTunnel) close() { t.l.post(func() { t.l.closeTunnel(t) }) }
 // idle is 0: a loop reaps its own idle tunnels.
 func (t *evTunnel) idle() time.Duration { return 0 }
 
+// DefaultEventLoops is the number of event loops a server starts when
+// Options.EventLoops is 0: GOMAXPROCS, at most 4 (0 where there are none).
+//
+// A loop's thread blocks in epoll_wait while it waits. A process that
+// serves with loops does best with one scheduler slot (GOMAXPROCS) more than
+// it has loops: the rest of the server (hand-overs, the audit writer,
+// reloads, the garbage collector) then runs without taking a loop's slot,
+// and the runtime sees a free slot and leaves the waiting loops alone
+// instead of taking their slots back every few microseconds (measured: about
+// a tenth less CPU per tunnel; docs/egress.md). `hobbs proxy` sets it so.
+func DefaultEventLoops() int { return min(runtime.GOMAXPROCS(0), loopDefaultMax) }
+
 // startLoops starts the event loops serving fl's listener; false (the
 // caller falls back to goroutines) when the listener is not a TCP socket,
 // loops are disabled or cannot be set up.
@@ -145,7 +168,7 @@ func (s *Server) startLoops(fl *fastListener) bool {
 	}
 	n := s.opts.EventLoops
 	if n == 0 {
-		n = min(runtime.GOMAXPROCS(0), loopDefaultMax)
+		n = DefaultEventLoops()
 	}
 	rc, err := tl.SyscallConn()
 	if err != nil {
@@ -268,6 +291,7 @@ func (l *evLoop) stopAccept() {
 		return
 	}
 	l.stopped = true
+	l.flushAudit() // from now on every line is sent at once (log)
 	if l.lfd >= 0 {
 		l.ctl(unix.EPOLL_CTL_DEL, l.lfd, 0, 0)
 		unix.Close(l.lfd)
@@ -288,7 +312,11 @@ func (l *evLoop) run() {
 	l.clock()
 	l.next = l.now + l.sweep
 	for {
-		timeout := int((l.next - l.now + int64(time.Millisecond) - 1) / int64(time.Millisecond))
+		wake := l.next
+		if len(l.audit) > 0 {
+			wake = min(wake, l.auditAt+int64(loopAuditWait))
+		}
+		timeout := max(0, int((wake-l.now+int64(time.Millisecond)-1)/int64(time.Millisecond)))
 		if len(l.ready) > 0 {
 			timeout = 0
 		}
@@ -334,7 +362,11 @@ func (l *evLoop) run() {
 			l.sweepDeadlines()
 			l.next = l.now + l.sweep
 		}
+		if len(l.audit) > 0 && l.now-l.auditAt >= int64(loopAuditWait) {
+			l.flushAudit()
+		}
 		if l.stopped && len(l.conns) == 0 {
+			l.flushAudit()
 			l.mu.Lock()
 			l.exited = true
 			reqs := l.reqs
@@ -539,7 +571,7 @@ func (l *evLoop) connectHead(c *evConn, end int) {
 		return
 	}
 	if code != 0 {
-		l.s.log(rec)
+		l.log(rec)
 		sysWrite(c.fd, refusalBytes(code, refusal(code, rec))) // a fresh socket's buffer holds it
 		l.closeConn(c)
 		return
@@ -585,7 +617,7 @@ func (l *evLoop) dial(t *evTunnel) {
 	rec := t.rec
 	rec.err = "dial: " + t.lastErr
 	l.s.pending.doneDecided()
-	l.s.log(rec)
+	l.log(rec)
 	sysWrite(t.client.fd, refusalBytes(http.StatusBadGateway, refusal(http.StatusBadGateway, rec)))
 	t.done = true
 	l.closeConn(t.client)
@@ -610,7 +642,7 @@ func (l *evLoop) connected(u *evConn) {
 	l.s.pending.doneDecided()
 	if !l.s.tunnels.add(t) {
 		t.rec.err = "proxy shutting down"
-		l.s.log(t.rec)
+		l.log(t.rec)
 		sysWrite(t.client.fd, refusalBytes(http.StatusServiceUnavailable, "hobbs proxy: shutting down\n"))
 		t.done = true
 		l.closeConn(u)
@@ -752,9 +784,36 @@ func (l *evLoop) closeTunnel(t *evTunnel) {
 		l.closeConn(t.up)
 	}
 	if t.registered {
-		l.s.log(t.rec) // before remove: Shutdown flushes the audit log once every tunnel is gone
+		l.log(t.rec) // before remove: Shutdown flushes the audit log once every tunnel is gone
 		l.s.tunnels.remove(t)
 	}
+}
+
+// log writes rec's audit line: into the loop's batch, or straight to the
+// writer once the loop has stopped accepting (Shutdown then flushes the
+// audit log as soon as the last tunnel is gone, and must find every line
+// there).
+func (l *evLoop) log(rec *record) {
+	if l.stopped {
+		l.s.log(rec)
+		return
+	}
+	if len(l.audit) == 0 {
+		l.auditAt = l.now
+	}
+	l.audit = l.s.audit.appendLine(l.audit, l.s.auditLine(rec))
+	if len(l.audit) >= loopAuditMax {
+		l.flushAudit()
+	}
+}
+
+// flushAudit hands the gathered lines to the writer.
+func (l *evLoop) flushAudit() {
+	if len(l.audit) == 0 {
+		return
+	}
+	l.s.audit.send(l.audit)
+	l.audit = nil // the writer owns the batch now
 }
 
 // sweepDeadlines closes heads past the header timeout, moves dials past

@@ -133,3 +133,61 @@ func TestLoopShutdown(t *testing.T) {
 		t.Fatalf("descriptors: %d after Shutdown, %d before the proxy (%s)", openFDs(), fds, fdKinds())
 	}
 }
+
+// TestLoopAuditBatch: a loop gathers its audit lines and sends them in
+// batches. Every line still reaches the file while the proxy idles on: the
+// batch is sent within loopAuditWait, not only when it fills.
+func TestLoopAuditBatch(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.loopLookups = true; o.EventLoops = 2 })
+	lines := func() int { return strings.Count(readFile(t, e.audit), "\n") }
+	for i := range 30 {
+		target := fmt.Sprintf("allowed.test:%d", tg.port)
+		if i%5 == 0 {
+			target = fmt.Sprintf("denied.test:%d", tg.port)
+		}
+		e.tunnel(t, target, "")
+	}
+	if e.srv.loopTunnels.Load() != 24 {
+		t.Fatalf("loop tunnels %d, want 24", e.srv.loopTunnels.Load())
+	}
+	if !waitFor(2*time.Second, func() bool { return lines() == 30 }) {
+		t.Fatalf("%d audit lines 2 s after 30 decisions, want 30: a batch waits for more", lines())
+	}
+	if n := strings.Count(readFile(t, e.audit), `"egress.allow"`); n != 24 {
+		t.Fatalf("%d allow lines, want 24", n)
+	}
+}
+
+// TestLoopAuditShutdown: the lines a loop has gathered when Shutdown begins
+// are in the file when it returns, also when the loop lives on meanwhile
+// (a tunnel still open) and its batch would not be due for an hour.
+func TestLoopAuditShutdown(t *testing.T) {
+	defer func(w time.Duration) { loopAuditWait = w }(loopAuditWait)
+	loopAuditWait = time.Hour
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.loopLookups = true; o.EventLoops = 1 })
+	for range 20 {
+		e.tunnel(t, fmt.Sprintf("allowed.test:%d", tg.port), "")
+	}
+	open := dialTunnel(t, e.addr, fmt.Sprintf("allowed.test:%d", tg.port))
+	defer open.Close()
+	waitFor(2*time.Second, func() bool { return e.srv.ActiveTunnels() == 1 })
+	if b, _ := os.ReadFile(e.audit); len(b) != 0 {
+		t.Fatalf("lines written before Shutdown with the batch not due:\n%s", b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { e.srv.Shutdown(ctx); close(done) }()
+	// Shutdown waits for the open tunnel; the gathered lines are written
+	// meanwhile (when the loop stops accepting, not when it exits).
+	if !waitFor(2*time.Second, func() bool { return strings.Count(readFile(t, e.audit), "\n") == 20 }) {
+		t.Fatalf("%d audit lines while Shutdown waits for the last tunnel, want 20", strings.Count(readFile(t, e.audit), "\n"))
+	}
+	open.Close()
+	<-done
+	if n := strings.Count(readFile(t, e.audit), `"egress.allow"`); n != 21 {
+		t.Fatalf("%d allow lines after Shutdown, want 21", n)
+	}
+}

@@ -374,7 +374,10 @@ type auditDetail struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
-func (s *Server) log(rec *record) {
+func (s *Server) log(rec *record) { s.audit.log(s.auditLine(rec)) }
+
+// auditLine is rec's audit line.
+func (s *Server) auditLine(rec *record) auditLine {
 	l := auditLine{Time: rec.start.UTC(), Actor: "proxy", Event: "egress.deny", Outcome: "denied",
 		Subject: net.JoinHostPort(rec.host, strconv.Itoa(rec.port)),
 		Detail: auditDetail{Client: rec.client, Method: rec.method, IP: rec.ip, Rule: rec.rule, Reason: rec.reason,
@@ -382,7 +385,7 @@ func (s *Server) log(rec *record) {
 	if rec.allow {
 		l.Event, l.Outcome = "egress.allow", "allowed"
 	}
-	s.audit.log(l)
+	return l
 }
 
 // decide runs the whole check for one destination: parse and normalise,
