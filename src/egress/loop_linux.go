@@ -116,6 +116,7 @@ type evConn struct {
 	state    uint8
 	rdEOF    bool // read side reached EOF (peer's write side shut)
 	inReady  bool
+	rdEdge   bool    // stWait: there is something to read (read it once relaying)
 	head     *[]byte // stHead: head buffer (headBufs)
 	n        int
 	deadline int64 // stHead, stConnecting
@@ -364,7 +365,7 @@ func (l *evLoop) run() {
 			for _, c := range ready {
 				c.inReady = false
 				if c.t != nil && !c.t.done {
-					l.pump(c, c.peer)
+					l.pump(c, c.peer, true)
 				}
 			}
 		}
@@ -496,11 +497,15 @@ func (l *evLoop) event(c *evConn, ev uint32) {
 	switch c.state {
 	case stHead:
 		if ev&readable != 0 {
-			l.readHead(c)
+			l.readHead(c, ev)
 		}
+	case stWait:
+		// The client's events wait until its tunnel is established; then it
+		// is read if an edge came meanwhile (readHead left it drained).
+		c.rdEdge = c.rdEdge || ev&readable != 0
 	case stConnecting:
 		if ev&writable != 0 {
-			l.connected(c)
+			l.connected(c, ev)
 		}
 	case stRelay:
 		t := c.t
@@ -508,18 +513,21 @@ func (l *evLoop) event(c *evConn, ev uint32) {
 			l.flush(c)
 		}
 		if ev&readable != 0 && !t.done {
-			l.pump(c, c.peer)
+			l.pump(c, c.peer, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
 		}
 	}
-	// stWait: the client's events wait until its tunnel is established,
-	// when both directions are pumped once.
 }
 
-// readHead reads the first request head, as serveConn does.
-func (l *evLoop) readHead(c *evConn) {
+// readHead reads the first request head, as serveConn does. It stops
+// reading where the head is complete. What may be left in the socket then
+// — bytes beyond a read that filled the buffer, or the client's end when
+// the event (ev) reported one already — gets no edge of its own:
+// connectHead notes that the client is to be read once the tunnel is up.
+func (l *evLoop) readHead(c *evConn, ev uint32) {
 	buf := *c.head
 	for {
 		m, err := sysRead(c.fd, buf[c.n:])
+		filled := m == len(buf)-c.n
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -539,7 +547,7 @@ func (l *evLoop) readHead(c *evConn) {
 				if !crlf {
 					l.handOver(c)
 				} else {
-					l.connectHead(c, e)
+					l.connectHead(c, e, filled || ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
 				}
 				return
 			}
@@ -571,7 +579,7 @@ func (l *evLoop) handOver(c *evConn) {
 	go l.s.serveConn(l.fl, nc, pre)
 }
 
-func (l *evLoop) connectHead(c *evConn, end int) {
+func (l *evLoop) connectHead(c *evConn, end int, unread bool) {
 	buf := *c.head
 	var h connectHead
 	if !parseConnectHead(buf[:end], &h) {
@@ -602,6 +610,7 @@ func (l *evLoop) connectHead(c *evConn, end int) {
 	c.head = nil
 	c.t = t
 	c.state = stWait
+	c.rdEdge = unread
 	l.dial(t)
 }
 
@@ -643,15 +652,19 @@ func (t *evTunnel) dialFailed(why string) {
 	t.lastErr = "dial tcp " + netip.AddrPortFrom(t.addrs[t.next-1], uint16(t.rec.port)).String() + ": " + why
 }
 
-// connected runs when an upstream connect completes or fails.
-func (l *evLoop) connected(u *evConn) {
+// connected runs when an upstream connect completes or fails (ev: the
+// event that said so). A failed connect reports EPOLLERR or EPOLLHUP; only
+// then is the socket asked why.
+func (l *evLoop) connected(u *evConn, ev uint32) {
 	t := u.t
-	if err := sysSoError(u.fd); err != 0 {
-		t.dialFailed("connect: " + err.Error())
-		l.closeConn(u)
-		t.up = nil
-		l.dial(t)
-		return
+	if ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+		if err := sysSoError(u.fd); err != 0 {
+			t.dialFailed("connect: " + err.Error())
+			l.closeConn(u)
+			t.up = nil
+			l.dial(t)
+			return
+		}
 	}
 	l.s.pending.doneDecided()
 	if !l.s.tunnels.add(t) {
@@ -680,9 +693,15 @@ func (l *evLoop) connected(u *evConn) {
 			return
 		}
 	}
-	l.pump(c, u)
-	if !t.done {
-		l.pump(u, c)
+	// Each side is read now only if it has something: the client if an
+	// edge came while it waited, the upstream if it was readable already
+	// when the connect completed (a server that speaks first). Later bytes
+	// bring edges of their own.
+	if c.rdEdge {
+		l.pump(c, u, true)
+	}
+	if !t.done && ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		l.pump(u, c, true)
 	}
 }
 
@@ -730,7 +749,14 @@ func writeNB(fd int, p []byte) (int, syscall.Errno) {
 // pump moves src's bytes to dst until src has nothing more, dst is full
 // (its pending bytes wait for room; src is read again once they are
 // written) or this turn's share is used up.
-func (l *evLoop) pump(src, dst *evConn) {
+//
+// Without toEnd, a read that returns less than asked for ends the turn: the
+// socket was empty then, and what arrives later brings an edge of its own
+// (edge-triggered: an event returned by epoll_wait is re-armed by the next
+// arrival). Callers pass toEnd when an end may be waiting that no edge will
+// announce again: the event reported the peer's shutdown (EPOLLRDHUP: the
+// EOF must be read), or the turn did not start from an event.
+func (l *evLoop) pump(src, dst *evConn, toEnd bool) {
 	t := src.t
 	if src.rdEOF || dst.pend != nil || t.done {
 		return
@@ -756,7 +782,7 @@ func (l *evLoop) pump(src, dst *evConn) {
 		}
 		t.last = l.now
 		l.send(dst, l.buf[:m])
-		if t.done || dst.pend != nil {
+		if t.done || dst.pend != nil || m < len(l.buf) && !toEnd {
 			return
 		}
 	}
@@ -784,7 +810,7 @@ func (l *evLoop) flush(dst *evConn) {
 	}
 	putRelayBuf(dst.pend)
 	dst.pend = nil
-	l.pump(dst.peer, dst)
+	l.pump(dst.peer, dst, true)
 }
 
 // closeTunnel closes both sockets and writes the audit line.

@@ -5,6 +5,7 @@ package egress
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -189,5 +190,68 @@ func TestLoopAuditShutdown(t *testing.T) {
 	<-done
 	if n := strings.Count(readFile(t, e.audit), `"egress.allow"`); n != 21 {
 		t.Fatalf("%d allow lines after Shutdown, want 21", n)
+	}
+}
+
+// TestLoopEdges: a loop reads a socket only when an edge says it has
+// something. Each way a byte or an end can arrive must bring it: a target
+// that speaks first (its bytes may come with the connect's completion), bytes
+// a client sends behind its head while the upstream is being dialled, and a
+// client's last bytes arriving together with its end. A missed edge leaves
+// the tunnel waiting for ever; the deadlines make that a failure.
+func TestLoopEdges(t *testing.T) {
+	banner := []byte("220 target speaks first\r\n")
+	port := rawTarget(t, banner)
+	e := startProxy(t, basePolicy(port), func(o *Options) { o.loopLookups = true; o.EventLoops = 1 })
+	authority := fmt.Sprintf("allowed.test:%d", port)
+	hashOf := func(p []byte) []byte { h := sha256.Sum256(p); return h[:] }
+	expect := func(t *testing.T, c net.Conn, want []byte) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("read %q (%v), want %q", got, err, want)
+		}
+	}
+	t.Run("target speaks first", func(t *testing.T) {
+		for range 30 {
+			c := dialTunnel(t, e.addr, authority)
+			expect(t, c, banner) // nothing sent: only the target's bytes
+			c.(*net.TCPConn).CloseWrite()
+			expect(t, c, hashOf(nil))
+			c.Close()
+		}
+	})
+	t.Run("bytes behind the head, in a write of their own", func(t *testing.T) {
+		payload := []byte("sent while the proxy dials")
+		for i := range 60 {
+			c, err := net.Dial("tcp", e.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\n\r\n", authority)
+			if i%2 == 1 {
+				time.Sleep(time.Duration(i) * 10 * time.Microsecond)
+			}
+			c.Write(payload)
+			c.(*net.TCPConn).CloseWrite()
+			expect(t, c, append([]byte("HTTP/1.1 200 Connection established\r\n\r\n"), banner...))
+			expect(t, c, hashOf(payload))
+			c.Close()
+		}
+	})
+	t.Run("last bytes and the end together", func(t *testing.T) {
+		for i := range 30 {
+			c := dialTunnel(t, e.addr, authority)
+			expect(t, c, banner)
+			payload := bytes.Repeat([]byte{byte(i)}, 1+i*1000)
+			c.Write(payload)
+			c.(*net.TCPConn).CloseWrite()
+			expect(t, c, hashOf(payload))
+			c.Close()
+		}
+	})
+	if n := e.srv.loopTunnels.Load(); n != 120 {
+		t.Fatalf("loop tunnels %d, want 120", n)
 	}
 }
