@@ -54,8 +54,87 @@ func TestCleanupWaitsForTheEnginesRemoval(t *testing.T) {
 	if !slices.Contains(c, "rm -f "+ProxyName(s.Name)) {
 		t.Errorf("proxy not removed: %q", c)
 	}
-	if want := "network rm " + IntNetwork(s.Name) + " " + EgressNetwork(s.Name); c[len(c)-1] != want || countLine(c, want) != 1 {
-		t.Errorf("want one %q after the containers are gone: %q", want, c)
+	want := "network rm " + IntNetwork(s.Name) + " " + EgressNetwork(s.Name)
+	nets := slices.Index(c, want)
+	if nets < 0 || countLine(c, want) != 1 {
+		t.Fatalf("want one %q: %q", want, c)
+	}
+	// The networks go once the agent is gone and the proxy has stopped.
+	if last := lastIndex(c, "rm -f "+s.Name); last > nets {
+		t.Errorf("networks removed before the agent was gone: %q", c)
+	}
+	if stop := slices.Index(c, proxyStopCall(s)); stop < 0 || stop > nets {
+		t.Errorf("networks removed before the proxy was stopped: %q", c)
+	}
+}
+
+func proxyStopCall(s *Session) string {
+	return "stop --time " + strconv.Itoa(proxyStopTime) + " " + ProxyName(s.Name)
+}
+
+func lastIndex(lines []string, l string) int {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i] == l {
+			return i
+		}
+	}
+	return -1
+}
+
+// The proxy writes a tunnel's audit line when the tunnel closes, and on
+// SIGTERM closes what is left and writes every line before it exits. `rm
+// -f` sends SIGKILL: lines of tunnels still open (a half-closed one whose
+// server has not hung up) or not yet flushed would be lost. So cleanup
+// stops the proxy (SIGTERM, with a bound) before anything removes it.
+func TestCleanupStopsTheProxyBeforeRemovingIt(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		s := testSession(t)
+		e, calls := cleanupEngine(t, s.Name, 0)
+		s.Engine = e
+		made(s, "int", "egress", "proxy", "agent")
+		gone := make(chan struct{})
+		close(gone)
+		s.ev, s.agentEnded = &events{agentGone: gone}, true
+		if early {
+			s.stopProxyEarly() // the agent's death was reported
+		}
+		if err := s.cleanup(); err != nil {
+			t.Fatalf("cleanup: %v", err)
+		}
+		c := calls()
+		stop, rm := slices.Index(c, proxyStopCall(s)), slices.Index(c, "rm -f "+ProxyName(s.Name))
+		if stop < 0 || rm < 0 || rm < stop {
+			t.Errorf("early=%v: want %q, then the removal: %q", early, proxyStopCall(s), c)
+		}
+		if countLine(c, proxyStopCall(s)) != 1 {
+			t.Errorf("early=%v: proxy stopped %d times: %q", early, countLine(c, proxyStopCall(s)), c)
+		}
+	}
+}
+
+// Podman refuses to remove a network a stopped container is still
+// attached to (Docker does not): then the networks go once the proxy is
+// removed.
+func TestCleanupNetworksAfterTheProxyOnRefusal(t *testing.T) {
+	s := testSession(t)
+	proxyGone := filepath.Join(t.TempDir(), "proxy-gone")
+	e, calls := scriptEngine(t, `case "$*" in
+"rm -f `+ProxyName(s.Name)+`") sleep 0.2; touch `+proxyGone+`;;
+"network rm "*) [ -e `+proxyGone+` ] || { echo "Error: network is being used" >&2; exit 1; };;
+esac
+exit 0
+`)
+	s.Engine = e
+	made(s, "int", "egress", "proxy")
+	if err := s.cleanup(); err != nil {
+		t.Fatalf("cleanup: %v (calls %q)", err, calls())
+	}
+	c := calls()
+	rm := slices.Index(c, "rm -f "+ProxyName(s.Name))
+	for _, n := range []string{IntNetwork(s.Name), EgressNetwork(s.Name)} {
+		if i := lastIndex(c, "network rm "+n); i < rm {
+			t.Errorf("network %s not removed after the proxy: %q", n, c)
+		}
 	}
 }
 
@@ -76,8 +155,8 @@ func TestCleanupTrustsTheDestroyEvent(t *testing.T) {
 	if countLine(c, "rm -f "+s.Name) != 0 {
 		t.Errorf("the removed agent was removed again: %q", c)
 	}
-	if len(c) != 2 {
-		t.Errorf("want the proxy's removal and one network removal, got %q", c)
+	if len(c) != 3 {
+		t.Errorf("want the proxy's stop and removal and one network removal, got %q", c)
 	}
 }
 

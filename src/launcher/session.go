@@ -59,7 +59,7 @@ type Session struct {
 	owner            string
 	events           *exec.Cmd // `docker events` watching the containers
 	agentID, proxyID string    // ids of the created containers
-	proxyGone        *future   // the proxy's removal, once started early
+	proxyStop        *future   // the proxy's stop, once started early
 	ev               *events   // what the engine's event stream told
 	agentEnded       bool      // the agent's `start --attach` returned its status
 }
@@ -127,7 +127,7 @@ func (s *Session) proxyURL() string {
 func (s *Session) ProxyArgs() []string {
 	a := []string{"create", "--name", ProxyName(s.Name), "--hostname", "proxy"}
 	a = append(a, s.labels(RoleProxy)...)
-	a = append(a, "--network", IntNetwork(s.Name), "--network-alias", ProxyAlias)
+	a = append(a, "--network", IntNetwork(s.Name), "--network-alias", ProxyAlias, "--stop-signal", "SIGTERM")
 	a = append(a, s.hardening(false)...)
 	a = append(a, "--pids-limit", "256", "--memory", "512m",
 		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy", "-e", TokenEnv,
@@ -141,7 +141,10 @@ func (s *Session) ProxyArgs() []string {
 		"proxy", "--listen", "0.0.0.0:"+ProxyPort,
 		"--policy", PolicyFile, "--policy", InstanceDir+"/policy.yaml",
 		"--audit", InstanceDir+"/"+ProxyAuditRel,
-		"--auth-token-env", TokenEnv)
+		"--auth-token-env", TokenEnv,
+		// Stopped once the agent is gone: what tunnels are left have no
+		// client; they are closed (and audited) well within proxyStopTime.
+		"--grace", "2s")
 	return a
 }
 
@@ -354,7 +357,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 			s.agentEnded = true
 			select {
 			case <-proxyDied: // died first, and not removed by us
-				if s.proxyGone == nil {
+				if s.proxyStop == nil {
 					return 0, s.proxyFailed("it exited during the session")
 				}
 			default:
@@ -370,11 +373,11 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		case <-agentDied:
 			agentDied = nil
 			stopHealth()
-			s.removeProxyEarly()
+			s.stopProxyEarly()
 		case <-proxyDied:
 			proxyDied = nil
-			if s.proxyGone != nil {
-				continue // our own removal
+			if s.proxyStop != nil {
+				continue // our own stop
 			}
 			agent.kill(s)
 			if !up {
@@ -663,10 +666,27 @@ func (s *Session) rmContainer(ctx context.Context, name string) error {
 	return nil
 }
 
-// removeProxyEarly starts removing the proxy (the agent has died).
-func (s *Session) removeProxyEarly() {
-	if s.proxyGone == nil {
-		s.proxyGone = spawn(func() error { return s.rmContainer(context.Background(), ProxyName(s.Name)) })
+// proxyStopTime is how long (seconds) the engine waits for the proxy to
+// exit after SIGTERM before it kills it. The proxy is stopped only once the
+// agent is gone, so its tunnels have no client left; it is run with a short
+// --grace (ProxyArgs) and exits well within this.
+const proxyStopTime = 5
+
+// stopProxy stops the proxy with SIGTERM: it closes what tunnels are left
+// and writes every audit line before it exits. `rm -f` would kill it outright
+// and lose the lines of tunnels still open or not yet written.
+func (s *Session) stopProxy(ctx context.Context) error {
+	_, err := s.Engine.Output(ctx, "stop", "--time", strconv.Itoa(proxyStopTime), ProxyName(s.Name))
+	if err != nil && !isNoSuch(err) {
+		return err
+	}
+	return nil
+}
+
+// stopProxyEarly starts stopping the proxy (the agent has died).
+func (s *Session) stopProxyEarly() {
+	if s.proxyStop == nil {
+		s.proxyStop = spawn(func() error { return s.stopProxy(context.Background()) })
 	}
 }
 
@@ -822,9 +842,12 @@ func (a *agentRun) kill(s *Session) {
 
 // cleanup removes the session's containers and networks (not the volume),
 // only those this run made. The engine removed the agent when its command
-// ended (--rm), unless the session ended otherwise; the proxy's removal may
-// be under way already (removeProxyEarly). Once both are gone, the networks
-// go in one call.
+// ended (--rm), unless the session ended otherwise; the proxy is stopped
+// (SIGTERM: it writes its last audit lines), which may be under way already
+// (stopProxyEarly). Once the agent is gone and the proxy stopped, the proxy
+// is removed and both networks go in one call, at once: Docker removes a
+// network that only stopped containers are attached to. An engine that
+// refuses (podman) is asked again once the proxy is gone.
 func (s *Session) cleanup() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -839,13 +862,17 @@ func (s *Session) cleanup() error {
 	if s.has("agent") && !s.agentRemoved() {
 		agent = spawn(func() error { return s.removeAgent(ctx) })
 	}
-	if s.proxyGone != nil { // already on its way (the agent died)
-		proxy = s.proxyGone
+	if s.proxyStop != nil { // already on its way (the agent died)
+		proxy = s.proxyStop
 	} else if s.has("proxy") {
-		proxy = spawn(func() error { return s.rmContainer(ctx, ProxyName(s.Name)) })
+		proxy = spawn(func() error { return s.stopProxy(ctx) })
 	}
 	if err := errors.Join(agent.wait(), proxy.wait()); err != nil {
 		return err // the networks are still in use
+	}
+	removed := none
+	if s.has("proxy") {
+		removed = spawn(func() error { return s.rmContainer(ctx, ProxyName(s.Name)) })
 	}
 	var nets []string
 	for _, n := range []struct{ what, name string }{{"int", IntNetwork(s.Name)}, {"egress", EgressNetwork(s.Name)}} {
@@ -854,13 +881,13 @@ func (s *Session) cleanup() error {
 		}
 	}
 	if len(nets) == 0 {
-		return nil
+		return removed.wait()
 	}
 	if _, err := s.Engine.Output(ctx, append([]string{"network", "rm"}, nets...)...); err == nil {
-		return nil
+		return removed.wait()
 	}
-	// Which one failed, and was it only missing?
-	var all []error
+	// Which one failed, and was it only missing or still in use?
+	all := []error{removed.wait()}
 	for _, n := range nets {
 		if _, err := s.Engine.Output(ctx, "network", "rm", n); err != nil && !isNoSuch(err) {
 			all = append(all, err)
@@ -931,6 +958,11 @@ func removeSession(ctx context.Context, e engine.CLI, n string) error {
 		return err
 	}
 	if ids != "" {
+		// Stopped first (SIGTERM): the proxy writes its last audit lines.
+		stop := append([]string{"stop", "--time", strconv.Itoa(proxyStopTime)}, strings.Fields(ids)...)
+		if _, err := e.Output(ctx, stop...); err != nil && !isNoSuch(err) {
+			return err
+		}
 		if _, err := e.Output(ctx, append([]string{"rm", "-f"}, strings.Fields(ids)...)...); err != nil && !isNoSuch(err) {
 			return err
 		}

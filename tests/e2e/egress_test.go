@@ -3,6 +3,9 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,6 +124,97 @@ func TestEgress(t *testing.T) {
 	if !allow || !deny {
 		b, _ := os.ReadFile(filepath.Join(e.inst, "logs", "audit.log"))
 		t.Errorf("audit log: allow decision %v, deny decision %v:\n%s", allow, deny, b)
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the session: %v", left)
+	}
+}
+
+const holdProbe = `set -u
+W=/home/dev/hobbs/workspace
+touch $W/.probe-started
+i=0; while [ ! -e $W/.hold ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+netprobe tunnel $(cat $W/.hold) > /tmp/t 2>&1 &
+i=0; while ! grep -q tunnel= /tmp/t && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
+cat /tmp/t
+`
+
+// TestAuditOfTunnelOpenAtExit: the session ends while a tunnel is still open
+// (its client went with the agent; its server has not hung up). The proxy
+// writes a tunnel's audit line when the tunnel closes, so it must be stopped
+// (SIGTERM: it closes what is left and writes every line), not killed: with
+// `rm -f` (SIGKILL) this line was never written.
+func TestAuditOfTunnelOpenAtExit(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	// A server on the host that reads and never hangs up, reached from the
+	// proxy through the egress network's gateway.
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c) // until the proxy's half-close; then keep c open
+		got <- string(b)
+		time.Sleep(time.Minute)
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	policy := filepath.Join(e.inst, "policy.yaml")
+	writeFile(t, policy, "allow_private:\n  - 10.0.0.0/8\n  - 172.16.0.0/12\n  - 192.168.0.0/16\n")
+	writeFile(t, filepath.Join(e.ws, "probe.sh"), holdProbe)
+	name := sessionName(t, "hold")
+	c := e.command(nil, e.runArgs(name, "sh", "/home/dev/hobbs/workspace/probe.sh")...)
+	var out, errb strings.Builder
+	c.Stdout, c.Stderr = &out, &errb
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the probe to start", func() bool { return exists(filepath.Join(e.ws, ".probe-started")) })
+	gw := docker(t, "network", "inspect", "--format", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", name+"-egress")
+	target := fmt.Sprintf("%s:%d", gw, port)
+	// The proxy reloads the policy; the probe asks again while it is denied.
+	writeFile(t, policy, "domains:\n  - \""+target+"\"\nallow_private:\n  - 10.0.0.0/8\n  - 172.16.0.0/12\n  - 192.168.0.0/16\n")
+	writeFile(t, filepath.Join(e.ws, ".hold"), target)
+	if err := c.Wait(); err != nil {
+		t.Fatalf("session: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "tunnel=open") {
+		t.Fatalf("the tunnel did not open:\n%s\n%s", out.String(), errb.String())
+	}
+	select {
+	case b := <-got:
+		if b != "held-bytes\n" {
+			t.Errorf("the server got %q", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("the server never saw the tunnel's end")
+	}
+	b, err := os.ReadFile(filepath.Join(e.inst, "logs", "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m struct {
+			Event, Subject, Outcome string
+			Detail                  struct {
+				BytesUp int64 `json:"bytes_up"`
+			}
+		}
+		if json.Unmarshal([]byte(l), &m) == nil && m.Event == "egress.allow" && m.Subject == target {
+			found = true
+			if m.Detail.BytesUp != int64(len("held-bytes\n")) {
+				t.Errorf("tunnel line with bytes_up %d, want %d: %s", m.Detail.BytesUp, len("held-bytes\n"), l)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no audit line for the tunnel to %s open at the session's end:\n%s", target, b)
 	}
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after the session: %v", left)

@@ -9,10 +9,16 @@
 //	netprobe resolve NAME     DNS lookup: "resolved …" or "failed: …"
 //	netprobe serve ADDR       HTTP server answering "upstream-ok", logging
 //	                          one "request host=… path=…" line per request
+//	netprobe tunnel HOST:PORT CONNECT through $HTTPS_PROXY (asking again while
+//	                          it answers 403, for 15 s: a policy being
+//	                          reloaded), send "held-bytes\n", print
+//	                          "tunnel=open" and keep the tunnel until killed
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -79,6 +85,12 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+	case "tunnel":
+		if err := holdTunnel(arg); err != nil {
+			fmt.Printf("tunnel=failed %s\n", oneLine(err.Error()))
+			os.Exit(1)
+		}
+		select {} // until killed, with the tunnel open
 	default:
 		fmt.Fprintln(os.Stderr, "netprobe: unknown command", os.Args[1])
 		os.Exit(2)
@@ -86,3 +98,46 @@ func main() {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+var held net.Conn
+
+// holdTunnel opens a CONNECT tunnel to target through $HTTPS_PROXY and sends
+// a few bytes into it.
+func holdTunnel(target string) error {
+	pu, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+	if err != nil || pu.Host == "" {
+		return fmt.Errorf("HTTPS_PROXY %q: %v", os.Getenv("HTTPS_PROXY"), err)
+	}
+	auth := ""
+	if pu.User != nil {
+		pw, _ := pu.User.Password()
+		auth = "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(pu.User.Username()+":"+pw)) + "\r\n"
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", pu.Host, 4*time.Second)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", target, target, auth)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil {
+			c.Close()
+			return err
+		}
+		if resp.StatusCode == http.StatusOK {
+			if _, err := io.WriteString(c, "held-bytes\n"); err != nil {
+				return err
+			}
+			fmt.Println("tunnel=open")
+			held = c // kept reachable: a collected conn would be closed
+			return nil
+		}
+		c.Close()
+		if resp.StatusCode != http.StatusForbidden || time.Now().After(deadline) {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
