@@ -30,6 +30,16 @@ exit 0
 `)
 }
 
+// agentRemovedByEngine sets s up as a session that made everything and
+// whose agent ended normally: its command's status came back and the
+// engine's destroy event for it arrived (--rm).
+func agentRemovedByEngine(s *Session) {
+	made(s, "int", "egress", "proxy", "agent")
+	gone := make(chan struct{})
+	close(gone)
+	s.ev, s.agentEnded = &events{agentGone: gone}, true
+}
+
 func made(s *Session, what ...string) {
 	for _, w := range what {
 		s.made(w)
@@ -91,10 +101,7 @@ func TestCleanupStopsTheProxyBeforeRemovingIt(t *testing.T) {
 		s := testSession(t)
 		e, calls := cleanupEngine(t, s.Name, 0)
 		s.Engine = e
-		made(s, "int", "egress", "proxy", "agent")
-		gone := make(chan struct{})
-		close(gone)
-		s.ev, s.agentEnded = &events{agentGone: gone}, true
+		agentRemovedByEngine(s)
 		if early {
 			s.stopProxyEarly() // the agent's death was reported
 		}
@@ -144,10 +151,7 @@ func TestCleanupTrustsTheDestroyEvent(t *testing.T) {
 	s := testSession(t)
 	e, calls := cleanupEngine(t, s.Name, 0)
 	s.Engine = e
-	made(s, "int", "egress", "proxy", "agent")
-	gone := make(chan struct{})
-	close(gone)
-	s.ev, s.agentEnded = &events{agentGone: gone}, true
+	agentRemovedByEngine(s)
 	if err := s.cleanup(); err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}

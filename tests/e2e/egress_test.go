@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,20 +35,32 @@ touch $W/.probe-done
 i=0; while [ ! -e $W/.upstream-gone ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 `
 
+// privateRanges opens the private ranges Docker's networks use to the
+// proxy's address guard (the test upstreams live there).
+const privateRanges = "allow_private:\n  - 10.0.0.0/8\n  - 172.16.0.0/12\n  - 192.168.0.0/16\n"
+
+// startProbe starts session name running script (as probe.sh in the
+// workspace) and waits until the script has started; the session's output
+// is gathered in out and errb.
+func (e *env) startProbe(t *testing.T, name, script string) (c *exec.Cmd, out, errb *strings.Builder) {
+	t.Helper()
+	writeFile(t, filepath.Join(e.ws, "probe.sh"), script)
+	c = e.command(nil, e.runArgs(name, "sh", "/home/dev/hobbs/workspace/probe.sh")...)
+	out, errb = &strings.Builder{}, &strings.Builder{}
+	c.Stdout, c.Stderr = out, errb
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the probe to start", func() bool { return exists(filepath.Join(e.ws, ".probe-started")) })
+	return c, out, errb
+}
+
 // TestEgress runs an upstream web server on the session's egress network
 // under an allowed and a denied name, and checks every way out of the agent.
 func TestEgress(t *testing.T) {
 	e := newEnv(t)
 	e.removeVolume(t)
-	writeFile(t, filepath.Join(e.inst, "policy.yaml"),
-		"domains:\n  - allowed.test:8080\nallow_private:\n  - 10.0.0.0/8\n  - 172.16.0.0/12\n  - 192.168.0.0/16\n")
-	writeFile(t, filepath.Join(e.ws, "probe.sh"), egressProbe)
+	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains:\n  - allowed.test:8080\n"+privateRanges)
 	name := sessionName(t, "egress")
-	c := e.command(nil, e.runArgs(name, "sh", "/home/dev/hobbs/workspace/probe.sh")...)
-	var out, errb strings.Builder
-	c.Stdout, c.Stderr = &out, &errb
-	e.start(t, c)
-	waitFor(t, 60*time.Second, "the probe to start", func() bool { return exists(filepath.Join(e.ws, ".probe-started")) })
+	c, out, errb := e.startProbe(t, name, egressProbe)
 
 	// The upstream: busybox httpd from the test base, on the session's
 	// egress network only, under two names.
@@ -167,18 +180,13 @@ func TestAuditOfTunnelOpenAtExit(t *testing.T) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 	policy := filepath.Join(e.inst, "policy.yaml")
-	writeFile(t, policy, "allow_private:\n  - 10.0.0.0/8\n  - 172.16.0.0/12\n  - 192.168.0.0/16\n")
-	writeFile(t, filepath.Join(e.ws, "probe.sh"), holdProbe)
+	writeFile(t, policy, privateRanges)
 	name := sessionName(t, "hold")
-	c := e.command(nil, e.runArgs(name, "sh", "/home/dev/hobbs/workspace/probe.sh")...)
-	var out, errb strings.Builder
-	c.Stdout, c.Stderr = &out, &errb
-	e.start(t, c)
-	waitFor(t, 60*time.Second, "the probe to start", func() bool { return exists(filepath.Join(e.ws, ".probe-started")) })
+	c, out, errb := e.startProbe(t, name, holdProbe)
 	gw := docker(t, "network", "inspect", "--format", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", name+"-egress")
 	target := fmt.Sprintf("%s:%d", gw, port)
 	// The proxy reloads the policy; the probe asks again while it is denied.
-	writeFile(t, policy, "domains:\n  - \""+target+"\"\nallow_private:\n  - 10.0.0.0/8\n  - 172.16.0.0/12\n  - 192.168.0.0/16\n")
+	writeFile(t, policy, "domains:\n  - \""+target+"\"\n"+privateRanges)
 	writeFile(t, filepath.Join(e.ws, ".hold"), target)
 	if err := c.Wait(); err != nil {
 		t.Fatalf("session: %v\n%s\n%s", err, out.String(), errb.String())
