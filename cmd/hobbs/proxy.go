@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -49,6 +50,7 @@ requests and tunnels (up to --grace) and exits 0.`,
 		Example: `  hobbs proxy --policy /etc/hobbs/policy.yaml --policy ~/.hobbs/policy.yaml \
       --audit ~/.hobbs/logs/audit.log --auth-token-file /run/secrets/proxy-token
   hobbs proxy --listen 127.0.0.1:3128 --policy policy.yaml
+  hobbs proxy --listen unix:/run/hobbs/proxy.sock --policy policy.yaml
   HOBBS_PROXY_TOKEN=s3cret hobbs proxy --policy policy.yaml --auth-token-env HOBBS_PROXY_TOKEN
   HTTPS_PROXY=http://127.0.0.1:3128 curl https://api.github.com/zen`,
 		Args: usageArgs(cobra.NoArgs),
@@ -121,7 +123,7 @@ requests and tunnels (up to --grace) and exits 0.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", "0.0.0.0:3128", "address to listen on")
+	f.StringVar(&listen, "listen", "0.0.0.0:3128", "address to listen on: HOST:PORT or unix:PATH")
 	f.StringArrayVar(&policies, "policy", nil, "policy file, repeatable; merged in order (default "+imagePolicy+")")
 	f.StringVar(&auditPath, "audit", "", "append one JSON line per decision to this file")
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding the proxy token; clients must send it (user hobbs)")
@@ -129,7 +131,38 @@ requests and tunnels (up to --grace) and exits 0.`,
 	cmd.MarkFlagsMutuallyExclusive("auth-token-file", "auth-token-env")
 	f.DurationVar(&idle, "idle-timeout", 10*time.Minute, "close a tunnel after this long without traffic")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, wait this long for open tunnels")
-	cmd.AddCommand(newProxyHealthCmd(a))
+	cmd.AddCommand(newProxyHealthCmd(a), newProxyRelayCmd(a))
+	return cmd
+}
+
+func newProxyRelayCmd(a *app) *cobra.Command {
+	var listen, to string
+	cmd := &cobra.Command{
+		Use:   "relay",
+		Short: "Forward a local TCP address to the proxy's unix socket",
+		Long: `relay listens on --listen and forwards every connection, byte for byte, to
+the proxy at --to. In a hobbs run session the agent's container has no
+network but loopback: the proxy listens on a unix socket shared with it, and
+the image's entry point starts this relay so that programs find the proxy
+at the TCP address in HTTP_PROXY. The relay checks nothing itself: the
+token, the policy and the address guard are the proxy's. It runs until
+SIGTERM or SIGINT.`,
+		Example: `  hobbs proxy relay --listen 127.0.0.1:3128 --to unix:/run/hobbs/proxy.sock`,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return errs.Wrap(errs.Failure, err, "listen on %s", listen)
+			}
+			logf := func(format string, args ...any) {
+				fmt.Fprintf(a.errOut, "hobbs proxy relay: %s\n", fmt.Sprintf(format, args...))
+			}
+			logf("relaying %s to %s", ln.Addr(), to)
+			return (&egress.Relay{To: to, Logf: logf}).Serve(cmd.Context(), ln)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:3128", "local HOST:PORT to listen on")
+	cmd.Flags().StringVar(&to, "to", "unix:/run/hobbs/proxy.sock", "the proxy: unix:PATH or HOST:PORT")
 	return cmd
 }
 
@@ -145,7 +178,8 @@ With --wait it asks again every 10ms until the proxy answers or the time is
 up: the agent container's entry point waits for its proxy this way.`,
 		Example: `  hobbs proxy health
   hobbs proxy health --addr proxy:3128
-  hobbs proxy health --addr proxy:3128 --wait 30s`,
+  hobbs proxy health --addr unix:/run/hobbs/proxy.sock
+  hobbs proxy health --addr 127.0.0.1:3128 --wait 30s`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			deadline := time.Now().Add(wait)
@@ -166,15 +200,20 @@ up: the agent container's entry point waits for its proxy this way.`,
 			}
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:3128", "HOST:PORT of the proxy")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:3128", "the proxy: HOST:PORT or unix:PATH")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "keep asking until the proxy answers or this much time has passed")
 	return cmd
 }
 
 // proxyHealth asks the proxy at addr for its health path once.
 func proxyHealth(addr string, timeout time.Duration) error {
-	client := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-	resp, err := client.Get("http://" + addr + egress.HealthPath)
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return egress.DialAddr(ctx, addr) }
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: dial}}
+	host := addr
+	if strings.HasPrefix(addr, "unix:") {
+		host = "proxy"
+	}
+	resp, err := client.Get("http://" + host + egress.HealthPath)
 	if err != nil {
 		return errs.Failf("proxy at %s is not answering: %v", addr, err)
 	}

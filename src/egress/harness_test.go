@@ -164,6 +164,39 @@ type proxyEnv struct {
 // startProxy writes policy to a file and serves a proxy on loopback.
 func startProxy(t testing.TB, policy string, mod func(*Options)) *proxyEnv {
 	t.Helper()
+	return startProxyAt(t, policy, mod, "127.0.0.1:0")
+}
+
+// startRelayedProxy serves the proxy on a unix socket behind a Relay on
+// loopback, as a session's agent reaches it: e.addr is the relay's.
+func startRelayedProxy(t testing.TB, policy string, mod func(*Options)) *proxyEnv {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hobbs-sock-") // short: a socket path has ~100 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := "unix:" + filepath.Join(dir, "proxy.sock")
+	e := startProxyAt(t, policy, mod, sock)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	r := &Relay{To: sock, Logf: t.Logf}
+	go func() {
+		defer close(done)
+		r.Serve(ctx, ln)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	e.addr = ln.Addr().String()
+	return e
+}
+
+// startProxyAt serves a proxy on listen (as Listen takes it).
+func startProxyAt(t testing.TB, policy string, mod func(*Options), listen string) *proxyEnv {
+	t.Helper()
 	dir := t.TempDir()
 	pf := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(pf, []byte(policy), 0o644); err != nil {
@@ -192,7 +225,7 @@ func startProxy(t testing.TB, policy string, mod func(*Options)) *proxyEnv {
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := Listen(listen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,20 +8,21 @@ import (
 )
 
 // idleFor reports how long c has neither sent nor received data, from the
-// kernel's TCP_INFO (no per-byte bookkeeping in the relay). Unknown: 0.
+// kernel's TCP_INFO (no per-byte bookkeeping in the relay). Unknown (not a
+// TCP socket, e.g. a client on the proxy's unix socket): -1.
 func idleFor(c net.Conn) time.Duration {
 	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
 		c = w.NetConn() // a conn replaying early data
 	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return 0
+		return -1
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
-		return 0
+		return -1
 	}
-	var idle time.Duration
+	idle := time.Duration(-1)
 	rc.Control(func(fd uintptr) {
 		info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
 		if err != nil {

@@ -9,4 +9,4 @@ import (
 
 // idleFor is not measured outside Linux: tunnels are not reaped for
 // idleness there (the proxy runs in a Linux container).
-func idleFor(net.Conn) time.Duration { return 0 }
+func idleFor(net.Conn) time.Duration { return -1 }

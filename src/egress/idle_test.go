@@ -12,12 +12,19 @@ import (
 
 // TestIdleTunnelsReaped: a tunnel with no traffic either way is closed after
 // the idle timeout; a tunnel in use is not.
+// Also with the client on the proxy's unix socket (a session's agent, through
+// its relay), whose side's idleness the kernel does not tell.
 func TestIdleTunnelsReaped(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("idle reaping uses TCP_INFO (Linux)")
 	}
+	t.Run("tcp", func(t *testing.T) { testIdleTunnelsReaped(t, startProxy) })
+	t.Run("unix", func(t *testing.T) { testIdleTunnelsReaped(t, startRelayedProxy) })
+}
+
+func testIdleTunnelsReaped(t *testing.T, start func(testing.TB, string, func(*Options)) *proxyEnv) {
 	tg := newTarget(t, "127.0.0.1")
-	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.IdleTimeout = 400 * time.Millisecond })
+	e := start(t, basePolicy(tg.port), func(o *Options) { o.IdleTimeout = 400 * time.Millisecond })
 	auth := fmt.Sprintf("allowed.test:%d", tg.port)
 	idle := dialTunnel(t, e.addr, auth)
 	defer idle.Close()

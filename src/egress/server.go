@@ -163,12 +163,50 @@ func NewServer(opts Options) (*Server, error) {
 // Policy returns the policy in force.
 func (s *Server) Policy() *Policy { return s.policy.Load() }
 
-// Listen opens the proxy's listening socket. TCP keep-alive is off: the
-// clients are local containers, and idle or dead tunnels are reaped by the
-// idle timeout (saving the keep-alive setsockopt calls on every connection).
+// Listen opens the proxy's listening socket: HOST:PORT, or unix:PATH for a
+// unix socket (what a `hobbs run` session's agent reaches the proxy by). TCP
+// keep-alive is off: the clients are local containers, and idle or dead
+// tunnels are reaped by the idle timeout (saving the keep-alive setsockopt
+// calls on every connection). A unix socket is made readable and writable by
+// its owner only; a socket file left at PATH (a proxy that was killed) is
+// replaced, anything else there is an error.
 func Listen(addr string) (net.Listener, error) {
-	lc := net.ListenConfig{KeepAlive: -1}
-	return lc.Listen(context.Background(), "tcp", addr)
+	path, ok := strings.CutPrefix(addr, "unix:")
+	if !ok {
+		lc := net.ListenConfig{KeepAlive: -1}
+		return lc.Listen(context.Background(), "tcp", addr)
+	}
+	if path == "" {
+		return nil, errors.New("unix: needs a path")
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	// Connecting takes write permission on the socket: the owner's only.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// DialAddr dials a proxy address as Listen takes it (HOST:PORT or
+// unix:PATH).
+func DialAddr(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return d.DialContext(ctx, "unix", path)
+	}
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 // Serve accepts proxy clients on l until Shutdown. On Linux with a TCP
@@ -374,13 +412,22 @@ type auditDetail struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
+// clientName is a client's address as the audit shows it: a peer on the
+// unix socket has none ("unix").
+func clientName(addr string) string {
+	if addr == "" || addr == "@" {
+		return "unix"
+	}
+	return addr
+}
+
 func (s *Server) log(rec *record) { s.audit.log(s.auditLine(rec)) }
 
 // auditLine is rec's audit line.
 func (s *Server) auditLine(rec *record) auditLine {
 	l := auditLine{Time: rec.start.UTC(), Actor: "proxy", Event: "egress.deny", Outcome: "denied",
 		Subject: net.JoinHostPort(rec.host, strconv.Itoa(rec.port)),
-		Detail: auditDetail{Client: rec.client, Method: rec.method, IP: rec.ip, Rule: rec.rule, Reason: rec.reason,
+		Detail: auditDetail{Client: clientName(rec.client), Method: rec.method, IP: rec.ip, Rule: rec.rule, Reason: rec.reason,
 			Error: rec.err, BytesUp: rec.up, BytesDown: rec.down, DurationMS: time.Since(rec.start).Milliseconds()}}
 	if rec.allow {
 		l.Event, l.Outcome = "egress.allow", "allowed"

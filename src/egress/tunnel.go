@@ -29,7 +29,20 @@ func (t *tunnel) close() {
 }
 
 // idle is how long neither side has sent or received data (kernel's view).
-func (t *tunnel) idle() time.Duration { return min(idleFor(t.client), idleFor(t.upstream)) }
+// A side whose idleness is unknown (a client on a unix socket) does not
+// count: every byte it moves crosses the upstream side too. Both unknown: 0.
+func (t *tunnel) idle() time.Duration {
+	c, u := idleFor(t.client), idleFor(t.upstream)
+	switch {
+	case c < 0 && u < 0:
+		return 0
+	case c < 0:
+		return u
+	case u < 0:
+		return c
+	}
+	return min(c, u)
+}
 
 // tunnelHandle is what the tunnel set holds: a goroutine-relayed tunnel or
 // one relayed by an event loop (loop_linux.go), which reaps its own idle

@@ -47,7 +47,8 @@ func rawTarget(t *testing.T, down []byte) int {
 // TestRelayExact: megabytes both ways at once, the first of them sent in
 // the same write as the CONNECT head (early data, relayed from the
 // replaying wrapper), arrive intact and in order; the client's half-close
-// reaches the target, whose answer after it still comes back.
+// reaches the target, whose answer after it still comes back. Also through
+// a Relay to the proxy's unix socket, as in a session.
 func TestRelayExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	up := make([]byte, 3<<20+17)
@@ -59,7 +60,15 @@ func TestRelayExact(t *testing.T) {
 		down[i] = byte(rng.Uint32())
 	}
 	port := rawTarget(t, down)
-	e := startProxy(t, basePolicy(port), nil)
+	for _, tc := range []struct {
+		name  string
+		start func(testing.TB, string, func(*Options)) *proxyEnv
+	}{{"tcp", startProxy}, {"unix", startRelayedProxy}} {
+		t.Run(tc.name, func(t *testing.T) { testRelayExact(t, tc.start(t, basePolicy(port), nil), port, up, down) })
+	}
+}
+
+func testRelayExact(t *testing.T, e *proxyEnv, port int, up, down []byte) {
 	for _, early := range []int{0, 1000} {
 		t.Run(fmt.Sprintf("early=%d", early), func(t *testing.T) {
 			c, err := net.Dial("tcp", e.addr)

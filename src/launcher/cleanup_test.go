@@ -34,7 +34,7 @@ exit 0
 // whose agent ended normally: its command's status came back and the
 // engine's destroy event for it arrived (--rm).
 func agentRemovedByEngine(s *Session) {
-	made(s, "int", "egress", "proxy", "agent")
+	made(s, "run", "egress", "proxy", "agent")
 	gone := make(chan struct{})
 	close(gone)
 	s.ev, s.agentEnded = &events{agentGone: gone}, true
@@ -47,13 +47,13 @@ func made(s *Session, what ...string) {
 }
 
 // An interrupted session: the engine is still removing the agent (--rm)
-// when cleanup asks; cleanup waits for that, then removes both networks in
-// one call. Giving up at the first refusal left the networks behind.
+// when cleanup asks; cleanup waits for that, then removes the network and
+// the socket volume. Giving up at the first refusal left them behind.
 func TestCleanupWaitsForTheEnginesRemoval(t *testing.T) {
 	s := testSession(t)
 	e, calls := cleanupEngine(t, s.Name, 2)
 	s.Engine = e
-	made(s, "int", "egress", "proxy", "agent")
+	made(s, "run", "egress", "proxy", "agent")
 	if err := s.cleanup(); err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}
@@ -64,17 +64,27 @@ func TestCleanupWaitsForTheEnginesRemoval(t *testing.T) {
 	if !slices.Contains(c, "rm -f "+ProxyName(s.Name)) {
 		t.Errorf("proxy not removed: %q", c)
 	}
-	want := "network rm " + IntNetwork(s.Name) + " " + EgressNetwork(s.Name)
+	want := "network rm " + EgressNetwork(s.Name)
 	nets := slices.Index(c, want)
 	if nets < 0 || countLine(c, want) != 1 {
 		t.Fatalf("want one %q: %q", want, c)
 	}
-	// The networks go once the agent is gone and the proxy has stopped.
-	if last := lastIndex(c, "rm -f "+s.Name); last > nets {
-		t.Errorf("networks removed before the agent was gone: %q", c)
+	vol := slices.Index(c, "volume rm "+s.runVolume)
+	if vol < 0 {
+		t.Fatalf("socket volume not removed: %q", c)
 	}
-	if stop := slices.Index(c, proxyStopCall(s)); stop < 0 || stop > nets {
-		t.Errorf("networks removed before the proxy was stopped: %q", c)
+	// They go once the agent is gone and the proxy has stopped; the volume
+	// once the proxy is removed too.
+	last := lastIndex(c, "rm -f "+s.Name)
+	stop := slices.Index(c, proxyStopCall(s))
+	if last > nets || last > vol {
+		t.Errorf("removed before the agent was gone: %q", c)
+	}
+	if stop < 0 || stop > nets {
+		t.Errorf("network removed before the proxy was stopped: %q", c)
+	}
+	if vol < slices.Index(c, "rm -f "+ProxyName(s.Name)) {
+		t.Errorf("volume removed before the proxy: %q", c)
 	}
 }
 
@@ -120,7 +130,7 @@ func TestCleanupStopsTheProxyBeforeRemovingIt(t *testing.T) {
 }
 
 // Podman refuses to remove a network a stopped container is still
-// attached to (Docker does not): then the networks go once the proxy is
+// attached to (Docker does not): then the network goes once the proxy is
 // removed.
 func TestCleanupNetworksAfterTheProxyOnRefusal(t *testing.T) {
 	s := testSession(t)
@@ -132,16 +142,14 @@ esac
 exit 0
 `)
 	s.Engine = e
-	made(s, "int", "egress", "proxy")
+	made(s, "egress", "proxy")
 	if err := s.cleanup(); err != nil {
 		t.Fatalf("cleanup: %v (calls %q)", err, calls())
 	}
 	c := calls()
 	rm := slices.Index(c, "rm -f "+ProxyName(s.Name))
-	for _, n := range []string{IntNetwork(s.Name), EgressNetwork(s.Name)} {
-		if i := lastIndex(c, "network rm "+n); i < rm {
-			t.Errorf("network %s not removed after the proxy: %q", n, c)
-		}
+	if i := lastIndex(c, "network rm "+EgressNetwork(s.Name)); i < rm || countLine(c, "network rm "+EgressNetwork(s.Name)) != 2 {
+		t.Errorf("network not asked again after the proxy's removal: %q", c)
 	}
 }
 
@@ -159,8 +167,8 @@ func TestCleanupTrustsTheDestroyEvent(t *testing.T) {
 	if countLine(c, "rm -f "+s.Name) != 0 {
 		t.Errorf("the removed agent was removed again: %q", c)
 	}
-	if len(c) != 3 {
-		t.Errorf("want the proxy's stop and removal and one network removal, got %q", c)
+	if len(c) != 4 {
+		t.Errorf("want the proxy's stop and removal, the network's and the volume's removal, got %q", c)
 	}
 }
 
@@ -169,11 +177,11 @@ func TestCleanupOnlyWhatItMade(t *testing.T) {
 	s := testSession(t)
 	e, calls := cleanupEngine(t, s.Name, 0)
 	s.Engine = e
-	made(s, "int")
+	made(s, "egress")
 	if err := s.cleanup(); err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}
-	if c := calls(); len(c) != 1 || c[0] != "network rm "+IntNetwork(s.Name) {
+	if c := calls(); len(c) != 1 || c[0] != "network rm "+EgressNetwork(s.Name) {
 		t.Errorf("calls: %q", c)
 	}
 }

@@ -14,8 +14,8 @@ func TestParseEvent(t *testing.T) {
 		// Docker Engine 20.10, `docker events --format '{{json .}}'`.
 		{`{"status":"die","id":"4f2a9c","from":"hobbs:local","Type":"container","Action":"die","Actor":{"ID":"4f2a9c","Attributes":{"exitCode":"3","name":"hobbs-abc123"}},"scope":"local","time":1,"timeNano":1}`,
 			event{died: true, id: "4f2a9c"}, true},
-		{`{"Type":"network","Action":"connect","Actor":{"ID":"77aa","Attributes":{"container":"81acbb","name":"hobbs-abc123-int","type":"bridge"}},"scope":"local","time":1,"timeNano":1}`,
-			event{connect: true, container: "81acbb", network: "hobbs-abc123-int"}, true},
+		{`{"Type":"network","Action":"connect","Actor":{"ID":"77aa","Attributes":{"container":"81acbb","name":"hobbs-abc123-egress","type":"bridge"}},"scope":"local","time":1,"timeNano":1}`,
+			event{}, false},
 		// A network's "die" does not exist, but an exec_die must not count.
 		{`{"status":"exec_die","id":"4f2a9c","Type":"container","Action":"exec_die","Actor":{"ID":"4f2a9c"}}`, event{}, false},
 		{`{"Type":"network","Action":"disconnect","Actor":{"ID":"77aa","Attributes":{"container":"81acbb"}}}`, event{}, false},

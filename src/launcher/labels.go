@@ -30,6 +30,7 @@ const (
 	RoleAgent   = "agent"
 	RoleProxy   = "proxy"
 	RoleNetwork = "network"
+	RoleRun     = "run" // the session's socket volume
 	RoleClaude  = "claude-state"
 	RoleImage   = "image"
 )
@@ -42,8 +43,10 @@ const (
 	ClaudeDir     = "/home/dev/.claude"
 	PolicyFile    = "/etc/hobbs/policy.yaml"
 	TokenEnv      = "HOBBS_PROXY_TOKEN" // the proxy container's variable holding its token
-	ProxyAlias    = "proxy"
 	ProxyPort     = "3128"
+	RunDir        = "/run/hobbs"             // the socket volume, in both containers
+	ProxySocket   = RunDir + "/proxy.sock"   // where the proxy listens
+	RelayAddr     = "127.0.0.1:" + ProxyPort // the agent's relay to it (HTTP_PROXY)
 	DefaultTag    = "hobbs:local"
 	TokenUser     = "hobbs"
 	ProxyAuditRel = "logs/audit.log"
@@ -89,7 +92,11 @@ func ClaudeVolume(in instance.Instance, configured string) string {
 
 // Object names of session n.
 func ProxyName(n string) string     { return n + "-proxy" }
-func IntNetwork(n string) string    { return n + "-int" }
+// RunVolume is a fresh name for session n's socket volume. It is random:
+// `volume create` of a name that exists succeeds and hands over the
+// existing volume, which the session would then remove.
+func RunVolume(n string) string { return n + "-run-" + randHex(4) }
+
 func EgressNetwork(n string) string { return n + "-egress" }
 
 // Owner identifies the running hobbs process: host/pid/start-time.

@@ -29,7 +29,7 @@ func testSession(t *testing.T) *Session {
 	cfg.Resources.CPUs = "1.5"
 	s := &Session{Engine: engine.New("docker"), Instance: in, Config: cfg, Name: "hobbs-abc123", Image: "hobbs:local",
 		Workspace: "/home/u/ws", UID: 1234, GID: 2345, Secrets: []string{"GITHUB_TOKEN=" + testSecret}}
-	s.token, s.owner = testToken, Owner()
+	s.token, s.owner, s.runVolume = testToken, Owner(), RunVolume("hobbs-abc123")
 	return s
 }
 
@@ -45,8 +45,8 @@ func TestArgvHoldsNoSecret(t *testing.T) {
 		}
 	}
 	env := strings.Join(s.AgentEnv(), "\n")
-	for _, want := range []string{"GITHUB_TOKEN=" + testSecret, "HTTP_PROXY=http://hobbs:" + testToken + "@proxy:3128",
-		"https_proxy=http://hobbs:" + testToken + "@proxy:3128"} {
+	for _, want := range []string{"GITHUB_TOKEN=" + testSecret, "HTTP_PROXY=http://hobbs:" + testToken + "@127.0.0.1:3128",
+		"https_proxy=http://hobbs:" + testToken + "@127.0.0.1:3128"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("agent env lacks %q", want)
 		}
@@ -74,21 +74,25 @@ func TestAgentIsConfined(t *testing.T) {
 	a := s.AgentArgs()
 	for _, p := range [][2]string{
 		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", "1234:2345"},
-		{"--network", "hobbs-abc123-int"}, {"--pids-limit", "512"}, {"--memory", "4g"}, {"--cpus", "1.5"},
+		{"--network", "none"}, {"--pids-limit", "512"}, {"--memory", "4g"}, {"--cpus", "1.5"},
 		{"-e", "HOME=/home/dev"}, {"-e", "HOBBS_HOME=/home/dev/.hobbs"}, {"-e", "NO_PROXY=localhost,127.0.0.1"},
 		{"-e", "no_proxy=localhost,127.0.0.1"}, {"-w", WorkspaceDir},
 		{"--tmpfs", InstanceDir + "/vault/keys:ro,size=16k,mode=0555"},
 		{"--mount", "type=bind,source=/home/u/ws,target=" + WorkspaceDir},
 		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir},
 		{"--mount", "type=volume,source=" + ClaudeVolume(s.Instance, "") + ",target=" + ClaudeDir},
+		// The proxy's socket, read-only (connecting is not writing), and
+		// the relay the entry point starts to it.
+		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs,readonly"},
+		{"-e", "HOBBS_PROXY_SOCKET=/run/hobbs/proxy.sock"}, {"-e", "HOBBS_PROXY_WAIT=127.0.0.1:3128"},
 	} {
 		if !hasPair(a, p[0], p[1]) {
 			t.Errorf("agent argv lacks %s %s", p[0], p[1])
 		}
 	}
 	for i, x := range a {
-		if x == "--network" && a[i+1] != "hobbs-abc123-int" {
-			t.Errorf("agent joins network %s: only the internal one is allowed", a[i+1])
+		if x == "--network" && a[i+1] != "none" {
+			t.Errorf("agent joins network %s: it may have none (loopback only)", a[i+1])
 		}
 		for _, bad := range []string{"--privileged", "--cap-add", "--net", "--pid", "--ipc", "--userns", "--device", "--security-opt"} {
 			if (x == bad || strings.HasPrefix(x, bad+"=")) && !(bad == "--security-opt" && a[i+1] == "no-new-privileges") {
@@ -121,12 +125,13 @@ func TestProxyIsConfined(t *testing.T) {
 	a := s.ProxyArgs()
 	for _, p := range [][2]string{
 		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", "1234:2345"},
-		{"--network", "hobbs-abc123-int"}, {"--network-alias", "proxy"},
+		{"--network", "hobbs-abc123-egress"},
+		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs"},
 		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir + ",readonly"},
 		{"--mount", "type=bind,source=" + s.Instance.Logs() + ",target=" + InstanceDir + "/logs"},
 		{"--tmpfs", InstanceDir + "/vault:ro,size=16k,mode=0555"},
 		{"--auth-token-env", TokenEnv}, {"-e", TokenEnv}, {"--audit", "/home/dev/.hobbs/logs/audit.log"},
-		{"--listen", "0.0.0.0:3128"},
+		{"--listen", "unix:/run/hobbs/proxy.sock"},
 	} {
 		if !hasPair(a, p[0], p[1]) {
 			t.Errorf("proxy argv lacks %s %s", p[0], p[1])
@@ -138,7 +143,10 @@ func TestProxyIsConfined(t *testing.T) {
 		t.Errorf("policy order: %v", a)
 	}
 	if a[0] != "create" {
-		t.Errorf("the proxy must be created, connected to the egress network, then started: %v", a[0])
+		t.Errorf("the proxy must be created, then started: %v", a[0])
+	}
+	if n := strings.Count(strings.Join(a, " "), "--network "); n != 1 {
+		t.Errorf("the proxy joins %d networks, want the egress one only: %v", n, a)
 	}
 }
 

@@ -23,6 +23,7 @@ type SessionInfo struct {
 	OwnerAlive bool      `json:"owner_alive"`
 	Containers []string  `json:"containers"`
 	Networks   []string  `json:"networks"`
+	Volumes    []string  `json:"volumes"`
 }
 
 // Orphan reports whether the hobbs process that started the session is
@@ -41,8 +42,8 @@ type inspected struct {
 	Labels map[string]string
 }
 
-// List returns the sessions of instance in (every labelled container and
-// network), sorted by name.
+// List returns the sessions of instance in (every labelled container,
+// network and socket volume), sorted by name.
 func List(ctx context.Context, e engine.CLI, in instance.Instance) ([]SessionInfo, error) {
 	f := "label=" + LabelInstance + "=" + InstanceID(in)
 	byName := map[string]*SessionInfo{}
@@ -50,7 +51,7 @@ func List(ctx context.Context, e engine.CLI, in instance.Instance) ([]SessionInf
 		s := byName[name]
 		if s == nil {
 			s = &SessionInfo{Name: name, Status: "partial", Owner: owner, OwnerAlive: OwnerAlive(owner),
-				Containers: []string{}, Networks: []string{}}
+				Containers: []string{}, Networks: []string{}, Volumes: []string{}}
 			byName[name] = s
 		}
 		return s
@@ -98,11 +99,30 @@ func List(ctx context.Context, e engine.CLI, in instance.Instance) ([]SessionInf
 			}
 		}
 	}
+	vols, err := e.Output(ctx, "volume", "ls", "-q", "--filter", f, "--filter", "label="+LabelSession)
+	if err != nil {
+		return nil, err
+	}
+	if vols != "" {
+		out, err := e.Output(ctx, append([]string{"volume", "inspect"}, strings.Fields(vols)...)...)
+		if err != nil && !isNoSuch(err) {
+			return nil, err
+		}
+		var vs []inspected
+		if err := json.Unmarshal([]byte(out), &vs); err != nil && out != "" {
+			return nil, errs.Wrap(errs.Failure, err, "parse %s volume inspect", e.Bin)
+		}
+		for _, v := range vs {
+			s := get(v.Labels[LabelSession], v.Labels[LabelOwner])
+			s.Volumes = append(s.Volumes, v.Name)
+		}
+	}
 	out := make([]SessionInfo, 0, len(byName))
 	for _, k := range sortedKeys(byName) {
 		s := byName[k]
 		sort.Strings(s.Containers)
 		sort.Strings(s.Networks)
+		sort.Strings(s.Volumes)
 		out = append(out, *s)
 	}
 	return out, nil

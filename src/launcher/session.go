@@ -59,6 +59,7 @@ type Session struct {
 	owner            string
 	events           *exec.Cmd // `docker events` watching the containers
 	agentID, proxyID string    // ids of the created containers
+	runVolume        string    // the socket volume's name (RunVolume)
 	proxyStop        *future   // the proxy's stop, once started early
 	ev               *events   // what the engine's event stream told
 	agentEnded       bool      // the agent's `start --attach` returned its status
@@ -117,9 +118,19 @@ func (s *Session) hardening(init bool) []string {
 	return a
 }
 
-// proxyURL is what the agent's proxy variables hold.
+// proxyURL is what the agent's proxy variables hold: the relay in its own
+// container (it has no other network), which forwards to the proxy's socket.
 func (s *Session) proxyURL() string {
-	return "http://" + TokenUser + ":" + s.token + "@" + ProxyAlias + ":" + ProxyPort
+	return "http://" + TokenUser + ":" + s.token + "@" + RelayAddr
+}
+
+// runMount mounts the session's socket volume at RunDir.
+func (s *Session) runMount(readonly bool) string {
+	m := "type=volume,source=" + s.runVolume + ",target=" + RunDir
+	if readonly {
+		m += ",readonly"
+	}
+	return m
 }
 
 // ProxyArgs is the `create` command line of the proxy container. It holds
@@ -127,7 +138,7 @@ func (s *Session) proxyURL() string {
 func (s *Session) ProxyArgs() []string {
 	a := []string{"create", "--name", ProxyName(s.Name), "--hostname", "proxy"}
 	a = append(a, s.labels(RoleProxy)...)
-	a = append(a, "--network", IntNetwork(s.Name), "--network-alias", ProxyAlias, "--stop-signal", "SIGTERM")
+	a = append(a, "--network", EgressNetwork(s.Name), "--stop-signal", "SIGTERM")
 	a = append(a, s.hardening(false)...)
 	a = append(a, "--pids-limit", "256", "--memory", "512m",
 		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy", "-e", TokenEnv,
@@ -136,9 +147,11 @@ func (s *Session) ProxyArgs() []string {
 		"--mount", "type=bind,source="+s.Instance.Root+",target="+InstanceDir+",readonly",
 		"--mount", "type=bind,source="+s.Instance.Logs()+",target="+InstanceDir+"/logs",
 		"--tmpfs", InstanceDir+"/vault:ro,size=16k,mode=0555",
+		// Its one listening socket, in the volume the agent mounts too.
+		"--mount", s.runMount(false),
 		"--entrypoint", "hobbs",
 		s.Image,
-		"proxy", "--listen", "0.0.0.0:"+ProxyPort,
+		"proxy", "--listen", "unix:"+ProxySocket,
 		"--policy", PolicyFile, "--policy", InstanceDir+"/policy.yaml",
 		"--audit", InstanceDir+"/"+ProxyAuditRel,
 		"--auth-token-env", TokenEnv,
@@ -166,7 +179,8 @@ func (s *Session) AgentArgs() []string {
 		a = append(a, "-t")
 	}
 	a = append(a, s.labels(RoleAgent)...)
-	a = append(a, "--network", IntNetwork(s.Name))
+	// No network but loopback: the proxy's socket is its one way out.
+	a = append(a, "--network", "none")
 	a = append(a, s.hardening(true)...)
 	r := s.Config.Resources
 	if r.PIDs > 0 {
@@ -182,7 +196,7 @@ func (s *Session) AgentArgs() []string {
 		"-e", "HOME="+HomeDir, "-e", "USER=dev",
 		"-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=container",
 		"-e", "NO_PROXY=localhost,127.0.0.1", "-e", "no_proxy=localhost,127.0.0.1",
-		"-e", "HOBBS_PROXY_WAIT="+ProxyAlias+":"+ProxyPort)
+		"-e", "HOBBS_PROXY_SOCKET="+ProxySocket, "-e", "HOBBS_PROXY_WAIT="+RelayAddr)
 	for _, kv := range s.AgentEnv() {
 		name, _, _ := strings.Cut(kv, "=")
 		a = append(a, "-e", name)
@@ -190,7 +204,8 @@ func (s *Session) AgentArgs() []string {
 	a = append(a,
 		"--mount", "type=bind,source="+s.Workspace+",target="+WorkspaceDir,
 		"--mount", "type=bind,source="+s.Instance.Root+",target="+InstanceDir,
-		"--tmpfs", InstanceDir+"/vault/keys:ro,size=16k,mode=0555")
+		"--tmpfs", InstanceDir+"/vault/keys:ro,size=16k,mode=0555",
+		"--mount", s.runMount(true))
 	a = append(a, s.hostControlMounts()...)
 	a = append(a,
 		"--mount", "type=volume,source="+ClaudeVolume(s.Instance, s.Config.ClaudeVolume)+",target="+ClaudeDir,
@@ -232,15 +247,13 @@ func (s *Session) ProxyEnv() []string { return []string{TokenEnv + "=" + s.token
 // cancelled (Ctrl-C, SIGTERM): the exit code is then 130.
 //
 // Start-up is a pipeline of engine calls, each begun as soon as what it
-// needs exists: the two networks and the state volume at once (while
-// leftovers of crashed sessions are removed); the agent container is created
-// while the proxy container is created and connected to the egress network.
-// The proxy starts; the agent starts as soon as the proxy has joined the
-// internal network (its name resolves from then on; before, a
-// lookup of it gets no answer on an internal network and hangs), while the
-// proxy's start finishes. The agent's entry point holds its command back
-// until the proxy answers its health check (HOBBS_PROXY_WAIT); the launcher
-// stops the agent if the proxy fails to become healthy or dies.
+// needs exists: the egress network, the socket volume and the state volume
+// at once (while leftovers of crashed sessions are removed); then both
+// containers are created, and both started together. The agent's entry
+// point starts its relay to the proxy's socket and holds its command back
+// until the proxy answers its health check through it (HOBBS_PROXY_WAIT);
+// the launcher stops the agent if the proxy fails to become healthy or
+// dies.
 func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err := ValidName(s.Name); err != nil {
 		return 0, err
@@ -253,6 +266,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	}
 	s.token = randHex(24)
 	s.owner = Owner()
+	s.runVolume = RunVolume(s.Name)
 	for _, d := range []string{s.Instance.Logs(), s.Instance.VaultKeys()} {
 		// Mount points inside bind mounts must exist, or the engine creates
 		// them as root in the user's directory.
@@ -315,17 +329,6 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	engine.Tracef("session: created")
 	proxyStart := make(chan error, 1)
 	go func() { proxyStart <- s.startProxy(ctx) }()
-	var started error
-	select {
-	case <-ev.proxyJoined:
-	case started = <-proxyStart:
-		proxyStart <- started // for the health wait below
-	case <-ctx.Done():
-		return 0, nil
-	}
-	if started != nil {
-		return 0, started
-	}
 	agent, err := s.startAgent(ctx)
 	if err != nil {
 		<-proxyStart
@@ -410,8 +413,8 @@ func (f *future) wait() error {
 	return f.err
 }
 
-// create makes the session's networks, containers and the state volume,
-// each engine call begun as soon as what it needs exists.
+// create makes the session's network, volumes and containers, each engine
+// call begun as soon as what it needs exists.
 func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 	e := s.Engine
 	prepared := spawn(func() error {
@@ -428,7 +431,7 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 			"--label", LabelInstance+"="+InstanceID(s.Instance), ClaudeVolume(s.Instance, s.Config.ClaudeVolume))
 		return err
 	})
-	err := s.createNetwork(ctx, "int", IntNetwork(s.Name), reaped)
+	err := s.createRunVolume(ctx)
 	if err == nil {
 		err = prepared.wait()
 	}
@@ -441,15 +444,11 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 				return err
 			},
 			func() error {
-				id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), s.ProxyEnv(), s.ProxyArgs(), reaped)
-				if err != nil {
-					return err
-				}
-				s.proxyID = id
 				if egress.wait() != nil {
 					return nil // reported below
 				}
-				_, err = e.Output(ctx, "network", "connect", EgressNetwork(s.Name), ProxyName(s.Name))
+				id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), s.ProxyEnv(), s.ProxyArgs(), reaped)
+				s.proxyID = id
 				return err
 			})
 	}
@@ -460,14 +459,26 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 	return others
 }
 
-// createNetwork creates network name (what: "int" or "egress"). A name
-// clash counts only after leftovers are removed: then the network is not
-// ours and stays.
+// createRunVolume creates the session's socket volume: a small tmpfs that
+// the proxy's listening socket lives in and the agent mounts read-only (a
+// socket is connected to, not written). Sticky and open to all like /tmp:
+// the engine mounts it as root, and both containers run as the user.
+func (s *Session) createRunVolume(ctx context.Context) error {
+	args := append([]string{"volume", "create"}, s.labels(RoleRun)...)
+	args = append(args, "--driver", "local", "--opt", "type=tmpfs", "--opt", "device=tmpfs",
+		"--opt", "o=size=64k,mode=1777", s.runVolume)
+	_, err := s.Engine.Output(ctx, args...)
+	if err == nil {
+		s.made("run")
+	}
+	return err
+}
+
+// createNetwork creates network name (what: "egress"). A name clash counts
+// only after leftovers are removed: then the network is not ours and
+// stays.
 func (s *Session) createNetwork(ctx context.Context, what, name string, reaped <-chan struct{}) error {
 	args := append([]string{"network", "create"}, s.labels(RoleNetwork)...)
-	if what == "int" {
-		args = append(args, "--internal")
-	}
 	args = append(args, name)
 	var err error
 	for try := 0; try < 2; try++ {
@@ -531,14 +542,13 @@ func isClash(err error) bool {
 
 // events are what the launcher learns from the engine's event stream.
 type events struct {
-	proxyJoined <-chan struct{} // the proxy joined the internal network
 	proxyDied   <-chan struct{}
 	agentDied   <-chan struct{}
 	agentGone   <-chan struct{} // the agent was removed
 }
 
 // eventLine is one `events --format '{{json .}}'` line: Docker's fields,
-// and podman's (ID, Status, Network).
+// and podman's (ID, Status).
 type eventLine struct {
 	Type   string
 	Action string
@@ -548,17 +558,13 @@ type eventLine struct {
 		ID         string
 		Attributes map[string]string
 	}
-	Network string
 }
 
 // event is what the launcher needs of one engine event.
 type event struct {
-	died      bool   // a container died: id
-	removed   bool   // a container was removed: id
-	connect   bool   // a container joined a network: container, network
-	id        string // the container that died or was removed
-	container string // the container that joined
-	network   string // the network it joined (name)
+	died    bool   // a container died: id
+	removed bool   // a container was removed: id
+	id      string // the container that died or was removed
 }
 
 // parseEvent reads one `events --format '{{json .}}'` line, Docker's or
@@ -581,12 +587,6 @@ func parseEvent(line []byte) (event, bool) {
 		return event{died: true, id: id}, true
 	case (action == "destroy" || action == "remove") && l.Type == "container": // podman: remove
 		return event{removed: true, id: id}, true
-	case action == "connect" && l.Type == "network":
-		net := l.Actor.Attributes["name"]
-		if net == "" {
-			net = l.Network
-		}
-		return event{connect: true, container: l.Actor.Attributes["container"], network: net}, true
 	}
 	return event{}, false
 }
@@ -595,13 +595,12 @@ func parseEvent(line []byte) (event, bool) {
 // ids are known once created is closed. It replays the last minute, so
 // nothing that happened before the stream was up is missed (the containers'
 // ids are new: older events cannot match). A stream that ends only means the
-// launcher learns of deaths later (when `docker start` returns) and starts
-// the agent once the proxy's start returned.
+// launcher learns of deaths later (when `docker start` returns).
 func (s *Session) watch(ctx context.Context, created <-chan struct{}) (*events, error) {
-	joined, pdied, adied, agone := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
-	ev := &events{proxyJoined: joined, proxyDied: pdied, agentDied: adied, agentGone: agone}
+	pdied, adied, agone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	ev := &events{proxyDied: pdied, agentDied: adied, agentGone: agone}
 	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), nil, "events", "--since", "60s",
-		"--filter", "event=die", "--filter", "event=connect", "--filter", "event=destroy", "--format", "{{json .}}")
+		"--filter", "type=container", "--filter", "event=die", "--filter", "event=destroy", "--format", "{{json .}}")
 	if err != nil {
 		return nil, err
 	}
@@ -638,10 +637,6 @@ func (s *Session) watch(ctx context.Context, created <-chan struct{}) (*events, 
 					once(adied, "agent died")
 				} else if sameID(e.id, s.proxyID) {
 					once(pdied, "proxy died")
-				}
-			case e.connect:
-				if sameID(e.container, s.proxyID) && e.network == IntNetwork(s.Name) {
-					once(joined, "proxy joined "+e.network)
 				}
 			}
 		}
@@ -749,7 +744,7 @@ func (s *Session) waitProxy(ctx context.Context, died <-chan struct{}) error {
 	case <-time.After(healthDelay):
 	}
 	for {
-		_, err := e.Output(ctx, "exec", ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "127.0.0.1:"+ProxyPort)
+		_, err := e.Output(ctx, "exec", ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "unix:"+ProxySocket)
 		if err == nil {
 			return nil
 		}
@@ -840,14 +835,14 @@ func (a *agentRun) kill(s *Session) {
 	}
 }
 
-// cleanup removes the session's containers and networks (not the volume),
-// only those this run made. The engine removed the agent when its command
-// ended (--rm), unless the session ended otherwise; the proxy is stopped
-// (SIGTERM: it writes its last audit lines), which may be under way already
-// (stopProxyEarly). Once the agent is gone and the proxy stopped, the proxy
-// is removed and both networks go in one call, at once: Docker removes a
-// network that only stopped containers are attached to. An engine that
-// refuses (podman) is asked again once the proxy is gone.
+// cleanup removes what this run made (never the Claude state volume). The
+// engine removed the agent when its command ended (--rm), unless the session
+// ended otherwise; the proxy is stopped (SIGTERM: it writes its last audit
+// lines), which may be under way already (stopProxyEarly). Once the agent is
+// gone and the proxy stopped, the proxy is removed and, at the same time,
+// the egress network (Docker removes a network that only stopped containers
+// are attached to; an engine that refuses, podman, is asked again once the
+// proxy is gone); the socket volume goes once both containers have.
 func (s *Session) cleanup() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -868,32 +863,35 @@ func (s *Session) cleanup() error {
 		proxy = spawn(func() error { return s.stopProxy(ctx) })
 	}
 	if err := errors.Join(agent.wait(), proxy.wait()); err != nil {
-		return err // the networks are still in use
+		return err // the network and the volume are still in use
 	}
 	removed := none
 	if s.has("proxy") {
 		removed = spawn(func() error { return s.rmContainer(ctx, ProxyName(s.Name)) })
 	}
-	var nets []string
-	for _, n := range []struct{ what, name string }{{"int", IntNetwork(s.Name)}, {"egress", EgressNetwork(s.Name)}} {
-		if s.has(n.what) {
-			nets = append(nets, n.name)
+	network := none
+	if s.has("egress") {
+		network = spawn(func() error {
+			n := EgressNetwork(s.Name)
+			if _, err := s.Engine.Output(ctx, "network", "rm", n); err == nil || isNoSuch(err) {
+				return nil
+			}
+			if removed.wait() != nil {
+				return nil // reported below
+			}
+			if _, err := s.Engine.Output(ctx, "network", "rm", n); err != nil && !isNoSuch(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	err := removed.wait()
+	if err == nil && s.has("run") {
+		if _, verr := s.Engine.Output(ctx, "volume", "rm", s.runVolume); verr != nil && !isNoSuch(verr) {
+			err = verr
 		}
 	}
-	if len(nets) == 0 {
-		return removed.wait()
-	}
-	if _, err := s.Engine.Output(ctx, append([]string{"network", "rm"}, nets...)...); err == nil {
-		return removed.wait()
-	}
-	// Which one failed, and was it only missing or still in use?
-	all := []error{removed.wait()}
-	for _, n := range nets {
-		if _, err := s.Engine.Output(ctx, "network", "rm", n); err != nil && !isNoSuch(err) {
-			all = append(all, err)
-		}
-	}
-	return errors.Join(all...)
+	return errors.Join(err, network.wait())
 }
 
 // removeAgent removes the agent container. The engine may be removing it
@@ -950,7 +948,8 @@ func (s *Session) agentRemoved() bool {
 	}
 }
 
-// removeSession removes every container and network labelled as session n.
+// removeSession removes every container, network and volume labelled as
+// session n.
 func removeSession(ctx context.Context, e engine.CLI, n string) error {
 	f := "label=" + LabelSession + "=" + n
 	ids, err := e.Output(ctx, "ps", "-aq", "--filter", f)
@@ -973,6 +972,15 @@ func removeSession(ctx context.Context, e engine.CLI, n string) error {
 	}
 	if nets != "" {
 		if _, err := e.Output(ctx, append([]string{"network", "rm"}, strings.Fields(nets)...)...); err != nil && !isNoSuch(err) {
+			return err
+		}
+	}
+	vols, err := e.Output(ctx, "volume", "ls", "-q", "--filter", f)
+	if err != nil {
+		return err
+	}
+	if vols != "" {
+		if _, err := e.Output(ctx, append([]string{"volume", "rm"}, strings.Fields(vols)...)...); err != nil && !isNoSuch(err) {
 			return err
 		}
 	}

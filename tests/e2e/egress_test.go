@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -28,8 +30,11 @@ echo "noauth=$(netprobe get-noauth http://allowed.test:8080/noauth)"
 ( echo "dns_upstream=$(netprobe resolve allowed.test)" > /tmp/p3 ) &
 ( echo "dns_outside=$(netprobe resolve example.com)" > /tmp/p4 ) &
 ( echo "ipv6_connect=$(netprobe dial [2001:db8::1]:80)" > /tmp/p5 ) &
+# The host's own services (listening on every address) through each of the
+# host's addresses: the gateway of a Docker network is one of them.
+( for a in $(cat $W/.hostaddrs); do echo "host $a $(netprobe dial $a)"; done > /tmp/p6 ) &
 wait
-cat /tmp/p1 /tmp/p2 /tmp/p3 /tmp/p4 /tmp/p5
+cat /tmp/p1 /tmp/p2 /tmp/p3 /tmp/p4 /tmp/p5 /tmp/p6
 echo "ipv6_global=$(grep -v -e ' lo$' -e '^fe80' /proc/net/if_inet6 | wc -l)"
 touch $W/.probe-done
 i=0; while [ ! -e $W/.upstream-gone ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
@@ -53,6 +58,47 @@ func (e *env) startProbe(t *testing.T, name, script string) (c *exec.Cmd, out, e
 	return c, out, errb
 }
 
+// hostService is a TCP server on the host, on every address (as a user's
+// local database or development server may be), counting connections.
+type hostService struct {
+	addrs    []string // HOST:PORT for each of the host's IPv4 addresses but loopback
+	accepted atomic.Int64
+}
+
+func listenOnHost(t *testing.T) *hostService {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	h := &hostService{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			h.accepted.Add(1)
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ifaddrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			h.addrs = append(h.addrs, net.JoinHostPort(n.IP.String(), strconv.Itoa(port)))
+		}
+	}
+	if len(h.addrs) == 0 {
+		t.Fatal("the host has no IPv4 address but loopback")
+	}
+	return h
+}
+
 // TestEgress runs an upstream web server on the session's egress network
 // under an allowed and a denied name, and checks every way out of the agent.
 func TestEgress(t *testing.T) {
@@ -61,6 +107,10 @@ func TestEgress(t *testing.T) {
 	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains:\n  - allowed.test:8080\n"+privateRanges)
 	name := sessionName(t, "egress")
 	c, out, errb := e.startProbe(t, name, egressProbe)
+	// The host's addresses once the session's networks exist (their
+	// gateways are among them).
+	host := listenOnHost(t)
+	writeFile(t, filepath.Join(e.ws, ".hostaddrs"), strings.Join(host.addrs, "\n"))
 
 	// The upstream: busybox httpd from the test base, on the session's
 	// egress network only, under two names.
@@ -102,6 +152,23 @@ func TestEgress(t *testing.T) {
 	check("dns_outside", "failed")
 	check("ipv6_global", "0")
 	check("ipv6_connect", "failed")
+	// The host's services are out of reach: every address was tried, and
+	// no connection arrived.
+	tried := 0
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "host" {
+			tried++
+			if f[2] != "failed:" {
+				t.Errorf("the agent reached the host's service at %s: %s", f[1], l)
+			}
+		}
+	}
+	if tried != len(host.addrs) {
+		t.Errorf("the probe tried %d of the host's %d addresses", tried, len(host.addrs))
+	}
+	if n := host.accepted.Load(); n != 0 {
+		t.Errorf("the host's service accepted %d connections from the agent", n)
+	}
 	// What reached the upstream: the allowed request, nothing else.
 	t.Logf("upstream log:\n%s", upLog)
 	if !strings.Contains(upLog, "request host=allowed.test:8080 path=/allowed") {

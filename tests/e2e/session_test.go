@@ -47,8 +47,8 @@ echo "home=$HOME"
 echo "hobbs_home=$HOBBS_HOME"
 echo "context=$HOBBS_CONTEXT"
 echo "no_proxy=$NO_PROXY"
-case "${HTTPS_PROXY:-}" in http://hobbs:*@proxy:3128) echo https_proxy=ok;; *) echo https_proxy=bad;; esac
-case "${https_proxy:-}" in http://hobbs:*@proxy:3128) echo https_proxy_lower=ok;; *) echo https_proxy_lower=bad;; esac
+case "${HTTPS_PROXY:-}" in http://hobbs:*@127.0.0.1:3128) echo https_proxy=ok;; *) echo https_proxy=bad;; esac
+case "${https_proxy:-}" in http://hobbs:*@127.0.0.1:3128) echo https_proxy_lower=ok;; *) echo https_proxy_lower=bad;; esac
 echo "skill=$(cat $W/.claude/skills/e2e-skill/SKILL.md 2>&1 | head -1)"
 echo "fw_agent=$(sed -n 2p $HOME/.claude/agents/researcher.md 2>&1)"
 echo "custom_agent=$(sed -n 2p $HOME/.claude/agents/e2e-agent.md 2>&1)"

@@ -1,0 +1,81 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A Relay forwards connections from a local listener to the proxy. In a
+// `hobbs run` session the agent's container has no network but loopback: the
+// proxy listens on a unix socket shared with it, and the relay, started by
+// the image's entry point, gives the agent's programs the TCP address they
+// expect (HTTP_PROXY=http://hobbs:TOKEN@127.0.0.1:3128). It only moves bytes:
+// every check (auth, policy, guard) is the proxy's.
+type Relay struct {
+	To          string        // the proxy: unix:PATH or HOST:PORT
+	DialTimeout time.Duration // per connection (default 5 s)
+	Logf        func(format string, args ...any)
+}
+
+// Serve relays every connection accepted on ln until ln is closed or ctx
+// ends. When ctx ends, the connections under way are closed too; Serve
+// returns once they are.
+func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
+	if r.DialTimeout == 0 {
+		r.DialTimeout = 5 * time.Second
+	}
+	if r.Logf == nil {
+		r.Logf = func(string, ...any) {}
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			r.Logf("accept: %v", err)
+			time.Sleep(50 * time.Millisecond) // e.g. out of file descriptors
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.serve(ctx, c)
+		}()
+	}
+}
+
+// serve relays one client connection.
+func (r *Relay) serve(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	dctx, cancel := context.WithTimeout(ctx, r.DialTimeout)
+	up, err := DialAddr(dctx, r.To)
+	cancel()
+	if err != nil {
+		r.Logf("proxy at %s: %v", r.To, err)
+		return
+	}
+	defer up.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close(); up.Close() })
+	defer stop()
+	var ended atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		pipe(up, c, &ended)
+		close(done)
+	}()
+	pipe(c, up, &ended)
+	<-done
+}
