@@ -91,7 +91,8 @@ func ClaudeVolume(in instance.Instance, configured string) string {
 }
 
 // Object names of session n.
-func ProxyName(n string) string     { return n + "-proxy" }
+func ProxyName(n string) string { return n + "-proxy" }
+
 // RunVolume is a fresh name for session n's socket volume. It is random:
 // `volume create` of a name that exists succeeds and hands over the
 // existing volume, which the session would then remove.

@@ -542,9 +542,9 @@ func isClash(err error) bool {
 
 // events are what the launcher learns from the engine's event stream.
 type events struct {
-	proxyDied   <-chan struct{}
-	agentDied   <-chan struct{}
-	agentGone   <-chan struct{} // the agent was removed
+	proxyDied <-chan struct{}
+	agentDied <-chan struct{}
+	agentGone <-chan struct{} // the agent was removed
 }
 
 // eventLine is one `events --format '{{json .}}'` line: Docker's fields,
