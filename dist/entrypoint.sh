@@ -1,15 +1,20 @@
 #!/bin/sh
 # Entry point of the Hobbs image. In a hobbs run session the agent container
 # has no network but loopback, and the egress proxy listens on a unix socket
-# in a volume both containers mount (HOBBS_PROXY_SOCKET): a relay started
-# here gives programs the TCP address in their HTTP_PROXY (HOBBS_PROXY_WAIT,
-# host:port). The agent starts while the proxy is still coming up: the
-# command is held back until the proxy answers its health check through the
-# relay (30 s at most). Then the shell start-up scripts run (they link
+# in a volume both containers mount (HOBBS_PROXY_SOCKET): the relay started
+# here gives programs the TCP address in their HTTP_PROXY (HOBBS_PROXY_RELAY,
+# host:port). The agent starts while the proxy is still coming up; the relay
+# holds a connection that comes before the proxy answers (30 s at most), and
+# the launcher ends the session if the proxy fails. With HOBBS_PROXY_WAIT
+# (host:port) instead, the command is held back until the proxy there
+# answers its health check. Then the shell start-up scripts run (they link
 # instance skills and agents where Claude Code finds them), then the
 # command. The proxy container bypasses this (--entrypoint hobbs).
 if [ -n "${HOBBS_PROXY_SOCKET:-}" ]; then
-	hobbs proxy relay --listen "${HOBBS_PROXY_WAIT:-127.0.0.1:3128}" --to "unix:$HOBBS_PROXY_SOCKET" 2>/dev/null &
+	if ! hobbs proxy relay --detach --listen "${HOBBS_PROXY_RELAY:-127.0.0.1:3128}" --to "unix:$HOBBS_PROXY_SOCKET" >/dev/null; then
+		echo "hobbs: could not start the relay to the egress proxy" >&2
+		exit 125
+	fi
 fi
 if [ -n "${HOBBS_PROXY_WAIT:-}" ]; then
 	if ! hobbs proxy health --addr "$HOBBS_PROXY_WAIT" --wait 30s >/dev/null 2>&1; then

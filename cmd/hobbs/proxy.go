@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"time"
@@ -137,6 +138,8 @@ requests and tunnels (up to --grace) and exits 0.`,
 
 func newProxyRelayCmd(a *app) *cobra.Command {
 	var listen, to string
+	var detach bool
+	var listenFD int
 	cmd := &cobra.Command{
 		Use:   "relay",
 		Short: "Forward a local TCP address to the proxy's unix socket",
@@ -145,14 +148,31 @@ the proxy at --to. In a hobbs run session the agent's container has no
 network but loopback: the proxy listens on a unix socket shared with it, and
 the image's entry point starts this relay so that programs find the proxy
 at the TCP address in HTTP_PROXY. The relay checks nothing itself: the
-token, the policy and the address guard are the proxy's. It runs until
-SIGTERM or SIGINT.`,
-		Example: `  hobbs proxy relay --listen 127.0.0.1:3128 --to unix:/run/hobbs/proxy.sock`,
+token, the policy and the address guard are the proxy's. A connection that
+comes while the proxy is still starting is held until it answers (30 s at
+most). It runs until SIGTERM or SIGINT; with --detach it runs in the
+background (output discarded) and the command prints its pid and returns
+once it listens.`,
+		Example: `  hobbs proxy relay --listen 127.0.0.1:3128 --to unix:/run/hobbs/proxy.sock
+  hobbs proxy relay --detach   # the entry point's way: returns once listening`,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ln, err := net.Listen("tcp", listen)
+			var ln net.Listener
+			var err error
+			if listenFD > 0 { // started by --detach: the listener is inherited
+				ln, err = net.FileListener(os.NewFile(uintptr(listenFD), "relay"))
+			} else {
+				ln, err = net.Listen("tcp", listen)
+			}
 			if err != nil {
 				return errs.Wrap(errs.Failure, err, "listen on %s", listen)
+			}
+			if detach {
+				pid, err := detachRelay(ln, listen, to)
+				if err == nil {
+					fmt.Fprintln(a.out, pid)
+				}
+				return err
 			}
 			logf := func(format string, args ...any) {
 				fmt.Fprintf(a.errOut, "hobbs proxy relay: %s\n", fmt.Sprintf(format, args...))
@@ -163,7 +183,31 @@ SIGTERM or SIGINT.`,
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:3128", "local HOST:PORT to listen on")
 	cmd.Flags().StringVar(&to, "to", "unix:/run/hobbs/proxy.sock", "the proxy: unix:PATH or HOST:PORT")
+	cmd.Flags().BoolVar(&detach, "detach", false, "run in the background; return once listening")
+	cmd.Flags().IntVar(&listenFD, "listen-fd", 0, "serve the listener inherited as this file descriptor (--detach uses it)")
+	_ = cmd.Flags().MarkHidden("listen-fd")
 	return cmd
+}
+
+// detachRelay starts the relay in the background on ln, which is already
+// listening (so a client right after this returns is not refused), and
+// returns its pid.
+func detachRelay(ln net.Listener, listen, to string) (int, error) {
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return 0, errs.Wrap(errs.Failure, err, "relay listener")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 0, errs.Wrap(errs.Failure, err, "relay")
+	}
+	c := exec.Command(self, "proxy", "relay", "--listen", listen, "--to", to, "--listen-fd", "3")
+	c.ExtraFiles = []*os.File{f} // fd 3
+	if err := c.Start(); err != nil {
+		return 0, errs.Wrap(errs.Failure, err, "start the relay")
+	}
+	pid := c.Process.Pid
+	return pid, c.Process.Release()
 }
 
 func newProxyHealthCmd(a *app) *cobra.Command {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -15,18 +16,27 @@ import (
 // the image's entry point, gives the agent's programs the TCP address they
 // expect (HTTP_PROXY=http://hobbs:TOKEN@127.0.0.1:3128). It only moves bytes:
 // every check (auth, policy, guard) is the proxy's.
+//
+// The agent's command starts while the proxy is still starting: a
+// connection that arrives before the proxy listens is held (the dial is
+// retried) until the proxy answers or DialTimeout passes, so no program
+// sees a refusal for a proxy that is on its way. (A proxy that fails ends
+// the session: the launcher watches it.)
 type Relay struct {
 	To          string        // the proxy: unix:PATH or HOST:PORT
-	DialTimeout time.Duration // per connection (default 5 s)
+	DialTimeout time.Duration // per connection, retries included (default 30 s)
 	Logf        func(format string, args ...any)
 }
+
+// relayRetry is the pause between dials of a proxy not yet listening.
+const relayRetry = 10 * time.Millisecond
 
 // Serve relays every connection accepted on ln until ln is closed or ctx
 // ends. When ctx ends, the connections under way are closed too; Serve
 // returns once they are.
 func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	if r.DialTimeout == 0 {
-		r.DialTimeout = 5 * time.Second
+		r.DialTimeout = 30 * time.Second
 	}
 	if r.Logf == nil {
 		r.Logf = func(string, ...any) {}
@@ -57,12 +67,28 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
+// dial connects to the proxy, again and again while it is not listening
+// yet (no socket file, or refused), until DialTimeout.
+func (r *Relay) dial(ctx context.Context) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.DialTimeout)
+	defer cancel()
+	for {
+		up, err := DialAddr(ctx, r.To)
+		if err == nil || !(errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)) {
+			return up, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(relayRetry):
+		}
+	}
+}
+
 // serve relays one client connection.
 func (r *Relay) serve(ctx context.Context, c net.Conn) {
 	defer c.Close()
-	dctx, cancel := context.WithTimeout(ctx, r.DialTimeout)
-	up, err := DialAddr(dctx, r.To)
-	cancel()
+	up, err := r.dial(ctx)
 	if err != nil {
 		r.Logf("proxy at %s: %v", r.To, err)
 		return

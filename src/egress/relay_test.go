@@ -104,8 +104,9 @@ func TestListenUnix(t *testing.T) {
 	}
 }
 
-// TestRelayProxyDown: with no proxy behind it, the relay closes each client
-// connection at once (no hang), and serves again once the proxy is there.
+// TestRelayProxyDown: with no proxy behind it, the relay holds a client
+// for DialTimeout, then closes its connection (no hang); a client that
+// comes while the proxy is starting gets through once it listens.
 func TestRelayProxyDown(t *testing.T) {
 	dir, err := os.MkdirTemp("", "hobbs-sock-")
 	if err != nil {
@@ -119,7 +120,8 @@ func TestRelayProxyDown(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- (&Relay{To: "unix:" + sock}).Serve(ctx, ln) }()
+	go func() { done <- (&Relay{To: "unix:" + sock, DialTimeout: 300 * time.Millisecond}).Serve(ctx, ln) }()
+	start := time.Now()
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -128,8 +130,21 @@ func TestRelayProxyDown(t *testing.T) {
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("client of a relay without a proxy: %v, want EOF", err)
 	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("gave up after %v: the dial must be retried for DialTimeout", d)
+	}
 	c.Close()
-	// An echo server appears at the socket: the next client gets through.
+	// A client that comes while the proxy is starting is held, and gets
+	// through once the proxy (here an echo server) listens.
+	c, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	io.WriteString(c, "ping")
+	c.(*net.TCPConn).CloseWrite()
+	time.Sleep(100 * time.Millisecond)
 	up, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -142,14 +157,6 @@ func TestRelayProxyDown(t *testing.T) {
 			s.Close()
 		}
 	}()
-	c, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(3 * time.Second))
-	io.WriteString(c, "ping")
-	c.(*net.TCPConn).CloseWrite()
 	got, err := io.ReadAll(c)
 	if err != nil || string(got) != "ping" {
 		t.Fatalf("through the relay: %q, %v", got, err)

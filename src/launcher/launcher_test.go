@@ -84,7 +84,7 @@ func TestAgentIsConfined(t *testing.T) {
 		// The proxy's socket, read-only (connecting is not writing), and
 		// the relay the entry point starts to it.
 		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs,readonly"},
-		{"-e", "HOBBS_PROXY_SOCKET=/run/hobbs/proxy.sock"}, {"-e", "HOBBS_PROXY_WAIT=127.0.0.1:3128"},
+		{"-e", "HOBBS_PROXY_SOCKET=/run/hobbs/proxy.sock"}, {"-e", "HOBBS_PROXY_RELAY=127.0.0.1:3128"},
 	} {
 		if !hasPair(a, p[0], p[1]) {
 			t.Errorf("agent argv lacks %s %s", p[0], p[1])

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -196,7 +197,7 @@ func (s *Session) AgentArgs() []string {
 		"-e", "HOME="+HomeDir, "-e", "USER=dev",
 		"-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=container",
 		"-e", "NO_PROXY=localhost,127.0.0.1", "-e", "no_proxy=localhost,127.0.0.1",
-		"-e", "HOBBS_PROXY_SOCKET="+ProxySocket, "-e", "HOBBS_PROXY_WAIT="+RelayAddr)
+		"-e", "HOBBS_PROXY_SOCKET="+ProxySocket, "-e", "HOBBS_PROXY_RELAY="+RelayAddr)
 	for _, kv := range s.AgentEnv() {
 		name, _, _ := strings.Cut(kv, "=")
 		a = append(a, "-e", name)
@@ -250,12 +251,16 @@ func (s *Session) ProxyEnv() []string { return []string{TokenEnv + "=" + s.token
 // needs exists: the egress network, the socket volume and the state volume
 // at once (while leftovers of crashed sessions are removed); then both
 // containers are created, and both started together. The agent's entry
-// point starts its relay to the proxy's socket and holds its command back
-// until the proxy answers its health check through it (HOBBS_PROXY_WAIT);
-// the launcher stops the agent if the proxy fails to become healthy or
-// dies.
+// point starts its relay to the proxy's socket, which holds connections
+// until the proxy answers, and runs the command at once; the launcher stops
+// the agent if the proxy fails to become healthy or dies. The instance's
+// policy is checked first, on the host: a policy the proxy would refuse
+// ends the session before anything is created.
 func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err := ValidName(s.Name); err != nil {
+		return 0, err
+	}
+	if err := checkPolicy(s.Instance); err != nil {
 		return 0, err
 	}
 	if s.Progress == nil {
@@ -391,6 +396,20 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 			return agent.stop(s), nil
 		}
 	}
+}
+
+// checkPolicy parses the instance's policy.yaml as the session's proxy will:
+// an error (file:line) is the user's to fix, before a session starts.
+func checkPolicy(in instance.Instance) error {
+	if _, err := os.Stat(in.Policy()); err != nil {
+		return errs.Missingf("the instance's policy: %v", err).
+			WithHint("the egress proxy needs it: run hobbs init to create it")
+	}
+	if _, err := egress.ParseFile(in.Policy()); err != nil {
+		return (&errs.Error{Code: errs.Code(err), Msg: "the egress policy is invalid; the proxy would not start: " + err.Error()}).
+			WithHint("fix %s (hobbs policy show checks it)", in.Policy())
+	}
+	return nil
 }
 
 // future is the result of a function running in its own goroutine.

@@ -187,16 +187,41 @@ func TestCrashLeftovers(t *testing.T) {
 func TestProxyFailure(t *testing.T) {
 	e := newEnv(t)
 	e.removeVolume(t)
+	// A policy the proxy would refuse: the session ends on the host, with
+	// file:line, before anything is created.
 	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains:\n  - \"*\"\nnot_a_key: 1\n")
-	r := e.hobbs(nil, e.runArgs(sessionName(t, "badproxy"), "touch", "/home/dev/hobbs/workspace/ran")...)
-	if r.code != 1 {
-		t.Errorf("exit %d, want 1\n%s", r.code, r.stderr)
+	r := e.hobbs(nil, e.runArgs(sessionName(t, "badpolicy"), "touch", "/home/dev/hobbs/workspace/ran")...)
+	if r.code != 2 {
+		t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "hobbs: egress proxy failed") || !strings.Contains(r.stderr, "policy.yaml") {
-		t.Errorf("stderr does not explain the proxy failure:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, "egress policy is invalid") || !strings.Contains(r.stderr, "policy.yaml:3") {
+		t.Errorf("stderr does not explain the policy error:\n%s", r.stderr)
 	}
 	if exists(filepath.Join(e.ws, "ran")) {
 		t.Errorf("the agent's command ran without a proxy")
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the failure: %v", left)
+	}
+
+	// A proxy that dies at start (its audit log cannot be opened): the
+	// agent, whose request waits in its relay, is stopped; the session ends
+	// with the proxy's own output.
+	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains: [allowed.test]\n")
+	auditLog := filepath.Join(e.inst, "logs", "audit.log")
+	writeFile(t, auditLog, "")
+	if err := os.Chmod(auditLog, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(auditLog, 0o644)
+	start := time.Now()
+	r = e.hobbs(nil, e.runArgs(sessionName(t, "badproxy"), "sh", "-c",
+		"netprobe get http://allowed.test/ > /home/dev/hobbs/workspace/got; sleep 60")...)
+	if r.code != 1 || !strings.Contains(r.stderr, "hobbs: egress proxy failed") || !strings.Contains(r.stderr, "audit") {
+		t.Errorf("exit %d, want 1 with the proxy's failure:\n%s", r.code, r.stderr)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the session took %v to end after its proxy died", d)
 	}
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after the failure: %v", left)
@@ -248,15 +273,15 @@ func TestNameClash(t *testing.T) {
 	}
 	docker(t, "rm", "-f", name)
 	name2 := sessionName(t, "clash2")
-	docker(t, "network", "create", "--label", "hobbs-e2e="+runID, name2+"-int")
+	docker(t, "network", "create", "--label", "hobbs-e2e="+runID, name2+"-egress")
 	r = e.hobbs(nil, e.runArgs(name2, "true")...)
 	if r.code == 0 || !strings.Contains(r.stderr, "already exists") {
 		t.Errorf("network clash: exit %d\n%s", r.code, r.stderr)
 	}
-	if out := docker(t, "network", "ls", "-q", "--filter", "name=^"+name2+"-int$"); out == "" {
-		t.Errorf("the existing network %s-int was removed", name2)
+	if out := docker(t, "network", "ls", "-q", "--filter", "name=^"+name2+"-egress$"); out == "" {
+		t.Errorf("the existing network %s-egress was removed", name2)
 	}
-	docker(t, "network", "rm", name2+"-int")
+	docker(t, "network", "rm", name2+"-egress")
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after the clashes: %v", left)
 	}
