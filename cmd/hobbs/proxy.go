@@ -155,7 +155,7 @@ background (output discarded) and the command prints its pid and returns
 once it listens.`,
 		Example: `  hobbs proxy relay --listen 127.0.0.1:3128 --to unix:/run/hobbs/proxy.sock
   hobbs proxy relay --detach   # the entry point's way: returns once listening`,
-		Args:    usageArgs(cobra.NoArgs),
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var ln net.Listener
 			var err error
