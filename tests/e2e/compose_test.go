@@ -37,8 +37,10 @@ func TestCompose(t *testing.T) {
 			t.Errorf("compose down: %v\n%s", err, out)
 		}
 	})
+	host := listenOnHost(t)
 	out, err := compose("run", "--rm", "-T", "agent", "sh", "-c",
 		"id -u; grep CapEff /proc/self/status; netprobe get http://denied.test:8080/x; netprobe resolve example.com; "+
+			"for a in "+strings.Join(host.addrs, " ")+"; do echo \"host $a $(netprobe dial $a)\"; done; "+
 			"echo 'domains: [evil.test]' >> /home/dev/.hobbs/policy.yaml || echo policy-readonly; echo done")
 	if err != nil {
 		t.Fatalf("compose run: %v\n%s", err, out)
@@ -48,6 +50,9 @@ func TestCompose(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("compose session output lacks %q", want)
 		}
+	}
+	if strings.Contains(out, " connected") || host.accepted.Load() != 0 {
+		t.Errorf("the compose agent reached a service on the host (%d connections)", host.accepted.Load())
 	}
 	audit, _ := os.ReadFile(filepath.Join(e.inst, "logs", "audit.log"))
 	if !strings.Contains(string(audit), `"subject":"denied.test:8080"`) {
