@@ -6,15 +6,21 @@
 //
 // `hobbs run` creates, for a session named N:
 //
-//	network   N-int     --internal: no route out of it, Docker's DNS resolves
-//	                    only container names on it (outside names fail)
 //	network   N-egress  an ordinary bridge network with a route out
-//	container N-proxy   same image, `hobbs proxy`, on N-int (alias "proxy")
-//	                    and N-egress; checks every request against the merged
-//	                    policy and writes the audit log to the instance's logs/
-//	container N         the agent, on N-int only: its one way out is the proxy
+//	volume    N-run-<random>  a 64k tmpfs holding one unix socket
+//	container N-proxy   same image, `hobbs proxy`, on N-egress only,
+//	                    listening on /run/hobbs/proxy.sock in N-run (no TCP
+//	                    port); checks every request against the merged policy
+//	                    and writes the audit log to the instance's logs/
+//	container N         the agent, with --network none (loopback only),
+//	                    N-run mounted read-only: its entry point relays
+//	                    127.0.0.1:3128 to the proxy's socket, its one way out
 //	volume    hobbs-claude-<instance hash>  Claude Code state (~/.claude),
 //	                    persistent across sessions; never removed by hobbs
+//
+// (A Docker --internal network would not do for the agent: a container on
+// one reaches every service listening on the host through the network's
+// gateway and the host's other addresses; tests/e2e TestEgress tries.)
 //
 // The agent runs as the invoking host user's uid:gid (so what it writes in the
 // workspace and instance is owned by that user on the host; HOME is
@@ -26,29 +32,27 @@
 // and framework skills are in the image, root-owned and read-only.
 //
 // Start-up order: a pipeline of engine CLI calls, each begun as soon as what
-// it needs exists. The networks and the state volume are created at once,
-// while leftovers of crashed sessions are removed and the image is checked
-// (Session.Prepare). Once the internal network exists both containers are
-// created; the proxy's token copy and its egress connect run together. The
-// proxy starts, and the agent starts as soon as the engine's event stream
-// reports that the proxy joined the internal network (its name resolves from
-// then on; before, a lookup of it on an internal network gets no answer and
-// hangs), while the rest of the proxy's start goes on. The image's entry
-// point holds the agent's command back until the proxy answers its health
-// check (HOBBS_PROXY_WAIT). A proxy that fails to start or dies ends the
-// session with its output. The same event stream reports the agent's death,
-// well before `docker start --attach` returns: the proxy's removal starts
-// then, the egress network goes as soon as the proxy is gone, the internal
-// one once both containers are. HOBBS_TRACE=1 prints every engine call with
-// its timing (package engine).
+// it needs exists. The instance's policy is parsed on the host first (a
+// policy the proxy would refuse ends the run before any object exists). The
+// egress network and both volumes are created at once, while leftovers of
+// crashed sessions are removed and the image is checked (Session.Prepare);
+// the agent is created once the socket volume exists, the proxy once the
+// network does; both start together. The agent's command does not wait for
+// the proxy: its relay holds connections until the proxy answers. A proxy
+// that fails to start or dies ends the session with its output. The
+// engine's event stream reports the agent's death well before `docker start
+// --attach` returns: the proxy's stop (SIGTERM) starts then; once it has
+// stopped it is removed while the network goes, and the socket volume goes
+// last. HOBBS_TRACE=1 prints every engine call with its timing (package
+// engine).
 //
 // # Secrets
 //
 // Neither the proxy token nor vault-mapped variables ever appear in an argv
 // (ours, docker's, or `docker inspect`'s Path/Args). The proxy token is
-// fresh per session; it reaches the proxy as a file copied into the created
-// container from a tar stream on the CLI's stdin (never a file on the host),
-// and the agent as HTTP(S)_PROXY=http://hobbs:TOKEN@proxy:3128. Every such
+// fresh per session; it reaches the proxy as HOBBS_PROXY_TOKEN (read once
+// and removed from its environment), and the agent as
+// HTTP(S)_PROXY=http://hobbs:TOKEN@127.0.0.1:3128. Every such
 // value is passed as `-e NAME` with the value only in the docker CLI child's
 // environment (readable only by the invoking user): portable to podman and
 // simpler than an --env-file on a pipe, which would need /dev/fd support. The
