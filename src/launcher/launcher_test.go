@@ -145,6 +145,12 @@ func TestProxyIsConfined(t *testing.T) {
 	if a[0] != "create" {
 		t.Errorf("the proxy must be created, then started: %v", a[0])
 	}
+	// As process 1 without an init, a SIGTERM that comes before the Go
+	// runtime's handlers are in place is dropped: a stop while the proxy
+	// starts would wait for docker stop's timeout.
+	if !slices.Contains(a, "--init") {
+		t.Errorf("the proxy needs an init process: %v", a)
+	}
 	if n := strings.Count(strings.Join(a, " "), "--network "); n != 1 {
 		t.Errorf("the proxy joins %d networks, want the egress one only: %v", n, a)
 	}

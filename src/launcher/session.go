@@ -103,16 +103,16 @@ func (s *Session) labels(role string) []string {
 
 func (s *Session) user() string { return fmt.Sprintf("%d:%d", s.UID, s.GID) }
 
-// hardening are the flags both containers share. The agent gets an init
-// process (--init: Claude Code starts many children, and their orphans must
-// be reaped); the proxy does not need one: it is one Go process that starts
-// no children and handles SIGTERM itself, and an init would be one more
-// program to start on the way to a session.
-func (s *Session) hardening(init bool) []string {
-	a := []string{"--user", s.user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges"}
-	if init {
-		a = append(a, "--init")
-	}
+// hardening are the flags both containers share, an init process among
+// them (--init). The agent needs one: Claude Code starts many children, and
+// their orphans must be reaped. The proxy needs one too, though it starts
+// no children: as process 1 of its container the kernel would drop a
+// SIGTERM that arrives before the Go runtime has installed its handlers — a
+// session whose command ends while the proxy is still starting (`hobbs run
+// -- true`) — and `docker stop` would then wait its whole timeout (seen: a
+// 7 s run). Under an init the signal ends a proxy that is not up yet at once.
+func (s *Session) hardening() []string {
+	a := []string{"--user", s.user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--init"}
 	if s.Engine.IsPodman() {
 		a = append(a, "--userns", "keep-id")
 	}
@@ -140,7 +140,7 @@ func (s *Session) ProxyArgs() []string {
 	a := []string{"create", "--name", ProxyName(s.Name), "--hostname", "proxy"}
 	a = append(a, s.labels(RoleProxy)...)
 	a = append(a, "--network", EgressNetwork(s.Name), "--stop-signal", "SIGTERM")
-	a = append(a, s.hardening(false)...)
+	a = append(a, s.hardening()...)
 	a = append(a, "--pids-limit", "256", "--memory", "512m",
 		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy", "-e", TokenEnv,
 		// The instance read-only (policy.yaml, watched for changes), its logs
@@ -182,7 +182,7 @@ func (s *Session) AgentArgs() []string {
 	a = append(a, s.labels(RoleAgent)...)
 	// No network but loopback: the proxy's socket is its one way out.
 	a = append(a, "--network", "none")
-	a = append(a, s.hardening(true)...)
+	a = append(a, s.hardening()...)
 	r := s.Config.Resources
 	if r.PIDs > 0 {
 		a = append(a, "--pids-limit", strconv.Itoa(r.PIDs))
