@@ -982,7 +982,12 @@ func removeSession(ctx context.Context, e engine.CLI, n string) error {
 			return err
 		}
 		if _, err := e.Output(ctx, append([]string{"rm", "-f"}, strings.Fields(ids)...)...); err != nil && !isNoSuch(err) {
-			return err
+			// The engine may be removing the agent itself (--rm, once
+			// stopped) and refuses a second removal meanwhile: wait until
+			// the containers are gone, or give the refusal.
+			if !containersGone(ctx, e, f) {
+				return err
+			}
 		}
 	}
 	nets, err := e.Output(ctx, "network", "ls", "-q", "--filter", f)
@@ -1004,6 +1009,21 @@ func removeSession(ctx context.Context, e engine.CLI, n string) error {
 		}
 	}
 	return nil
+}
+
+// containersGone waits (10 s at most) until no container matches filter f.
+func containersGone(ctx context.Context, e engine.CLI, f string) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left, err := e.Output(ctx, "ps", "-aq", "--filter", f)
+		if err == nil && left == "" {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func firstLine(s string) string {

@@ -144,7 +144,7 @@ func TestCrashLeftovers(t *testing.T) {
 		t.Fatalf("run after the crash: %d %s", r.code, r.stderr)
 	}
 	if left := e.leftovers(t); len(left) > 0 {
-		t.Errorf("left after the next run: %v", left)
+		t.Errorf("left after the next run: %v\n%s", left, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "call ps ") {
 		t.Errorf("the run after a crash did not look for leftovers:\n%s", r.stderr)
