@@ -171,12 +171,7 @@ func startProxy(t testing.TB, policy string, mod func(*Options)) *proxyEnv {
 // loopback, as a session's agent reaches it: e.addr is the relay's.
 func startRelayedProxy(t testing.TB, policy string, mod func(*Options)) *proxyEnv {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "hobbs-sock-") // short: a socket path has ~100 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := "unix:" + filepath.Join(dir, "proxy.sock")
+	sock := "unix:" + filepath.Join(sockDir(t), "proxy.sock")
 	e := startProxyAt(t, policy, mod, sock)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -192,6 +187,18 @@ func startRelayedProxy(t testing.TB, policy string, mod func(*Options)) *proxyEn
 	t.Cleanup(func() { cancel(); <-done })
 	e.addr = ln.Addr().String()
 	return e
+}
+
+// sockDir is a fresh directory with a short path, for unix sockets (whose
+// paths have room for about 100 bytes; t.TempDir's can be longer).
+func sockDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hobbs-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // startProxyAt serves a proxy on listen (as Listen takes it).

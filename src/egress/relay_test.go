@@ -65,11 +65,7 @@ func TestRelayedProxyChecks(t *testing.T) {
 // TestListenUnix: the socket is its owner's only; a socket left by a killed
 // proxy is replaced; any other file in its place is not touched.
 func TestListenUnix(t *testing.T) {
-	dir, err := os.MkdirTemp("", "hobbs-sock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := sockDir(t)
 	p := filepath.Join(dir, "proxy.sock")
 	stale, err := net.Listen("unix", p)
 	if err != nil {
@@ -108,11 +104,7 @@ func TestListenUnix(t *testing.T) {
 // for DialTimeout, then closes its connection (no hang); a client that
 // comes while the proxy is starting gets through once it listens.
 func TestRelayProxyDown(t *testing.T) {
-	dir, err := os.MkdirTemp("", "hobbs-sock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := sockDir(t)
 	sock := filepath.Join(dir, "proxy.sock")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

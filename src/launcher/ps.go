@@ -56,66 +56,36 @@ func List(ctx context.Context, e engine.CLI, in instance.Instance) ([]SessionInf
 		}
 		return s
 	}
-	ids, err := e.Output(ctx, "ps", "-aq", "--filter", f, "--filter", "label="+LabelSession)
+	cs, err := listInspected(ctx, e, "container", f, "label="+LabelSession)
 	if err != nil {
 		return nil, err
 	}
-	if ids != "" {
-		out, err := e.Output(ctx, append([]string{"inspect"}, strings.Fields(ids)...)...)
-		if err != nil && !isNoSuch(err) {
-			return nil, err
-		}
-		var cs []inspected
-		if err := json.Unmarshal([]byte(out), &cs); err != nil && out != "" {
-			return nil, errs.Wrap(errs.Failure, err, "parse %s inspect", e.Bin)
-		}
-		for _, c := range cs {
-			l := c.Config.Labels
-			s := get(l[LabelSession], l[LabelOwner])
-			s.Containers = append(s.Containers, strings.TrimPrefix(c.Name, "/"))
-			if l[LabelRole] == RoleAgent {
-				s.Status, s.Image, s.Workspace, s.Created = c.State.Status, c.Config.Image, l[LabelWork], c.Created
-			}
+	for _, c := range cs {
+		l := c.Config.Labels
+		s := get(l[LabelSession], l[LabelOwner])
+		s.Containers = append(s.Containers, strings.TrimPrefix(c.Name, "/"))
+		if l[LabelRole] == RoleAgent {
+			s.Status, s.Image, s.Workspace, s.Created = c.State.Status, c.Config.Image, l[LabelWork], c.Created
 		}
 	}
-	nets, err := e.Output(ctx, "network", "ls", "-q", "--filter", f, "--filter", "label="+LabelSession)
+	ns, err := listInspected(ctx, e, "network", f, "label="+LabelSession)
 	if err != nil {
 		return nil, err
 	}
-	if nets != "" {
-		out, err := e.Output(ctx, append([]string{"network", "inspect"}, strings.Fields(nets)...)...)
-		if err != nil && !isNoSuch(err) {
-			return nil, err
-		}
-		var ns []inspected
-		if err := json.Unmarshal([]byte(out), &ns); err != nil && out != "" {
-			return nil, errs.Wrap(errs.Failure, err, "parse %s network inspect", e.Bin)
-		}
-		for _, n := range ns {
-			s := get(n.Labels[LabelSession], n.Labels[LabelOwner])
-			s.Networks = append(s.Networks, n.Name)
-			if s.Created.IsZero() || n.Created.Before(s.Created) && s.Status == "partial" {
-				s.Created = n.Created
-			}
+	for _, n := range ns {
+		s := get(n.Labels[LabelSession], n.Labels[LabelOwner])
+		s.Networks = append(s.Networks, n.Name)
+		if s.Created.IsZero() || n.Created.Before(s.Created) && s.Status == "partial" {
+			s.Created = n.Created
 		}
 	}
-	vols, err := e.Output(ctx, "volume", "ls", "-q", "--filter", f, "--filter", "label="+LabelSession)
+	vs, err := listInspected(ctx, e, "volume", f, "label="+LabelSession)
 	if err != nil {
 		return nil, err
 	}
-	if vols != "" {
-		out, err := e.Output(ctx, append([]string{"volume", "inspect"}, strings.Fields(vols)...)...)
-		if err != nil && !isNoSuch(err) {
-			return nil, err
-		}
-		var vs []inspected
-		if err := json.Unmarshal([]byte(out), &vs); err != nil && out != "" {
-			return nil, errs.Wrap(errs.Failure, err, "parse %s volume inspect", e.Bin)
-		}
-		for _, v := range vs {
-			s := get(v.Labels[LabelSession], v.Labels[LabelOwner])
-			s.Volumes = append(s.Volumes, v.Name)
-		}
+	for _, v := range vs {
+		s := get(v.Labels[LabelSession], v.Labels[LabelOwner])
+		s.Volumes = append(s.Volumes, v.Name)
 	}
 	out := make([]SessionInfo, 0, len(byName))
 	for _, k := range sortedKeys(byName) {
@@ -126,6 +96,31 @@ func List(ctx context.Context, e engine.CLI, in instance.Instance) ([]SessionInf
 		out = append(out, *s)
 	}
 	return out, nil
+}
+
+// listInspected lists the objects of kind (container, network or volume)
+// that match every filter and returns what inspecting them tells.
+func listInspected(ctx context.Context, e engine.CLI, kind string, filters ...string) ([]inspected, error) {
+	ls, inspect := []string{kind, "ls", "-q"}, []string{kind, "inspect"}
+	if kind == "container" {
+		ls, inspect = []string{"ps", "-aq"}, []string{"inspect"}
+	}
+	for _, f := range filters {
+		ls = append(ls, "--filter", f)
+	}
+	ids, err := e.Output(ctx, ls...)
+	if err != nil || ids == "" {
+		return nil, err
+	}
+	out, err := e.Output(ctx, append(inspect, strings.Fields(ids)...)...)
+	if err != nil && !isNoSuch(err) {
+		return nil, err
+	}
+	var all []inspected
+	if err := json.Unmarshal([]byte(out), &all); err != nil && out != "" {
+		return nil, errs.Wrap(errs.Failure, err, "parse %s %s inspect", e.Bin, kind)
+	}
+	return all, nil
 }
 
 // Stop removes session name of instance in; ok=false when there is none.

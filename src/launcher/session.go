@@ -990,23 +990,21 @@ func removeSession(ctx context.Context, e engine.CLI, n string) error {
 			}
 		}
 	}
-	nets, err := e.Output(ctx, "network", "ls", "-q", "--filter", f)
-	if err != nil {
+	if err := removeListed(ctx, e, "network", f); err != nil {
 		return err
 	}
-	if nets != "" {
-		if _, err := e.Output(ctx, append([]string{"network", "rm"}, strings.Fields(nets)...)...); err != nil && !isNoSuch(err) {
-			return err
-		}
-	}
-	vols, err := e.Output(ctx, "volume", "ls", "-q", "--filter", f)
-	if err != nil {
+	return removeListed(ctx, e, "volume", f)
+}
+
+// removeListed removes every object of kind (network or volume) that
+// matches filter f.
+func removeListed(ctx context.Context, e engine.CLI, kind, f string) error {
+	ids, err := e.Output(ctx, kind, "ls", "-q", "--filter", f)
+	if err != nil || ids == "" {
 		return err
 	}
-	if vols != "" {
-		if _, err := e.Output(ctx, append([]string{"volume", "rm"}, strings.Fields(vols)...)...); err != nil && !isNoSuch(err) {
-			return err
-		}
+	if _, err := e.Output(ctx, append([]string{kind, "rm"}, strings.Fields(ids)...)...); err != nil && !isNoSuch(err) {
+		return err
 	}
 	return nil
 }
