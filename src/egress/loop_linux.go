@@ -53,6 +53,8 @@ type loopGroup struct {
 	mu      sync.Mutex
 	loops   []*evLoop
 	stopped bool
+	lfd     int  // the group's own duplicate of the listening socket (stopAccepting shuts it)
+	hasLfd  bool // lfd is open
 }
 
 // Connection states.
@@ -193,6 +195,15 @@ func (s *Server) startLoops(fl *fastListener) bool {
 		}
 		loops = append(loops, l)
 	}
+	var derr error
+	if err := rc.Control(func(fd uintptr) { s.loops.lfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil || derr != nil {
+		s.opts.Logf("event loop: dup listener: %v %v; serving with goroutines", err, derr)
+		for _, l := range loops {
+			l.release()
+		}
+		return false
+	}
+	s.loops.hasLfd = true
 	s.loops.loops = loops
 	fl.onClose = s.loops.stopAccepting
 	for _, l := range loops {
@@ -275,10 +286,22 @@ func (l *evLoop) post(f func()) bool {
 // stopAccepting makes every loop stop accepting and close the connections
 // still sending their first head (as net/http's Shutdown closes idle
 // ones); it returns once all have done so. Tunnels and dials go on.
+//
+// The listening socket is shut first, here: from then on no loop can
+// accept and connections not yet accepted are reset, whatever each loop is
+// doing. (Before, each loop stopped in turn: a client could see one loop's
+// half-read heads closed and still have a new tunnel opened by a loop not
+// yet told; and closing the listener does not stop a socket the loops hold
+// duplicates of.)
 func (g *loopGroup) stopAccepting() {
 	g.mu.Lock()
 	g.stopped = true
 	loops := g.loops
+	if g.hasLfd {
+		unix.Shutdown(g.lfd, unix.SHUT_RD) // Linux: a listener shut for reading stops listening
+		unix.Close(g.lfd)
+		g.hasLfd = false
+	}
 	g.mu.Unlock()
 	for _, l := range loops {
 		done := make(chan struct{})
@@ -461,6 +484,11 @@ func (l *evLoop) accept() {
 			return
 		case unix.EINTR, unix.ECONNABORTED:
 			continue
+		case unix.EINVAL: // the listener was shut (stopAccepting): stop watching it
+			l.ctl(unix.EPOLL_CTL_DEL, l.lfd, 0, 0)
+			unix.Close(l.lfd)
+			l.lfd = -1
+			return
 		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
 			// out of descriptors or memory: stop listening for a while, as
 			// net/http backs off (level-triggered, it would spin)
