@@ -30,6 +30,7 @@ type Config struct {
 	Workspace    string            `yaml:"workspace" json:"workspace"`
 	ClaudeVolume string            `yaml:"claude_volume" json:"claude_volume"`
 	Engine       string            `yaml:"engine" json:"engine"`
+	EgressNet    string            `yaml:"egress_network" json:"egress_network"`
 	Env          map[string]string `yaml:"env" json:"env"`
 	Resources    Resources         `yaml:"resources" json:"resources"`
 	Memory       Memory            `yaml:"memory" json:"memory"`
@@ -54,6 +55,12 @@ type Playbooks struct {
 	ReviewEveryDays int `yaml:"review_every_days" json:"review_every_days"`
 }
 
+// The egress_network values that are not a network's name.
+const (
+	EgressDefault = "default" // the engine's default network; nothing created
+	EgressSession = "session" // a network of its own per session, created and removed
+)
+
 // EnvEngine overrides Config.Engine.
 const EnvEngine = "HOBBS_DOCKER"
 
@@ -66,6 +73,7 @@ func Default() *Config {
 		BaseImage: "hobbs-runtime:latest",
 		Workspace: "~/hobbs-workspace",
 		Engine:    "docker",
+		EgressNet: EgressDefault,
 		Env:       map[string]string{},
 		Resources: Resources{Memory: "4g", PIDs: 512},
 		Memory:    Memory{ContextBudget: 9500, TidyAfterDays: 90},
@@ -125,6 +133,7 @@ var (
 	envNameRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	vaultEntryRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 	memSizeRe    = regexp.MustCompile(`^[0-9]+[bkmgBKMG]?$`)
+	networkRe    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
 )
 
 // yamlError turns yaml.v3's errors into "path:line: message" lines.
@@ -198,6 +207,9 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 	}
 	if c.Engine == "" {
 		bad([]string{"engine"}, "must not be empty (docker or podman)")
+	}
+	if !networkRe.MatchString(c.EgressNet) {
+		bad([]string{"egress_network"}, "%q is neither default, session nor a network name", c.EgressNet)
 	}
 	names := make([]string, 0, len(c.Env))
 	for k := range c.Env {

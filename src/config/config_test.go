@@ -55,6 +55,8 @@ func TestErrorsNameFileAndLine(t *testing.T) {
 		{"env not vault", "env:\n  TOKEN: plaintext\n", `c.yaml:2: env.TOKEN: value "plaintext" must be vault:<entry>`},
 		{"env bad name", "env:\n  1X: vault:a\n", `c.yaml:2: env.1X: not a valid`},
 		{"budget", "memory:\n  context_budget: 10\n", `c.yaml:2: memory.context_budget`},
+		{"egress network", "image: x\negress_network: \"--privileged\"\n", `c.yaml:2: egress_network: "--privileged" is neither`},
+		{"egress network empty", "egress_network: \"\"\n", `c.yaml:1: egress_network`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,6 +82,18 @@ func TestLoadMissingAndEnvOverride(t *testing.T) {
 	}
 	if c.Engine != "podman" {
 		t.Fatalf("engine %q", c.Engine)
+	}
+}
+
+func TestEgressNetworkValues(t *testing.T) {
+	for _, v := range []string{"default", "session", "my-net", "proxy_net.1"} {
+		c, err := Parse("c", []byte("egress_network: "+v+"\n"))
+		if err != nil || c.EgressNet != v {
+			t.Errorf("%s: %v %+v", v, err, c)
+		}
+	}
+	if c := Default(); c.EgressNet != EgressDefault {
+		t.Errorf("default %q", c.EgressNet)
 	}
 }
 

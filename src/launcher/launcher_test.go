@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
@@ -125,7 +126,6 @@ func TestProxyIsConfined(t *testing.T) {
 	a := s.ProxyArgs()
 	for _, p := range [][2]string{
 		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", "1234:2345"},
-		{"--network", "hobbs-abc123-egress"},
 		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs"},
 		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir + ",readonly"},
 		{"--mount", "type=bind,source=" + s.Instance.Logs() + ",target=" + InstanceDir + "/logs"},
@@ -151,8 +151,41 @@ func TestProxyIsConfined(t *testing.T) {
 	if !slices.Contains(a, "--init") {
 		t.Errorf("the proxy needs an init process: %v", a)
 	}
-	if n := strings.Count(strings.Join(a, " "), "--network "); n != 1 {
-		t.Errorf("the proxy joins %d networks, want the egress one only: %v", n, a)
+	// The engine's default network, by default: no flag.
+	if n := strings.Count(strings.Join(a, " "), "--network"); n != 0 {
+		t.Errorf("the proxy names %d networks, want the engine's default: %v", n, a)
+	}
+}
+
+// The proxy joins exactly one network, the configured one, and only a
+// session network is created (and so removed) by the session.
+func TestEgressNetworkModes(t *testing.T) {
+	for _, c := range []struct{ mode, want string }{
+		{config.EgressDefault, ""},
+		{config.EgressSession, "hobbs-abc123-egress"},
+		{"corp-net", "corp-net"},
+	} {
+		s := testSession(t)
+		s.Config.EgressNet = c.mode
+		a := strings.Join(s.ProxyArgs(), " ")
+		n := strings.Count(a, "--network")
+		if c.want == "" && n != 0 || c.want != "" && (n != 1 || !strings.Contains(a, "--network "+c.want+" ")) {
+			t.Errorf("%s: proxy argv %s", c.mode, a)
+		}
+		if strings.Contains(strings.Join(s.AgentArgs(), " "), c.want+" ") && c.want != "" {
+			t.Errorf("%s: the agent joins %s", c.mode, c.want)
+		}
+		e, calls := scriptEngine(t, "exit 0") // FAKE engine: every call succeeds
+		s.Engine = e
+		reaped := make(chan struct{})
+		close(reaped)
+		if err := s.create(context.Background(), reaped); err != nil {
+			t.Fatalf("%s: create: %v", c.mode, err)
+		}
+		created := countLine(calls(), "network create "+strings.Join(s.labels(RoleNetwork), " ")+" hobbs-abc123-egress")
+		if wantN := map[bool]int{true: 1, false: 0}[c.mode == config.EgressSession]; created != wantN || s.has("egress") != (wantN == 1) {
+			t.Errorf("%s: network created %d times (made: %v): %v", c.mode, created, s.has("egress"), calls())
+		}
 	}
 }
 

@@ -139,7 +139,10 @@ func (s *Session) runMount(readonly bool) string {
 func (s *Session) ProxyArgs() []string {
 	a := []string{"create", "--name", ProxyName(s.Name), "--hostname", "proxy"}
 	a = append(a, s.labels(RoleProxy)...)
-	a = append(a, "--network", EgressNetwork(s.Name), "--stop-signal", "SIGTERM")
+	if n := s.egressNetwork(); n != "" {
+		a = append(a, "--network", n)
+	}
+	a = append(a, "--stop-signal", "SIGTERM")
 	a = append(a, s.hardening()...)
 	a = append(a, "--pids-limit", "256", "--memory", "512m",
 		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy", "-e", TokenEnv,
@@ -160,6 +163,31 @@ func (s *Session) ProxyArgs() []string {
 		// client; they are closed (and audited) well within proxyStopTime.
 		"--grace", "2s")
 	return a
+}
+
+// egressNetwork is the network the proxy joins (config egress_network): ""
+// for the engine's default network (no --network flag: docker's bridge,
+// podman's own default), the session's own network, or the one named.
+//
+// The engine's default network is the default since the agent no longer
+// joins any network. A session network of its own cost about 0.4 s of
+// every start and end (creating a bridge and its firewall rules, then
+// removing them) and kept the proxy apart from the user's other containers
+// — which the proxy cannot reach anyway unless the policy's allow_private
+// opens their addresses, and which cannot reach it: it listens on no
+// network port, only on the socket in the session's volume.
+func (s *Session) egressNetwork() string {
+	v := config.EgressDefault
+	if s.Config != nil {
+		v = s.Config.EgressNet
+	}
+	switch v {
+	case config.EgressDefault, "":
+		return ""
+	case config.EgressSession:
+		return EgressNetwork(s.Name)
+	}
+	return v
 }
 
 // AgentEnv is the docker CLI child's extra environment for the agent run:
@@ -444,7 +472,12 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 		}
 		return CheckSecretNames(s.Secrets)
 	})
-	egress := spawn(func() error { return s.createNetwork(ctx, "egress", EgressNetwork(s.Name), reaped) })
+	egress := spawn(func() error {
+		if s.egressNetwork() != EgressNetwork(s.Name) {
+			return nil // the engine's default network or the user's own
+		}
+		return s.createNetwork(ctx, "egress", EgressNetwork(s.Name), reaped)
+	})
 	volume := spawn(func() error {
 		_, err := e.Output(ctx, "volume", "create", "--label", LabelRole+"="+RoleClaude,
 			"--label", LabelInstance+"="+InstanceID(s.Instance), ClaudeVolume(s.Instance, s.Config.ClaudeVolume))

@@ -257,8 +257,8 @@ func TestTTY(t *testing.T) {
 	}
 }
 
-// TestNameClash: a session name whose container or network exists already
-// is refused, and the existing objects are left alone.
+// TestNameClash: a session name whose container or (egress_network:
+// session) network exists already is refused, and the existing objects are left alone.
 func TestNameClash(t *testing.T) {
 	e := newEnv(t)
 	e.removeVolume(t)
@@ -272,6 +272,9 @@ func TestNameClash(t *testing.T) {
 		t.Errorf("the existing container %s was removed", name)
 	}
 	docker(t, "rm", "-f", name)
+	// A session network of its own (egress_network: session) whose name is
+	// taken.
+	writeFile(t, filepath.Join(e.inst, "config.yaml"), "egress_network: session\n")
 	name2 := sessionName(t, "clash2")
 	docker(t, "network", "create", "--label", "hobbs-e2e="+runID, name2+"-egress")
 	r = e.hobbs(nil, e.runArgs(name2, "true")...)

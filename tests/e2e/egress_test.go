@@ -99,23 +99,23 @@ func listenOnHost(t *testing.T) *hostService {
 	return h
 }
 
-// TestEgress runs an upstream web server on the session's egress network
-// under an allowed and a denied name, and checks every way out of the agent.
+// TestEgress runs an upstream web server under an allowed and a denied
+// name on a network of its own, which the proxy joins (egress_network:
+// NAME), and checks every way out of the agent.
 func TestEgress(t *testing.T) {
 	e := newEnv(t)
 	e.removeVolume(t)
 	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains:\n  - allowed.test:8080\n"+privateRanges)
 	name := sessionName(t, "egress")
-	c, out, errb := e.startProbe(t, name, egressProbe)
-	// The host's addresses once the session's networks exist (their
-	// gateways are among them).
-	host := listenOnHost(t)
-	writeFile(t, filepath.Join(e.ws, ".hostaddrs"), strings.Join(host.addrs, "\n"))
+	upNet := name + "-up"
+	docker(t, "network", "create", "--label", "hobbs-e2e="+runID, upNet)
+	defer docker(t, "network", "rm", upNet) // after the upstream (deferred below)
+	writeFile(t, filepath.Join(e.inst, "config.yaml"), "egress_network: "+upNet+"\n")
 
-	// The upstream: busybox httpd from the test base, on the session's
-	// egress network only, under two names.
+	// The upstream: busybox httpd from the test base, on that network
+	// only, under two names.
 	up := name + "-upstream"
-	docker(t, "run", "-d", "--name", up, "--label", "hobbs-e2e="+runID, "--network", name+"-egress",
+	docker(t, "run", "-d", "--name", up, "--label", "hobbs-e2e="+runID, "--network", upNet,
 		"--network-alias", "allowed.test", "--network-alias", "denied.test", baseImage,
 		"netprobe", "serve", ":8080")
 	removed := false
@@ -127,6 +127,11 @@ func TestEgress(t *testing.T) {
 	}
 	defer removeUp()
 	ip := docker(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", up)
+
+	c, out, errb := e.startProbe(t, name, egressProbe)
+	// The host's addresses once the session's objects exist.
+	host := listenOnHost(t)
+	writeFile(t, filepath.Join(e.ws, ".hostaddrs"), strings.Join(host.addrs, "\n"))
 	writeFile(t, filepath.Join(e.ws, ".upstream"), ip)
 	waitFor(t, 90*time.Second, "the probe to finish", func() bool { return exists(filepath.Join(e.ws, ".probe-done")) })
 	upLog := docker(t, "logs", up)
@@ -208,6 +213,9 @@ func TestEgress(t *testing.T) {
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after the session: %v", left)
 	}
+	if out := docker(t, "network", "ls", "-q", "--filter", "name=^"+upNet+"$"); out == "" {
+		t.Errorf("the session removed the network %s, which it did not create", upNet)
+	}
 }
 
 const holdProbe = `set -u
@@ -223,12 +231,19 @@ cat /tmp/t
 // (its client went with the agent; its server has not hung up). The proxy
 // writes a tunnel's audit line when the tunnel closes, so it must be stopped
 // (SIGTERM: it closes what is left and writes every line), not killed: with
-// `rm -f` (SIGKILL) this line was never written.
+// `rm -f` (SIGKILL) this line was never written. The proxy reaches the
+// host's server through the gateway of its network: the engine's default
+// one, or (egress_network: session) the session's own.
 func TestAuditOfTunnelOpenAtExit(t *testing.T) {
+	t.Run("default", func(t *testing.T) { testAuditOfTunnelOpenAtExit(t, "default") })
+	t.Run("session", func(t *testing.T) { testAuditOfTunnelOpenAtExit(t, "session") })
+}
+
+func testAuditOfTunnelOpenAtExit(t *testing.T, mode string) {
 	e := newEnv(t)
+	writeFile(t, filepath.Join(e.inst, "config.yaml"), "egress_network: "+mode+"\n")
 	e.removeVolume(t)
-	// A server on the host that reads and never hangs up, reached from the
-	// proxy through the egress network's gateway.
+	// A server on the host that reads and never hangs up.
 	ln, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
@@ -248,9 +263,15 @@ func TestAuditOfTunnelOpenAtExit(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	policy := filepath.Join(e.inst, "policy.yaml")
 	writeFile(t, policy, privateRanges)
-	name := sessionName(t, "hold")
+	name := sessionName(t, "hold-"+mode)
 	c, out, errb := e.startProbe(t, name, holdProbe)
-	gw := docker(t, "network", "inspect", "--format", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", name+"-egress")
+	// The gateway of the proxy's one network.
+	gw := docker(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.Gateway}}{{end}}", name+"-proxy")
+	if mode == "session" {
+		if n := docker(t, "inspect", "--format", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}", name+"-proxy"); n != name+"-egress" {
+			t.Errorf("egress_network: session: the proxy is on %q", n)
+		}
+	}
 	target := fmt.Sprintf("%s:%d", gw, port)
 	// The proxy reloads the policy; the probe asks again while it is denied.
 	writeFile(t, policy, "domains:\n  - \""+target+"\"\n"+privateRanges)
