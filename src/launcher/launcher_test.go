@@ -81,10 +81,12 @@ func TestAgentIsConfined(t *testing.T) {
 		{"--tmpfs", InstanceDir + "/vault/keys:ro,size=16k,mode=0555"},
 		{"--mount", "type=bind,source=/home/u/ws,target=" + WorkspaceDir},
 		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir},
-		{"--mount", "type=volume,source=" + ClaudeVolume(s.Instance, "") + ",target=" + ClaudeDir},
+		// Docker makes the volumes from the mounts, labelled.
+		{"--mount", "type=volume,source=" + ClaudeVolume(s.Instance, "") + ",target=" + ClaudeDir +
+			",volume-label=dev.hobbs.role=claude-state,volume-label=dev.hobbs.instance=" + InstanceID(s.Instance)},
 		// The proxy's socket, read-only (connecting is not writing), and
 		// the relay the entry point starts to it.
-		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs,readonly"},
+		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs,readonly" + runVolumeSpec(s)},
 		{"-e", "HOBBS_PROXY_SOCKET=/run/hobbs/proxy.sock"}, {"-e", "HOBBS_PROXY_RELAY=127.0.0.1:3128"},
 	} {
 		if !hasPair(a, p[0], p[1]) {
@@ -126,7 +128,7 @@ func TestProxyIsConfined(t *testing.T) {
 	a := s.ProxyArgs()
 	for _, p := range [][2]string{
 		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", "1234:2345"},
-		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs"},
+		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs" + runVolumeSpec(s)},
 		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir + ",readonly"},
 		{"--mount", "type=bind,source=" + s.Instance.Logs() + ",target=" + InstanceDir + "/logs"},
 		{"--tmpfs", InstanceDir + "/vault:ro,size=16k,mode=0555"},
@@ -185,6 +187,59 @@ func TestEgressNetworkModes(t *testing.T) {
 		created := countLine(calls(), "network create "+strings.Join(s.labels(RoleNetwork), " ")+" hobbs-abc123-egress")
 		if wantN := map[bool]int{true: 1, false: 0}[c.mode == config.EgressSession]; created != wantN || s.has("egress") != (wantN == 1) {
 			t.Errorf("%s: network created %d times (made: %v): %v", c.mode, created, s.has("egress"), calls())
+		}
+	}
+}
+
+// runVolumeSpec is what a Docker mount of the socket volume adds: the
+// options and labels the engine creates it with.
+func runVolumeSpec(s *Session) string {
+	return `,volume-driver=local,volume-opt=type=tmpfs,volume-opt=device=tmpfs,"volume-opt=o=size=64k,mode=1777"` +
+		",volume-label=dev.hobbs.session=hobbs-abc123,volume-label=dev.hobbs.role=run" +
+		",volume-label=dev.hobbs.instance=" + InstanceID(s.Instance) + ",volume-label=dev.hobbs.owner=" + s.owner
+}
+
+// Podman's --mount creates no labelled volumes: the session creates them
+// itself, before the containers, and mounts them plainly. Docker needs no
+// such calls.
+func TestVolumesPerEngine(t *testing.T) {
+	for _, bin := range []string{"docker", "podman"} {
+		s := testSession(t)
+		e, calls := scriptEngine(t, "exit 0") // FAKE engine: every call succeeds
+		if bin == "podman" { // the same script under podman's name
+			podman := filepath.Join(filepath.Dir(e.Bin), bin)
+			if err := os.Rename(e.Bin, podman); err != nil {
+				t.Fatal(err)
+			}
+			e.Bin = podman
+		}
+		s.Engine = e
+		reaped := make(chan struct{})
+		close(reaped)
+		if err := s.create(context.Background(), reaped); err != nil {
+			t.Fatalf("%s: create: %v", bin, err)
+		}
+		var creates []string
+		for _, c := range calls() {
+			if strings.HasPrefix(c, "volume create") {
+				creates = append(creates, c)
+			}
+		}
+		agent := strings.Join(s.AgentArgs(), " ")
+		if bin == "docker" {
+			if len(creates) != 0 {
+				t.Errorf("docker: volume creates %v", creates)
+			}
+			if !s.has("run") {
+				t.Errorf("docker: the socket volume is not counted as made (cleanup would leave it)")
+			}
+			continue
+		}
+		if len(creates) != 2 || !strings.Contains(strings.Join(creates, "\n"), "--opt o=size=64k,mode=1777") {
+			t.Errorf("podman: volume creates %v", creates)
+		}
+		if strings.Contains(agent, "volume-label") || strings.Contains(agent, "volume-opt") {
+			t.Errorf("podman: mount options it does not take: %s", agent)
 		}
 	}
 }

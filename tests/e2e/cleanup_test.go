@@ -125,6 +125,23 @@ func TestCrashLeftovers(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].OwnerAlive {
 		t.Errorf("ps --json after the crash: %v %s", err, r.stdout)
 	}
+	// What the crash left is labelled, the socket volume among it (the
+	// engine made it from the containers' --mount, options and labels
+	// included): the next run finds it by its labels.
+	var run string
+	for _, l := range e.leftovers(t) {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "volume" && strings.HasPrefix(f[1], name+"-run-") && f[2] == "run" {
+			run = f[1]
+		}
+	}
+	if run == "" {
+		t.Errorf("no labelled socket volume among the leftovers: %v (all volumes: %s)", e.leftovers(t), docker(t, "volume", "ls"))
+	} else if o := docker(t, "volume", "inspect", "--format", "{{.Options.type}} {{.Options.o}}", run); o != "tmpfs size=64k,mode=1777" {
+		t.Errorf("socket volume options %q", o)
+	}
+	if l := docker(t, "volume", "inspect", "--format", `{{index .Labels "dev.hobbs.role"}}`, "hobbs-claude-"+instanceID(e.inst)); l != "claude-state" {
+		t.Errorf("the Claude state volume is labelled %q", l)
+	}
 	r = e.hobbs(nil, "ps")
 	if !strings.Contains(r.stdout, name) || !strings.Contains(r.stdout, "(orphan)") {
 		t.Errorf("ps after the crash:\n%s", r.stdout)
