@@ -206,7 +206,8 @@ func TestVolumesPerEngine(t *testing.T) {
 	for _, bin := range []string{"docker", "podman"} {
 		s := testSession(t)
 		e, calls := scriptEngine(t, "exit 0") // FAKE engine: every call succeeds
-		if bin == "podman" {                  // the same script under podman's name
+		// For podman, the same script under podman's name.
+		if bin == "podman" {
 			podman := filepath.Join(filepath.Dir(e.Bin), bin)
 			if err := os.Rename(e.Bin, podman); err != nil {
 				t.Fatal(err)
