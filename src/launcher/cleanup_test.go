@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -127,6 +128,39 @@ func TestCleanupStopsTheProxyBeforeRemovingIt(t *testing.T) {
 		if countLine(c, proxyStopCall(s)) != 1 {
 			t.Errorf("early=%v: proxy stopped %d times: %q", early, countLine(c, proxyStopCall(s)), c)
 		}
+	}
+}
+
+// Once the engine reports the proxy's death, its removal does not wait for
+// `docker stop` to return (it returns some 50 ms later); the stop's CLI is
+// still waited for before cleanup returns.
+func TestCleanupRemovesTheProxyOnItsDeath(t *testing.T) {
+	s := testSession(t)
+	dir := t.TempDir()
+	order := filepath.Join(dir, "order")
+	e, calls := scriptEngine(t, `case "$*" in
+"stop "*) sleep 1; echo stop-returned >> `+order+`;;
+"rm -f `+ProxyName(s.Name)+`") echo proxy-removed >> `+order+`;;
+esac
+exit 0
+`)
+	s.Engine = e
+	agentRemovedByEngine(s)
+	died := make(chan struct{})
+	close(died)
+	s.ev.proxyDied = died
+	s.stopProxyEarly()
+	if err := s.cleanup(); err != nil {
+		t.Fatalf("cleanup: %v", err)
+	}
+	c := calls()
+	rm := slices.Index(c, "rm -f "+ProxyName(s.Name))
+	if rm < 0 || slices.Index(c, "volume rm "+s.runVolume) < rm {
+		t.Fatalf("proxy, then volume removal wanted: %q", c)
+	}
+	// Both lines are there: cleanup waited for the stop's return too.
+	if b, _ := os.ReadFile(order); string(b) != "proxy-removed\nstop-returned\n" {
+		t.Errorf("want the removal before the stop's return, both before cleanup returns: %q", b)
 	}
 }
 

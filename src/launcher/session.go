@@ -776,6 +776,21 @@ func (s *Session) stopProxy(ctx context.Context) error {
 	return nil
 }
 
+// proxyStopped waits until the proxy has exited: stop (its stop's future)
+// has returned or the engine has reported its death.
+func (s *Session) proxyStopped(stop *future) error {
+	var died <-chan struct{}
+	if s.ev != nil {
+		died = s.ev.proxyDied
+	}
+	select {
+	case <-stop.done:
+		return stop.err
+	case <-died:
+		return nil
+	}
+}
+
 // stopProxyEarly starts stopping the proxy (the agent has died).
 func (s *Session) stopProxyEarly() {
 	if s.proxyStop == nil {
@@ -960,9 +975,12 @@ func (s *Session) cleanup() error {
 	} else if s.has("proxy") {
 		proxy = spawn(func() error { return s.stopProxy(ctx) })
 	}
-	if err := errors.Join(agent.wait(), proxy.wait()); err != nil {
+	// The proxy can be removed once it has exited: the engine's die event
+	// comes some 50 ms before `docker stop` returns.
+	if err := errors.Join(agent.wait(), s.proxyStopped(proxy)); err != nil {
 		return err // the network and the volume are still in use
 	}
+	defer proxy.wait() // the stop's CLI, if it is still returning
 	removed := none
 	if s.has("proxy") {
 		removed = spawn(func() error { return s.rmContainer(ctx, ProxyName(s.Name)) })
