@@ -125,30 +125,34 @@ removes the containers and networks it created (the state volume stays).`,
 			}
 			log := a.audit(in)
 			started := false
+			secrets, err := sessionSecrets(in, cfg.VaultEnv())
+			if err != nil {
+				return err
+			}
 			s := &launcher.Session{
 				Engine: e, Instance: in, Config: cfg, Name: name, Workspace: ws,
+				Image: launcher.ImageRef(image), Secrets: secrets,
 				Command: args, UID: uid, GID: gid, TTY: a.stdinIsTTY() && stdoutIsTTY(a),
 				Stdin: a.in, Stdout: a.out, Stderr: a.errOut,
 				Progress: func(f string, args ...any) { a.status(f, args...) },
 			}
-			// The image and the secrets are made ready while the session's
-			// networks are being created.
-			s.Prepare = func(ctx context.Context) error {
+			// The image is checked (built or pulled when it must be) while
+			// the session's objects are being created.
+			s.Prepare = func(ctx context.Context) (bool, error) {
 				engine.Tracef("run: ensure image")
 				img, err := launcher.Ensure(ctx, image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Binary: binary, Progress: a.errOut})
 				if err != nil {
-					return err
+					return false, err
+				}
+				if img.Image != s.Image {
+					return false, errs.Failf("internal: the image is %s, not %s", img.Image, s.Image)
 				}
 				engine.Tracef("run: image ready")
-				secrets, err := sessionSecrets(in, cfg.VaultEnv())
-				if err != nil {
-					return err
-				}
-				s.Image, s.Secrets, started = img.Image, secrets, true
+				started = true
 				_ = log.Log(audit.Entry{Event: "session.start", Subject: name, Outcome: "ok",
 					Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names}})
 				a.status("session %s: %s in %s", name, img.Image, ws)
-				return nil
+				return img.Built || img.Pulled, nil
 			}
 			code, err := s.Run(ctx)
 			engine.Tracef("run: session returned")

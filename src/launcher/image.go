@@ -226,6 +226,16 @@ type Result struct {
 	Pulled bool   `json:"pulled,omitempty"`
 }
 
+// ImageRef is the image Ensure(ctx, ref, …) makes sure of: ref, or
+// DefaultTag when ref is empty. (A published ref that cannot be pulled is
+// built locally under the same name.)
+func ImageRef(ref string) string {
+	if ref == "" {
+		return DefaultTag
+	}
+	return ref
+}
+
 // Build builds the Hobbs image unconditionally.
 func Build(ctx context.Context, opt BuildOptions) (*Result, error) {
 	in, err := prepare(ctx, &opt)

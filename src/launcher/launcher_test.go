@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/engine"
@@ -188,6 +189,79 @@ func TestEgressNetworkModes(t *testing.T) {
 		if wantN := map[bool]int{true: 1, false: 0}[c.mode == config.EgressSession]; created != wantN || s.has("egress") != (wantN == 1) {
 			t.Errorf("%s: network created %d times (made: %v): %v", c.mode, created, s.has("egress"), calls())
 		}
+	}
+}
+
+// The containers are created while Prepare checks the image; when Prepare
+// builds or pulls it, or the image was missing, they are removed (by id)
+// and made again from the new one. Without a change there is one create
+// each; a name clash is not retried.
+func TestCreateWhilePreparing(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		changed        bool
+		failFirst      string // "image": the first creates fail as for a missing image; "clash": a name in use
+		creates, rmIDs int
+		wantErr        bool
+	}{
+		{"image current", false, "", 2, 0, false},
+		{"image built", true, "", 4, 2, false},
+		{"image was missing", true, "image", 4, 0, false},
+		{"name clash", false, "clash", 4, 0, true}, // createContainer asks again once after leftovers are removed
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := testSession(t)
+			dir := t.TempDir()
+			prepared := filepath.Join(dir, "prepared")
+			fail := ""
+			switch c.failFirst {
+			case "image":
+				fail = `[ -e ` + prepared + ` ] || { echo "Error: No such image: hobbs:local" >&2; exit 1; }`
+			case "clash":
+				fail = `echo "Error: Conflict. The container name is already in use" >&2; exit 1`
+			}
+			// FAKE engine: creates answer an id (or fail as asked).
+			e, calls := scriptEngine(t, `case "$1" in
+create) `+fail+`
+	echo "id$$";;
+esac
+exit 0
+`)
+			s.Engine = e
+			s.Prepare = func(context.Context) (bool, error) {
+				time.Sleep(100 * time.Millisecond) // the creates start meanwhile
+				return c.changed, os.WriteFile(prepared, nil, 0o644)
+			}
+			reaped := make(chan struct{})
+			close(reaped)
+			err := s.create(context.Background(), reaped)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("create: %v", err)
+			}
+			creates, rms := 0, 0
+			for _, l := range calls() {
+				f := strings.Fields(l)
+				switch {
+				case len(f) > 2 && f[0] == "create" && f[1] == "--pull" && f[2] == "never":
+					creates++
+				case len(f) > 2 && f[0] == "rm" && f[1] == "-f":
+					for _, id := range f[2:] {
+						if !strings.HasPrefix(id, "id") {
+							t.Errorf("removed %s, not by id", id)
+						}
+						rms++
+					}
+				case len(f) > 0 && f[0] == "create":
+					t.Errorf("a create that may pull: %s", l)
+				}
+			}
+			if creates != c.creates || rms != c.rmIDs {
+				t.Errorf("%d creates, %d removed, want %d and %d: %q", creates, rms, c.creates, c.rmIDs, calls())
+			}
+			if !c.wantErr && (s.agentID == "" || s.proxyID == "") {
+				t.Errorf("ids %q %q", s.agentID, s.proxyID)
+			}
+		})
 	}
 }
 

@@ -31,7 +31,7 @@ type Session struct {
 	Instance  instance.Instance
 	Config    *config.Config
 	Name      string   // session name (ValidName)
-	Image     string   // image to run (from Ensure, or set by Prepare)
+	Image     string   // image to run (ImageRef); Prepare makes sure it is current
 	Workspace string   // absolute host directory
 	Command   []string // empty: claude
 	UID, GID  int      // user the containers run as
@@ -48,11 +48,13 @@ type Session struct {
 	// ProxyTimeout bounds the wait for the proxy to become healthy.
 	ProxyTimeout time.Duration
 
-	// Prepare, when set, runs while the networks and the state volume are
-	// being created, before the containers are: it is where the image is
-	// ensured (setting Image) and the secrets decrypted, off the start-up's
-	// critical path. Its error ends the session (after cleanup).
-	Prepare func(ctx context.Context) error
+	// Prepare, when set, makes sure Image is current (Ensure: the image
+	// check, a build or a pull) while the session's objects are created —
+	// the containers among them, from the image Image names as it is then,
+	// which saves the check's time at every start. It reports whether it
+	// changed what Image names (built or pulled it): the containers are
+	// then made again. Its error ends the session (after cleanup).
+	Prepare func(ctx context.Context) (changed bool, err error)
 
 	mu               sync.Mutex
 	created          map[string]bool // what this run made: int, egress, proxy, agent
@@ -176,7 +178,7 @@ func volumeLabels(flags []string) string {
 // ProxyArgs is the `create` command line of the proxy container. It holds
 // no secret: the token is in the CLI's environment (ProxyEnv).
 func (s *Session) ProxyArgs() []string {
-	a := []string{"create", "--name", ProxyName(s.Name), "--hostname", "proxy"}
+	a := []string{"create", "--pull", "never", "--name", ProxyName(s.Name), "--hostname", "proxy"}
 	a = append(a, s.labels(RoleProxy)...)
 	if n := s.egressNetwork(); n != "" {
 		a = append(a, "--network", n)
@@ -242,7 +244,7 @@ func (s *Session) AgentEnv() []string {
 // removes it when its command ends (--rm): `start --attach` returns once it
 // is gone, and no removal of the launcher's is left on the way out.
 func (s *Session) AgentArgs() []string {
-	a := []string{"create", "--rm", "--name", s.Name, "--hostname", "hobbs", "-i"}
+	a := []string{"create", "--pull", "never", "--rm", "--name", s.Name, "--hostname", "hobbs", "-i"}
 	if s.TTY {
 		a = append(a, "-t")
 	}
@@ -500,16 +502,23 @@ func (f *future) wait() error {
 }
 
 // create makes the session's network, volumes and containers, each engine
-// call begun as soon as what it needs exists.
+// call begun as soon as what it needs exists. The containers are created
+// while Prepare checks the image, from the image as it is (never pulled); if
+// Prepare then builds or pulls it (or it was missing), they are removed and
+// made again.
 func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 	e := s.Engine
+	if err := CheckSecretNames(s.Secrets); err != nil {
+		return err
+	}
+	var changed bool
 	prepared := spawn(func() error {
-		if s.Prepare != nil {
-			if err := s.Prepare(ctx); err != nil {
-				return err
-			}
+		if s.Prepare == nil {
+			return nil
 		}
-		return CheckSecretNames(s.Secrets)
+		var err error
+		changed, err = s.Prepare(ctx)
+		return err
 	})
 	egress := spawn(func() error {
 		if s.egressNetwork() != EgressNetwork(s.Name) {
@@ -527,30 +536,62 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 	})
 	err := s.createRunVolume(ctx)
 	if err == nil {
-		err = prepared.wait()
+		err = s.createContainers(ctx, egress, reaped)
 	}
-	if err == nil {
-		err = parallel(
-			func() error {
-				env := append(s.AgentEnv(), "NO_PROXY=*", "no_proxy=*")
-				id, err := s.createContainer(ctx, "agent", s.Name, env, s.AgentArgs(), reaped)
-				s.agentID = id
-				return err
-			},
-			func() error {
-				if egress.wait() != nil {
-					return nil // reported below
-				}
-				id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), s.ProxyEnv(), s.ProxyArgs(), reaped)
-				s.proxyID = id
-				return err
-			})
-	}
-	others := errors.Join(err, egress.wait(), volume.wait())
 	if perr := prepared.wait(); perr != nil {
+		egress.wait()
+		volume.wait()
 		return perr // the cause; the rest follows from it
 	}
-	return others
+	if (err != nil || changed) && errs.Code(err) != errs.Usage {
+		// Made from an image that is gone or was missing: again, from the
+		// one Prepare made. (A name in use is the user's to fix.)
+		engine.Tracef("session: the image changed; creating the containers again")
+		if err = s.removeContainers(ctx); err == nil {
+			err = s.createContainers(ctx, egress, reaped)
+		}
+	}
+	return errors.Join(err, egress.wait(), volume.wait())
+}
+
+// createContainers creates the agent and, once its network exists, the
+// proxy.
+func (s *Session) createContainers(ctx context.Context, egress *future, reaped <-chan struct{}) error {
+	return parallel(
+		func() error {
+			env := append(s.AgentEnv(), "NO_PROXY=*", "no_proxy=*")
+			id, err := s.createContainer(ctx, "agent", s.Name, env, s.AgentArgs(), reaped)
+			s.agentID = id
+			return err
+		},
+		func() error {
+			if egress.wait() != nil {
+				return nil // reported by create
+			}
+			id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), s.ProxyEnv(), s.ProxyArgs(), reaped)
+			s.proxyID = id
+			return err
+		})
+}
+
+// removeContainers removes the containers createContainers made (by id:
+// a name may be another's).
+func (s *Session) removeContainers(ctx context.Context) error {
+	var ids []string
+	for _, id := range []*string{&s.agentID, &s.proxyID} {
+		if *id != "" {
+			ids = append(ids, *id)
+			*id = ""
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.Engine.Output(ctx, append([]string{"rm", "-f"}, ids...)...)
+	if err != nil && !isNoSuch(err) {
+		return err
+	}
+	return nil
 }
 
 // createRunVolume creates the session's socket volume (runMount) where the

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -293,5 +294,32 @@ func inspectSecrets(t *testing.T, name string) {
 	proxyArgs := docker(t, "inspect", "--format", "{{.Path}} {{join .Args \" \"}}", name+"-proxy")
 	if strings.Contains(proxyArgs, token) || !strings.Contains(proxyArgs, "--auth-token-env HOBBS_PROXY_TOKEN") {
 		t.Errorf("proxy command line: %s", proxyArgs)
+	}
+}
+
+// TestStaleImage: the containers are created while the image is checked.
+// When the check finds the image stale (here: the tag names the bare test
+// base, with no Hobbs layer), hobbs run builds it, removes the containers
+// made from the old one and creates them again: the command runs in the
+// new image, and nothing of the first ones is left.
+func TestStaleImage(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	stale := "hobbs-e2e-" + runID + ":stale"
+	docker(t, "tag", baseImage, stale)
+	defer exec.Command("docker", "image", "rm", "-f", stale).Run()
+	r := hobbsAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst, "HOBBS_TRACE=1"}, "run", "--image", stale,
+		"--base", baseImage, "--workspace", e.ws, "--name", sessionName(t, "stale"), "--",
+		"sh", "-c", "test -r /home/dev/hobbs/.claude/CLAUDE.md && echo in-the-new-image")
+	if r.code != 0 || !strings.Contains(r.stdout, "in-the-new-image") {
+		t.Fatalf("run on a stale image: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"building", "creating the containers again"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the session: %v", left)
 	}
 }
