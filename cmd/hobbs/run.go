@@ -44,17 +44,20 @@ way out is the egress proxy.
 
 On first use run sets everything up: it creates the instance (hobbs init
 --no-input) and the workspace directory, and builds the image when its inputs
-changed (see hobbs build). Then it creates a private network with no route
-out, starts the proxy (same image, hobbs proxy) with your policy, waits until
-it is healthy, and starts the agent on the private network only: your uid,
-no capabilities, no-new-privileges, limits from config.yaml, the workspace
-at ~/hobbs/workspace, the instance at ~/.hobbs (vault keys hidden), Claude
+changed (see hobbs build). Then it starts the egress proxy (same image, hobbs
+proxy) with your policy, and the agent with no network at all: its one way
+out is the proxy, reached through a relay at 127.0.0.1:3128 (HTTP_PROXY).
+The agent runs as your uid, with no capabilities, no-new-privileges, limits
+from config.yaml, the workspace at ~/hobbs/workspace, the instance at
+~/.hobbs (vault keys hidden; policy.yaml and config.yaml read-only), Claude
 Code's state in a per-instance volume, vault-mapped env variables (never in
-any command line). A terminal is allocated when you are on one.
+any command line). A terminal is allocated when you are on one. The proxy
+joins the engine's default network (egress_network in config.yaml: session
+for a network of the session's own, or a network's name).
 
 The default command is claude in the workspace; -- COMMAND runs that instead.
 hobbs run exits with the command's exit code. On exit, Ctrl-C or SIGTERM it
-removes the containers and networks it created (the state volume stays).`,
+removes what it created (the Claude state volume stays).`,
 		Example: `  hobbs run                                  # claude in ~/hobbs-workspace
   hobbs run --workspace ~/src --name work
   hobbs run -- claude -p "summarise my open playbooks"

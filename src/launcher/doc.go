@@ -6,17 +6,21 @@
 //
 // `hobbs run` creates, for a session named N:
 //
-//	network   N-egress  an ordinary bridge network with a route out
 //	volume    N-run-<random>  a 64k tmpfs holding one unix socket
-//	container N-proxy   same image, `hobbs proxy`, on N-egress only,
-//	                    listening on /run/hobbs/proxy.sock in N-run (no TCP
-//	                    port); checks every request against the merged policy
-//	                    and writes the audit log to the instance's logs/
+//	container N-proxy   same image, `hobbs proxy`, on the egress network
+//	                    only, listening on /run/hobbs/proxy.sock in N-run
+//	                    (no TCP port); checks every request against the
+//	                    merged policy and writes the audit log to the
+//	                    instance's logs/
 //	container N         the agent, with --network none (loopback only),
 //	                    N-run mounted read-only: its entry point relays
 //	                    127.0.0.1:3128 to the proxy's socket, its one way out
 //	volume    hobbs-claude-<instance hash>  Claude Code state (~/.claude),
 //	                    persistent across sessions; never removed by hobbs
+//
+// The egress network is config.yaml's egress_network: the engine's default
+// network (nothing created), N-egress (created and removed with the
+// session) or an existing network the user names.
 //
 // (A Docker --internal network would not do for the agent: a container on
 // one reaches every service listening on the host through the network's
@@ -33,18 +37,19 @@
 //
 // Start-up order: a pipeline of engine CLI calls, each begun as soon as what
 // it needs exists. The instance's policy is parsed on the host first (a
-// policy the proxy would refuse ends the run before any object exists). The
-// egress network and both volumes are created at once, while leftovers of
-// crashed sessions are removed and the image is checked (Session.Prepare);
-// the agent is created once the socket volume exists, the proxy once the
-// network does; both start together. The agent's command does not wait for
-// the proxy: its relay holds connections until the proxy answers. A proxy
-// that fails to start or dies ends the session with its output. The
-// engine's event stream reports the agent's death well before `docker start
-// --attach` returns: the proxy's stop (SIGTERM) starts then; once it has
-// stopped it is removed while the network goes, and the socket volume goes
-// last. HOBBS_TRACE=1 prints every engine call with its timing (package
-// engine).
+// policy the proxy would refuse ends the run before any object exists). Both
+// containers are created at once — with Docker their mounts make the
+// volumes, labels included — while leftovers of crashed sessions are
+// removed and the image is checked (Session.Prepare); they are created from
+// the image as it is (--pull never) and made again if the check builds or
+// pulls it. Both start together. The agent's command does not wait for the
+// proxy: its relay holds connections until the proxy answers. A proxy that
+// fails to start or dies ends the session with its output. The engine's
+// event stream reports the agent's death well before `docker start
+// --attach` returns: the proxy's stop (SIGTERM) starts then; it is removed
+// once the engine reports its death (with a session network, that goes
+// then too), and the socket volume goes last. HOBBS_TRACE=1 prints every
+// engine call with its timing (package engine).
 //
 // # Secrets
 //
