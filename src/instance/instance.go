@@ -104,6 +104,12 @@ func (in Instance) Logs() string     { return in.path("logs") }
 func (in Instance) Tasks() string    { return in.path("logs", "tasks") }
 func (in Instance) AuditLog() string { return in.path("logs", "audit.log") }
 
+// EgressLogs is the directory of the egress proxy's audit log, which only
+// the proxy writes: a session mounts it read-only in the agent's container,
+// so an agent cannot rewrite the record of where it connected.
+func (in Instance) EgressLogs() string     { return in.path("logs", "egress") }
+func (in Instance) EgressAuditLog() string { return in.path("logs", "egress", "audit.log") }
+
 // Locks is the directory holding lock files (created on demand).
 func (in Instance) Locks() string { return in.path(".locks") }
 

@@ -49,7 +49,7 @@ const (
 	RelayAddr     = "127.0.0.1:" + ProxyPort // the agent's relay to it (HTTP_PROXY)
 	DefaultTag    = "hobbs:local"
 	TokenUser     = "hobbs"
-	ProxyAuditRel = "logs/audit.log"
+	ProxyAuditRel = "logs/egress/audit.log" // the proxy's audit log, in the instance
 )
 
 var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,39}$`)

@@ -131,14 +131,18 @@ func TestProxyIsConfined(t *testing.T) {
 		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", "1234:2345"},
 		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs" + runVolumeSpec(s)},
 		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir + ",readonly"},
-		{"--mount", "type=bind,source=" + s.Instance.Logs() + ",target=" + InstanceDir + "/logs"},
+		// Of the instance's logs, only the proxy's own directory is writable.
+		{"--mount", "type=bind,source=" + s.Instance.EgressLogs() + ",target=" + InstanceDir + "/logs/egress"},
 		{"--tmpfs", InstanceDir + "/vault:ro,size=16k,mode=0555"},
-		{"--auth-token-env", TokenEnv}, {"-e", TokenEnv}, {"--audit", "/home/dev/.hobbs/logs/audit.log"},
+		{"--auth-token-env", TokenEnv}, {"-e", TokenEnv}, {"--audit", "/home/dev/.hobbs/logs/egress/audit.log"},
 		{"--listen", "unix:/run/hobbs/proxy.sock"},
 	} {
 		if !hasPair(a, p[0], p[1]) {
 			t.Errorf("proxy argv lacks %s %s", p[0], p[1])
 		}
+	}
+	if hasPair(a, "--mount", "type=bind,source="+s.Instance.Logs()+",target="+InstanceDir+"/logs") {
+		t.Errorf("the proxy may write all of the instance's logs: %v", a)
 	}
 	// Policies in order: image defaults, then the instance's.
 	i := slices.Index(a, PolicyFile)
@@ -492,17 +496,19 @@ func TestVersionLess(t *testing.T) {
 // Attack: the agent edits the files that steer the host. policy.yaml is
 // hot-reloaded by the proxy (the agent would allow itself any destination),
 // config.yaml maps vault entries into the next session's environment (the
-// agent would hand itself every secret), and .git/hooks run on the host. All
-// three are mounted read-only over the writable instance.
+// agent would hand itself every secret), .git/hooks run on the host, and
+// logs/egress holds the proxy's record of where the agent connected (it
+// would erase its traces). All are mounted read-only over the writable
+// instance.
 func TestAgentCannotRewriteHostControls(t *testing.T) {
 	s := testSession(t)
-	for _, p := range []string{"config.yaml", "policy.yaml", ".git"} {
+	for _, p := range []string{"config.yaml", "policy.yaml", ".git", "logs/egress"} {
 		ro := "type=bind,source=" + filepath.Join(s.Instance.Root, p) + ",target=" + InstanceDir + "/" + p + ",readonly"
 		if hasPair(s.AgentArgs(), "--mount", ro) {
 			t.Errorf("%s mounted read-only although it does not exist", p)
 		}
-		if p == ".git" {
-			os.Mkdir(filepath.Join(s.Instance.Root, p), 0o755)
+		if p == ".git" || p == "logs/egress" {
+			os.MkdirAll(filepath.Join(s.Instance.Root, p), 0o755)
 		} else {
 			os.WriteFile(filepath.Join(s.Instance.Root, p), nil, 0o644)
 		}

@@ -187,10 +187,10 @@ func (s *Session) ProxyArgs() []string {
 	a = append(a, s.hardening()...)
 	a = append(a, "--pids-limit", "256", "--memory", "512m",
 		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy", "-e", TokenEnv,
-		// The instance read-only (policy.yaml, watched for changes), its logs
-		// writable (audit log), the vault hidden.
+		// The instance read-only (policy.yaml, watched for changes), the
+		// directory of its audit log writable, the vault hidden.
 		"--mount", "type=bind,source="+s.Instance.Root+",target="+InstanceDir+",readonly",
-		"--mount", "type=bind,source="+s.Instance.Logs()+",target="+InstanceDir+"/logs",
+		"--mount", "type=bind,source="+s.Instance.EgressLogs()+",target="+InstanceDir+"/logs/egress",
 		"--tmpfs", InstanceDir+"/vault:ro,size=16k,mode=0555",
 		// Its one listening socket, in the volume the agent mounts too.
 		"--mount", s.runMount(false),
@@ -287,13 +287,15 @@ func (s *Session) AgentArgs() []string {
 	return append(a, s.Command...)
 }
 
-// hostControls are the instance paths that steer the host and must not be
-// writable by the agent: policy.yaml (the proxy reloads it: a writable copy
-// would let the agent allow itself any destination), config.yaml (its env
-// mapping decides which secrets the next session gets) and .git (hooks run
-// on the host). Each that exists is bind-mounted read-only over the writable
-// instance; a mount point can be neither written, replaced nor removed.
-var hostControls = []string{"config.yaml", "policy.yaml", ".git"}
+// hostControls are the instance paths the agent must not be able to change:
+// policy.yaml (the proxy reloads it: a writable copy would let the agent
+// allow itself any destination), config.yaml (its env mapping decides which
+// secrets the next session gets), .git (hooks run on the host) and
+// logs/egress (the proxy's audit log: the record of where the agent
+// connected and was refused). Each that exists is bind-mounted read-only
+// over the writable instance; a mount point can be neither written,
+// replaced nor removed.
+var hostControls = []string{"config.yaml", "policy.yaml", ".git", "logs/egress"}
 
 func (s *Session) hostControlMounts() []string {
 	var a []string
@@ -341,7 +343,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	s.token = randHex(24)
 	s.owner = Owner()
 	s.runVolume = RunVolume(s.Name)
-	for _, d := range []string{s.Instance.Logs(), s.Instance.VaultKeys()} {
+	for _, d := range []string{s.Instance.EgressLogs(), s.Instance.VaultKeys()} {
 		// Mount points inside bind mounts must exist, or the engine creates
 		// them as root in the user's directory.
 		if err := os.MkdirAll(d, 0o700); err != nil {

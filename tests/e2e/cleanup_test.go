@@ -227,7 +227,7 @@ func TestProxyFailure(t *testing.T) {
 	// agent, whose request waits in its relay, is stopped; the session ends
 	// with the proxy's own output.
 	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains: [allowed.test]\n")
-	auditLog := filepath.Join(e.inst, "logs", "audit.log")
+	auditLog := filepath.Join(e.inst, "logs", "egress", "audit.log")
 	writeFile(t, auditLog, "")
 	if err := os.Chmod(auditLog, 0o444); err != nil {
 		t.Fatal(err)

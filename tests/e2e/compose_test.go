@@ -7,19 +7,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // TestCompose checks dist/docker-compose.yml: it validates, and brought up it
 // gives the agent the proxy as its only way out.
 func TestCompose(t *testing.T) {
 	e := newEnv(t)
-	bin, pre := "docker-compose", []string{}
-	if _, err := exec.LookPath(bin); err != nil {
-		if exec.Command("docker", "compose", "version").Run() != nil {
-			t.Fatalf("neither docker-compose nor docker compose is installed (.ci/run installs docker-compose)")
-		}
-		bin, pre = "docker", []string{"compose"}
-	}
+	bin, pre := composeCommand(t)
 	project := "hobbse2e" + runID
 	file := filepath.Join(repoRoot, "dist", "docker-compose.yml")
 	compose := func(args ...string) (string, error) {
@@ -41,12 +37,13 @@ func TestCompose(t *testing.T) {
 	out, err := compose("run", "--rm", "-T", "agent", "sh", "-c",
 		"id -u; grep CapEff /proc/self/status; netprobe get http://denied.test:8080/x; netprobe resolve example.com; "+
 			"for a in "+strings.Join(host.addrs, " ")+"; do echo \"host $a $(netprobe dial $a)\"; done; "+
-			"echo 'domains: [evil.test]' >> /home/dev/.hobbs/policy.yaml || echo policy-readonly; echo done")
+			"echo 'domains: [evil.test]' >> /home/dev/.hobbs/policy.yaml || echo policy-readonly; "+
+			"echo forged >> /home/dev/.hobbs/logs/egress/audit.log || echo audit-readonly; echo done")
 	if err != nil {
 		t.Fatalf("compose run: %v\n%s", err, out)
 	}
 	t.Logf("compose run:\n%s", out)
-	for _, want := range []string{strconv.Itoa(testUID) + "\n", "CapEff:\t0000000000000000", "status=403", "failed: lookup example.com", "policy-readonly", "done"} {
+	for _, want := range []string{strconv.Itoa(testUID) + "\n", "CapEff:\t0000000000000000", "status=403", "failed: lookup example.com", "policy-readonly", "audit-readonly", "done"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compose session output lacks %q", want)
 		}
@@ -54,8 +51,81 @@ func TestCompose(t *testing.T) {
 	if strings.Contains(out, " connected") || host.accepted.Load() != 0 {
 		t.Errorf("the compose agent reached a service on the host (%d connections)", host.accepted.Load())
 	}
-	audit, _ := os.ReadFile(filepath.Join(e.inst, "logs", "audit.log"))
+	audit, _ := os.ReadFile(filepath.Join(e.inst, "logs", "egress", "audit.log"))
 	if !strings.Contains(string(audit), `"subject":"denied.test:8080"`) {
 		t.Errorf("compose proxy did not audit the denial:\n%s", audit)
 	}
+}
+
+// TestDevcontainerCompose checks .devcontainer/docker-compose.yml as compose
+// resolves it: the developer container, like the user-mode agent, has the
+// files that steer the host and the proxy's audit log read-only, and no
+// network; the proxy writes only the audit log's directory.
+func TestDevcontainerCompose(t *testing.T) {
+	e := newEnv(t)
+	bin, pre := composeCommand(t)
+	file := filepath.Join(repoRoot, ".devcontainer", "docker-compose.yml")
+	c := exec.Command(bin, append(pre, "-p", "hobbsdev"+runID, "-f", file, "config")...)
+	c.Env = append(os.Environ(), "HOBBS_DEV_HOME="+e.inst, "HOBBS_UID="+strconv.Itoa(testUID), "HOBBS_GID="+strconv.Itoa(testGID))
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("compose config: %v\n%s", err, out)
+	}
+	var cfg struct {
+		Services map[string]struct {
+			NetworkMode string      `yaml:"network_mode"`
+			Volumes     []yaml.Node // short syntax (docker-compose 1) or long
+		}
+	}
+	if err := yaml.Unmarshal(out, &cfg); err != nil {
+		t.Fatalf("compose config output: %v\n%s", err, out)
+	}
+	mounts := func(svc string) map[string]bool { // target → writable
+		m := map[string]bool{}
+		for _, n := range cfg.Services[svc].Volumes {
+			if n.Kind == yaml.ScalarNode { // SOURCE:TARGET[:MODE]
+				f := strings.Split(n.Value, ":")
+				if len(f) >= 2 {
+					m[f[1]] = len(f) < 3 || !strings.Contains(","+f[2]+",", ",ro,")
+				}
+				continue
+			}
+			var v struct {
+				Target   string
+				ReadOnly bool `yaml:"read_only"`
+			}
+			if err := n.Decode(&v); err != nil {
+				t.Fatalf("compose config volume: %v", err)
+			}
+			m[v.Target] = !v.ReadOnly
+		}
+		return m
+	}
+	dev, proxy := mounts("dev"), mounts("proxy")
+	for _, p := range []string{"policy.yaml", "config.yaml", "logs/egress"} {
+		if w, ok := dev["/home/dev/.hobbs/"+p]; !ok || w {
+			t.Errorf("dev container: ~/.hobbs/%s is not mounted read-only (mounted %v, writable %v)", p, ok, w)
+		}
+	}
+	if cfg.Services["dev"].NetworkMode != "none" {
+		t.Errorf("dev container network_mode %q, want none", cfg.Services["dev"].NetworkMode)
+	}
+	if proxy["/home/dev/.hobbs"] || !proxy["/home/dev/.hobbs/logs/egress"] {
+		t.Errorf("proxy mounts: %v (want the instance read-only, logs/egress writable)", proxy)
+	}
+	if _, ok := proxy["/home/dev/.hobbs/logs"]; ok {
+		t.Errorf("the proxy may write all of the instance's logs: %v", proxy)
+	}
+}
+
+// composeCommand is docker-compose, or docker compose.
+func composeCommand(t *testing.T) (string, []string) {
+	t.Helper()
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		return "docker-compose", nil
+	}
+	if exec.Command("docker", "compose", "version").Run() != nil {
+		t.Fatalf("neither docker-compose nor docker compose is installed (.ci/run installs docker-compose)")
+	}
+	return "docker", []string{"compose"}
 }

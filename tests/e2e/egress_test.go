@@ -186,7 +186,7 @@ func TestEgress(t *testing.T) {
 	}
 
 	// The audit log on the host has both decisions.
-	f, err := os.Open(filepath.Join(e.inst, "logs", "audit.log"))
+	f, err := os.Open(filepath.Join(e.inst, "logs", "egress", "audit.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestEgress(t *testing.T) {
 		}
 	}
 	if !allow || !deny {
-		b, _ := os.ReadFile(filepath.Join(e.inst, "logs", "audit.log"))
+		b, _ := os.ReadFile(filepath.Join(e.inst, "logs", "egress", "audit.log"))
 		t.Errorf("audit log: allow decision %v, deny decision %v:\n%s", allow, deny, b)
 	}
 	if left := e.leftovers(t); len(left) > 0 {
@@ -290,7 +290,7 @@ func testAuditOfTunnelOpenAtExit(t *testing.T, mode string) {
 	case <-time.After(5 * time.Second):
 		t.Errorf("the server never saw the tunnel's end")
 	}
-	b, err := os.ReadFile(filepath.Join(e.inst, "logs", "audit.log"))
+	b, err := os.ReadFile(filepath.Join(e.inst, "logs", "egress", "audit.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

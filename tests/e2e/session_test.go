@@ -25,6 +25,8 @@ func kv(out string) map[string]string {
 
 const secretValue = "e2e-s3cret-value-7f3a9c"
 
+const egressMarker = `{"event":"egress.deny","subject":"e2e-marker:443"}` + "\n"
+
 const sessionProbe = `set -u
 W=/home/dev/hobbs/workspace
 echo "uid=$(id -u)"
@@ -42,6 +44,12 @@ echo "env: {X: vault:e2e-token}" > /home/dev/.hobbs/.cfg-new
 if mv /home/dev/.hobbs/.cfg-new /home/dev/.hobbs/config.yaml 2>/dev/null; then echo config_replace=allowed; else echo config_replace=denied; fi
 rm -f /home/dev/.hobbs/.cfg-new
 if rm -f /home/dev/.hobbs/policy.yaml 2>/dev/null && [ ! -e /home/dev/.hobbs/policy.yaml ]; then echo policy_rm=allowed; else echo policy_rm=denied; fi
+E=/home/dev/.hobbs/logs/egress
+if echo forged-line >> $E/audit.log 2>/dev/null; then echo egress_append=allowed; else echo egress_append=denied; fi
+if ( : > $E/audit.log ) 2>/dev/null; then echo egress_truncate=allowed; else echo egress_truncate=denied; fi
+if rm -f $E/audit.log 2>/dev/null && [ ! -e $E/audit.log ]; then echo egress_rm=allowed; else echo egress_rm=denied; fi
+if touch $E/forged.log 2>/dev/null; then echo egress_create=allowed; else echo egress_create=denied; fi
+if mv $E /home/dev/.hobbs/logs/moved 2>/dev/null; then echo egress_move=allowed; else echo egress_move=denied; fi
 echo "data=[$(ls /home/dev/.hobbs/vault/data 2>&1 | tr '\n' ' ')]"
 echo "secret=${E2E_SECRET:-}"
 echo "home=$HOME"
@@ -83,6 +91,8 @@ func TestSession(t *testing.T) {
 	writeFile(t, filepath.Join(e.inst, "agents", "custom", "e2e-agent.md"), "---\nname: e2e-agent\ndescription: e2e\n---\nbody\n")
 	writeFile(t, filepath.Join(e.ws, "project", "CLAUDE.md"), "# project instructions\n")
 	writeFile(t, filepath.Join(e.ws, "probe.sh"), sessionProbe)
+	// A line of the proxy's audit log, which the probe tries to alter.
+	writeFile(t, filepath.Join(e.inst, "logs", "egress", "audit.log"), egressMarker)
 
 	// 1. Seed the user's global CLAUDE.md on the state volume; the default
 	// command is (fake) claude in the workspace.
@@ -167,6 +177,9 @@ func TestSession(t *testing.T) {
 	check("policy_write", "denied")
 	check("config_replace", "denied")
 	check("policy_rm", "denied")
+	for _, k := range []string{"egress_append", "egress_truncate", "egress_rm", "egress_create", "egress_move"} {
+		check(k, "denied")
+	}
 	check("secret", secretValue)
 	check("home", "/home/dev")
 	check("hobbs_home", "/home/dev/.hobbs")
@@ -230,6 +243,10 @@ func TestSession(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.inst, "config.yaml")); strings.Contains(string(b), "vault:e2e-token}") {
 		t.Errorf("the agent replaced the instance config.yaml")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.inst, "logs", "egress", "audit.log")); !strings.HasPrefix(string(b), egressMarker) ||
+		strings.Contains(string(b), "forged") {
+		t.Errorf("the proxy's audit log was altered from the agent:\n%s", b)
 	}
 	if _, err := os.Stat(filepath.Join(e.inst, "vault", "keys", "planted")); err == nil {
 		t.Errorf("the agent planted a file in vault/keys")
