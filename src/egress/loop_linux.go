@@ -40,6 +40,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -100,6 +101,8 @@ type evLoop struct {
 	paused  int64 // accepting paused until (EMFILE and kin), 0: not paused
 	delay   time.Duration
 	stopped bool // no more accepting; exit once the last connection is gone
+
+	noDelaySet bool // accepted sockets inherit TCP_NODELAY from the listener
 
 	// Audit lines gathered since auditAt, sent to the writer in one batch
 	// (flushAudit) at most loopAuditWait later: a tunnel then costs no
@@ -204,6 +207,13 @@ func (s *Server) startLoops(fl *fastListener) bool {
 		return false
 	}
 	s.loops.hasLfd = true
+	// A listener made by Listen has TCP_NODELAY from before it listened,
+	// and every socket it accepts inherits it (listenerControl): a system
+	// call fewer per tunnel. Other listeners' sockets get it one by one.
+	v, err := unix.GetsockoptInt(s.loops.lfd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+	for _, l := range loops {
+		l.noDelaySet = err == nil && v != 0
+	}
 	s.loops.loops = loops
 	fl.onClose = s.loops.stopAccepting
 	for _, l := range loops {
@@ -507,7 +517,9 @@ func (l *evLoop) accept() {
 			return
 		}
 		l.delay = 0
-		sysNoDelay(fd)
+		if !l.noDelaySet {
+			sysNoDelay(fd)
+		}
 		c, aerr := l.add(fd, stHead)
 		if aerr != nil {
 			sysClose(fd)
@@ -936,6 +948,22 @@ func sysClose(fd int) { syscall.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0) }
 
 func sysShutdownWrite(fd int) {
 	syscall.RawSyscall(unix.SYS_SHUTDOWN, uintptr(fd), unix.SHUT_WR, 0)
+}
+
+// listenerControl sets TCP_NODELAY on a TCP socket before it listens (a
+// net.ListenConfig Control): Linux copies a listener's options into every
+// socket it accepts, so the event loops need not set it on each.
+func listenerControl(network, _ string, rc syscall.RawConn) error {
+	if !strings.HasPrefix(network, "tcp") {
+		return nil
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
 }
 
 func sysNoDelay(fd int) {

@@ -2,7 +2,13 @@
 
 package egress
 
+import "syscall"
+
 // Outside Linux every connection is served by goroutines.
+
+// listenerControl does nothing: net/http sets TCP_NODELAY on each
+// connection it accepts.
+func listenerControl(string, string, syscall.RawConn) error { return nil }
 
 type loopGroup struct{}
 

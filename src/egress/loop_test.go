@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The whole package's suites run three times in `make test`: as in
@@ -48,6 +50,42 @@ func TestEnginePaths(t *testing.T) {
 	code, body := e.tunnel(t, fmt.Sprintf("denied.test:%d", tg.port), "")
 	if code != 403 || !strings.Contains(body, "denied by") {
 		t.Fatalf("denied CONNECT: %d %s", code, body)
+	}
+}
+
+// TestLoopNoDelay: both sockets of a loop's tunnel have TCP_NODELAY (a
+// relay must not hold back small writes); the client's is inherited from the
+// listening socket (Listen sets it before it listens), not set on each
+// accept.
+func TestLoopNoDelay(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.loopLookups = true })
+	c := dialTunnel(t, e.addr, fmt.Sprintf("allowed.test:%d", tg.port))
+	defer c.Close()
+	if e.srv.loopTunnels.Load() != 1 {
+		t.Fatalf("loop tunnels %d, want 1", e.srv.loopTunnels.Load())
+	}
+	var fds []int
+	for _, l := range e.srv.loops.loops {
+		if !l.noDelaySet {
+			t.Errorf("the listener's TCP_NODELAY was not set")
+		}
+		done := make(chan struct{})
+		l.post(func() {
+			for fd := range l.conns {
+				fds = append(fds, int(fd))
+			}
+			close(done)
+		})
+		<-done
+	}
+	if len(fds) != 2 {
+		t.Fatalf("%d sockets in the loops, want the tunnel's 2", len(fds))
+	}
+	for _, fd := range fds {
+		if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY); err != nil || v == 0 {
+			t.Errorf("socket %d: TCP_NODELAY %d (%v)", fd, v, err)
+		}
 	}
 }
 

@@ -173,7 +173,7 @@ func (s *Server) Policy() *Policy { return s.policy.Load() }
 func Listen(addr string) (net.Listener, error) {
 	path, ok := strings.CutPrefix(addr, "unix:")
 	if !ok {
-		lc := net.ListenConfig{KeepAlive: -1}
+		lc := net.ListenConfig{KeepAlive: -1, Control: listenerControl}
 		return lc.Listen(context.Background(), "tcp", addr)
 	}
 	if path == "" {
