@@ -548,7 +548,7 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 	if (err != nil || changed) && errs.Code(err) != errs.Usage {
 		// Made from an image that is gone or was missing: again, from the
 		// one Prepare made. (A name in use is the user's to fix.)
-		engine.Tracef("session: the image changed; creating the containers again")
+		engine.Tracef("session: creating the containers again (the image was built or pulled, or a create failed)")
 		if err = s.removeContainers(ctx); err == nil {
 			err = s.createContainers(ctx, egress, reaped)
 		}
