@@ -59,7 +59,7 @@ func TestEnginePaths(t *testing.T) {
 // accept.
 func TestLoopNoDelay(t *testing.T) {
 	tg := newTarget(t, "127.0.0.1")
-	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.loopLookups = true })
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.loopLookups = true; o.EventLoops = 2 })
 	c := dialTunnel(t, e.addr, fmt.Sprintf("allowed.test:%d", tg.port))
 	defer c.Close()
 	if e.srv.loopTunnels.Load() != 1 {
