@@ -323,6 +323,30 @@ func TestVolumesPerEngine(t *testing.T) {
 	}
 }
 
+// Podman's `volume create` of a name that exists fails (Docker's succeeds):
+// the Claude state volume exists from the second session on, which must
+// still start.
+func TestPodmanStateVolumeExists(t *testing.T) {
+	s := testSession(t)
+	// FAKE podman: the state volume exists already.
+	e, calls := scriptEngine(t, `case "$*" in
+"volume create "*hobbs-claude-*) echo "Error: volume with name hobbs-claude-x already exists: volume already exists" >&2; exit 125;;
+esac
+exit 0
+`)
+	podman := filepath.Join(filepath.Dir(e.Bin), "podman")
+	if err := os.Rename(e.Bin, podman); err != nil {
+		t.Fatal(err)
+	}
+	e.Bin = podman
+	s.Engine = e
+	reaped := make(chan struct{})
+	close(reaped)
+	if err := s.create(context.Background(), reaped); err != nil {
+		t.Fatalf("create with an existing state volume: %v (calls %q)", err, calls())
+	}
+}
+
 func TestPodmanKeepsUserNamespace(t *testing.T) {
 	s := testSession(t)
 	s.Engine = engine.New("/usr/bin/podman")

@@ -532,8 +532,13 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 		if s.mountsCreateVolumes() {
 			return nil // the agent's create does
 		}
+		// Podman refuses to create a volume that exists (Docker hands it
+		// over): the state volume exists from the second session on.
 		args := append([]string{"volume", "create"}, s.claudeLabels()...)
 		_, err := e.Output(ctx, append(args, ClaudeVolume(s.Instance, s.Config.ClaudeVolume))...)
+		if err != nil && isClash(err) {
+			return nil
+		}
 		return err
 	})
 	err := s.createRunVolume(ctx)
