@@ -880,6 +880,12 @@ func parallel(fs ...func() error) error {
 // startProxy starts the created proxy container.
 func (s *Session) startProxy(ctx context.Context) error {
 	if _, err := s.Engine.Output(ctx, "start", ProxyName(s.Name)); err != nil {
+		if n := s.egressNetwork(); n != "" && n != EgressNetwork(s.Name) && isNoSuch(err) &&
+			strings.Contains(err.Error(), n) {
+			// The engine checks a container's network only when it starts.
+			return errs.Missingf("the egress network %s does not exist: %s", n, firstLine(err.Error())).
+				WithHint("config.yaml's egress_network names it: create it (docker network create %s) or set egress_network: default", n)
+		}
 		return s.proxyFailed(firstLine(err.Error()))
 	}
 	return nil

@@ -245,6 +245,19 @@ func TestProxyFailure(t *testing.T) {
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left after the failure: %v", left)
 	}
+
+	// An egress_network that does not exist (the engine checks it only when
+	// the proxy starts): exit 3, naming the setting; nothing left.
+	os.Chmod(auditLog, 0o644)
+	writeFile(t, filepath.Join(e.inst, "config.yaml"), "egress_network: e2e-"+runID+"-no-such-net\n")
+	r = e.hobbs(nil, e.runArgs(sessionName(t, "nonet"), "sh", "-c", "sleep 60")...)
+	if r.code != 3 || !strings.Contains(r.stderr, "egress network e2e-"+runID+"-no-such-net does not exist") ||
+		!strings.Contains(r.stderr, "egress_network") {
+		t.Errorf("missing egress network: exit %d, want 3 naming it:\n%s", r.code, r.stderr)
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left after the missing network: %v", left)
+	}
 }
 
 // TestTTY: on a terminal the agent gets one (run under script(1), which
