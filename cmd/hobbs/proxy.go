@@ -49,7 +49,7 @@ it), clients must authenticate as user "hobbs" with the token as password
 Without --policy, ` + imagePolicy + ` is used. SIGTERM drains open
 requests and tunnels (up to --grace) and exits 0.`,
 		Example: `  hobbs proxy --policy /etc/hobbs/policy.yaml --policy ~/.hobbs/policy.yaml \
-      --audit ~/.hobbs/logs/audit.log --auth-token-file /run/secrets/proxy-token
+      --audit ~/.hobbs/logs/egress/audit.log --auth-token-file /run/secrets/proxy-token
   hobbs proxy --listen 127.0.0.1:3128 --policy policy.yaml
   hobbs proxy --listen unix:/run/hobbs/proxy.sock --policy policy.yaml
   HOBBS_PROXY_TOKEN=s3cret hobbs proxy --policy policy.yaml --auth-token-env HOBBS_PROXY_TOKEN

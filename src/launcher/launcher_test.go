@@ -184,9 +184,7 @@ func TestEgressNetworkModes(t *testing.T) {
 		}
 		e, calls := scriptEngine(t, "exit 0") // FAKE engine: every call succeeds
 		s.Engine = e
-		reaped := make(chan struct{})
-		close(reaped)
-		if err := s.create(context.Background(), reaped); err != nil {
+		if err := createNow(s); err != nil {
 			t.Fatalf("%s: create: %v", c.mode, err)
 		}
 		created := countLine(calls(), "network create "+strings.Join(s.labels(RoleNetwork), " ")+" hobbs-abc123-egress")
@@ -236,9 +234,7 @@ exit 0
 				time.Sleep(100 * time.Millisecond) // the creates start meanwhile
 				return c.changed, os.WriteFile(prepared, nil, 0o644)
 			}
-			reaped := make(chan struct{})
-			close(reaped)
-			err := s.create(context.Background(), reaped)
+			err := createNow(s)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("create: %v", err)
 			}
@@ -269,6 +265,25 @@ exit 0
 	}
 }
 
+// createNow runs s.create as a run with no leftovers to remove does.
+func createNow(s *Session) error {
+	reaped := make(chan struct{})
+	close(reaped)
+	return s.create(context.Background(), reaped)
+}
+
+// asPodman is the FAKE engine e under podman's name (the launcher tells the
+// engines apart by the binary's name).
+func asPodman(t *testing.T, e engine.CLI) engine.CLI {
+	t.Helper()
+	podman := filepath.Join(filepath.Dir(e.Bin), "podman")
+	if err := os.Rename(e.Bin, podman); err != nil {
+		t.Fatal(err)
+	}
+	e.Bin = podman
+	return e
+}
+
 // runVolumeSpec is what a Docker mount of the socket volume adds: the
 // options and labels the engine creates it with.
 func runVolumeSpec(s *Session) string {
@@ -284,18 +299,11 @@ func TestVolumesPerEngine(t *testing.T) {
 	for _, bin := range []string{"docker", "podman"} {
 		s := testSession(t)
 		e, calls := scriptEngine(t, "exit 0") // FAKE engine: every call succeeds
-		// For podman, the same script under podman's name.
 		if bin == "podman" {
-			podman := filepath.Join(filepath.Dir(e.Bin), bin)
-			if err := os.Rename(e.Bin, podman); err != nil {
-				t.Fatal(err)
-			}
-			e.Bin = podman
+			e = asPodman(t, e)
 		}
 		s.Engine = e
-		reaped := make(chan struct{})
-		close(reaped)
-		if err := s.create(context.Background(), reaped); err != nil {
+		if err := createNow(s); err != nil {
 			t.Fatalf("%s: create: %v", bin, err)
 		}
 		var creates []string
@@ -334,15 +342,8 @@ func TestPodmanStateVolumeExists(t *testing.T) {
 esac
 exit 0
 `)
-	podman := filepath.Join(filepath.Dir(e.Bin), "podman")
-	if err := os.Rename(e.Bin, podman); err != nil {
-		t.Fatal(err)
-	}
-	e.Bin = podman
-	s.Engine = e
-	reaped := make(chan struct{})
-	close(reaped)
-	if err := s.create(context.Background(), reaped); err != nil {
+	s.Engine = asPodman(t, e)
+	if err := createNow(s); err != nil {
 		t.Fatalf("create with an existing state volume: %v (calls %q)", err, calls())
 	}
 }
