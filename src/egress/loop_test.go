@@ -293,3 +293,23 @@ func TestLoopEdges(t *testing.T) {
 		t.Fatalf("loop tunnels %d, want 120", n)
 	}
 }
+
+// A leftover is kept in the smallest buffer that holds it, and goes back to
+// the pool of its size.
+func TestPendBufSizes(t *testing.T) {
+	before := relayBufsOut.Load()
+	small, big := getPendBuf(relayBufSize), getPendBuf(relayBufSize+1)
+	if len(*small) != relayBufSize || len(*big) != loopBufSize {
+		t.Fatalf("pending buffers of %d and %d bytes, want %d and %d", len(*small), len(*big), relayBufSize, loopBufSize)
+	}
+	putPendBuf(small)
+	putPendBuf(big)
+	if got := relayBufsOut.Load(); got != before {
+		t.Fatalf("%d buffers out after both went back, want %d", got, before)
+	}
+	if b := getRelayBuf(); len(*b) != relayBufSize {
+		t.Fatalf("a loop-sized buffer went back to the relay pool")
+	} else {
+		putRelayBuf(b)
+	}
+}

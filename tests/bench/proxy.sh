@@ -30,7 +30,7 @@ $GO build -o "$tmp/bareproxy" ./tests/bench/bareproxy
 port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 T=$(port); PH=$(port); PG=$(port); PT=$(port); PM=$(port)
 
-"$tmp/proxybench" target -listen 127.0.0.1:$T & pids+=($!)
+"$tmp/proxybench" target -listen 127.0.0.1:$T & TGPID=$!; pids+=($TGPID)
 
 printf 'domains: ["localhost:%s"]\nallow_private: [127.0.0.0/8, "::1/128"]\n' "$T" > "$tmp/policy.yaml"
 printf 'services: [claude, github]\n' > "$tmp/default.yaml"
@@ -60,18 +60,19 @@ res="$tmp/results"
 run() { # name proxyaddr pid auth
   local name=$1 proxy=$2 pid=$3 auth=$4 a=()
   [ -n "$auth" ] && a=(-auth "$auth")
-  echo "$name $("$tmp/proxybench" tunnels -target $target ${proxy:+-proxy $proxy} ${pid:+-pid $pid} "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res"
+  echo "$name $("$tmp/proxybench" tunnels -target $target ${proxy:+-proxy $proxy} ${pid:+-pid $pid} -tpid $TGPID "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res"
   echo "$name $("$tmp/proxybench" bulk -target $target ${proxy:+-proxy $proxy} "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res"
   if [ -n "$pid" ]; then
     echo "$name $("$tmp/proxybench" idle -target $target -proxy $proxy "${a[@]}" -pid $pid -n 500)" | tee -a "$res"
   fi
 }
-systems=(direct hobbs goproxy tinyproxy mitmproxy)
+read -ra systems <<<"${SYSTEMS:-direct hobbs goproxy tinyproxy mitmproxy}"
+ns=${#systems[@]}
 for r in $(seq 1 "$ROUNDS"); do
   echo "== round $r" >&2
   # rotate the order each round so no system always runs first
-  for i in $(seq 0 4); do
-    s=${systems[$(( (i + r - 1) % 5 ))]}
+  for i in $(seq 0 $((ns - 1))); do
+    s=${systems[$(( (i + r - 1) % ns ))]}
     case $s in
       direct) run direct "" "" "" ;;
       hobbs) run hobbs 127.0.0.1:$PH $HPID "hobbs:bench-token-0123456789" ;;
@@ -93,10 +94,12 @@ for line in open(sys.argv[1]):
         k, v = x.split("=")
         d[name][k].append(float(v))
 med = lambda n, k: st.median(d[n][k]) if d[n][k] else float("nan")
-print(f"{'system':10} {'tunnels/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'CPU us/tunnel':>14} {'bulk MB/s':>10} {'idle500 +MB':>12} {'errors':>7}")
+print(f"{'system':10} {'tunnels/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'CPU us/tunnel':>14} {'load us/tunnel':>15} {'bulk MB/s':>10} {'idle500 +MB':>12} {'errors':>7}")
 for n in ["direct", "hobbs", "goproxy", "tinyproxy", "mitmproxy"]:
     errs = sum(d[n]["errors"])
-    print(f"{n:10} {med(n,'tunnels_per_s'):10.0f} {med(n,'p50_ms'):8.3f} {med(n,'p99_ms'):8.3f} {med(n,'cpu_us_per_tunnel'):14.0f} {med(n,'bulk_MBps'):10.0f} {med(n,'rss_delta_MB'):12.1f} {errs:7.0f}")
+    load = med(n,'client_cpu_us_per_tunnel') + med(n,'target_cpu_us_per_tunnel')
+    print(f"{n:10} {med(n,'tunnels_per_s'):10.0f} {med(n,'p50_ms'):8.3f} {med(n,'p99_ms'):8.3f} {med(n,'cpu_us_per_tunnel'):14.0f} {load:15.0f} {med(n,'bulk_MBps'):10.0f} {med(n,'rss_delta_MB'):12.1f} {errs:7.0f}")
+print("(CPU: the proxy process's; load: the benchmark's client and target together, same cores)")
 print()
 print(f"hobbs bulk / direct bulk          = {med('hobbs','bulk_MBps')/med('direct','bulk_MBps'):.2f}  (goal >= 0.6)")
 print(f"hobbs tunnels/s / tinyproxy       = {med('hobbs','tunnels_per_s')/med('tinyproxy','tunnels_per_s'):.2f}  (goal >= 1.2)")

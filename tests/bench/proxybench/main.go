@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -40,7 +41,8 @@ func main() {
 	conc := fs.Int("c", 16, "concurrent clients")
 	dur := fs.Duration("d", 5*time.Second, "duration")
 	size := fs.Int64("size", 64<<20, "bulk: bytes per tunnel")
-	pid := fs.Int("pid", 0, "idle: proxy process id (for RSS)")
+	pid := fs.Int("pid", 0, "proxy process id (CPU per tunnel; idle: RSS)")
+	tpid := fs.Int("tpid", 0, "tunnels: target process id (its CPU per tunnel)")
 	n := fs.Int("n", 500, "idle: tunnels to hold open")
 	auth := fs.String("auth", "", "proxy credentials user:password (Basic Proxy-Authorization)")
 	fs.Parse(os.Args[2:])
@@ -51,7 +53,7 @@ func main() {
 	case "target":
 		serveTarget(*listen)
 	case "tunnels":
-		tunnels(*target, *proxy, *conc, *dur, *pid)
+		tunnels(*target, *proxy, *conc, *dur, *pid, *tpid)
 	case "bulk":
 		bulk(*target, *proxy, *conc, *dur, *size)
 	case "idle":
@@ -159,8 +161,15 @@ func cpuTicks(pid int) int64 {
 	return u + k
 }
 
-func tunnels(target, proxy string, conc int, dur time.Duration, pid int) {
-	cpu0 := cpuTicks(pid)
+// selfCPU is this process's user+system CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func tunnels(target, proxy string, conc int, dur time.Duration, pid, tpid int) {
+	cpu0, tcpu0, self0 := cpuTicks(pid), cpuTicks(tpid), selfCPU()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var errs atomic.Int64
@@ -204,6 +213,15 @@ func tunnels(target, proxy string, conc int, dur time.Duration, pid int) {
 	cpu := ""
 	if pid > 0 && len(lat) > 0 {
 		cpu = fmt.Sprintf(" cpu_us_per_tunnel=%.0f", float64(cpuTicks(pid)-cpu0)*1e4/float64(len(lat)))
+	}
+	// The load's own cost: on a small machine the client and the target share
+	// the cores with the proxy, so what they spend per tunnel bounds how far
+	// any proxy's rate can move.
+	if len(lat) > 0 {
+		cpu += fmt.Sprintf(" client_cpu_us_per_tunnel=%.0f", float64((selfCPU()-self0).Microseconds())/float64(len(lat)))
+		if tpid > 0 {
+			cpu += fmt.Sprintf(" target_cpu_us_per_tunnel=%.0f", float64(cpuTicks(tpid)-tcpu0)*1e4/float64(len(lat)))
+		}
 	}
 	fmt.Printf("tunnels_per_s=%.0f p50_ms=%.3f p99_ms=%.3f errors=%d%s\n", float64(len(lat))/el.Seconds(), pct(0.5), pct(0.99), errs.Load(), cpu)
 }
