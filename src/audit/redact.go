@@ -2,7 +2,6 @@ package audit
 
 import (
 	"regexp"
-	"strings"
 )
 
 // secretPatterns are the token shapes Redact removes. Each names its kind so
@@ -10,11 +9,11 @@ import (
 // quote, so redacting a JSON line keeps it valid JSON.
 //
 // Each pattern has a cheap trigger: a literal every match must contain
-// (case-folded for the case-insensitive ones). Redact runs a pattern's
-// regexp only when its trigger is present, so ordinary lines — the proxy
-// writes thousands per second — cost a few substring scans, not ten regexp
-// scans. TestRedactTriggers and FuzzRedactTriggers check that a trigger
-// never hides a match.
+// (case-folded for the case-insensitive ones). Redact finds the triggers
+// present in one pass over the line and runs only their patterns' regexps,
+// so ordinary lines — the proxy writes thousands per second — cost one scan,
+// not ten regexp scans. TestRedactTriggers and FuzzRedactTriggers check that
+// a trigger never hides a match.
 var secretPatterns = []struct {
 	kind    string
 	re      *regexp.Regexp
@@ -39,8 +38,23 @@ var secretPatterns = []struct {
 // "[REDACTED:<kind>]". It is the one redaction function for every log Hobbs
 // writes.
 func Redact(s string) string {
-	for _, p := range secretPatterns {
-		if !triggered(s, p.trigger, p.fold) {
+	return redactMasked(s, triggerMask(s))
+}
+
+// RedactBytes is Redact for a line being built in a buffer: it returns nil
+// when b holds nothing secret-shaped (the common case: no copy, no
+// allocation), else the redacted text.
+func RedactBytes(b []byte) []byte {
+	m := triggerMask(b)
+	if m == 0 {
+		return nil
+	}
+	return []byte(redactMasked(string(b), m))
+}
+
+func redactMasked(s string, m uint32) string {
+	for i, p := range secretPatterns {
+		if m&(1<<i) == 0 {
 			continue
 		}
 		if p.kind == "url-password" {
@@ -52,42 +66,74 @@ func Redact(s string) string {
 	return s
 }
 
-func triggered(s string, lits []string, fold bool) bool {
-	for _, l := range lits {
-		if fold {
-			if containsFold(s, l) {
-				return true
-			}
-		} else if strings.Contains(s, l) {
-			return true
-		}
-	}
-	return false
+// A trigger literal, filed under its first byte (both cases of it for a
+// case-folded pattern) so that one pass over a line finds every pattern
+// whose regexp may match.
+type trigger struct {
+	lit  string
+	fold bool
+	bit  uint32
 }
 
-// containsFold reports whether s contains the lower-case ASCII word lit in
-// any letter case, without allocating. Any non-ASCII byte counts as a hit:
-// (?i) also folds Unicode look-alikes (U+017F "ſ" matches "s").
-func containsFold(s, lit string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return true
-		}
+var (
+	triggersByFirst [256][]trigger
+	foldBits        uint32 // patterns compared case-insensitively
+)
+
+func init() {
+	if len(secretPatterns) > 32 {
+		panic("audit: more secret patterns than mask bits")
 	}
-	first := lit[0]
-	for i := 0; i+len(lit) <= len(s); i++ {
-		if s[i]|0x20 != first {
-			continue
+	for i, p := range secretPatterns {
+		bit := uint32(1) << i
+		if p.fold {
+			foldBits |= bit
 		}
-		j := 1
-		for ; j < len(lit); j++ {
-			if s[i+j]|0x20 != lit[j] {
-				break
+		for _, lit := range p.trigger {
+			t := trigger{lit: lit, fold: p.fold, bit: bit}
+			c := lit[0]
+			triggersByFirst[c] = append(triggersByFirst[c], t)
+			if p.fold && c|0x20 >= 'a' && c|0x20 <= 'z' {
+				triggersByFirst[c^0x20] = append(triggersByFirst[c^0x20], t)
 			}
 		}
-		if j == len(lit) {
-			return true
+	}
+}
+
+// triggerMask has bit i set when s contains a trigger of secretPatterns[i].
+// Any non-ASCII byte triggers the case-folded patterns: (?i) also folds
+// Unicode look-alikes (U+017F "ſ" matches "s").
+func triggerMask[T string | []byte](s T) uint32 {
+	var m uint32
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			m |= foldBits
+			continue
+		}
+		for _, t := range triggersByFirst[c] {
+			if m&t.bit == 0 && hasPrefixAt(s, i, t.lit, t.fold) {
+				m |= t.bit
+			}
 		}
 	}
-	return false
+	return m
+}
+
+// hasPrefixAt reports whether s[i:] starts with lit, compared as lower-case
+// ASCII when fold is set (lit is lower-case then).
+func hasPrefixAt[T string | []byte](s T, i int, lit string, fold bool) bool {
+	if len(s)-i < len(lit) {
+		return false
+	}
+	for j := 0; j < len(lit); j++ {
+		c := s[i+j]
+		if fold {
+			c |= 0x20
+		}
+		if c != lit[j] {
+			return false
+		}
+	}
+	return true
 }

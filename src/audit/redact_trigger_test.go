@@ -31,6 +31,32 @@ func TestRedactTriggers(t *testing.T) {
 		if got, want := Redact(s), slowRedact(s); got != want {
 			t.Errorf("Redact(%q) = %q, regexps alone give %q", s, got, want)
 		}
+		checkRedactBytes(t, s)
+	}
+}
+
+// checkRedactBytes: RedactBytes says what Redact says, and nil only when
+// nothing was redacted.
+func checkRedactBytes(t *testing.T, s string) {
+	t.Helper()
+	want := Redact(s)
+	got := RedactBytes([]byte(s))
+	if got == nil {
+		if want != s {
+			t.Fatalf("RedactBytes(%q) = nil, Redact gives %q", s, want)
+		}
+	} else if string(got) != want {
+		t.Fatalf("RedactBytes(%q) = %q, Redact gives %q", s, got, want)
+	}
+}
+
+func TestRedactBytesSkipsPlainLines(t *testing.T) {
+	line := []byte(`{"time":"2026-11-23T16:30:59.028404223Z","actor":"proxy","event":"egress.allow","subject":"localhost:19000","outcome":"allowed","detail":{"client":"127.0.0.1:54321","method":"CONNECT","ip":"127.0.0.1","rule":"domain localhost:19000","bytes_up":8,"bytes_down":64,"duration_ms":2}}`)
+	if got := RedactBytes(line); got != nil {
+		t.Fatalf("RedactBytes of a line with no trigger = %q, want nil (no copy)", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { RedactBytes(line) }); n != 0 {
+		t.Fatalf("RedactBytes of a plain line: %v allocations, want 0", n)
 	}
 }
 
@@ -42,5 +68,6 @@ func FuzzRedactTriggers(f *testing.F) {
 		if got, want := Redact(s), slowRedact(s); got != want {
 			t.Fatalf("Redact(%q) = %q, regexps alone give %q", s, got, want)
 		}
+		checkRedactBytes(t, s)
 	})
 }

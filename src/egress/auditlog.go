@@ -35,31 +35,26 @@ func newAuditLog(path string, logf func(string, ...any)) *auditLog {
 	return a
 }
 
-func (a *auditLog) log(e any) {
+func (a *auditLog) log(l *auditLine) {
 	if a.ch == nil {
 		return
 	}
-	line, err := audit.MarshalLine(e) // redacted
-	if err != nil {
-		a.logf("audit: %v", err)
-		return
-	}
-	a.send(line)
+	a.send(a.appendLine(nil, l))
 }
 
-// appendLine appends e's line to batch, for a later send: an event loop
-// gathers its lines so that a tunnel costs no channel send (and no wake-up
-// of the writer) of its own.
-func (a *auditLog) appendLine(batch []byte, e any) []byte {
+// appendLine appends l's line, redacted, to batch: an event loop gathers
+// its lines for a later send, so that a tunnel costs no channel send (and
+// no wake-up of the writer) of its own.
+func (a *auditLog) appendLine(batch []byte, l *auditLine) []byte {
 	if a.ch == nil {
 		return batch
 	}
-	line, err := audit.MarshalLine(e) // redacted
-	if err != nil {
-		a.logf("audit: %v", err)
-		return batch
+	start := len(batch)
+	batch = l.appendJSON(batch)
+	if red := audit.RedactBytes(batch[start:]); red != nil {
+		batch = append(batch[:start], red...)
 	}
-	return append(batch, line...)
+	return append(batch, '\n')
 }
 
 // send queues whole lines (one or a batch) for the writer; the writer owns

@@ -916,7 +916,8 @@ func (l *evLoop) log(rec *record) {
 	if len(l.audit) == 0 {
 		l.auditAt = l.now
 	}
-	l.audit = l.s.audit.appendLine(l.audit, l.s.auditLine(rec))
+	line := l.s.auditLine(rec)
+	l.audit = l.s.audit.appendLine(l.audit, &line)
 	if len(l.audit) >= loopAuditMax {
 		l.flushAudit()
 	}

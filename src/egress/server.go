@@ -421,7 +421,10 @@ func clientName(addr string) string {
 	return addr
 }
 
-func (s *Server) log(rec *record) { s.audit.log(s.auditLine(rec)) }
+func (s *Server) log(rec *record) {
+	l := s.auditLine(rec)
+	s.audit.log(&l)
+}
 
 // auditLine is rec's audit line.
 func (s *Server) auditLine(rec *record) auditLine {
