@@ -70,19 +70,24 @@ func redactMasked(s string, m uint32) string {
 // case-folded pattern) so that one pass over a line finds every pattern
 // whose regexp may match.
 type trigger struct {
-	lit  string
-	fold bool
-	bit  uint32
+	lit   string
+	fold  bool
+	fold2 byte // 0x20 when the second byte is compared case-insensitively
+	bit   uint32
 }
 
 var (
 	triggersByFirst [256][]trigger
-	foldBits        uint32 // patterns compared case-insensitively
+	isFirst         [256]bool // some trigger starts with this byte (non-ASCII: all fold ones)
+	foldBits        uint32    // patterns compared case-insensitively
 )
 
 func init() {
 	if len(secretPatterns) > 32 {
 		panic("audit: more secret patterns than mask bits")
+	}
+	for c := 0x80; c < 0x100; c++ {
+		isFirst[c] = true
 	}
 	for i, p := range secretPatterns {
 		bit := uint32(1) << i
@@ -90,11 +95,19 @@ func init() {
 			foldBits |= bit
 		}
 		for _, lit := range p.trigger {
+			if len(lit) < 2 {
+				panic("audit: a trigger shorter than two bytes")
+			}
 			t := trigger{lit: lit, fold: p.fold, bit: bit}
+			if p.fold {
+				t.fold2 = 0x20
+			}
 			c := lit[0]
 			triggersByFirst[c] = append(triggersByFirst[c], t)
+			isFirst[c] = true
 			if p.fold && c|0x20 >= 'a' && c|0x20 <= 'z' {
 				triggersByFirst[c^0x20] = append(triggersByFirst[c^0x20], t)
+				isFirst[c^0x20] = true
 			}
 		}
 	}
@@ -107,12 +120,18 @@ func triggerMask[T string | []byte](s T) uint32 {
 	var m uint32
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if !isFirst[c] {
+			continue
+		}
 		if c >= 0x80 {
 			m |= foldBits
 			continue
 		}
 		for _, t := range triggersByFirst[c] {
-			if m&t.bit == 0 && hasPrefixAt(s, i, t.lit, t.fold) {
+			if m&t.bit != 0 || i+1 >= len(s) || s[i+1]|t.fold2 != t.lit[1] {
+				continue // every trigger is two bytes or more
+			}
+			if hasPrefixAt(s, i, t.lit, t.fold) {
 				m |= t.bit
 			}
 		}
