@@ -75,6 +75,7 @@ type Server struct {
 	loops   loopGroup
 	// what served the connections (tests check which path ran)
 	loopTunnels, handOvers atomic.Int64
+	splicedBytes           atomic.Int64 // bytes a loop moved by splice(2)
 }
 
 // NewServer loads the policy files and builds a server. It fails (exit 2

@@ -214,12 +214,13 @@ func pipe(dst, src net.Conn, ended *atomic.Int32) int64 {
 // holds no buffer, so 500 idle tunnels cost their goroutines' stacks and
 // nothing more.
 //
-// Why not splice(2), which io.Copy uses between two TCP sockets: measured
-// in the proxy benchmark on this project's machines (virtualised, 2 cores),
-// a relay through user space with a pooled buffer moved 1.2–1.5× the bytes
-// per second of splice, because spliced page fragments make the receiving
-// side's TCP processing dearer, and it costs the same number of system calls
-// per short tunnel.
+// Why not splice(2), which io.Copy uses between two TCP sockets: when this
+// relay was written, the proxy benchmark on this project's machines
+// (virtualised, 2 cores) measured a relay through user space with a pooled
+// buffer at 1.2–1.5× the bytes per second of splice. The event loops, which
+// measured later the other way round, splice a direction once it carries
+// bulk (see splicePump); short tunnels cost fewer system calls by read and
+// write either way.
 const relayBufSize = 128 << 10
 
 var relayBufs = sync.Pool{New: func() any { b := make([]byte, relayBufSize); return &b }}
