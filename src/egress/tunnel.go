@@ -219,7 +219,7 @@ func pipe(dst, src net.Conn, ended *atomic.Int32) int64 {
 // (virtualised, 2 cores) measured a relay through user space with a pooled
 // buffer at 1.2–1.5× the bytes per second of splice. The event loops, which
 // measured later the other way round, splice a direction once it carries
-// bulk (see splicePump); short tunnels cost fewer system calls by read and
+// bulk (see evLoop.pump); short tunnels cost fewer system calls by read and
 // write either way.
 const relayBufSize = 128 << 10
 
