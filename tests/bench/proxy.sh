@@ -57,29 +57,36 @@ sleep 1
 
 target=localhost:$T
 res="$tmp/results"
-run() { # name proxyaddr pid auth
-  local name=$1 proxy=$2 pid=$3 auth=$4 a=()
+# run KIND NAME PROXYADDR PID AUTH: one measurement of one system, tagged
+# with its round so that ratios can be taken within a round.
+run() {
+  local kind=$1 name=$2 proxy=$3 pid=$4 auth=$5 a=()
   [ -n "$auth" ] && a=(-auth "$auth")
-  echo "$name $("$tmp/proxybench" tunnels -target $target ${proxy:+-proxy $proxy} ${pid:+-pid $pid} -tpid $TGPID "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res"
-  echo "$name $("$tmp/proxybench" bulk -target $target ${proxy:+-proxy $proxy} "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res"
-  if [ -n "$pid" ]; then
-    echo "$name $("$tmp/proxybench" idle -target $target -proxy $proxy "${a[@]}" -pid $pid -n 500)" | tee -a "$res"
-  fi
+  case $kind in
+    tunnels) echo "$name round=$r $("$tmp/proxybench" tunnels -target $target ${proxy:+-proxy $proxy} ${pid:+-pid $pid} -tpid $TGPID "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res" ;;
+    bulk) echo "$name round=$r $("$tmp/proxybench" bulk -target $target ${proxy:+-proxy $proxy} "${a[@]}" -c $CONC -d $DUR)" | tee -a "$res" ;;
+    idle) [ -z "$pid" ] || echo "$name round=$r $("$tmp/proxybench" idle -target $target -proxy $proxy "${a[@]}" -pid $pid -n 500)" | tee -a "$res" ;;
+  esac
 }
 read -ra systems <<<"${SYSTEMS:-direct hobbs goproxy tinyproxy mitmproxy}"
 ns=${#systems[@]}
+# Each round measures one kind for every system back to back (new tunnels,
+# then bulk, then idle), in an order rotated each round so no system always
+# runs first: the systems compared in a ratio are measured seconds apart,
+# not a minute, which matters on a machine whose speed drifts.
 for r in $(seq 1 "$ROUNDS"); do
   echo "== round $r" >&2
-  # rotate the order each round so no system always runs first
-  for i in $(seq 0 $((ns - 1))); do
-    s=${systems[$(( (i + r - 1) % ns ))]}
-    case $s in
-      direct) run direct "" "" "" ;;
-      hobbs) run hobbs 127.0.0.1:$PH $HPID "hobbs:bench-token-0123456789" ;;
-      goproxy) run goproxy 127.0.0.1:$PG $GPID "" ;;
-      tinyproxy) run tinyproxy 127.0.0.1:$PT $TPID "" ;;
-      mitmproxy) run mitmproxy 127.0.0.1:$PM $MPID "" ;;
-    esac
+  for kind in tunnels bulk idle; do
+    for i in $(seq 0 $((ns - 1))); do
+      s=${systems[$(( (i + r - 1) % ns ))]}
+      case $s in
+        direct) run $kind direct "" "" "" ;;
+        hobbs) run $kind hobbs 127.0.0.1:$PH $HPID "hobbs:bench-token-0123456789" ;;
+        goproxy) run $kind goproxy 127.0.0.1:$PG $GPID "" ;;
+        tinyproxy) run $kind tinyproxy 127.0.0.1:$PT $TPID "" ;;
+        mitmproxy) run $kind mitmproxy 127.0.0.1:$PM $MPID "" ;;
+      esac
+    done
   done
 done
 
@@ -88,11 +95,17 @@ echo "== medians over $ROUNDS rounds (16 clients, one tunnel per request, loopba
 python3 - "$res" <<'PY'
 import sys, statistics as st, collections
 d = collections.defaultdict(lambda: collections.defaultdict(list))
+byround = collections.defaultdict(dict)  # (name, key) -> {round: value}
 for line in open(sys.argv[1]):
     name, *kv = line.split()
-    for x in kv:
-        k, v = x.split("=")
+    fields = dict(x.split("=") for x in kv)
+    rnd = fields.pop("round", None)
+    for k, v in fields.items():
         d[name][k].append(float(v))
+        byround[(name, k)][rnd] = float(v)
+def per_round(a, b, k):
+    ra, rb = byround.get((a, k), {}), byround.get((b, k), {})
+    return [ra[x] / rb[x] for x in sorted(ra, key=int) if x in rb and rb[x]]
 med = lambda n, k: st.median(d[n][k]) if d[n][k] else float("nan")
 print(f"{'system':10} {'tunnels/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'CPU us/tunnel':>14} {'load us/tunnel':>15} {'bulk MB/s':>10} {'idle500 +MB':>12} {'errors':>7}")
 for n in ["direct", "hobbs", "goproxy", "tinyproxy", "mitmproxy"]:
@@ -102,7 +115,13 @@ for n in ["direct", "hobbs", "goproxy", "tinyproxy", "mitmproxy"]:
 print("(CPU: the proxy process's; load: the benchmark's client and target together, same cores)")
 print()
 print(f"hobbs bulk / direct bulk          = {med('hobbs','bulk_MBps')/med('direct','bulk_MBps'):.2f}  (goal >= 0.6)")
+pr = per_round('hobbs', 'direct', 'bulk_MBps')
+if pr:
+    print(f"  within each round                = {' '.join(f'{x:.2f}' for x in pr)} (median {st.median(pr):.2f})")
 print(f"hobbs tunnels/s / tinyproxy       = {med('hobbs','tunnels_per_s')/med('tinyproxy','tunnels_per_s'):.2f}  (goal >= 1.2)")
+pr = per_round('hobbs', 'tinyproxy', 'tunnels_per_s')
+if pr:
+    print(f"  within each round                = {' '.join(f'{x:.2f}' for x in pr)} (median {st.median(pr):.2f})")
 print(f"hobbs p50 / tinyproxy p50         = {med('hobbs','p50_ms')/med('tinyproxy','p50_ms'):.2f}  (goal <= 1.0)")
 print(f"hobbs tunnels/s / direct          = {med('hobbs','tunnels_per_s')/med('direct','tunnels_per_s'):.2f}")
 print(f"hobbs tunnels/s / bare goproxy    = {med('hobbs','tunnels_per_s')/med('goproxy','tunnels_per_s'):.2f}")
