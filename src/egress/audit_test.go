@@ -3,8 +3,11 @@ package egress
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 )
@@ -44,5 +47,49 @@ func TestAuditLinesAreEntries(t *testing.T) {
 	}
 	if events["egress.allow/allowed"] != 2 || events["egress.deny/denied"] != 1 {
 		t.Fatalf("events %v", events)
+	}
+}
+
+// TestAuditRetry: lines the writer cannot write (here: its lock file cannot
+// be opened) are kept and tried again; once the file can be written they
+// all arrive, each once, and the proxy said what happened.
+func TestAuditRetry(t *testing.T) {
+	old := auditRetry
+	auditRetry = 50 * time.Millisecond
+	t.Cleanup(func() { auditRetry = old })
+	tg := newTarget(t, "127.0.0.1")
+	var mu sync.Mutex
+	var said []string
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) {
+		o.Logf = func(f string, a ...any) { mu.Lock(); said = append(said, fmt.Sprintf(f, a...)); mu.Unlock() }
+	})
+	block := e.audit + ".lock"
+	if err := os.Mkdir(block, 0o700); err != nil { // opening it for writing fails, even as root
+		t.Fatal(err)
+	}
+	for range 3 {
+		e.tunnel(t, fmt.Sprintf("allowed.test:%d", tg.port), "")
+	}
+	e.tunnel(t, fmt.Sprintf("denied.test:%d", tg.port), "")
+	time.Sleep(300 * time.Millisecond) // several tries, all failing
+	if b, _ := os.ReadFile(e.audit); len(b) > 0 {
+		t.Fatalf("audit file written while its lock could not be taken: %s", b)
+	}
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int { b, _ := os.ReadFile(e.audit); return strings.Count(string(b), "\n") }
+	if !waitFor(2*time.Second, func() bool { return count() >= 4 }) {
+		t.Fatalf("%d audit lines after the lock came back, want 4", count())
+	}
+	e.srv.Shutdown(t.Context())
+	if n := count(); n != 4 {
+		t.Fatalf("%d audit lines, want 4 (each once):\n%s", n, readFile(t, e.audit))
+	}
+	mu.Lock()
+	all := strings.Join(said, "\n")
+	mu.Unlock()
+	if !strings.Contains(all, "keeping the lines") || !strings.Contains(all, "writing "+e.audit+" again") {
+		t.Fatalf("the proxy said:\n%s", all)
 	}
 }

@@ -75,24 +75,46 @@ func (a *auditLog) send(line []byte) {
 const (
 	auditBatchMax  = 256 << 10
 	auditBatchWait = 20 * time.Millisecond // collect lines this long before one append
+	auditKeepMax   = 16 << 20              // lines kept while the file cannot be written
 )
 
+// auditRetry is how long the writer waits before trying again a file it
+// could not write (a variable for tests).
+var auditRetry = 500 * time.Millisecond
+
+// run writes the queued lines. Lines it cannot write (no descriptor left,
+// the lock file unreadable, a full disk) are kept and tried again every
+// auditRetry, up to auditKeepMax bytes of them; beyond that the oldest are
+// dropped and counted. A batch that was written in part is not written
+// twice.
 func (a *auditLog) run() {
 	defer close(a.done)
-	var buf []byte
-	failing := false
+	var buf []byte // lines not yet in the file, whole lines only
+	failing, open := false, true
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	for line := range a.ch {
-		buf = append(buf[:0], line...)
+	for {
+		if len(buf) == 0 {
+			line, ok := <-a.ch
+			if !ok {
+				return
+			}
+			buf = append(buf, line...)
+		}
 		// Gather what arrives in the next few milliseconds: under load one
-		// locked append then carries many lines instead of one each.
-		timer.Reset(auditBatchWait)
+		// locked append then carries many lines instead of one each. While
+		// the file cannot be written, gather until the next try.
+		wait := auditBatchWait
+		if failing {
+			wait = auditRetry
+		}
+		timer.Reset(wait)
 	gather:
-		for len(buf) < auditBatchMax {
+		for open && (failing || len(buf) < auditBatchMax) {
 			select {
 			case more, ok := <-a.ch:
 				if !ok {
+					open = false
 					break gather
 				}
 				buf = append(buf, more...)
@@ -101,13 +123,30 @@ func (a *auditLog) run() {
 			}
 		}
 		timer.Stop()
-		if err := safefile.Append(a.path, buf, 0o600); err != nil {
+		n, err := safefile.AppendCount(a.path, buf, 0o600)
+		buf = buf[:copy(buf, buf[n:])]
+		switch {
+		case err == nil:
+			if failing {
+				a.logf("audit: writing %s again", a.path)
+			}
+			failing = false
+		case !open:
+			a.logf("audit: cannot write %s: %v; %d line(s) lost at exit", a.path, err, bytes.Count(buf, []byte{'\n'}))
+			return
+		default:
 			if !failing {
-				a.logf("audit: cannot write %s: %v", a.path, err)
+				a.logf("audit: cannot write %s: %v; keeping the lines, trying again every %v", a.path, err, auditRetry)
 			}
 			failing = true
-		} else {
-			failing = false
+			if over := len(buf) - auditKeepMax; over > 0 {
+				cut := over + bytes.IndexByte(buf[over:], '\n') + 1
+				a.logf("audit: %d oldest line(s) dropped: %s still cannot be written", bytes.Count(buf[:cut], []byte{'\n'}), a.path)
+				buf = buf[:copy(buf, buf[cut:])]
+			}
+		}
+		if !open && len(buf) == 0 {
+			return
 		}
 	}
 }

@@ -1029,7 +1029,9 @@ func (l *evLoop) flushAudit() {
 func (l *evLoop) sweepDeadlines() {
 	if l.paused != 0 && l.now >= l.paused && l.lfd >= 0 {
 		l.paused = 0
-		l.newPipe()
+		if l.pipe[0] < 0 { // lost to the same shortage: bulk can splice again
+			l.newPipe()
+		}
 		if err := l.ctl(unix.EPOLL_CTL_ADD, l.lfd, unix.EPOLLIN|unix.EPOLLEXCLUSIVE, 0); err != nil {
 			l.s.opts.Logf("event loop: listener: %v", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -356,5 +357,95 @@ func TestLoopSpliceIsolation(t *testing.T) {
 	}
 	if !waitFor(time.Second, func() bool { return relayBufsOut.Load() == 0 && e.srv.ActiveTunnels() == 0 }) {
 		t.Fatalf("after the tunnels: %d relay buffers out, %d tunnels", relayBufsOut.Load(), e.srv.ActiveTunnels())
+	}
+}
+
+// TestLoopEMFILE: out of descriptors, a loop stops accepting for a while
+// (its listener is level-triggered: it would spin) and says so; once
+// descriptors are free it accepts again, with its splice pipe, and no
+// descriptor is left over.
+func TestLoopEMFILE(t *testing.T) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	tg := newTarget(t, "127.0.0.1")
+	logs := make(chan string, 100)
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) {
+		o.loopLookups, o.EventLoops = true, 1
+		o.Logf = func(f string, a ...any) {
+			select {
+			case logs <- fmt.Sprintf(f, a...):
+			default:
+			}
+		}
+	})
+	auth := fmt.Sprintf("allowed.test:%d", tg.port)
+	if code, body := e.tunnel(t, auth, ""); code != 200 {
+		t.Fatalf("before: %d %s", code, body)
+	}
+	base := openFDs()
+
+	// The clients' sockets are made first: then only the proxy runs out
+	// when its limit leaves room for two descriptors more.
+	ap, err := netip.ParseAddrPort(e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	var socks []int
+	for range 8 {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		socks = append(socks, fd)
+	}
+	low := lim
+	low.Cur = uint64(openFDs() + 2)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
+		}
+	}
+	t.Cleanup(restore)
+	for _, fd := range socks {
+		unix.Connect(fd, sa) // the kernel completes it; the proxy accepts while it can
+	}
+	var said []string
+	deadline := time.After(2 * time.Second)
+wait:
+	for {
+		select {
+		case l := <-logs:
+			said = append(said, l)
+			if strings.Contains(l, "accept:") && strings.Contains(l, "retrying") {
+				break wait
+			}
+		case <-deadline:
+			t.Fatalf("out of descriptors, the proxy said %q; want it to stop accepting for a while", said)
+		}
+	}
+	for _, fd := range socks {
+		unix.Close(fd)
+	}
+	restore()
+	// Accepting again: a tunnel works, and what the shortage took is back.
+	if !waitFor(3*time.Second, func() bool { code, _ := e.tunnel(t, auth, ""); return code == 200 }) {
+		t.Fatal("no tunnel after descriptors were free again")
+	}
+	l := e.srv.loops.loops[0]
+	done := make(chan bool)
+	l.post(func() { done <- l.pipe[0] >= 0 && l.paused == 0 })
+	if !<-done {
+		t.Fatal("the loop has no splice pipe or is still paused")
+	}
+	if !waitFor(2*time.Second, func() bool { return openFDs() <= base }) {
+		t.Fatalf("%d descriptors open, %d before the shortage: %s", openFDs(), base, fdKinds())
 	}
 }

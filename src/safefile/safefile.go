@@ -95,20 +95,29 @@ func syncDir(dir string) error {
 // single write(2) with O_APPEND, under the file's lock, so that concurrent
 // appenders never interleave within a line.
 func Append(path string, line []byte, perm fs.FileMode) error {
+	_, err := AppendCount(path, line, perm)
+	return err
+}
+
+// AppendCount is Append that also returns how many bytes of line reached
+// the file: a write that fails part way (a full disk) may have written some,
+// and a caller that retries must not write them twice.
+func AppendCount(path string, line []byte, perm fs.FileMode) (int, error) {
 	unlock, err := Lock(path+".lock", 10*time.Second)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer unlock()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := f.Write(line); err != nil {
+	n, err := f.Write(line)
+	if err != nil {
 		f.Close()
-		return err
+		return n, err
 	}
-	return f.Close()
+	return n, f.Close()
 }
 
 // ErrLockTimeout is returned by Lock when the lock is still held after the
