@@ -89,7 +89,7 @@ var auditRetry = 500 * time.Millisecond
 // twice.
 func (a *auditLog) run() {
 	defer close(a.done)
-	var buf []byte // lines not yet in the file, whole lines only
+	var buf []byte // what is not in the file yet (after a partial write, from the middle of a line)
 	failing, open := false, true
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()

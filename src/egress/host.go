@@ -189,8 +189,6 @@ func parseIPv4Part(p string) (uint64, error) {
 	return strconv.ParseUint(p, base, 32)
 }
 
-// checkDNSName validates a lower-case ASCII name: labels of letters, digits,
-// '-' and '_', 1-63 bytes, not starting or ending with '-', total ≤253.
 // plainName reports whether name is a host name as the IDNA pass would
 // leave it: lower-case ASCII letters, digits, '-' and '_' in labels that
 // checkDNSName accepts, none that IDNA reads specially ("xn--" punycode or
@@ -220,6 +218,8 @@ func plainName(name string) bool {
 	return true
 }
 
+// checkDNSName validates a lower-case ASCII name: labels of letters, digits,
+// '-' and '_', 1-63 bytes, not starting or ending with '-', total ≤253.
 func checkDNSName(s string) error {
 	if len(s) == 0 || len(s) > 253 {
 		return errors.New("bad length")
