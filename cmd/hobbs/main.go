@@ -224,7 +224,7 @@ func (a *app) existingInstance() (instance.Instance, error) {
 func (a *app) config(in instance.Instance) (*config.Config, error) { return config.Load(in.Config()) }
 
 // audit returns the audit logger of in.
-func (a *app) audit(in instance.Instance) *audit.Logger { return audit.New(in.AuditLog()) }
+func (a *app) audit(in instance.Instance) *audit.Logger { return audit.New(in.FS(), in.AuditLog()) }
 
 // logAudit appends e to the audit log of in. A failure does not undo what
 // was done, but it is not silent either: it is a warning on stderr.

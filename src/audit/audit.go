@@ -31,12 +31,15 @@ type Entry struct {
 // Logger appends entries to one audit file.
 type Logger struct {
 	Path  string
-	Actor string // defaults to Actor()
+	Root  safefile.Root // the directory Path is opened beneath (see New)
+	Actor string        // defaults to Actor()
 	Now   func() time.Time
 }
 
-// New returns a Logger writing to path.
-func New(path string) *Logger { return &Logger{Path: path} }
+// New returns a Logger writing to path, opened beneath root (the
+// instance's safe-open layer: no link in any component below it is
+// followed).
+func New(root safefile.Root, path string) *Logger { return &Logger{Path: path, Root: root} }
 
 // Log appends e, filling Time and Actor when empty. The log's directory must
 // exist; the file is created 0600.
@@ -65,7 +68,10 @@ func (l *Logger) Log(e Entry) error {
 	if err != nil {
 		return err
 	}
-	return safefile.Append(l.Path, line, 0o600)
+	if l.Root.Dir() == "" {
+		return safefile.Append(l.Path, line, 0o600)
+	}
+	return l.Root.Append(l.Path, line, 0o600)
 }
 
 // MarshalLine encodes v as one redacted JSON line ending in "\n".

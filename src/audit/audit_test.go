@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 func TestRedactEachPattern(t *testing.T) {
@@ -79,7 +81,7 @@ func TestLogRedactsAndStaysJSON(t *testing.T) {
 
 func TestConcurrentLogLinesIntact(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "audit.log")
-	l := New(p)
+	l := New(safefile.Beneath(filepath.Dir(p)), p)
 	var wg sync.WaitGroup
 	for i := 0; i < 40; i++ {
 		wg.Add(1)

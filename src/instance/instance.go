@@ -1,7 +1,13 @@
 // Package instance owns the layout of a Hobbs instance directory: the user's
 // private data (foundation, config, memory, playbooks, vault, logs). Every path
 // inside an instance is spelled here and nowhere else; other packages ask an
-// Instance for the path they need.
+// Instance for the path they need, and open it through Instance.FS.
+//
+// The instance root is the host's: no session mounts it. The agent's
+// container gets only the entries AgentShares lists (content it works on,
+// and read-only copies of what it must read); the vault, the host's audit
+// log, the proxy's audit log, .git, .gitignore and the locks of host-only
+// resources stay where no agent mount reaches.
 //
 // The instance lives at $XDG_DATA_HOME/hobbs on the host (adrg/xdg decides the
 // default per platform) and at ~/.hobbs inside the agent container. HOBBS_HOME
@@ -15,6 +21,7 @@ import (
 	"github.com/adrg/xdg"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // EnvHome is the environment variable that overrides the instance directory.
@@ -102,7 +109,17 @@ func (in Instance) VaultRemoved() string      { return in.path("vault", "removed
 func (in Instance) Data() string     { return in.path("data") }
 func (in Instance) Logs() string     { return in.path("logs") }
 func (in Instance) Tasks() string    { return in.path("logs", "tasks") }
-func (in Instance) AuditLog() string { return in.path("logs", "audit.log") }
+func (in Instance) AuditLog() string {
+	if InContainer() {
+		return in.AgentAuditLog()
+	}
+	return in.path("logs", "audit.log")
+}
+
+// InContainer reports whether this process runs in the agent's container
+// (HOBBS_CONTEXT=container, set by the image and the launcher). There the
+// audit log is the agent's own (AgentAuditLog): the host's is never mounted.
+func InContainer() bool { return os.Getenv("HOBBS_CONTEXT") == "container" }
 
 // EgressLogs is the directory of the egress proxy's audit log, which only
 // the proxy writes: a session mounts it read-only in the agent's container,
@@ -110,17 +127,47 @@ func (in Instance) AuditLog() string { return in.path("logs", "audit.log") }
 func (in Instance) EgressLogs() string     { return in.path("logs", "egress") }
 func (in Instance) EgressAuditLog() string { return in.path("logs", "egress", "audit.log") }
 
-// Locks is the directory holding lock files (created on demand).
+// AgentLogs is the directory of the toolkit's audit log inside a session:
+// the agent's container writes it, so the host treats it as the agent's own
+// account, never as a record of its own.
+func (in Instance) AgentLogs() string     { return in.path("logs", "agent") }
+func (in Instance) AgentAuditLog() string { return in.path("logs", "agent", "audit.log") }
+
+// Locks is the directory holding the locks of host-only resources (created
+// on demand). No session mounts it.
 func (in Instance) Locks() string { return in.path(".locks") }
 
+// sharedLocks are the resources both the host and the agent's container
+// write: their locks live in the resource's own directory, which both see.
+var sharedLocks = map[string][]string{
+	"memory":    {"memory"},
+	"playbooks": {"playbooks"},
+	"agents":    {"agents"},
+	"tasks":     {"logs", "tasks"},
+}
+
 // Lock returns the lock file path for a named resource ("memory", "vault"…).
-func (in Instance) Lock(name string) string { return in.path(".locks", name+".lock") }
+// A resource the agent writes too has its lock in its own directory (the
+// agent can hold it; the host's waits for it time out with a message); a
+// host-only resource (vault, policy, config, sessions) has its lock in
+// .locks, which the agent never sees, so it cannot block the host there.
+func (in Instance) Lock(name string) string {
+	if dir, ok := sharedLocks[name]; ok {
+		return in.path(append(dir, ".lock")...)
+	}
+	return in.path(".locks", name+".lock")
+}
+
+// FS is the safe-open layer for this instance: every host-side open, read,
+// write, lock and listing of an instance path goes through it (package
+// safefile: no link followed below the root, no FIFO or device opened).
+func (in Instance) FS() safefile.Root { return safefile.Beneath(in.Root) }
 
 // Exists reports whether the instance has been initialised (config.yaml or
 // foundation.md present).
 func (in Instance) Exists() bool {
 	for _, p := range []string{in.Config(), in.Foundation()} {
-		if _, err := os.Stat(p); err == nil {
+		if _, err := in.FS().Lstat(p); err == nil {
 			return true
 		}
 	}

@@ -39,6 +39,38 @@ func Layout() []Entry {
 		{Rel: "logs/tasks", Dir: true, Mode: 0o755},
 		{Rel: "logs/audit.log", Mode: 0o600, Template: ""},
 		{Rel: "logs/egress", Dir: true, Mode: 0o755},
+		{Rel: "logs/agent", Dir: true, Mode: 0o755},
+	}
+}
+
+// Share is one entry of the instance that the agent's container mounts.
+type Share struct {
+	Rel      string // slash-separated, relative to the root
+	Dir      bool   // a directory (else a regular file)
+	ReadOnly bool   // mounted read-only
+}
+
+// AgentShares lists every entry of the instance a session mounts into the
+// agent's container, at the same place below ~/.hobbs. Nothing else of the
+// instance reaches the agent: not the root (whose entries it could rename
+// or plant), not the vault, not logs/audit.log or logs/egress, not .git,
+// .gitignore or .locks. The files are read-only, so an injection that
+// reaches the agent cannot make itself permanent through them; the
+// directories are the agent's to write, and everything in them is
+// untrusted input to the host.
+func AgentShares() []Share {
+	return []Share{
+		{Rel: "foundation.md", ReadOnly: true},
+		{Rel: "claude.md", ReadOnly: true},
+		{Rel: "config.yaml", ReadOnly: true},
+		{Rel: "policy.yaml", ReadOnly: true},
+		{Rel: "memory", Dir: true},
+		{Rel: "playbooks", Dir: true},
+		{Rel: "skills", Dir: true},
+		{Rel: "agents", Dir: true},
+		{Rel: "data", Dir: true},
+		{Rel: "logs/tasks", Dir: true},
+		{Rel: "logs/agent", Dir: true},
 	}
 }
 

@@ -19,7 +19,7 @@ func newStore(t *testing.T) *Store {
 			t.Fatal(err)
 		}
 	}
-	return Open(in, audit.New(in.AuditLog()))
+	return Open(in, audit.New(in.FS(), in.AuditLog()))
 }
 
 // Concurrent adds of the same text through separate stores (separate lock

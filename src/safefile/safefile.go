@@ -1,4 +1,11 @@
-// Package safefile holds the two primitives every write of user data goes
+// Package safefile is the one layer through which Hobbs opens, reads,
+// writes, locks and lists files of the instance directory. The agent's
+// container can write parts of the instance, so nothing found there is
+// trusted: a Root opens every path one component at a time without
+// following a symbolic link, refuses FIFOs, sockets and devices without
+// blocking on them, and confines every path beneath the root (root.go).
+//
+// On top of that it holds the two primitives every write of user data goes
 // through: atomic replacement of a file (temp file in the same directory,
 // fsync, rename, fsync of the directory) and an advisory inter-process lock
 // (flock on a lock file) so that concurrent writers — several sub-agents, the
@@ -11,145 +18,42 @@ package safefile
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 )
 
+// The package-level functions below work on a path's own directory: they
+// refuse a link or special file as the last component but trust the
+// directories above it. Paths inside the instance go through the instance's
+// Root (instance.Instance.FS), which trusts no component below the root.
+
 // Write atomically replaces path with data, created with perm.
 func Write(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := writeTemp(path, data, perm)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return Beneath(filepath.Dir(path)).Write(filepath.Base(path), data, perm)
 }
 
 // Create atomically creates path with data and fails with an error satisfying
-// errors.Is(err, fs.ErrExist) if path already exists. Content is complete the
-// moment the name appears.
+// errors.Is(err, fs.ErrExist) if path already exists.
 func Create(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := writeTemp(path, data, perm)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
-		}
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return Beneath(filepath.Dir(path)).Create(filepath.Base(path), data, perm)
 }
 
-func writeTemp(path string, data []byte, perm fs.FileMode) (string, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, ".tmp-"+base+"-*")
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	fail := func(err error) (string, error) {
-		f.Close()
-		os.Remove(name)
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return fail(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(name)
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return name, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	// Some filesystems refuse fsync on directories; the rename is still atomic.
-	_ = d.Sync()
-	return nil
-}
-
-// Append writes line to the end of path (created with perm if missing) in a
-// single write(2) with O_APPEND, under the file's lock, so that concurrent
-// appenders never interleave within a line.
+// Append appends line to path under its lock (Root.Append).
 func Append(path string, line []byte, perm fs.FileMode) error {
-	_, err := AppendCount(path, line, perm)
-	return err
+	return Beneath(filepath.Dir(path)).Append(filepath.Base(path), line, perm)
 }
 
-// AppendCount is Append that also returns how many bytes of line reached
-// the file: a write that fails part way (a full disk) may have written some,
-// and a caller that retries must not write them twice.
+// AppendCount is Root.AppendCount on path's directory.
 func AppendCount(path string, line []byte, perm fs.FileMode) (int, error) {
-	unlock, err := Lock(path+".lock", 10*time.Second)
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
-	if err != nil {
-		return 0, err
-	}
-	n, err := f.Write(line)
-	if err != nil {
-		f.Close()
-		return n, err
-	}
-	return n, f.Close()
+	return Beneath(filepath.Dir(path)).AppendCount(filepath.Base(path), line, perm)
 }
 
 // ErrLockTimeout is returned by Lock when the lock is still held after the
 // timeout.
 var ErrLockTimeout = errors.New("timed out waiting for lock")
 
-// Lock takes an exclusive advisory lock on lockPath (created if missing),
-// waiting up to timeout (0 waits forever). The returned function releases it.
-// The lock is released by the kernel if the process dies.
+// Lock takes an exclusive advisory lock on lockPath (Root.Lock).
 func Lock(lockPath string, timeout time.Duration) (unlock func(), err error) {
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", lockPath, err)
-	}
-	deadline := time.Now().Add(timeout)
-	delay := time.Millisecond
-	for {
-		ok, err := tryLock(f)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", lockPath, err)
-		}
-		if ok {
-			return func() { unlockFile(f); f.Close() }, nil
-		}
-		if timeout > 0 && time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", lockPath, ErrLockTimeout)
-		}
-		time.Sleep(delay)
-		if delay < 50*time.Millisecond {
-			delay *= 2
-		}
-	}
+	return Beneath(filepath.Dir(lockPath)).Lock(filepath.Base(lockPath), timeout)
 }

@@ -61,7 +61,7 @@ type Vault struct {
 // Open returns the vault of in, logging to its audit log and asking
 // passphrases with TerminalPassphrase.
 func Open(in instance.Instance) *Vault {
-	return &Vault{In: in, Audit: audit.New(in.AuditLog()), Passphrase: TerminalPassphrase, Now: time.Now}
+	return &Vault{In: in, Audit: audit.New(in.FS(), in.AuditLog()), Passphrase: TerminalPassphrase, Now: time.Now}
 }
 
 // InContainer reports whether hobbs runs inside the agent container

@@ -1,0 +1,715 @@
+//go:build unix
+
+package safefile
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Root is a directory beneath which every path is opened one component at a
+// time, relative to the directory opened before it, with O_NOFOLLOW: a
+// symbolic link in any component below the root is refused, never followed,
+// and a directory swapped for a link after an earlier step does not matter
+// (each step holds the directory it opened). The last component must be a
+// regular file (or, where the call says so, a directory): a FIFO, socket or
+// device is refused without blocking (O_NONBLOCK, then fstat).
+//
+// The root's own path is the caller's to trust (the user may keep the
+// instance on a linked disk); the instance's paths below it are not: the
+// agent's container can write some of them.
+//
+// Paths given to a Root's methods are absolute paths beneath it or paths
+// relative to it; anything that leads outside is refused.
+type Root struct {
+	dir string
+}
+
+// Beneath returns the Root for dir (made absolute).
+func Beneath(dir string) Root {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return Root{dir: filepath.Clean(dir)}
+}
+
+// Dir is the root's directory.
+func (r Root) Dir() string { return r.dir }
+
+// ErrUnsafe is what every refusal of this layer wraps: a symbolic link where
+// a path component should be, a file of the wrong type, a path outside the
+// root.
+var ErrUnsafe = errors.New("unsafe path")
+
+// UnsafeError names the path refused and why.
+type UnsafeError struct {
+	Path string // absolute
+	Why  string // "is a symbolic link", "is a FIFO, not a regular file", …
+}
+
+func (e *UnsafeError) Error() string {
+	return fmt.Sprintf("%s %s (hobbs never follows links or opens special files in the instance: inspect it, then move or remove it)", e.Path, e.Why)
+}
+
+func (e *UnsafeError) Unwrap() error { return ErrUnsafe }
+
+// rel turns p into a clean path relative to the root ("." for the root).
+func (r Root) rel(p string) (string, error) {
+	if filepath.IsAbs(p) {
+		rel, err := filepath.Rel(r.dir, filepath.Clean(p))
+		if err != nil {
+			return "", &UnsafeError{Path: p, Why: "is outside " + r.dir}
+		}
+		p = rel
+	}
+	p = filepath.Clean(p)
+	if p == "." {
+		return p, nil
+	}
+	if !filepath.IsLocal(p) {
+		return "", &UnsafeError{Path: filepath.Join(r.dir, p), Why: "is outside " + r.dir}
+	}
+	return p, nil
+}
+
+func (r Root) abs(rel string) string { return filepath.Join(r.dir, rel) }
+
+const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+
+// openRoot opens the root directory itself (following links in its own
+// path: that path is the user's choice).
+func (r Root) openRoot() (int, error) {
+	fd, err := ignoringEINTR(func() (int, error) {
+		return unix.Open(r.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: r.dir, Err: err}
+	}
+	return fd, nil
+}
+
+// openDirAt opens directory name in dirfd without following a link. create
+// makes it (perm) when missing.
+func (r Root) openDirAt(dirfd int, name, full string, create bool, perm fs.FileMode) (int, error) {
+	for try := 0; ; try++ {
+		fd, err := ignoringEINTR(func() (int, error) { return unix.Openat(dirfd, name, dirFlags, 0) })
+		if err == nil {
+			return fd, nil
+		}
+		if errors.Is(err, unix.ENOENT) && create && try < 2 {
+			if merr := unix.Mkdirat(dirfd, name, uint32(perm.Perm())); merr != nil && !errors.Is(merr, unix.EEXIST) {
+				return -1, &fs.PathError{Op: "mkdir", Path: full, Err: merr}
+			}
+			continue
+		}
+		return -1, r.explain(dirfd, name, full, "open", err, true)
+	}
+}
+
+// explain turns an openat failure into an error: an UnsafeError when the
+// entry is a link or of the wrong type, else a PathError.
+func (r Root) explain(dirfd int, name, full, op string, err error, wantDir bool) error {
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EMLINK) {
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			if why := typeProblem(st.Mode, wantDir, !wantDir); why != "" {
+				return &UnsafeError{Path: full, Why: why}
+			}
+		}
+	}
+	return &fs.PathError{Op: op, Path: full, Err: err}
+}
+
+// typeProblem says what is wrong with an entry of mode m, or "".
+func typeProblem(m uint32, dirOK, fileOK bool) string {
+	switch m & unix.S_IFMT {
+	case unix.S_IFREG:
+		if fileOK {
+			return ""
+		}
+		return "is a file, not a directory"
+	case unix.S_IFDIR:
+		if dirOK {
+			return ""
+		}
+		return "is a directory, not a regular file"
+	case unix.S_IFLNK:
+		return "is a symbolic link"
+	case unix.S_IFIFO:
+		return "is a FIFO, not a regular file"
+	case unix.S_IFSOCK:
+		return "is a socket, not a regular file"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "is a device, not a regular file"
+	}
+	return "is not a regular file"
+}
+
+// parent opens the directory holding rel's last component and returns its
+// descriptor and that component. create makes missing directories (perm).
+// The root itself (".") has no last component here: callers that mean the
+// root use openRoot.
+func (r Root) parent(rel string, create bool, perm fs.FileMode) (int, string, error) {
+	if rel == "." {
+		return -1, "", &UnsafeError{Path: r.dir, Why: "is the root, not an entry beneath it"}
+	}
+	fd, err := r.openRoot()
+	if err != nil {
+		return -1, "", err
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	for i, c := range parts[:len(parts)-1] {
+		full := r.abs(filepath.Join(parts[:i+1]...))
+		next, err := r.openDirAt(fd, c, full, create, perm)
+		unix.Close(fd)
+		if err != nil {
+			return -1, "", err
+		}
+		fd = next
+	}
+	return fd, parts[len(parts)-1], nil
+}
+
+// openLeaf opens the last component in dirfd with flags (O_NOFOLLOW and
+// O_NONBLOCK added) and checks its type with fstat.
+func (r Root) openLeaf(dirfd int, name, full string, flags int, perm fs.FileMode, dirOK, fileOK bool) (*os.File, error) {
+	fd, err := ignoringEINTR(func() (int, error) {
+		return unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
+	})
+	if err != nil {
+		return nil, r.explain(dirfd, name, full, "open", err, dirOK && !fileOK)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: full, Err: err}
+	}
+	if why := typeProblem(st.Mode, dirOK, fileOK); why != "" {
+		unix.Close(fd)
+		return nil, &UnsafeError{Path: full, Why: why}
+	}
+	// Regular files and directories never block; reads and writes on them
+	// behave the same with or without O_NONBLOCK, which is cleared anyway.
+	if flags&unix.O_NONBLOCK == 0 {
+		_ = unix.SetNonblock(fd, false)
+	}
+	return os.NewFile(uintptr(fd), full), nil
+}
+
+// OpenFile opens path with flag (os.O_* values) and perm for a regular
+// file. O_CREATE makes it when missing; a link or special file in its
+// place is refused either way.
+func (r Root) OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	rel, err := r.rel(path)
+	if err != nil {
+		return nil, err
+	}
+	dirfd, name, err := r.parent(rel, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dirfd)
+	return r.openLeaf(dirfd, name, r.abs(rel), flag, perm, false, true)
+}
+
+// Open opens the regular file path for reading.
+func (r Root) Open(path string) (*os.File, error) { return r.OpenFile(path, os.O_RDONLY, 0) }
+
+// ReadFile reads the regular file path whole.
+func (r Root) ReadFile(path string) ([]byte, error) {
+	f, err := r.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// OpenDir opens the directory path (the root for "." or the root's path).
+func (r Root) OpenDir(path string) (*os.File, error) {
+	rel, err := r.rel(path)
+	if err != nil {
+		return nil, err
+	}
+	if rel == "." {
+		fd, err := r.openRoot()
+		if err != nil {
+			return nil, err
+		}
+		return os.NewFile(uintptr(fd), r.dir), nil
+	}
+	dirfd, name, err := r.parent(rel, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dirfd)
+	return r.openLeaf(dirfd, name, r.abs(rel), unix.O_RDONLY|unix.O_DIRECTORY, 0, true, false)
+}
+
+// ReadDir lists the directory path, sorted by name. Each entry's Info is
+// taken from the open directory without following links.
+func (r Root) ReadDir(path string) ([]fs.DirEntry, error) {
+	d, err := r.OpenDir(path)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: d.Name(), Err: err}
+	}
+	out := make([]fs.DirEntry, 0, len(names))
+	for _, n := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(d.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed meanwhile
+			}
+			return nil, &fs.PathError{Op: "lstat", Path: filepath.Join(d.Name(), n), Err: err}
+		}
+		out = append(out, dirEntry{info: statInfo(n, &st)})
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+// Lstat describes the entry at path without following a link in any
+// component, its last included.
+func (r Root) Lstat(path string) (fs.FileInfo, error) {
+	rel, err := r.rel(path)
+	if err != nil {
+		return nil, err
+	}
+	if rel == "." {
+		return os.Stat(r.dir)
+	}
+	dirfd, name, err := r.parent(rel, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dirfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, &fs.PathError{Op: "lstat", Path: r.abs(rel), Err: err}
+	}
+	return statInfo(name, &st), nil
+}
+
+// Stat is Lstat that refuses anything but a regular file or a directory.
+func (r Root) Stat(path string) (fs.FileInfo, error) {
+	fi, err := r.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, &UnsafeError{Path: r.abs(mustRel(r, path)), Why: typeProblem(fi.Sys().(*unix.Stat_t).Mode, true, true)}
+	}
+	return fi, nil
+}
+
+func mustRel(r Root, p string) string {
+	rel, err := r.rel(p)
+	if err != nil {
+		return p
+	}
+	return rel
+}
+
+// Exists reports whether path is a regular file or directory (a link or
+// special file does not count, nor does an error).
+func (r Root) Exists(path string) bool {
+	_, err := r.Stat(path)
+	return err == nil
+}
+
+// MkdirAll makes directory path and its missing parents (perm), refusing a
+// link in any component.
+func (r Root) MkdirAll(path string, perm fs.FileMode) error {
+	rel, err := r.rel(path)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return os.MkdirAll(r.dir, perm)
+	}
+	if err := os.MkdirAll(r.dir, perm); err != nil {
+		return err
+	}
+	dirfd, name, err := r.parent(rel, true, perm)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	fd, err := r.openDirAt(dirfd, name, r.abs(rel), true, perm)
+	if err != nil {
+		return err
+	}
+	unix.Close(fd)
+	return nil
+}
+
+// Mkdir makes directory path (perm); its parent must exist. An existing
+// entry is an error satisfying errors.Is(err, fs.ErrExist).
+func (r Root) Mkdir(path string, perm fs.FileMode) error {
+	rel, err := r.rel(path)
+	if err != nil {
+		return err
+	}
+	dirfd, name, err := r.parent(rel, false, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	if err := unix.Mkdirat(dirfd, name, uint32(perm.Perm())); err != nil {
+		return &fs.PathError{Op: "mkdir", Path: r.abs(rel), Err: err}
+	}
+	return nil
+}
+
+// Remove removes the entry at path (a file, a link itself, an empty
+// directory), never what a link points to.
+func (r Root) Remove(path string) error {
+	rel, err := r.rel(path)
+	if err != nil {
+		return err
+	}
+	dirfd, name, err := r.parent(rel, false, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	err = unix.Unlinkat(dirfd, name, 0)
+	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
+		if derr := unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR); derr == nil || !errors.Is(derr, unix.ENOTDIR) {
+			err = derr
+		}
+	}
+	if err != nil {
+		return &fs.PathError{Op: "remove", Path: r.abs(rel), Err: err}
+	}
+	return nil
+}
+
+// RemoveAll removes path and everything beneath it, links as links. A
+// missing path is no error.
+func (r Root) RemoveAll(path string) error {
+	rel, err := r.rel(path)
+	if err != nil {
+		return err
+	}
+	dirfd, name, err := r.parent(rel, false, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	return removeAllAt(dirfd, name, r.abs(rel))
+}
+
+func removeAllAt(dirfd int, name, full string) error {
+	err := unix.Unlinkat(dirfd, name, 0)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
+		return &fs.PathError{Op: "remove", Path: full, Err: err}
+	}
+	fd, err := unix.Openat(dirfd, name, dirFlags, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: full, Err: err}
+	}
+	d := os.NewFile(uintptr(fd), full)
+	names, err := d.Readdirnames(-1)
+	if err == nil {
+		for _, n := range names {
+			if err = removeAllAt(fd, n, filepath.Join(full, n)); err != nil {
+				break
+			}
+		}
+	}
+	d.Close()
+	if err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+		return &fs.PathError{Op: "remove", Path: full, Err: err}
+	}
+	return nil
+}
+
+// Rename renames oldpath to newpath, both beneath the root. A link at
+// either end is moved or replaced itself, never followed.
+func (r Root) Rename(oldpath, newpath string) error {
+	orel, err := r.rel(oldpath)
+	if err != nil {
+		return err
+	}
+	nrel, err := r.rel(newpath)
+	if err != nil {
+		return err
+	}
+	ofd, oname, err := r.parent(orel, false, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ofd)
+	nfd, nname, err := r.parent(nrel, false, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(nfd)
+	if err := unix.Renameat(ofd, oname, nfd, nname); err != nil {
+		return &os.LinkError{Op: "rename", Old: r.abs(orel), New: r.abs(nrel), Err: err}
+	}
+	_ = unix.Fsync(nfd)
+	return nil
+}
+
+// Chmod sets path's permission bits (a regular file or a directory).
+func (r Root) Chmod(path string, mode fs.FileMode) error {
+	rel, err := r.rel(path)
+	if err != nil {
+		return err
+	}
+	var f *os.File
+	if rel == "." {
+		f, err = r.OpenDir(".")
+	} else {
+		var dirfd int
+		var name string
+		dirfd, name, err = r.parent(rel, false, 0)
+		if err != nil {
+			return err
+		}
+		f, err = r.openLeaf(dirfd, name, r.abs(rel), unix.O_RDONLY, 0, true, true)
+		unix.Close(dirfd)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Chmod(mode.Perm())
+}
+
+// Write atomically replaces path with data, created with perm: a temporary
+// file in the same directory, fsync, rename over the old entry (a link there
+// is replaced, not followed), fsync of the directory.
+func (r Root) Write(path string, data []byte, perm fs.FileMode) error {
+	rel, err := r.rel(path)
+	if err != nil {
+		return err
+	}
+	dirfd, name, err := r.parent(rel, false, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	tmp, err := writeTempAt(dirfd, name, r.abs(rel), data, perm)
+	if err != nil {
+		return err
+	}
+	if err := unix.Renameat(dirfd, tmp, dirfd, name); err != nil {
+		_ = unix.Unlinkat(dirfd, tmp, 0)
+		return &fs.PathError{Op: "rename", Path: r.abs(rel), Err: err}
+	}
+	_ = unix.Fsync(dirfd) // some filesystems refuse; the rename is atomic anyway
+	return nil
+}
+
+// Create atomically creates path with data and fails with an error
+// satisfying errors.Is(err, fs.ErrExist) if anything (a link included) is
+// there. Content is complete the moment the name appears.
+func (r Root) Create(path string, data []byte, perm fs.FileMode) error {
+	rel, err := r.rel(path)
+	if err != nil {
+		return err
+	}
+	dirfd, name, err := r.parent(rel, false, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	tmp, err := writeTempAt(dirfd, name, r.abs(rel), data, perm)
+	if err != nil {
+		return err
+	}
+	defer unix.Unlinkat(dirfd, tmp, 0)
+	if err := unix.Linkat(dirfd, tmp, dirfd, name, 0); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return &fs.PathError{Op: "create", Path: r.abs(rel), Err: fs.ErrExist}
+		}
+		return &fs.PathError{Op: "create", Path: r.abs(rel), Err: err}
+	}
+	_ = unix.Fsync(dirfd)
+	return nil
+}
+
+// writeTempAt writes data to a new temporary file beside name in dirfd and
+// returns the temporary file's name.
+func writeTempAt(dirfd int, name, full string, data []byte, perm fs.FileMode) (string, error) {
+	var fd int
+	var tmp string
+	for try := 0; ; try++ {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		tmp = ".tmp-" + name + "-" + hex.EncodeToString(b[:])
+		var err error
+		fd, err = unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EEXIST) || try > 10 {
+			return "", fmt.Errorf("write %s: %w", full, err)
+		}
+	}
+	f := os.NewFile(uintptr(fd), full)
+	fail := func(err error) (string, error) {
+		f.Close()
+		_ = unix.Unlinkat(dirfd, tmp, 0)
+		return "", fmt.Errorf("write %s: %w", full, err)
+	}
+	if err := f.Chmod(perm.Perm()); err != nil {
+		return fail(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		_ = unix.Unlinkat(dirfd, tmp, 0)
+		return "", fmt.Errorf("write %s: %w", full, err)
+	}
+	return tmp, nil
+}
+
+// Append writes line to the end of path (created with perm if missing) in a
+// single write(2) with O_APPEND, under the lock path+".lock", so that
+// concurrent appenders never interleave within a line.
+func (r Root) Append(path string, line []byte, perm fs.FileMode) error {
+	_, err := r.AppendCount(path, line, perm)
+	return err
+}
+
+// AppendCount is Append that also returns how many bytes of line reached
+// the file: a write that fails part way (a full disk) may have written some,
+// and a caller that retries must not write them twice.
+func (r Root) AppendCount(path string, line []byte, perm fs.FileMode) (int, error) {
+	rel, err := r.rel(path)
+	if err != nil {
+		return 0, err
+	}
+	unlock, err := r.Lock(rel+".lock", 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	f, err := r.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
+	if err != nil {
+		return 0, err
+	}
+	n, err := f.Write(line)
+	if err != nil {
+		f.Close()
+		return n, err
+	}
+	return n, f.Close()
+}
+
+// Lock takes an exclusive advisory lock on lockPath (created if missing, a
+// regular file: a link or FIFO there is refused), waiting up to timeout (0
+// waits forever). The returned function releases it. The kernel releases it
+// if the process dies.
+func (r Root) Lock(lockPath string, timeout time.Duration) (unlock func(), err error) {
+	f, err := r.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	return lockFile(f, timeout)
+}
+
+func lockFile(f *os.File, timeout time.Duration) (func(), error) {
+	deadline := time.Now().Add(timeout)
+	delay := time.Millisecond
+	for {
+		ok, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+		}
+		if ok {
+			return func() { unlockFile(f); f.Close() }, nil
+		}
+		if timeout > 0 && time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", f.Name(), ErrLockTimeout)
+		}
+		time.Sleep(delay)
+		if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// Walk calls fn for every entry beneath dir (dir itself first), in lexical
+// order, without following links: a link is reported as a link. fn's
+// fs.SkipDir skips a directory.
+func (r Root) Walk(dir string, fn func(path string, d fs.DirEntry, err error) error) error {
+	rel, err := r.rel(dir)
+	if err != nil {
+		return err
+	}
+	fi, err := r.Lstat(rel)
+	if err != nil {
+		return fn(r.abs(rel), nil, err)
+	}
+	return r.walk(rel, fs.FileInfoToDirEntry(fi), fn)
+}
+
+func (r Root) walk(rel string, d fs.DirEntry, fn func(string, fs.DirEntry, error) error) error {
+	if err := fn(r.abs(rel), d, nil); err != nil || !d.IsDir() {
+		if errors.Is(err, fs.SkipDir) && d.IsDir() {
+			return nil
+		}
+		return err
+	}
+	ents, err := r.ReadDir(rel)
+	if err != nil {
+		if err := fn(r.abs(rel), d, err); err != nil && !errors.Is(err, fs.SkipDir) {
+			return err
+		}
+		return nil
+	}
+	for _, e := range ents {
+		if err := r.walk(filepath.Join(rel, e.Name()), e, fn); err != nil {
+			if errors.Is(err, fs.SkipDir) {
+				continue
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func ignoringEINTR(f func() (int, error)) (int, error) {
+	for {
+		fd, err := f()
+		if !errors.Is(err, syscall.EINTR) {
+			return fd, err
+		}
+	}
+}
