@@ -25,16 +25,19 @@ import (
 
 // Config is the effective configuration of an instance.
 type Config struct {
-	Image        string            `yaml:"image" json:"image"`
-	BaseImage    string            `yaml:"base_image" json:"base_image"`
-	Workspace    string            `yaml:"workspace" json:"workspace"`
-	ClaudeVolume string            `yaml:"claude_volume" json:"claude_volume"`
-	Engine       string            `yaml:"engine" json:"engine"`
-	EgressNet    string            `yaml:"egress_network" json:"egress_network"`
-	Env          map[string]string `yaml:"env" json:"env"`
-	Resources    Resources         `yaml:"resources" json:"resources"`
-	Memory       Memory            `yaml:"memory" json:"memory"`
-	Playbooks    Playbooks         `yaml:"playbooks" json:"playbooks"`
+	Image        string `yaml:"image" json:"image"`
+	BaseImage    string `yaml:"base_image" json:"base_image"`
+	Workspace    string `yaml:"workspace" json:"workspace"`
+	ClaudeVolume string `yaml:"claude_volume" json:"claude_volume"`
+	Engine       string `yaml:"engine" json:"engine"`
+	EgressNet    string `yaml:"egress_network" json:"egress_network"`
+	// WorkspaceGitReadOnly keeps a workspace repository's .git/config and
+	// .git/hooks read-only in the agent's container (nil: true).
+	WorkspaceGitReadOnly *bool             `yaml:"workspace_git_readonly" json:"workspace_git_readonly"`
+	Env                  map[string]string `yaml:"env" json:"env"`
+	Resources            Resources         `yaml:"resources" json:"resources"`
+	Memory               Memory            `yaml:"memory" json:"memory"`
+	Playbooks            Playbooks         `yaml:"playbooks" json:"playbooks"`
 }
 
 // Resources are limits for the agent container.
@@ -66,6 +69,12 @@ const EnvEngine = "HOBBS_DOCKER"
 
 // VaultPrefix marks an env value that names a vault entry.
 const VaultPrefix = "vault:"
+
+// GitReadOnly reports whether a session covers the workspace's .git/config
+// and .git/hooks read-only (workspace_git_readonly, true unless set false).
+func (c *Config) GitReadOnly() bool {
+	return c == nil || c.WorkspaceGitReadOnly == nil || *c.WorkspaceGitReadOnly
+}
 
 // Default returns the configuration used for keys the file does not set.
 func Default() *Config {

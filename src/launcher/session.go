@@ -10,7 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,6 +66,12 @@ type Session struct {
 	proxyStop        *future   // the proxy's stop, once started early
 	ev               *events   // what the engine's event stream told
 	agentEnded       bool      // the agent's `start --attach` returned its status
+
+	// The bind mounts of each container, their sources checked
+	// (prepareMounts), and whether the proxy's view of the vault is
+	// covered.
+	agentMounts, proxyMounts []mount
+	coverVault               bool
 }
 
 // reservedEnv are variables the launcher sets; a vault mapping may not
@@ -113,8 +119,12 @@ func (s *Session) user() string { return fmt.Sprintf("%d:%d", s.UID, s.GID) }
 // session whose command ends while the proxy is still starting (`hobbs run
 // -- true`) — and `docker stop` would then wait its whole timeout (seen: a
 // 7 s run). Under an init the signal ends a proxy that is not up yet at once.
+//
+// Both get the session's seccomp profile (seccomp.go), which the engine's
+// CLI reads from its standard input (SeccompSource): no file is left.
 func (s *Session) hardening() []string {
-	a := []string{"--user", s.user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--init"}
+	a := []string{"--user", s.user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--security-opt", "seccomp=" + SeccompSource, "--init"}
 	if s.Engine.IsPodman() {
 		a = append(a, "--userns", "keep-id")
 	}
@@ -187,13 +197,15 @@ func (s *Session) ProxyArgs() []string {
 	a = append(a, s.hardening()...)
 	a = append(a, "--pids-limit", "256", "--memory", "512m",
 		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy", "-e", TokenEnv,
-		// The instance read-only (policy.yaml, watched for changes), the
-		// directory of its audit log writable, the vault hidden.
-		"--mount", "type=bind,source="+s.Instance.Root+",target="+InstanceDir+",readonly",
-		"--mount", "type=bind,source="+s.Instance.EgressLogs()+",target="+InstanceDir+"/logs/egress",
-		"--tmpfs", InstanceDir+"/vault:ro,size=16k,mode=0555",
 		// Its one listening socket, in the volume the agent mounts too.
-		"--mount", s.runMount(false),
+		"--mount", s.runMount(false))
+	// The instance read-only (policy.yaml, watched for changes), the
+	// directory of its audit log writable (prepareMounts), the vault hidden.
+	a = append(a, mountFlags(s.proxyMounts)...)
+	if s.coverVault {
+		a = append(a, "--tmpfs", InstanceDir+"/vault:ro,size=16k,mode=0555")
+	}
+	a = append(a,
 		"--entrypoint", "hobbs",
 		s.Image,
 		"proxy", "--listen", "unix:"+ProxySocket,
@@ -271,13 +283,11 @@ func (s *Session) AgentArgs() []string {
 		name, _, _ := strings.Cut(kv, "=")
 		a = append(a, "-e", name)
 	}
+	// The workspace and the instance's shares (prepareMounts): never the
+	// instance root, whose entries the agent could rename or plant.
+	a = append(a, mountFlags(s.agentMounts)...)
 	a = append(a,
-		"--mount", "type=bind,source="+s.Workspace+",target="+WorkspaceDir,
-		"--mount", "type=bind,source="+s.Instance.Root+",target="+InstanceDir,
-		"--tmpfs", InstanceDir+"/vault/keys:ro,size=16k,mode=0555",
-		"--mount", s.runMount(true))
-	a = append(a, s.hostControlMounts()...)
-	a = append(a,
+		"--mount", s.runMount(true),
 		"--mount", s.claudeMount(),
 		"-w", WorkspaceDir,
 		s.Image)
@@ -285,28 +295,6 @@ func (s *Session) AgentArgs() []string {
 		return append(a, "claude")
 	}
 	return append(a, s.Command...)
-}
-
-// hostControls are the instance paths the agent must not be able to change:
-// policy.yaml (the proxy reloads it: a writable copy would let the agent
-// allow itself any destination), config.yaml (its env mapping decides which
-// secrets the next session gets), .git (hooks run on the host) and
-// logs/egress (the proxy's audit log: the record of where the agent
-// connected and was refused). Each that exists is bind-mounted read-only
-// over the writable instance; a mount point can be neither written,
-// replaced nor removed.
-var hostControls = []string{"config.yaml", "policy.yaml", ".git", "logs/egress"}
-
-func (s *Session) hostControlMounts() []string {
-	var a []string
-	for _, p := range hostControls {
-		src := filepath.Join(s.Instance.Root, p)
-		if _, err := os.Lstat(src); err != nil {
-			continue
-		}
-		a = append(a, "--mount", "type=bind,source="+src+",target="+InstanceDir+"/"+p+",readonly")
-	}
-	return a
 }
 
 // ProxyEnv is the docker CLI child's extra environment for the proxy
@@ -343,12 +331,8 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	s.token = randHex(24)
 	s.owner = Owner()
 	s.runVolume = RunVolume(s.Name)
-	for _, d := range []string{s.Instance.EgressLogs(), s.Instance.VaultKeys()} {
-		// Mount points inside bind mounts must exist, or the engine creates
-		// them as root in the user's directory.
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return 0, errs.Wrap(errs.Failure, err, "prepare instance")
-		}
+	if err := s.prepareMounts(); err != nil {
+		return 0, err
 	}
 	e := s.Engine
 	engine.Tracef("session: setup")
@@ -657,13 +641,19 @@ func (s *Session) createContainer(ctx context.Context, what, name string, env, a
 
 // output is Engine.Output with env (NAME=value pairs) added to the CLI's
 // environment.
+// A create whose arguments name SeccompSource gets the profile on its
+// standard input.
 func (s *Session) output(ctx context.Context, env []string, args ...string) (string, error) {
-	if env == nil {
+	seccomp := slices.Contains(args, "seccomp="+SeccompSource)
+	if env == nil && !seccomp {
 		return s.Engine.Output(ctx, args...)
 	}
 	cmd, err := s.Engine.Command(ctx, env, args...)
 	if err != nil {
 		return "", err
+	}
+	if seccomp {
+		cmd.Stdin = bytes.NewReader(SeccompProfile())
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

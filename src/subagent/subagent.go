@@ -31,8 +31,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -43,7 +43,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/frontmatter"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
-	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // Hobbs is the name of the top-level agent.
@@ -176,7 +175,7 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 		}
 	}
 	dir := c.Instance.AgentsCustom()
-	ents, err := os.ReadDir(dir)
+	ents, err := c.Instance.FS().ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		probs = append(probs, frontmatter.ProblemOf(dir, err))
 	}
@@ -190,7 +189,7 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 			probs = append(probs, Problem{Path: p, Reason: fmt.Sprintf("%q is a framework agent's name; this file is ignored", name)})
 			continue
 		}
-		data, err := os.ReadFile(p)
+		data, err := c.Instance.FS().ReadFile(p)
 		if err == nil {
 			var d *Definition
 			if d, err = Parse(p, data, name); err == nil {
@@ -275,10 +274,10 @@ func (c Catalog) New(o NewOptions) (*Definition, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "agent template produced an invalid definition")
 	}
-	if err := os.MkdirAll(c.Instance.AgentsCustom(), 0o755); err != nil {
+	if err := c.Instance.FS().MkdirAll(c.Instance.AgentsCustom(), 0o755); err != nil {
 		return nil, err
 	}
-	if err := safefile.Create(p, []byte(doc), 0o644); err != nil {
+	if err := c.Instance.FS().Create(p, []byte(doc), 0o644); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, errs.Usagef("agent %q already exists: %s", o.Name, p).WithHint("edit the file, or choose another name")
 		}
@@ -294,12 +293,12 @@ func (c Catalog) New(o NewOptions) (*Definition, error) {
 var tagRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 func ensureOperational(in instance.Instance, name string, tpl []byte) error {
-	if err := os.MkdirAll(in.AgentDir(name), 0o755); err != nil {
+	if err := in.FS().MkdirAll(in.AgentDir(name), 0o755); err != nil {
 		return err
 	}
 	data := bytes.ReplaceAll(tpl, []byte("Operational learnings: hobbs"), []byte("Operational learnings: "+name))
 	data = bytes.ReplaceAll(data, []byte("hobbs agent learn hobbs"), []byte("hobbs agent learn "+name))
-	err := safefile.Create(in.Operational(name), data, 0o644)
+	err := in.FS().Create(in.Operational(name), data, 0o644)
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
@@ -308,7 +307,7 @@ func ensureOperational(in instance.Instance, name string, tpl []byte) error {
 
 // Operational returns the agent's operational.md ("" when it has none).
 func Operational(in instance.Instance, name string) (string, error) {
-	b, err := os.ReadFile(in.Operational(name))
+	b, err := in.FS().ReadFile(in.Operational(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -334,10 +333,10 @@ func Learn(in instance.Instance, name, text string, now time.Time, tpl []byte) (
 	if text == "" {
 		return nil, errs.Usagef("empty learning").WithHint("pass the lesson as an argument, or - to read it from stdin")
 	}
-	if err := os.MkdirAll(in.Locks(), 0o755); err != nil {
+	if err := in.FS().MkdirAll(filepath.Dir(in.Lock("agents")), 0o755); err != nil {
 		return nil, err
 	}
-	unlock, err := safefile.Lock(in.Lock("agents"), 30*time.Second)
+	unlock, err := in.FS().Lock(in.Lock("agents"), 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +345,7 @@ func Learn(in instance.Instance, name, text string, now time.Time, tpl []byte) (
 		return nil, err
 	}
 	p := in.Operational(name)
-	data, err := os.ReadFile(p)
+	data, err := in.FS().ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +362,7 @@ func Learn(in instance.Instance, name, text string, now time.Time, tpl []byte) (
 	}
 	entry := fmt.Sprintf("- %s: %s\n", now.UTC().Format("2006-01-02"), text)
 	line := strings.Count(out, "\n") + 1
-	if err := safefile.Write(p, []byte(out+entry), 0o644); err != nil {
+	if err := in.FS().Write(p, []byte(out+entry), 0o644); err != nil {
 		return nil, err
 	}
 	return &LearnResult{Agent: name, Added: true, Line: line, Text: text}, nil

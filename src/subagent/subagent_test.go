@@ -1,17 +1,21 @@
 package subagent
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 var agentTpl, _ = os.ReadFile("../../templates/agent.md")
@@ -171,5 +175,74 @@ func TestUnreadableCustomDirReported(t *testing.T) {
 	defs, probs := c.List()
 	if len(defs) < 2 || len(probs) != 1 || probs[0].Path != c.Instance.AgentsCustom() {
 		t.Fatalf("defs %d problems %v", len(defs), probs)
+	}
+}
+
+// Everything under agents/ is the agent's to write: a custom definition or
+// operational.md planted as a link to a host file, or as a FIFO, is refused
+// (reported, never followed, never blocking), and the link's target is left
+// as it was.
+func TestPlantedLinksAndFIFOsRefused(t *testing.T) {
+	c := newCatalog(t)
+	outside := filepath.Join(t.TempDir(), "host.md")
+	const host = "---\nname: spy\ndescription: host file\nhobbs:\n  tags: [x]\n---\nsecret\n"
+	if err := os.WriteFile(outside, []byte(host), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(c.Instance.AgentsCustom(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(c.Instance.AgentsCustom(), "spy.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(c.Instance.AgentsCustom(), "pipe.md"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defs, probs := c.List()
+	for _, d := range defs {
+		if d.Name == "spy" || d.Name == "pipe" {
+			t.Fatalf("a planted file was read: %+v", d)
+		}
+	}
+	if got := fmt.Sprint(probs); len(probs) != 2 || !strings.Contains(got, "is a symbolic link") || !strings.Contains(got, "is a FIFO") {
+		t.Fatalf("problems: %v", probs)
+	}
+
+	// operational.md as a link: Learn refuses to read it, Operational too,
+	// and the host file is unchanged.
+	if err := os.MkdirAll(c.Instance.AgentDir("spy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, c.Instance.Operational("spy")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Learn(c.Instance, "spy", "a lesson", time.Now(), opTpl); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Fatalf("learn through a link: %v", err)
+	}
+	if _, err := Operational(c.Instance, "spy"); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Fatalf("operational through a link: %v", err)
+	}
+	// agents/ itself a link to a directory elsewhere: nothing created there.
+	elsewhere := t.TempDir()
+	if err := os.Rename(c.Instance.Agents(), filepath.Join(elsewhere, "agents")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, "agents"), c.Instance.Agents()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Learn(c.Instance, "hobbs", "another", time.Now(), opTpl); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Fatalf("learn through a linked agents/: %v", err)
+	}
+	if _, err := c.New(NewOptions{Name: "fresh", Tags: []string{"x"}, Template: agentTpl, Operational: opTpl}); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Fatalf("new through a linked agents/: %v", err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != host {
+		t.Fatalf("host file changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "agents", "custom", "fresh.md")); err == nil {
+		t.Fatal("new wrote through the linked agents/")
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "agents", ".lock")); err == nil {
+		t.Fatal("learn locked through the linked agents/")
 	}
 }

@@ -3,7 +3,6 @@ package vault
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
@@ -22,11 +21,23 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 	v.Audit = nil
 	v.Passphrase = nil
 	in := env.Instance
-	if !exists(in.VaultIdentity()) {
+	// The vault is the host's alone: a link or special file in its path
+	// (vault/ or vault/keys swapped for a link) is never followed.
+	has, err := v.exists(in.VaultIdentity())
+	if err != nil {
+		return []doctor.Result{{Status: doctor.Fail, Message: firstLine(err.Error()),
+			Fix: "vault/ and vault/keys must be plain directories of the instance: inspect what is there, move the real vault back, then run hobbs doctor again"}}
+	}
+	if !has {
 		if InContainer() {
 			return []doctor.Result{{Status: doctor.OK, Message: "vault keys are not visible inside the container (by design)"}}
 		}
-		if es, _, _ := v.list(); len(es) > 0 {
+		es, _, err := v.list()
+		if err != nil {
+			return []doctor.Result{{Status: doctor.Fail, Message: firstLine(err.Error()),
+				Fix: "make vault/data a plain directory (0700)"}}
+		}
+		if len(es) > 0 {
 			return []doctor.Result{{Status: doctor.Fail,
 				Message: fmt.Sprintf("%d vault entries but no identity at %s", len(es), v.rel(in.VaultIdentity())),
 				Fix:     "restore vault/keys/identity.txt from your backup"}}
@@ -42,13 +53,13 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 	// here: key files must be regular files (no links planted in their place).
 	var out []doctor.Result
 	for _, p := range []string{in.VaultIdentity(), in.VaultRecipients(), in.VaultIdentityNext(), in.VaultIdentityPrev()} {
-		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+		if fi, err := in.FS().Lstat(p); err == nil && !fi.Mode().IsRegular() {
 			out = append(out, doctor.Result{Status: doctor.Fail,
 				Message: v.rel(p) + " is not a regular file", Fix: "replace it with the key file from your backup"})
 		}
 	}
 	self := ""
-	data, _, err := readSmall(in.VaultIdentity(), maxKeyFile)
+	data, _, err := v.readSmall(in.VaultIdentity(), maxKeyFile)
 	switch {
 	case err != nil:
 		out = append(out, doctor.Result{Status: doctor.Fail, Message: err.Error(),
@@ -113,7 +124,7 @@ func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 		}
 		return append(out, doctor.Result{Status: doctor.OK, Message: msg})
 	}
-	if InContainer() && !exists(env.Instance.VaultIdentity()) {
+	if has, _ := v.exists(env.Instance.VaultIdentity()); InContainer() && !has {
 		return append(out, doctor.Result{Status: doctor.OK,
 			Message: fmt.Sprintf("%d entries (not decryptable inside the container, by design)", len(es))})
 	}

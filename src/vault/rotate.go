@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"filippo.io/age"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // RotateOptions configures Rotate.
@@ -47,8 +45,8 @@ func (v *Vault) Rotate(opt RotateOptions) (res *RotateResult, err error) {
 	if opt.SetPassphrase && opt.NoPassphrase {
 		return nil, errs.Usagef("--passphrase and --no-passphrase exclude each other")
 	}
-	if !exists(v.In.VaultIdentity()) {
-		return nil, v.missingKey("vault rotate")
+	if ok, err := v.exists(v.In.VaultIdentity()); err != nil || !ok {
+		return nil, v.missingKeyOr("vault rotate", err)
 	}
 	if err := v.dirSafe(v.In.VaultData(), true); err != nil {
 		return nil, err
@@ -63,7 +61,14 @@ func (v *Vault) Rotate(opt RotateOptions) (res *RotateResult, err error) {
 
 func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
 	idPath, nextPath, prevPath := v.In.VaultIdentity(), v.In.VaultIdentityNext(), v.In.VaultIdentityPrev()
-	hasNext, hasPrev := exists(nextPath), exists(prevPath)
+	hasNext, err := v.exists(nextPath)
+	if err != nil {
+		return nil, err
+	}
+	hasPrev, err := v.exists(prevPath)
+	if err != nil {
+		return nil, err
+	}
 	res := &RotateResult{Resumed: hasNext || hasPrev}
 	cur, err := v.loadIdentity(idPath)
 	if err != nil {
@@ -82,12 +87,12 @@ func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
 	var prev *age.X25519Identity
 	if hasNext || !hasPrev {
 		// Phase A: bring in the new identity.
-		curBytes, _, err := readSmall(idPath, maxKeyFile)
+		curBytes, _, err := v.readSmall(idPath, maxKeyFile)
 		if err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(idPath))
 		}
 		if hasPrev {
-			prevBytes, _, err := readSmall(prevPath, maxKeyFile)
+			prevBytes, _, err := v.readSmall(prevPath, maxKeyFile)
 			if err != nil {
 				return nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(prevPath))
 			}
@@ -124,17 +129,16 @@ func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
 		}
 		// Keep the old identity, then commit the new one.
 		if !hasPrev {
-			if err := safefile.Create(prevPath, curBytes, 0o600); err != nil {
+			if err := v.fs().Create(prevPath, curBytes, 0o600); err != nil {
 				return nil, errs.Wrap(errs.Failure, err, "keep the old identity")
 			}
 		}
 		if err := v.step("keep-old"); err != nil {
 			return nil, err
 		}
-		if err := os.Rename(nextPath, idPath); err != nil {
+		if err := v.fs().Rename(nextPath, idPath); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "install the new identity")
 		}
-		syncDir(v.In.VaultKeys())
 		if err := v.step("commit"); err != nil {
 			return nil, err
 		}
@@ -173,7 +177,7 @@ func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
 		changed = true
 	}
 	if changed {
-		if err := safefile.Write(v.In.VaultRecipients(), FormatRecipients(nrs), 0o600); err != nil {
+		if err := v.fs().Write(v.In.VaultRecipients(), FormatRecipients(nrs), 0o600); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "update %s", v.rel(v.In.VaultRecipients()))
 		}
 	}
@@ -201,20 +205,20 @@ func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
 			fn = fmt.Sprintf("identity-%s-%d.txt", stamp, i)
 		}
 		dst := filepath.Join(v.In.VaultRetired(), fn)
-		err := os.Link(prevPath, dst)
+		err := v.link(prevPath, dst)
 		if errors.Is(err, fs.ErrExist) && i < 100 {
 			continue
 		}
 		if err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "retire the old identity")
 		}
-		if err := os.Remove(prevPath); err != nil {
+		if err := v.fs().Remove(prevPath); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "retire the old identity")
 		}
 		res.Retired = v.rel(dst)
 		break
 	}
-	syncDir(v.In.VaultKeys())
+	v.syncDir(v.In.VaultKeys())
 	return res, nil
 }
 
@@ -244,14 +248,14 @@ func (v *Vault) newIdentityFile(path string, protected bool, opt RotateOptions) 
 			return nil, errs.Wrap(errs.Failure, err, "protect identity")
 		}
 	}
-	if err := safefile.Create(path, data, 0o600); err != nil {
+	if err := v.fs().Create(path, data, 0o600); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create %s", v.rel(path))
 	}
 	return id, nil
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
+func (v *Vault) syncDir(dir string) {
+	if d, err := v.fs().OpenDir(dir); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
@@ -298,8 +302,8 @@ func (v *Vault) RemoveRecipient(key string) (err error) {
 }
 
 func (v *Vault) changeRecipients(edit func(rs []Recipient, self string) ([]Recipient, error)) error {
-	if !exists(v.In.VaultIdentity()) {
-		return v.missingKey("vault recipients")
+	if ok, err := v.exists(v.In.VaultIdentity()); err != nil || !ok {
+		return v.missingKeyOr("vault recipients", err)
 	}
 	unlock, err := v.lock()
 	if err != nil {
@@ -335,7 +339,7 @@ func (v *Vault) changeRecipients(edit func(rs []Recipient, self string) ([]Recip
 			return err
 		}
 	}
-	if err := safefile.Write(v.In.VaultRecipients(), FormatRecipients(nrs), 0o600); err != nil {
+	if err := v.fs().Write(v.In.VaultRecipients(), FormatRecipients(nrs), 0o600); err != nil {
 		return errs.Wrap(errs.Failure, err, "update %s", v.rel(v.In.VaultRecipients()))
 	}
 	return nil

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"filippo.io/age"
 	"filippo.io/age/armor"
+	"golang.org/x/sys/unix"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -77,6 +77,12 @@ func (v *Vault) now() time.Time {
 
 func (v *Vault) rel(p string) string { return filepath.ToSlash(v.In.Rel(p)) }
 
+// fs is the instance's safe-open layer: every path of the vault (keys, data,
+// removed, rotation files, the lock) is opened through it, so a link or
+// special file anywhere below the instance root (vault/ itself swapped for a
+// link included) is refused, never followed.
+func (v *Vault) fs() safefile.Root { return v.In.FS() }
+
 // log appends an audit entry; err decides the outcome. Values are never
 // passed here: subjects are entry names or public keys.
 func (v *Vault) log(event, subject string, err error, detail map[string]any) {
@@ -108,10 +114,10 @@ func (v *Vault) step(name string) error {
 
 // lock takes the vault's instance lock.
 func (v *Vault) lock() (func(), error) {
-	if err := os.MkdirAll(v.In.Locks(), 0o700); err != nil {
+	if err := v.fs().MkdirAll(filepath.Dir(v.In.Lock("vault")), 0o700); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create lock directory")
 	}
-	unlock, err := safefile.Lock(v.In.Lock("vault"), lockTimeout)
+	unlock, err := v.fs().Lock(v.In.Lock("vault"), lockTimeout)
 	if errors.Is(err, safefile.ErrLockTimeout) {
 		return nil, errs.Failf("the vault is busy: another hobbs process holds its lock").
 			WithHint("wait for it to finish (a rotate can take a while) and try again")
@@ -134,28 +140,32 @@ func (v *Vault) missingKey(what string) error {
 		WithHint("run: hobbs vault init — or restore vault/keys/identity.txt from your backup")
 }
 
-func exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
+// exists reports whether p is there (as anything: a link counts, and is
+// refused when read). Any error but "no such file" (a link or a file where a
+// directory of the path should be) is returned: the vault never takes a
+// path it cannot inspect for a missing one.
+func (v *Vault) exists(p string) (bool, error) {
+	_, err := v.fs().Lstat(p)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, errs.Wrap(errs.Failure, err, "inspect %s", v.rel(p))
 }
 
-// readSmall reads a regular file (no symlink, FIFO or device) of at most max
-// bytes.
-func readSmall(p string, max int64) ([]byte, fs.FileInfo, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+// readSmall reads a regular file (no symlink, FIFO or device, no link in the
+// path below the instance root) of at most max bytes.
+func (v *Vault) readSmall(p string, max int64) ([]byte, fs.FileInfo, error) {
+	f, err := v.fs().Open(p)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, nil, fmt.Errorf("%s is a symbolic link; refusing to follow it", p)
-		}
 		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s is not a regular file", p)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
@@ -171,7 +181,7 @@ func readSmall(p string, max int64) ([]byte, fs.FileInfo, error) {
 // passphrase when it is protected.
 func (v *Vault) loadIdentity(path string) (*age.X25519Identity, error) {
 	rel := v.rel(path)
-	data, _, err := readSmall(path, maxKeyFile)
+	data, _, err := v.readSmall(path, maxKeyFile)
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read %s", rel)
 	}
@@ -229,39 +239,54 @@ func (r *record) identities() []age.Identity {
 // loadRecord loads every identity on record. what names the operation for
 // errors ("vault entry \"x\"").
 func (v *Vault) loadRecord(what string) (*record, error) {
-	if !exists(v.In.VaultIdentity()) {
-		return nil, v.missingKey(what)
+	if ok, err := v.exists(v.In.VaultIdentity()); err != nil || !ok {
+		return nil, v.missingKeyOr(what, err)
 	}
 	r := &record{}
 	var err error
 	if r.cur, err = v.loadIdentity(v.In.VaultIdentity()); err != nil {
 		return nil, err
 	}
-	if exists(v.In.VaultIdentityNext()) {
-		if r.next, err = v.loadIdentity(v.In.VaultIdentityNext()); err != nil {
+	for _, o := range []struct {
+		path string
+		id   **age.X25519Identity
+	}{{v.In.VaultIdentityNext(), &r.next}, {v.In.VaultIdentityPrev(), &r.prev}} {
+		ok, err := v.exists(o.path)
+		if err != nil {
 			return nil, err
 		}
-	}
-	if exists(v.In.VaultIdentityPrev()) {
-		if r.prev, err = v.loadIdentity(v.In.VaultIdentityPrev()); err != nil {
-			return nil, err
+		if ok {
+			if *o.id, err = v.loadIdentity(o.path); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return r, nil
+}
+
+// missingKeyOr is missingKey, or err when the identity's path could not be
+// inspected (a link where a vault directory should be).
+func (v *Vault) missingKeyOr(what string, err error) error {
+	if err != nil {
+		return err
+	}
+	return v.missingKey(what)
 }
 
 // readRecipients reads recipients.txt. A file that does not parse is
 // reported with its line and left alone.
 func (v *Vault) readRecipients(what string) ([]Recipient, error) {
 	p := v.In.VaultRecipients()
-	if !exists(p) {
-		if !exists(v.In.VaultIdentity()) {
-			return nil, v.missingKey(what)
+	if ok, err := v.exists(p); err != nil {
+		return nil, err
+	} else if !ok {
+		if ok, err := v.exists(v.In.VaultIdentity()); err != nil || !ok {
+			return nil, v.missingKeyOr(what, err)
 		}
 		return nil, errs.Failf("%s: %s is missing", what, v.rel(p)).
 			WithHint("restore it from your backup; it lists the public keys entries are encrypted to")
 	}
-	data, _, err := readSmall(p, maxKeyFile)
+	data, _, err := v.readSmall(p, maxKeyFile)
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(p))
 	}
@@ -332,12 +357,12 @@ func encrypt(value []byte, keys []string) ([]byte, error) {
 // directory: vault/data is writable from the agent container, and following a
 // planted link would read or write outside the vault.
 func (v *Vault) dirSafe(p string, create bool) error {
-	fi, err := os.Lstat(p)
+	fi, err := v.fs().Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) && create {
-		if err := os.MkdirAll(p, 0o700); err != nil {
+		if err := v.fs().MkdirAll(p, 0o700); err != nil {
 			return errs.Wrap(errs.Failure, err, "create %s", v.rel(p))
 		}
-		return os.Chmod(p, 0o700)
+		return v.fs().Chmod(p, 0o700)
 	}
 	if err != nil {
 		return errs.Wrap(errs.Failure, err, "inspect %s", v.rel(p))
@@ -359,7 +384,7 @@ func (v *Vault) readEntry(name string) ([]byte, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	p := v.In.VaultEntry(name)
-	ct, fi, err := readSmall(p, maxEntryFile)
+	ct, fi, err := v.readSmall(p, maxEntryFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("vault entry %q", name), Err: ErrNotFound,
 			Hint: "see the entries with: hobbs vault list"}
@@ -403,13 +428,56 @@ func decrypt(name, rel string, ct []byte, ids []age.Identity) ([]byte, error) {
 // kept (re-encryption does not change when the value was set).
 func (v *Vault) writeEntry(name string, ct []byte, mtime time.Time) error {
 	p := v.In.VaultEntry(name)
-	if err := safefile.Write(p, ct, 0o600); err != nil {
+	if err := v.fs().Write(p, ct, 0o600); err != nil {
 		return errs.Wrap(errs.Failure, err, "vault entry %q", name)
 	}
 	if !mtime.IsZero() {
-		_ = os.Chtimes(p, mtime, mtime)
+		v.setMtime(p, mtime)
 	}
 	return nil
+}
+
+// setMtime sets p's modification (and access) time, relative to its
+// directory opened through the layer and without following a link: best
+// effort.
+func (v *Vault) setMtime(p string, t time.Time) {
+	d, err := v.fs().OpenDir(filepath.Dir(p))
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	ts := unix.NsecToTimespec(t.UnixNano())
+	_ = unix.UtimesNanoAt(int(d.Fd()), filepath.Base(p), []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// link gives the entry at src the second name dst, both beneath the
+// instance: their directories are opened through the layer (no link
+// followed on the way), linkat(2) never replaces dst (fs.ErrExist) and links
+// a link itself, never its target. Both base names are single components
+// the caller built (checked entry names, stamps).
+func (v *Vault) link(src, dst string) error {
+	sd, err := v.fs().OpenDir(filepath.Dir(src))
+	if err != nil {
+		return err
+	}
+	defer sd.Close()
+	dd, err := v.fs().OpenDir(filepath.Dir(dst))
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	if err := unix.Linkat(int(sd.Fd()), filepath.Base(src), int(dd.Fd()), filepath.Base(dst), 0); err != nil {
+		return &os.LinkError{Op: "link", Old: src, New: dst, Err: err}
+	}
+	_ = dd.Sync()
+	return nil
+}
+
+// sameFile reports whether two infos from the layer describe one file.
+func sameFile(a, b fs.FileInfo) bool {
+	sa, ok1 := a.Sys().(*unix.Stat_t)
+	sb, ok2 := b.Sys().(*unix.Stat_t)
+	return ok1 && ok2 && sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 // reencrypt rewrites one entry for keys, decrypting with ids.
@@ -461,7 +529,7 @@ func (v *Vault) Init(opt InitOptions) (res *InitResult, err error) {
 			return nil, err
 		}
 	}
-	if err := os.Chmod(v.In.VaultKeys(), 0o700); err != nil {
+	if err := v.fs().Chmod(v.In.VaultKeys(), 0o700); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "chmod %s", v.rel(v.In.VaultKeys()))
 	}
 	unlock, err := v.lock()
@@ -470,7 +538,7 @@ func (v *Vault) Init(opt InitOptions) (res *InitResult, err error) {
 	}
 	defer unlock()
 	res = &InitResult{Created: []string{}}
-	if data, _, err := readSmall(v.In.VaultIdentity(), maxKeyFile); err == nil {
+	if data, _, err := v.readSmall(v.In.VaultIdentity(), maxKeyFile); err == nil {
 		res.Existing, res.Protected = true, isProtected(data)
 		if !res.Protected {
 			if id, err := parseIdentity(data); err == nil {
@@ -482,10 +550,14 @@ func (v *Vault) Init(opt InitOptions) (res *InitResult, err error) {
 				v.rel(v.In.VaultIdentity())).WithHint("hobbs vault rotate --passphrase replaces it with a protected one")
 		}
 		return res, nil
-	} else if exists(v.In.VaultIdentity()) {
+	} else if ok, xerr := v.exists(v.In.VaultIdentity()); xerr != nil {
+		return nil, xerr
+	} else if ok {
 		return nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(v.In.VaultIdentity()))
 	}
-	if exists(v.In.VaultRecipients()) {
+	if ok, err := v.exists(v.In.VaultRecipients()); err != nil {
+		return nil, err
+	} else if ok {
 		return nil, errs.Failf("%s exists but %s does not", v.rel(v.In.VaultRecipients()), v.rel(v.In.VaultIdentity())).
 			WithHint("restore identity.txt from your backup; init will not guess")
 	}
@@ -511,12 +583,12 @@ func (v *Vault) Init(opt InitOptions) (res *InitResult, err error) {
 		v.pass = pass
 		res.Protected = true
 	}
-	if err := safefile.Create(v.In.VaultIdentity(), data, 0o600); err != nil {
+	if err := v.fs().Create(v.In.VaultIdentity(), data, 0o600); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create %s", v.rel(v.In.VaultIdentity()))
 	}
 	res.Created = append(res.Created, v.rel(v.In.VaultIdentity()))
 	rs := FormatRecipients([]Recipient{{Key: id.Recipient().String(), Label: SelfLabel}})
-	if err := safefile.Create(v.In.VaultRecipients(), rs, 0o600); err != nil {
+	if err := v.fs().Create(v.In.VaultRecipients(), rs, 0o600); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create %s", v.rel(v.In.VaultRecipients()))
 	}
 	res.Created = append(res.Created, v.rel(v.In.VaultRecipients()))
@@ -539,8 +611,8 @@ func (v *Vault) Set(name string, value []byte) (created bool, err error) {
 		return false, errs.Usagef("value for vault entry %q is larger than %d bytes", name, MaxValueSize)
 	}
 	what := fmt.Sprintf("vault entry %q", name)
-	if !exists(v.In.VaultIdentity()) {
-		return false, v.missingKey(what)
+	if ok, err := v.exists(v.In.VaultIdentity()); err != nil || !ok {
+		return false, v.missingKeyOr(what, err)
 	}
 	if err := v.dirSafe(v.In.VaultData(), true); err != nil {
 		return false, err
@@ -562,7 +634,11 @@ func (v *Vault) Set(name string, value []byte) (created bool, err error) {
 	if err != nil {
 		return false, errs.Wrap(errs.Failure, err, "encrypt %s", what)
 	}
-	created = !exists(v.In.VaultEntry(name))
+	had, err := v.exists(v.In.VaultEntry(name))
+	if err != nil {
+		return false, err
+	}
+	created = !had
 	return created, v.writeEntry(name, ct, time.Time{})
 }
 
@@ -611,13 +687,15 @@ func (v *Vault) List() (entries []Entry, ignored []string, err error) {
 
 func (v *Vault) list() ([]Entry, []string, error) {
 	dir := v.In.VaultData()
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+	if ok, err := v.exists(dir); err != nil {
+		return nil, nil, err
+	} else if !ok {
 		return []Entry{}, nil, nil
 	}
 	if err := v.dirSafe(dir, false); err != nil {
 		return nil, nil, err
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := v.fs().ReadDir(dir)
 	if err != nil {
 		return nil, nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(dir))
 	}
@@ -671,7 +749,7 @@ func (v *Vault) Remove(name string, purge bool) (movedTo string, err error) {
 	}
 	defer unlock()
 	src := v.In.VaultEntry(name)
-	fi, err := os.Lstat(src)
+	fi, err := v.fs().Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("vault entry %q", name), Err: ErrNotFound,
 			Hint: "see the entries with: hobbs vault list"}
@@ -680,7 +758,7 @@ func (v *Vault) Remove(name string, purge bool) (movedTo string, err error) {
 		return "", errs.Failf("vault entry %q: %s is not a file", name, v.rel(src))
 	}
 	if purge {
-		if err := os.Remove(src); err != nil {
+		if err := v.fs().Remove(src); err != nil {
 			return "", errs.Wrap(errs.Failure, err, "remove vault entry %q", name)
 		}
 		return "", nil
@@ -695,14 +773,14 @@ func (v *Vault) Remove(name string, purge bool) (movedTo string, err error) {
 			fn = fmt.Sprintf("%s.%s-%d.age", name, stamp, i)
 		}
 		dst := filepath.Join(v.In.VaultRemoved(), fn)
-		err := os.Link(src, dst)
+		err := v.link(src, dst)
 		if errors.Is(err, fs.ErrExist) && i < 100 {
 			continue
 		}
 		if err != nil {
 			return "", errs.Wrap(errs.Failure, err, "move vault entry %q to %s", name, v.rel(v.In.VaultRemoved()))
 		}
-		if err := os.Remove(src); err != nil {
+		if err := v.fs().Remove(src); err != nil {
 			return "", errs.Wrap(errs.Failure, err, "remove vault entry %q", name)
 		}
 		return v.rel(dst), nil
@@ -727,7 +805,7 @@ func (v *Vault) Rename(old, new string) (err error) {
 	}
 	defer unlock()
 	src, dst := v.In.VaultEntry(old), v.In.VaultEntry(new)
-	fi, err := os.Lstat(src)
+	fi, err := v.fs().Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("vault entry %q", old), Err: ErrNotFound,
 			Hint: "see the entries with: hobbs vault list"}
@@ -738,21 +816,21 @@ func (v *Vault) Rename(old, new string) (err error) {
 	if old == new {
 		return nil
 	}
-	if dfi, err := os.Lstat(dst); err == nil && os.SameFile(fi, dfi) {
+	if dfi, err := v.fs().Lstat(dst); err == nil && sameFile(fi, dfi) {
 		// An earlier rename stopped between link and unlink: finish it.
-		if err := os.Remove(src); err != nil {
+		if err := v.fs().Remove(src); err != nil {
 			return errs.Wrap(errs.Failure, err, "rename vault entry %q", old)
 		}
 		return nil
 	}
-	if err := os.Link(src, dst); err != nil {
+	if err := v.link(src, dst); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return errs.Failf("vault entry %q already exists", new).
 				WithHint("remove it first (hobbs vault rm %s) or pick another name", new)
 		}
 		return errs.Wrap(errs.Failure, err, "rename vault entry %q", old)
 	}
-	if err := os.Remove(src); err != nil {
+	if err := v.fs().Remove(src); err != nil {
 		return errs.Wrap(errs.Failure, err, "rename vault entry %q", old)
 	}
 	return nil
@@ -763,12 +841,13 @@ func (v *Vault) Recipients() ([]Recipient, error) {
 	return v.readRecipients("vault recipients")
 }
 
-// Pending reports an interrupted rotation ("" when none).
+// Pending reports an interrupted rotation ("" when none). A rotation file
+// that cannot be inspected counts as pending: what reads it next reports why.
 func (v *Vault) Pending() string {
-	switch {
-	case exists(v.In.VaultIdentityNext()):
+	if ok, err := v.exists(v.In.VaultIdentityNext()); ok || err != nil {
 		return "re-encrypting to the new identity"
-	case exists(v.In.VaultIdentityPrev()):
+	}
+	if ok, err := v.exists(v.In.VaultIdentityPrev()); ok || err != nil {
 		return "dropping the old identity"
 	}
 	return ""

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 func init() { scryptWorkFactor = 10 } // fast passphrase tests; real files use age's default
@@ -325,6 +327,55 @@ func TestSymlinkAndSpecialFileAttacks(t *testing.T) {
 	}
 }
 
+// The whole vault/ moved aside and replaced by an absolute symlink to it
+// (what an agent that could write the instance root might leave): every
+// operation and the doctor refuse with the layer's error, and nothing is
+// read from or written to the link's target.
+func TestVaultDirSymlinkRefused(t *testing.T) {
+	v := newTestVault(t)
+	mustSet(t, v, "tok", "value")
+	moved := filepath.Join(t.TempDir(), "vault")
+	if err := os.Rename(v.In.Vault(), moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, v.In.Vault()); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, moved)
+
+	for what, err := range map[string]error{
+		"get":        second(v.Get("tok")),
+		"list":       third(v.List()),
+		"set":        second(v.Set("x", []byte("v"))),
+		"rm":         second(v.Remove("tok", false)),
+		"rename":     v.Rename("tok", "tok2"),
+		"rotate":     second(v.Rotate(RotateOptions{})),
+		"recipients": second(v.Recipients()),
+		"session":    second(v.SessionEnv([][2]string{{"TOK", "tok"}})),
+	} {
+		if !errors.Is(err, safefile.ErrUnsafe) || !strings.Contains(err.Error(), v.In.Vault()+" is a symbolic link") {
+			t.Errorf("%s through a symlinked vault/: %v", what, err)
+		}
+	}
+	// init inspects vault/ itself first.
+	if _, err := v.Init(InitOptions{}); err == nil || !strings.Contains(err.Error(), "vault is not a plain directory") {
+		t.Errorf("init through a symlinked vault/: %v", err)
+	}
+	got := runChecks(t, v, true)
+	if statusOf(got["vault.keys"]) != "fail" || !strings.Contains(resultText(got["vault.keys"]), "is a symbolic link") {
+		t.Errorf("doctor vault.keys: %+v", got["vault.keys"])
+	}
+	if statusOf(got["vault.entries"]) != "fail" || !strings.Contains(resultText(got["vault.entries"]), "is a symbolic link") {
+		t.Errorf("doctor vault.entries: %+v", got["vault.entries"])
+	}
+	if after := snapshot(t, moved); !maps.Equal(before, after) {
+		t.Fatalf("the link's target changed:\n before %v\n after  %v", before, after)
+	}
+	if fi, err := os.Lstat(v.In.Vault()); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("the planted link itself was replaced: %v %v", fi, err)
+	}
+}
+
 func second[A any](_ A, err error) error        { return err }
 func third[A, B any](_ A, _ B, err error) error { return err }
 
@@ -367,6 +418,7 @@ func TestRemoveAndRename(t *testing.T) {
 
 func TestAuditNamesNeverValues(t *testing.T) {
 	v := newTestVault(t)
+	logPath := v.Audit.Path // the host's log: In.AuditLog() names the agent's once in the container
 	const val = "v4lue-that-must-not-be-logged"
 	mustSet(t, v, "tok", val)
 	mustGet(t, v, "tok")
@@ -376,7 +428,7 @@ func TestAuditNamesNeverValues(t *testing.T) {
 	t.Setenv("HOBBS_CONTEXT", "container")
 	v.List()
 	v.Get("x")
-	data, _ := os.ReadFile(v.In.AuditLog())
+	data, _ := os.ReadFile(logPath)
 	if strings.Contains(string(data), val) {
 		t.Fatal("value in the audit log")
 	}

@@ -1,0 +1,176 @@
+package memory
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+// Benchmarks of what a host or agent command costs on a realistic instance:
+// a corpus shaped like tests/bench/memgen's (about 400 bytes a file),
+// HOBBS_BENCH_ARCHIVE archived + HOBBS_BENCH_ACTIVE active memories
+// (default 20000 + 2000), built once per test binary. Each iteration is one
+// command's work with a fresh Store, the index already built and trusted.
+//
+//	go test ./src/memory -run '^$' -bench . -count 5
+
+const benchRare = "zanzibarquokka"
+
+var (
+	benchOnce sync.Once
+	benchIn   instance.Instance
+	benchErr  error
+	benchDirs []string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range benchDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
+func benchEnv(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// benchInstance returns the shared benchmark instance, its index built and
+// its time stamps old enough to be trusted.
+func benchInstance(b *testing.B) instance.Instance {
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hobbs-membench-")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchDirs = append(benchDirs, dir)
+		in, _ := instance.At(dir)
+		benchIn = in
+		benchErr = genCorpus(in, benchEnv("HOBBS_BENCH_ARCHIVE", 20000), benchEnv("HOBBS_BENCH_ACTIVE", 2000))
+		if benchErr != nil {
+			return
+		}
+		// Let the racy window pass, then build and trust the index.
+		time.Sleep(RacyWindow + 100*time.Millisecond)
+		s := &Store{In: in}
+		if _, benchErr = s.Search(SearchOptions{Query: benchRare, Scope: ScopeAll, Full: true}); benchErr != nil {
+			return
+		}
+		_, benchErr = s.Search(SearchOptions{Query: benchRare, Scope: ScopeAll})
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchIn
+}
+
+// genCorpus writes memgen's corpus (same shapes, same seed) into in.
+func genCorpus(in instance.Instance, archived, active int) error {
+	r := rand.New(rand.NewSource(1))
+	words := make([]string, 20000)
+	for i := range words {
+		var w strings.Builder
+		for n := 3 + r.Intn(7); n > 0; n-- {
+			w.WriteByte(byte('a' + r.Intn(26)))
+		}
+		words[i] = w.String()
+	}
+	tags := []string{"work", "home", "tools", "people", "health", "finance", "travel", "food"}
+	total := archived + active
+	plant := map[int]bool{}
+	for len(plant) < 7 && len(plant) < total {
+		plant[r.Intn(total)] = true
+	}
+	for _, d := range []string{in.MemoryActive(), in.MemoryArchive()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < total; i++ {
+		dir, status, n := in.MemoryArchive(), "archived", i
+		if i >= archived {
+			dir, status, n = in.MemoryActive(), "active", i-archived
+		}
+		id := fmt.Sprintf("mem_2025%02d%02d_%03d", 1+n%12, 1+n/12%28, n/336)
+		var body strings.Builder
+		for body.Len() < 260 {
+			if body.Len() > 0 {
+				body.WriteByte(' ')
+			}
+			body.WriteString(words[r.Intn(len(words))])
+		}
+		if plant[i] {
+			body.WriteString(" Zanzibarquokka")
+		}
+		content := fmt.Sprintf("---\nid: %s\ntags: [%s]\ncreated: 2025-%02d-%02d\nlast_accessed: null\nreinforced: %d\nsource: generated\nsupersedes: null\nstatus: %s\n---\n\n%s.\n",
+			id, tags[r.Intn(len(tags))], 1+n%12, 1+n/12%28, r.Intn(6), status, body.String())
+		if err := os.WriteFile(filepath.Join(dir, id+".md"), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hobbs memory search LITERAL --all
+func BenchmarkSearch(b *testing.B) {
+	in := benchInstance(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := &Store{In: in}
+		hits, err := s.Search(SearchOptions{Query: benchRare, Scope: ScopeAll})
+		if err != nil || len(hits) != 7 {
+			b.Fatalf("%d hits, %v", len(hits), err)
+		}
+	}
+}
+
+// hobbs memory search LITERAL --all --full (every archived file stat'ed)
+func BenchmarkSearchFull(b *testing.B) {
+	in := benchInstance(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := &Store{In: in}
+		hits, err := s.Search(SearchOptions{Query: benchRare, Scope: ScopeAll, Full: true})
+		if err != nil || len(hits) != 7 {
+			b.Fatalf("%d hits, %v", len(hits), err)
+		}
+	}
+}
+
+// hobbs memory context (without the last_accessed update)
+func BenchmarkContext(b *testing.B) {
+	in := benchInstance(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := &Store{In: in}
+		c, err := s.BuildContext(ContextOptions{})
+		if err != nil || len(c.Memories) == 0 {
+			b.Fatalf("%v", err)
+		}
+	}
+}
+
+// hobbs memory list
+func BenchmarkList(b *testing.B) {
+	in := benchInstance(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := &Store{In: in}
+		l, err := s.List(ListOptions{})
+		if err != nil || len(l) == 0 {
+			b.Fatalf("%d, %v", len(l), err)
+		}
+	}
+}
