@@ -9,7 +9,11 @@
 # (host:port) instead, the command is held back until the proxy there
 # answers its health check. Then the shell start-up scripts run (they link
 # instance skills and agents where Claude Code finds them), then the
-# command. The proxy container bypasses this (--entrypoint hobbs).
+# command, through `hobbs session-env`, which gives it the session's
+# variables (the proxy's, holding its token, and vault-mapped secrets) from
+# the file hobbs run mounts at /run/hobbs-session/env: they are not in the
+# container's configuration. The proxy container bypasses this
+# (--entrypoint hobbs).
 if [ -n "${HOBBS_PROXY_SOCKET:-}" ]; then
 	if ! hobbs proxy relay --detach --listen "${HOBBS_PROXY_RELAY:-127.0.0.1:3128}" --to "unix:$HOBBS_PROXY_SOCKET" >/dev/null; then
 		echo "hobbs: could not start the relay to the egress proxy" >&2
@@ -25,4 +29,4 @@ fi
 for f in /etc/hobbs/shell.d/*.sh; do
 	[ -r "$f" ] && . "$f"
 done
-exec "$@"
+exec hobbs session-env -- "$@"

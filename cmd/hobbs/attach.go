@@ -32,7 +32,9 @@ instead, as the session's user, with the same environment.`,
 				if a.stdinIsTTY() {
 					dargs = append(dargs, "-t")
 				}
-				dargs = append(dargs, args[0], "/bin/sh", "-l")
+				// With the session's variables (the proxy, mapped secrets),
+				// which are not in the container's configuration.
+				dargs = append(dargs, args[0], "hobbs", "session-env", "--", "/bin/sh", "-l")
 			} else {
 				dargs = []string{"attach", args[0]}
 			}

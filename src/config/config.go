@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // Config is the effective configuration of an instance.
@@ -87,13 +88,17 @@ func Default() *Config {
 		Resources: Resources{Memory: "4g", PIDs: 512},
 		Memory:    Memory{ContextBudget: 9500, TidyAfterDays: 90},
 		Playbooks: Playbooks{ReviewEveryDays: 30},
+
+		// As templates/config.yaml writes it (GitReadOnly treats nil the same).
+		WorkspaceGitReadOnly: func() *bool { t := true; return &t }(),
 	}
 }
 
-// Load reads path over the defaults, then applies environment overrides. A
-// missing file yields the defaults.
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+// Load reads path (opened beneath root, the instance's safe-open layer: a
+// link or special file there is refused) over the defaults, then applies
+// environment overrides. A missing file yields the defaults.
+func Load(root safefile.Root, path string) (*Config, error) {
+	data, err := root.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		c := Default()
 		c.applyEnv()

@@ -42,7 +42,6 @@ const (
 	InstanceDir   = "/home/dev/.hobbs"
 	ClaudeDir     = "/home/dev/.claude"
 	PolicyFile    = "/etc/hobbs/policy.yaml"
-	TokenEnv      = "HOBBS_PROXY_TOKEN" // the proxy container's variable holding its token
 	ProxyPort     = "3128"
 	RunDir        = "/run/hobbs"             // the socket volume, in both containers
 	ProxySocket   = RunDir + "/proxy.sock"   // where the proxy listens

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -30,8 +32,12 @@ func testSession(t *testing.T) *Session {
 	cfg := config.Default()
 	cfg.Resources.CPUs = "1.5"
 	s := &Session{Engine: engine.New("docker"), Instance: in, Config: cfg, Name: "hobbs-abc123", Image: "hobbs:local",
-		Workspace: "/home/u/ws", UID: 1234, GID: 2345, Secrets: []string{"GITHUB_TOKEN=" + testSecret}}
+		Workspace: t.TempDir(), UID: os.Getuid(), GID: 2345, Secrets: []string{"GITHUB_TOKEN=" + testSecret},
+		Progress: func(string, ...any) {}}
 	s.token, s.owner, s.runVolume = testToken, Owner(), RunVolume("hobbs-abc123")
+	if err := s.prepareMounts(); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
@@ -53,12 +59,69 @@ func TestArgvHoldsNoSecret(t *testing.T) {
 			t.Errorf("agent env lacks %q", want)
 		}
 	}
-	// Each value travels as -e NAME (name only).
+	// None of them is in the container's configuration, not even by name
+	// (-e NAME would take the value from the CLI's environment).
 	a := s.AgentArgs()
 	for _, n := range []string{"GITHUB_TOKEN", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
-		if !hasPair(a, "-e", n) {
-			t.Errorf("agent argv lacks -e %s: %v", n, a)
+		if hasPair(a, "-e", n) {
+			t.Errorf("agent argv has -e %s: the engine would keep its value (docker inspect)", n)
 		}
+	}
+}
+
+// Attack: the secrets and the proxy token must not sit in the engine's
+// container configuration (docker inspect, config.v2.json on disk). They go
+// to files in a private directory on a tmpfs, each mounted read-only into
+// its one container; the directory goes with the session.
+func TestSecretsOnlyInSessionFiles(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	s := testSession(t)
+	if err := s.writeSessionFiles(); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.filesDir
+	if filepath.Dir(dir) != os.Getenv("XDG_RUNTIME_DIR") {
+		t.Errorf("session files in %s, want under $XDG_RUNTIME_DIR", dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("session directory: %v %v", fi.Mode(), err)
+	}
+	env, err := ReadSessionEnv(filepath.Join(dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(env, "GITHUB_TOKEN="+testSecret) || !slices.Contains(env, "HTTP_PROXY=http://hobbs:"+testToken+"@127.0.0.1:3128") {
+		t.Errorf("session env file: %q", env)
+	}
+	tok, _ := os.ReadFile(filepath.Join(dir, "token"))
+	if string(tok) != testToken+"\n" {
+		t.Errorf("token file %q", tok)
+	}
+	for _, f := range []string{"env", "token"} {
+		if fi, _ := os.Stat(filepath.Join(dir, f)); fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v", f, fi.Mode())
+		}
+	}
+	agent, proxy := s.AgentArgs(), s.ProxyArgs()
+	if !hasPair(agent, "--mount", "type=bind,source="+dir+"/env,target="+SessionEnvFile+",readonly") ||
+		slices.ContainsFunc(agent, func(x string) bool { return strings.Contains(x, dir+"/token") }) {
+		t.Errorf("agent mounts: %v", agent)
+	}
+	if !hasPair(proxy, "--mount", "type=bind,source="+dir+"/token,target="+SessionTokenFile+",readonly") ||
+		!hasPair(proxy, "--auth-token-file", SessionTokenFile) ||
+		slices.ContainsFunc(proxy, func(x string) bool { return strings.Contains(x, dir+"/env") }) {
+		t.Errorf("proxy mounts: %v", proxy)
+	}
+	for _, argv := range [][]string{agent, proxy} {
+		for i, x := range argv {
+			if x == "-e" && (strings.Contains(argv[i+1], "TOKEN") || strings.HasPrefix(strings.ToUpper(argv[i+1]), "HTTP")) {
+				t.Errorf("secret variable in the container configuration: -e %s", argv[i+1])
+			}
+		}
+	}
+	s.removeSessionFiles()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("session directory left: %v", err)
 	}
 }
 
@@ -75,13 +138,14 @@ func TestAgentIsConfined(t *testing.T) {
 	s := testSession(t)
 	a := s.AgentArgs()
 	for _, p := range [][2]string{
-		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", "1234:2345"},
+		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", fmt.Sprintf("%d:2345", os.Getuid())},
+		{"--security-opt", "seccomp=" + SeccompSource},
 		{"--network", "none"}, {"--pids-limit", "512"}, {"--memory", "4g"}, {"--cpus", "1.5"},
 		{"-e", "HOME=/home/dev"}, {"-e", "HOBBS_HOME=/home/dev/.hobbs"}, {"-e", "NO_PROXY=localhost,127.0.0.1"},
 		{"-e", "no_proxy=localhost,127.0.0.1"}, {"-w", WorkspaceDir},
-		{"--tmpfs", InstanceDir + "/vault/keys:ro,size=16k,mode=0555"},
-		{"--mount", "type=bind,source=/home/u/ws,target=" + WorkspaceDir},
-		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir},
+		{"--mount", "type=bind,source=" + s.Workspace + ",target=" + WorkspaceDir},
+		{"--mount", "type=bind,source=" + s.Instance.MemoryDir() + ",target=" + InstanceDir + "/memory"},
+		{"--mount", "type=bind,source=" + s.Instance.Tasks() + ",target=" + InstanceDir + "/logs/tasks"},
 		// Docker makes the volumes from the mounts, labelled.
 		{"--mount", "type=volume,source=" + ClaudeVolume(s.Instance, "") + ",target=" + ClaudeDir +
 			",volume-label=dev.hobbs.role=claude-state,volume-label=dev.hobbs.instance=" + InstanceID(s.Instance)},
@@ -99,7 +163,8 @@ func TestAgentIsConfined(t *testing.T) {
 			t.Errorf("agent joins network %s: it may have none (loopback only)", a[i+1])
 		}
 		for _, bad := range []string{"--privileged", "--cap-add", "--net", "--pid", "--ipc", "--userns", "--device", "--security-opt"} {
-			if (x == bad || strings.HasPrefix(x, bad+"=")) && !(bad == "--security-opt" && a[i+1] == "no-new-privileges") {
+			if (x == bad || strings.HasPrefix(x, bad+"=")) && !(bad == "--security-opt" &&
+				(a[i+1] == "no-new-privileges" || a[i+1] == "seccomp="+SeccompSource)) {
 				t.Errorf("agent argv has %s", x)
 			}
 		}
@@ -128,13 +193,13 @@ func TestProxyIsConfined(t *testing.T) {
 	s := testSession(t)
 	a := s.ProxyArgs()
 	for _, p := range [][2]string{
-		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", "1234:2345"},
+		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", fmt.Sprintf("%d:2345", os.Getuid())},
+		{"--security-opt", "seccomp=" + SeccompSource},
 		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs" + runVolumeSpec(s)},
 		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir + ",readonly"},
 		// Of the instance's logs, only the proxy's own directory is writable.
 		{"--mount", "type=bind,source=" + s.Instance.EgressLogs() + ",target=" + InstanceDir + "/logs/egress"},
-		{"--tmpfs", InstanceDir + "/vault:ro,size=16k,mode=0555"},
-		{"--auth-token-env", TokenEnv}, {"-e", TokenEnv}, {"--audit", "/home/dev/.hobbs/logs/egress/audit.log"},
+		{"--auth-token-file", SessionTokenFile}, {"--audit", "/home/dev/.hobbs/logs/egress/audit.log"},
 		{"--listen", "unix:/run/hobbs/proxy.sock"},
 	} {
 		if !hasPair(a, p[0], p[1]) {
@@ -143,6 +208,18 @@ func TestProxyIsConfined(t *testing.T) {
 	}
 	if hasPair(a, "--mount", "type=bind,source="+s.Instance.Logs()+",target="+InstanceDir+"/logs") {
 		t.Errorf("the proxy may write all of the instance's logs: %v", a)
+	}
+	// The vault, once there is one, is hidden from the proxy too.
+	vault := [2]string{"--tmpfs", InstanceDir + "/vault:ro,size=16k,mode=0555"}
+	if hasPair(a, vault[0], vault[1]) {
+		t.Errorf("a vault that does not exist covered: %v", a)
+	}
+	os.Mkdir(s.Instance.Vault(), 0o700)
+	if err := s.prepareMounts(); err != nil {
+		t.Fatal(err)
+	}
+	if !hasPair(s.ProxyArgs(), vault[0], vault[1]) {
+		t.Errorf("proxy argv lacks %s %s", vault[0], vault[1])
 	}
 	// Policies in order: image defaults, then the instance's.
 	i := slices.Index(a, PolicyFile)
@@ -413,16 +490,6 @@ func TestInstanceID(t *testing.T) {
 	}
 }
 
-func TestProxyTokenOnlyInEnv(t *testing.T) {
-	s := testSession(t)
-	if strings.Contains(strings.Join(s.ProxyArgs(), " "), testToken) {
-		t.Errorf("token in the proxy's argv")
-	}
-	if env := s.ProxyEnv(); !slices.Equal(env, []string{TokenEnv + "=" + testToken}) {
-		t.Errorf("ProxyEnv = %q", env)
-	}
-}
-
 func TestOwnerAlive(t *testing.T) {
 	if !OwnerAlive(Owner()) {
 		t.Errorf("own process reported dead")
@@ -518,34 +585,203 @@ func TestVersionLess(t *testing.T) {
 	}
 }
 
-// Attack: the agent edits the files that steer the host. policy.yaml is
-// hot-reloaded by the proxy (the agent would allow itself any destination),
-// config.yaml maps vault entries into the next session's environment (the
-// agent would hand itself every secret), .git/hooks run on the host, and
-// logs/egress holds the proxy's record of where the agent connected (it
-// would erase its traces). All are mounted read-only over the writable
-// instance.
-func TestAgentCannotRewriteHostControls(t *testing.T) {
+// Attack: the agent edits the files that steer the host or reaches what it
+// must never see. The instance root is never mounted: the agent gets only
+// instance.AgentShares, the files among them read-only, so policy.yaml,
+// config.yaml, foundation.md and claude.md cannot be changed, and the
+// vault, .git, .gitignore, .locks, logs/audit.log and logs/egress are not
+// in its container at all.
+func TestAgentGetsOnlyTheShares(t *testing.T) {
 	s := testSession(t)
-	for _, p := range []string{"config.yaml", "policy.yaml", ".git", "logs/egress"} {
-		ro := "type=bind,source=" + filepath.Join(s.Instance.Root, p) + ",target=" + InstanceDir + "/" + p + ",readonly"
-		if hasPair(s.AgentArgs(), "--mount", ro) {
-			t.Errorf("%s mounted read-only although it does not exist", p)
+	in := s.Instance
+	for _, f := range []string{"config.yaml", "policy.yaml", "foundation.md", "claude.md"} {
+		os.WriteFile(filepath.Join(in.Root, f), nil, 0o644)
+	}
+	for _, d := range []string{".git", "vault/keys", ".locks"} {
+		os.MkdirAll(filepath.Join(in.Root, d), 0o700)
+	}
+	if err := s.prepareMounts(); err != nil {
+		t.Fatal(err)
+	}
+	a := s.AgentArgs()
+	var sources []string
+	for i, x := range a {
+		if x != "--mount" || !strings.HasPrefix(a[i+1], "type=bind,") {
+			continue
 		}
-		if p == ".git" || p == "logs/egress" {
-			os.MkdirAll(filepath.Join(s.Instance.Root, p), 0o755)
-		} else {
-			os.WriteFile(filepath.Join(s.Instance.Root, p), nil, 0o644)
+		f := a[i+1]
+		src := strings.TrimPrefix(strings.Split(f, ",")[1], "source=")
+		sources = append(sources, src)
+		rel, err := filepath.Rel(in.Root, src)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue // the workspace
 		}
-		a := s.AgentArgs()
-		if !hasPair(a, "--mount", ro) {
-			t.Errorf("agent argv lacks the read-only mount of %s", p)
+		share := slices.IndexFunc(instance.AgentShares(), func(sh instance.Share) bool { return sh.Rel == filepath.ToSlash(rel) })
+		if share < 0 {
+			t.Errorf("agent mounts %s, which is not a share", rel)
+			continue
 		}
-		// The read-only mount must come after the writable instance mount,
-		// or the engine would cover it.
-		rw := slices.Index(a, "type=bind,source="+s.Instance.Root+",target="+InstanceDir)
-		if i := slices.Index(a, ro); i < rw {
-			t.Errorf("%s mounted before the instance (%d < %d)", p, i, rw)
+		if ro := strings.HasSuffix(f, ",readonly"); ro != instance.AgentShares()[share].ReadOnly {
+			t.Errorf("%s: readonly=%v, want %v", rel, ro, !ro)
+		}
+	}
+	if len(sources) != 1+len(instance.AgentShares()) {
+		t.Errorf("agent bind mounts %v, want the workspace and every share", sources)
+	}
+	if slices.Contains(sources, in.Root) {
+		t.Errorf("the instance root is mounted")
+	}
+}
+
+// Attack: the agent of an earlier session replaced a share by a link to a
+// host path (the engine, as root, would mount the path the link names:
+// ~/.ssh, a directory under /root, a UNIX socket), or by a FIFO, or left
+// one the user does not own. The run refuses before anything is created,
+// naming the path.
+func TestBindSourcesAreChecked(t *testing.T) {
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "id_rsa"), []byte("secret"), 0o600)
+	for _, c := range []struct {
+		name  string
+		plant func(in instance.Instance) string // returns the path the error must name
+	}{
+		{"link as share", func(in instance.Instance) string {
+			os.RemoveAll(in.MemoryDir())
+			os.Symlink(outside, in.MemoryDir())
+			return in.MemoryDir()
+		}},
+		{"link as parent of share", func(in instance.Instance) string {
+			os.Rename(in.Logs(), in.Logs()+".aside")
+			os.Symlink(outside, in.Logs())
+			return in.Logs()
+		}},
+		{"link as file share", func(in instance.Instance) string {
+			os.Remove(in.Policy())
+			os.Symlink(filepath.Join(outside, "id_rsa"), in.Policy())
+			return in.Policy()
+		}},
+		{"link as egress log dir", func(in instance.Instance) string {
+			os.RemoveAll(in.EgressLogs())
+			os.Symlink(outside, in.EgressLogs())
+			return in.EgressLogs()
+		}},
+		{"link as vault", func(in instance.Instance) string {
+			os.Symlink(outside, in.Vault())
+			return in.Vault()
+		}},
+		{"fifo as file share", func(in instance.Instance) string {
+			os.Remove(in.Foundation())
+			if err := unix.Mkfifo(in.Foundation(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return in.Foundation()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := testSession(t)
+			os.WriteFile(s.Instance.Policy(), nil, 0o644)
+			os.WriteFile(s.Instance.Foundation(), nil, 0o644)
+			bad := c.plant(s.Instance)
+			done := make(chan error, 1)
+			go func() { done <- s.prepareMounts() }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("prepareMounts blocked")
+			}
+			if err == nil || !strings.Contains(err.Error(), bad) {
+				t.Fatalf("err = %v, want a refusal naming %s", err, bad)
+			}
+			if h := errs.Hint(err); !strings.Contains(h, "move it aside") {
+				t.Errorf("hint %q", h)
+			}
+		})
+	}
+	t.Run("not owned", func(t *testing.T) {
+		s := testSession(t)
+		s.UID = os.Getuid() + 1
+		if err := s.prepareMounts(); err == nil || !strings.Contains(err.Error(), "owned by uid") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+// Attack: the workspace is a git repository; the agent writes a
+// core.fsmonitor command into .git/config or a hook into .git/hooks, which
+// git on the host runs. Both are read-only in the container, and .git is a
+// mount point of its own (the agent cannot rename it and put its own in its
+// place). workspace_git_readonly: false turns that off.
+func TestWorkspaceGitIsCovered(t *testing.T) {
+	s := testSession(t)
+	os.MkdirAll(filepath.Join(s.Workspace, ".git"), 0o755)
+	os.WriteFile(filepath.Join(s.Workspace, ".git", "config"), nil, 0o644)
+	if err := s.prepareMounts(); err != nil {
+		t.Fatal(err)
+	}
+	a := s.AgentArgs()
+	ws := s.Workspace
+	for _, m := range []string{
+		"type=bind,source=" + ws + "/.git,target=" + WorkspaceDir + "/.git",
+		"type=bind,source=" + ws + "/.git/config,target=" + WorkspaceDir + "/.git/config,readonly",
+		"type=bind,source=" + ws + "/.git/hooks,target=" + WorkspaceDir + "/.git/hooks,readonly",
+	} {
+		i := slices.Index(a, m)
+		if i < 0 {
+			t.Errorf("agent argv lacks --mount %s", m)
+		}
+		// Each after what it covers.
+		if j := slices.Index(a, "type=bind,source="+ws+",target="+WorkspaceDir); i < j {
+			t.Errorf("%s mounted before the workspace", m)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(ws, ".git", "hooks")); err != nil || !fi.IsDir() {
+		t.Errorf("missing .git/hooks not made: %v", err)
+	}
+	off := false
+	s.Config.WorkspaceGitReadOnly = &off
+	if err := s.prepareMounts(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.Join(s.AgentArgs(), " "), ".git") {
+		t.Errorf("workspace_git_readonly: false still covers .git")
+	}
+	// A .git that is a link is not followed (git on the host would follow
+	// it; the session warns).
+	on := true
+	s.Config.WorkspaceGitReadOnly = &on
+	os.RemoveAll(filepath.Join(ws, ".git"))
+	os.Symlink(t.TempDir(), filepath.Join(ws, ".git"))
+	var warned string
+	s.Progress = func(f string, a ...any) { warned = fmt.Sprintf(f, a...) }
+	if err := s.prepareMounts(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.Join(s.AgentArgs(), " "), ".git") || !strings.Contains(warned, "not protected") {
+		t.Errorf("linked .git: mounts %v, warning %q", s.AgentArgs(), warned)
+	}
+}
+
+// dist/seccomp.json is the profile the compose file and the devcontainer
+// pass; it must be the one hobbs run passes. Regenerate it with
+// HOBBS_WRITE_SECCOMP=1 go test ./src/launcher -run TestSeccompFileIsCurrent.
+func TestSeccompFileIsCurrent(t *testing.T) {
+	p := filepath.Join("..", "..", "dist", "seccomp.json")
+	if os.Getenv("HOBBS_WRITE_SECCOMP") == "1" {
+		if err := os.WriteFile(p, SeccompProfile(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != string(SeccompProfile()) {
+		t.Errorf("dist/seccomp.json differs from SeccompProfile(); regenerate it (see this test's comment)")
+	}
+	for _, want := range []string{`"chmod"`, `"SCMP_CMP_MASKED_EQ"`, `"value": 3072`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("profile lacks %s", want)
 		}
 	}
 }

@@ -72,6 +72,10 @@ type Session struct {
 	// covered.
 	agentMounts, proxyMounts []mount
 	coverVault               bool
+
+	// filesDir is the session's private directory on a tmpfs holding what
+	// its containers get but the engine must not keep (sessionfiles.go).
+	filesDir string
 }
 
 // reservedEnv are variables the launcher sets; a vault mapping may not
@@ -186,7 +190,7 @@ func volumeLabels(flags []string) string {
 }
 
 // ProxyArgs is the `create` command line of the proxy container. It holds
-// no secret: the token is in the CLI's environment (ProxyEnv).
+// no secret: the token is in a session file (sessionfiles.go).
 func (s *Session) ProxyArgs() []string {
 	a := []string{"create", "--pull", "never", "--name", ProxyName(s.Name), "--hostname", "proxy"}
 	a = append(a, s.labels(RoleProxy)...)
@@ -196,9 +200,11 @@ func (s *Session) ProxyArgs() []string {
 	a = append(a, "--stop-signal", "SIGTERM")
 	a = append(a, s.hardening()...)
 	a = append(a, "--pids-limit", "256", "--memory", "512m",
-		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy", "-e", TokenEnv,
+		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy",
 		// Its one listening socket, in the volume the agent mounts too.
 		"--mount", s.runMount(false))
+	// Its token, in a file of the session's (sessionfiles.go).
+	a = append(a, s.sessionFileMount("token", SessionTokenFile)...)
 	// The instance read-only (policy.yaml, watched for changes), the
 	// directory of its audit log writable (prepareMounts), the vault hidden.
 	a = append(a, mountFlags(s.proxyMounts)...)
@@ -211,7 +217,7 @@ func (s *Session) ProxyArgs() []string {
 		"proxy", "--listen", "unix:"+ProxySocket,
 		"--policy", PolicyFile, "--policy", InstanceDir+"/policy.yaml",
 		"--audit", InstanceDir+"/"+ProxyAuditRel,
-		"--auth-token-env", TokenEnv,
+		"--auth-token-file", SessionTokenFile,
 		// Stopped once the agent is gone: what tunnels are left have no
 		// client; they are closed (and audited) well within proxyStopTime.
 		"--grace", "2s")
@@ -243,9 +249,9 @@ func (s *Session) egressNetwork() string {
 	return v
 }
 
-// AgentEnv is the docker CLI child's extra environment for the agent run:
-// the proxy variables (holding the token) and the secrets. Their names go
-// to argv as -e NAME, their values only here.
+// AgentEnv is the agent's session variables: the proxy variables (holding
+// the token) and the secrets. They reach the agent's command through the
+// session file SessionEnvFile, never its container's configuration.
 func (s *Session) AgentEnv() []string {
 	u := s.proxyURL()
 	env := []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
@@ -279,10 +285,7 @@ func (s *Session) AgentArgs() []string {
 		"-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=container",
 		"-e", "NO_PROXY=localhost,127.0.0.1", "-e", "no_proxy=localhost,127.0.0.1",
 		"-e", "HOBBS_PROXY_SOCKET="+ProxySocket, "-e", "HOBBS_PROXY_RELAY="+RelayAddr)
-	for _, kv := range s.AgentEnv() {
-		name, _, _ := strings.Cut(kv, "=")
-		a = append(a, "-e", name)
-	}
+	a = append(a, s.sessionFileMount("env", SessionEnvFile)...)
 	// The workspace and the instance's shares (prepareMounts): never the
 	// instance root, whose entries the agent could rename or plant.
 	a = append(a, mountFlags(s.agentMounts)...)
@@ -297,10 +300,6 @@ func (s *Session) AgentArgs() []string {
 	return append(a, s.Command...)
 }
 
-// ProxyEnv is the docker CLI child's extra environment for the proxy
-// container: its token, whose name alone goes to argv (-e NAME), as for the
-// agent. The proxy reads it and removes it from its own environment.
-func (s *Session) ProxyEnv() []string { return []string{TokenEnv + "=" + s.token} }
 
 // Run runs the session to its end and returns the agent command's exit
 // code. Whatever it created is removed before it returns, also when ctx is
@@ -334,6 +333,10 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err := s.prepareMounts(); err != nil {
 		return 0, err
 	}
+	if err := s.writeSessionFiles(); err != nil {
+		s.removeSessionFiles()
+		return 0, err
+	}
 	e := s.Engine
 	engine.Tracef("session: setup")
 	// The session's note (records.go), before anything exists to be left.
@@ -363,6 +366,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	defer func() {
 		engine.Tracef("session: cleanup")
 		cerr := s.cleanup()
+		s.removeSessionFiles()
 		if cerr != nil && err == nil {
 			err = cerr
 		}
@@ -550,8 +554,7 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 func (s *Session) createContainers(ctx context.Context, egress *future, reaped <-chan struct{}) error {
 	return parallel(
 		func() error {
-			env := append(s.AgentEnv(), "NO_PROXY=*", "no_proxy=*")
-			id, err := s.createContainer(ctx, "agent", s.Name, env, s.AgentArgs(), reaped)
+			id, err := s.createContainer(ctx, "agent", s.Name, nil, s.AgentArgs(), reaped)
 			s.agentID = id
 			return err
 		},
@@ -559,7 +562,7 @@ func (s *Session) createContainers(ctx context.Context, egress *future, reaped <
 			if egress.wait() != nil {
 				return nil // reported by create
 			}
-			id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), s.ProxyEnv(), s.ProxyArgs(), reaped)
+			id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), nil, s.ProxyArgs(), reaped)
 			s.proxyID = id
 			return err
 		})

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
 // TestCompose checks dist/docker-compose.yml: it validates, and brought up it
@@ -22,6 +24,7 @@ func TestCompose(t *testing.T) {
 		c := exec.Command(bin, append(append(pre, "-p", project, "-f", file), args...)...)
 		c.Env = append(os.Environ(), "HOBBS_IMAGE="+image, "HOBBS_HOME="+e.inst, "HOBBS_WORKSPACE="+e.ws,
 			"HOBBS_UID="+strconv.Itoa(testUID), "HOBBS_GID="+strconv.Itoa(testGID))
+		c.Dir = filepath.Dir(file) // the seccomp profile's path is relative to it
 		out, err := c.CombinedOutput()
 		return string(out), err
 	}
@@ -38,18 +41,23 @@ func TestCompose(t *testing.T) {
 		"id -u; grep CapEff /proc/self/status; netprobe get http://denied.test:8080/x; netprobe resolve example.com; "+
 			"for a in "+strings.Join(host.addrs, " ")+"; do echo \"host $a $(netprobe dial $a)\"; done; "+
 			"echo 'domains: [evil.test]' >> /home/dev/.hobbs/policy.yaml || echo policy-readonly; "+
-			"echo forged >> /home/dev/.hobbs/logs/egress/audit.log || echo audit-readonly; echo done")
+			"echo forged >> /home/dev/.hobbs/logs/egress/audit.log || echo audit-readonly; "+
+			"ls /home/dev/.hobbs/vault 2>/dev/null || echo no-vault; "+
+			"cp /bin/busybox /home/dev/hobbs/workspace/suid && chmod u+s /home/dev/hobbs/workspace/suid || echo setuid-refused; echo done")
 	if err != nil {
 		t.Fatalf("compose run: %v\n%s", err, out)
 	}
 	t.Logf("compose run:\n%s", out)
-	for _, want := range []string{strconv.Itoa(testUID) + "\n", "CapEff:\t0000000000000000", "status=403", "failed: lookup example.com", "policy-readonly", "audit-readonly", "done"} {
+	for _, want := range []string{strconv.Itoa(testUID) + "\n", "CapEff:\t0000000000000000", "status=403", "failed: lookup example.com", "policy-readonly", "audit-readonly", "no-vault", "setuid-refused", "done"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compose session output lacks %q", want)
 		}
 	}
 	if strings.Contains(out, " connected") || host.accepted.Load() != 0 {
 		t.Errorf("the compose agent reached a service on the host (%d connections)", host.accepted.Load())
+	}
+	if fi, err := os.Stat(filepath.Join(e.ws, "suid")); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("a setuid file from the compose agent reached the host: %v", fi.Mode())
 	}
 	audit, _ := os.ReadFile(filepath.Join(e.inst, "logs", "egress", "audit.log"))
 	if !strings.Contains(string(audit), `"subject":"denied.test:8080"`) {
@@ -66,6 +74,7 @@ func TestDevcontainerCompose(t *testing.T) {
 	bin, pre := composeCommand(t)
 	file := filepath.Join(repoRoot, ".devcontainer", "docker-compose.yml")
 	c := exec.Command(bin, append(pre, "-p", "hobbsdev"+runID, "-f", file, "config")...)
+	c.Dir = repoRoot // where the devcontainer tools run compose (the seccomp profile's path)
 	c.Env = append(os.Environ(), "HOBBS_DEV_HOME="+e.inst, "HOBBS_UID="+strconv.Itoa(testUID), "HOBBS_GID="+strconv.Itoa(testGID))
 	out, err := c.Output()
 	if err != nil {
@@ -102,11 +111,7 @@ func TestDevcontainerCompose(t *testing.T) {
 		return m
 	}
 	dev, proxy := mounts("dev"), mounts("proxy")
-	for _, p := range []string{"policy.yaml", "config.yaml", "logs/egress"} {
-		if w, ok := dev["/home/dev/.hobbs/"+p]; !ok || w {
-			t.Errorf("dev container: ~/.hobbs/%s is not mounted read-only (mounted %v, writable %v)", p, ok, w)
-		}
-	}
+	checkShares(t, "dev container", dev)
 	if cfg.Services["dev"].NetworkMode != "none" {
 		t.Errorf("dev container network_mode %q, want none", cfg.Services["dev"].NetworkMode)
 	}
@@ -115,6 +120,32 @@ func TestDevcontainerCompose(t *testing.T) {
 	}
 	if _, ok := proxy["/home/dev/.hobbs/logs"]; ok {
 		t.Errorf("the proxy may write all of the instance's logs: %v", proxy)
+	}
+}
+
+// checkShares checks that a container mounts of the instance exactly its
+// shares (instance.AgentShares, what hobbs run mounts), each writable or
+// read-only as listed: never the root, the vault, logs/egress or .git.
+func checkShares(t *testing.T, what string, m map[string]bool) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, sh := range instance.AgentShares() {
+		want["/home/dev/.hobbs/"+sh.Rel] = !sh.ReadOnly
+	}
+	for target, w := range m {
+		if !strings.HasPrefix(target+"/", "/home/dev/.hobbs/") {
+			continue
+		}
+		if ww, ok := want[target]; !ok {
+			t.Errorf("%s mounts %s, which is not a share of the instance", what, target)
+		} else if w != ww {
+			t.Errorf("%s: %s writable=%v, want %v", what, target, w, ww)
+		}
+	}
+	for target := range want {
+		if _, ok := m[target]; !ok {
+			t.Errorf("%s does not mount the share %s", what, target)
+		}
 	}
 }
 

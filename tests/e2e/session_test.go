@@ -37,7 +37,7 @@ echo "nonewprivs=$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' /proc/self/status)"
 if echo x >> /home/dev/hobbs/.claude/CLAUDE.md 2>/dev/null; then echo identity_write=allowed; else echo identity_write=denied; fi
 if mkdir /home/dev/hobbs/.claude/skills/evil 2>/dev/null; then echo skills_write=allowed; else echo skills_write=denied; fi
 if mv /home/dev/hobbs /home/dev/moved 2>/dev/null; then echo identity_move=allowed; else echo identity_move=denied; fi
-echo "keys=[$(ls -A /home/dev/.hobbs/vault/keys 2>&1 | tr '\n' ' ')]"
+if [ -e /home/dev/.hobbs/vault ]; then echo vault_visible=yes; else echo vault_visible=no; fi
 if touch /home/dev/.hobbs/vault/keys/planted 2>/dev/null; then echo keys_write=allowed; else echo keys_write=denied; fi
 if echo "domains: ['*.evil.example']" >> /home/dev/.hobbs/policy.yaml 2>/dev/null; then echo policy_write=allowed; else echo policy_write=denied; fi
 echo "env: {X: vault:e2e-token}" > /home/dev/.hobbs/.cfg-new
@@ -47,10 +47,11 @@ if rm -f /home/dev/.hobbs/policy.yaml 2>/dev/null && [ ! -e /home/dev/.hobbs/pol
 E=/home/dev/.hobbs/logs/egress
 if echo forged-line >> $E/audit.log 2>/dev/null; then echo egress_append=allowed; else echo egress_append=denied; fi
 if ( : > $E/audit.log ) 2>/dev/null; then echo egress_truncate=allowed; else echo egress_truncate=denied; fi
-if rm -f $E/audit.log 2>/dev/null && [ ! -e $E/audit.log ]; then echo egress_rm=allowed; else echo egress_rm=denied; fi
+if [ -e $E ]; then echo egress_visible=yes; else echo egress_visible=no; fi
 if touch $E/forged.log 2>/dev/null; then echo egress_create=allowed; else echo egress_create=denied; fi
 if mv $E /home/dev/.hobbs/logs/moved 2>/dev/null; then echo egress_move=allowed; else echo egress_move=denied; fi
-echo "data=[$(ls /home/dev/.hobbs/vault/data 2>&1 | tr '\n' ' ')]"
+for f in .git .gitignore .locks logs/audit.log; do [ -e /home/dev/.hobbs/$f ] && echo "hidden_visible=$f"; done
+if touch /home/dev/.hobbs/planted 2>/dev/null; then echo root_write=allowed; else echo root_write=denied; fi
 echo "secret=${E2E_SECRET:-}"
 echo "home=$HOME"
 echo "hobbs_home=$HOBBS_HOME"
@@ -132,13 +133,12 @@ func TestSession(t *testing.T) {
 	e.start(t, c)
 	waitFor(t, 60*time.Second, "the probe", func() bool { return exists(filepath.Join(e.ws, ".probe-ready")) })
 	inspectSecrets(t, name)
-	// vault/keys is covered: looked at from the host through the agent's
-	// mount namespace (root only), the directory there is empty.
+	// The vault is not in the container: looked at from the host through
+	// the agent's mount namespace (root only), there is no vault/.
 	if os.Getuid() == 0 {
 		pid := docker(t, "inspect", "--format", "{{.State.Pid}}", name)
-		ents, err := os.ReadDir("/proc/" + pid + "/root/home/dev/.hobbs/vault/keys")
-		if err != nil || len(ents) != 0 {
-			t.Errorf("vault/keys inside the container: %v %v", ents, err)
+		if _, err := os.Lstat("/proc/" + pid + "/root/home/dev/.hobbs/vault"); !os.IsNotExist(err) {
+			t.Errorf("vault/ inside the container: %v", err)
 		}
 	}
 	if !exists(filepath.Join(e.inst, "vault", "keys", "identity.txt")) {
@@ -169,15 +169,18 @@ func TestSession(t *testing.T) {
 	check("identity_write", "denied")
 	check("skills_write", "denied")
 	check("identity_move", "denied")
-	if p["keys"] != "[]" && !strings.Contains(p["keys"], "Permission denied") {
-		t.Errorf("agent lists vault/keys: %q", p["keys"])
-	}
+	// Only the instance's shares are there: no vault, no proxy audit log,
+	// no .git, .locks or host audit log, and nothing can be added.
+	check("vault_visible", "no")
 	check("keys_write", "denied")
+	check("egress_visible", "no")
+	check("hidden_visible", "")
+	check("root_write", "denied")
 	// The files that steer the host (proxy policy, env mapping) are read-only.
 	check("policy_write", "denied")
 	check("config_replace", "denied")
 	check("policy_rm", "denied")
-	for _, k := range []string{"egress_append", "egress_truncate", "egress_rm", "egress_create", "egress_move"} {
+	for _, k := range []string{"egress_append", "egress_truncate", "egress_create", "egress_move"} {
 		check(k, "denied")
 	}
 	check("secret", secretValue)
@@ -196,9 +199,6 @@ func TestSession(t *testing.T) {
 	check("doctor_engine", "0")
 	if !strings.Contains(p["vault_get"], "only through the env mapping") || strings.Contains(p["vault_get"], secretValue) {
 		t.Errorf("hobbs vault get inside: %q", p["vault_get"])
-	}
-	if !strings.Contains(p["data"], "e2e-token.age") {
-		t.Errorf("vault/data not visible: %q", p["data"])
 	}
 	for _, want := range []string{
 		"fake-claude: cwd /home/dev/hobbs/workspace/project\n",
@@ -265,34 +265,27 @@ func TestSession(t *testing.T) {
 }
 
 // inspectSecrets asserts that neither the mapped secret nor the proxy token
-// appears in the running agent's `docker inspect` command line, nor in any
-// process's argv on this host.
+// appears anywhere in `docker inspect` of the running agent and proxy (the
+// engine's configuration, which Docker also keeps on disk), nor in any
+// process's argv on this host. The token is read from the session file
+// inside the agent, where it is meant to be.
 func inspectSecrets(t *testing.T, name string) {
 	t.Helper()
-	var c []struct {
-		Path   string
-		Args   []string
-		Config struct {
-			Cmd, Entrypoint []string
-			Env             []string
-		}
+	envFile := docker(t, "exec", name, "cat", "/run/hobbs-session/env")
+	var env map[string]string
+	if err := json.Unmarshal([]byte(envFile), &env); err != nil {
+		t.Fatalf("session env file: %v\n%s", err, envFile)
 	}
-	if err := json.Unmarshal([]byte(docker(t, "inspect", name)), &c); err != nil || len(c) != 1 {
-		t.Fatalf("inspect %s: %v", name, err)
+	token, _, _ := strings.Cut(strings.TrimPrefix(env["HTTP_PROXY"], "http://hobbs:"), "@")
+	if len(token) < 32 || env["E2E_SECRET"] != secretValue {
+		t.Fatalf("session env file lacks the token or the secret: %v", env)
 	}
-	token := ""
-	for _, kv := range c[0].Config.Env {
-		if v, ok := strings.CutPrefix(kv, "HTTP_PROXY=http://hobbs:"); ok {
-			token, _, _ = strings.Cut(v, "@")
-		}
-	}
-	if len(token) < 32 {
-		t.Fatalf("no proxy token found in the agent's environment")
-	}
-	cmdline := strings.Join(append(append(append([]string{c[0].Path}, c[0].Args...), c[0].Config.Cmd...), c[0].Config.Entrypoint...), " ")
-	for what, v := range map[string]string{"secret": secretValue, "proxy token": token} {
-		if strings.Contains(cmdline, v) {
-			t.Errorf("%s in docker inspect's command line: %s", what, cmdline)
+	for _, c := range []string{name, name + "-proxy"} {
+		inspect := docker(t, "inspect", c)
+		for what, v := range map[string]string{"secret": secretValue, "proxy token": token} {
+			if strings.Contains(inspect, v) {
+				t.Errorf("%s in docker inspect %s", what, c)
+			}
 		}
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -307,9 +300,9 @@ func inspectSecrets(t *testing.T, name string) {
 			}
 		}
 	}
-	// The proxy got the same token through its environment, not its argv.
+	// The proxy reads the same token from its own session file.
 	proxyArgs := docker(t, "inspect", "--format", "{{.Path}} {{join .Args \" \"}}", name+"-proxy")
-	if strings.Contains(proxyArgs, token) || !strings.Contains(proxyArgs, "--auth-token-env HOBBS_PROXY_TOKEN") {
+	if !strings.Contains(proxyArgs, "--auth-token-file /run/hobbs-session/token") {
 		t.Errorf("proxy command line: %s", proxyArgs)
 	}
 }

@@ -1,0 +1,122 @@
+package launcher
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+// Session files. What a session must hand its containers but no one else may
+// read — the vault-mapped variables, the proxy variables holding the token,
+// the proxy's token — is never put in a container's environment: the engine
+// keeps that in its container configuration (`docker inspect`, Docker's
+// config.v2.json on disk). The launcher writes it instead to files in a
+// directory of its own on a tmpfs (memory, never disk: $XDG_RUNTIME_DIR, else
+// /dev/shm), mode 0700 and 0600, and bind-mounts each file read-only into
+// the one container it is for, under SessionDir. The agent's entry point
+// runs its command through `hobbs session-env`, which loads the variables;
+// the proxy reads its token with --auth-token-file. The directory is
+// removed when the session ends.
+const (
+	SessionDir       = "/run/hobbs-session"
+	SessionEnvFile   = SessionDir + "/env"   // the agent's variables (JSON object)
+	SessionTokenFile = SessionDir + "/token" // the proxy's token
+)
+
+// sessionFilesBase is where the session's private directory is made: a
+// tmpfs when the host has one for the user.
+func sessionFilesBase() (base string, onTmpfs bool) {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d, true
+		}
+	}
+	if runtime.GOOS == "linux" {
+		if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+			return "/dev/shm", true
+		}
+	}
+	return os.TempDir(), false
+}
+
+// writeSessionFiles makes the session's private directory and writes the
+// agent's variables and the proxy's token into it. The directory's name is
+// random (made with O_EXCL semantics), so another user of a shared tmpfs
+// cannot have prepared it.
+func (s *Session) writeSessionFiles() error {
+	base, tmpfs := sessionFilesBase()
+	dir, err := os.MkdirTemp(base, "hobbs-session-")
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "session files")
+	}
+	s.filesDir = dir
+	if !tmpfs {
+		s.Progress("warning: no tmpfs for the session's secrets (XDG_RUNTIME_DIR unset); they are in %s until the session ends", dir)
+	}
+	env, err := json.Marshal(envMap(s.AgentEnv()))
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "session files")
+	}
+	for name, data := range map[string][]byte{"env": env, "token": []byte(s.token + "\n")} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return errs.Wrap(errs.Failure, err, "session files")
+		}
+	}
+	return nil
+}
+
+// removeSessionFiles removes the session's private directory.
+func (s *Session) removeSessionFiles() {
+	if s.filesDir != "" {
+		_ = os.RemoveAll(s.filesDir)
+	}
+}
+
+// sessionFileMount mounts the session file name read-only at target.
+func (s *Session) sessionFileMount(name, target string) []string {
+	if s.filesDir == "" {
+		return nil
+	}
+	return []string{"--mount", mount{source: filepath.Join(s.filesDir, name), target: target, readonly: true}.flag()}
+}
+
+func envMap(kvs []string) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+// ReadSessionEnv reads a session's variables file (SessionEnvFile) as
+// NAME=value pairs, sorted. A missing file is no error (compose and the
+// devcontainer have none): it returns nothing.
+func ReadSessionEnv(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	kvs := make([]string, 0, len(m))
+	for k, v := range m {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.Contains(v, "\x00") {
+			return nil, fmt.Errorf("%s: invalid variable %q", path, k)
+		}
+		kvs = append(kvs, k+"="+v)
+	}
+	sort.Strings(kvs)
+	return kvs, nil
+}
