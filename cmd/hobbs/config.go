@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"io/fs"
-	"os"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -56,7 +55,7 @@ init) documents every key. Unknown keys and wrong types are errors.`,
 			if _, err := a.config(in); err != nil {
 				return err
 			}
-			if _, err := os.Stat(in.Config()); errors.Is(err, fs.ErrNotExist) {
+			if _, err := in.FS().Lstat(in.Config()); errors.Is(err, fs.ErrNotExist) {
 				a.status("%s: no such file; the defaults apply", in.Config())
 				return nil
 			}

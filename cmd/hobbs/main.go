@@ -24,6 +24,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/termsafe"
 )
 
 func main() {
@@ -33,10 +34,17 @@ func main() {
 // app is what every command gets: streams, global flags, and lazy access to
 // the instance, its config and its audit log.
 type app struct {
-	ctx          context.Context
-	in           io.Reader
-	out, errOut  io.Writer
-	instanceFlag string
+	ctx         context.Context
+	in          io.Reader
+	out, errOut io.Writer
+	// rawOut and rawErr are stdout and stderr exactly as Main got them. On
+	// a terminal, out and errOut escape control characters (termsafe: text
+	// from the instance, which the agent writes, must not drive the user's
+	// terminal); to a pipe or a file they are the same streams. Use the raw
+	// ones only for bytes that must reach a terminal unchanged: a secret
+	// printed by vault get.
+	rawOut, rawErr io.Writer
+	instanceFlag   string
 }
 
 // commands are the top-level command constructors, added by each noun file's
@@ -45,12 +53,25 @@ var commands []func(*app) *cobra.Command
 
 func register(f func(*app) *cobra.Command) { commands = append(commands, f) }
 
+// terminalCommands hand the terminal to the agent's session, whose own
+// interface draws with escape sequences: they get the raw streams (and
+// decide about a terminal from them).
+var terminalCommands = map[string]bool{"hobbs run": true, "hobbs attach": true}
+
 // Main runs hobbs with args and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{ctx: ctx, in: stdin, out: stdout, errOut: stderr}
+	rawOut, rawErr := stdout, stderr
+	stdout, stderr = termsafe.Wrap(stdout), termsafe.Wrap(stderr)
+	defer termsafe.Flush(stderr)
+	defer termsafe.Flush(stdout)
+	a := &app{ctx: ctx, in: stdin, out: stdout, errOut: stderr, rawOut: rawOut, rawErr: rawErr}
 	root := newRoot(a)
+	if c, _, err := root.Find(args); err == nil && terminalCommands[c.CommandPath()] {
+		stdout, stderr = rawOut, rawErr
+		a.out, a.errOut = rawOut, rawErr
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -221,7 +242,9 @@ func (a *app) existingInstance() (instance.Instance, error) {
 }
 
 // config loads the instance's config.yaml.
-func (a *app) config(in instance.Instance) (*config.Config, error) { return config.Load(in.Config()) }
+func (a *app) config(in instance.Instance) (*config.Config, error) {
+	return config.Load(in.FS(), in.Config())
+}
 
 // audit returns the audit logger of in.
 func (a *app) audit(in instance.Instance) *audit.Logger { return audit.New(in.FS(), in.AuditLog()) }

@@ -31,7 +31,7 @@ func (a *app) playbookStore() (instance.Instance, *playbook.Store, error) {
 	if err != nil {
 		return in, nil, errs.Wrap(errs.Failure, err, "read the playbook template")
 	}
-	return in, &playbook.Store{Dir: in.Playbooks(), LockPath: in.Lock("playbooks"),
+	return in, &playbook.Store{Dir: in.Playbooks(), LockPath: in.Lock("playbooks"), Root: in.FS(),
 		ReviewEvery: c.Playbooks.ReviewEveryDays, Template: tpl}, nil
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -27,7 +26,7 @@ func effectivePolicy(in instance.Instance) (*egress.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return egress.LoadEffective(builtinPolicyName, def, in.Policy())
+	return egress.LoadEffective(in.FS(), builtinPolicyName, def, in.Policy())
 }
 
 func newPolicyCmd(a *app) *cobra.Command {
@@ -183,14 +182,14 @@ running proxy reloads it within a second.`, verb, section, what),
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(filepath.Dir(in.Lock("policy")), 0o700); err != nil {
+			if err := in.FS().MkdirAll(filepath.Dir(in.Lock("policy")), 0o700); err != nil {
 				return err
 			}
 			tmpl, err := fs.ReadFile(hobbs.Templates, "policy.yaml")
 			if err != nil {
 				return err
 			}
-			pattern, changed, err := egress.Edit(in.Policy(), in.Lock("policy"), section, args[0], tmpl)
+			pattern, changed, err := egress.Edit(in.FS(), in.Policy(), in.Lock("policy"), section, args[0], tmpl)
 			if err != nil {
 				return err
 			}

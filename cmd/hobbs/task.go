@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -69,7 +68,7 @@ func newTaskStartCmd(a *app) *cobra.Command {
 				if !playbook.ValidName(pbName) {
 					return errs.Usagef("invalid playbook name %q", pbName).WithHint("hobbs playbook list shows them")
 				}
-				if _, err := os.Stat(in.Playbook(pbName)); err != nil {
+				if _, err := in.FS().Stat(in.Playbook(pbName)); err != nil {
 					return errs.Failf("no playbook named %q", pbName).WithHint("hobbs playbook list shows them")
 				}
 			}

@@ -32,8 +32,8 @@ type Config struct {
 	ClaudeVolume string `yaml:"claude_volume" json:"claude_volume"`
 	Engine       string `yaml:"engine" json:"engine"`
 	EgressNet    string `yaml:"egress_network" json:"egress_network"`
-	// WorkspaceGitReadOnly keeps a workspace repository's .git/config and
-	// .git/hooks read-only in the agent's container (nil: true).
+	// WorkspaceGitReadOnly keeps a workspace repository's .git read-only in
+	// the agent's container (nil: true).
 	WorkspaceGitReadOnly *bool             `yaml:"workspace_git_readonly" json:"workspace_git_readonly"`
 	Env                  map[string]string `yaml:"env" json:"env"`
 	Resources            Resources         `yaml:"resources" json:"resources"`
@@ -71,8 +71,8 @@ const EnvEngine = "HOBBS_DOCKER"
 // VaultPrefix marks an env value that names a vault entry.
 const VaultPrefix = "vault:"
 
-// GitReadOnly reports whether a session covers the workspace's .git/config
-// and .git/hooks read-only (workspace_git_readonly, true unless set false).
+// GitReadOnly reports whether a session mounts the workspace's .git
+// read-only (workspace_git_readonly, true unless set false).
 func (c *Config) GitReadOnly() bool {
 	return c == nil || c.WorkspaceGitReadOnly == nil || *c.WorkspaceGitReadOnly
 }

@@ -1,13 +1,16 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 func TestTemplateIsTheDefaults(t *testing.T) {
@@ -76,12 +79,40 @@ func TestErrorsNameFileAndLine(t *testing.T) {
 
 func TestLoadMissingAndEnvOverride(t *testing.T) {
 	t.Setenv(EnvEngine, "podman")
-	c, err := Load(filepath.Join(t.TempDir(), "none.yaml"))
+	dir := t.TempDir()
+	c, err := Load(safefile.Beneath(dir), filepath.Join(dir, "none.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Engine != "podman" {
 		t.Fatalf("engine %q", c.Engine)
+	}
+}
+
+// config.yaml planted as a link to another file, or as a FIFO, is refused
+// (never followed, never blocking), and the link's target is unchanged.
+func TestLoadRefusesLinksAndFIFOs(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "other.yaml")
+	const other = "engine: podman\n"
+	if err := os.WriteFile(outside, []byte(other), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "config.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(safefile.Beneath(dir), filepath.Join(dir, "config.yaml")); !errors.Is(err, safefile.ErrUnsafe) ||
+		!strings.Contains(err.Error(), "is a symbolic link") {
+		t.Fatalf("linked config.yaml: %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(safefile.Beneath(dir), filepath.Join(dir, "fifo.yaml")); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Fatalf("FIFO config: %v", err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != other {
+		t.Fatalf("target changed: %q", b)
 	}
 }
 

@@ -2,24 +2,33 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 func init() {
 	Register(Check{Name: "instance.layout", Order: 10, Run: checkLayout})
+	Register(Check{Name: "instance.files", Order: 15, Run: checkFiles})
 	Register(Check{Name: "instance.permissions", Order: 20, Run: checkPermissions})
 	Register(Check{Name: "config", Order: 30, Run: checkConfig})
 }
 
+// checkLayout: every path of the layout is there, of its kind. A link or
+// special file in a layout path's place is not missing: instance.files
+// names it.
 func checkLayout(_ context.Context, env *Env) []Result {
 	var missing []string
 	for _, e := range instance.Layout() {
-		fi, err := os.Stat(env.Instance.Path(e))
+		fi, err := env.Instance.FS().Stat(env.Instance.Path(e))
+		if errors.Is(err, safefile.ErrUnsafe) {
+			continue
+		}
 		if err != nil || fi.IsDir() != e.Dir {
 			missing = append(missing, e.Rel)
 		}
@@ -32,6 +41,93 @@ func checkLayout(_ context.Context, env *Env) []Result {
 	return []Result{{Status: OK, Message: env.Instance.Root + ": layout complete"}}
 }
 
+// maxListed bounds how many paths a result names.
+const maxListed = 20
+
+// checkFiles walks the whole instance without following links and fails on
+// anything hobbs never creates there and an agent could plant to make the
+// host follow or run it: a symbolic link, a FIFO, a socket, a device, a file
+// with the setuid or setgid bit. (An older Hobbs mounted the whole instance
+// into the agent's container, so any path may hold one.)
+func checkFiles(_ context.Context, env *Env) []Result {
+	in := env.Instance
+	var found, unreadable []string
+	err := in.FS().Walk(in.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == in.Root && errors.Is(err, fs.ErrNotExist) {
+				return nil // no instance yet: instance.layout says so
+			}
+			unreadable = append(unreadable, err.Error())
+			return nil
+		}
+		if p == in.Root {
+			return nil
+		}
+		if why := untrusted(d); why != "" {
+			found = append(found, in.Rel(p)+" ("+why+")")
+		}
+		return nil
+	})
+	if err != nil {
+		unreadable = append(unreadable, err.Error())
+	}
+	var out []Result
+	if len(found) > 0 {
+		out = append(out, Result{Status: Fail,
+			Message: fmt.Sprintf("%d untrusted entries in the instance (hobbs refuses them): %s", len(found), capList(found)),
+			Fix: "inspect each (ls -l); an agent may have planted it: move what it points to back in place if it " +
+				"is yours, remove the entry, then run hobbs doctor again"})
+	}
+	if len(unreadable) > 0 {
+		out = append(out, Result{Status: Warn,
+			Message: fmt.Sprintf("%d paths could not be read: %s", len(unreadable), capList(unreadable)),
+			Fix:     "give your user read access to the instance (chmod u+rX)"})
+	}
+	if len(out) == 0 {
+		out = append(out, Result{Status: OK, Message: "no links, FIFOs, sockets, devices or setuid/setgid files"})
+	}
+	return out
+}
+
+// untrusted says what is wrong with an instance entry, or "".
+func untrusted(d fs.DirEntry) string {
+	switch t := d.Type(); {
+	case t&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	case t&fs.ModeIrregular != 0:
+		return "not a regular file"
+	case t.IsDir():
+		return "" // setgid on a directory is inherited and runs nothing
+	}
+	fi, err := d.Info()
+	if err != nil {
+		return ""
+	}
+	switch m := fi.Mode(); {
+	case m&fs.ModeSetuid != 0 && m&fs.ModeSetgid != 0:
+		return "setuid and setgid"
+	case m&fs.ModeSetuid != 0:
+		return "setuid"
+	case m&fs.ModeSetgid != 0:
+		return "setgid"
+	}
+	return ""
+}
+
+// capList joins up to maxListed items and says how many more there are.
+func capList(items []string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxListed], ", "), len(items)-maxListed)
+}
+
 func checkPermissions(_ context.Context, env *Env) []Result {
 	var out []Result
 	for _, e := range instance.Layout() {
@@ -39,7 +135,7 @@ func checkPermissions(_ context.Context, env *Env) []Result {
 			continue
 		}
 		p := env.Instance.Path(e)
-		fi, err := os.Stat(p)
+		fi, err := env.Instance.FS().Stat(p)
 		if err != nil {
 			continue // reported by the layout check
 		}
@@ -51,10 +147,10 @@ func checkPermissions(_ context.Context, env *Env) []Result {
 	}
 	// Key material: every file under vault/keys must be private.
 	keys := env.Instance.VaultKeys()
-	ents, _ := os.ReadDir(keys)
+	ents, _ := env.Instance.FS().ReadDir(keys)
 	for _, d := range ents {
 		p := filepath.Join(keys, d.Name())
-		fi, err := os.Lstat(p)
+		fi, err := d.Info()
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
@@ -19,7 +18,7 @@ func init() {
 // after the image's default.
 func checkPolicy(_ context.Context, env *doctor.Env) []doctor.Result {
 	path := env.Instance.Policy()
-	data, err := os.ReadFile(path)
+	data, err := env.Instance.FS().ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []doctor.Result{{Status: doctor.OK, Message: "no policy.yaml: the default policy applies"}}
 	}

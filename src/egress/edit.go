@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -15,14 +14,16 @@ import (
 )
 
 // LoadEffective merges the built-in default policy (defaultSrc, named
-// defaultName in messages) with the instance's policy file. A missing
-// instance file adds nothing; an invalid one is an error with file:line.
-func LoadEffective(defaultName string, defaultSrc []byte, instancePath string) (*Policy, error) {
+// defaultName in messages) with the instance's policy file, opened beneath
+// root (the instance's safe-open layer: a link or special file there is
+// refused). A missing instance file adds nothing; an invalid one is an
+// error with file:line.
+func LoadEffective(root safefile.Root, defaultName string, defaultSrc []byte, instancePath string) (*Policy, error) {
 	def, err := Parse(defaultName, defaultSrc)
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(instancePath)
+	data, err := root.ReadFile(instancePath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Merge(def), nil
 	}
@@ -38,11 +39,12 @@ func LoadEffective(defaultName string, defaultSrc []byte, instancePath string) (
 
 // Edit adds entry to section ("domains" or "deny") of the policy file at
 // path, keeping its comments and layout (a yaml.v3 node round trip), under
-// lockPath, replacing the file atomically. A missing file starts from
+// lockPath, replacing the file atomically. Both paths are opened beneath
+// fsys (the instance's safe-open layer), never through a link. A missing file starts from
 // template. The file is validated before and after; an invalid file is
 // reported and never rewritten. It returns the canonical pattern and whether
 // the file changed (false when the entry was already there).
-func Edit(path, lockPath, section, entry string, template []byte) (string, bool, error) {
+func Edit(fsys safefile.Root, path, lockPath, section, entry string, template []byte) (string, bool, error) {
 	if section != "domains" && section != "deny" {
 		return "", false, fmt.Errorf("egress: cannot edit section %q", section)
 	}
@@ -50,12 +52,12 @@ func Edit(path, lockPath, section, entry string, template []byte) (string, bool,
 	if err != nil {
 		return "", false, errs.Usagef("%v", err)
 	}
-	unlock, err := safefile.Lock(lockPath, 10*time.Second)
+	unlock, err := fsys.Lock(lockPath, 10*time.Second)
 	if err != nil {
 		return "", false, errs.Wrap(errs.Timeout, err, "policy is locked")
 	}
 	defer unlock()
-	data, err := os.ReadFile(path)
+	data, err := fsys.ReadFile(path)
 	perm := fs.FileMode(0o644)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -63,7 +65,7 @@ func Edit(path, lockPath, section, entry string, template []byte) (string, bool,
 	case err != nil:
 		return "", false, errs.Wrap(errs.Failure, err, "read policy")
 	default:
-		if fi, err := os.Stat(path); err == nil {
+		if fi, err := fsys.Stat(path); err == nil {
 			perm = fi.Mode().Perm()
 		}
 	}
@@ -130,7 +132,7 @@ func Edit(path, lockPath, section, entry string, template []byte) (string, bool,
 	if _, err := Parse(path, buf.Bytes()); err != nil {
 		return "", false, fmt.Errorf("egress: edited policy does not parse (not written): %w", err)
 	}
-	if err := safefile.Write(path, buf.Bytes(), perm); err != nil {
+	if err := fsys.Write(path, buf.Bytes(), perm); err != nil {
 		return "", false, errs.Wrap(errs.Failure, err, "write policy")
 	}
 	return rule.Pattern, true, nil

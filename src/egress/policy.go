@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
-	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // Rule is one allow or deny entry after validation.
@@ -180,9 +181,11 @@ func (p *Policy) Check(target string) (Decision, error) {
 	return d, nil
 }
 
-// ParseFile reads and parses one policy file.
+// ParseFile reads and parses one policy file. It is opened beneath its own
+// directory (the instance root, or /etc/hobbs in the proxy's container):
+// a link or special file in its place is refused, never followed.
 func ParseFile(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.Beneath(filepath.Dir(path)).ReadFile(filepath.Base(path))
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read policy")
 	}

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // InitOptions configures Init.
@@ -36,23 +36,24 @@ type InitResult struct {
 // that exists: a second run creates only what is missing.
 func Init(in Instance, opt InitOptions) (*InitResult, error) {
 	res := &InitResult{Root: in.Root, Created: []string{}, Kept: []string{}}
-	if err := os.MkdirAll(in.Root, 0o700); err != nil {
+	root := in.FS()
+	if err := root.MkdirAll(in.Root, 0o700); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create instance directory")
 	}
 	for _, e := range Layout() {
 		p := in.Path(e)
-		if _, err := os.Lstat(p); err == nil {
+		if _, err := root.Lstat(p); err == nil {
 			res.Kept = append(res.Kept, e.Rel)
 			continue
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return res, errs.Wrap(errs.Failure, err, "inspect %s", e.Rel)
 		}
 		if e.Dir {
-			if err := os.Mkdir(p, e.Mode); err != nil {
+			if err := root.Mkdir(p, e.Mode); err != nil {
 				return res, errs.Wrap(errs.Failure, err, "create %s", e.Rel)
 			}
 			// Mkdir is subject to umask; set the mode we promise.
-			if err := os.Chmod(p, e.Mode); err != nil {
+			if err := root.Chmod(p, e.Mode); err != nil {
 				return res, err
 			}
 		} else {
@@ -65,7 +66,7 @@ func Init(in Instance, opt InitOptions) (*InitResult, error) {
 					return res, err
 				}
 			}
-			if err := safefile.Create(p, data, e.Mode); err != nil {
+			if err := root.Create(p, data, e.Mode); err != nil {
 				if errors.Is(err, fs.ErrExist) { // created concurrently: keep theirs
 					res.Kept = append(res.Kept, e.Rel)
 					continue
@@ -102,18 +103,39 @@ func templateData(t fs.FS, name string) ([]byte, error) {
 	return b, nil
 }
 
+// gitMarker records that `hobbs init --git` made the instance's .git. It
+// lives in .locks, which only the host writes (no session mounts it).
+func (in Instance) gitMarker() string { return in.path(".locks", "git-init") }
+
+// initGit makes the instance a git repository, or keeps the one it made
+// before. A .git it did not make is refused: git runs what a repository's
+// config names (core.fsmonitor, hooks…) at the user's next git status, and
+// an agent of an older Hobbs, which mounted the whole instance, could have
+// planted one.
 func initGit(in Instance, t fs.FS) (msg string, createdIgnore bool, err error) {
+	root := in.FS()
 	data, err := templateData(t, "gitignore")
 	if err != nil {
 		return "", false, err
 	}
-	if err := safefile.Create(in.GitIgnore(), data, 0o644); err == nil {
+	if err := root.Create(in.GitIgnore(), data, 0o644); err == nil {
 		createdIgnore = true
 	} else if !errors.Is(err, fs.ErrExist) {
-		return "", false, err
+		return "", false, errs.Wrap(errs.Failure, err, "create .gitignore")
 	}
-	if _, err := os.Stat(in.path(".git")); err == nil {
-		return "already a git repository", createdIgnore, nil
+	dotGit := in.path(".git")
+	if _, err := root.Lstat(dotGit); err == nil {
+		fi, serr := root.Stat(dotGit)
+		if serr == nil && fi.IsDir() && root.Exists(in.gitMarker()) {
+			return "already a git repository", createdIgnore, nil
+		}
+		return "", createdIgnore, errs.Failf("%s exists but hobbs init --git did not create it; refusing to use it", dotGit).
+			WithHint("git runs commands a repository's config names (core.fsmonitor, hooks), and an agent could have "+
+				"planted this one: inspect it with git -C %s config -l --show-origin (and its hooks/), remove it, then run "+
+				"hobbs init --git again; if it is yours (an older hobbs init --git made it) and you checked it, record that "+
+				"with: touch %s", in.Root, in.gitMarker())
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", createdIgnore, errs.Wrap(errs.Failure, err, "inspect %s", dotGit)
 	}
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -122,6 +144,13 @@ func initGit(in Instance, t fs.FS) (msg string, createdIgnore bool, err error) {
 	out, err := exec.Command(git, "-C", in.Root, "init", "--quiet").CombinedOutput()
 	if err != nil {
 		return "", createdIgnore, errs.Failf("git init: %s", strings.TrimSpace(string(out)))
+	}
+	if err := root.MkdirAll(filepath.Dir(in.gitMarker()), 0o700); err != nil {
+		return "", createdIgnore, errs.Wrap(errs.Failure, err, "record the new git repository")
+	}
+	note := []byte("hobbs init --git created .git here on " + time.Now().UTC().Format(time.RFC3339) + "\n")
+	if err := root.Write(in.gitMarker(), note, 0o600); err != nil {
+		return "", createdIgnore, errs.Wrap(errs.Failure, err, "record the new git repository")
 	}
 	return "initialised git repository", createdIgnore, nil
 }

@@ -708,10 +708,11 @@ func TestBindSourcesAreChecked(t *testing.T) {
 }
 
 // Attack: the workspace is a git repository; the agent writes a
-// core.fsmonitor command into .git/config or a hook into .git/hooks, which
-// git on the host runs. Both are read-only in the container, and .git is a
-// mount point of its own (the agent cannot rename it and put its own in its
-// place). workspace_git_readonly: false turns that off.
+// core.fsmonitor command into .git/config, a hook into .git/hooks, or a
+// .git/commondir that sends git to a config of its own — all run by git on
+// the host. .git is mounted read-only, as a mount point of its own (the agent
+// cannot rename it and put its own in its place). workspace_git_readonly:
+// false turns that off.
 func TestWorkspaceGitIsCovered(t *testing.T) {
 	s := testSession(t)
 	os.MkdirAll(filepath.Join(s.Workspace, ".git"), 0o755)
@@ -721,22 +722,13 @@ func TestWorkspaceGitIsCovered(t *testing.T) {
 	}
 	a := s.AgentArgs()
 	ws := s.Workspace
-	for _, m := range []string{
-		"type=bind,source=" + ws + "/.git,target=" + WorkspaceDir + "/.git",
-		"type=bind,source=" + ws + "/.git/config,target=" + WorkspaceDir + "/.git/config,readonly",
-		"type=bind,source=" + ws + "/.git/hooks,target=" + WorkspaceDir + "/.git/hooks,readonly",
-	} {
-		i := slices.Index(a, m)
-		if i < 0 {
-			t.Errorf("agent argv lacks --mount %s", m)
-		}
-		// Each after what it covers.
-		if j := slices.Index(a, "type=bind,source="+ws+",target="+WorkspaceDir); i < j {
-			t.Errorf("%s mounted before the workspace", m)
-		}
+	m := "type=bind,source=" + ws + "/.git,target=" + WorkspaceDir + "/.git,readonly"
+	i := slices.Index(a, m)
+	if i < 0 {
+		t.Errorf("agent argv lacks --mount %s", m)
 	}
-	if fi, err := os.Stat(filepath.Join(ws, ".git", "hooks")); err != nil || !fi.IsDir() {
-		t.Errorf("missing .git/hooks not made: %v", err)
+	if j := slices.Index(a, "type=bind,source="+ws+",target="+WorkspaceDir); i < j {
+		t.Errorf("%s mounted before the workspace", m)
 	}
 	off := false
 	s.Config.WorkspaceGitReadOnly = &off

@@ -27,7 +27,9 @@ import (
 // those, so no agent — of this session or a concurrent one — can rename or
 // replace a source (inside a container each source is a mount point, which
 // cannot be renamed either). The workspace's .git is the one source inside
-// a directory an agent writes; docs/setup.md names what remains there.
+// a directory an agent writes: a concurrent session of the same workspace
+// holds it as a mount point too, unless the workspace had no .git when that
+// session started (docs/setup.md names what remains there).
 
 // mount is one bind mount of a session.
 type mount struct {
@@ -45,7 +47,7 @@ func (m mount) flag() string {
 
 // unsafeSource is the error for a bind source that failed its check.
 func unsafeSource(path, why string) error {
-	return errs.Failf("%s %s; hobbs mounts only real directories and files you own into a session", path, why).
+	return errs.Failf("%s %s; a session mounts only real directories and files you own", path, why).
 		WithHint("an agent session may have planted it: inspect it (ls -la %s), move it aside, then run hobbs init to recreate what is missing", filepath.Dir(path))
 }
 
@@ -146,11 +148,13 @@ func checkRoot(root string, uid int) error {
 }
 
 // workspaceMounts are the workspace and, when it is a git repository and
-// config.yaml's workspace_git_readonly is not false, its .git (a mount
-// point of its own, which the agent can then neither rename nor replace)
-// with .git/config, .git/hooks and .git/modules read-only over it: what
-// they hold decides which commands git runs on the host (core.fsmonitor,
-// hooks, submodule configs).
+// config.yaml's workspace_git_readonly is not false, its .git read-only: a
+// mount point of its own, which the agent can neither write, rename nor
+// replace. Covering only the files that name commands (config, hooks) is
+// not enough: git also reads .git/commondir, which redirects it to another
+// directory's config, and any new file the agent may create there is one
+// more such switch. Read-only, git in the container can still show status,
+// logs and diffs; committing needs workspace_git_readonly: false.
 func (s *Session) workspaceMounts() ([]mount, error) {
 	ws := s.Workspace
 	if real, err := filepath.EvalSymlinks(ws); err == nil {
@@ -179,24 +183,7 @@ func (s *Session) workspaceMounts() ([]mount, error) {
 	if ok, err := checkSource(root, ".git", true, false, s.UID); err != nil || !ok {
 		return nil, err
 	}
-	m = append(m, mount{source: filepath.Join(ws, ".git"), target: WorkspaceDir + "/.git"})
-	for _, c := range []struct {
-		rel      string
-		dir, make bool
-	}{{".git/config", false, false}, {".git/hooks", true, true}, {".git/modules", true, false}} {
-		if c.dir && !c.make && !root.Exists(c.rel) {
-			continue
-		}
-		ok, err := checkSource(root, c.rel, c.dir, c.make, s.UID)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			m = append(m, mount{source: filepath.Join(ws, filepath.FromSlash(c.rel)),
-				target: WorkspaceDir + "/" + c.rel, readonly: true})
-		}
-	}
-	return m, nil
+	return append(m, mount{source: filepath.Join(ws, ".git"), target: WorkspaceDir + "/.git", readonly: true}), nil
 }
 
 // mountFlags turns mounts into --mount arguments.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"slices"
 	"sort"
@@ -460,7 +459,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 // checkPolicy parses the instance's policy.yaml as the session's proxy will:
 // an error (file:line) is the user's to fix, before a session starts.
 func checkPolicy(in instance.Instance) error {
-	if _, err := os.Stat(in.Policy()); err != nil {
+	if _, err := in.FS().Stat(in.Policy()); err != nil {
 		return errs.Missingf("the instance's policy: %v", err).
 			WithHint("the egress proxy needs it: run hobbs init to create it")
 	}

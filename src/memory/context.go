@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // HookLimit is the number of characters Claude Code keeps of a hook's
@@ -59,9 +60,22 @@ type Context struct {
 	Cut      []string  `json:"cut,omitempty"`
 }
 
-// FileSection reads path as a section; a missing file gives ok=false.
+// FileSection reads path as a section; a missing file gives ok=false. It
+// refuses a link or special file at path but trusts the directories above
+// it: for a file of the instance use Store.FileSection, which trusts none.
 func FileSection(title, path string) (Section, bool, error) {
-	b, err := os.ReadFile(path)
+	return fileSection(safefile.Beneath(filepath.Dir(path)), title, path)
+}
+
+// FileSection reads path, a file of the instance, as a section through the
+// safe-open layer; a missing file gives ok=false, a link or special file
+// (anywhere below the instance) is refused.
+func (s *Store) FileSection(title, path string) (Section, bool, error) {
+	return fileSection(s.fs(), title, path)
+}
+
+func fileSection(root safefile.Root, title, path string) (Section, bool, error) {
+	b, err := readMemFile(root, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Section{}, false, nil
 	}
@@ -76,7 +90,7 @@ func FileSection(title, path string) (Section, bool, error) {
 // operational.md for a sub-agent.
 func (s *Store) SessionSections(agent string) ([]Section, error) {
 	if agent == "" {
-		sec, ok, err := FileSection("claude.md", s.In.ClaudeMD())
+		sec, ok, err := s.FileSection("claude.md", s.In.ClaudeMD())
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -85,7 +99,7 @@ func (s *Store) SessionSections(agent string) ([]Section, error) {
 	if !ValidID(agent) || strings.ContainsAny(agent, ".:") {
 		return nil, errs.Usagef("invalid agent name %q", agent)
 	}
-	sec, ok, err := FileSection("agents/"+agent+"/operational.md", s.In.Operational(agent))
+	sec, ok, err := s.FileSection("agents/"+agent+"/operational.md", s.In.Operational(agent))
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +153,7 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 	}
 	c := &Context{Budget: budget, Sections: []Section{}, Memories: []Entry{}}
 	var b strings.Builder
-	if f, ok, err := FileSection("foundation.md", s.In.Foundation()); err != nil {
+	if f, ok, err := s.FileSection("foundation.md", s.In.Foundation()); err != nil {
 		return nil, err
 	} else if ok {
 		b.WriteString(renderSection(f))
@@ -194,6 +208,9 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 		e := ix.rec(ref.ord).entry(ix.dir, Active, now)
 		m, err := s.readFile(e.Path, Active)
 		if err != nil {
+			if unsafe(err) { // replaced since the index was checked
+				s.report(problemOf(e.Path, err))
+			}
 			continue // reported; the rest keep working
 		}
 		item := renderMemory(m)

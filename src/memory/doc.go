@@ -48,8 +48,9 @@
 // # Locking
 //
 // Every change runs under the instance's "memory" lock (an flock on
-// .locks/memory.lock): the change re-reads the files it needs after taking the
-// lock, so concurrent writers serialise and none loses an update. Files are
+// memory/.lock, which the agent's container shares): the change re-reads the
+// files it needs after taking the lock, so concurrent writers serialise and
+// none loses an update. Files are
 // replaced atomically (safefile), so a reader without the lock sees either
 // the old file or the new one. Fifty concurrent "add" of the same text leave
 // one file whose reinforced count went up by 49: the first creates it
@@ -101,6 +102,12 @@
 // candidate against the real file, so a stale index can cost time but never
 // invent a hit.
 //
+// The index files are read, never mapped, and only in the parts an
+// operation needs (header, flags, offsets and key table at once; records and
+// posting lists one by one, each with its own CRC-32C checksum). A file cut
+// short or garbled costs a rebuild or a slower search, never a wrong answer
+// or a crash.
+//
 // Freshness: the active tier is checked file by file (size, mtime, ctime,
 // inode) on every use. The archive is large and cold, so its index is trusted
 // as it is while the directory's own time stamps are unchanged. When they
@@ -114,4 +121,15 @@
 // directly until enough have changed to rebuild the postings. Time stamps
 // within RacyWindow of a check are never trusted (the "racily clean" rule of
 // git), since a coarse clock can hide a change made in the same tick.
+//
+// # Untrusted files
+//
+// The agent's container writes memory/ too, so everything in it is
+// untrusted input to the host: every file and directory is opened through
+// the instance's safefile.Root (no link followed, no FIFO, socket or device
+// opened, nothing blocking), memory files over MaxFileSize are not read, and
+// a name read from the index must be a plain file name of its tier. What is
+// refused is a Problem naming it; the operation skips it and carries on. A
+// change does not start while memory/history.jsonl (or its lock) is a link
+// or special file: nothing is changed that could not be logged.
 package memory

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
 )
@@ -15,7 +14,10 @@ func init() {
 // checkMemory counts the memories through the index and warns about files
 // that do not parse or share an id.
 func checkMemory(_ context.Context, env *doctor.Env) []doctor.Result {
-	if _, err := os.Stat(env.Instance.MemoryDir()); err != nil {
+	if _, err := env.Instance.FS().Stat(env.Instance.MemoryDir()); err != nil {
+		if unsafe(err) {
+			return []doctor.Result{{Status: doctor.Fail, Message: err.Error()}}
+		}
 		return nil // instance.layout reports it
 	}
 	s := &Store{In: env.Instance}

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // Index freshness rules (see the package doc).
@@ -81,10 +87,21 @@ func fromUnix(s int64) time.Time {
 
 // ---- encoding ----
 
+// Index files carry CRC-32C checksums: of the parts read whole when a file
+// is opened (the meta file's flags, offsets and record checksums; the tri
+// file's key table) and of each part read alone (a record, a posting list).
+// A part that does not match is not used: a damaged record is taken from
+// its file or dropped by the next check, a damaged list narrows nothing. So
+// a file garbled in place costs time, never a wrong answer, without being
+// read whole.
 const (
-	metaMagic = "HMEMMETA1\n"
-	triMagic  = "HMEMTRI01\n"
+	metaMagic = "HMEMMETA2\n"
+	triMagic  = "HMEMTRI02\n"
 )
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
 type enc struct{ b []byte }
 
@@ -170,81 +187,237 @@ func decodeRecord(b []byte) (record, bool) {
 // ---- tier index ----
 
 // tierIndex is the index of one tier directory. Records are addressed by
-// ordinal; they decode lazily from the mapped meta file.
+// ordinal; they decode lazily from the meta file. The files are read, never
+// mapped (the agent can truncate them at any moment: a mapped page past the
+// end is a SIGBUS), and only in the parts needed: the header, flags and
+// offsets at once, the records when all are needed (a check, a listing) or
+// one by one (the candidates of a search in a trusted archive).
 type tierIndex struct {
+	root     safefile.Root
 	tier     Tier
 	dir      string
 	idxDir   string
 	stamp    uint64 // meta stamp
 	triStamp uint64 // tri file the flags refer to
 	flags    []byte
-	offsets  []byte // (n+1) little-endian uint32 offsets into recs
-	recsRaw  []byte
+	offsets  []byte // (n+1) little-endian uint32 offsets into the records
+	crcs     []byte // n little-endian CRC-32C of the records
+	recsRaw  []byte // the records; nil while they are still only in meta
+	meta     *os.File
+	recsAt   int64 // where the records start in meta
 	decoded  []*record
-	release  []func()
 	tri      *triFile
 	contents map[int][]byte // folded contents read during this run
+	problems []Problem      // links and special files met (tier files or index files)
+	trusted  bool           // used as it is, without a check (the archive's fast path)
+}
+
+// intact reports whether the records ords can be read and match their
+// checksums. An index used without a check that is not intact is opened
+// again with a full check.
+func (t *tierIndex) intact(ords []int) bool {
+	for _, i := range ords {
+		if _, ok := t.recBytes(i); !ok && t.decoded[i] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// intactAll is intact for every record (read at once).
+func (t *tierIndex) intactAll() bool {
+	t.loadRecs()
+	for i := 0; i < t.n(); i++ {
+		if _, ok := t.recBytes(i); !ok && t.decoded[i] == nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *tierIndex) n() int { return len(t.flags) }
+
+// recBytes returns the encoded record i, false if it cannot be read or its
+// checksum does not match.
+func (t *tierIndex) recBytes(i int) ([]byte, bool) {
+	a := binary.LittleEndian.Uint32(t.offsets[4*i:])
+	b := binary.LittleEndian.Uint32(t.offsets[4*i+4:])
+	if a > b {
+		return nil, false
+	}
+	var raw []byte
+	if t.recsRaw != nil || t.meta == nil {
+		if int(b) > len(t.recsRaw) {
+			return nil, false
+		}
+		raw = t.recsRaw[a:b]
+	} else {
+		raw = make([]byte, b-a)
+		if _, err := t.meta.ReadAt(raw, t.recsAt+int64(a)); err != nil {
+			return nil, false // cut short since it was opened
+		}
+	}
+	if t.crcs != nil && crc(raw) != binary.LittleEndian.Uint32(t.crcs[4*i:]) {
+		return nil, false
+	}
+	return raw, true
+}
+
+// loadRecs reads every record at once (before all of them are needed). If
+// the file was cut short meanwhile, the records not read are damaged.
+func (t *tierIndex) loadRecs() {
+	if t.recsRaw != nil || t.meta == nil || len(t.offsets) < 4 {
+		return
+	}
+	buf := make([]byte, binary.LittleEndian.Uint32(t.offsets[len(t.offsets)-4:]))
+	n, _ := t.meta.ReadAt(buf, t.recsAt)
+	t.recsRaw = buf[:n]
+}
 
 func (t *tierIndex) rec(i int) *record {
 	if r := t.decoded[i]; r != nil {
 		return r
 	}
-	a := binary.LittleEndian.Uint32(t.offsets[4*i:])
-	b := binary.LittleEndian.Uint32(t.offsets[4*i+4:])
 	r, ok := record{}, false
-	if a <= b && int(b) <= len(t.recsRaw) {
-		r, ok = decodeRecord(t.recsRaw[a:b])
+	if b, have := t.recBytes(i); have {
+		r, ok = decodeRecord(b)
 	}
-	if !ok {
-		r = record{Name: "", ErrReason: "index record damaged"}
+	if !ok || !validName(r.Name) {
+		r = record{Name: "", ErrReason: fmt.Sprintf("record %d of the index is damaged (derived data: delete %s to rebuild it)", i, t.idxDir)}
+		// Damaged after the name and stamp (which a check compared with
+		// the file): the file itself says the rest.
+		if name, st := t.peek(i); len(name) > 0 {
+			if data, err := readMemFile(t.root, filepath.Join(t.dir, string(name))); err == nil {
+				r = recordOf(string(name), st, data, t.tier)
+			}
+		}
 	}
 	t.decoded[i] = &r
 	return &r
 }
 
+// validName reports whether a name read from the index can be a file of the
+// tier directory: a memory file's name, no path. (The agent can write the
+// index: a name must never lead elsewhere.)
+func validName(name string) bool {
+	return memoryFile(name) && !strings.ContainsAny(name, "/\x00") && filepath.Base(name) == name
+}
+
+// problemPath is where a record's problem is reported: its file, or the
+// index for a damaged record.
+func (t *tierIndex) problemPath(r *record) string {
+	if r.Name == "" {
+		return t.path(".meta")
+	}
+	return filepath.Join(t.dir, r.Name)
+}
+
 func (t *tierIndex) live(i int) bool { return t.flags[i]&flagGone == 0 }
 
+// close closes the index files still open.
 func (t *tierIndex) close() {
-	for _, f := range t.release {
-		f()
+	t.dropMeta()
+	if t.tri != nil && t.tri.f != nil {
+		t.tri.f.Close()
+		t.tri.f = nil
 	}
-	t.release = nil
+}
+
+// dropMeta closes the meta file once the records live in memory.
+func (t *tierIndex) dropMeta() {
+	if t.meta != nil {
+		t.meta.Close()
+		t.meta = nil
+	}
 }
 
 func (t *tierIndex) path(ext string) string { return filepath.Join(t.idxDir, string(t.tier)+ext) }
 
-// loadMeta maps the meta file. It returns false if missing or damaged.
-func (t *tierIndex) loadMeta() bool {
-	data, release, err := mapFile(t.path(".meta"))
+// openDerived opens an index file and returns it with its size. A missing
+// or unreadable one gives false (the index is rebuilt); a link or special
+// file in its place is also reported.
+func (t *tierIndex) openDerived(ext string) (*os.File, int64, bool) {
+	p := t.path(ext)
+	f, err := t.root.Open(p)
 	if err != nil {
+		if errors.Is(err, safefile.ErrUnsafe) {
+			t.problems = append(t.problems, problemOf(p, err))
+		}
+		return nil, 0, false
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > maxIndexSize {
+		f.Close()
+		return nil, 0, false
+	}
+	return f, fi.Size(), true
+}
+
+// readAt reads exactly n bytes of f at off, within size.
+func readAt(f *os.File, off, n, size int64) ([]byte, bool) {
+	if off < 0 || n < 0 || off+n > size {
+		return nil, false
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, false
+	}
+	return b, true
+}
+
+// maxRecords bounds the record count a meta file may claim (what is read
+// at once is 5 bytes a record).
+const maxRecords = 1 << 24
+
+// loadMeta opens the meta file and reads its header, flags, offsets and
+// record checksums. It returns false if missing or damaged.
+func (t *tierIndex) loadMeta() bool {
+	f, size, ok := t.openDerived(".meta")
+	if !ok {
 		return false
 	}
-	ok := false
+	keep := false
 	defer func() {
-		if !ok {
-			release()
+		if !keep {
+			f.Close()
 		}
 	}()
-	if len(data) < len(metaMagic)+20 || string(data[:len(metaMagic)]) != metaMagic {
+	hl := int64(len(metaMagic) + 24)
+	h, ok := readAt(f, 0, hl, size)
+	if !ok || string(h[:len(metaMagic)]) != metaMagic {
 		return false
 	}
-	p := data[len(metaMagic):]
-	t.stamp = binary.LittleEndian.Uint64(p)
-	t.triStamp = binary.LittleEndian.Uint64(p[8:])
-	n := int(binary.LittleEndian.Uint32(p[16:]))
-	p = p[20:]
-	if n < 0 || len(p) < n+4*(n+1) {
+	p := h[len(metaMagic):]
+	stamp := binary.LittleEndian.Uint64(p)
+	triStamp := binary.LittleEndian.Uint64(p[8:])
+	n := int64(binary.LittleEndian.Uint32(p[16:]))
+	sum := binary.LittleEndian.Uint32(p[20:])
+	if n > maxRecords {
 		return false
 	}
-	t.flags = append([]byte(nil), p[:n]...)
-	t.offsets = p[n : n+4*(n+1)]
-	t.recsRaw = p[n+4*(n+1):]
+	head, ok := readAt(f, hl, n+4*(n+1)+4*n, size)
+	if !ok || crc(head) != sum {
+		return false
+	}
+	offsets := head[n : n+4*(n+1)]
+	// The offsets rise from 0 to the end of the file.
+	prev := uint32(0)
+	for i := int64(0); i <= n; i++ {
+		o := binary.LittleEndian.Uint32(offsets[4*i:])
+		if o < prev || i == 0 && o != 0 {
+			return false
+		}
+		prev = o
+	}
+	recsAt := hl + int64(len(head))
+	if int64(prev) != size-recsAt {
+		return false
+	}
+	t.stamp, t.triStamp = stamp, triStamp
+	t.flags, t.offsets, t.crcs = head[:n:n], offsets, head[n+4*(n+1):]
+	t.meta, t.recsAt, t.recsRaw = f, recsAt, nil
 	t.decoded = make([]*record, n)
-	t.release = append(t.release, release)
-	ok = true
+	keep = true
 	return true
 }
 
@@ -253,17 +426,33 @@ func (t *tierIndex) loadTri() {
 	if t.triStamp == 0 {
 		return
 	}
-	data, release, err := mapFile(t.path(".tri"))
-	if err != nil {
+	f, size, ok := t.openDerived(".tri")
+	if !ok {
 		return
 	}
-	tf, ok := parseTri(data)
+	tf, ok := readTri(f, size)
 	if !ok || tf.stamp != t.triStamp {
-		release()
+		f.Close()
 		return
 	}
-	t.release = append(t.release, release)
 	t.tri = tf
+}
+
+// readState reads the archive's state file (small: read whole).
+func (t *tierIndex) readState() (state, bool) {
+	var s state
+	p := t.path(".state")
+	b, err := readLimited(t.root, p, 1<<20)
+	if err != nil {
+		if errors.Is(err, safefile.ErrUnsafe) {
+			t.problems = append(t.problems, problemOf(p, err))
+		}
+		return s, false
+	}
+	if json.Unmarshal(b, &s) != nil {
+		return s, false
+	}
+	return s, true
 }
 
 // state is the small file saying what the directory looked like at the last
@@ -273,15 +462,37 @@ type state struct {
 	Dir       fileStamp `json:"dir"`
 	CheckedAt int64     `json:"checked_at"` // unix ns: last check (listing or full)
 	FullAt    int64     `json:"full_at"`    // unix ns: last check of every file
+	// Unsafe names the links and special files named like memories that
+	// the last check found: they are not in the index, and a run that
+	// trusts it still reports them.
+	Unsafe []string `json:"unsafe,omitempty"`
 }
 
-func (t *tierIndex) readState() (state, bool) {
-	var s state
-	b, err := os.ReadFile(t.path(".state"))
-	if err != nil || json.Unmarshal(b, &s) != nil {
-		return s, false
+// recheckUnsafe reports the entries the last check found unsafe that still
+// are (the names come from a file the agent can write: only names of the
+// directory are looked at, without following them).
+func (t *tierIndex) recheckUnsafe(d *os.File, names []string) {
+	for _, name := range names {
+		if !validName(name) {
+			continue
+		}
+		if _, mode, err := statAt(d, name); err == nil && !mode.IsRegular() && !mode.IsDir() {
+			p := filepath.Join(t.dir, name)
+			t.problems = append(t.problems, problemOf(p, unsafeEntry(p, mode)))
+		}
 	}
-	return s, true
+}
+
+// unsafeNames are the entries of the tier directory among t.problems.
+func (t *tierIndex) unsafeNames() []string {
+	var out []string
+	for _, p := range t.problems {
+		if filepath.Dir(p.Path) == t.dir && validName(filepath.Base(p.Path)) {
+			out = append(out, filepath.Base(p.Path))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // How much of the index a check may take on trust.
@@ -294,15 +505,21 @@ const (
 )
 
 // openTier returns the up-to-date index of a tier, checking, refreshing and
-// saving it as the rules say. forceFull checks every file.
-func openTier(dir, idxDir string, tier Tier, now time.Time, forceFull bool) (*tierIndex, error) {
-	t := &tierIndex{tier: tier, dir: dir, idxDir: idxDir}
-	dirStamp, err := statPath(dir)
+// saving it as the rules say. forceFull checks every file. Every file and
+// directory is opened through root; a link in place of dir is an error.
+func openTier(root safefile.Root, dir, idxDir string, tier Tier, now time.Time, forceFull bool) (*tierIndex, error) {
+	t := &tierIndex{root: root, tier: tier, dir: dir, idxDir: idxDir}
+	d, err := root.OpenDir(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			t.decoded = []*record{}
 			return t, nil
 		}
+		return nil, err
+	}
+	defer d.Close()
+	dirStamp, err := statFile(d)
+	if err != nil {
 		return nil, err
 	}
 	mode := checkFull
@@ -312,13 +529,15 @@ func openTier(dir, idxDir string, tier Tier, now time.Time, forceFull bool) (*ti
 		if !forceFull && tier == Archive {
 			st, mode = t.trust(dirStamp, now)
 			if mode == checkNone {
+				t.recheckUnsafe(d, st.Unsafe)
+				t.trusted = true
 				return t, nil
 			}
 		}
 	} else {
 		t.flags, t.decoded = nil, nil
 	}
-	if err := t.check(dirStamp, now, mode, st); err != nil {
+	if err := t.check(d, dirStamp, now, mode, st); err != nil {
 		t.close()
 		return nil, err
 	}
@@ -361,18 +580,20 @@ func (t *tierIndex) peek(i int) (name []byte, st fileStamp) {
 	if r := t.decoded[i]; r != nil {
 		return []byte(r.Name), r.Stamp
 	}
-	a := binary.LittleEndian.Uint32(t.offsets[4*i:])
-	b := binary.LittleEndian.Uint32(t.offsets[4*i+4:])
-	if a > b || int(b) > len(t.recsRaw) {
+	raw, ok := t.recBytes(i)
+	if !ok {
 		return nil, fileStamp{}
 	}
-	d := &dec{b: t.recsRaw[a:b]}
+	d := &dec{b: raw}
 	nl := d.uv()
 	if nl > uint64(len(d.b)) {
 		return nil, fileStamp{}
 	}
 	name, d.b = d.b[:nl], d.b[nl:]
 	st.Size, st.Mtime, st.Ctime, st.Ino = d.v(), d.v(), d.v(), d.uv()
+	if d.bad || !validName(string(name)) {
+		return nil, fileStamp{}
+	}
 	return name, st
 }
 
@@ -380,17 +601,13 @@ func (t *tierIndex) peek(i int) (name []byte, st fileStamp) {
 // checkListing only new names, new inodes and racy records), re-reads what
 // changed, and saves the index when anything did. Unchanged records are
 // neither decoded nor re-encoded.
-func (t *tierIndex) check(dirStamp fileStamp, now time.Time, mode checkMode, prev state) error {
-	d, err := os.Open(t.dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode checkMode, prev state) error {
+	t.loadRecs() // every record is looked at
 	// cur: the directory now. For a full check every memory file is stat'ed;
 	// for a listing check only inodes are known (stamp.Ino).
 	cur := make(map[string]fileStamp, t.n()+64)
 	if mode == checkListing {
-		ents, ok, err := readDirents(t.dir)
+		ents, ok, err := readDirents(d)
 		if err != nil {
 			return err
 		}
@@ -411,8 +628,13 @@ func (t *tierIndex) check(dirStamp fileStamp, now time.Time, mode checkMode, pre
 		}
 		stamps := statAll(d, names)
 		for k, name := range names {
-			if memoryFile(name) && stamps[k].ok {
+			switch {
+			case !memoryFile(name) || stamps[k].err != nil || stamps[k].mode.IsDir():
+			case stamps[k].mode.IsRegular():
 				cur[name] = stamps[k].st
+			default:
+				p := filepath.Join(t.dir, name)
+				t.problems = append(t.problems, problemOf(p, unsafeEntry(p, stamps[k].mode)))
 			}
 		}
 	}
@@ -461,23 +683,45 @@ func (t *tierIndex) check(dirStamp fileStamp, now time.Time, mode checkMode, pre
 	results := make([]record, len(jobs))
 	folded := make([][]byte, len(jobs))
 	readOK := make([]bool, len(jobs))
+	bad := make([]error, len(jobs))
 	parallel(len(jobs), func(k int) {
 		j := &jobs[k]
+		p := filepath.Join(t.dir, j.name)
 		if !j.full {
-			st, regular, err := statAt(d, j.name)
-			if err != nil || !regular {
+			st, mode, err := statAt(d, j.name)
+			if err != nil || mode.IsDir() {
+				return
+			}
+			if !mode.IsRegular() {
+				bad[k] = unsafeEntry(p, mode)
 				return
 			}
 			j.st = st
 		}
-		data, err := os.ReadFile(filepath.Join(t.dir, j.name))
-		if err != nil {
+		data, err := readMemFile(t.root, p)
+		var tl *tooLargeError
+		switch {
+		case errors.As(err, &tl):
+			// Kept as a record that does not parse: reported with the
+			// others, not read again while it stays the same.
+			results[k] = record{Name: j.name, Stamp: j.st, ErrReason: strings.TrimPrefix(tl.Error(), tl.path+" ")}
+			readOK[k] = true
+			return
+		case err != nil:
+			if unsafe(err) { // replaced since it was stat'ed
+				bad[k] = err
+			}
 			return
 		}
 		results[k] = recordOf(j.name, j.st, data, t.tier)
 		folded[k] = fold(make([]byte, 0, len(data)), data)
 		readOK[k] = true
 	})
+	for k, err := range bad {
+		if err != nil {
+			t.problems = append(t.problems, problemOf(filepath.Join(t.dir, jobs[k].name), err))
+		}
+	}
 	updates := map[int]record{}
 	var added []record
 	for k, j := range jobs {
@@ -530,12 +774,12 @@ func (t *tierIndex) check(dirStamp fileStamp, now time.Time, mode checkMode, pre
 		t.savePatched(updates, added, flags)
 	}
 	if t.tier == Archive {
-		s := state{MetaStamp: t.stamp, Dir: dirStamp, CheckedAt: now.UnixNano(), FullAt: now.UnixNano()}
+		s := state{MetaStamp: t.stamp, Dir: dirStamp, CheckedAt: now.UnixNano(), FullAt: now.UnixNano(), Unsafe: t.unsafeNames()}
 		if mode == checkListing {
 			s.FullAt = prev.FullAt
 		}
 		if b, err := json.Marshal(s); err == nil {
-			_ = writeDerived(t.path(".state"), b)
+			_ = writeDerived(t.root, t.path(".state"), b)
 		}
 	}
 	return nil
@@ -580,6 +824,8 @@ func (t *tierIndex) savePatched(updates map[int]record, added []record, flags []
 	}
 	t.stamp = stamp
 	t.flags, t.offsets, t.recsRaw, t.decoded = flags, offs, body.b, decoded
+	t.crcs = nil // records in memory: the ones copied were checked when read
+	t.dropMeta()
 }
 
 func sameRecord(a, b *record) bool {
@@ -596,21 +842,25 @@ func (t *tierIndex) setMem(recs []record, flags []byte) {
 	for i := range recs {
 		t.decoded[i] = &recs[i]
 	}
+	t.dropMeta()
 }
 
 type statResult struct {
-	st fileStamp
-	ok bool
+	st   fileStamp
+	mode fs.FileMode // type bits
+	err  error
 }
 
+// statAll stats the memory files among names in the open directory d
+// (without following links).
 func statAll(d *os.File, names []string) []statResult {
 	out := make([]statResult, len(names))
 	parallel(len(names), func(k int) {
 		if !memoryFile(names[k]) {
 			return
 		}
-		st, regular, err := statAt(d, names[k])
-		out[k] = statResult{st, err == nil && regular}
+		st, mode, err := statAt(d, names[k])
+		out[k] = statResult{st, mode, err}
 	})
 	return out
 }
@@ -678,21 +928,29 @@ func (t *tierIndex) saveMeta(recs []record, flags []byte) error {
 }
 
 func (t *tierIndex) writeMeta(stamp uint64, flags, offs, body []byte) error {
+	n := len(flags)
+	head := make([]byte, 0, n+len(offs)+4*n)
+	head = append(append(head, flags...), offs...)
+	for i := 0; i < n; i++ {
+		a := binary.LittleEndian.Uint32(offs[4*i:])
+		b := binary.LittleEndian.Uint32(offs[4*i+4:])
+		head = binary.LittleEndian.AppendUint32(head, crc(body[a:b]))
+	}
 	var out bytes.Buffer
-	out.Grow(len(metaMagic) + 20 + len(flags) + len(offs) + len(body))
+	out.Grow(len(metaMagic) + 24 + len(head) + len(body))
 	out.WriteString(metaMagic)
-	var h [20]byte
+	var h [24]byte
 	binary.LittleEndian.PutUint64(h[:], stamp)
 	binary.LittleEndian.PutUint64(h[8:], t.triStamp)
-	binary.LittleEndian.PutUint32(h[16:], uint32(len(flags)))
+	binary.LittleEndian.PutUint32(h[16:], uint32(n))
+	binary.LittleEndian.PutUint32(h[20:], crc(head))
 	out.Write(h[:])
-	out.Write(flags)
-	out.Write(offs)
+	out.Write(head)
 	out.Write(body)
-	if err := os.MkdirAll(t.idxDir, 0o755); err != nil {
+	if err := t.root.MkdirAll(t.idxDir, 0o755); err != nil {
 		return err
 	}
-	return writeDerived(t.path(".meta"), out.Bytes())
+	return writeDerived(t.root, t.path(".meta"), out.Bytes())
 }
 
 // rebuildTri drops gone records, builds postings over every file's content
@@ -712,7 +970,7 @@ func (t *tierIndex) rebuildTri(recs []record, flags []byte, now time.Time) ([]re
 			contents[k], ok[k] = c, true
 			return
 		}
-		data, err := os.ReadFile(filepath.Join(t.dir, recs[i].Name))
+		data, err := readMemFile(t.root, filepath.Join(t.dir, recs[i].Name))
 		if err != nil {
 			return
 		}
@@ -739,15 +997,12 @@ func (t *tierIndex) rebuildTri(recs []record, flags []byte, now time.Time) ([]re
 	t.contents = newContents
 	stamp := newStamp()
 	data := buildTri(stamp, docs)
-	if err := os.MkdirAll(t.idxDir, 0o755); err == nil {
-		if err := writeDerived(t.path(".tri"), data); err == nil {
-			t.triStamp = stamp
-			tf, _ := parseTri(data)
-			t.tri = tf
-			return newRecs, newFlags
-		}
+	if err := t.root.MkdirAll(t.idxDir, 0o755); err == nil {
+		_ = writeDerived(t.root, t.path(".tri"), data) // else: the postings from memory serve this run
 	}
-	// Could not save: use the postings from memory for this run.
+	if t.tri != nil && t.tri.f != nil {
+		t.tri.f.Close()
+	}
 	t.triStamp = stamp
 	t.tri, _ = parseTri(data)
 	return newRecs, newFlags
@@ -758,24 +1013,87 @@ func (t *tierIndex) rebuildTri(recs []record, flags []byte, now time.Time) ([]re
 type triFile struct {
 	stamp uint64
 	n     int
-	table []byte // nkeys × 12: key, offset, count
-	blob  []byte
+	table []byte // nkeys × 16: key, offset, count, CRC-32C of the list
+	// The posting lists: in memory (just built), or read list by list from
+	// f at blobAt (a file is never read whole or mapped).
+	blob            []byte
+	f               *os.File
+	blobAt, blobLen int64
 }
 
+const (
+	triHeader = len(triMagic) + 20 // stamp, docs, keys, CRC of the table
+	triEntry  = 16
+)
+
+// parseTri parses a tri file held in memory.
 func parseTri(data []byte) (*triFile, bool) {
-	h := len(triMagic) + 16
-	if len(data) < h || string(data[:len(triMagic)]) != triMagic {
+	if len(data) < triHeader || string(data[:len(triMagic)]) != triMagic {
 		return nil, false
 	}
-	p := data[len(triMagic):]
+	tf, nkeys, sum := triHead(data)
+	if uint64(len(data)-triHeader) < triEntry*nkeys {
+		return nil, false
+	}
+	tf.table = data[triHeader : triHeader+triEntry*int(nkeys)]
+	tf.blob = data[triHeader+len(tf.table):]
+	tf.blobLen = int64(len(tf.blob))
+	return tf, crc(tf.table) == sum && tf.valid()
+}
+
+// readTri reads the header and key table of the tri file f (size bytes);
+// the posting lists stay in the file.
+func readTri(f *os.File, size int64) (*triFile, bool) {
+	h, ok := readAt(f, 0, int64(triHeader), size)
+	if !ok || string(h[:len(triMagic)]) != triMagic {
+		return nil, false
+	}
+	tf, nkeys, sum := triHead(h)
+	if nkeys > 1<<24 { // a key is a trigram: 24 bits
+		return nil, false
+	}
+	table, ok := readAt(f, int64(triHeader), int64(triEntry*nkeys), size)
+	if !ok || crc(table) != sum {
+		return nil, false
+	}
+	tf.table, tf.f = table, f
+	tf.blobAt = int64(triHeader) + int64(len(table))
+	tf.blobLen = size - tf.blobAt
+	return tf, tf.valid()
+}
+
+func triHead(h []byte) (*triFile, uint64, uint32) {
+	p := h[len(triMagic):]
 	tf := &triFile{stamp: binary.LittleEndian.Uint64(p), n: int(binary.LittleEndian.Uint32(p[8:]))}
-	nkeys := int(binary.LittleEndian.Uint32(p[12:]))
-	p = p[16:]
-	if nkeys < 0 || len(p) < 12*nkeys {
-		return nil, false
+	return tf, uint64(binary.LittleEndian.Uint32(p[12:])), binary.LittleEndian.Uint32(p[16:])
+}
+
+// entry returns key i of the table: its trigram, where its list starts and
+// ends in the blob (the next list's start, or the blob's end), its count
+// and checksum.
+func (tf *triFile) entry(i int) (key uint32, off, end int64, cnt, sum uint32) {
+	e := tf.table[triEntry*i:]
+	key, off = binary.LittleEndian.Uint32(e), int64(binary.LittleEndian.Uint32(e[4:]))
+	cnt, sum = binary.LittleEndian.Uint32(e[8:]), binary.LittleEndian.Uint32(e[12:])
+	end = tf.blobLen
+	if (i+1)*triEntry < len(tf.table) {
+		end = int64(binary.LittleEndian.Uint32(tf.table[triEntry*(i+1)+4:]))
 	}
-	tf.table, tf.blob = p[:12*nkeys], p[12*nkeys:]
-	return tf, true
+	return
+}
+
+// valid checks the key table: keys rise, each list starts where the one
+// before it ends, takes a byte an entry at least and lies in the blob.
+func (tf *triFile) valid() bool {
+	prevKey, next := uint32(0), int64(0)
+	for i := 0; i < len(tf.table)/triEntry; i++ {
+		k, off, end, cnt, _ := tf.entry(i)
+		if i > 0 && k <= prevKey || off != next || cnt == 0 || end-off < int64(cnt) {
+			return false
+		}
+		prevKey, next = k, end
+	}
+	return next == tf.blobLen
 }
 
 func triKey(a, b, c byte) uint32 { return uint32(a)<<16 | uint32(b)<<8 | uint32(c) }
@@ -804,47 +1122,67 @@ func buildTri(stamp uint64, docs [][]byte) []byte {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	var blob enc
-	table := make([]byte, 12*len(keys))
+	table := make([]byte, triEntry*len(keys))
 	for i, k := range keys {
 		l := lists[slot[k]-1]
-		binary.LittleEndian.PutUint32(table[12*i:], k)
-		binary.LittleEndian.PutUint32(table[12*i+4:], uint32(len(blob.b)))
-		binary.LittleEndian.PutUint32(table[12*i+8:], uint32(len(l)))
+		start := len(blob.b)
 		prev := uint32(0)
 		for _, o := range l {
 			blob.uv(uint64(o - prev))
 			prev = o
 		}
+		e := table[triEntry*i:]
+		binary.LittleEndian.PutUint32(e, k)
+		binary.LittleEndian.PutUint32(e[4:], uint32(start))
+		binary.LittleEndian.PutUint32(e[8:], uint32(len(l)))
+		binary.LittleEndian.PutUint32(e[12:], crc(blob.b[start:]))
 	}
-	out := make([]byte, 0, len(triMagic)+16+len(table)+len(blob.b))
+	out := make([]byte, 0, triHeader+len(table)+len(blob.b))
 	out = append(out, triMagic...)
 	out = binary.LittleEndian.AppendUint64(out, stamp)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(docs)))
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(keys)))
+	out = binary.LittleEndian.AppendUint32(out, crc(table))
 	out = append(out, table...)
 	return append(out, blob.b...)
 }
 
-// postings returns the ordinals whose content contains the trigram k.
-func (tf *triFile) postings(k uint32) []uint32 {
-	nkeys := len(tf.table) / 12
-	i := sort.Search(nkeys, func(i int) bool { return binary.LittleEndian.Uint32(tf.table[12*i:]) >= k })
-	if i == nkeys || binary.LittleEndian.Uint32(tf.table[12*i:]) != k {
-		return nil
+// postings returns the ordinals whose content contains the trigram k;
+// false when the list cannot be used (the file was cut short since it was
+// opened, or the list is damaged).
+func (tf *triFile) postings(k uint32) ([]uint32, bool) {
+	nkeys := len(tf.table) / triEntry
+	i := sort.Search(nkeys, func(i int) bool { return binary.LittleEndian.Uint32(tf.table[triEntry*i:]) >= k })
+	if i == nkeys || binary.LittleEndian.Uint32(tf.table[triEntry*i:]) != k {
+		return nil, true
 	}
-	off := binary.LittleEndian.Uint32(tf.table[12*i+4:])
-	cnt := binary.LittleEndian.Uint32(tf.table[12*i+8:])
-	if int(off) > len(tf.blob) {
-		return nil
+	_, off, end, cnt, sum := tf.entry(i)
+	var raw []byte
+	if tf.f == nil {
+		if off > end || end > int64(len(tf.blob)) {
+			return nil, false
+		}
+		raw = tf.blob[off:end]
+	} else {
+		var ok bool
+		if raw, ok = readAt(tf.f, tf.blobAt+off, end-off, tf.blobAt+tf.blobLen); !ok {
+			return nil, false
+		}
 	}
-	d := &dec{b: tf.blob[off:]}
+	if int64(cnt) > int64(len(raw)) || crc(raw) != sum {
+		return nil, false
+	}
+	d := &dec{b: raw}
 	out := make([]uint32, 0, cnt)
 	prev := uint32(0)
-	for j := uint32(0); j < cnt && !d.bad; j++ {
+	for j := uint32(0); j < cnt; j++ {
 		prev += uint32(d.uv())
+		if d.bad {
+			return nil, false
+		}
 		out = append(out, prev)
 	}
-	return out
+	return out, true
 }
 
 // candidates returns the ordinals that may contain the folded literal lit,
@@ -866,7 +1204,10 @@ func (t *tierIndex) candidates(lits [][]byte) (ords []int, all bool) {
 				continue
 			}
 			seen[k] = true
-			p := t.tri.postings(k)
+			p, ok := t.tri.postings(k)
+			if !ok {
+				return nil, true // cannot narrow: every file is a candidate
+			}
 			if first {
 				cur, first = p, false
 			} else {
@@ -915,30 +1256,35 @@ func intersect(a, b []uint32) []uint32 {
 	return out
 }
 
-// writeDerived replaces an index file atomically (temp file and rename) but
-// without fsync: the index is derived data, checked on every use, and a file
-// lost in a crash is rebuilt. User data goes through safefile instead.
-func writeDerived(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+// writeDerived replaces an index file atomically (temp file and rename,
+// through root) but without fsync of the file: the index is derived data,
+// checked on every use, and a file lost in a crash is rebuilt. A link or
+// special file in its place is left alone (it was reported when read).
+func writeDerived(root safefile.Root, path string, data []byte) error {
+	if fi, err := root.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return unsafeEntry(path, fi.Mode())
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-"+hex.EncodeToString(rnd[:]))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644) // whatever the umask
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return err
+	if err == nil {
+		err = root.Rename(tmp, path)
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
+	if err != nil {
+		_ = root.Remove(tmp)
 	}
-	return nil
+	return err
 }

@@ -104,7 +104,7 @@ func (s *Store) entries(sc Scope, now time.Time) ([]Entry, error) {
 	var out []Entry
 	seen := map[string]string{}
 	for _, t := range sc.tiers() {
-		ix, err := s.openIndex(t, false)
+		ix, err := s.openIndexAll(t)
 		if err != nil {
 			return nil, err
 		}
@@ -123,13 +123,14 @@ func (s *Store) entries(sc Scope, now time.Time) ([]Entry, error) {
 func (s *Store) goodRecords(ix *tierIndex, seen map[string]string) []int {
 	first := map[string]int{} // id -> ordinal, this tier
 	var dups []int
+	ix.loadRecs()
 	for i := 0; i < ix.n(); i++ {
 		if !ix.live(i) {
 			continue
 		}
 		r := ix.rec(i)
 		if r.ErrReason != "" {
-			s.report(Problem{Path: filepath.Join(ix.dir, r.Name), Line: r.ErrLine, Reason: r.ErrReason})
+			s.report(Problem{Path: ix.problemPath(r), Line: r.ErrLine, Reason: r.ErrReason})
 			continue
 		}
 		if _, dup := seen[r.ID]; dup {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"regexp"
 	"regexp/syntax"
@@ -115,29 +114,36 @@ func (s *Store) Search(opt SearchOptions) ([]Hit, error) {
 	lits := requiredLiterals(opt.Query, opt.Regex)
 	hits := []Hit{}
 	for _, t := range opt.Scope.tiers() {
-		ix, err := s.openIndex(t, opt.Full)
+		ix, ords, err := s.searchIndex(t, opt.Full, lits)
 		if err != nil {
 			return nil, err
 		}
-		ords, all := ix.candidates(lits)
-		if all {
-			ords = ords[:0]
-			for i := 0; i < ix.n(); i++ {
-				if ix.live(i) {
-					ords = append(ords, i)
-				}
+		if ix.trusted && !ix.intact(ords) {
+			// A record of the trusted archive index is damaged: check every
+			// file instead (which drops and re-reads it).
+			ix.close()
+			if ix, ords, err = s.searchIndex(t, true, lits); err != nil {
+				return nil, err
 			}
 		}
 		found := make([]*Hit, len(ords))
+		bad := make([]error, len(ords))
+		root := s.fs()
 		parallel(len(ords), func(k int) {
 			r := ix.rec(ords[k])
+			if r.Name == "" { // damaged: reported below
+				return
+			}
 			if len(opt.Tags) > 0 && (r.ErrReason != "" || !anyTag(r.Tags, opt.Tags)) {
 				return
 			}
 			p := filepath.Join(ix.dir, r.Name)
-			data, err := os.ReadFile(p)
+			data, err := readMemFile(root, p)
 			if err != nil {
-				return // gone since the index was read
+				if unsafe(err) {
+					bad[k] = err // replaced since the index was checked
+				}
+				return // or gone since
 			}
 			lines := matchLines(re, data)
 			if len(lines) == 0 {
@@ -146,6 +152,14 @@ func (s *Store) Search(opt SearchOptions) ([]Hit, error) {
 			found[k] = &Hit{ID: r.ID, Status: r.Status, Tier: t, Path: p, Lines: lines}
 		})
 		var tierHits []Hit
+		for k, err := range bad {
+			if err != nil {
+				s.report(problemOf("", err))
+			}
+			if r := ix.rec(ords[k]); r.Name == "" {
+				s.report(Problem{Path: ix.problemPath(r), Reason: r.ErrReason})
+			}
+		}
 		for k, h := range found {
 			if h == nil {
 				continue
@@ -165,6 +179,25 @@ func (s *Store) Search(opt SearchOptions) ([]Hit, error) {
 		hits = hits[:opt.Limit]
 	}
 	return hits, nil
+}
+
+// searchIndex opens the index of tier t and returns it with the ordinals of
+// the files that may match lits.
+func (s *Store) searchIndex(t Tier, full bool, lits [][]byte) (*tierIndex, []int, error) {
+	ix, err := s.openIndex(t, full)
+	if err != nil {
+		return nil, nil, err
+	}
+	ords, all := ix.candidates(lits)
+	if all {
+		ords = ords[:0]
+		for i := 0; i < ix.n(); i++ {
+			if ix.live(i) {
+				ords = append(ords, i)
+			}
+		}
+	}
+	return ix, ords, nil
 }
 
 func matchLines(re *regexp.Regexp, data []byte) []LineHit {

@@ -82,7 +82,7 @@ func (c *corpus) dir(t Tier) string {
 }
 
 func (c *corpus) files(t Tier) []string {
-	names, err := listNames(c.dir(t))
+	names, err := (&Store{In: c.in}).listNames(c.dir(t))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -24,7 +23,8 @@ type Store struct {
 	Now         func() time.Time // nil: time.Now
 	LockTimeout time.Duration    // 0: one minute
 
-	problems map[string]Problem
+	problems      map[string]Problem
+	sharedChecked bool
 }
 
 // Open returns the store of in, logging changes to log.
@@ -63,16 +63,20 @@ func (s *Store) Problems() []Problem {
 	return out
 }
 
-// lock takes the instance's memory lock.
+// lock takes the instance's memory lock (memory/.lock) before a change.
+// It refuses to start the change when memory/history.jsonl, where the change
+// will be logged, is a link or special file: nothing is changed that could
+// not be logged, and the append would refuse it anyway.
 func (s *Store) lock() (func(), error) {
-	if err := os.MkdirAll(s.In.Locks(), 0o755); err != nil {
+	root := s.fs()
+	if err := root.MkdirAll(s.In.MemoryDir(), 0o755); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "memory lock")
 	}
 	timeout := s.LockTimeout
 	if timeout == 0 {
 		timeout = time.Minute
 	}
-	unlock, err := safefile.Lock(s.In.Lock("memory"), timeout)
+	unlock, err := root.Lock(s.In.Lock("memory"), timeout)
 	if errors.Is(err, safefile.ErrLockTimeout) {
 		return nil, &errs.Error{Code: errs.Timeout, Msg: "memory is locked by another process", Err: err,
 			Hint: "another hobbs memory command is still running; try again"}
@@ -80,12 +84,22 @@ func (s *Store) lock() (func(), error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "memory lock")
 	}
+	for _, p := range []string{s.In.MemoryHistory(), s.In.MemoryHistory() + ".lock"} {
+		fi, err := root.Lstat(p)
+		if err == nil && !fi.Mode().IsRegular() {
+			err = unsafeEntry(p, fi.Mode())
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			unlock()
+			return nil, errs.Wrap(errs.Failure, err, "memory history")
+		}
+	}
 	return unlock, nil
 }
 
 // readFile parses one memory file, reporting it when malformed.
 func (s *Store) readFile(path string, tier Tier) (*Memory, error) {
-	data, err := os.ReadFile(path)
+	data, err := readMemFile(s.fs(), path)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +121,9 @@ func (s *Store) readFile(path string, tier Tier) (*Memory, error) {
 // loadTier parses every file of a tier directly (no index), reporting
 // malformed ones. Duplicate ids keep the first file by name.
 func (s *Store) loadTier(t Tier) ([]*Memory, error) {
-	dir := s.tierDir(t)
-	names, err := listNames(dir)
+	s.checkShared()
+	root, dir := s.fs(), s.tierDir(t)
+	names, err := s.listNames(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -116,10 +131,11 @@ func (s *Store) loadTier(t Tier) ([]*Memory, error) {
 	probs := make([]*Problem, len(names))
 	parallel(len(names), func(i int) {
 		p := filepath.Join(dir, names[i])
-		data, err := os.ReadFile(p)
+		data, err := readMemFile(root, p)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
-				probs[i] = &Problem{Path: p, Reason: err.Error()}
+				pr := problemOf(p, err)
+				probs[i] = &pr
 			}
 			return
 		}
@@ -148,24 +164,28 @@ func (s *Store) loadTier(t Tier) ([]*Memory, error) {
 	return out, nil
 }
 
-func listNames(dir string) ([]string, error) {
-	d, err := os.Open(dir)
+// listNames returns the memory files of dir, sorted, reporting the links
+// and special files named like one. A link in place of dir itself is an
+// error.
+func (s *Store) listNames(dir string) ([]string, error) {
+	all, err := s.fs().ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	all, err := d.ReadDir(-1)
-	if err != nil {
-		return nil, err
+		return nil, errs.Wrap(errs.Failure, err, "memory")
 	}
 	var names []string
 	for _, e := range all {
-		if memoryFile(e.Name()) && !e.IsDir() {
-			names = append(names, e.Name())
+		if !memoryFile(e.Name()) || e.IsDir() {
+			continue
 		}
+		if !e.Type().IsRegular() {
+			p := filepath.Join(dir, e.Name())
+			s.report(problemOf(p, unsafeEntry(p, e.Type())))
+			continue
+		}
+		names = append(names, e.Name())
 	}
 	sort.Strings(names)
 	return names, nil
@@ -203,7 +223,7 @@ func (s *Store) find(id string) (*Memory, error) {
 	}
 	// A hand-written file may be named otherwise: ask the index.
 	for _, t := range []Tier{Active, Archive} {
-		ix, err := s.openIndex(t, false)
+		ix, err := s.openIndexAll(t)
 		if err != nil {
 			return nil, err
 		}
@@ -230,10 +250,30 @@ func (s *Store) find(id string) (*Memory, error) {
 }
 
 func (s *Store) openIndex(t Tier, full bool) (*tierIndex, error) {
-	ix, err := openTier(s.tierDir(t), s.In.MemoryIndex(), t, time.Now(), full)
+	s.checkShared()
+	ix, err := openTier(s.fs(), s.tierDir(t), s.In.MemoryIndex(), t, time.Now(), full)
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "memory index")
 	}
+	for _, p := range ix.problems {
+		s.report(p)
+	}
+	return ix, nil
+}
+
+// openIndexAll opens the index of tier t for a use of every record: they
+// are read at once, and an index used without a check that holds a damaged
+// record is opened again with a full check (which drops and re-reads it).
+func (s *Store) openIndexAll(t Tier) (*tierIndex, error) {
+	ix, err := s.openIndex(t, false)
+	if err != nil {
+		return nil, err
+	}
+	if ix.trusted && !ix.intactAll() {
+		ix.close()
+		return s.openIndex(t, true)
+	}
+	ix.loadRecs()
 	return ix, nil
 }
 
@@ -243,31 +283,37 @@ func (s *Store) write(m *Memory) error {
 	if err != nil {
 		return err
 	}
-	return safefile.Write(m.Path, data, 0o644)
+	return s.fs().Write(m.Path, data, 0o644)
 }
 
-// move puts m's file into tier t (link, then unlink: never overwrites) and
-// rewrites it there.
+// move puts m's file, rewritten, into tier t (created there exclusively:
+// never overwrites), then removes it from where it was.
 func (s *Store) move(m *Memory, t Tier) error {
-	if err := os.MkdirAll(s.tierDir(t), 0o755); err != nil {
+	root := s.fs()
+	if err := root.MkdirAll(s.tierDir(t), 0o755); err != nil {
 		return err
 	}
 	dst := filepath.Join(s.tierDir(t), filepath.Base(m.Path))
-	if dst != m.Path {
-		if err := os.Link(m.Path, dst); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return errs.Failf("cannot move %s: %s already exists", m.ID, dst).
-					WithHint("two files share a name; rename one by hand")
-			}
-			return err
-		}
-		if err := os.Remove(m.Path); err != nil {
-			return err
-		}
-		m.Path = dst
+	if dst == m.Path {
+		m.Tier = t
+		return s.write(m)
 	}
-	m.Tier = t
-	return s.write(m)
+	data, err := m.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := root.Create(dst, data, 0o644); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return errs.Failf("cannot move %s: %s already exists", m.ID, dst).
+				WithHint("two files share a name; rename one by hand")
+		}
+		return err
+	}
+	if err := root.Remove(m.Path); err != nil {
+		return err
+	}
+	m.Path, m.Tier = dst, t
+	return nil
 }
 
 // ---- history ----
@@ -324,10 +370,11 @@ func (s *Store) appendHistory(h HistoryEntry) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.In.MemoryDir(), 0o755); err != nil {
+	root := s.fs()
+	if err := root.MkdirAll(s.In.MemoryDir(), 0o755); err != nil {
 		return err
 	}
-	return safefile.Append(s.In.MemoryHistory(), line, 0o644)
+	return root.Append(s.In.MemoryHistory(), line, 0o644)
 }
 
 // ---- add, reinforce, supersede ----
@@ -398,15 +445,16 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 	for k, i := range good {
 		ids[k] = ix.rec(i).ID
 	}
+	root := s.fs()
 	parallel(len(good), func(k int) {
 		r := ix.rec(good[k])
 		if r.Status != StatusActive || (old != nil && r.ID == old.ID) {
 			return
 		}
 		p := filepath.Join(ix.dir, r.Name)
-		data, err := os.ReadFile(p)
+		data, err := readMemFile(root, p)
 		if err != nil {
-			return
+			return // reported by the index check, or changed since
 		}
 		_, body, _, err := split(data)
 		if err != nil {
@@ -497,12 +545,13 @@ func (s *Store) create(m *Memory, activeIDs []string) error {
 			next = n + 1
 		}
 	}
-	if err := os.MkdirAll(s.In.MemoryActive(), 0o755); err != nil {
+	root := s.fs()
+	if err := root.MkdirAll(s.In.MemoryActive(), 0o755); err != nil {
 		return err
 	}
 	for tries := 0; tries < 100000; tries++ {
 		id := fmt.Sprintf("%s%03d", prefix, next+tries)
-		if _, err := os.Lstat(filepath.Join(s.In.MemoryArchive(), id+".md")); err == nil {
+		if _, err := root.Lstat(filepath.Join(s.In.MemoryArchive(), id+".md")); err == nil {
 			continue
 		}
 		m.ID = id
@@ -511,7 +560,7 @@ func (s *Store) create(m *Memory, activeIDs []string) error {
 		if err != nil {
 			return err
 		}
-		err = safefile.Create(m.Path, data, 0o644)
+		err = root.Create(m.Path, data, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

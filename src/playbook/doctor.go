@@ -15,7 +15,7 @@ func init() {
 // are due for review. Problems in playbooks never fail the doctor: they are
 // the user's documents, not the system's health.
 func checkPlaybooks(_ context.Context, env *doctor.Env) []doctor.Result {
-	s := &Store{Dir: env.Instance.Playbooks()} // DefaultReviewEvery without a valid config
+	s := &Store{Dir: env.Instance.Playbooks(), Root: env.Instance.FS()} // DefaultReviewEvery without a valid config
 	if env.Config != nil {
 		s.ReviewEvery = env.Config.Playbooks.ReviewEveryDays
 	}

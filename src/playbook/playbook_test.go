@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 const good = `---
@@ -142,8 +144,8 @@ func newStore(t *testing.T) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Store{Dir: filepath.Join(dir, "playbooks"), LockPath: filepath.Join(dir, ".locks", "playbooks.lock"),
-		ReviewEvery: 30, Template: tpl, Now: func() time.Time { return time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC) }}
+	return &Store{Dir: filepath.Join(dir, "playbooks"), LockPath: filepath.Join(dir, "playbooks", ".lock"),
+		Root: safefile.Beneath(dir), ReviewEvery: 30, Template: tpl, Now: func() time.Time { return time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC) }}
 }
 
 func TestNewFromTemplate(t *testing.T) {
@@ -444,5 +446,65 @@ func TestParseBOMAndSpacedDelimiter(t *testing.T) {
 	}
 	if want := "\ufeff---\ntitle: x\nstage: assisted\n--- \nbody\n"; string(out) != want {
 		t.Fatalf("got  %q\nwant %q", out, want)
+	}
+}
+
+// playbooks/ is the agent's to write: a playbook planted as a link to a
+// host file, or as a FIFO, is reported (list, lint, show), never followed,
+// never blocks, and is never rewritten; the link's target is unchanged.
+func TestPlantedLinksAndFIFOsRefused(t *testing.T) {
+	s := newStore(t)
+	writeGood(t, s, "real")
+	outside := filepath.Join(t.TempDir(), "host.md")
+	if err := os.WriteFile(outside, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, s.Path("linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(s.Path("piped"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	entries, problems, err := s.List()
+	if err != nil || len(entries) != 1 || entries[0].Name != "real" || len(problems) != 2 {
+		t.Fatalf("list: %v %v %v", entries, problems, err)
+	}
+	if got := fmt.Sprint(problems); !strings.Contains(got, "linked.md: is a symbolic link") || !strings.Contains(got, "piped.md: is a FIFO") {
+		t.Fatalf("problems: %s", got)
+	}
+	if lint, _, err := s.Lint(); err != nil || len(lint) != 2 {
+		t.Fatalf("lint: %v %v", lint, err)
+	}
+	if _, _, err := s.Get("linked"); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Fatalf("get through a link: %v", err)
+	}
+	if _, err := s.SetStage("linked", "assisted", "why"); err == nil {
+		t.Fatal("set-stage through a link succeeded")
+	}
+	if _, err := s.Reviewed("linked", ""); err == nil {
+		t.Fatal("reviewed through a link succeeded")
+	}
+	if b, _ := os.ReadFile(outside); string(b) != good {
+		t.Fatalf("host file changed: %q", b)
+	}
+	if fi, err := os.Lstat(s.Path("linked")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the planted link was replaced: %v", err)
+	}
+	// playbooks/ itself a link elsewhere: refused, nothing created there.
+	elsewhere := t.TempDir()
+	if err := os.Rename(s.Dir, filepath.Join(elsewhere, "playbooks")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, "playbooks"), s.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.List(); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Fatalf("list through a linked playbooks/: %v", err)
+	}
+	if _, err := s.New("fresh", NewOptions{}); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Fatalf("new through a linked playbooks/: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "playbooks", "fresh.md")); err == nil {
+		t.Fatal("new wrote through the linked playbooks/")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -18,8 +17,13 @@ import (
 
 // Store is the playbooks directory of an instance.
 type Store struct {
-	Dir         string           // playbooks/
-	LockPath    string           // lock file serialising writers
+	Dir      string // playbooks/
+	LockPath string // lock file serialising writers
+	// Root is the safe-open layer every path is opened through (the
+	// instance's FS): playbooks/ is the agent's to write, so a link or
+	// special file there is refused, never followed. The zero Root means
+	// the directory holding Dir.
+	Root        safefile.Root
 	ReviewEvery int              // default days between reviews (config playbooks.review_every_days)
 	Template    []byte           // templates/playbook.md
 	Now         func() time.Time // defaults to time.Now
@@ -30,6 +34,13 @@ func (s *Store) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+func (s *Store) fs() safefile.Root {
+	if s.Root.Dir() == "" {
+		return safefile.Beneath(filepath.Dir(s.Dir))
+	}
+	return s.Root
 }
 
 func (s *Store) today() string { return s.now().UTC().Format(DateLayout) }
@@ -82,7 +93,7 @@ func (s *Store) List() ([]Entry, []Problem, error) {
 // files returns the names of the playbook files in Dir (*.md, not hidden,
 // not directories), sorted; none when Dir does not exist.
 func (s *Store) files() ([]string, error) {
-	des, err := os.ReadDir(s.Dir)
+	des, err := s.fs().ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -112,7 +123,13 @@ func (s *Store) entry(name string, d *Doc) Entry {
 }
 
 func (s *Store) load(path string) (*Doc, error) {
-	data, err := os.ReadFile(path)
+	data, err := s.fs().ReadFile(path)
+	var ue *safefile.UnsafeError
+	if errors.As(err, &ue) && ue.Path == path {
+		// A link or special file planted in playbooks/: reported like a
+		// file that does not parse (listed, never followed nor rewritten).
+		return nil, &ParseError{Problem{Path: path, Reason: strings.TrimPrefix(ue.Error(), ue.Path+" ")}}
+	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read playbook")
 	}
@@ -126,7 +143,7 @@ func (s *Store) Get(name string) (*Doc, Entry, error) {
 		return nil, Entry{}, err
 	}
 	p := s.Path(name)
-	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs().Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		return nil, Entry{}, errs.Failf("no playbook %q (%s)", name, p).WithHint("see the playbooks with: hobbs playbook list")
 	}
 	d, err := s.load(p)
@@ -186,10 +203,10 @@ func (s *Store) New(name string, opt NewOptions) (string, error) {
 		return "", errs.Usagef("the new playbook would not pass lint: %s", strings.Join(msgs, "; ")).
 			WithHint("include every section: %s", strings.Join(Sections, ", "))
 	}
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+	if err := s.fs().MkdirAll(s.Dir, 0o755); err != nil {
 		return "", errs.Wrap(errs.Failure, err, "create playbooks directory")
 	}
-	if err := safefile.Create(p, content, 0o644); err != nil {
+	if err := s.fs().Create(p, content, 0o644); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return "", errs.Failf("playbook %q already exists (%s)", name, p).
 				WithHint("choose another name, or change it with: hobbs playbook show %s", name)
@@ -354,10 +371,10 @@ func (s *Store) update(name string, change func(d *Doc) ([]byte, error)) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.LockPath), 0o755); err != nil {
+	if err := s.fs().MkdirAll(filepath.Dir(s.LockPath), 0o755); err != nil {
 		return errs.Wrap(errs.Failure, err, "create lock directory")
 	}
-	unlock, err := safefile.Lock(s.LockPath, 30*time.Second)
+	unlock, err := s.fs().Lock(s.LockPath, 30*time.Second)
 	if err != nil {
 		if errors.Is(err, safefile.ErrLockTimeout) {
 			return errs.Wrap(errs.Timeout, err, "playbooks are busy")
@@ -376,12 +393,12 @@ func (s *Store) update(name string, change func(d *Doc) ([]byte, error)) error {
 	if _, err := Parse(d.Path, content); err != nil {
 		return errs.Wrap(errs.Failure, err, "internal error: the updated playbook would not parse; nothing written")
 	}
-	fi, err := os.Stat(d.Path)
+	fi, err := s.fs().Stat(d.Path)
 	perm := fs.FileMode(0o644)
 	if err == nil {
 		perm = fi.Mode().Perm()
 	}
-	if err := safefile.Write(d.Path, content, perm); err != nil {
+	if err := s.fs().Write(d.Path, content, perm); err != nil {
 		return errs.Wrap(errs.Failure, err, "write playbook")
 	}
 	return nil

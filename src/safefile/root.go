@@ -184,8 +184,20 @@ func (r Root) parent(rel string, create bool, perm fs.FileMode) (int, string, er
 // openLeaf opens the last component in dirfd with flags (O_NOFOLLOW and
 // O_NONBLOCK added) and checks its type with fstat.
 func (r Root) openLeaf(dirfd int, name, full string, flags int, perm fs.FileMode, dirOK, fileOK bool) (*os.File, error) {
+	// Look before opening: opening a device can act by itself (a watchdog
+	// starts, a tape rewinds, a terminal becomes the controlling one), so a
+	// special file already there is refused unopened. One swapped in after
+	// this look is still caught by the fstat below (O_NOCTTY: it does not
+	// become our terminal meanwhile).
+	var pre unix.Stat_t
+	if unix.Fstatat(dirfd, name, &pre, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		switch pre.Mode & unix.S_IFMT {
+		case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
+			return nil, &UnsafeError{Path: full, Why: typeProblem(pre.Mode, dirOK, fileOK)}
+		}
+	}
 	fd, err := ignoringEINTR(func() (int, error) {
-		return unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
+		return unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, uint32(perm.Perm()))
 	})
 	if err != nil {
 		return nil, r.explain(dirfd, name, full, "open", err, dirOK && !fileOK)
@@ -612,6 +624,9 @@ func (r Root) AppendCount(path string, line []byte, perm fs.FileMode) (int, erro
 	rel, err := r.rel(path)
 	if err != nil {
 		return 0, err
+	}
+	if rel == "." {
+		return 0, &UnsafeError{Path: r.dir, Why: "is the root, not a file beneath it"}
 	}
 	unlock, err := r.Lock(rel+".lock", 10*time.Second)
 	if err != nil {

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -85,11 +84,15 @@ func ValidID(id string) error {
 
 func (l Log) path(id string) string { return filepath.Join(l.Instance.Tasks(), id+".md") }
 
+// fs is the instance's safe-open layer: logs/tasks is the agent's to write,
+// so a link or special file there is refused, never followed.
+func (l Log) fs() safefile.Root { return l.Instance.FS() }
+
 func (l Log) lock() (func(), error) {
-	if err := os.MkdirAll(l.Instance.Locks(), 0o755); err != nil {
+	if err := l.fs().MkdirAll(filepath.Dir(l.Instance.Lock("tasks")), 0o755); err != nil {
 		return nil, err
 	}
-	return safefile.Lock(l.Instance.Lock("tasks"), 30*time.Second)
+	return l.fs().Lock(l.Instance.Lock("tasks"), 30*time.Second)
 }
 
 // Start records a new running task and returns it.
@@ -98,7 +101,7 @@ func (l Log) Start(title, agent, playbook string) (*Task, error) {
 	if title == "" {
 		return nil, errs.Usagef("a task needs a title")
 	}
-	if err := os.MkdirAll(l.Instance.Tasks(), 0o755); err != nil {
+	if err := l.fs().MkdirAll(l.Instance.Tasks(), 0o755); err != nil {
 		return nil, err
 	}
 	unlock, err := l.lock()
@@ -109,7 +112,10 @@ func (l Log) Start(title, agent, playbook string) (*Task, error) {
 	now := l.now()
 	day := now.Format("20060102")
 	next := 1
-	ents, _ := os.ReadDir(l.Instance.Tasks())
+	ents, err := l.fs().ReadDir(l.Instance.Tasks())
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range ents {
 		var n int
 		if m := idRe.FindStringSubmatch(strings.TrimSuffix(e.Name(), ".md")); m != nil && m[1] == day {
@@ -127,7 +133,7 @@ func (l Log) Start(title, agent, playbook string) (*Task, error) {
 		return nil, err
 	}
 	t.Path = l.path(t.ID)
-	if err := safefile.Create(t.Path, data, 0o644); err != nil {
+	if err := l.fs().Create(t.Path, data, 0o644); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -139,7 +145,7 @@ func (l Log) Get(id string) (*Task, error) {
 		return nil, err
 	}
 	p := l.path(id)
-	data, err := os.ReadFile(p)
+	data, err := l.fs().ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errs.Failf("no task %s", id).WithHint("hobbs task list shows the task ids")
 	}
@@ -174,7 +180,7 @@ type Problem = frontmatter.Problem
 func (l Log) List() ([]*Task, []Problem) {
 	var out []*Task
 	var probs []Problem
-	ents, err := os.ReadDir(l.Instance.Tasks())
+	ents, err := l.fs().ReadDir(l.Instance.Tasks())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		probs = append(probs, frontmatter.ProblemOf(l.Instance.Tasks(), err))
 	}
@@ -183,7 +189,7 @@ func (l Log) List() ([]*Task, []Problem) {
 			continue
 		}
 		p := filepath.Join(l.Instance.Tasks(), e.Name())
-		data, err := os.ReadFile(p)
+		data, err := l.fs().ReadFile(p)
 		if err == nil {
 			var t *Task
 			if t, err = parse(p, data); err == nil {
@@ -258,7 +264,7 @@ func (l Log) Done(id string, o DoneOptions) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := safefile.Write(t.Path, data, 0o644); err != nil {
+	if err := l.fs().Write(t.Path, data, 0o644); err != nil {
 		return nil, err
 	}
 	return t, nil

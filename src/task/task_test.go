@@ -1,15 +1,18 @@
 package task
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 func newLog(t *testing.T) Log {
@@ -121,5 +124,58 @@ func TestUnreadableDirReported(t *testing.T) {
 	list, probs := l.List()
 	if len(list) != 0 || len(probs) != 1 || probs[0].Path != l.Instance.Tasks() || !strings.Contains(probs[0].Reason, "not a directory") {
 		t.Fatalf("list %v problems %v", list, probs)
+	}
+}
+
+// logs/tasks is the agent's to write: a task file planted as a link to a
+// host file, or as a FIFO, is refused (never followed, never blocking) and
+// the link's target is left as it was.
+func TestPlantedLinksAndFIFOsRefused(t *testing.T) {
+	l := newLog(t)
+	a, err := l.Start("Real", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "host.md")
+	const id = "task_20261122_009"
+	host := "---\nid: " + id + "\ntitle: Host\nstatus: running\nstarted: 2026-11-22T09:00:00Z\n---\n# Host\n"
+	if err := os.WriteFile(outside, []byte(host), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(l.Instance.Tasks(), id+".md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(l.Instance.Tasks(), "task_20261122_010.md"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Get(id); !errors.Is(err, safefile.ErrUnsafe) || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Fatalf("get through a link: %v", err)
+	}
+	if _, err := l.Done(id, DoneOptions{Outcome: OK, Retro: "done"}); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Fatalf("done through a link: %v", err)
+	}
+	if _, err := l.Get("task_20261122_010"); !errors.Is(err, safefile.ErrUnsafe) || !strings.Contains(err.Error(), "is a FIFO") {
+		t.Fatalf("get of a FIFO: %v", err)
+	}
+	tasks, probs := l.List()
+	if len(tasks) != 1 || tasks[0].ID != a.ID || len(probs) != 2 {
+		t.Fatalf("list: %v %v", tasks, probs)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != host {
+		t.Fatalf("host file changed: %q", b)
+	}
+	// logs/tasks itself a link elsewhere: start refuses, nothing written there.
+	elsewhere := t.TempDir()
+	if err := os.Rename(l.Instance.Tasks(), filepath.Join(elsewhere, "tasks")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, "tasks"), l.Instance.Tasks()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Start("Another", "", ""); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Fatalf("start through a linked logs/tasks: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(elsewhere, "tasks")); len(ents) != 4 { // the real task, the link, the FIFO, .lock
+		t.Fatalf("the link's target changed: %v", ents)
 	}
 }

@@ -132,7 +132,7 @@ func (v *Vault) lock() (func(), error) {
 // design; on the host the vault is not initialised or the key was lost.
 func (v *Vault) missingKey(what string) error {
 	if InContainer() {
-		return errs.Failf("%s: the vault keys are not available inside the agent container", what).
+		return errs.Failf("%s: the vault is not available inside the agent container", what).
 			WithHint("secrets reach the agent only through the env mapping in config.yaml " +
 				"(env: {NAME: vault:ENTRY}), decrypted on the host by hobbs run")
 	}
@@ -652,6 +652,9 @@ func (v *Vault) Get(name string) (val []byte, err error) {
 }
 
 func (v *Vault) get(name, what string) ([]byte, error) {
+	if InContainer() {
+		return nil, v.missingKey(what) // no session mounts the vault
+	}
 	ct, _, err := v.readEntry(name)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,114 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+func filesResult(t *testing.T, in instance.Instance) []Result {
+	t.Helper()
+	return checkFiles(context.Background(), &Env{Instance: in})
+}
+
+// checkFiles names every link, FIFO, socket and setuid/setgid file in the
+// instance, at most maxListed of them, and says how many more; it never
+// follows a link (a directory moved aside and linked back is one entry, its
+// contents are not walked) and never blocks on a FIFO.
+func TestCheckFilesNamesPlantedEntries(t *testing.T) {
+	in := instance.Instance{Root: t.TempDir()}
+	if rs := filesResult(t, in); len(rs) != 1 || rs[0].Status != OK {
+		t.Fatalf("empty instance: %+v", rs)
+	}
+	mem := filepath.Join(in.Root, "memory", "active")
+	if err := os.MkdirAll(mem, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mem, "ok.md"), []byte("fine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := filesResult(t, in); r[0].Status != OK {
+		t.Fatalf("regular files only: %+v", r)
+	}
+	elsewhere := t.TempDir()
+	for i := 0; i < 3; i++ {
+		os.WriteFile(filepath.Join(elsewhere, fmt.Sprint(i)), nil, 0o644)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(in.Root, "playbooks")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(mem, "pipe.md"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in.Root, "tool"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(in.Root, "tool"), 0o755|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"memory/active/pipe.md (FIFO)", "playbooks (symbolic link)", "tool (setgid)"}
+	if l, err := net.Listen("unix", filepath.Join(in.Root, "s.sock")); err == nil {
+		defer l.Close()
+		want = append(want, "s.sock (socket)")
+	}
+	rs := filesResult(t, in)
+	if len(rs) != 1 || rs[0].Status != Fail || !strings.Contains(rs[0].Fix, "inspect each") {
+		t.Fatalf("planted: %+v", rs)
+	}
+	for _, w := range want {
+		if !strings.Contains(rs[0].Message, w) {
+			t.Errorf("%q not named in %q", w, rs[0].Message)
+		}
+	}
+	if !strings.HasPrefix(rs[0].Message, fmt.Sprintf("%d untrusted entries", len(want))) {
+		t.Errorf("count: %q (the link's target must not be walked)", rs[0].Message)
+	}
+
+	// Many: the list stops at maxListed and says how many more.
+	for i := 0; i < 30; i++ {
+		if err := os.Symlink("/etc/passwd", filepath.Join(mem, fmt.Sprintf("l%02d.md", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs = filesResult(t, in)
+	n := 30 + len(want)
+	if !strings.HasPrefix(rs[0].Message, fmt.Sprintf("%d untrusted entries", n)) ||
+		!strings.HasSuffix(rs[0].Message, fmt.Sprintf(" and %d more", n-maxListed)) ||
+		strings.Count(rs[0].Message, "), ") != maxListed-1 {
+		t.Fatalf("capped list: %q", rs[0].Message)
+	}
+}
+
+// A link in a layout path's place is not "missing" (instance.files names it).
+func TestCheckLayoutDoesNotFollowLinks(t *testing.T) {
+	in := instance.Instance{Root: t.TempDir()}
+	for _, e := range instance.Layout() {
+		p := in.Path(e)
+		if e.Dir {
+			os.MkdirAll(p, 0o755)
+		} else {
+			os.WriteFile(p, nil, 0o644)
+		}
+	}
+	if rs := checkLayout(context.Background(), &Env{Instance: in}); rs[0].Status != OK {
+		t.Fatalf("complete: %+v", rs)
+	}
+	moved := filepath.Join(t.TempDir(), "memory")
+	if err := os.Rename(in.MemoryDir(), moved); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(moved, in.MemoryDir())
+	if rs := checkLayout(context.Background(), &Env{Instance: in}); rs[0].Status != OK {
+		t.Fatalf("linked memory/: %+v", rs)
+	}
+	if rs := filesResult(t, in); rs[0].Status != Fail || !strings.Contains(rs[0].Message, "memory (symbolic link)") {
+		t.Fatalf("linked memory/: %+v", rs)
+	}
+}
