@@ -106,9 +106,13 @@ func (in Instance) VaultRetired() string      { return in.path("vault", "keys", 
 func (in Instance) VaultRemoved() string      { return in.path("vault", "removed") }
 
 // Data and logs.
-func (in Instance) Data() string     { return in.path("data") }
-func (in Instance) Logs() string     { return in.path("logs") }
-func (in Instance) Tasks() string    { return in.path("logs", "tasks") }
+func (in Instance) Data() string  { return in.path("data") }
+func (in Instance) Logs() string  { return in.path("logs") }
+func (in Instance) Tasks() string { return in.path("logs", "tasks") }
+
+// AuditLog is the audit log this process writes: the host's logs/audit.log,
+// which no session mounts, or inside a session the agent's own
+// (AgentAuditLog).
 func (in Instance) AuditLog() string {
 	if InContainer() {
 		return in.AgentAuditLog()
@@ -122,8 +126,9 @@ func (in Instance) AuditLog() string {
 func InContainer() bool { return os.Getenv("HOBBS_CONTEXT") == "container" }
 
 // EgressLogs is the directory of the egress proxy's audit log, which only
-// the proxy writes: a session mounts it read-only in the agent's container,
-// so an agent cannot rewrite the record of where it connected.
+// the proxy writes: no session mounts it (nor logs/, nor the root) into the
+// agent's container, so an agent cannot rewrite the record of where it
+// connected.
 func (in Instance) EgressLogs() string     { return in.path("logs", "egress") }
 func (in Instance) EgressAuditLog() string { return in.path("logs", "egress", "audit.log") }
 

@@ -30,10 +30,14 @@
 // workspace and instance is owned by that user on the host; HOME is
 // /home/dev whether or not the uid has a passwd entry), with every capability
 // dropped, no-new-privileges, pids and memory limits from config, and an
-// init process. Mounts: the workspace at /home/dev/hobbs/workspace (rw), the
-// instance at /home/dev/.hobbs (rw) with vault/keys covered by an empty
-// read-only tmpfs, the Claude state volume at /home/dev/.claude. The identity
-// and framework skills are in the image, root-owned and read-only.
+// init process, and a seccomp profile that refuses setuid and setgid bits
+// (seccomp.go). Mounts (mounts.go): the workspace at /home/dev/hobbs/workspace
+// (rw; a repository's .git read-only), the instance's shares under
+// /home/dev/.hobbs (instance.AgentShares: never the instance root), the
+// Claude state volume at /home/dev/.claude. Every bind source is checked
+// before anything is created: reached without a link, a real directory or
+// file, owned by the user. The identity and framework skills are in the
+// image, root-owned and read-only.
 //
 // Start-up order: a pipeline of engine CLI calls, each begun as soon as what
 // it needs exists. The instance's policy is parsed on the host first (a
@@ -54,15 +58,13 @@
 // # Secrets
 //
 // Neither the proxy token nor vault-mapped variables ever appear in an argv
-// (ours, docker's, or `docker inspect`'s Path/Args). The proxy token is
-// fresh per session; it reaches the proxy as HOBBS_PROXY_TOKEN (read once
-// and removed from its environment), and the agent as
-// HTTP(S)_PROXY=http://hobbs:TOKEN@127.0.0.1:3128. Every such
-// value is passed as `-e NAME` with the value only in the docker CLI child's
-// environment (readable only by the invoking user): portable to podman and
-// simpler than an --env-file on a pipe, which would need /dev/fd support. The
-// values do show in the container's Config.Env, as any container
-// environment does; keep the engine socket as private as the secrets.
+// (ours, docker's, or `docker inspect`'s) or in a container's configuration
+// (Config.Env, which Docker also keeps on disk). The proxy token is fresh per
+// session. The launcher writes the agent's variables (HTTP(S)_PROXY with the
+// token, the mapped secrets) and the proxy's token to files in a private
+// directory on a tmpfs and bind-mounts each read-only into its container
+// (sessionfiles.go); the agent's entry point loads its variables with
+// `hobbs session-env`, the proxy reads --auth-token-file.
 //
 // # Labels, cleanup and ownership
 //

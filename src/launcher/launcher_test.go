@@ -123,6 +123,35 @@ func TestSecretsOnlyInSessionFiles(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("session directory left: %v", err)
 	}
+	// A killed launcher's directory goes at the next run; a live one's
+	// stays.
+	dead, live := testSessionDir(t, true), testSessionDir(t, false)
+	if err := s.writeSessionFiles(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.removeSessionFiles()
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("dead session's files left: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("live session's files removed: %v", err)
+	}
+}
+
+// testSessionDir makes a session directory under $XDG_RUNTIME_DIR whose
+// owner is this process, or a process that cannot exist (dead).
+func testSessionDir(t *testing.T, dead bool) string {
+	dir, err := os.MkdirTemp(os.Getenv("XDG_RUNTIME_DIR"), "hobbs-session-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := Owner()
+	if dead {
+		host, _ := os.Hostname()
+		owner = host + "/999999999/1"
+	}
+	os.WriteFile(filepath.Join(dir, "owner"), []byte(owner+"\n"), 0o600)
+	return dir
 }
 
 func hasPair(a []string, k, v string) bool {

@@ -299,7 +299,6 @@ func (s *Session) AgentArgs() []string {
 	return append(a, s.Command...)
 }
 
-
 // Run runs the session to its end and returns the agent command's exit
 // code. Whatever it created is removed before it returns, also when ctx is
 // cancelled (Ctrl-C, SIGTERM): the exit code is then 130.

@@ -3,11 +3,13 @@ package launcher
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
@@ -22,7 +24,8 @@ import (
 // the one container it is for, under SessionDir. The agent's entry point
 // runs its command through `hobbs session-env`, which loads the variables;
 // the proxy reads its token with --auth-token-file. The directory is
-// removed when the session ends.
+// removed when the session ends, or by the next run when its launcher was
+// killed first.
 const (
 	SessionDir       = "/run/hobbs-session"
 	SessionEnvFile   = SessionDir + "/env"   // the agent's variables (JSON object)
@@ -51,6 +54,7 @@ func sessionFilesBase() (base string, onTmpfs bool) {
 // cannot have prepared it.
 func (s *Session) writeSessionFiles() error {
 	base, tmpfs := sessionFilesBase()
+	reapSessionFiles(base)
 	dir, err := os.MkdirTemp(base, "hobbs-session-")
 	if err != nil {
 		return errs.Wrap(errs.Failure, err, "session files")
@@ -63,12 +67,37 @@ func (s *Session) writeSessionFiles() error {
 	if err != nil {
 		return errs.Wrap(errs.Failure, err, "session files")
 	}
-	for name, data := range map[string][]byte{"env": env, "token": []byte(s.token + "\n")} {
+	for name, data := range map[string][]byte{"env": env, "token": []byte(s.token + "\n"), "owner": []byte(s.owner + "\n")} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return errs.Wrap(errs.Failure, err, "session files")
 		}
 	}
 	return nil
+}
+
+// reapSessionFiles removes the session directories in base that a launcher
+// killed before its cleanup left behind: this user's own (a real
+// directory, not a link, owned by this uid), whose owner process is gone.
+func reapSessionFiles(base string) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "hobbs-session-") {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() || !ownedByMe(fi) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err != nil || OwnerAlive(strings.TrimSpace(string(b))) {
+			continue
+		}
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // removeSessionFiles removes the session's private directory.
@@ -84,6 +113,11 @@ func (s *Session) sessionFileMount(name, target string) []string {
 		return nil
 	}
 	return []string{"--mount", mount{source: filepath.Join(s.filesDir, name), target: target, readonly: true}.flag()}
+}
+
+func ownedByMe(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
 
 func envMap(kvs []string) map[string]string {

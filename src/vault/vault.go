@@ -66,7 +66,7 @@ func Open(in instance.Instance) *Vault {
 
 // InContainer reports whether hobbs runs inside the agent container
 // (HOBBS_CONTEXT=container, set by the image).
-func InContainer() bool { return os.Getenv("HOBBS_CONTEXT") == "container" }
+func InContainer() bool { return instance.InContainer() }
 
 func (v *Vault) now() time.Time {
 	if v.Now != nil {
