@@ -181,6 +181,17 @@ func (r Root) parent(rel string, create bool, perm fs.FileMode) (int, string, er
 	return fd, parts[len(parts)-1], nil
 }
 
+// leaf opens the directory holding path's last component (no link
+// followed on the way) and returns its descriptor, that component and
+// path relative to the root.
+func (r Root) leaf(path string) (dirfd int, name, rel string, err error) {
+	if rel, err = r.rel(path); err != nil {
+		return -1, "", "", err
+	}
+	dirfd, name, err = r.parent(rel, false, 0)
+	return dirfd, name, rel, err
+}
+
 // openLeaf opens the last component in dirfd with flags (O_NOFOLLOW and
 // O_NONBLOCK added) and checks its type with fstat.
 func (r Root) openLeaf(dirfd int, name, full string, flags int, perm fs.FileMode, dirOK, fileOK bool) (*os.File, error) {
@@ -223,11 +234,7 @@ func (r Root) openLeaf(dirfd int, name, full string, flags int, perm fs.FileMode
 // file. O_CREATE makes it when missing; a link or special file in its
 // place is refused either way.
 func (r Root) OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
-	rel, err := r.rel(path)
-	if err != nil {
-		return nil, err
-	}
-	dirfd, name, err := r.parent(rel, false, 0)
+	dirfd, name, rel, err := r.leaf(path)
 	if err != nil {
 		return nil, err
 	}
@@ -374,11 +381,7 @@ func (r Root) MkdirAll(path string, perm fs.FileMode) error {
 // Mkdir makes directory path (perm); its parent must exist. An existing
 // entry is an error satisfying errors.Is(err, fs.ErrExist).
 func (r Root) Mkdir(path string, perm fs.FileMode) error {
-	rel, err := r.rel(path)
-	if err != nil {
-		return err
-	}
-	dirfd, name, err := r.parent(rel, false, 0)
+	dirfd, name, rel, err := r.leaf(path)
 	if err != nil {
 		return err
 	}
@@ -392,11 +395,7 @@ func (r Root) Mkdir(path string, perm fs.FileMode) error {
 // Remove removes the entry at path (a file, a link itself, an empty
 // directory), never what a link points to.
 func (r Root) Remove(path string) error {
-	rel, err := r.rel(path)
-	if err != nil {
-		return err
-	}
-	dirfd, name, err := r.parent(rel, false, 0)
+	dirfd, name, rel, err := r.leaf(path)
 	if err != nil {
 		return err
 	}
@@ -520,11 +519,7 @@ func (r Root) Chmod(path string, mode fs.FileMode) error {
 // file in the same directory, fsync, rename over the old entry (a link there
 // is replaced, not followed), fsync of the directory.
 func (r Root) Write(path string, data []byte, perm fs.FileMode) error {
-	rel, err := r.rel(path)
-	if err != nil {
-		return err
-	}
-	dirfd, name, err := r.parent(rel, false, 0)
+	dirfd, name, rel, err := r.leaf(path)
 	if err != nil {
 		return err
 	}
@@ -545,11 +540,7 @@ func (r Root) Write(path string, data []byte, perm fs.FileMode) error {
 // satisfying errors.Is(err, fs.ErrExist) if anything (a link included) is
 // there. Content is complete the moment the name appears.
 func (r Root) Create(path string, data []byte, perm fs.FileMode) error {
-	rel, err := r.rel(path)
-	if err != nil {
-		return err
-	}
-	dirfd, name, err := r.parent(rel, false, 0)
+	dirfd, name, rel, err := r.leaf(path)
 	if err != nil {
 		return err
 	}
