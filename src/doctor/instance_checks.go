@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -47,8 +49,10 @@ const maxListed = 20
 // checkFiles walks the whole instance without following links and fails on
 // anything hobbs never creates there and an agent could plant to make the
 // host follow or run it: a symbolic link, a FIFO, a socket, a device, a file
-// with the setuid or setgid bit. (An older Hobbs mounted the whole instance
-// into the agent's container, so any path may hold one.)
+// with the setuid or setgid bit, a .git below the root, and, outside the
+// directories the agent writes, a file with more than one hard link. (An
+// older Hobbs mounted the whole instance into the agent's container, so any
+// path may hold one.)
 func checkFiles(_ context.Context, env *Env) []Result {
 	in := env.Instance
 	var found, unreadable []string
@@ -63,8 +67,25 @@ func checkFiles(_ context.Context, env *Env) []Result {
 		if p == in.Root {
 			return nil
 		}
-		if why := untrusted(d); why != "" {
-			found = append(found, in.Rel(p)+" ("+why+")")
+		rel := filepath.ToSlash(in.Rel(p))
+		why := untrusted(d)
+		switch {
+		case why != "":
+		case d.Name() == ".git" && rel != ".git":
+			// git on the host uses it when run there, or from the
+			// instance's own repository (an embedded repository).
+			why = "a git repository inside the instance: git on the host would run its configuration"
+		case d.Type().IsRegular() && !inDirShare(rel):
+			// A hard link between a file the agent writes and one it must
+			// not (policy.yaml, a vault key) lets it write the latter.
+			if fi, err := d.Info(); err == nil {
+				if st, ok := fi.Sys().(*unix.Stat_t); ok && st.Nlink > 1 {
+					why = fmt.Sprintf("%d hard links: a file the agent can write may be the same file", st.Nlink)
+				}
+			}
+		}
+		if why != "" {
+			found = append(found, rel+" ("+why+")")
 		}
 		return nil
 	})
@@ -87,6 +108,17 @@ func checkFiles(_ context.Context, env *Env) []Result {
 		out = append(out, Result{Status: OK, Message: "no links, FIFOs, sockets, devices or setuid/setgid files"})
 	}
 	return out
+}
+
+// inDirShare reports whether rel (slash-separated, relative to the root)
+// lies in a directory the agent's container writes.
+func inDirShare(rel string) bool {
+	for _, sh := range instance.AgentShares() {
+		if sh.Dir && (rel == sh.Rel || strings.HasPrefix(rel, sh.Rel+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 // untrusted says what is wrong with an instance entry, or "".

@@ -112,3 +112,36 @@ func TestCheckLayoutDoesNotFollowLinks(t *testing.T) {
 		t.Fatalf("linked memory/: %+v", rs)
 	}
 }
+
+// Attack: an agent of an older Hobbs (which mounted the whole instance)
+// left a git repository inside a share, which git on the host would use,
+// or hard-linked a file it writes to one it must not (policy.yaml): the
+// check names both. Hard links inside the shares are the agent's own
+// business.
+func TestCheckFilesGitAndHardLinks(t *testing.T) {
+	in := instance.Instance{Root: t.TempDir()}
+	mem := in.MemoryDir()
+	os.MkdirAll(in.Data(), 0o755)
+	os.WriteFile(in.Policy(), []byte("domains: []\n"), 0o644)
+	if err := os.MkdirAll(filepath.Join(mem, "sub", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(in.Policy(), filepath.Join(mem, "policy-alias.md")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(in.Data(), "a"), []byte("x"), 0o644)
+	os.Link(filepath.Join(in.Data(), "a"), filepath.Join(in.Data(), "b"))
+	res := filesResult(t, in)
+	msg := ""
+	for _, r := range res {
+		msg += r.Message + "\n"
+	}
+	for _, want := range []string{"memory/sub/.git (a git repository", "policy.yaml (2 hard links"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("check does not name %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "data/a") {
+		t.Errorf("hard links inside a share reported:\n%s", msg)
+	}
+}

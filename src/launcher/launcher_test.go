@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -698,6 +699,11 @@ func TestBindSourcesAreChecked(t *testing.T) {
 			os.Symlink(outside, in.Vault())
 			return in.Vault()
 		}},
+		{"hard link as file share", func(in instance.Instance) string {
+			os.MkdirAll(in.MemoryDir(), 0o755)
+			os.Link(in.Policy(), filepath.Join(in.MemoryDir(), "policy-alias.md"))
+			return in.Policy()
+		}},
 		{"fifo as file share", func(in instance.Instance) string {
 			os.Remove(in.Foundation())
 			if err := unix.Mkfifo(in.Foundation(), 0o644); err != nil {
@@ -804,5 +810,75 @@ func TestSeccompFileIsCurrent(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("profile lacks %s", want)
 		}
+	}
+}
+
+// Attack: a workspace that holds the instance (hobbs run --workspace ~) or
+// lies in it would mount the vault and every host-only file into the
+// agent's container.
+func TestWorkspaceAndInstanceDoNotOverlap(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ws   func(s *Session) string
+	}{
+		{"holds the instance", func(s *Session) string { return filepath.Dir(s.Instance.Root) }},
+		{"is the instance", func(s *Session) string { return s.Instance.Root }},
+		{"inside the instance", func(s *Session) string { return s.Instance.Data() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := testSession(t)
+			s.Workspace = c.ws(s)
+			os.MkdirAll(s.Workspace, 0o755)
+			if err := s.prepareMounts(); err == nil || !strings.Contains(err.Error(), "overlap") {
+				t.Fatalf("err = %v, want a refusal", err)
+			}
+		})
+	}
+}
+
+// Attack: an agent writes its whole workspace, so it can replace a path
+// below it that another session is about to mount, or swap that
+// workspace's .git for a link when its own session does not hold .git as a
+// mount point. A launcher refuses a workspace inside or around a live
+// session's, and one shared with a session whose .git is writable.
+func TestWorkspaceClaims(t *testing.T) {
+	dir := t.TempDir()
+	ws := t.TempDir()
+	a := &Session{Name: "a", owner: Owner()}
+	releaseA, err := a.claimWorkspace(dir, ws, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Session{Name: "b", owner: Owner()}
+	if _, err := b.claimWorkspace(dir, filepath.Join(ws, "sub"), false); err == nil || !strings.Contains(err.Error(), "inside one another") {
+		t.Errorf("nested workspace: %v", err)
+	}
+	if _, err := b.claimWorkspace(dir, filepath.Dir(ws), false); err == nil || !strings.Contains(err.Error(), "inside one another") {
+		t.Errorf("enclosing workspace: %v", err)
+	}
+	if _, err := b.claimWorkspace(dir, ws, true); err == nil || !strings.Contains(err.Error(), "with its .git writable") {
+		t.Errorf("shared workspace, .git uncovered in a: %v", err)
+	}
+	// Sharing is fine when neither mounts .git or the other covers it.
+	releaseB, err := b.claimWorkspace(dir, ws, false)
+	if err != nil {
+		t.Fatalf("shared workspace, nothing to race: %v", err)
+	}
+	releaseB()
+	releaseA()
+	// A note of a launcher that is gone counts for nothing and is removed.
+	host, _ := os.Hostname()
+	dead, _ := json.Marshal(wsClaim{Session: "dead", Workspace: ws, Owner: host + "/999999999/1"})
+	os.WriteFile(filepath.Join(dir, "dead.json"), dead, 0o600)
+	release, err := b.claimWorkspace(dir, filepath.Join(ws, "sub"), true)
+	if err != nil {
+		t.Fatalf("a dead session's note refused the workspace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dead.json")); !os.IsNotExist(err) {
+		t.Errorf("dead note left: %v", err)
+	}
+	release()
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 { // the lock file
+		t.Errorf("notes left: %v", ents)
 	}
 }

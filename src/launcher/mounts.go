@@ -52,7 +52,8 @@ func unsafeSource(path, why string) error {
 }
 
 // checkSource checks rel beneath root as a bind source: a directory (dir)
-// or regular file owned by uid, no link in any component. A missing
+// or regular file (with no other hard link) owned by uid, no symbolic link
+// in any component. A missing
 // directory is made when mkdir is set; anything else missing returns
 // ok=false.
 func checkSource(root safefile.Root, rel string, dir, mkdir bool, uid int) (ok bool, err error) {
@@ -81,8 +82,14 @@ func checkSource(root safefile.Root, rel string, dir, mkdir bool, uid int) (ok b
 	case !dir && !fi.Mode().IsRegular():
 		return false, unsafeSource(full, "is not a regular file")
 	}
-	if st, ok := fi.Sys().(*unix.Stat_t); ok && int(st.Uid) != uid {
+	st, ok := fi.Sys().(*unix.Stat_t)
+	if ok && int(st.Uid) != uid {
 		return false, unsafeSource(full, fmt.Sprintf("is owned by uid %d, not by the session's user (%d)", st.Uid, uid))
+	}
+	if ok && !dir && st.Nlink > 1 {
+		// The same file under another name, perhaps in a directory the
+		// agent writes: mounted read-only here, writable there.
+		return false, unsafeSource(full, fmt.Sprintf("has %d hard links", st.Nlink))
 	}
 	return true, nil
 }
@@ -163,6 +170,10 @@ func (s *Session) workspaceMounts() ([]mount, error) {
 	if err := checkRoot(ws, s.UID); err != nil {
 		return nil, errs.Wrap(errs.Code(err), err, "workspace")
 	}
+	if err := checkOverlap(ws, s.Instance.Root); err != nil {
+		return nil, err
+	}
+	s.workspace, s.gitCovered = ws, false
 	m := []mount{{source: ws, target: WorkspaceDir}}
 	if !s.Config.GitReadOnly() {
 		return m, nil
@@ -183,6 +194,7 @@ func (s *Session) workspaceMounts() ([]mount, error) {
 	if ok, err := checkSource(root, ".git", true, false, s.UID); err != nil || !ok {
 		return nil, err
 	}
+	s.gitCovered = true
 	return append(m, mount{source: filepath.Join(ws, ".git"), target: WorkspaceDir + "/.git", readonly: true}), nil
 }
 

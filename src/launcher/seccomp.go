@@ -11,12 +11,12 @@ import (
 // the moment it runs it. No mount option prevents that on the host's side
 // (nosuid holds only inside the container), so the profile makes setting
 // those bits impossible in the first place: every system call that sets a
-// file's mode (chmod, fchmod, fchmodat, creat, open, openat, mknod,
-// mknodat) is allowed only when its mode argument carries neither bit (for
-// open and openat: or when it creates nothing); the calls whose mode the
-// filter cannot see (openat2: the mode is behind a pointer; fchmodat2;
-// io_uring, which performs opens of its own) fail with ENOSYS, so programs
-// fall back to the calls above.
+// file's mode (chmod, fchmod, fchmodat, fchmodat2, creat, open, openat,
+// mknod, mknodat) is allowed only when its mode argument carries neither bit
+// (for open and openat: or when it creates nothing); the calls whose mode
+// the filter cannot see (openat2: the mode is in a structure behind a
+// pointer; io_uring, which performs opens of its own) fail with ENOSYS, so
+// programs fall back to the calls above.
 //
 // Everything else follows the container engine's default profile for a
 // container without capabilities (the launcher drops them all): the same
@@ -156,7 +156,7 @@ func SeccompProfile() []byte {
 			allow(names),
 			// Mode-setting calls, only without setuid/setgid bits.
 			allow([]string{"chmod", "fchmod", "creat"}, noSetID(1)),
-			allow([]string{"fchmodat"}, noSetID(2)),
+			allow([]string{"fchmodat", "fchmodat2"}, noSetID(2)),
 			allow([]string{"mknod"}, noSetID(1)),
 			allow([]string{"mknodat"}, noSetID(2)),
 			// open and openat: when they create nothing, or with a mode
@@ -178,7 +178,8 @@ func SeccompProfile() []byte {
 		p.Syscalls = append(p.Syscalls, allow([]string{"personality"}, seccompArg{Index: 0, Value: v, Op: "SCMP_CMP_EQ"}))
 	}
 	p.Syscalls = append(p.Syscalls,
-		seccompRule{Names: []string{"arch_prctl", "modify_ldt"}, Action: "SCMP_ACT_ALLOW", Includes: &seccompArchs{Arches: []string{"amd64", "x32"}}},
+		seccompRule{Names: []string{"arch_prctl"}, Action: "SCMP_ACT_ALLOW", Includes: &seccompArchs{Arches: []string{"amd64", "x32"}}},
+		seccompRule{Names: []string{"modify_ldt"}, Action: "SCMP_ACT_ALLOW", Includes: &seccompArchs{Arches: []string{"amd64", "x32", "x86"}}},
 		seccompRule{Names: []string{"arm_fadvise64_64", "arm_sync_file_range", "sync_file_range2", "breakpoint", "cacheflush", "set_tls"},
 			Action: "SCMP_ACT_ALLOW", Includes: &seccompArchs{Arches: []string{"arm", "arm64"}}},
 	)

@@ -75,6 +75,11 @@ type Session struct {
 	// filesDir is the session's private directory on a tmpfs holding what
 	// its containers get but the engine must not keep (sessionfiles.go).
 	filesDir string
+
+	// The workspace as mounted (links resolved) and whether its .git is
+	// mounted read-only (workspace.go).
+	workspace  string
+	gitCovered bool
 }
 
 // reservedEnv are variables the launcher sets; a vault mapping may not
@@ -331,8 +336,13 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err := s.prepareMounts(); err != nil {
 		return 0, err
 	}
+	release, err := s.claimWorkspace(claimsDir(), s.workspace, s.gitCovered)
+	if err != nil {
+		return 0, err
+	}
 	if err := s.writeSessionFiles(); err != nil {
 		s.removeSessionFiles()
+		release()
 		return 0, err
 	}
 	e := s.Engine
@@ -365,6 +375,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		engine.Tracef("session: cleanup")
 		cerr := s.cleanup()
 		s.removeSessionFiles()
+		release()
 		if cerr != nil && err == nil {
 			err = cerr
 		}

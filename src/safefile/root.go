@@ -245,14 +245,30 @@ func (r Root) OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error
 // Open opens the regular file path for reading.
 func (r Root) Open(path string) (*os.File, error) { return r.OpenFile(path, os.O_RDONLY, 0) }
 
-// ReadFile reads the regular file path whole.
+// MaxRead is the largest file ReadFile reads: every file of an instance is
+// small, and one the agent made huge (a sparse file costs it nothing) must
+// not exhaust the host's memory.
+const MaxRead = 256 << 20
+
+// ErrTooLarge is returned by ReadFile for a file over MaxRead.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadFile reads the regular file path whole (MaxRead at most).
 func (r Root) ReadFile(path string) ([]byte, error) {
 	f, err := r.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	tooLarge := &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w: over %d MiB", ErrTooLarge, MaxRead>>20)}
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxRead {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxRead+1)) // it may grow meanwhile
+	if err == nil && len(b) > MaxRead {
+		return nil, tooLarge
+	}
+	return b, err
 }
 
 // OpenDir opens the directory path (the root for "." or the root's path).
@@ -311,7 +327,11 @@ func (r Root) Lstat(path string) (fs.FileInfo, error) {
 		return nil, err
 	}
 	if rel == "." {
-		return os.Stat(r.dir)
+		var st unix.Stat_t
+		if err := unix.Stat(r.dir, &st); err != nil {
+			return nil, &fs.PathError{Op: "stat", Path: r.dir, Err: err}
+		}
+		return statInfo(filepath.Base(r.dir), &st), nil
 	}
 	dirfd, name, err := r.parent(rel, false, 0)
 	if err != nil {

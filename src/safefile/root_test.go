@@ -1509,3 +1509,30 @@ func TestRootLockTimesOut(t *testing.T) {
 		t.Errorf("log = %q", b)
 	}
 }
+
+// Attack: the agent leaves a huge (sparse, so free to make) file where the
+// host reads one; ReadFile refuses it instead of exhausting memory.
+func TestRootReadFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "huge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxRead + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := Beneath(dir).ReadFile("huge"); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "huge"), 10); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Beneath(dir).ReadFile("huge"); err != nil || len(b) != 10 {
+		t.Fatalf("small file: %d bytes, %v", len(b), err)
+	}
+	// The root's own Stat reports it, whatever kind of path leads there.
+	if fi, err := Beneath(dir).Stat("."); err != nil || !fi.IsDir() {
+		t.Fatalf("Stat(.) = %v, %v", fi, err)
+	}
+}

@@ -112,6 +112,9 @@ func TestDevcontainerCompose(t *testing.T) {
 	}
 	dev, proxy := mounts("dev"), mounts("proxy")
 	checkShares(t, "dev container", dev)
+	if w, ok := dev["/workspace/.git"]; !ok || w {
+		t.Errorf("dev container: the repository's .git is not read-only (mounted %v, writable %v)", ok, w)
+	}
 	if cfg.Services["dev"].NetworkMode != "none" {
 		t.Errorf("dev container network_mode %q, want none", cfg.Services["dev"].NetworkMode)
 	}
