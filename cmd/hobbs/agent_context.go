@@ -48,13 +48,13 @@ hook returns (SessionStart for hobbs).`,
 			// them: BuildContext reserves room for both before ranking.
 			var pre, after []memory.Section
 			if d.Name == subagent.Hobbs {
-				if sec, ok, err := memory.FileSection("claude.md", s.In.ClaudeMD()); err != nil {
+				if sec, ok, err := s.FileSection("claude.md", s.In.ClaudeMD()); err != nil {
 					return err
 				} else if ok {
 					pre = append(pre, sec)
 				}
 			}
-			if sec, ok, err := memory.FileSection("agents/"+d.Name+"/operational.md", s.In.Operational(d.Name)); err != nil {
+			if sec, ok, err := s.FileSection("agents/"+d.Name+"/operational.md", s.In.Operational(d.Name)); err != nil {
 				return err
 			} else if ok {
 				after = append(after, sec)

@@ -229,7 +229,7 @@ container: there, secrets arrive only through the env mapping in config.yaml.`,
 				return err
 			}
 			defer clear(val)
-			_, err = a.out.Write(val)
+			_, err = a.rawOut.Write(val) // exact, even to a terminal
 			return err
 		},
 	}

@@ -205,7 +205,12 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 		if left < 16 || misses > 64 {
 			break
 		}
-		e := ix.rec(ref.ord).entry(ix.dir, Active, now)
+		r := ix.rec(ref.ord)
+		if r.Rendered > left {
+			misses++ // too long, as the index says: not read
+			continue
+		}
+		e := r.entry(ix.dir, Active, now)
 		m, err := s.readFile(e.Path, Active)
 		if err != nil {
 			if unsafe(err) { // replaced since the index was checked
@@ -255,7 +260,7 @@ type rankedRef struct {
 // ranked returns the valid active memories with status active carrying one
 // of tags (any when empty), best score first. The caller closes ix.
 func (s *Store) ranked(tags []string, now time.Time) (*tierIndex, []rankedRef, error) {
-	ix, err := s.openIndex(Active, false)
+	ix, err := s.openIndex(Active, false, useRecords)
 	if err != nil {
 		return nil, nil, err
 	}

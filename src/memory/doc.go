@@ -102,11 +102,13 @@
 // candidate against the real file, so a stale index can cost time but never
 // invent a hit.
 //
-// The index files are read, never mapped, and only in the parts an
-// operation needs (header, flags, offsets and key table at once; records and
-// posting lists one by one, each with its own CRC-32C checksum). A file cut
-// short or garbled costs a rebuild or a slower search, never a wrong answer
-// or a crash.
+// The index files are read, never mapped (the agent can truncate them at
+// any moment), and only in the parts an operation needs: header and flags at
+// once, records all together, in order or one by one, and for a search
+// the block of the key table and the posting list of each of its trigrams.
+// Flags, the block index, each block, each record and each posting list
+// carry a CRC-32C checksum. A file cut short or garbled costs a
+// rebuild or a slower search, never a wrong answer or a crash.
 //
 // Freshness: the active tier is checked file by file (size, mtime, ctime,
 // inode) on every use. The archive is large and cold, so its index is trusted

@@ -49,6 +49,7 @@ type record struct {
 	Tags                                    []string
 	Created, Updated, LastAccessed          int64 // unix seconds, 0 = unset
 	Reinforced                              int
+	Rendered                                int // characters of the memory in a context (renderMemory)
 }
 
 func recordOf(name string, st fileStamp, data []byte, tier Tier) record {
@@ -68,6 +69,7 @@ func recordOf(name string, st fileStamp, data []byte, tier Tier) record {
 	r.Tags = m.Tags
 	r.Created, r.Updated, r.LastAccessed = unixSec(m.Created), unixSec(m.Updated), unixSec(m.LastAccessed)
 	r.Reinforced = m.Reinforced
+	r.Rendered = runes(renderMemory(m))
 	return r
 }
 
@@ -96,7 +98,7 @@ func fromUnix(s int64) time.Time {
 // read whole.
 const (
 	metaMagic = "HMEMMETA2\n"
-	triMagic  = "HMEMTRI02\n"
+	triMagic  = "HMEMTRI03\n"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -162,6 +164,7 @@ func (r *record) encode(e *enc) {
 	e.v(r.Updated)
 	e.v(r.LastAccessed)
 	e.uv(uint64(r.Reinforced))
+	e.uv(uint64(r.Rendered))
 }
 
 func decodeRecord(b []byte) (record, bool) {
@@ -181,6 +184,7 @@ func decodeRecord(b []byte) (record, bool) {
 	}
 	r.Created, r.Updated, r.LastAccessed = d.v(), d.v(), d.v()
 	r.Reinforced = int(d.uv())
+	r.Rendered = int(d.uv())
 	return r, !d.bad
 }
 
@@ -189,9 +193,10 @@ func decodeRecord(b []byte) (record, bool) {
 // tierIndex is the index of one tier directory. Records are addressed by
 // ordinal; they decode lazily from the meta file. The files are read, never
 // mapped (the agent can truncate them at any moment: a mapped page past the
-// end is a SIGBUS), and only in the parts needed: the header, flags and
-// offsets at once, the records when all are needed (a check, a listing) or
-// one by one (the candidates of a search in a trusted archive).
+// end is a SIGBUS), and only in the parts needed: the header and flags at
+// once; offsets, checksums and records all together when every record is
+// needed (a listing), in order through a small window (a check), or one by
+// one (the candidates of a search in a trusted archive).
 type tierIndex struct {
 	root     safefile.Root
 	tier     Tier
@@ -200,17 +205,33 @@ type tierIndex struct {
 	stamp    uint64 // meta stamp
 	triStamp uint64 // tri file the flags refer to
 	flags    []byte
-	offsets  []byte // (n+1) little-endian uint32 offsets into the records
-	crcs     []byte // n little-endian CRC-32C of the records
+	offsets  []byte // (n+1) little-endian uint32 offsets into the records; nil: still only in meta
+	crcs     []byte // n little-endian CRC-32C of the records (nil with offsets: records of this run)
 	recsRaw  []byte // the records; nil while they are still only in meta
 	meta     *os.File
-	recsAt   int64 // where the records start in meta
+	metaSize int64
+	offsAt   int64  // where the offsets start in meta (the checksums follow them)
+	recsAt   int64  // where the records start in meta
+	seq      bool   // records are read in order (through win)
+	win      []byte // records from winAt (relative to recsAt)
+	winAt    int64
 	decoded  []*record
 	tri      *triFile
 	contents map[int][]byte // folded contents read during this run
 	problems []Problem      // links and special files met (tier files or index files)
 	trusted  bool           // used as it is, without a check (the archive's fast path)
+	records  bool           // the caller uses every record: read them all at once
+	good     []uint64       // records of recsRaw whose checksum was verified
 }
+
+// What a caller of openTier will use of the index, besides what it
+// searches or looks up.
+type use int
+
+const (
+	useSome    use = iota // a few records (a search's candidates)
+	useRecords            // every record
+)
 
 // intact reports whether the records ords can be read and match their
 // checksums. An index used without a check that is not intact is opened
@@ -226,6 +247,9 @@ func (t *tierIndex) intact(ords []int) bool {
 
 // intactAll is intact for every record (read at once).
 func (t *tierIndex) intactAll() bool {
+	if !t.loadOffsets() {
+		return false
+	}
 	t.loadRecs()
 	for i := 0; i < t.n(); i++ {
 		if _, ok := t.recBytes(i); !ok && t.decoded[i] == nil {
@@ -237,41 +261,139 @@ func (t *tierIndex) intactAll() bool {
 
 func (t *tierIndex) n() int { return len(t.flags) }
 
+// recRange returns where record i lies among the records and its checksum
+// (check false: a record of this run, not read from a file).
+func (t *tierIndex) recRange(i int) (a, b, sum uint32, check, ok bool) {
+	if t.offsets != nil {
+		a = binary.LittleEndian.Uint32(t.offsets[4*i:])
+		b = binary.LittleEndian.Uint32(t.offsets[4*i+4:])
+		if t.crcs != nil {
+			sum, check = binary.LittleEndian.Uint32(t.crcs[4*i:]), true
+		}
+		return a, b, sum, check, a <= b
+	}
+	if t.meta == nil {
+		return 0, 0, 0, false, false
+	}
+	n := int64(t.n())
+	ab, ok1 := readAt(t.meta, t.offsAt+4*int64(i), 8, t.metaSize)
+	cs, ok2 := readAt(t.meta, t.offsAt+4*(n+1)+4*int64(i), 4, t.metaSize)
+	if !ok1 || !ok2 {
+		return 0, 0, 0, false, false
+	}
+	a, b = binary.LittleEndian.Uint32(ab), binary.LittleEndian.Uint32(ab[4:])
+	return a, b, binary.LittleEndian.Uint32(cs), true, a <= b && int64(b) <= t.metaSize-t.recsAt
+}
+
 // recBytes returns the encoded record i, false if it cannot be read or its
 // checksum does not match.
 func (t *tierIndex) recBytes(i int) ([]byte, bool) {
-	a := binary.LittleEndian.Uint32(t.offsets[4*i:])
-	b := binary.LittleEndian.Uint32(t.offsets[4*i+4:])
-	if a > b {
+	a, b, sum, check, ok := t.recRange(i)
+	if !ok {
 		return nil, false
 	}
 	var raw []byte
-	if t.recsRaw != nil || t.meta == nil {
+	switch {
+	case t.recsRaw != nil || t.meta == nil:
 		if int(b) > len(t.recsRaw) {
 			return nil, false
 		}
 		raw = t.recsRaw[a:b]
-	} else {
+		if check && t.good != nil {
+			if t.good[i/64]&(1<<(i%64)) != 0 {
+				return raw, true // verified once already
+			}
+			if crc(raw) != sum {
+				return nil, false
+			}
+			t.good[i/64] |= 1 << (i % 64)
+			return raw, true
+		}
+	case t.seq:
+		// In order, through a window that moves along the file: a check
+		// reads every record once without holding them all.
+		at := int64(a) - t.winAt
+		if at < 0 || at+int64(b-a) > int64(len(t.win)) {
+			end := min(int64(b)+64<<10, t.metaSize-t.recsAt)
+			if need := int(end - int64(a)); cap(t.win) < need {
+				t.win = make([]byte, need)
+			} else {
+				t.win = t.win[:need]
+			}
+			n, _ := t.meta.ReadAt(t.win, t.recsAt+int64(a))
+			t.win, t.winAt, at = t.win[:n], int64(a), 0
+			if n < int(b-a) {
+				return nil, false // cut short since it was opened
+			}
+		}
+		raw = t.win[at : at+int64(b-a)]
+	default:
 		raw = make([]byte, b-a)
 		if _, err := t.meta.ReadAt(raw, t.recsAt+int64(a)); err != nil {
 			return nil, false // cut short since it was opened
 		}
 	}
-	if t.crcs != nil && crc(raw) != binary.LittleEndian.Uint32(t.crcs[4*i:]) {
+	if check && crc(raw) != sum {
 		return nil, false
 	}
 	return raw, true
 }
 
+// loadOffsets reads every record's offsets and checksum at once (before
+// every record is used). False when they do not rise from 0 to the end of
+// the file: then no record can be trusted.
+func (t *tierIndex) loadOffsets() bool {
+	if t.offsets != nil || t.meta == nil {
+		return true
+	}
+	n := int64(t.n())
+	b, ok := readAt(t.meta, t.offsAt, 8*n+4, t.metaSize)
+	if !ok {
+		return false
+	}
+	offsets := b[:4*(n+1)]
+	prev := uint32(0)
+	for i := int64(0); i <= n; i++ {
+		o := binary.LittleEndian.Uint32(offsets[4*i:])
+		if o < prev || i == 0 && o != 0 {
+			return false
+		}
+		prev = o
+	}
+	if int64(prev) != t.metaSize-t.recsAt {
+		return false
+	}
+	t.offsets, t.crcs = offsets, b[4*(n+1):]
+	return true
+}
+
+// forget drops what was read of the meta file (its records do not hold
+// together): every file is new to the check, and the postings are rebuilt.
+func (t *tierIndex) forget() {
+	t.dropMeta()
+	t.flags, t.decoded, t.offsets, t.crcs, t.recsRaw, t.good = nil, nil, nil, nil, nil, nil
+	if t.tri != nil && t.tri.f != nil {
+		t.tri.f.Close()
+	}
+	t.tri = nil
+}
+
 // loadRecs reads every record at once (before all of them are needed). If
 // the file was cut short meanwhile, the records not read are damaged.
 func (t *tierIndex) loadRecs() {
-	if t.recsRaw != nil || t.meta == nil || len(t.offsets) < 4 {
+	if t.recsRaw != nil || t.meta == nil {
 		return
 	}
-	buf := make([]byte, binary.LittleEndian.Uint32(t.offsets[len(t.offsets)-4:]))
+	if !t.loadOffsets() {
+		t.recsRaw = []byte{} // every record damaged
+		t.offsets = make([]byte, 4*(t.n()+1))
+		t.crcs = make([]byte, 4*t.n())
+		return
+	}
+	buf := make([]byte, t.metaSize-t.recsAt)
 	n, _ := t.meta.ReadAt(buf, t.recsAt)
 	t.recsRaw = buf[:n]
+	t.good = make([]uint64, (t.n()+63)/64)
 }
 
 func (t *tierIndex) rec(i int) *record {
@@ -369,8 +491,9 @@ func readAt(f *os.File, off, n, size int64) ([]byte, bool) {
 // at once is 5 bytes a record).
 const maxRecords = 1 << 24
 
-// loadMeta opens the meta file and reads its header, flags, offsets and
-// record checksums. It returns false if missing or damaged.
+// loadMeta opens the meta file and reads its header and flags; the offsets,
+// checksums and records are read when needed. It returns false if the file
+// is missing or damaged.
 func (t *tierIndex) loadMeta() bool {
 	f, size, ok := t.openDerived(".meta")
 	if !ok {
@@ -395,27 +518,23 @@ func (t *tierIndex) loadMeta() bool {
 	if n > maxRecords {
 		return false
 	}
-	head, ok := readAt(f, hl, n+4*(n+1)+4*n, size)
-	if !ok || crc(head) != sum {
+	flags, ok := readAt(f, hl, n, size)
+	if !ok || crc(flags) != sum {
 		return false
 	}
-	offsets := head[n : n+4*(n+1)]
-	// The offsets rise from 0 to the end of the file.
-	prev := uint32(0)
-	for i := int64(0); i <= n; i++ {
-		o := binary.LittleEndian.Uint32(offsets[4*i:])
-		if o < prev || i == 0 && o != 0 {
-			return false
-		}
-		prev = o
-	}
-	recsAt := hl + int64(len(head))
-	if int64(prev) != size-recsAt {
+	// The offsets start at 0 and the last one ends the file: a file cut
+	// short is rebuilt (one garbled in between fails the checksum of the
+	// records it concerns).
+	offsAt := hl + n
+	recsAt := offsAt + 8*n + 4
+	first, ok1 := readAt(f, offsAt, 4, size)
+	last, ok2 := readAt(f, offsAt+4*n, 4, size)
+	if !ok1 || !ok2 || binary.LittleEndian.Uint32(first) != 0 || int64(binary.LittleEndian.Uint32(last)) != size-recsAt {
 		return false
 	}
 	t.stamp, t.triStamp = stamp, triStamp
-	t.flags, t.offsets, t.crcs = head[:n:n], offsets, head[n+4*(n+1):]
-	t.meta, t.recsAt, t.recsRaw = f, recsAt, nil
+	t.flags, t.offsets, t.crcs = flags, nil, nil
+	t.meta, t.metaSize, t.offsAt, t.recsAt, t.recsRaw = f, size, offsAt, recsAt, nil
 	t.decoded = make([]*record, n)
 	keep = true
 	return true
@@ -507,8 +626,10 @@ const (
 // openTier returns the up-to-date index of a tier, checking, refreshing and
 // saving it as the rules say. forceFull checks every file. Every file and
 // directory is opened through root; a link in place of dir is an error.
-func openTier(root safefile.Root, dir, idxDir string, tier Tier, now time.Time, forceFull bool) (*tierIndex, error) {
-	t := &tierIndex{root: root, tier: tier, dir: dir, idxDir: idxDir}
+//
+// A caller that uses every record (useRecords) gets them read at once.
+func openTier(root safefile.Root, dir, idxDir string, tier Tier, now time.Time, forceFull bool, u use) (*tierIndex, error) {
+	t := &tierIndex{root: root, tier: tier, dir: dir, idxDir: idxDir, records: u == useRecords}
 	d, err := root.OpenDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -602,7 +723,13 @@ func (t *tierIndex) peek(i int) (name []byte, st fileStamp) {
 // changed, and saves the index when anything did. Unchanged records are
 // neither decoded nor re-encoded.
 func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode checkMode, prev state) error {
-	t.loadRecs() // every record is looked at
+	if !t.loadOffsets() { // every record is looked at
+		t.forget()
+		mode = checkFull
+	}
+	if t.records {
+		t.loadRecs() // the caller reads them all anyway
+	}
 	// cur: the directory now. For a full check every memory file is stat'ed;
 	// for a listing check only inodes are known (stamp.Ino).
 	cur := make(map[string]fileStamp, t.n()+64)
@@ -648,6 +775,7 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode ch
 	}
 	var jobs []job
 	changed := false
+	t.seq = t.recsRaw == nil // every record's name and stamp, in order
 	for i := 0; i < n; i++ {
 		if flags[i]&flagGone != 0 {
 			continue
@@ -670,6 +798,7 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode ch
 			jobs = append(jobs, job{ord: i, name: string(name), st: c, full: true})
 		}
 	}
+	t.seq, t.win = false, nil
 	for name, c := range cur { // new files
 		jobs = append(jobs, job{ord: -1, name: name, st: c, full: mode == checkFull})
 	}
@@ -757,6 +886,7 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode ch
 		}
 	}
 	if t.tri == nil || dirty > 64 && dirty > len(flags)/32 {
+		t.loadRecs()
 		recs := make([]record, 0, n+len(added))
 		for i := 0; i < n; i++ {
 			if r, ok := updates[i]; ok {
@@ -789,6 +919,7 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode ch
 // the unchanged ones as they are, and makes the result current (in memory
 // even when it cannot be saved).
 func (t *tierIndex) savePatched(updates map[int]record, added []record, flags []byte) {
+	t.loadRecs() // the unchanged records are copied as they are
 	n := t.n()
 	total := n + len(added)
 	var body enc
@@ -808,12 +939,10 @@ func (t *tierIndex) savePatched(updates map[int]record, added []record, flags []
 				decoded[i] = &r
 				continue
 			}
-			a := binary.LittleEndian.Uint32(t.offsets[4*i:])
-			b := binary.LittleEndian.Uint32(t.offsets[4*i+4:])
-			if t.decoded[i] != nil || a > b || int(b) > len(t.recsRaw) {
-				t.rec(i).encode(&body)
+			if raw, ok := t.recBytes(i); ok && t.decoded[i] == nil {
+				body.b = append(body.b, raw...) // checked: a damaged one is not carried on
 			} else {
-				body.b = append(body.b, t.recsRaw[a:b]...)
+				t.rec(i).encode(&body)
 			}
 		}
 	}
@@ -824,7 +953,7 @@ func (t *tierIndex) savePatched(updates map[int]record, added []record, flags []
 	}
 	t.stamp = stamp
 	t.flags, t.offsets, t.recsRaw, t.decoded = flags, offs, body.b, decoded
-	t.crcs = nil // records in memory: the ones copied were checked when read
+	t.crcs, t.good = nil, nil // records in memory: the ones copied were checked when read
 	t.dropMeta()
 }
 
@@ -832,7 +961,8 @@ func sameRecord(a, b *record) bool {
 	return a.Name == b.Name && a.Stamp == b.Stamp && a.ErrLine == b.ErrLine && a.ErrReason == b.ErrReason &&
 		a.ID == b.ID && a.Status == b.Status && a.Type == b.Type && a.SupersededBy == b.SupersededBy &&
 		a.Summary == b.Summary && equalStrings(a.Tags, b.Tags) && a.Created == b.Created &&
-		a.Updated == b.Updated && a.LastAccessed == b.LastAccessed && a.Reinforced == b.Reinforced
+		a.Updated == b.Updated && a.LastAccessed == b.LastAccessed && a.Reinforced == b.Reinforced &&
+		a.Rendered == b.Rendered
 }
 
 // setMem makes recs/flags the index's in-memory state.
@@ -943,7 +1073,7 @@ func (t *tierIndex) writeMeta(stamp uint64, flags, offs, body []byte) error {
 	binary.LittleEndian.PutUint64(h[:], stamp)
 	binary.LittleEndian.PutUint64(h[8:], t.triStamp)
 	binary.LittleEndian.PutUint32(h[16:], uint32(n))
-	binary.LittleEndian.PutUint32(h[20:], crc(head))
+	binary.LittleEndian.PutUint32(h[20:], crc(flags))
 	out.Write(h[:])
 	out.Write(head)
 	out.Write(body)
@@ -1010,90 +1140,86 @@ func (t *tierIndex) rebuildTri(recs []record, flags []byte, now time.Time) ([]re
 
 // ---- trigram postings ----
 
+// A tri file holds, after its header, a block index (per block of triBlock
+// keys: first key, first list offset, CRC of the block), the key table (per
+// key: trigram, list offset, count, CRC of the list) and the posting lists.
+// A lookup reads the block index once, then one block and one list: a search
+// reads a few KiB of the file, never the whole table.
 type triFile struct {
-	stamp uint64
-	n     int
-	table []byte // nkeys × 16: key, offset, count, CRC-32C of the list
-	// The posting lists: in memory (just built), or read list by list from
-	// f at blobAt (a file is never read whole or mapped).
-	blob            []byte
-	f               *os.File
-	blobAt, blobLen int64
+	stamp   uint64
+	n       int // documents
+	nkeys   int
+	sparse  []byte // nblocks × 12
+	data    []byte // the whole file, when held in memory (just built)
+	f       *os.File
+	size    int64
+	tableAt int64
+	blobAt  int64
 }
 
 const (
-	triHeader = len(triMagic) + 20 // stamp, docs, keys, CRC of the table
+	triHeader = len(triMagic) + 24 // stamp, docs, keys, blocks, CRC of the block index
 	triEntry  = 16
+	triBlock  = 256
+	triSparse = 12
 )
 
-// parseTri parses a tri file held in memory.
+// parseTri opens a tri file held in memory.
 func parseTri(data []byte) (*triFile, bool) {
-	if len(data) < triHeader || string(data[:len(triMagic)]) != triMagic {
-		return nil, false
-	}
-	tf, nkeys, sum := triHead(data)
-	if uint64(len(data)-triHeader) < triEntry*nkeys {
-		return nil, false
-	}
-	tf.table = data[triHeader : triHeader+triEntry*int(nkeys)]
-	tf.blob = data[triHeader+len(tf.table):]
-	tf.blobLen = int64(len(tf.blob))
-	return tf, crc(tf.table) == sum && tf.valid()
+	return openTri(nil, data, int64(len(data)))
 }
 
-// readTri reads the header and key table of the tri file f (size bytes);
-// the posting lists stay in the file.
+// readTri opens the tri file f (size bytes): header and block index.
 func readTri(f *os.File, size int64) (*triFile, bool) {
-	h, ok := readAt(f, 0, int64(triHeader), size)
+	return openTri(f, nil, size)
+}
+
+func openTri(f *os.File, data []byte, size int64) (*triFile, bool) {
+	tf := &triFile{f: f, data: data, size: size}
+	h, ok := tf.read(0, int64(triHeader))
 	if !ok || string(h[:len(triMagic)]) != triMagic {
 		return nil, false
 	}
-	tf, nkeys, sum := triHead(h)
-	if nkeys > 1<<24 { // a key is a trigram: 24 bits
-		return nil, false
-	}
-	table, ok := readAt(f, int64(triHeader), int64(triEntry*nkeys), size)
-	if !ok || crc(table) != sum {
-		return nil, false
-	}
-	tf.table, tf.f = table, f
-	tf.blobAt = int64(triHeader) + int64(len(table))
-	tf.blobLen = size - tf.blobAt
-	return tf, tf.valid()
-}
-
-func triHead(h []byte) (*triFile, uint64, uint32) {
 	p := h[len(triMagic):]
-	tf := &triFile{stamp: binary.LittleEndian.Uint64(p), n: int(binary.LittleEndian.Uint32(p[8:]))}
-	return tf, uint64(binary.LittleEndian.Uint32(p[12:])), binary.LittleEndian.Uint32(p[16:])
-}
-
-// entry returns key i of the table: its trigram, where its list starts and
-// ends in the blob (the next list's start, or the blob's end), its count
-// and checksum.
-func (tf *triFile) entry(i int) (key uint32, off, end int64, cnt, sum uint32) {
-	e := tf.table[triEntry*i:]
-	key, off = binary.LittleEndian.Uint32(e), int64(binary.LittleEndian.Uint32(e[4:]))
-	cnt, sum = binary.LittleEndian.Uint32(e[8:]), binary.LittleEndian.Uint32(e[12:])
-	end = tf.blobLen
-	if (i+1)*triEntry < len(tf.table) {
-		end = int64(binary.LittleEndian.Uint32(tf.table[triEntry*(i+1)+4:]))
+	tf.stamp, tf.n = binary.LittleEndian.Uint64(p), int(binary.LittleEndian.Uint32(p[8:]))
+	nkeys, nblocks := int64(binary.LittleEndian.Uint32(p[12:])), int64(binary.LittleEndian.Uint32(p[16:]))
+	sum := binary.LittleEndian.Uint32(p[20:])
+	if nkeys > 1<<24 || nblocks != (nkeys+triBlock-1)/triBlock { // a key is a trigram: 24 bits
+		return nil, false
 	}
-	return
-}
-
-// valid checks the key table: keys rise, each list starts where the one
-// before it ends, takes a byte an entry at least and lies in the blob.
-func (tf *triFile) valid() bool {
-	prevKey, next := uint32(0), int64(0)
-	for i := 0; i < len(tf.table)/triEntry; i++ {
-		k, off, end, cnt, _ := tf.entry(i)
-		if i > 0 && k <= prevKey || off != next || cnt == 0 || end-off < int64(cnt) {
-			return false
+	tf.nkeys = int(nkeys)
+	tf.tableAt = int64(triHeader) + triSparse*nblocks
+	tf.blobAt = tf.tableAt + triEntry*nkeys
+	if tf.blobAt > size {
+		return nil, false
+	}
+	if tf.sparse, ok = tf.read(int64(triHeader), triSparse*nblocks); !ok || crc(tf.sparse) != sum {
+		return nil, false
+	}
+	for j := int64(1); j < nblocks; j++ { // first keys and offsets rise
+		if tf.blockKey(int(j)) <= tf.blockKey(int(j-1)) || tf.blockOff(int(j)) < tf.blockOff(int(j-1)) {
+			return nil, false
 		}
-		prevKey, next = k, end
 	}
-	return next == tf.blobLen
+	return tf, true
+}
+
+// read returns n bytes at off, from memory or the file (false when they are
+// not all there: the file was cut short).
+func (tf *triFile) read(off, n int64) ([]byte, bool) {
+	if tf.data != nil {
+		if off < 0 || n < 0 || off+n > int64(len(tf.data)) {
+			return nil, false
+		}
+		return tf.data[off : off+n], true
+	}
+	return readAt(tf.f, off, n, tf.size)
+}
+
+func (tf *triFile) blocks() int           { return len(tf.sparse) / triSparse }
+func (tf *triFile) blockKey(j int) uint32 { return binary.LittleEndian.Uint32(tf.sparse[triSparse*j:]) }
+func (tf *triFile) blockOff(j int) uint32 {
+	return binary.LittleEndian.Uint32(tf.sparse[triSparse*j+4:])
 }
 
 func triKey(a, b, c byte) uint32 { return uint32(a)<<16 | uint32(b)<<8 | uint32(c) }
@@ -1137,39 +1263,58 @@ func buildTri(stamp uint64, docs [][]byte) []byte {
 		binary.LittleEndian.PutUint32(e[8:], uint32(len(l)))
 		binary.LittleEndian.PutUint32(e[12:], crc(blob.b[start:]))
 	}
-	out := make([]byte, 0, triHeader+len(table)+len(blob.b))
+	nblocks := (len(keys) + triBlock - 1) / triBlock
+	sparse := make([]byte, 0, triSparse*nblocks)
+	for j := 0; j < nblocks; j++ {
+		block := table[triEntry*triBlock*j : triEntry*min(triBlock*(j+1), len(keys))]
+		sparse = append(sparse, block[:8]...) // first key and offset
+		sparse = binary.LittleEndian.AppendUint32(sparse, crc(block))
+	}
+	out := make([]byte, 0, triHeader+len(sparse)+len(table)+len(blob.b))
 	out = append(out, triMagic...)
 	out = binary.LittleEndian.AppendUint64(out, stamp)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(docs)))
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(keys)))
-	out = binary.LittleEndian.AppendUint32(out, crc(table))
+	out = binary.LittleEndian.AppendUint32(out, uint32(nblocks))
+	out = binary.LittleEndian.AppendUint32(out, crc(sparse))
+	out = append(out, sparse...)
 	out = append(out, table...)
 	return append(out, blob.b...)
 }
 
 // postings returns the ordinals whose content contains the trigram k;
 // false when the list cannot be used (the file was cut short since it was
-// opened, or the list is damaged).
+// opened, or its block or list is damaged).
 func (tf *triFile) postings(k uint32) ([]uint32, bool) {
-	nkeys := len(tf.table) / triEntry
-	i := sort.Search(nkeys, func(i int) bool { return binary.LittleEndian.Uint32(tf.table[triEntry*i:]) >= k })
-	if i == nkeys || binary.LittleEndian.Uint32(tf.table[triEntry*i:]) != k {
+	nb := tf.blocks()
+	j := sort.Search(nb, func(j int) bool { return tf.blockKey(j) > k }) - 1
+	if j < 0 {
+		return nil, true // before the first key
+	}
+	count := min(triBlock, tf.nkeys-triBlock*j)
+	block, ok := tf.read(tf.tableAt+int64(triEntry*triBlock*j), int64(triEntry*count))
+	if !ok || crc(block) != binary.LittleEndian.Uint32(tf.sparse[triSparse*j+8:]) ||
+		binary.LittleEndian.Uint32(block) != tf.blockKey(j) || binary.LittleEndian.Uint32(block[4:]) != tf.blockOff(j) {
+		return nil, false
+	}
+	i := sort.Search(count, func(i int) bool { return binary.LittleEndian.Uint32(block[triEntry*i:]) >= k })
+	if i == count || binary.LittleEndian.Uint32(block[triEntry*i:]) != k {
 		return nil, true
 	}
-	_, off, end, cnt, sum := tf.entry(i)
-	var raw []byte
-	if tf.f == nil {
-		if off > end || end > int64(len(tf.blob)) {
-			return nil, false
-		}
-		raw = tf.blob[off:end]
-	} else {
-		var ok bool
-		if raw, ok = readAt(tf.f, tf.blobAt+off, end-off, tf.blobAt+tf.blobLen); !ok {
-			return nil, false
-		}
+	e := block[triEntry*i:]
+	off, cnt, sum := int64(binary.LittleEndian.Uint32(e[4:])), binary.LittleEndian.Uint32(e[8:]), binary.LittleEndian.Uint32(e[12:])
+	end := tf.size - tf.blobAt
+	switch {
+	case i+1 < count:
+		end = int64(binary.LittleEndian.Uint32(block[triEntry*(i+1)+4:]))
+	case j+1 < nb:
+		end = int64(tf.blockOff(j + 1))
 	}
-	if int64(cnt) > int64(len(raw)) || crc(raw) != sum {
+	if end < off || end-off < int64(cnt) { // each entry takes a byte at least
+		return nil, false
+	}
+	raw, ok := tf.read(tf.blobAt+off, end-off)
+	if !ok || crc(raw) != sum {
 		return nil, false
 	}
 	d := &dec{b: raw}

@@ -184,7 +184,7 @@ func (s *Store) Search(opt SearchOptions) ([]Hit, error) {
 // searchIndex opens the index of tier t and returns it with the ordinals of
 // the files that may match lits.
 func (s *Store) searchIndex(t Tier, full bool, lits [][]byte) (*tierIndex, []int, error) {
-	ix, err := s.openIndex(t, full)
+	ix, err := s.openIndex(t, full, useSome)
 	if err != nil {
 		return nil, nil, err
 	}

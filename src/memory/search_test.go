@@ -305,7 +305,7 @@ func TestIndexNarrowsCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle()
-	ix, err := s.openIndex(Archive, false)
+	ix, err := s.openIndex(Archive, false, useSome)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -249,9 +249,11 @@ func (s *Store) find(id string) (*Memory, error) {
 	return nil, errs.Failf("no memory %s", id).WithHint("see the ids with: hobbs memory list --all")
 }
 
-func (s *Store) openIndex(t Tier, full bool) (*tierIndex, error) {
+// openIndex opens the index of tier t, checked as the rules say (every file
+// with full), for the use u.
+func (s *Store) openIndex(t Tier, full bool, u use) (*tierIndex, error) {
 	s.checkShared()
-	ix, err := openTier(s.fs(), s.tierDir(t), s.In.MemoryIndex(), t, time.Now(), full)
+	ix, err := openTier(s.fs(), s.tierDir(t), s.In.MemoryIndex(), t, time.Now(), full, u)
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "memory index")
 	}
@@ -265,13 +267,13 @@ func (s *Store) openIndex(t Tier, full bool) (*tierIndex, error) {
 // are read at once, and an index used without a check that holds a damaged
 // record is opened again with a full check (which drops and re-reads it).
 func (s *Store) openIndexAll(t Tier) (*tierIndex, error) {
-	ix, err := s.openIndex(t, false)
+	ix, err := s.openIndex(t, false, useRecords)
 	if err != nil {
 		return nil, err
 	}
 	if ix.trusted && !ix.intactAll() {
 		ix.close()
-		return s.openIndex(t, true)
+		return s.openIndex(t, true, useRecords)
 	}
 	ix.loadRecs()
 	return ix, nil
@@ -432,7 +434,7 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 	}
 	// Compare with the active memories: the index (checked file by file)
 	// knows their ids and status; only bodies are read, in parallel.
-	ix, err := s.openIndex(Active, false)
+	ix, err := s.openIndex(Active, false, useRecords)
 	if err != nil {
 		return nil, err
 	}

@@ -351,6 +351,20 @@ func TestIndexDamagedBetweenRuns(t *testing.T) {
 		"half":        func(b []byte) []byte { return b[:len(b)/2] },
 		"one short":   func(b []byte) []byte { return b[:len(b)-1] },
 		"garbage":     func(b []byte) []byte { return bytes.Repeat([]byte{0xff}, len(b)) },
+		"garbled middle": func(b []byte) []byte {
+			b = append([]byte(nil), b...)
+			for i := len(b) * 2 / 5; i < len(b)*3/5; i++ {
+				b[i] ^= 0x5a
+			}
+			return b
+		},
+		"garbled after the header": func(b []byte) []byte {
+			b = append([]byte(nil), b...)
+			for i := min(len(b), 40); i < min(len(b), 400); i++ {
+				b[i] ^= 0x21
+			}
+			return b
+		},
 		"garbled tail": func(b []byte) []byte {
 			b = append([]byte(nil), b...)
 			for i := len(b) * 3 / 4; i < len(b); i++ {
@@ -399,7 +413,7 @@ func TestIndexTruncatedWhileOpen(t *testing.T) {
 	c.compare("fresh")
 	settle()
 	s := &Store{In: c.in}
-	ix, err := s.openIndex(Archive, false)
+	ix, err := s.openIndex(Archive, false, useSome)
 	if err != nil {
 		t.Fatal(err)
 	}

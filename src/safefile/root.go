@@ -123,7 +123,7 @@ func (r Root) explain(dirfd int, name, full, op string, err error, wantDir bool)
 	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EMLINK) {
 		var st unix.Stat_t
 		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-			if why := typeProblem(st.Mode, wantDir, !wantDir); why != "" {
+			if why := typeProblem(uint32(st.Mode), wantDir, !wantDir); why != "" {
 				return &UnsafeError{Path: full, Why: why}
 			}
 		}
@@ -204,7 +204,7 @@ func (r Root) openLeaf(dirfd int, name, full string, flags int, perm fs.FileMode
 	if unix.Fstatat(dirfd, name, &pre, unix.AT_SYMLINK_NOFOLLOW) == nil {
 		switch pre.Mode & unix.S_IFMT {
 		case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
-			return nil, &UnsafeError{Path: full, Why: typeProblem(pre.Mode, dirOK, fileOK)}
+			return nil, &UnsafeError{Path: full, Why: typeProblem(uint32(pre.Mode), dirOK, fileOK)}
 		}
 	}
 	fd, err := ignoringEINTR(func() (int, error) {
@@ -218,7 +218,7 @@ func (r Root) openLeaf(dirfd int, name, full string, flags int, perm fs.FileMode
 		unix.Close(fd)
 		return nil, &fs.PathError{Op: "stat", Path: full, Err: err}
 	}
-	if why := typeProblem(st.Mode, dirOK, fileOK); why != "" {
+	if why := typeProblem(uint32(st.Mode), dirOK, fileOK); why != "" {
 		unix.Close(fd)
 		return nil, &UnsafeError{Path: full, Why: why}
 	}
@@ -352,7 +352,7 @@ func (r Root) Stat(path string) (fs.FileInfo, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() && !fi.IsDir() {
-		return nil, &UnsafeError{Path: r.abs(mustRel(r, path)), Why: typeProblem(fi.Sys().(*unix.Stat_t).Mode, true, true)}
+		return nil, &UnsafeError{Path: r.abs(mustRel(r, path)), Why: typeProblem(uint32(fi.Sys().(*unix.Stat_t).Mode), true, true)}
 	}
 	return fi, nil
 }
