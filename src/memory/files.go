@@ -82,29 +82,9 @@ func readMemFile(root safefile.Root, path string) ([]byte, error) {
 	return readLimited(root, path, MaxFileSize)
 }
 
-// why says what is wrong with an entry of type m, in the words of
-// safefile.UnsafeError, or "" for a regular file.
-func why(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return ""
-	case m&fs.ModeSymlink != 0:
-		return "is a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "is a FIFO, not a regular file"
-	case m&fs.ModeSocket != 0:
-		return "is a socket, not a regular file"
-	case m&fs.ModeDevice != 0:
-		return "is a device, not a regular file"
-	case m.IsDir():
-		return "is a directory, not a regular file"
-	}
-	return "is not a regular file"
-}
-
 // unsafeEntry is the refusal of the entry at path of type m.
 func unsafeEntry(path string, m fs.FileMode) *safefile.UnsafeError {
-	return &safefile.UnsafeError{Path: path, Why: why(m)}
+	return safefile.NotRegular(path, m)
 }
 
 // problemOf is the Problem of a file that could not be read. An

@@ -24,9 +24,12 @@ func (fi *fileInfo) Size() int64        { return fi.st.Size }
 func (fi *fileInfo) ModTime() time.Time { return time.Unix(fi.st.Mtim.Unix()) }
 func (fi *fileInfo) IsDir() bool        { return fi.Mode().IsDir() }
 func (fi *fileInfo) Sys() any           { return &fi.st }
-func (fi *fileInfo) Mode() fs.FileMode {
-	m := fs.FileMode(fi.st.Mode & 0o777)
-	switch fi.st.Mode & unix.S_IFMT {
+func (fi *fileInfo) Mode() fs.FileMode  { return fileMode(uint32(fi.st.Mode)) }
+
+// fileMode turns a stat mode into an fs.FileMode.
+func fileMode(sm uint32) fs.FileMode {
+	m := fs.FileMode(sm & 0o777)
+	switch sm & unix.S_IFMT {
 	case unix.S_IFDIR:
 		m |= fs.ModeDir
 	case unix.S_IFLNK:
@@ -40,13 +43,13 @@ func (fi *fileInfo) Mode() fs.FileMode {
 	case unix.S_IFBLK:
 		m |= fs.ModeDevice
 	}
-	if fi.st.Mode&unix.S_ISUID != 0 {
+	if sm&unix.S_ISUID != 0 {
 		m |= fs.ModeSetuid
 	}
-	if fi.st.Mode&unix.S_ISGID != 0 {
+	if sm&unix.S_ISGID != 0 {
 		m |= fs.ModeSetgid
 	}
-	if fi.st.Mode&unix.S_ISVTX != 0 {
+	if sm&unix.S_ISVTX != 0 {
 		m |= fs.ModeSticky
 	}
 	return m

@@ -133,27 +133,38 @@ func (r Root) explain(dirfd int, name, full, op string, err error, wantDir bool)
 
 // typeProblem says what is wrong with an entry of mode m, or "".
 func typeProblem(m uint32, dirOK, fileOK bool) string {
-	switch m & unix.S_IFMT {
-	case unix.S_IFREG:
+	return modeProblem(fileMode(m), dirOK, fileOK)
+}
+
+// modeProblem says what is wrong with an entry of mode m, or "".
+func modeProblem(m fs.FileMode, dirOK, fileOK bool) string {
+	switch t := m.Type(); {
+	case t == 0:
 		if fileOK {
 			return ""
 		}
 		return "is a file, not a directory"
-	case unix.S_IFDIR:
+	case t == fs.ModeDir:
 		if dirOK {
 			return ""
 		}
 		return "is a directory, not a regular file"
-	case unix.S_IFLNK:
+	case t&fs.ModeSymlink != 0:
 		return "is a symbolic link"
-	case unix.S_IFIFO:
+	case t&fs.ModeNamedPipe != 0:
 		return "is a FIFO, not a regular file"
-	case unix.S_IFSOCK:
+	case t&fs.ModeSocket != 0:
 		return "is a socket, not a regular file"
-	case unix.S_IFCHR, unix.S_IFBLK:
+	case t&fs.ModeDevice != 0:
 		return "is a device, not a regular file"
 	}
 	return "is not a regular file"
+}
+
+// NotRegular is the refusal of the entry at path, of mode m, where a
+// regular file must be (for callers that list a directory and find one).
+func NotRegular(path string, m fs.FileMode) *UnsafeError {
+	return &UnsafeError{Path: path, Why: modeProblem(m, false, true)}
 }
 
 // parent opens the directory holding rel's last component and returns its
