@@ -21,11 +21,10 @@ import (
 // safefile), a real directory or regular file, owned by the session's user —
 // and refused otherwise, naming the path and the fix.
 //
-// A check is only as good as the path staying what it was until the engine
-// mounts it. For the instance that holds by the layout: the sources are
-// entries of the instance root or of logs/, and no session mounts either of
-// those, so no agent — of this session or a concurrent one — can rename or
-// replace a source (inside a container each source is a mount point, which
+// A check holds only while the path stays the same until the engine mounts
+// it. For the instance the layout ensures that: the sources are entries of
+// the instance root or of logs/, and no session mounts either of those, so
+// no agent, whichever session it runs in, can rename or replace a source (inside a container each source is a mount point, which
 // cannot be renamed either). The workspace's .git is the one source inside
 // a directory an agent writes: a concurrent session of the same workspace
 // holds it as a mount point too, unless the workspace had no .git when that

@@ -88,7 +88,7 @@ var allowed = []string{
 	"truncate64", "ugetrlimit", "umask", "uname", "unlink", "unlinkat", "utime", "utimensat",
 	"utimensat_time64", "utimes", "vfork", "vmsplice", "wait4", "waitid", "waitpid", "write", "writev",
 	// Allowed by the default profile from Linux 4.8 on, which Hobbs needs
-	// anyway (ptrace can no longer bypass seccomp there).
+	// anyway: from 4.8, ptrace cannot bypass seccomp.
 	"process_vm_readv", "process_vm_writev", "ptrace",
 }
 

@@ -402,9 +402,9 @@ func TestIndexDamagedBetweenRuns(t *testing.T) {
 }
 
 // An index file truncated while a command holds it open: the command goes
-// on (records it can no longer read are damaged, postings it cannot read
-// narrow nothing) instead of dying of a SIGBUS as with a mapped file, and
-// the next command rebuilds.
+// on (records it cannot read count as damaged, postings it cannot read
+// narrow nothing), with no SIGBUS (the index is read, not mapped), and the
+// next command rebuilds.
 func TestIndexTruncatedWhileOpen(t *testing.T) {
 	withIndexTimes(t, 30*time.Millisecond, time.Hour)
 	c := newCorpus(t, 12)

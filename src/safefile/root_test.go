@@ -226,11 +226,11 @@ const secret = "SECRET" // in every file outside the root
 //
 // pos places the link(s) so that following them would reach that tree:
 //
-//	first:  root/a -> outside                 (a/b/c is outside/b/c)
-//	middle: root/a/b -> outside               (a/b/c is outside/c)
-//	last:   root/a/b/c -> outside/c           (a file)
-//	        root/a/b/d -> outside/d           (a directory)
-//	        root/a/b/new -> outside/new       (dangling: following it creates outside/new)
+//	first:  root/a links to outside            (a/b/c resolves to outside/b/c)
+//	middle: root/a/b links to outside          (a/b/c resolves to outside/c)
+//	last:   root/a/b/c links to outside/c      (a file)
+//	        root/a/b/d links to outside/d      (a directory)
+//	        root/a/b/new links to outside/new  (dangling: following it creates outside/new)
 type linkFixture struct {
 	r             Root
 	root, outside string
