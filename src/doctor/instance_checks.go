@@ -123,19 +123,8 @@ func inDirShare(rel string) bool {
 
 // untrusted says what is wrong with an instance entry, or "".
 func untrusted(d fs.DirEntry) string {
-	switch t := d.Type(); {
-	case t&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case t&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case t&fs.ModeSocket != 0:
-		return "socket"
-	case t&fs.ModeDevice != 0:
-		return "device"
-	case t&fs.ModeIrregular != 0:
-		return "not a regular file"
-	case t.IsDir():
-		return "" // setgid on a directory is inherited and runs nothing
+	if why := safefile.Problem(d.Type()); why != "" || d.IsDir() {
+		return why // setgid on a directory is inherited and runs nothing
 	}
 	fi, err := d.Info()
 	if err != nil {

@@ -53,10 +53,10 @@ func TestCheckFilesNamesPlantedEntries(t *testing.T) {
 	if err := os.Chmod(filepath.Join(in.Root, "tool"), 0o755|os.ModeSetgid); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"memory/active/pipe.md (FIFO)", "playbooks (symbolic link)", "tool (setgid)"}
+	want := []string{"memory/active/pipe.md (is a FIFO, not a regular file)", "playbooks (is a symbolic link)", "tool (setgid)"}
 	if l, err := net.Listen("unix", filepath.Join(in.Root, "s.sock")); err == nil {
 		defer l.Close()
-		want = append(want, "s.sock (socket)")
+		want = append(want, "s.sock (is a socket, not a regular file)")
 	}
 	rs := filesResult(t, in)
 	if len(rs) != 1 || rs[0].Status != Fail || !strings.Contains(rs[0].Fix, "inspect each") {
@@ -108,7 +108,7 @@ func TestCheckLayoutDoesNotFollowLinks(t *testing.T) {
 	if rs := checkLayout(context.Background(), &Env{Instance: in}); rs[0].Status != OK {
 		t.Fatalf("linked memory/: %+v", rs)
 	}
-	if rs := filesResult(t, in); rs[0].Status != Fail || !strings.Contains(rs[0].Message, "memory (symbolic link)") {
+	if rs := filesResult(t, in); rs[0].Status != Fail || !strings.Contains(rs[0].Message, "memory (is a symbolic link)") {
 		t.Fatalf("linked memory/: %+v", rs)
 	}
 }

@@ -161,6 +161,11 @@ func modeProblem(m fs.FileMode, dirOK, fileOK bool) string {
 	return "is not a regular file"
 }
 
+// Problem says what the layer refuses about an entry of mode m (in the
+// words of its errors: "is a symbolic link", "is a FIFO, not a regular
+// file", …), or "" for a regular file or a directory.
+func Problem(m fs.FileMode) string { return modeProblem(m, true, true) }
+
 // NotRegular is the refusal of the entry at path, of mode m, where a
 // regular file must be (for callers that list a directory and find one).
 func NotRegular(path string, m fs.FileMode) *UnsafeError {
@@ -550,27 +555,29 @@ func (r Root) Chmod(path string, mode fs.FileMode) error {
 // file in the same directory, fsync, rename over the old entry (a link there
 // is replaced, not followed), fsync of the directory.
 func (r Root) Write(path string, data []byte, perm fs.FileMode) error {
-	dirfd, name, rel, err := r.leaf(path)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dirfd)
-	tmp, err := writeTempAt(dirfd, name, r.abs(rel), data, perm)
-	if err != nil {
-		return err
-	}
-	if err := unix.Renameat(dirfd, tmp, dirfd, name); err != nil {
-		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return &fs.PathError{Op: "rename", Path: r.abs(rel), Err: err}
-	}
-	_ = unix.Fsync(dirfd) // some filesystems refuse; the rename is atomic anyway
-	return nil
+	return r.placeTemp(path, data, perm, "rename", func(dirfd int, tmp, name string) error {
+		return unix.Renameat(dirfd, tmp, dirfd, name)
+	})
 }
 
 // Create atomically creates path with data and fails with an error
 // satisfying errors.Is(err, fs.ErrExist) if anything (a link included) is
 // there. Content is complete the moment the name appears.
 func (r Root) Create(path string, data []byte, perm fs.FileMode) error {
+	return r.placeTemp(path, data, perm, "create", func(dirfd int, tmp, name string) error {
+		err := unix.Linkat(dirfd, tmp, dirfd, name, 0)
+		if errors.Is(err, unix.EEXIST) {
+			return fs.ErrExist
+		}
+		return err
+	})
+}
+
+// placeTemp writes data to a temporary file beside path's last component,
+// puts it in place with place (op names it in errors), removes what is
+// left of the temporary file and syncs the directory (some filesystems
+// refuse; the placing is atomic anyway).
+func (r Root) placeTemp(path string, data []byte, perm fs.FileMode, op string, place func(dirfd int, tmp, name string) error) error {
 	dirfd, name, rel, err := r.leaf(path)
 	if err != nil {
 		return err
@@ -580,12 +587,10 @@ func (r Root) Create(path string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Unlinkat(dirfd, tmp, 0)
-	if err := unix.Linkat(dirfd, tmp, dirfd, name, 0); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return &fs.PathError{Op: "create", Path: r.abs(rel), Err: fs.ErrExist}
-		}
-		return &fs.PathError{Op: "create", Path: r.abs(rel), Err: err}
+	err = place(dirfd, tmp, name)
+	_ = unix.Unlinkat(dirfd, tmp, 0) // gone already after a rename
+	if err != nil {
+		return &fs.PathError{Op: op, Path: r.abs(rel), Err: err}
 	}
 	_ = unix.Fsync(dirfd)
 	return nil
