@@ -2,11 +2,9 @@ package memory
 
 import (
 	"fmt"
-	"math/rand"
-	"os"
-	"path/filepath"
+		"os"
+	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -77,49 +75,13 @@ func benchInstance(b *testing.B) instance.Instance {
 	return benchIn
 }
 
-// genCorpus writes memgen's corpus (same shapes, same seed) into in.
+// genCorpus writes tests/bench/memgen's corpus (the one make bench uses)
+// into in's memory directory by running memgen itself.
 func genCorpus(in instance.Instance, archived, active int) error {
-	r := rand.New(rand.NewSource(1))
-	words := make([]string, 20000)
-	for i := range words {
-		var w strings.Builder
-		for n := 3 + r.Intn(7); n > 0; n-- {
-			w.WriteByte(byte('a' + r.Intn(26)))
-		}
-		words[i] = w.String()
-	}
-	tags := []string{"work", "home", "tools", "people", "health", "finance", "travel", "food"}
-	total := archived + active
-	plant := map[int]bool{}
-	for len(plant) < 7 && len(plant) < total {
-		plant[r.Intn(total)] = true
-	}
-	for _, d := range []string{in.MemoryActive(), in.MemoryArchive()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	for i := 0; i < total; i++ {
-		dir, status, n := in.MemoryArchive(), "archived", i
-		if i >= archived {
-			dir, status, n = in.MemoryActive(), "active", i-archived
-		}
-		id := fmt.Sprintf("mem_2025%02d%02d_%03d", 1+n%12, 1+n/12%28, n/336)
-		var body strings.Builder
-		for body.Len() < 260 {
-			if body.Len() > 0 {
-				body.WriteByte(' ')
-			}
-			body.WriteString(words[r.Intn(len(words))])
-		}
-		if plant[i] {
-			body.WriteString(" Zanzibarquokka")
-		}
-		content := fmt.Sprintf("---\nid: %s\ntags: [%s]\ncreated: 2025-%02d-%02d\nlast_accessed: null\nreinforced: %d\nsource: generated\nsupersedes: null\nstatus: %s\n---\n\n%s.\n",
-			id, tags[r.Intn(len(tags))], 1+n%12, 1+n/12%28, r.Intn(6), status, body.String())
-		if err := os.WriteFile(filepath.Join(dir, id+".md"), []byte(content), 0o644); err != nil {
-			return err
-		}
+	cmd := exec.Command("go", "run", "../../tests/bench/memgen", "-dir", in.MemoryDir(),
+		"-archive", strconv.Itoa(archived), "-active", strconv.Itoa(active), "-rare", benchRare)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("memgen: %v\n%s", err, out)
 	}
 	return nil
 }
