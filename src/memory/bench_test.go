@@ -2,7 +2,7 @@ package memory
 
 import (
 	"fmt"
-		"os"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
