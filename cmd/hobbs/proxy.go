@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"time"
 
@@ -75,15 +74,8 @@ requests and tunnels (up to --grace) and exits 0.`,
 			logf := func(format string, args ...any) {
 				fmt.Fprintf(a.errOut, "hobbs proxy: %s\n", audit.Redact(fmt.Sprintf(format, args...)))
 			}
-			// One scheduler slot more than event loops (see
-			// egress.DefaultEventLoops).
-			loops := egress.DefaultEventLoops()
-			if loops > 0 {
-				runtime.GOMAXPROCS(loops + 1)
-			}
 			srv, err := egress.NewServer(egress.Options{
 				PolicyFiles: policies, AuthToken: token, AuditPath: auditPath, Logf: logf, IdleTimeout: idle,
-				EventLoops: loops,
 			})
 			if err != nil {
 				return err
