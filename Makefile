@@ -17,9 +17,6 @@ install:
 ## test: everything CI runs — unit tests, CLI scenarios, Docker end-to-end
 test: lint
 	$(GO) test -count=1 -timeout 25m ./...
-	@# the egress proxy's suites again, with every CONNECT on an event loop and with none
-	HOBBS_TEST_ENGINE=loop $(GO) test -count=1 -timeout 10m ./src/egress
-	HOBBS_TEST_ENGINE=goroutines $(GO) test -count=1 -timeout 10m ./src/egress
 
 ## test-short: unit tests and CLI scenarios without the Docker end-to-end suite
 test-short:

@@ -93,3 +93,18 @@ func TestAuditRetry(t *testing.T) {
 		t.Fatalf("the proxy said:\n%s", all)
 	}
 }
+
+// TestAuditRedacts: a secret-shaped string in what a client sends reaches
+// the proxy's audit log only redacted.
+func TestAuditRedacts(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), nil)
+	secret := "ghp_" + strings.Repeat("a1B2", 9)
+	e.tunnel(t, fmt.Sprintf("%s.denied.test:%d", secret, tg.port), "")
+	waitFor(2e9, func() bool { return e.srv.ActiveTunnels() == 0 })
+	e.srv.Shutdown(t.Context())
+	log := readFile(t, e.audit)
+	if strings.Contains(log, secret) || !strings.Contains(log, "[REDACTED:github-token]") {
+		t.Fatalf("audit log:\n%s", log)
+	}
+}

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bytes"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -35,25 +36,24 @@ func newAuditLog(path string, logf func(string, ...any)) *auditLog {
 	return a
 }
 
-func (a *auditLog) log(l *auditLine) { a.send(a.appendLine(nil, l)) }
-
-// appendLine appends l's line, redacted, to batch: an event loop gathers
-// its lines for a later send, so that a tunnel costs no channel send (and
-// no wake-up of the writer) of its own.
-func (a *auditLog) appendLine(batch []byte, l *auditLine) []byte {
+// log queues l's line, redacted, for the writer.
+func (a *auditLog) log(l *auditLine) {
 	if a.ch == nil {
-		return batch
+		return
 	}
-	start := len(batch)
-	batch = l.appendJSON(batch)
-	if red := audit.RedactBytes(batch[start:]); red != nil {
-		batch = append(batch[:start], red...)
+	line, err := json.Marshal(l)
+	if err != nil {
+		a.logf("audit: %v", err)
+		return
 	}
-	return append(batch, '\n')
+	if red := audit.RedactBytes(line); red != nil {
+		line = red
+	}
+	a.send(append(line, '\n'))
 }
 
-// send queues whole lines (one or a batch) for the writer; the writer owns
-// them from then on.
+// send queues whole lines for the writer; the writer owns them from then
+// on.
 func (a *auditLog) send(line []byte) {
 	if a.ch == nil || len(line) == 0 {
 		return

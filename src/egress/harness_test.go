@@ -216,15 +216,6 @@ func startProxyAt(t testing.TB, policy string, mod func(*Options), listen string
 		LookupNetIP: fakeResolver(nil),
 		Logf:        t.Logf,
 	}
-	switch engine := os.Getenv("HOBBS_TEST_ENGINE"); engine {
-	case "": // as in production: loops, cache misses handed to goroutines
-	case "loop": // every CONNECT decided and relayed by an event loop
-		opts.loopLookups = true
-	case "goroutines": // no event loops
-		opts.EventLoops = -1
-	default:
-		t.Fatalf("HOBBS_TEST_ENGINE=%q: want loop or goroutines", engine)
-	}
 	if mod != nil {
 		mod(&opts)
 	}

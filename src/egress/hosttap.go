@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // hostTap watches the bytes the HTTP server reads from a client connection
@@ -24,12 +27,13 @@ import (
 // is still safe: the forwarded Host is always the URL's.
 type hostTap struct {
 	net.Conn
-	mu    sync.Mutex
-	buf   []byte // unparsed head or chunk-size bytes
-	state tapState
-	left  int64 // body bytes to skip (tapBody, tapChunkData)
-	queue []tapHost
-	lost  bool
+	handlers atomic.Int32 // handler calls running for this connection
+	mu       sync.Mutex
+	buf      []byte // unparsed head or chunk-size bytes
+	state    tapState
+	left     int64 // body bytes to skip (tapBody, tapChunkData)
+	queue    []tapHost
+	lost     bool
 }
 
 type tapState int
@@ -61,6 +65,51 @@ func (l tapListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	return &hostTap{Conn: c}, nil
+}
+
+// tapSet tracks the HTTP server's connections that are not hijacked, so
+// that Shutdown can end at once the ones reading a request head: net/http's
+// own Shutdown waits for those until the header timeout.
+type tapSet struct {
+	mu      sync.Mutex
+	m       map[*hostTap]struct{}
+	cutting bool
+}
+
+// connState is the HTTP server's ConnState hook.
+func (ts *tapSet) connState(c net.Conn, st http.ConnState) {
+	t, ok := c.(*hostTap)
+	if !ok {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	switch st {
+	case http.StateNew:
+		if ts.m == nil {
+			ts.m = map[*hostTap]struct{}{}
+		}
+		ts.m[t] = struct{}{}
+		if ts.cutting {
+			t.SetReadDeadline(time.Now())
+		}
+	case http.StateHijacked, http.StateClosed:
+		delete(ts.m, t)
+	}
+}
+
+// cutHeads ends the reads of every connection, present or accepted from now
+// on, that is not in a handler: it is reading a request head (or idle
+// between two), and the server closes it when the read fails.
+func (ts *tapSet) cutHeads() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.cutting = true
+	for t := range ts.m {
+		if t.handlers.Load() == 0 {
+			t.SetReadDeadline(time.Now())
+		}
+	}
 }
 
 func tapConnContext(ctx context.Context, c net.Conn) context.Context {

@@ -11,9 +11,6 @@ import (
 // kernel's TCP_INFO (no per-byte bookkeeping in the relay). Unknown (not a
 // TCP socket, e.g. a client on the proxy's unix socket): -1.
 func idleFor(c net.Conn) time.Duration {
-	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
-		c = w.NetConn() // a conn replaying early data
-	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return -1

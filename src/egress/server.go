@@ -47,16 +47,6 @@ type Options struct {
 	IdleTimeout   time.Duration                    // a tunnel with no traffic either way is closed; default 10 min
 	Debounce      time.Duration                    // policy reload debounce; default 100 ms
 	DNSCacheTTL   time.Duration                    // keep successful lookups this long; default 5 s, <0 disables
-	// EventLoops is the number of event loops serving CONNECT tunnels
-	// (Linux; loop_linux.go): 0 is GOMAXPROCS, at most 4; <0 serves every
-	// connection with goroutines (elsewhere, always).
-	EventLoops int
-
-	// loopLookups (tests only) lets the event loops wait for lookups
-	// themselves instead of handing a cache miss to the goroutine path:
-	// with the tests' instant fake resolver, every CONNECT is then decided
-	// and relayed by a loop.
-	loopLookups bool
 }
 
 // Server is the egress proxy.
@@ -68,14 +58,10 @@ type Server struct {
 	tr      *http.Transport
 	audit   *auditLog
 	tunnels tunnelSet
+	conns   tapSet
 	watch   *watcher
 	dns     dnsCache
-	pending pendingSet // connections whose first head is being read
 	stopped atomic.Bool
-	loops   loopGroup
-	// what served the connections (tests check which path ran)
-	loopTunnels, handOvers atomic.Int64
-	splicedBytes           atomic.Int64 // bytes a loop moved by splice(2)
 }
 
 // NewServer loads the policy files and builds a server. It fails (exit 2
@@ -121,7 +107,6 @@ func NewServer(opts Options) (*Server, error) {
 	s := &Server{opts: opts}
 	s.dns = dnsCache{lookup: opts.LookupNetIP, ttl: opts.DNSCacheTTL}
 	s.policy.Store(p)
-	s.tunnels.m = map[tunnelHandle]struct{}{}
 	s.audit = newAuditLog(opts.AuditPath, opts.Logf)
 
 	s.tr = &http.Transport{
@@ -154,6 +139,7 @@ func NewServer(opts Options) (*Server, error) {
 		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){}, // HTTP/1.1 only
 		ErrorLog:          log.New(logWriter(opts.Logf), "http: ", 0),
 		ConnContext:       tapConnContext,
+		ConnState:         s.conns.connState,
 		// Every request must reach serveHTTP (the Host tap pairs heads with
 		// handler calls); "OPTIONS *" would otherwise be answered by net/http.
 		DisableGeneralOptionsHandler: true,
@@ -167,14 +153,13 @@ func (s *Server) Policy() *Policy { return s.policy.Load() }
 // Listen opens the proxy's listening socket: HOST:PORT, or unix:PATH for a
 // unix socket (what a `hobbs run` session's agent reaches the proxy by). TCP
 // keep-alive is off: the clients are local containers, and idle or dead
-// tunnels are reaped by the idle timeout (saving the keep-alive setsockopt
-// calls on every connection). A unix socket is made readable and writable by
-// its owner only; a socket file left at PATH (a proxy that was killed) is
-// replaced, anything else there is an error.
+// tunnels are reaped by the idle timeout. A unix socket is made readable and
+// writable by its owner only; a socket file left at PATH (a proxy that was
+// killed) is replaced, anything else there is an error.
 func Listen(addr string) (net.Listener, error) {
 	path, ok := strings.CutPrefix(addr, "unix:")
 	if !ok {
-		lc := net.ListenConfig{KeepAlive: -1, Control: listenerControl}
+		lc := net.ListenConfig{KeepAlive: -1}
 		return lc.Listen(context.Background(), "tcp", addr)
 	}
 	if path == "" {
@@ -210,17 +195,10 @@ func DialAddr(ctx context.Context, addr string) (net.Conn, error) {
 	return d.DialContext(ctx, "tcp", addr)
 }
 
-// Serve accepts proxy clients on l until Shutdown. On Linux with a TCP
-// listener, event loops serve CONNECT tunnels (loop_linux.go) and hand the
-// rest to the goroutine path; elsewhere CONNECT requests are served on the
-// goroutine fast path (fastconnect.go). Every other connection goes to the
-// net/http server and goproxy.
+// Serve accepts proxy clients on l until Shutdown: every connection is
+// served by the net/http server and goproxy, CONNECT tunnels included.
 func (s *Server) Serve(l net.Listener) error {
-	fl := &fastListener{Listener: l, ch: make(chan net.Conn), done: make(chan struct{})}
-	if !s.startLoops(fl) {
-		go s.acceptLoop(fl)
-	}
-	err := s.hs.Serve(tapListener{fl})
+	err := s.hs.Serve(tapListener{l})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -251,13 +229,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.watch != nil {
 		s.watch.stop()
 	}
-	s.loops.stopAccepting()   // loops: no new connections, heads being read closed
+	s.tunnels.drain() // tunnels decided from now on are refused
+	s.conns.cutHeads()
 	err := s.hs.Shutdown(ctx) // closes the listener: no new connections
 	if err != nil {
 		s.hs.Close()
 	}
-	s.pending.closeAndWait()
-	s.tunnels.drain()
 	if !s.tunnels.wait(ctx) {
 		s.tunnels.closeAll()
 		s.tunnels.wait(context.Background())
@@ -276,6 +253,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tap, ok := r.Context().Value(tapKey{}).(*hostTap); ok {
+		tap.handlers.Add(1)
+		defer tap.handlers.Add(-1)
 		// Every request that reaches a handler claims its head's Host.
 		if th, ok := tap.next(); ok && r.Method != http.MethodConnect {
 			r = r.WithContext(context.WithValue(r.Context(), tapHostKey{}, th))
@@ -291,11 +270,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 type tapHostKey struct{}
 
-// bufferedHijacker keeps the bytes a client sent right behind its CONNECT
+// bufferedHijacker hands the tunnel the bare socket (so that the relay can
+// splice) and keeps the bytes a client sent right behind its CONNECT
 // request (before the 200): the HTTP server may already have read them into
-// its buffer, which goproxy's hijack would drop. Only when there are such
-// bytes is the connection wrapped (the relay then copies that direction
-// through user space instead of splice).
+// its buffer, which goproxy's hijack would drop.
 type bufferedHijacker struct {
 	http.ResponseWriter
 	hj http.Hijacker
@@ -304,33 +282,13 @@ type bufferedHijacker struct {
 func (b bufferedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := b.hj.Hijack()
 	if t, ok := c.(*hostTap); ok {
-		c = t.Conn // the tunnel relays the bare socket (splice)
-	}
-	if rc, ok := c.(*replayConn); ok && len(rc.pending) == 0 {
-		c = rc.Conn // everything replayed has been read
+		c = t.Conn
 	}
 	if err != nil || brw == nil || brw.Reader.Buffered() == 0 {
 		return c, brw, err
 	}
-	return &prefixConn{Conn: c, r: io.MultiReader(io.LimitReader(brw.Reader, int64(brw.Reader.Buffered())), c)}, brw, nil
-}
-
-// prefixConn reads first what was buffered, then from the connection.
-type prefixConn struct {
-	net.Conn
-	r io.Reader
-}
-
-func (p *prefixConn) Read(b []byte) (int, error) { return p.r.Read(b) }
-
-// NetConn returns the underlying connection (for the idle reaper).
-func (p *prefixConn) NetConn() net.Conn { return p.Conn }
-
-func (p *prefixConn) CloseWrite() error {
-	if cw, ok := p.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
+	early, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	return &prefixConn{Conn: c, prefix: append([]byte(nil), early...)}, brw, nil
 }
 
 func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
@@ -390,8 +348,7 @@ type record struct {
 }
 
 // auditLine is the proxy's audit record: audit.Entry's shape (time, actor,
-// event, subject, outcome, detail) with a typed detail, which encodes faster
-// than a map.
+// event, subject, outcome, detail) with the proxy's detail fields.
 type auditLine struct {
 	Time    time.Time   `json:"time"`
 	Actor   string      `json:"actor"`
@@ -443,15 +400,6 @@ func (s *Server) auditLine(rec *record) auditLine {
 // policy, resolve, guard. On success it returns the checked addresses to
 // dial; on refusal the status to answer with.
 func (s *Server) decide(ctx context.Context, rec *record, hostText, portText string, connect bool) ([]netip.Addr, int) {
-	return s.decideWith(ctx, rec, hostText, portText, connect, false)
-}
-
-// needLookup is decideWith's answer, in cachedOnly mode, for an allowed name
-// whose addresses are not in the DNS cache: the caller must decide again
-// where it may wait for a lookup.
-const needLookup = -1
-
-func (s *Server) decideWith(ctx context.Context, rec *record, hostText, portText string, connect, cachedOnly bool) ([]netip.Addr, int) {
 	h, err := NormalizeHost(hostText)
 	if err == nil {
 		rec.host = h.String()
@@ -473,11 +421,6 @@ func (s *Server) decideWith(ctx context.Context, rec *record, hostText, portText
 	var addrs []netip.Addr
 	if h.IsIP() {
 		addrs = []netip.Addr{h.IP}
-	} else if cachedOnly {
-		var ok bool
-		if addrs, ok = s.dns.cached(h.Name); !ok {
-			return nil, needLookup
-		}
 	} else {
 		lctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
 		addrs, err = s.dns.resolve(lctx, h.Name)
@@ -514,6 +457,8 @@ func refusal(code int, rec *record) string {
 		return "hobbs proxy: proxy authentication required\n"
 	case http.StatusBadGateway:
 		return fmt.Sprintf("hobbs proxy: cannot reach %s: %s\n", net.JoinHostPort(rec.host, strconv.Itoa(rec.port)), rec.err)
+	case http.StatusServiceUnavailable:
+		return "hobbs proxy: shutting down\n"
 	}
 	return fmt.Sprintf("hobbs proxy: %s to %s denied by %s: %s\n", rec.method,
 		net.JoinHostPort(rec.host, strconv.Itoa(rec.port)), rec.rule, rec.reason)
@@ -530,7 +475,14 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 	if len(v) > 0 {
 		auth = v[0]
 	}
-	addrs, code := s.connectDecision(rec, r.RequestURI, auth, len(v))
+	addrs, code := s.connectDecision(r.Context(), rec, r.RequestURI, auth, len(v))
+	var t *tunnel
+	if code == 0 {
+		if t = s.tunnels.add(); t == nil {
+			rec.err = "proxy shutting down"
+			code = http.StatusServiceUnavailable
+		}
+	}
 	if code != 0 {
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
 			s.log(rec) // before answering: once the client has its 403, the line is queued
@@ -539,20 +491,15 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 		}}, ""
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
-		s.startTunnel(c, addrs, rec, nil)
+		// The handler returns and with it what net/http and goproxy hold
+		// for the request: an idle tunnel costs two small goroutines.
+		go s.runTunnel(t, c, addrs, rec)
 	}}, ""
 }
 
-// connectDecision decides a CONNECT request for both paths (fast and
-// goproxy): proxy authentication, then the request-target, which must be
-// exactly host:port, through decide.
-func (s *Server) connectDecision(rec *record, target, auth string, authCount int) ([]netip.Addr, int) {
-	return s.connectDecisionWith(rec, target, auth, authCount, false)
-}
-
-// connectDecisionWith is connectDecision; with cachedOnly it never waits for
-// DNS and answers needLookup instead.
-func (s *Server) connectDecisionWith(rec *record, target, auth string, authCount int, cachedOnly bool) ([]netip.Addr, int) {
+// connectDecision decides a CONNECT request: proxy authentication, then the
+// request-target, which must be exactly host:port, through decide.
+func (s *Server) connectDecision(ctx context.Context, rec *record, target, auth string, authCount int) ([]netip.Addr, int) {
 	if !s.authorizedValue(auth, authCount) {
 		rec.host, rec.rule, rec.reason = target, "proxy-auth", "missing or wrong proxy credentials"
 		return nil, http.StatusProxyAuthRequired
@@ -562,7 +509,7 @@ func (s *Server) connectDecisionWith(rec *record, target, auth string, authCount
 		rec.host, rec.rule, rec.reason = target, "bad-target", "CONNECT needs host:port"
 		return nil, http.StatusBadRequest
 	}
-	return s.decideWith(context.Background(), rec, host, port, true, cachedOnly)
+	return s.decide(ctx, rec, host, port, true)
 }
 
 // splitAuthority splits a CONNECT request-target, which must be exactly

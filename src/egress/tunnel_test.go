@@ -2,11 +2,15 @@ package egress
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,24 +119,182 @@ func testRelayExact(t *testing.T, e *proxyEnv, port int, up, down []byte) {
 	}
 }
 
-// TestIdleTunnelsHoldNoBuffer: a relay takes its copy buffer only while
-// bytes move, so open tunnels with nothing to relay hold none.
-func TestIdleTunnelsHoldNoBuffer(t *testing.T) {
+// TestBackpressure: a client that does not read while the target sends
+// megabytes stalls the relay (its socket is full); the bytes all arrive, in
+// order, once it reads, and the tunnel ends.
+func TestBackpressure(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	down := make([]byte, 16<<20+5)
+	for i := range down {
+		down[i] = byte(rng.Uint32())
+	}
+	port := rawTarget(t, down)
+	e := startProxy(t, basePolicy(port), nil)
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\n\r\n", port)
+	c.(*net.TCPConn).CloseWrite() // nothing up: the target answers the hash of nothing
+	time.Sleep(500 * time.Millisecond)
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ok = "HTTP/1.1 200 Connection established\r\n\r\n"
+	got, found := bytes.CutPrefix(got, []byte(ok))
+	if !found || len(got) < len(down) || !bytes.Equal(got[:len(down)], down) {
+		t.Fatalf("bytes down differ (%d received, want %d + hash)", len(got), len(down))
+	}
+	if !waitFor(time.Second, func() bool { return e.srv.ActiveTunnels() == 0 }) {
+		t.Fatalf("after the tunnel: %d tunnels", e.srv.ActiveTunnels())
+	}
+}
+
+// TestShutdownDeadline: Shutdown closes connections still sending their
+// head, lets an open tunnel go on until its context ends, then closes it,
+// writes its audit line and leaves no descriptor behind.
+func TestShutdownDeadline(t *testing.T) {
 	tg := newTarget(t, "127.0.0.1")
+	fds := openFDs()
 	e := startProxy(t, basePolicy(tg.port), nil)
-	var conns []net.Conn
-	for i := 0; i < 20; i++ {
-		c := dialTunnel(t, e.addr, fmt.Sprintf("allowed.test:%d", tg.port))
-		defer c.Close()
-		if err := httpOverConn(c); err != nil {
+	tun := dialTunnel(t, e.addr, fmt.Sprintf("allowed.test:%d", tg.port))
+	defer tun.Close()
+	slow, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	io.WriteString(slow, "CONNECT allowed.test") // a head that never ends
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	e.srv.Shutdown(ctx)
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("Shutdown returned after %v: did not wait for the open tunnel", d)
+	}
+	for name, c := range map[string]net.Conn{"tunnel": tun, "head": slow} {
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, err := c.Read(make([]byte, 64))
+		if ne, ok := err.(net.Error); err == nil || ok && ne.Timeout() {
+			t.Fatalf("%s still open after Shutdown (read %d bytes, %v)", name, n, err)
+		}
+	}
+	if n := e.srv.ActiveTunnels(); n != 0 {
+		t.Fatalf("%d tunnels after Shutdown", n)
+	}
+	b, _ := os.ReadFile(e.audit)
+	if !strings.Contains(string(b), `"egress.allow"`) {
+		t.Fatalf("no audit line for the closed tunnel:\n%s", b)
+	}
+	tun.Close()
+	slow.Close()
+	// The relay's splice pipes sit in a pool until a collection frees them.
+	if !waitFor(2*time.Second, func() bool { runtime.GC(); return openFDs() <= fds }) {
+		t.Fatalf("descriptors: %d after Shutdown, %d before the proxy (%s)", openFDs(), fds, fdKinds())
+	}
+}
+
+// TestTunnelEdges: each way a byte or an end can arrive reaches the other
+// side: a target that speaks first, bytes a client sends behind its head
+// while the upstream is being dialled, and a client's last bytes arriving
+// together with its end. A lost byte or end leaves the tunnel waiting for
+// ever; the deadlines make that a failure.
+func TestTunnelEdges(t *testing.T) {
+	banner := []byte("220 target speaks first\r\n")
+	port := rawTarget(t, banner)
+	e := startProxy(t, basePolicy(port), nil)
+	authority := fmt.Sprintf("allowed.test:%d", port)
+	hashOf := func(p []byte) []byte { h := sha256.Sum256(p); return h[:] }
+	expect := func(t *testing.T, c net.Conn, want []byte) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("read %q (%v), want %q", got, err, want)
+		}
+	}
+	t.Run("target speaks first", func(t *testing.T) {
+		for range 30 {
+			c := dialTunnel(t, e.addr, authority)
+			expect(t, c, banner) // nothing sent: only the target's bytes
+			c.(*net.TCPConn).CloseWrite()
+			expect(t, c, hashOf(nil))
+			c.Close()
+		}
+	})
+	t.Run("bytes behind the head, in a write of their own", func(t *testing.T) {
+		payload := []byte("sent while the proxy dials")
+		for i := range 60 {
+			c, err := net.Dial("tcp", e.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\n\r\n", authority)
+			if i%2 == 1 {
+				time.Sleep(time.Duration(i) * 10 * time.Microsecond)
+			}
+			c.Write(payload)
+			c.(*net.TCPConn).CloseWrite()
+			expect(t, c, append([]byte("HTTP/1.1 200 Connection established\r\n\r\n"), banner...))
+			expect(t, c, hashOf(payload))
+			c.Close()
+		}
+	})
+	t.Run("last bytes and the end together", func(t *testing.T) {
+		for i := range 30 {
+			c := dialTunnel(t, e.addr, authority)
+			expect(t, c, banner)
+			payload := bytes.Repeat([]byte{byte(i)}, 1+i*1000)
+			c.Write(payload)
+			c.(*net.TCPConn).CloseWrite()
+			expect(t, c, hashOf(payload))
+			c.Close()
+		}
+	})
+}
+
+// TestResetIsolation: a client that resets in the middle of a bulk
+// download leaves no byte of its stream to the next tunnel (the relay's
+// splice pipes are shared through a pool), and the next download arrives
+// exact.
+func TestResetIsolation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	down := make([]byte, 8<<20)
+	for i := range down {
+		down[i] = byte(rng.Uint32())
+	}
+	port := rawTarget(t, down)
+	e := startProxy(t, basePolicy(port), nil)
+	const ok = "HTTP/1.1 200 Connection established\r\n\r\n"
+	for i := range 5 {
+		// A: read a little of the stream, then reset
+		a := dialTunnel(t, e.addr, fmt.Sprintf("allowed.test:%d", port))
+		io.ReadFull(a, make([]byte, 1<<20))
+		a.(*net.TCPConn).SetLinger(0)
+		a.Close()
+		// B: the whole stream, exact
+		b, err := net.Dial("tcp", e.addr)
+		if err != nil {
 			t.Fatal(err)
 		}
-		conns = append(conns, c)
+		b.SetDeadline(time.Now().Add(20 * time.Second))
+		fmt.Fprintf(b, "CONNECT allowed.test:%d HTTP/1.1\r\n\r\n", port)
+		b.(*net.TCPConn).CloseWrite()
+		got, err := io.ReadAll(b)
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, found := bytes.CutPrefix(got, []byte(ok))
+		if !found || len(got) != len(down)+sha256.Size || !bytes.Equal(got[:len(down)], down) {
+			t.Fatalf("round %d: tunnel B got %d bytes, want %d exact + hash", i, len(got), len(down)+sha256.Size)
+		}
 	}
-	if n := e.srv.ActiveTunnels(); n != len(conns) {
-		t.Fatalf("%d tunnels open, want %d", n, len(conns))
-	}
-	if !waitFor(time.Second, func() bool { return relayBufsOut.Load() == 0 }) {
-		t.Fatalf("%d relay buffers held by %d idle tunnels, want 0", relayBufsOut.Load(), len(conns))
+	if !waitFor(time.Second, func() bool { return e.srv.ActiveTunnels() == 0 }) {
+		t.Fatalf("after the tunnels: %d tunnels", e.srv.ActiveTunnels())
 	}
 }

@@ -4,9 +4,12 @@
 // tunnels. It also serves the benchmark's target. Used by tests/bench/proxy.sh.
 //
 //	proxybench target -listen 127.0.0.1:9000
-//	proxybench tunnels -target localhost:9000 [-proxy 127.0.0.1:3128 -pid PID] -c 16 -d 5s
+//	proxybench tunnels -target localhost:9000 [-proxy 127.0.0.1:3128 -pid PID[,PID]] -c 16 -d 5s
 //	proxybench bulk    -target localhost:9000 [-proxy ...] -c 16 -d 5s -size 64MiB
-//	proxybench idle    -target localhost:9000 -proxy ... -pid PID -n 500
+//	proxybench idle    -target localhost:9000 -proxy ... -pid PID[,PID] -n 500
+//
+// A proxy made of several processes (Hobbs's relay in front of its proxy)
+// is measured by giving all their ids: CPU and memory are their sums.
 //
 // The target protocol is raw TCP: the client sends an 8-byte big-endian
 // length, the target answers with that many bytes and closes.
@@ -41,11 +44,23 @@ func main() {
 	conc := fs.Int("c", 16, "concurrent clients")
 	dur := fs.Duration("d", 5*time.Second, "duration")
 	size := fs.Int64("size", 64<<20, "bulk: bytes per tunnel")
-	pid := fs.Int("pid", 0, "proxy process id (CPU per tunnel; idle: RSS)")
+	pidList := fs.String("pid", "", "proxy process ids, comma-separated (CPU per tunnel; idle: RSS)")
 	tpid := fs.Int("tpid", 0, "tunnels: target process id (its CPU per tunnel)")
 	n := fs.Int("n", 500, "idle: tunnels to hold open")
 	auth := fs.String("auth", "", "proxy credentials user:password (Basic Proxy-Authorization)")
 	fs.Parse(os.Args[2:])
+	var pid []int
+	for _, f := range strings.Split(*pidList, ",") {
+		if f == "" {
+			continue
+		}
+		var p int
+		if _, err := fmt.Sscan(f, &p); err != nil {
+			fmt.Fprintln(os.Stderr, "bad -pid:", f)
+			os.Exit(2)
+		}
+		pid = append(pid, p)
+	}
 	if *auth != "" {
 		authHeader = "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(*auth)) + "\r\n"
 	}
@@ -53,11 +68,11 @@ func main() {
 	case "target":
 		serveTarget(*listen)
 	case "tunnels":
-		tunnels(*target, *proxy, *conc, *dur, *pid, *tpid)
+		tunnels(*target, *proxy, *conc, *dur, pid, *tpid)
 	case "bulk":
 		bulk(*target, *proxy, *conc, *dur, *size)
 	case "idle":
-		idle(*target, *proxy, *pid, *n)
+		idle(*target, *proxy, pid, *n)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", os.Args[1])
 		os.Exit(2)
@@ -168,8 +183,21 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func tunnels(target, proxy string, conc int, dur time.Duration, pid, tpid int) {
-	cpu0, tcpu0, self0 := cpuTicks(pid), cpuTicks(tpid), selfCPU()
+// sum adds f over pids (-1 when one is unreadable).
+func sum(pids []int, f func(int) int64) int64 {
+	var t int64
+	for _, p := range pids {
+		v := f(p)
+		if v < 0 {
+			return -1
+		}
+		t += v
+	}
+	return t
+}
+
+func tunnels(target, proxy string, conc int, dur time.Duration, pid []int, tpid int) {
+	cpu0, tcpu0, self0 := sum(pid, cpuTicks), cpuTicks(tpid), selfCPU()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var errs atomic.Int64
@@ -211,8 +239,8 @@ func tunnels(target, proxy string, conc int, dur time.Duration, pid, tpid int) {
 		return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000
 	}
 	cpu := ""
-	if pid > 0 && len(lat) > 0 {
-		cpu = fmt.Sprintf(" cpu_us_per_tunnel=%.0f", float64(cpuTicks(pid)-cpu0)*1e4/float64(len(lat)))
+	if len(pid) > 0 && len(lat) > 0 {
+		cpu = fmt.Sprintf(" cpu_us_per_tunnel=%.0f", float64(sum(pid, cpuTicks)-cpu0)*1e4/float64(len(lat)))
 	}
 	// The load's own cost: on a small machine the client and the target share
 	// the cores with the proxy, so what they spend per tunnel bounds how far
@@ -268,8 +296,8 @@ func rssKB(pid int) int64 {
 	return -1
 }
 
-func idle(target, proxy string, pid, n int) {
-	before := rssKB(pid)
+func idle(target, proxy string, pid []int, n int) {
+	before := sum(pid, rssKB)
 	var conns []net.Conn
 	for i := 0; i < n; i++ {
 		c, err := open(target, proxy)
@@ -280,7 +308,7 @@ func idle(target, proxy string, pid, n int) {
 		conns = append(conns, c)
 	}
 	time.Sleep(2 * time.Second)
-	after := rssKB(pid)
+	after := sum(pid, rssKB)
 	fmt.Printf("idle_tunnels=%d rss_before_MB=%.1f rss_after_MB=%.1f rss_delta_MB=%.1f\n", len(conns),
 		float64(before)/1024, float64(after)/1024, float64(after-before)/1024)
 	for _, c := range conns {
