@@ -24,12 +24,10 @@
 //     check. Optional proxy authentication (Basic, user "hobbs"), hot reload
 //     of the policy files (fsnotify on their directories), idle and dial
 //     timeouts, and one audit line per decision.
-//   - Serving (fastconnect.go, loop_linux.go, tunnel.go): on Linux, event
-//     loops accept, decide and relay CONNECT tunnels with non-blocking
-//     system calls; what they do not serve themselves (other methods, names
-//     not in the DNS cache) goes with the bytes already read to a goroutine
-//     path, which reads CONNECT heads itself and gives the rest to net/http
-//     and goproxy. All paths share the decision code.
+//   - Serving (server.go, tunnel.go, hosttap.go): every connection goes
+//     to Go's HTTP server and goproxy; an allowed CONNECT is hijacked and
+//     relayed with io.Copy (splice(2) on Linux), and the host tap checks
+//     that a plain-HTTP request's Host header names its URL's host.
 //
 // What it does not stop (see docs/egress.md): traffic to an allowed host is
 // not inspected (TLS is tunnelled, not intercepted), so exfiltration to an

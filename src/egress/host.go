@@ -72,9 +72,6 @@ func NormalizeHost(s string) (Host, error) {
 		}
 		return Host{IP: ip}, nil
 	}
-	if plainName(name) { // already what the IDNA pass below would give
-		return Host{Name: name}, nil
-	}
 	return normalizeName(s, name)
 }
 
@@ -187,26 +184,6 @@ func parseIPv4Part(p string) (uint64, error) {
 		base, p = 8, p[1:]
 	}
 	return strconv.ParseUint(p, base, 32)
-}
-
-// plainName reports whether name is a host name as the IDNA pass would
-// leave it: one that checkDNSName accepts (lower-case ASCII letters, digits,
-// '-' and '_') with no label that IDNA reads specially ("xn--" punycode or
-// any "--" in the third and fourth place). Most names a client sends are;
-// they skip the IDNA pass (about 1 µs), which FuzzNormalizeHost and
-// TestPlainNameSkipsNothing check would have returned them unchanged.
-func plainName(name string) bool {
-	if checkDNSName(name) != nil {
-		return false
-	}
-	for rest, more := name, true; more; {
-		var label string
-		label, rest, more = strings.Cut(rest, ".")
-		if len(label) >= 4 && label[2] == '-' && label[3] == '-' {
-			return false
-		}
-	}
-	return true
 }
 
 // checkDNSName validates a lower-case ASCII name: labels of letters, digits,
