@@ -14,11 +14,13 @@ build:
 install:
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/hobbs
 
-## test: everything CI runs — unit tests, CLI scenarios, Docker end-to-end
+## test: everything CI runs — the short suite with no Docker reachable, then
+## everything: unit tests, CLI scenarios, Docker end-to-end
 test: lint
+	DOCKER_HOST=unix:///nonexistent/docker.sock $(GO) test -count=1 -short -timeout 5m ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
-## test-short: unit tests and CLI scenarios without the Docker end-to-end suite
+## test-short: unit tests and CLI scenarios; needs no Docker (under a minute)
 test-short:
 	$(GO) test -count=1 -short ./...
 
