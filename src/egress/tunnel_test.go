@@ -298,3 +298,59 @@ func TestResetIsolation(t *testing.T) {
 		t.Fatalf("after the tunnels: %d tunnels", e.srv.ActiveTunnels())
 	}
 }
+
+// TestIdleTunnelsAreCheap: an open tunnel with nothing to relay holds no
+// copy buffer: what 200 idle tunnels through the relay and the proxy add to
+// the heap and the goroutine stacks of this process (relay, proxy and test
+// clients together) stays below one 32 KiB buffer per direction.
+func TestIdleTunnelsAreCheap(t *testing.T) {
+	// The target accepts and holds its connections, spending nothing on them.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e := startRelayedProxy(t, basePolicy(port), nil)
+	t.Cleanup(func() { // before the proxy's Shutdown, which waits for the tunnels
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	auth := fmt.Sprintf("allowed.test:%d", port)
+	defer dialTunnel(t, e.addr, auth).Close() // pools and the first goroutines
+	inUse := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc + m.StackInuse
+	}
+	const n = 200
+	before := inUse()
+	for range n {
+		defer dialTunnel(t, e.addr, auth).Close()
+	}
+	if !waitFor(2*time.Second, func() bool { return e.srv.ActiveTunnels() == n+1 }) {
+		t.Fatalf("%d tunnels open, want %d", e.srv.ActiveTunnels(), n+1)
+	}
+	per := (int64(inUse()) - int64(before)) / n
+	t.Logf("%d bytes per idle tunnel (relay, proxy and client)", per)
+	if per > 32<<10 {
+		t.Fatalf("%d bytes per idle tunnel: a relay holds a buffer while idle", per)
+	}
+}
