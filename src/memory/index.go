@@ -1224,12 +1224,36 @@ func (tf *triFile) blockOff(j int) uint32 {
 
 func triKey(a, b, c byte) uint32 { return uint32(a)<<16 | uint32(b)<<8 | uint32(c) }
 
+// triSlot is buildTri's trigram array (64 MiB), kept for the next build in
+// the same process and all zero between builds. A build that finds it in
+// use allocates its own.
+var triSlot struct {
+	sync.Mutex
+	s []int32
+}
+
 func buildTri(stamp uint64, docs [][]byte) []byte {
 	// slot maps a trigram (24 bits) to 1 + its list number: an array is much
-	// faster than a map over tens of millions of trigrams.
-	slot := make([]int32, 1<<24)
-	var lists [][]uint32
+	// faster than a map over tens of millions of trigrams. The shared one is
+	// cleared key by key when done, which costs far less than zeroing 64 MiB
+	// anew for every build.
+	var slot []int32
 	var keys []uint32
+	if triSlot.TryLock() {
+		if triSlot.s == nil {
+			triSlot.s = make([]int32, 1<<24)
+		}
+		slot = triSlot.s
+		defer func() {
+			for _, k := range keys {
+				slot[k] = 0
+			}
+			triSlot.Unlock()
+		}()
+	} else {
+		slot = make([]int32, 1<<24)
+	}
+	var lists [][]uint32
 	for ord, d := range docs {
 		for i := 0; i+2 < len(d); i++ {
 			k := triKey(d[i], d[i+1], d[i+2])
