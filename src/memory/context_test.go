@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -25,6 +26,10 @@ func TestBuildContextBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Once the files are out of the racy window the index is trusted, so
+	// the budgets below do not each read and parse every file again.
+	withIndexTimes(t, 30*time.Millisecond, time.Hour)
+	settle()
 	before := []Section{{Title: "claude.md", Text: strings.Repeat("Be brief. ", 20)}}
 	after := []Section{{Title: "agents/x/operational.md", Text: strings.TrimSpace(strings.Repeat("Cite sources. ", 10))}}
 	for budget := 60; budget < 4000; budget += 37 {
