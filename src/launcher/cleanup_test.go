@@ -132,7 +132,7 @@ func TestCleanupStopsTheProxyBeforeRemovingIt(t *testing.T) {
 }
 
 // Once the engine reports the proxy's death, its removal does not wait for
-// `docker stop` to return (it returns some 50 ms later); the stop's CLI is
+// `docker stop` to return (it returns later); the stop's CLI is
 // still waited for before cleanup returns.
 func TestCleanupRemovesTheProxyOnItsDeath(t *testing.T) {
 	s := testSession(t)
@@ -233,8 +233,8 @@ func countLine(lines []string, l string) int {
 
 // Leftovers of a crashed session: once stopped, its --rm agent is being
 // removed by the engine, which refuses `rm -f` meanwhile. The removal waits
-// for the containers to go, then removes the network and the socket volume;
-// giving up at the refusal left them behind (seen in CI).
+// for the containers to go, then removes the network and the socket volume:
+// giving up at the refusal would leave them behind.
 func TestRemoveSessionWaitsForTheEnginesRemoval(t *testing.T) {
 	dir := t.TempDir()
 	e, calls := scriptEngine(t, `case "$*" in

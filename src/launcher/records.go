@@ -51,8 +51,8 @@ func unrecord(in instance.Instance, name string) {
 }
 
 // otherRecords lists the notes of in's sessions other than self: whether
-// there is any (or the notes cannot be read: then the engine is asked, as
-// before there were notes), and those whose launcher is gone.
+// there is any (true when the notes cannot be read: then the engine is
+// asked), and those whose launcher is gone.
 func otherRecords(in instance.Instance, self string) (others bool, dead []string) {
 	entries, err := os.ReadDir(recordDir(in))
 	if err != nil {

@@ -125,8 +125,8 @@ func (s *Session) user() string { return fmt.Sprintf("%d:%d", s.UID, s.GID) }
 // no children: as process 1 of its container the kernel would drop a
 // SIGTERM that arrives before the Go runtime has installed its handlers — a
 // session whose command ends while the proxy is still starting (`hobbs run
-// -- true`) — and `docker stop` would then wait its whole timeout (seen: a
-// 7 s run). Under an init the signal ends a proxy that is not up yet at once.
+// -- true`) — and `docker stop` would then wait its whole timeout. Under an
+// init the signal ends a proxy that is not up yet at once.
 //
 // Both get the session's seccomp profile (seccomp.go), which the engine's
 // CLI reads from its standard input (SeccompSource): no file is left.
@@ -179,9 +179,9 @@ func (s *Session) claudeLabels() []string {
 // mountsCreateVolumes reports whether the engine creates a missing volume
 // that a container's --mount names, with the driver options and labels the
 // mount gives (Docker). The session's volumes then need no `volume create`
-// of their own: two engine calls fewer at every start (each a CLI process
-// of some 50 ms of CPU). Podman's --mount takes neither options nor labels:
-// there the launcher creates them first.
+// of their own: two engine calls, each a CLI process, fewer at every
+// start. Podman's --mount takes neither options nor labels: there the
+// launcher creates them first.
 func (s *Session) mountsCreateVolumes() bool { return !s.Engine.IsPodman() }
 
 // volumeLabels turns ["--label", "k=v", ...] into ",volume-label=k=v...".
@@ -232,13 +232,13 @@ func (s *Session) ProxyArgs() []string {
 // for the engine's default network (no --network flag: docker's bridge,
 // podman's own default), the session's own network, or the one named.
 //
-// The engine's default network is the default since the agent no longer
-// joins any network. A session network of its own cost about 0.4 s of
-// every start and end (creating a bridge and its firewall rules, then
-// removing them) and kept the proxy apart from the user's other containers
-// — which the proxy cannot reach anyway unless the policy's allow_private
-// opens their addresses, and which cannot reach it: it listens on no
-// network port, only on the socket in the session's volume.
+// The engine's default network is the default because the agent joins no
+// network. A session network of its own adds a bridge and its firewall
+// rules, made at every start and removed at every end, and only keeps the
+// proxy apart from the user's other containers — which the proxy cannot
+// reach anyway unless the policy's allow_private opens their addresses,
+// and which cannot reach it: it listens on no network port, only on the
+// socket in the session's volume.
 func (s *Session) egressNetwork() string {
 	v := config.EgressDefault
 	if s.Config != nil {
@@ -1032,7 +1032,7 @@ func (s *Session) cleanup() error {
 		proxy = spawn(func() error { return s.stopProxy(ctx) })
 	}
 	// The proxy can be removed once it has exited: the engine's die event
-	// comes some 50 ms before `docker stop` returns.
+	// comes before `docker stop` returns.
 	if err := errors.Join(agent.wait(), s.proxyStopped(proxy)); err != nil {
 		return err // the network and the volume are still in use
 	}

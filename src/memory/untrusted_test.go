@@ -20,7 +20,7 @@ import (
 // plant what a hostile agent would (links, FIFOs, damaged index files) and
 // check that host commands neither follow, block on, nor write through
 // them, and say what they skipped. Each would fail if the package opened
-// instance paths with os.* again: a write would reach the link's target, a
+// instance paths with os.*: a write would reach the link's target, a
 // read would block on the FIFO, a link would be listed.
 
 // within runs f and fails the test if it has not returned after 10 s (a
