@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"time"
@@ -13,8 +14,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/subagent"
 )
-
-func init() { register(newAgentCmd) }
 
 func agentCatalog(in instance.Instance) subagent.Catalog {
 	fw, _ := fs.Sub(hobbs.Assets, "src/agents")
@@ -40,48 +39,40 @@ Framework agents ship with Hobbs; your own live in agents/custom/ of the instanc
   hobbs agent context finance
   hobbs agent learn finance "The bank's export is CSV with ; separators"`,
 	}
-	cmd.AddCommand(newAgentListCmd(a), newAgentNewCmd(a), newAgentShowCmd(a), newAgentLearnCmd(a))
-	cmd.AddCommand(newAgentContextCmd(a))
+	cmd.AddCommand(newAgentListCmd(a), newAgentNewCmd(a), newAgentShowCmd(a), newAgentLearnCmd(a), newAgentContextCmd(a))
 	return cmd
 }
 
 func newAgentListCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List framework and custom agents with their memory tags",
 		Example: "  hobbs agent list\n  hobbs agent list --json | jq -r '.[].name'",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
-			if err != nil {
-				return err
-			}
-			defs, probs := agentCatalog(in).List()
-			for _, p := range probs {
-				a.status("hobbs: warning: %s", p)
-			}
-			if asJSON {
-				return a.printJSON(defs)
-			}
+	}
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		defs, probs := agentCatalog(in).List()
+		for _, p := range probs {
+			a.warn("%s", p)
+		}
+		return out.print(defs, func(w io.Writer) error {
 			for _, d := range defs {
 				tags := strings.Join(d.Tags, ",")
 				if tags == "" {
 					tags = "-"
 				}
-				fmt.Fprintf(a.out, "%-16s %-9s %-24s %s\n", d.Name, d.Source, tags, d.Description)
+				fmt.Fprintf(w, "%-16s %-9s %-24s %s\n", d.Name, d.Source, tags, d.Description)
 			}
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+		})
+	})
 	return cmd
 }
 
 func newAgentNewCmd(a *app) *cobra.Command {
 	var tags []string
 	var desc string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "new NAME --tag T... [--description D]",
 		Short: "Create a custom agent from the template",
@@ -90,81 +81,70 @@ section with the memory tags the agent receives) and agents/NAME/operational.md.
 Edit the file afterwards to give the agent its instructions and tools.`,
 		Example: `  hobbs agent new finance --tag money --tag tax --description "Pays bills and prepares tax paperwork"`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.existingInstance()
-			if err != nil {
-				return err
-			}
-			d, err := agentCatalog(in).New(subagent.NewOptions{Name: args[0], Description: desc, Tags: tags,
-				Template: templateFile("agent.md"), Operational: templateFile("operational.md")})
-			a.logAudit(in, audit.Entry{Event: "agent.new", Subject: args[0], Outcome: outcome(err)})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(d)
-			}
-			a.status("created %s", d.Path)
-			fmt.Fprintln(a.out, d.Name)
-			return nil
-		},
 	}
 	cmd.Flags().StringArrayVar(&tags, "tag", nil, "memory tag the agent receives (repeatable, at least one)")
 	cmd.Flags().StringVar(&desc, "description", "", "one line telling Hobbs when to use the agent")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new definition as JSON")
+	out := a.jsonFlag(cmd, "print the new definition as JSON")
+	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		d, err := agentCatalog(in).New(subagent.NewOptions{Name: args[0], Description: desc, Tags: tags,
+			Template: templateFile("agent.md"), Operational: templateFile("operational.md")})
+		a.logAudit(in, audit.Entry{Event: "agent.new", Subject: args[0], Outcome: outcome(err)})
+		if err != nil {
+			return err
+		}
+		return out.print(d, func(w io.Writer) error {
+			a.status("created %s", d.Path)
+			fmt.Fprintln(w, d.Name)
+			return nil
+		})
+	})
 	return cmd
 }
 
 func newAgentShowCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "show NAME",
 		Short:   "Show an agent's definition and operational learnings",
 		Example: "  hobbs agent show researcher\n  hobbs agent show researcher --json",
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
-			if err != nil {
-				return err
-			}
-			d, err := agentCatalog(in).Get(args[0])
-			if err != nil {
-				return err
-			}
-			op, err := subagent.Operational(in, d.Name)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(struct {
-					*subagent.Definition
-					Prompt      string `json:"prompt"`
-					Operational string `json:"operational"`
-				}{d, d.Prompt, op})
-			}
-			fmt.Fprintf(a.out, "name:        %s\nsource:      %s\n", d.Name, d.Source)
+	}
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		d, err := agentCatalog(in).Get(args[0])
+		if err != nil {
+			return err
+		}
+		op, err := subagent.Operational(in, d.Name)
+		if err != nil {
+			return err
+		}
+		v := struct {
+			*subagent.Definition
+			Prompt      string `json:"prompt"`
+			Operational string `json:"operational"`
+		}{d, d.Prompt, op}
+		return out.print(v, func(w io.Writer) error {
+			fmt.Fprintf(w, "name:        %s\nsource:      %s\n", d.Name, d.Source)
 			if d.Path != "" {
-				fmt.Fprintf(a.out, "file:        %s\n", d.Path)
+				fmt.Fprintf(w, "file:        %s\n", d.Path)
 			}
-			fmt.Fprintf(a.out, "description: %s\ntags:        %s\n", d.Description, strings.Join(d.Tags, ", "))
+			fmt.Fprintf(w, "description: %s\ntags:        %s\n", d.Description, strings.Join(d.Tags, ", "))
 			if d.Tools != "" {
-				fmt.Fprintf(a.out, "tools:       %s\n", d.Tools)
+				fmt.Fprintf(w, "tools:       %s\n", d.Tools)
 			}
 			if d.Prompt != "" {
-				fmt.Fprintf(a.out, "\n%s\n", d.Prompt)
+				fmt.Fprintf(w, "\n%s\n", d.Prompt)
 			}
 			if op != "" {
-				fmt.Fprintf(a.out, "\n%s", op)
+				fmt.Fprintf(w, "\n%s", op)
 			}
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+		})
+	})
 	return cmd
 }
 
 func newAgentLearnCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "learn NAME [TEXT|-]",
 		Short: "Record an operational learning for an agent (deduplicated)",
@@ -175,39 +155,34 @@ memories (hobbs memory add).`,
 		Example: `  hobbs agent learn researcher "Bank statements list dates as DD/MM/YYYY"
   echo "Ask for the PDF, not a photo" | hobbs agent learn reviewer -`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.existingInstance()
-			if err != nil {
-				return err
-			}
-			d, err := agentCatalog(in).Get(args[0])
-			if err != nil {
-				return err
-			}
-			text, err := a.textArg(args[1:], "lesson")
-			if err != nil {
-				return err
-			}
-			r, err := subagent.Learn(in, d.Name, text, time.Now(), templateFile("operational.md"))
-			ev := audit.Entry{Event: "agent.learn", Subject: d.Name, Outcome: outcome(err)}
-			if r != nil && !r.Added {
-				ev.Outcome = "duplicate"
-			}
-			a.logAudit(in, ev)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(r)
-			}
+	}
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		d, err := agentCatalog(in).Get(args[0])
+		if err != nil {
+			return err
+		}
+		text, err := a.textArg(args[1:], "lesson")
+		if err != nil {
+			return err
+		}
+		r, err := subagent.Learn(in, d.Name, text, time.Now(), templateFile("operational.md"))
+		ev := audit.Entry{Event: "agent.learn", Subject: d.Name, Outcome: outcome(err)}
+		if r != nil && !r.Added {
+			ev.Outcome = "duplicate"
+		}
+		a.logAudit(in, ev)
+		if err != nil {
+			return err
+		}
+		return out.print(r, func(w io.Writer) error {
 			if r.Added {
 				a.status("learned: %s:%d", in.Rel(in.Operational(d.Name)), r.Line)
 			} else {
 				a.status("already known: %s:%d: %s", in.Rel(in.Operational(d.Name)), r.Line, r.Duplicate)
 			}
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		})
+	})
 	return cmd
 }

@@ -29,49 +29,46 @@ hook returns (SessionStart for hobbs).`,
   hobbs agent context finance --budget 4000
   hobbs agent context reviewer --format json | jq '.memories[].id'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkContextFormat(format); err != nil {
-				return err
-			}
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			d, err := agentCatalog(s.In).Get(args[0])
-			if err != nil {
-				return err
-			}
-			if budget, err = a.contextBudget(cmd, s, format, budget); err != nil {
-				return err
-			}
-			// claude.md (for hobbs) before the memories, the learnings after
-			// them: BuildContext reserves room for both before ranking.
-			var pre, after []memory.Section
-			if d.Name == subagent.Hobbs {
-				if sec, ok, err := s.FileSection("claude.md", s.In.ClaudeMD()); err != nil {
-					return err
-				} else if ok {
-					pre = append(pre, sec)
-				}
-			}
-			if sec, ok, err := s.FileSection("agents/"+d.Name+"/operational.md", s.In.Operational(d.Name)); err != nil {
-				return err
-			} else if ok {
-				after = append(after, sec)
-			}
-			tags := d.Tags
-			if d.Name != subagent.Hobbs && len(tags) == 0 {
-				a.status("hobbs: warning: agent %s has no memory tags: it gets no memories (add tags under hobbs: in its file)", d.Name)
-				tags = []string{noMemoryTag}
-			}
-			opt := memory.ContextOptions{Tags: tags, Budget: budget, Sections: pre, After: after, HookEvent: memory.SubagentStart}
-			if d.Name == subagent.Hobbs {
-				opt.HookEvent = memory.SessionStart
-			}
-			return a.printContext(s, opt, format)
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			return checkContextFormat(format)
 		},
 	}
 	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")
 	cmd.Flags().StringVar(&format, "format", "text", "text, hook (hook JSON) or json")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		d, err := agentCatalog(s.In).Get(args[0])
+		if err != nil {
+			return err
+		}
+		limit, err := a.contextBudget(cmd, s, format, budget)
+		if err != nil {
+			return err
+		}
+		// claude.md (for hobbs) before the memories, the learnings after
+		// them: BuildContext reserves room for both before ranking.
+		var pre, after []memory.Section
+		if d.Name == subagent.Hobbs {
+			if sec, ok, err := s.FileSection("claude.md", s.In.ClaudeMD()); err != nil {
+				return err
+			} else if ok {
+				pre = append(pre, sec)
+			}
+		}
+		if sec, ok, err := s.FileSection("agents/"+d.Name+"/operational.md", s.In.Operational(d.Name)); err != nil {
+			return err
+		} else if ok {
+			after = append(after, sec)
+		}
+		tags := d.Tags
+		if d.Name != subagent.Hobbs && len(tags) == 0 {
+			a.warn("agent %s has no memory tags: it gets no memories (add tags under hobbs: in its file)", d.Name)
+			tags = []string{noMemoryTag}
+		}
+		opt := memory.ContextOptions{Tags: tags, Budget: limit, Sections: pre, After: after, HookEvent: memory.SubagentStart}
+		if d.Name == subagent.Hobbs {
+			opt.HookEvent = memory.SessionStart
+		}
+		return a.printContext(s, opt, format)
+	})
 	return cmd
 }

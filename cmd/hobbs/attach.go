@@ -6,8 +6,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
-func init() { register(newAttachCmd) }
-
 func newAttachCmd(a *app) *cobra.Command {
 	var shell bool
 	cmd := &cobra.Command{

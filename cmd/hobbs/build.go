@@ -1,20 +1,21 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
-func init() { register(newBuildCmd) }
-
 func newBuildCmd(a *app) *cobra.Command {
 	var base, tag, binary string
-	var runtimeBase, asJSON bool
+	var runtimeBase bool
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the Hobbs image from the binary's embedded assets",
@@ -34,46 +35,40 @@ base image name. It downloads from the internet.`,
   hobbs build --base debian-node:1 --tag hobbs:test
   HOBBS_BINARY=./hobbs-linux-arm64 hobbs build   # from a macOS host`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
-			if err != nil {
-				return err
-			}
-			cfg, err := a.config(in)
-			if err != nil {
-				return err
-			}
-			e := engine.New(cfg.Engine)
-			if _, err := e.ServerVersion(cmd.Context()); err != nil {
-				return err
-			}
-			if base == "" {
-				base = cfg.BaseImage
-			}
-			if binary == "" {
-				binary = os.Getenv(launcher.EnvBinary)
-			}
-			opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut}
-			var res *launcher.Result
-			if runtimeBase {
-				res, err = launcher.BuildRuntime(cmd.Context(), opt)
-			} else {
-				res, err = launcher.Build(cmd.Context(), opt)
-			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(res)
-			}
-			a.out.Write([]byte(res.Image + "\n"))
-			return nil
-		},
 	}
 	cmd.Flags().StringVar(&base, "base", "", "runtime base image (default base_image from config.yaml)")
 	cmd.Flags().StringVar(&tag, "tag", "", "image name to build (default "+launcher.DefaultTag+")")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary to put in the image (default: this one, or $HOBBS_BINARY)")
 	cmd.Flags().BoolVar(&runtimeBase, "runtime", false, "build the runtime base image (needs the internet) instead")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		cfg, err := a.config(in)
+		if err != nil {
+			return err
+		}
+		e := engine.New(cfg.Engine)
+		if _, err := e.ServerVersion(cmd.Context()); err != nil {
+			return err
+		}
+		if base == "" {
+			base = cfg.BaseImage
+		}
+		if binary == "" {
+			binary = os.Getenv(launcher.EnvBinary)
+		}
+		opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut}
+		build := launcher.Build
+		if runtimeBase {
+			build = launcher.BuildRuntime
+		}
+		res, err := build(cmd.Context(), opt)
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error {
+			fmt.Fprintln(w, res.Image)
+			return nil
+		})
+	})
 	return cmd
 }

@@ -2,13 +2,14 @@ package main
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
-)
 
-func init() { register(newConfigCmd) }
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
 
 func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -18,40 +19,30 @@ func newConfigCmd(a *app) *cobra.Command {
 init) documents every key. Unknown keys and wrong types are errors.`,
 		Example: "  hobbs config show\n  hobbs config validate",
 	}
-	var asJSON bool
 	show := &cobra.Command{
 		Use:     "show",
 		Short:   "Print the effective configuration (file, defaults and environment)",
 		Example: "  hobbs config show\n  hobbs config show --json | jq .resources",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
-			if err != nil {
-				return err
-			}
-			c, err := a.config(in)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(c)
-			}
-			enc := yaml.NewEncoder(a.out)
+	}
+	out := a.jsonFlag(show, "print as JSON")
+	show.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		c, err := a.config(in)
+		if err != nil {
+			return err
+		}
+		return out.print(c, func(w io.Writer) error {
+			enc := yaml.NewEncoder(w)
 			enc.SetIndent(2)
 			return enc.Encode(c)
-		},
-	}
-	show.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+		})
+	})
 	validate := &cobra.Command{
 		Use:     "validate",
 		Short:   "Check config.yaml; report every problem with its line (exit 2 if invalid)",
 		Example: "  hobbs config validate",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
-			if err != nil {
-				return err
-			}
+		RunE: a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 			if _, err := a.config(in); err != nil {
 				return err
 			}
@@ -61,7 +52,7 @@ init) documents every key. Unknown keys and wrong types are errors.`,
 			}
 			a.status("%s: valid", in.Config())
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(show, validate)
 	return cmd

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,10 +12,8 @@ import (
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
-func init() { register(newInitCmd) }
-
 func newInitCmd(a *app) *cobra.Command {
-	var git, noInput, asJSON bool
+	var git, noInput bool
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create or complete your Hobbs instance directory",
@@ -28,30 +27,28 @@ and long-term goals); --no-input skips them and leaves the template.`,
   hobbs init --git                       # also make it a git repository
   HOBBS_HOME=~/hobbs-test hobbs init --no-input`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
-			if err != nil {
-				return err
+	}
+	cmd.Flags().BoolVar(&git, "git", false, "make the instance a git repository (keys and logs ignored)")
+	cmd.Flags().BoolVar(&noInput, "no-input", false, "do not ask questions; keep the templates as they are")
+	out := a.jsonFlag(cmd, "print what was created and kept as JSON")
+	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		opt := instance.InitOptions{Templates: hobbs.Templates, Git: git}
+		if !noInput && a.stdinIsTTY() {
+			opt.Foundation = func(tpl []byte) ([]byte, error) {
+				return instance.CoCreateFoundation(tpl, a.in, a.errOut)
 			}
-			opt := instance.InitOptions{Templates: hobbs.Templates, Git: git}
-			if !noInput && a.stdinIsTTY() {
-				opt.Foundation = func(tpl []byte) ([]byte, error) {
-					return instance.CoCreateFoundation(tpl, a.in, a.errOut)
-				}
-			}
-			res, err := instance.Init(in, opt)
-			if res != nil {
-				a.logAudit(in, audit.Entry{Event: "init", Subject: in.Root, Outcome: outcome(err),
-					Detail: map[string]any{"created": res.Created}})
-			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(res)
-			}
+		}
+		res, err := instance.Init(in, opt)
+		if res != nil {
+			a.logAudit(in, audit.Entry{Event: "init", Subject: in.Root, Outcome: outcome(err),
+				Detail: map[string]any{"created": res.Created}})
+		}
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error {
 			for _, p := range res.Created {
-				fmt.Fprintf(a.errOut, "created  %s\n", p)
+				a.status("created  %s", p)
 			}
 			if len(res.Created) == 0 {
 				a.status("%s: already complete, nothing changed (%d paths kept)", in.Root, len(res.Kept))
@@ -61,20 +58,9 @@ and long-term goals); --no-input skips them and leaves the template.`,
 			if res.Git != "" {
 				a.status("git: %s", res.Git)
 			}
-			fmt.Fprintln(a.out, in.Root)
+			fmt.Fprintln(w, in.Root)
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&git, "git", false, "make the instance a git repository (keys and logs ignored)")
-	cmd.Flags().BoolVar(&noInput, "no-input", false, "do not ask questions; keep the templates as they are")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was created and kept as JSON")
+		})
+	})
 	return cmd
-}
-
-// outcome names an error for the audit log.
-func outcome(err error) string {
-	if err != nil {
-		return "error"
-	}
-	return "ok"
 }

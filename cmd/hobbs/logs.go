@@ -11,8 +11,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
-func init() { register(newLogsCmd) }
-
 func newLogsCmd(a *app) *cobra.Command {
 	var follow, proxy bool
 	var tail string

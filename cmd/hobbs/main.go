@@ -2,12 +2,11 @@
 // container, and the egress proxy — one static binary.
 //
 // This package is thin: flags, output and wiring. Logic lives in src/<domain>.
-// Each command noun has its own file that registers itself with register().
+// Each command noun has its own file; newRoot assembles the tree.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,10 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/hobbs-agent/hobbs/src/audit"
-	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 	"github.com/hobbs-agent/hobbs/src/termsafe"
 )
@@ -45,13 +41,10 @@ type app struct {
 	// printed by vault get.
 	rawOut, rawErr io.Writer
 	instanceFlag   string
+	// problems reports what the command's store could not read; see
+	// reportProblems.
+	problems func()
 }
-
-// commands are the top-level command constructors, added by each noun file's
-// init function.
-var commands []func(*app) *cobra.Command
-
-func register(f func(*app) *cobra.Command) { commands = append(commands, f) }
 
 // terminalCommands hand the terminal to the agent's session, whose own
 // interface draws with escape sequences: they get the raw streams (and
@@ -155,9 +148,14 @@ HOBBS_HOME or --instance to choose another.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &errs.Error{Code: errs.Usage, Msg: err.Error()}
 	})
-	for _, f := range commands {
-		root.AddCommand(f(a))
-	}
+	// On the host: set up the instance, check it, run sessions.
+	root.AddCommand(newInitCmd(a), newDoctorCmd(a), newConfigCmd(a), newPolicyCmd(a))
+	root.AddCommand(newBuildCmd(a), newRunCmd(a), newPsCmd(a), newAttachCmd(a), newLogsCmd(a), newStopCmd(a))
+	// The toolkit the agent uses in its container (and you on the host).
+	root.AddCommand(newMemoryCmd(a), newPlaybookCmd(a), newAgentCmd(a), newTaskCmd(a), newVaultCmd(a))
+	// What the images run: the egress proxy and the session's environment.
+	root.AddCommand(newProxyCmd(a), newSessionEnvCmd(a))
+	root.AddCommand(newVersionCmd(a))
 	addCompletion(root)
 	// cobra itself rejects an unknown command under the root.
 	root.Annotations = map[string]string{groupAnnotation: "true"}
@@ -198,9 +196,9 @@ const groupAnnotation = "hobbs.group"
 func isGroup(c *cobra.Command) bool { return c.Annotations[groupAnnotation] == "true" }
 
 // rejectUnknownSubcommands makes every command group below c (a command
-// that only holds subcommands) fail with exit 2 on an unknown subcommand.
-// Left to cobra, 'hobbs memory bogus' printed the help and exited 0. A
-// group called without arguments still prints its help.
+// that only holds subcommands) fail with exit 2 on an unknown subcommand,
+// where cobra alone would print the help and exit 0 ('hobbs memory bogus').
+// A group called without arguments still prints its help.
 func rejectUnknownSubcommands(c *cobra.Command) {
 	if c.HasSubCommands() && !c.Runnable() {
 		if c.Annotations == nil {
@@ -223,48 +221,6 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		rejectUnknownSubcommands(sub)
 	}
-}
-
-// instance resolves the instance directory.
-func (a *app) instance() (instance.Instance, error) { return instance.Resolve(a.instanceFlag) }
-
-// existingInstance resolves the instance and fails with a hint when it has
-// not been initialised.
-func (a *app) existingInstance() (instance.Instance, error) {
-	in, err := a.instance()
-	if err != nil {
-		return in, err
-	}
-	if !in.Exists() {
-		return in, errs.Missingf("no Hobbs instance at %s", in.Root).WithHint("run: hobbs init")
-	}
-	return in, nil
-}
-
-// config loads the instance's config.yaml.
-func (a *app) config(in instance.Instance) (*config.Config, error) {
-	return config.Load(in.FS(), in.Config())
-}
-
-// audit returns the audit logger of in.
-func (a *app) audit(in instance.Instance) *audit.Logger { return audit.New(in.FS(), in.AuditLog()) }
-
-// logAudit appends e to the audit log of in. A failure does not undo what
-// was done, but it is not silent either: it is a warning on stderr.
-func (a *app) logAudit(in instance.Instance, e audit.Entry) {
-	if err := a.audit(in).Log(e); err != nil {
-		a.status("hobbs: warning: audit log not written: %v", err)
-	}
-}
-
-// status prints a status line on stderr.
-func (a *app) status(format string, args ...any) { fmt.Fprintf(a.errOut, format+"\n", args...) }
-
-// printJSON writes v as indented JSON on stdout.
-func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // stdinIsTTY reports whether stdin is an interactive terminal.

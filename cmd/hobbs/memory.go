@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -9,10 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
 )
-
-func init() { register(newMemoryCmd) }
 
 func newMemoryCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -34,30 +34,8 @@ never rewritten. See docs/memory.md.`,
 	return cmd
 }
 
-// memStore opens the memory of the current instance.
-func (a *app) memStore() (*memory.Store, error) {
-	in, err := a.existingInstance()
-	if err != nil {
-		return nil, err
-	}
-	return memory.Open(in, a.audit(in)), nil
-}
-
-// memWarn prints the malformed files the store met on stderr.
-func (a *app) memWarn(s *memory.Store) {
-	probs := s.Problems()
-	for _, p := range probs {
-		fmt.Fprintf(a.errOut, "hobbs: warning: %s\n", p)
-	}
-	if len(probs) > 0 {
-		fmt.Fprintf(a.errOut, "hobbs: hint: %d memory file(s) skipped; fix them by hand (hobbs memory lint lists them)\n", len(probs))
-	}
-}
-
-func (a *app) printAdd(res *memory.AddResult, asJSON bool) error {
-	if asJSON {
-		return a.printJSON(res)
-	}
+// printAdd prints what add or supersede did: the id on w, the rest on stderr.
+func (a *app) printAdd(w io.Writer, res *memory.AddResult) error {
 	switch res.Action {
 	case "reinforced":
 		a.status("reinforced %s (now %d): same text as an existing memory", res.ID, res.Reinforced)
@@ -73,13 +51,12 @@ func (a *app) printAdd(res *memory.AddResult, asJSON bool) error {
 	if len(res.Candidates) > 0 {
 		a.status("hobbs: hint: if one of these says the same, reinforce it; if it is outdated, supersede it")
 	}
-	fmt.Fprintln(a.out, res.ID)
+	fmt.Fprintln(w, res.ID)
 	return nil
 }
 
 func memAddCmd(a *app) *cobra.Command {
 	var opt memory.AddOptions
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "add [TEXT|-]",
 		Short: "Add a memory, or reinforce the existing one with the same text",
@@ -94,66 +71,53 @@ can reinforce or supersede one instead.`,
   echo "Deploys happen on Tuesdays" | hobbs memory add - --type fact
   hobbs memory add "Use pnpm, not npm" --supersedes mem_20260110_002 --json`,
 		Args: usageArgs(cobra.ArbitraryArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			text, err := a.textArg(args, "memory text")
-			if err != nil {
-				return err
-			}
-			res, err := s.Add(text, opt)
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			return a.printAdd(res, asJSON)
-		},
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&opt.Tags, "tag", nil, "tag (repeatable)")
 	f.StringVar(&opt.Type, "type", "", "kind of memory: fact, preference, decision…")
 	f.StringVar(&opt.Source, "source", "", "where it comes from (a conversation, a file, a URL)")
 	f.StringVar(&opt.Supersedes, "supersedes", "", "id of the memory this one replaces")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		text, err := a.textArg(args, "memory text")
+		if err != nil {
+			return err
+		}
+		res, err := s.Add(text, opt)
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error { return a.printAdd(w, res) })
+	})
 	return cmd
 }
 
 func memReinforceCmd(a *app) *cobra.Command {
 	var source string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "reinforce ID",
 		Short:   "Count one more confirmation of a memory",
 		Example: "  hobbs memory reinforce mem_20260122_001 --source conversation",
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			m, err := s.Reinforce(args[0], source)
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(m)
-			}
-			a.status("reinforced %s (now %d)", m.ID, m.Reinforced)
-			fmt.Fprintln(a.out, m.ID)
-			return nil
-		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "where the confirmation comes from")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON")
+	out := a.jsonFlag(cmd, "print the memory as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		m, err := s.Reinforce(args[0], source)
+		if err != nil {
+			return err
+		}
+		return out.print(m, func(w io.Writer) error {
+			a.status("reinforced %s (now %d)", m.ID, m.Reinforced)
+			fmt.Fprintln(w, m.ID)
+			return nil
+		})
+	})
 	return cmd
 }
 
 func memSupersedeCmd(a *app) *cobra.Command {
 	var opt memory.AddOptions
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "supersede ID [TEXT|-]",
 		Short: "Replace a memory with a new one (the old one is archived as superseded)",
@@ -163,28 +127,23 @@ records supersedes. Same as: hobbs memory add TEXT --supersedes ID.`,
 		Example: `  hobbs memory supersede mem_20260110_002 "The user now prefers pnpm"
   echo "Standup moved to 9:30" | hobbs memory supersede mem_20260110_004 -`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			text, err := a.textArg(args[1:], "memory text")
-			if err != nil {
-				return err
-			}
-			res, err := s.Supersede(args[0], text, opt)
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			return a.printAdd(res, asJSON)
-		},
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&opt.Tags, "tag", nil, "tag of the new memory (repeatable)")
 	f.StringVar(&opt.Type, "type", "", "kind of memory")
 	f.StringVar(&opt.Source, "source", "", "where the new text comes from")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		text, err := a.textArg(args[1:], "memory text")
+		if err != nil {
+			return err
+		}
+		res, err := s.Supersede(args[0], text, opt)
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error { return a.printAdd(w, res) })
+	})
 	return cmd
 }
 
@@ -193,68 +152,54 @@ func memTierCmd(a *app, verb string) *cobra.Command {
 	if verb == "promote" {
 		short, example = "Move an archived memory back to the active tier", "  hobbs memory promote mem_20250901_003"
 	}
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     verb + " ID",
 		Short:   short,
 		Example: example,
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			do := s.Archive
-			if verb == "promote" {
-				do = s.Promote
-			}
-			m, changed, err := do(args[0])
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(m)
-			}
+	}
+	out := a.jsonFlag(cmd, "print the memory as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		move := s.Archive
+		if verb == "promote" {
+			move = s.Promote
+		}
+		m, changed, err := move(args[0])
+		if err != nil {
+			return err
+		}
+		return out.print(m, func(w io.Writer) error {
 			if changed {
 				a.status("%s: %s, now in %s", m.ID, m.Status, m.Tier)
 			} else {
 				a.status("%s: already %s, nothing changed", m.ID, m.Status)
 			}
-			fmt.Fprintln(a.out, m.ID)
+			fmt.Fprintln(w, m.ID)
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the memory as JSON")
+		})
+	})
 	return cmd
 }
 
 func memShowCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "show ID",
 		Short:   "Print a memory file as it is (frontmatter and text)",
 		Example: "  hobbs memory show mem_20260122_001\n  hobbs memory show mem_20260122_001 --json | jq .text",
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			m, err := s.Show(args[0])
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(m)
-			}
-			a.status("%s", m.Path)
-			_, err = a.out.Write(m.Raw())
-			return err
-		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		m, err := s.Show(args[0])
+		if err != nil {
+			return err
+		}
+		return out.print(m, func(w io.Writer) error {
+			a.status("%s", m.Path)
+			_, err := w.Write(m.Raw())
+			return err
+		})
+	})
 	return cmd
 }
 
@@ -279,7 +224,6 @@ func (f *scopeFlags) scope() memory.Scope {
 func memListCmd(a *app) *cobra.Command {
 	var sf scopeFlags
 	var opt memory.ListOptions
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List memories (active by default), newest first",
@@ -287,40 +231,34 @@ func memListCmd(a *app) *cobra.Command {
   hobbs memory list --all --status superseded
   hobbs memory list --tag profile --json`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			opt.Scope = sf.scope()
-			list, err := s.List(opt)
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(list)
-			}
-			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+	}
+	sf.add(cmd)
+	cmd.Flags().StringArrayVar(&opt.Tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
+	cmd.Flags().StringVar(&opt.Status, "status", "", "only this status: active, archived or superseded")
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		opt.Scope = sf.scope()
+		list, err := s.List(opt)
+		if err != nil {
+			return err
+		}
+		return out.print(list, func(w io.Writer) error {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			for _, e := range list {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.ID, e.Status, e.Reinforced, strings.Join(e.Tags, ","), e.Summary)
 			}
 			tw.Flush()
 			a.status("%d memories", len(list))
 			return nil
-		},
-	}
-	sf.add(cmd)
-	cmd.Flags().StringArrayVar(&opt.Tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
-	cmd.Flags().StringVar(&opt.Status, "status", "", "only this status: active, archived or superseded")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+		})
+	})
 	return cmd
 }
 
 func memSearchCmd(a *app) *cobra.Command {
 	var sf scopeFlags
 	var opt memory.SearchOptions
-	var asJSON, files bool
+	var files bool
 	cmd := &cobra.Command{
 		Use:   "search QUERY",
 		Short: "Find memories containing a text (case-insensitive) or matching a regex",
@@ -334,42 +272,6 @@ derived data, checked against the files and safe to delete.`,
   hobbs memory search --all --regex 'pnpm|yarn' --limit 5
   hobbs memory search invoice --archive --tag finance --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			opt.Query, opt.Scope = args[0], sf.scope()
-			if opt.Limit < 0 {
-				return errs.Usagef("--limit must be >= 0")
-			}
-			hits, err := s.Search(opt)
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(hits)
-			}
-			in := s.In
-			for _, h := range hits {
-				id := h.ID
-				if id == "" {
-					id = "?"
-				}
-				if files {
-					fmt.Fprintf(a.out, "%s\t%s\n", id, in.Rel(h.Path))
-					continue
-				}
-				for _, l := range h.Lines {
-					fmt.Fprintf(a.out, "%s\t%s:%d: %s\n", id, in.Rel(h.Path), l.Line, l.Text)
-				}
-			}
-			if len(hits) == 0 {
-				a.status("no match")
-			}
-			return nil
-		},
 	}
 	sf.add(cmd)
 	f := cmd.Flags()
@@ -378,8 +280,43 @@ derived data, checked against the files and safe to delete.`,
 	f.IntVar(&opt.Limit, "limit", 0, "at most this many memories (0: all)")
 	f.BoolVar(&opt.Full, "full", false, "check every file against the index first (after editing archived files in place)")
 	f.BoolVarP(&files, "files-with-matches", "l", false, "print only id and path of each matching memory")
-	f.BoolVar(&asJSON, "json", false, "print as JSON")
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		opt.Query, opt.Scope = args[0], sf.scope()
+		if opt.Limit < 0 {
+			return errs.Usagef("--limit must be >= 0")
+		}
+		hits, err := s.Search(opt)
+		if err != nil {
+			return err
+		}
+		return out.print(hits, func(w io.Writer) error {
+			printHits(w, s.In, hits, files)
+			if len(hits) == 0 {
+				a.status("no match")
+			}
+			return nil
+		})
+	})
 	return cmd
+}
+
+// printHits prints search hits: one line per matching line, or with
+// filesOnly one per memory.
+func printHits(w io.Writer, in instance.Instance, hits []memory.Hit, filesOnly bool) {
+	for _, h := range hits {
+		id := h.ID
+		if id == "" {
+			id = "?"
+		}
+		if filesOnly {
+			fmt.Fprintf(w, "%s\t%s\n", id, in.Rel(h.Path))
+			continue
+		}
+		for _, l := range h.Lines {
+			fmt.Fprintf(w, "%s\t%s:%d: %s\n", id, in.Rel(h.Path), l.Line, l.Text)
+		}
+	}
 }
 
 func memContextCmd(a *app) *cobra.Command {
@@ -403,39 +340,36 @@ json prints what was included. The memories loaded get last_accessed updated
   hobbs memory context --format hook          # in a SessionStart hook
   hobbs memory context --agent researcher --tag research --budget 4000`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkContextFormat(format); err != nil {
-				return err
-			}
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			if budget, err = a.contextBudget(cmd, s, format, budget); err != nil {
-				return err
-			}
-			secs, err := s.SessionSections(agent)
-			if err != nil {
-				return err
-			}
-			opt := memory.ContextOptions{Tags: tags, Budget: budget, Sections: secs}
-			if agent != "" {
-				// As in hobbs agent context: the learnings come after the
-				// memories (their room is reserved first).
-				opt.Sections, opt.After = nil, secs
-			}
-			return a.printContext(s, opt, format)
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			return checkContextFormat(format)
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "context for this sub-agent: its operational.md (after the memories) instead of claude.md")
 	cmd.Flags().StringArrayVar(&tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
 	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")
 	cmd.Flags().StringVar(&format, "format", "text", "text, hook (SessionStart hook JSON) or json")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		limit, err := a.contextBudget(cmd, s, format, budget)
+		if err != nil {
+			return err
+		}
+		secs, err := s.SessionSections(agent)
+		if err != nil {
+			return err
+		}
+		opt := memory.ContextOptions{Tags: tags, Budget: limit, Sections: secs}
+		if agent != "" {
+			// As in hobbs agent context: the learnings come after the
+			// memories (their room is reserved first).
+			opt.Sections, opt.After = nil, secs
+		}
+		return a.printContext(s, opt, format)
+	})
 	return cmd
 }
 
 func memTidyCmd(a *app) *cobra.Command {
-	var dryRun, asJSON bool
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "tidy",
 		Short: "Archive active memories left idle too long (never deletes)",
@@ -444,100 +378,85 @@ reinforced nor loaded into context for memory.tidy_after_days × (1 +
 reinforced) days. Nothing is deleted; hobbs memory promote brings one back.`,
 		Example: "  hobbs memory tidy --dry-run\n  hobbs memory tidy",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			c, err := a.config(s.In)
-			if err != nil {
-				return err
-			}
-			res, err := s.Tidy(c.Memory.TidyAfterDays, dryRun)
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(res)
-			}
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only list what would be archived")
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		c, err := a.config(s.In)
+		if err != nil {
+			return err
+		}
+		res, err := s.Tidy(c.Memory.TidyAfterDays, dryRun)
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error {
 			verb := "archived"
 			if dryRun {
 				verb = "would archive"
 			}
 			for _, r := range res {
-				fmt.Fprintf(a.out, "%s\tidle %dd (limit %dd)\t%s\n", r.ID, r.IdleDays, r.Limit, r.Summary)
+				fmt.Fprintf(w, "%s\tidle %dd (limit %dd)\t%s\n", r.ID, r.IdleDays, r.Limit, r.Summary)
 			}
 			a.status("%s %d memories", verb, len(res))
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only list what would be archived")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+		})
+	})
 	return cmd
 }
 
 func memLintCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "lint",
 		Short: "Check every memory file; report path:line: reason (exit 1 if any)",
 		Example: `  hobbs memory lint
   hobbs memory lint --json`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			probs, n, err := s.Lint()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if err := a.printJSON(probs); err != nil {
-					return err
-				}
-			} else {
-				for _, p := range probs {
-					fmt.Fprintln(a.out, p)
-				}
-			}
-			if len(probs) > 0 {
-				return errs.Failf("%d problem(s) in memory files", len(probs)).
-					WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse")
-			}
-			a.status("%d memories, no problems", n)
-			return nil
-		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the problems as JSON")
+	out := a.jsonFlag(cmd, "print the problems as JSON")
+	// Not withMemory: the files the store cannot read are lint's result,
+	// not warnings.
+	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		probs, n, err := memory.Open(in, a.audit(in)).Lint()
+		if err != nil {
+			return err
+		}
+		err = out.print(probs, func(w io.Writer) error {
+			for _, p := range probs {
+				fmt.Fprintln(w, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(probs) > 0 {
+			return errs.Failf("%d problem(s) in memory files", len(probs)).
+				WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse")
+		}
+		a.status("%d memories, no problems", n)
+		return nil
+	})
 	return cmd
 }
 
 func memStatsCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "stats",
 		Short:   "Count memories per tier, status and tag",
 		Example: "  hobbs memory stats\n  hobbs memory stats --json",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.memStore()
-			if err != nil {
-				return err
-			}
-			st, err := s.Stats()
-			a.memWarn(s)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(st)
-			}
-			fmt.Fprintf(a.out, "total\t%d\n", st.Total)
-			fmt.Fprintf(a.out, "tier\tactive %d\tarchive %d\n", st.Tiers[memory.Active], st.Tiers[memory.Archive])
-			fmt.Fprintf(a.out, "status\tactive %d\tarchived %d\tsuperseded %d\n", st.Status[memory.StatusActive],
+	}
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		st, err := s.Stats()
+		if err != nil {
+			return err
+		}
+		return out.print(st, func(w io.Writer) error {
+			fmt.Fprintf(w, "total\t%d\n", st.Total)
+			fmt.Fprintf(w, "tier\tactive %d\tarchive %d\n", st.Tiers[memory.Active], st.Tiers[memory.Archive])
+			fmt.Fprintf(w, "status\tactive %d\tarchived %d\tsuperseded %d\n", st.Status[memory.StatusActive],
 				st.Status[memory.StatusArchived], st.Status[memory.StatusSuperseded])
 			tags := make([]string, 0, len(st.Tags))
 			for t := range st.Tags {
@@ -545,15 +464,14 @@ func memStatsCmd(a *app) *cobra.Command {
 			}
 			sort.Strings(tags)
 			for _, t := range tags {
-				fmt.Fprintf(a.out, "tag\t%s\t%d\n", t, st.Tags[t])
+				fmt.Fprintf(w, "tag\t%s\t%d\n", t, st.Tags[t])
 			}
 			if st.Problems > 0 {
-				fmt.Fprintf(a.out, "problems\t%d\n", st.Problems)
+				fmt.Fprintf(w, "problems\t%d\n", st.Problems)
 			}
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+		})
+	})
 	return cmd
 }
 
@@ -578,14 +496,14 @@ func (a *app) contextBudget(cmd *cobra.Command, s *memory.Store, format string, 
 		return 0, errs.Usagef("--budget must be positive")
 	}
 	if format == "hook" && budget > memory.HookLimit {
-		a.status("hobbs: warning: budget %d is over Claude Code's %d-character hook limit; the context will be cut", budget, memory.HookLimit)
+		a.warn("budget %d is over Claude Code's %d-character hook limit; the context will be cut", budget, memory.HookLimit)
 	}
 	return budget, nil
 }
 
 // printContext builds a context (the hook variant for --format hook), prints
-// it in format (text, hook or json), warns about malformed files and cut
-// sections, and records the access of the memories it included.
+// it in format (text, hook or json) after the malformed files met, warns
+// about cut sections, and records the access of the memories it included.
 func (a *app) printContext(s *memory.Store, opt memory.ContextOptions, format string) error {
 	var ctx *memory.Context
 	var hook []byte
@@ -595,7 +513,7 @@ func (a *app) printContext(s *memory.Store, opt memory.ContextOptions, format st
 	} else {
 		ctx, err = s.BuildContext(opt)
 	}
-	a.memWarn(s)
+	a.reportProblems()
 	if err != nil {
 		return err
 	}
@@ -610,10 +528,10 @@ func (a *app) printContext(s *memory.Store, opt memory.ContextOptions, format st
 		fmt.Fprint(a.out, ctx.Text)
 	}
 	for _, c := range ctx.Cut {
-		a.status("hobbs: warning: %s cut to fit the budget of %d characters", c, ctx.Budget)
+		a.warn("%s cut to fit the budget of %d characters", c, ctx.Budget)
 	}
 	if err := s.Touch(ctx.Memories); err != nil {
-		a.status("hobbs: warning: last_accessed not updated: %v", err)
+		a.warn("last_accessed not updated: %v", err)
 	}
 	return nil
 }

@@ -12,12 +12,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-func init() {
-	scriptCmds["stdoutvar"] = cmdStdoutVar
-	scriptCmds["memgen"] = cmdMemgen
-	scriptCmds["hookfits"] = cmdHookFits
-}
-
 // stdoutvar NAME: set $NAME to the last command's stdout, trimmed (to use an
 // id a command printed in the next commands).
 func cmdStdoutVar(ts *testscript.TestScript, neg bool, args []string) {

@@ -2,45 +2,17 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
+	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 )
-
-func init() { register(newPlaybookCmd) }
-
-// playbookStore opens the playbooks of the existing instance.
-func (a *app) playbookStore() (instance.Instance, *playbook.Store, error) {
-	in, err := a.existingInstance()
-	if err != nil {
-		return in, nil, err
-	}
-	c, err := a.config(in)
-	if err != nil {
-		return in, nil, err
-	}
-	tpl, err := fs.ReadFile(hobbs.Templates, "playbook.md")
-	if err != nil {
-		return in, nil, errs.Wrap(errs.Failure, err, "read the playbook template")
-	}
-	return in, &playbook.Store{Dir: in.Playbooks(), LockPath: in.Lock("playbooks"), Root: in.FS(),
-		ReviewEvery: c.Playbooks.ReviewEveryDays, Template: tpl}, nil
-}
-
-// warnProblems reports files that could not be used, on stderr.
-func (a *app) warnProblems(ps []playbook.Problem) {
-	for _, p := range ps {
-		fmt.Fprintf(a.errOut, "hobbs: warning: %s (file left as is)\n", p)
-	}
-}
 
 func newPlaybookCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -68,7 +40,6 @@ playbooks.review_every_days in config.yaml). Inside a session, the
 
 func newPlaybookNewCmd(a *app) *cobra.Command {
 	var title, from string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "new NAME",
 		Short: "Create a playbook from the template or from composed Markdown",
@@ -86,43 +57,41 @@ today, review_every from config). Content without every section is refused.`,
   hobbs playbook new weekly-invoices --from draft.md
   cat draft.md | hobbs playbook new weekly-invoices --from -`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, st, err := a.playbookStore()
-			if err != nil {
-				return err
-			}
-			opt := playbook.NewOptions{Title: title}
-			if cmd.Flags().Changed("from") {
-				if opt.Source, err = a.readFileFlag("--from", from); err != nil {
-					return err
-				}
-			}
-			p, err := st.New(args[0], opt)
-			a.logAudit(in, audit.Entry{Event: "playbook.new", Subject: args[0], Outcome: outcome(err),
-				Detail: map[string]any{"from": map[bool]string{true: "source", false: "template"}[opt.Source != nil]}})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				_, e, err := st.Get(args[0])
-				if err != nil {
-					return err
-				}
-				return a.printJSON(e)
-			}
-			a.status("created playbook %s", args[0])
-			fmt.Fprintln(a.out, p)
-			return nil
-		},
 	}
 	cmd.Flags().StringVar(&title, "title", "", "title (default: from the source's heading, else from NAME)")
 	cmd.Flags().StringVar(&from, "from", "", "read the playbook from `FILE` (- for stdin) instead of the template")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new playbook's metadata as JSON")
+	out := a.jsonFlag(cmd, "print the new playbook's metadata as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		opt := playbook.NewOptions{Title: title}
+		if cmd.Flags().Changed("from") {
+			var err error
+			if opt.Source, err = a.readFileFlag("--from", from); err != nil {
+				return err
+			}
+		}
+		p, err := st.New(args[0], opt)
+		a.logAudit(in, audit.Entry{Event: "playbook.new", Subject: args[0], Outcome: outcome(err),
+			Detail: map[string]any{"from": map[bool]string{true: "source", false: "template"}[opt.Source != nil]}})
+		if err != nil {
+			return err
+		}
+		var e playbook.Entry
+		if out.json {
+			if _, e, err = st.Get(args[0]); err != nil {
+				return err
+			}
+		}
+		return out.print(e, func(w io.Writer) error {
+			a.status("created playbook %s", args[0])
+			fmt.Fprintln(w, p)
+			return nil
+		})
+	})
 	return cmd
 }
 
 func newPlaybookListCmd(a *app) *cobra.Command {
-	var due, asJSON bool
+	var due bool
 	var stage string
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -134,36 +103,37 @@ not parse are reported on stderr and skipped.`,
   hobbs playbook list --due
   hobbs playbook list --stage supervised --json`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if stage != "" && playbook.StageIndex(stage) < 0 {
 				return errs.Usagef("unknown stage %q", stage).WithHint("stages: %s", strings.Join(playbook.Stages, ", "))
 			}
-			_, st, err := a.playbookStore()
-			if err != nil {
-				return err
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&due, "due", false, "only playbooks due for review")
+	cmd.Flags().StringVar(&stage, "stage", "", "only playbooks at `STAGE` (manual, assisted, supervised, autonomous)")
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		entries, problems, err := st.List()
+		if err != nil {
+			return err
+		}
+		a.playbookProblems(problems)
+		list := []playbook.Entry{}
+		for _, e := range entries {
+			if (due && !e.Due) || (stage != "" && e.Stage != stage) {
+				continue
 			}
-			entries, problems, err := st.List()
-			if err != nil {
-				return err
-			}
-			a.warnProblems(problems)
-			out := []playbook.Entry{}
-			for _, e := range entries {
-				if (due && !e.Due) || (stage != "" && e.Stage != stage) {
-					continue
-				}
-				out = append(out, e)
-			}
-			if asJSON {
-				return a.printJSON(out)
-			}
-			if len(out) == 0 {
+			list = append(list, e)
+		}
+		return out.print(list, func(w io.Writer) error {
+			if len(list) == 0 {
 				a.status("no playbooks%s", map[bool]string{true: " due for review", false: ""}[due])
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSTAGE\tNEXT REVIEW\tTITLE")
-			for _, e := range out {
+			for _, e := range list {
 				next := e.NextReview
 				if e.Due {
 					next = "DUE"
@@ -174,16 +144,12 @@ not parse are reported on stderr and skipped.`,
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Stage, next, e.Title)
 			}
 			return tw.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&due, "due", false, "only playbooks due for review")
-	cmd.Flags().StringVar(&stage, "stage", "", "only playbooks at `STAGE` (manual, assisted, supervised, autonomous)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+		})
+	})
 	return cmd
 }
 
 func newPlaybookShowCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Print a playbook",
@@ -192,32 +158,28 @@ review, lint problems and body.`,
 		Example: `  hobbs playbook show weekly-invoices
   hobbs playbook show weekly-invoices --json | jq .stage`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, st, err := a.playbookStore()
-			if err != nil {
-				return err
-			}
-			d, e, err := st.Get(args[0])
-			a.logAudit(in, audit.Entry{Event: "playbook.show", Subject: args[0], Outcome: outcome(err)})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				lint := d.Lint
-				if lint == nil {
-					lint = []playbook.Problem{}
-				}
-				return a.printJSON(struct {
-					playbook.Entry
-					Lint []playbook.Problem `json:"lint"`
-					Body string             `json:"body"`
-				}{e, lint, d.Body()})
-			}
-			_, err = a.out.Write(d.Raw())
-			return err
-		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print metadata and body as JSON")
+	out := a.jsonFlag(cmd, "print metadata and body as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		d, e, err := st.Get(args[0])
+		a.logAudit(in, audit.Entry{Event: "playbook.show", Subject: args[0], Outcome: outcome(err)})
+		if err != nil {
+			return err
+		}
+		lint := d.Lint
+		if lint == nil {
+			lint = []playbook.Problem{}
+		}
+		v := struct {
+			playbook.Entry
+			Lint []playbook.Problem `json:"lint"`
+			Body string             `json:"body"`
+		}{e, lint, d.Body()}
+		return out.print(v, func(w io.Writer) error {
+			_, err := w.Write(d.Raw())
+			return err
+		})
+	})
 	return cmd
 }
 
@@ -238,11 +200,7 @@ The previous version is not kept by hobbs: keep the instance in git
 		Example: `  hobbs playbook show weekly-invoices > draft.md   # edit draft.md
   hobbs playbook update weekly-invoices --from draft.md --note "added the supplier portal"`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, st, err := a.playbookStore()
-			if err != nil {
-				return err
-			}
+		RunE: a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
 			src, err := a.readFileFlag("--from", from)
 			if err != nil {
 				return err
@@ -261,7 +219,7 @@ The previous version is not kept by hobbs: keep the instance in git
 			}
 			a.status("updated playbook %s", args[0])
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&from, "from", "", "read the new content from `FILE` (- for stdin)")
 	cmd.Flags().StringVar(&title, "title", "", "new title (default: keep, or the source's frontmatter title)")
@@ -272,7 +230,6 @@ The previous version is not kept by hobbs: keep the instance in git
 
 func newPlaybookStageCmd(a *app) *cobra.Command {
 	var reason string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "stage NAME STAGE",
 		Short: "Move a playbook up or down the automation ladder",
@@ -283,39 +240,33 @@ the audit log. Setting the stage it already has changes nothing.`,
 		Example: `  hobbs playbook stage weekly-invoices assisted --reason "Hobbs drafts, I send"
   hobbs playbook stage weekly-invoices manual --reason "the bank changed its site"`,
 		Args: usageArgs(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, st, err := a.playbookStore()
-			if err != nil {
-				return err
-			}
-			ch, err := st.SetStage(args[0], args[1], reason)
-			if ch.From != ch.To || err != nil {
-				a.logAudit(in, audit.Entry{Event: "playbook.stage", Subject: args[0], Outcome: outcome(err),
-					Detail: map[string]any{"from": ch.From, "to": ch.To, "reason": ch.Reason}})
-			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(ch)
-			}
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the playbook changes stage (required, one line)")
+	_ = cmd.MarkFlagRequired("reason")
+	out := a.jsonFlag(cmd, "print the change as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		ch, err := st.SetStage(args[0], args[1], reason)
+		if ch.From != ch.To || err != nil {
+			a.logAudit(in, audit.Entry{Event: "playbook.stage", Subject: args[0], Outcome: outcome(err),
+				Detail: map[string]any{"from": ch.From, "to": ch.To, "reason": ch.Reason}})
+		}
+		if err != nil {
+			return err
+		}
+		return out.print(ch, func(w io.Writer) error {
 			if ch.From == ch.To {
 				a.status("%s is already %s; nothing changed", ch.Name, ch.To)
 			} else {
 				a.status("%s: %s → %s", ch.Name, ch.From, ch.To)
 			}
 			return nil
-		},
-	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why the playbook changes stage (required, one line)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the change as JSON")
-	_ = cmd.MarkFlagRequired("reason")
+		})
+	})
 	return cmd
 }
 
 func newPlaybookReviewedCmd(a *app) *cobra.Command {
 	var note string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "reviewed NAME",
 		Short: "Record that a playbook was reviewed today",
@@ -325,31 +276,25 @@ days later.`,
 		Example: `  hobbs playbook reviewed weekly-invoices
   hobbs playbook reviewed weekly-invoices --note "merged steps 3 and 4; step 5 could be a skill"`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, st, err := a.playbookStore()
-			if err != nil {
-				return err
-			}
-			r, err := st.Reviewed(args[0], note)
-			a.logAudit(in, audit.Entry{Event: "playbook.reviewed", Subject: args[0], Outcome: outcome(err),
-				Detail: map[string]any{"note": r.Note}})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(r)
-			}
-			a.status("%s reviewed %s; next review %s", r.Name, r.Date, r.NextReview)
-			return nil
-		},
 	}
 	cmd.Flags().StringVar(&note, "note", "", "what the review changed (one line)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the review as JSON")
+	out := a.jsonFlag(cmd, "print the review as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		r, err := st.Reviewed(args[0], note)
+		a.logAudit(in, audit.Entry{Event: "playbook.reviewed", Subject: args[0], Outcome: outcome(err),
+			Detail: map[string]any{"note": r.Note}})
+		if err != nil {
+			return err
+		}
+		return out.print(r, func(w io.Writer) error {
+			a.status("%s reviewed %s; next review %s", r.Name, r.Date, r.NextReview)
+			return nil
+		})
+	})
 	return cmd
 }
 
 func newPlaybookLintCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "lint",
 		Short: "Check every playbook's frontmatter and sections",
@@ -360,34 +305,30 @@ found.`,
 		Example: `  hobbs playbook lint
   hobbs playbook lint --json`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, st, err := a.playbookStore()
-			if err != nil {
-				return err
-			}
-			problems, n, err := st.Lint()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if problems == nil {
-					problems = []playbook.Problem{}
-				}
-				if err := a.printJSON(problems); err != nil {
-					return err
-				}
-			} else {
-				for _, p := range problems {
-					fmt.Fprintln(a.out, p)
-				}
-			}
-			if len(problems) > 0 {
-				return errs.Failf("%d problem(s) in %d playbook(s)", len(problems), n)
-			}
-			a.status("%d playbook(s) ok", n)
-			return nil
-		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print problems as JSON")
+	out := a.jsonFlag(cmd, "print problems as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		problems, n, err := st.Lint()
+		if err != nil {
+			return err
+		}
+		if problems == nil {
+			problems = []playbook.Problem{}
+		}
+		err = out.print(problems, func(w io.Writer) error {
+			for _, p := range problems {
+				fmt.Fprintln(w, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			return errs.Failf("%d problem(s) in %d playbook(s)", len(problems), n)
+		}
+		a.status("%d playbook(s) ok", n)
+		return nil
+	})
 	return cmd
 }

@@ -6,8 +6,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-func init() { scriptCmds["today"] = cmdToday }
-
 // today: set $TODAY to the current UTC date (YYYY-MM-DD), the date hobbs
 // writes into playbooks, so that expected files can use ${TODAY} with cmpenv.
 func cmdToday(ts *testscript.TestScript, neg bool, args []string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -15,8 +16,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
-
-func init() { register(newPolicyCmd) }
 
 // builtinPolicyName names the embedded default in messages.
 const builtinPolicyName = "built-in dist/policy.yaml"
@@ -47,25 +46,20 @@ See docs/egress.md for the format and the services catalog.`,
 }
 
 func newPolicyShowCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "show",
 		Short:   "Print the effective policy (built-in default plus the instance's policy.yaml)",
 		Example: "  hobbs policy show\n  hobbs policy show --json | jq '.domains[].pattern'",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
-			if err != nil {
-				return err
-			}
-			p, err := effectivePolicy(in)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(p)
-			}
-			w := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+	}
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		p, err := effectivePolicy(in)
+		if err != nil {
+			return err
+		}
+		return out.print(p, func(stdout io.Writer) error {
+			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(w, "files:\t%s\n", strings.Join(p.Files, ", "))
 			fmt.Fprintln(w, "services:")
 			for _, s := range p.Services {
@@ -93,14 +87,12 @@ func newPolicyShowCmd(a *app) *cobra.Command {
 			}
 			fmt.Fprintf(w, "available services:\t%s\n", strings.Join(names, ", "))
 			return w.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+		})
+	})
 	return cmd
 }
 
 func newPolicyCheckCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "check URL|HOST[:PORT]",
 		Short: "Say whether the policy allows a destination, and by which rule (exit 0 allowed, 1 denied)",
@@ -111,44 +103,40 @@ Names are not resolved here: the proxy also refuses a name that resolves to
 a private address (unless allow_private opens it) when it connects.`,
 		Example: "  hobbs policy check https://api.github.com/repos\n  hobbs policy check localhost:8080\n  hobbs policy check http://example.com/ --json",
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.instance()
-			if err != nil {
-				return err
-			}
-			p, err := effectivePolicy(in)
-			if err != nil {
-				return err
-			}
-			d, err := p.Check(args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if err := a.printJSON(d); err != nil {
-					return err
-				}
-			} else {
-				verdict := "deny"
-				if d.Allow {
-					verdict = "allow"
-				}
-				line := fmt.Sprintf("%s %s by %s", verdict, hostPort(d), d.Rule)
-				if d.Source != "" {
-					line += " (" + d.Source + ")"
-				}
-				if d.Reason != "" {
-					line += ": " + d.Reason
-				}
-				fmt.Fprintln(a.out, line)
-			}
-			if !d.Allow {
-				return &errs.Error{Code: errs.Failure, Msg: hostPort(d) + " is denied"}
-			}
-			return nil
-		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
+	out := a.jsonFlag(cmd, "print the decision as JSON")
+	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		p, err := effectivePolicy(in)
+		if err != nil {
+			return err
+		}
+		d, err := p.Check(args[0])
+		if err != nil {
+			return err
+		}
+		err = out.print(d, func(w io.Writer) error {
+			verdict := "deny"
+			if d.Allow {
+				verdict = "allow"
+			}
+			line := fmt.Sprintf("%s %s by %s", verdict, hostPort(d), d.Rule)
+			if d.Source != "" {
+				line += " (" + d.Source + ")"
+			}
+			if d.Reason != "" {
+				line += ": " + d.Reason
+			}
+			fmt.Fprintln(w, line)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !d.Allow {
+			return &errs.Error{Code: errs.Failure, Msg: hostPort(d) + " is denied"}
+		}
+		return nil
+	})
 	return cmd
 }
 
@@ -177,11 +165,7 @@ HTTP) is meant. The file is rewritten atomically with its comments kept; a
 running proxy reloads it within a second.`, verb, section, what),
 		Example: ex,
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.existingInstance()
-			if err != nil {
-				return err
-			}
+		RunE: a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 			if err := in.FS().MkdirAll(filepath.Dir(in.Lock("policy")), 0o700); err != nil {
 				return err
 			}
@@ -200,6 +184,6 @@ running proxy reloads it within a second.`, verb, section, what),
 			a.audit(in).Log(audit.Entry{Event: "policy." + verb, Subject: pattern, Detail: map[string]any{"file": in.Rel(in.Policy())}})
 			a.status("added %s to %s in %s", pattern, section, in.Policy())
 			return nil
-		},
+		}),
 	}
 }

@@ -19,8 +19,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
-func init() { register(newProxyCmd) }
-
 // imagePolicy is where the image carries the default policy.
 const imagePolicy = "/etc/hobbs/policy.yaml"
 

@@ -25,13 +25,6 @@ import (
 //	freeport NAME          set $NAME to a free TCP port on 127.0.0.1
 //	waitproxy ADDR [SECS]  wait until the proxy at ADDR answers its health check
 //	pause DURATION         sleep
-func init() {
-	scriptCmds["httptarget"] = cmdHTTPTarget
-	scriptCmds["targethits"] = cmdTargetHits
-	scriptCmds["freeport"] = cmdFreePort
-	scriptCmds["waitproxy"] = cmdWaitProxy
-	scriptCmds["pause"] = cmdPause
-}
 
 // pause DURATION: sleep (e.g. 1500ms), for reload scenarios.
 func cmdPause(ts *testscript.TestScript, neg bool, args []string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,8 +12,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
-
-func init() { register(newPsCmd) }
 
 // sessionEngine resolves the instance, its config and the engine for the
 // session commands (ps, stop, attach, logs).
@@ -34,7 +33,6 @@ func (a *app) sessionEngine() (engine.CLI, []launcher.SessionInfo, error) {
 }
 
 func newPsCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "ps",
 		Short: "List the sessions of this instance",
@@ -43,19 +41,19 @@ and network hobbs labelled for it. A session whose hobbs process is gone is
 marked orphan; hobbs stop --all (or the next hobbs run) removes it.`,
 		Example: "  hobbs ps\n  hobbs ps --json | jq -r '.[].name'",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, list, err := a.sessionEngine()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(list)
-			}
+	}
+	out := a.jsonFlag(cmd, "print sessions as JSON")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		_, list, err := a.sessionEngine()
+		if err != nil {
+			return err
+		}
+		return out.print(list, func(w io.Writer) error {
 			if len(list) == 0 {
 				a.status("no sessions")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tWORKSPACE")
 			for _, s := range list {
 				st := s.Status
@@ -69,9 +67,8 @@ marked orphan; hobbs stop --all (or the next hobbs run) removes it.`,
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, st, created, orDash(s.Workspace))
 			}
 			return tw.Flush()
-		},
+		})
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print sessions as JSON")
 	return cmd
 }
 

@@ -15,24 +15,14 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/vault"
 )
-
-func init() { register(newRunCmd) }
 
 // exitStatus is returned by commands whose exit code is another process's
 // (hobbs run): Main exits with it and prints nothing.
 type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-// sessionSecrets decrypts config.yaml's env mapping for a session: NAME=value
-// pairs. It has the shape of vault.SessionEnv, wired in vault_wire.go.
-var sessionSecrets = func(in instance.Instance, mapping [][2]string) ([]string, error) {
-	if len(mapping) == 0 {
-		return nil, nil
-	}
-	return nil, errs.Missingf("config.yaml maps %d env variables to the vault, but this build has no vault", len(mapping))
-}
 
 func newRunCmd(a *app) *cobra.Command {
 	var workspace, image, base, name, binary string
@@ -128,7 +118,7 @@ removes what it created (the Claude state volume stays).`,
 			}
 			log := a.audit(in)
 			started := false
-			secrets, err := sessionSecrets(in, cfg.VaultEnv())
+			secrets, err := vault.SessionEnv(in, cfg.VaultEnv())
 			if err != nil {
 				return err
 			}

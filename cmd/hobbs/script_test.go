@@ -4,9 +4,6 @@ package main
 // tests/script/*.txtar. Each runs in its own $WORK with HOME, XDG_* and
 // HOBBS_HOME inside it; the hobbs command runs this package's Main in a
 // child process of the test binary.
-//
-// Extra script commands live in scriptCmds; a domain's _test.go file may add
-// its own from an init function.
 
 import (
 	"encoding/json"
@@ -35,6 +32,25 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"waitfile":   cmdWaitfile,
 	"countlines": cmdCountLines,
 	"require":    cmdRequire,
+	// memory_script_test.go
+	"stdoutvar": cmdStdoutVar,
+	"memgen":    cmdMemgen,
+	"hookfits":  cmdHookFits,
+	// playbook_script_test.go
+	"today": cmdToday,
+	// vault_script_test.go
+	"vaultcrash":   cmdVaultCrash,
+	"exactly":      cmdExactly,
+	"treecontains": cmdTreeContains,
+	"ptyrun":       cmdPtyRun,
+	// proxy_script_test.go
+	"httptarget": cmdHTTPTarget,
+	"targethits": cmdTargetHits,
+	"freeport":   cmdFreePort,
+	"waitproxy":  cmdWaitProxy,
+	"pause":      cmdPause,
+	// termsafe_test.go
+	"unescape": cmdUnescape,
 }
 
 func TestScripts(t *testing.T) {

@@ -12,8 +12,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
-func init() { register(newSessionEnvCmd) }
-
 // newSessionEnvCmd is the image's way to run a command with the session's
 // variables (vault-mapped secrets, the proxy variables with their token),
 // which hobbs run hands over in a file rather than in the container's

@@ -10,8 +10,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
-func init() { register(newStopCmd) }
-
 func newStopCmd(a *app) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{

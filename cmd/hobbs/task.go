@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -14,8 +15,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
-
-func init() { register(newTaskCmd) }
 
 // rememberLessons stores each lesson of a retrospective with hobbs memory
 // add's logic: an existing memory with the same text is reinforced.
@@ -48,56 +47,51 @@ retrospective can become memories with --remember.`,
 
 func newTaskStartCmd(a *app) *cobra.Command {
 	var agent, pbName string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "start TITLE [--agent NAME] [--playbook NAME]",
 		Short:   "Start a task record and print its id",
 		Example: `  hobbs task start "Draft the newsletter" --agent reviewer`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.existingInstance()
-			if err != nil {
-				return err
-			}
-			if agent != "" {
-				if _, err := agentCatalog(in).Get(agent); err != nil {
-					return err
-				}
-			}
-			if pbName != "" {
-				if !playbook.ValidName(pbName) {
-					return errs.Usagef("invalid playbook name %q", pbName).WithHint("hobbs playbook list shows them")
-				}
-				if _, err := in.FS().Stat(in.Playbook(pbName)); err != nil {
-					return errs.Failf("no playbook named %q", pbName).WithHint("hobbs playbook list shows them")
-				}
-			}
-			t, err := task.Log{Instance: in}.Start(args[0], agent, pbName)
-			subject := ""
-			if t != nil {
-				subject = t.ID
-			}
-			a.logAudit(in, audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
-				Detail: map[string]any{"agent": agent, "playbook": pbName}})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(t)
-			}
-			fmt.Fprintln(a.out, t.ID)
-			return nil
-		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent doing the work (hobbs agent list)")
 	cmd.Flags().StringVar(&pbName, "playbook", "", "playbook being followed (hobbs playbook list)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
+	out := a.jsonFlag(cmd, "print the task as JSON")
+	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
+		in := log.Instance
+		if agent != "" {
+			if _, err := agentCatalog(in).Get(agent); err != nil {
+				return err
+			}
+		}
+		if pbName != "" {
+			if !playbook.ValidName(pbName) {
+				return errs.Usagef("invalid playbook name %q", pbName).WithHint("hobbs playbook list shows them")
+			}
+			if _, err := in.FS().Stat(in.Playbook(pbName)); err != nil {
+				return errs.Failf("no playbook named %q", pbName).WithHint("hobbs playbook list shows them")
+			}
+		}
+		t, err := log.Start(args[0], agent, pbName)
+		subject := ""
+		if t != nil {
+			subject = t.ID
+		}
+		a.logAudit(in, audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
+			Detail: map[string]any{"agent": agent, "playbook": pbName}})
+		if err != nil {
+			return err
+		}
+		return out.print(t, func(w io.Writer) error {
+			fmt.Fprintln(w, t.ID)
+			return nil
+		})
+	})
 	return cmd
 }
 
 func newTaskDoneCmd(a *app) *cobra.Command {
 	var outcomeFlag, retro string
-	var remember, asJSON bool
+	var remember bool
 	cmd := &cobra.Command{
 		Use:   "done ID --outcome ok|failed [--retro FILE|-] [--remember]",
 		Short: "Finish a task with its outcome and retrospective",
@@ -112,88 +106,78 @@ with the task as its source.`,
   - Export statements before 9am; the bank's site is slow later.
   EOF`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.existingInstance()
-			if err != nil {
-				return err
-			}
-			opts := task.DoneOptions{Outcome: outcomeFlag}
-			if retro != "" {
-				b, err := a.readFileFlag("--retro", retro)
-				if err != nil {
-					return err
-				}
-				opts.Retro = string(b)
-			}
-			if remember {
-				if retro == "" {
-					return errs.Usagef("--remember needs a retrospective").WithHint("pass --retro FILE or --retro -")
-				}
-				opts.Remember = rememberLessons(a, in)
-			}
-			t, err := task.Log{Instance: in}.Done(args[0], opts)
-			ev := audit.Entry{Event: "task.done", Subject: args[0], Outcome: outcome(err)}
-			if t != nil {
-				ev.Detail = map[string]any{"status": t.Status, "remembered": t.Remembered}
-			}
-			a.logAudit(in, ev)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(t)
-			}
-			a.status("%s: %s", t.ID, t.Status)
-			for _, id := range t.Remembered {
-				fmt.Fprintln(a.out, id)
-			}
-			return nil
-		},
 	}
 	cmd.Flags().StringVar(&outcomeFlag, "outcome", "", "ok or failed (required)")
 	cmd.Flags().StringVar(&retro, "retro", "", "retrospective Markdown file, or - for stdin")
 	cmd.Flags().BoolVar(&remember, "remember", false, "store the retrospective's Lessons bullets as memories")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
 	_ = cmd.MarkFlagRequired("outcome")
+	out := a.jsonFlag(cmd, "print the task as JSON")
+	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
+		in := log.Instance
+		opts := task.DoneOptions{Outcome: outcomeFlag}
+		if retro != "" {
+			b, err := a.readFileFlag("--retro", retro)
+			if err != nil {
+				return err
+			}
+			opts.Retro = string(b)
+		}
+		if remember {
+			if retro == "" {
+				return errs.Usagef("--remember needs a retrospective").WithHint("pass --retro FILE or --retro -")
+			}
+			opts.Remember = rememberLessons(a, in)
+		}
+		t, err := log.Done(args[0], opts)
+		ev := audit.Entry{Event: "task.done", Subject: args[0], Outcome: outcome(err)}
+		if t != nil {
+			ev.Detail = map[string]any{"status": t.Status, "remembered": t.Remembered}
+		}
+		a.logAudit(in, ev)
+		if err != nil {
+			return err
+		}
+		return out.print(t, func(w io.Writer) error {
+			a.status("%s: %s", t.ID, t.Status)
+			for _, id := range t.Remembered {
+				fmt.Fprintln(w, id)
+			}
+			return nil
+		})
+	})
 	return cmd
 }
 
 func newTaskListCmd(a *app) *cobra.Command {
-	var asJSON bool
 	var status string
 	cmd := &cobra.Command{
 		Use:     "list [--status running|ok|failed]",
 		Short:   "List tasks, newest first",
 		Example: "  hobbs task list\n  hobbs task list --status running --json",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.existingInstance()
-			if err != nil {
-				return err
+	}
+	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status")
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
+		tasks, probs := log.List()
+		for _, p := range probs {
+			a.warn("%s", p)
+		}
+		list := []*task.Task{}
+		for _, t := range tasks {
+			if status == "" || t.Status == status {
+				t.Body = ""
+				list = append(list, t)
 			}
-			tasks, probs := task.Log{Instance: in}.List()
-			for _, p := range probs {
-				a.status("hobbs: warning: %s", p)
-			}
-			out := []*task.Task{}
-			for _, t := range tasks {
-				if status == "" || t.Status == status {
-					t.Body = ""
-					out = append(out, t)
-				}
-			}
-			if asJSON {
-				return a.printJSON(out)
-			}
-			for _, t := range out {
-				fmt.Fprintf(a.out, "%s  %-7s %s  %-12s %s\n", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"),
+		}
+		return out.print(list, func(w io.Writer) error {
+			for _, t := range list {
+				fmt.Fprintf(w, "%s  %-7s %s  %-12s %s\n", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"),
 					dash(t.Agent), t.Title)
 			}
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
-	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status")
+		})
+	})
 	return cmd
 }
 
@@ -205,36 +189,30 @@ func dash(s string) string {
 }
 
 func newTaskShowCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "show ID",
 		Short:   "Show a task record",
 		Example: "  hobbs task show task_20261122_001",
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.existingInstance()
-			if err != nil {
-				return err
-			}
-			t, err := task.Log{Instance: in}.Get(args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(t)
-			}
-			fmt.Fprintf(a.out, "id:       %s\ntitle:    %s\nstatus:   %s\nagent:    %s\nplaybook: %s\nstarted:  %s\n",
+	}
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
+		t, err := log.Get(args[0])
+		if err != nil {
+			return err
+		}
+		return out.print(t, func(w io.Writer) error {
+			fmt.Fprintf(w, "id:       %s\ntitle:    %s\nstatus:   %s\nagent:    %s\nplaybook: %s\nstarted:  %s\n",
 				t.ID, t.Title, t.Status, dash(t.Agent), dash(t.Playbook), t.Started.Format(time.RFC3339))
 			if t.Finished != nil {
-				fmt.Fprintf(a.out, "finished: %s\n", t.Finished.Format(time.RFC3339))
+				fmt.Fprintf(w, "finished: %s\n", t.Finished.Format(time.RFC3339))
 			}
 			if len(t.Remembered) > 0 {
-				fmt.Fprintf(a.out, "memories: %s\n", strings.Join(t.Remembered, ", "))
+				fmt.Fprintf(w, "memories: %s\n", strings.Join(t.Remembered, ", "))
 			}
-			fmt.Fprint(a.out, t.Body)
+			fmt.Fprint(w, t.Body)
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+		})
+	})
 	return cmd
 }

@@ -13,8 +13,6 @@ import (
 	"golang.org/x/term"
 )
 
-func init() { scriptCmds["unescape"] = cmdUnescape }
-
 // unescape SRC DST: write DST with the content of SRC in which Go escapes
 // (\x1b, \u009b, \a, \\ …) are interpreted, so that a scenario can hold
 // control characters without raw bytes in the .txtar.

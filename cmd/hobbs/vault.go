@@ -15,8 +15,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
-func init() { register(newVaultCmd) }
-
 func newVaultCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "vault",
@@ -43,20 +41,24 @@ A passphrase-protected identity asks on the terminal; scripts can set
 	return cmd
 }
 
-// openVault opens the vault of the existing instance.
-func (a *app) openVault() (*vault.Vault, error) {
-	in, err := a.existingInstance()
-	if err != nil {
-		return nil, err
+// entryNames wraps a positional-args validator: the arguments are also
+// valid entry names, checked before the vault is opened.
+func entryNames(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := usageArgs(v)(cmd, args); err != nil {
+			return err
+		}
+		for _, n := range args {
+			if err := vault.CheckName(n); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	v := vault.Open(in)
-	v.AuditFailed = func(err error) { a.status("hobbs: warning: audit log not written: %v", err) }
-	return v, nil
 }
 
 func newVaultInitCmd(a *app) *cobra.Command {
 	var opt vault.InitOptions
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create the vault's identity (an age X25519 key)",
@@ -73,18 +75,16 @@ Back up vault/keys/identity.txt: without it the entries cannot be read.`,
 		Example: `  hobbs vault init
   hobbs vault init --passphrase`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
-			res, err := v.Init(opt)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(res)
-			}
+	}
+	cmd.Flags().BoolVar(&opt.Passphrase, "passphrase", false, "protect the identity with a passphrase (asked on the terminal)")
+	cmd.Flags().BoolVar(&opt.Force, "force", false, "create an identity even though entries encrypted to a lost one exist")
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
+		res, err := v.Init(opt)
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error {
 			if res.Existing {
 				a.status("vault already initialised: %s kept, nothing changed", v.In.Rel(v.In.VaultIdentity()))
 			}
@@ -98,14 +98,11 @@ Back up vault/keys/identity.txt: without it the entries cannot be read.`,
 				a.status("back up %s: without it your secrets cannot be read", v.In.VaultIdentity())
 			}
 			if res.PublicKey != "" {
-				fmt.Fprintln(a.out, res.PublicKey)
+				fmt.Fprintln(w, res.PublicKey)
 			}
 			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&opt.Passphrase, "passphrase", false, "protect the identity with a passphrase (asked on the terminal)")
-	cmd.Flags().BoolVar(&opt.Force, "force", false, "create an identity even though entries encrypted to a lost one exist")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		})
+	})
 	return cmd
 }
 
@@ -136,17 +133,10 @@ NAME: ` + vault.NameRule + `.`,
 				return errs.Usagef("refusing a secret value on the command line: argv is visible to other processes and kept in shell history").
 					WithHint("pipe it on stdin (printf %%s \"$TOKEN\" | hobbs vault set %s), use --from-file FILE, or type it at the prompt", args[0])
 			}
-			return nil
+			return vault.CheckName(args[0])
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
 			name := args[0]
-			if err := vault.CheckName(name); err != nil {
-				return err
-			}
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
 			val, err := a.readSecret(name, fromFile, raw)
 			if err != nil {
 				return err
@@ -162,10 +152,10 @@ NAME: ` + vault.NameRule + `.`,
 			}
 			a.status("%s %s (%s)", verb, name, v.In.Rel(v.In.VaultEntry(name)))
 			if p := v.Pending(); p != "" {
-				a.status("hobbs: warning: an interrupted rotation is pending (%s); finish it with: hobbs vault rotate", p)
+				a.warn("an interrupted rotation is pending (%s); finish it with: hobbs vault rotate", p)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&fromFile, "from-file", "", "read the value from `FILE` (\"-\" for stdin)")
 	cmd.Flags().BoolVar(&raw, "raw", false, "keep the value byte for byte (do not remove one trailing newline)")
@@ -215,15 +205,8 @@ no trailing newline added. Needs vault/keys, so it fails inside the agent
 container: there, secrets arrive only through the env mapping in config.yaml.`,
 		Example: `  hobbs vault get github-token | gh auth login --with-token
   export API_KEY="$(hobbs vault get api-key)"`,
-		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := vault.CheckName(args[0]); err != nil {
-				return err
-			}
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
+		Args: entryNames(cobra.ExactArgs(1)),
+		RunE: a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
 			val, err := v.Get(args[0])
 			if err != nil {
 				return err
@@ -231,12 +214,11 @@ container: there, secrets arrive only through the env mapping in config.yaml.`,
 			defer clear(val)
 			_, err = a.rawOut.Write(val) // exact, even to a terminal
 			return err
-		},
+		}),
 	}
 }
 
 func newVaultListCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List entry names, sizes and dates (never values)",
@@ -245,34 +227,29 @@ the value was last set (UTC). Values are never shown. Works inside the agent
 container too.`,
 		Example: "  hobbs vault list\n  hobbs vault list --json | jq -r '.[].name'",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
-			es, ignored, err := v.List()
-			if err != nil {
-				return err
-			}
-			for _, p := range ignored {
-				a.status("hobbs: warning: %s is not a vault entry (ignored)", p)
-			}
-			if asJSON {
-				return a.printJSON(es)
-			}
+	}
+	out := a.jsonFlag(cmd, "print entries as JSON")
+	cmd.RunE = a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
+		es, ignored, err := v.List()
+		if err != nil {
+			return err
+		}
+		for _, p := range ignored {
+			a.warn("%s is not a vault entry (ignored)", p)
+		}
+		return out.print(es, func(w io.Writer) error {
 			if len(es) == 0 {
 				a.status("no entries (add one: hobbs vault set NAME)")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSIZE\tUPDATED")
 			for _, e := range es {
 				fmt.Fprintf(tw, "%s\t%d\t%s\n", e.Name, e.Size, e.Updated.Format(time.RFC3339))
 			}
 			return tw.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print entries as JSON")
+		})
+	})
 	return cmd
 }
 
@@ -285,15 +262,8 @@ func newVaultRmCmd(a *app) *cobra.Command {
 vault/removed/NAME.TIME.age, so a mistake can be undone by moving it back.
 --purge deletes it instead.`,
 		Example: "  hobbs vault rm old-token\n  hobbs vault rm leaked-token --purge",
-		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := vault.CheckName(args[0]); err != nil {
-				return err
-			}
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
+		Args:    entryNames(cobra.ExactArgs(1)),
+		RunE: a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
 			moved, err := v.Remove(args[0], purge)
 			if err != nil {
 				return err
@@ -304,7 +274,7 @@ vault/removed/NAME.TIME.age, so a mistake can be undone by moving it back.
 				a.status("removed %s (kept encrypted at %s)", args[0], moved)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&purge, "purge", false, "delete the encrypted file instead of moving it to vault/removed")
 	return cmd
@@ -315,23 +285,14 @@ func newVaultRenameCmd(a *app) *cobra.Command {
 		Use:     "rename OLD NEW",
 		Short:   "Rename an entry (never replaces one)",
 		Example: "  hobbs vault rename gh-token github-token",
-		Args:    usageArgs(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, n := range args {
-				if err := vault.CheckName(n); err != nil {
-					return err
-				}
-			}
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
+		Args:    entryNames(cobra.ExactArgs(2)),
+		RunE: a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
 			if err := v.Rename(args[0], args[1]); err != nil {
 				return err
 			}
 			a.status("renamed %s to %s", args[0], args[1])
 			return nil
-		},
+		}),
 	}
 }
 
@@ -355,68 +316,54 @@ every entry to it. Public keys are not secret, so the key is given as an
 argument. If interrupted, run the same command again.`,
 		Example: `  age-keygen -o backup.txt && hobbs vault recipients add "$(age-keygen -y backup.txt)" --label backup`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
+		RunE: a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
 			if err := v.AddRecipient(args[0], label); err != nil {
 				return err
 			}
 			a.status("added %s; every entry is now encrypted to it", args[0])
 			return nil
-		},
+		}),
 	}
 	add.Flags().StringVar(&label, "label", "", "a note saying whose key it is")
-	var asJSON bool
 	list := &cobra.Command{
 		Use:     "list",
 		Short:   "List recipient public keys and their labels",
 		Example: "  hobbs vault recipients list\n  hobbs vault recipients list --json",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
-			rs, err := v.Recipients()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if rs == nil {
-					rs = []vault.Recipient{}
-				}
-				return a.printJSON(rs)
-			}
+	}
+	out := a.jsonFlag(list, "print recipients as JSON")
+	list.RunE = a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
+		rs, err := v.Recipients()
+		if err != nil {
+			return err
+		}
+		if rs == nil {
+			rs = []vault.Recipient{}
+		}
+		return out.print(rs, func(w io.Writer) error {
 			for _, r := range rs {
 				if r.Label != "" {
-					fmt.Fprintf(a.out, "%s  # %s\n", r.Key, r.Label)
+					fmt.Fprintf(w, "%s  # %s\n", r.Key, r.Label)
 				} else {
-					fmt.Fprintln(a.out, r.Key)
+					fmt.Fprintln(w, r.Key)
 				}
 			}
 			return nil
-		},
-	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print recipients as JSON")
+		})
+	})
 	rm := &cobra.Command{
 		Use:     "rm PUBLIC-KEY",
 		Short:   "Stop encrypting entries to a public key",
 		Long:    "Remove a public key and re-encrypt every entry without it. The vault's own identity cannot be removed; rotate replaces it.",
 		Example: "  hobbs vault recipients rm age1...",
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
+		RunE: a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
 			if err := v.RemoveRecipient(args[0]); err != nil {
 				return err
 			}
 			a.status("removed %s; entries are no longer encrypted to it", args[0])
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(add, list, rm)
 	return cmd
@@ -424,7 +371,6 @@ argument. If interrupted, run the same command again.`,
 
 func newVaultRotateCmd(a *app) *cobra.Command {
 	var opt vault.RotateOptions
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rotate",
 		Short: "Replace the identity and re-encrypt every entry",
@@ -440,28 +386,23 @@ The new identity is protected like the old one; --passphrase sets a new
 passphrase, --no-passphrase stores it unprotected.`,
 		Example: "  hobbs vault rotate\n  hobbs vault rotate --passphrase",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := a.openVault()
-			if err != nil {
-				return err
-			}
-			if p := v.Pending(); p != "" {
-				a.status("resuming an interrupted rotation (%s)", p)
-			}
-			res, err := v.Rotate(opt)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(res)
-			}
-			a.status("re-encrypted %d entries; old identity retired to %s", res.Entries, res.Retired)
-			fmt.Fprintln(a.out, res.NewKey)
-			return nil
-		},
 	}
 	cmd.Flags().BoolVar(&opt.SetPassphrase, "passphrase", false, "protect the new identity with a new passphrase")
 	cmd.Flags().BoolVar(&opt.NoPassphrase, "no-passphrase", false, "store the new identity without a passphrase")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
+		if p := v.Pending(); p != "" {
+			a.status("resuming an interrupted rotation (%s)", p)
+		}
+		res, err := v.Rotate(opt)
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error {
+			a.status("re-encrypted %d entries; old identity retired to %s", res.Entries, res.Retired)
+			fmt.Fprintln(w, res.NewKey)
+			return nil
+		})
+	})
 	return cmd
 }

@@ -21,13 +21,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
-func init() {
-	scriptCmds["vaultcrash"] = cmdVaultCrash
-	scriptCmds["exactly"] = cmdExactly
-	scriptCmds["treecontains"] = cmdTreeContains
-	scriptCmds["ptyrun"] = cmdPtyRun
-}
-
 // vaultcrash STEP: run hobbs vault rotate in-process on $HOBBS_HOME and
 // stop it at STEP (see vault.Vault.Hook), as a crash there would.
 func cmdVaultCrash(ts *testscript.TestScript, neg bool, args []string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -10,8 +11,6 @@ import (
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
-
-func init() { register(newVersionCmd) }
 
 type versionInfo struct {
 	Version  string `json:"version"`
@@ -33,25 +32,23 @@ func buildVersion() versionInfo {
 }
 
 func newVersionCmd(a *app) *cobra.Command {
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the hobbs version",
 		Example: "  hobbs version\n  hobbs version --json",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			v := buildVersion()
-			if asJSON {
-				return a.printJSON(v)
-			}
+	}
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		v := buildVersion()
+		return out.print(v, func(w io.Writer) error {
 			rev := ""
 			if v.Revision != "" {
 				rev = " (" + v.Revision + ")"
 			}
-			fmt.Fprintf(a.out, "hobbs %s%s %s %s\n", v.Version, rev, v.Go, v.Platform)
+			fmt.Fprintf(w, "hobbs %s%s %s %s\n", v.Version, rev, v.Go, v.Platform)
 			return nil
-		},
+		})
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
 }

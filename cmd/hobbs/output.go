@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// output prints a command's result: as indented JSON with --json, else as
+// the command's own text.
+type output struct {
+	a    *app
+	json bool
+}
+
+// jsonFlag adds --json, described by usage, to cmd and returns the printer
+// it switches.
+func (a *app) jsonFlag(cmd *cobra.Command, usage string) *output {
+	o := &output{a: a}
+	cmd.Flags().BoolVar(&o.json, "json", false, usage)
+	return o
+}
+
+// print writes v as JSON with --json, else calls text with stdout. The
+// files the command's store could not read are reported on stderr first.
+func (o *output) print(v any, text func(w io.Writer) error) error {
+	o.a.reportProblems()
+	if o.json {
+		return o.a.printJSON(v)
+	}
+	return text(o.a.out)
+}
+
+// printJSON writes v as indented JSON on stdout.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// status prints a status line on stderr.
+func (a *app) status(format string, args ...any) { fmt.Fprintf(a.errOut, format+"\n", args...) }
+
+// warn prints a warning on stderr: something was skipped or not recorded,
+// and the command went on.
+func (a *app) warn(format string, args ...any) {
+	fmt.Fprintf(a.errOut, "hobbs: warning: "+format+"\n", args...)
+}
+
+// reportProblems runs, once, the report a store helper left in a.problems
+// (withMemory: the memory files it could not parse). output.print runs it
+// before the result, so the warnings come first; the helper runs it when the
+// command ends without printing one.
+func (a *app) reportProblems() {
+	if f := a.problems; f != nil {
+		a.problems = nil
+		f()
+	}
+}
