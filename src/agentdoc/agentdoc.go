@@ -110,9 +110,7 @@ func ParseSkill(data []byte) (*Skill, []Problem) {
 		case "allowed-tools":
 			switch {
 			case v.Kind == yaml.ScalarNode && v.Tag == "!!str":
-				for _, t := range splitTools(v.Value) {
-					s.AllowedTools = append(s.AllowedTools, t)
-				}
+				s.AllowedTools = append(s.AllowedTools, splitTools(v.Value)...)
 			case v.Kind == yaml.SequenceNode:
 				for _, t := range v.Content {
 					if t.Kind != yaml.ScalarNode || t.Tag != "!!str" {

@@ -948,9 +948,7 @@ func (t *tierIndex) savePatched(updates map[int]record, added []record, flags []
 	}
 	binary.LittleEndian.PutUint32(offs[4*total:], uint32(len(body.b)))
 	stamp := newStamp()
-	if err := t.writeMeta(stamp, flags, offs, body.b); err != nil {
-		// keep working from memory
-	}
+	_ = t.writeMeta(stamp, flags, offs, body.b) // unsaved: the index works from memory
 	t.stamp = stamp
 	t.flags, t.offsets, t.recsRaw, t.decoded = flags, offs, body.b, decoded
 	t.crcs, t.good = nil, nil // records in memory: the ones copied were checked when read

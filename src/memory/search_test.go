@@ -380,7 +380,6 @@ func TestArchiveInPlaceEdit(t *testing.T) {
 	c := newCorpus(t, 9)
 	c.add(Archive, 50)
 	settle()
-	s := &Store{In: c.in}
 	q := SearchOptions{Query: "unicorn", Scope: ScopeArchive}
 	if got := c.indexed(q); len(got) != 0 {
 		t.Fatal(got)
@@ -392,7 +391,6 @@ func TestArchiveInPlaceEdit(t *testing.T) {
 	if got := c.indexed(q); len(got) != 1 {
 		t.Fatalf("full check missed an in-place edit: %v", got)
 	}
-	_ = s
 	// And with a zero trust period every search checks every file.
 	settle()
 	c.write(p, "---\nid: mem_x\n---\na unicorn and a pegasus\n", false)

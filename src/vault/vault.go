@@ -655,8 +655,8 @@ func (v *Vault) get(name, what string) ([]byte, error) {
 	if InContainer() {
 		return nil, v.missingKey(what) // no session mounts the vault
 	}
-	ct, _, err := v.readEntry(name)
-	if err != nil {
+	// A missing or unreadable entry fails before the lock is taken.
+	if _, _, err := v.readEntry(name); err != nil {
 		return nil, err
 	}
 	unlock, err := v.lock()
@@ -669,7 +669,8 @@ func (v *Vault) get(name, what string) ([]byte, error) {
 		return nil, err
 	}
 	// Read again under the lock: a rotation may have rewritten it meanwhile.
-	if ct, _, err = v.readEntry(name); err != nil {
+	ct, _, err := v.readEntry(name)
+	if err != nil {
 		return nil, err
 	}
 	return decrypt(name, v.rel(v.In.VaultEntry(name)), ct, rec.identities())

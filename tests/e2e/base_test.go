@@ -130,12 +130,11 @@ func busyboxDeb(cache string) (string, error) {
 		c.Dir = cache
 		return c.CombinedOutput()
 	}
-	out, err := dl()
-	if err != nil {
+	if _, err := dl(); err != nil {
 		if uout, uerr := exec.Command("apt-get", "update", "-qq").CombinedOutput(); uerr != nil {
 			return "", fmt.Errorf("apt-get update: %v\n%s", uerr, uout)
 		}
-		if out, err = dl(); err != nil {
+		if out, err := dl(); err != nil {
 			return "", fmt.Errorf("apt-get download busybox-static: %v\n%s", err, out)
 		}
 	}
