@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"testing"
 	"time"
 	"unicode/utf8"
 
@@ -13,9 +14,24 @@ import (
 	"filippo.io/age/armor"
 )
 
-// scryptWorkFactor is the scrypt cost (log2 N) for passphrase-protected
-// identities: age's default. Tests lower it to stay fast.
-var scryptWorkFactor = 18
+// ScryptWorkFactor is the scrypt cost (log2 N) hobbs protects identities
+// with: age's default.
+const ScryptWorkFactor = 18
+
+// scryptWorkFactor is the cost protect uses: ScryptWorkFactor, except in a
+// test binary that lowered it (SetTestScryptWorkFactor).
+var scryptWorkFactor = ScryptWorkFactor
+
+// SetTestScryptWorkFactor sets the scrypt cost of the identities this
+// process protects from now on, so that tests of passphrase-protected vaults
+// run fast. It panics outside a test binary (testing.Testing): hobbs itself
+// always uses ScryptWorkFactor, and no flag or variable changes that.
+func SetTestScryptWorkFactor(logN int) {
+	if !testing.Testing() {
+		panic("vault: SetTestScryptWorkFactor called outside a test binary")
+	}
+	scryptWorkFactor = logN
+}
 
 // maxKeyFile bounds what is read from a key file.
 const maxKeyFile = 64 << 10
