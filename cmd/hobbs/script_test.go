@@ -3,11 +3,14 @@ package main
 // The CLI's behaviour is specified by the testscript scenarios in
 // tests/script/*.txtar. Each runs in its own $WORK with HOME, XDG_* and
 // HOBBS_HOME inside it; the hobbs command runs this package's Main in a
-// child process of the test binary.
+// child process of the test binary. The docker the scenarios find is
+// fakeEngine: they never need a container engine (sessions on a real one
+// are the e2e suite's, tests/e2e).
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,12 +20,35 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/hobbs-agent/hobbs/src/vault"
 )
+
+// testScryptWorkFactor is the scrypt cost of the identities the scenarios'
+// hobbs protects with a passphrase; a hobbs that is not a test binary always
+// uses vault.ScryptWorkFactor (TestPassphraseIdentityCost).
+const testScryptWorkFactor = 10
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"hobbs": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"hobbs": func() {
+			vault.SetTestScryptWorkFactor(testScryptWorkFactor)
+			os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
+		"docker": func() { os.Exit(fakeEngine(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
+}
+
+// fakeEngine is the docker of the scenarios: a reachable engine that
+// answers the version query (doctor's engine checks, hobbs build's first
+// step) and fails every other command, as for an object it does not have.
+func fakeEngine(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "version" {
+		fmt.Fprintln(stdout, "27.0.0")
+		return 0
+	}
+	fmt.Fprintf(stderr, "Error: No such object: the scenarios' engine only answers version (docker %s)\n", strings.Join(args, " "))
+	return 1
 }
 
 // scriptCmds are the custom commands available to every scenario.
@@ -82,17 +108,14 @@ func setupScriptEnv(env *testscript.Env) error {
 		"XDG_STATE_HOME":  filepath.Join(home, ".local", "state"),
 		"HOBBS_HOME":      filepath.Join(work, "hobbs"),
 		"HOBBS_CONTEXT":   "",
-		"HOBBS_DOCKER":    "",
+		"HOBBS_DOCKER":    "", // docker: fakeEngine, first on PATH
 		"NO_COLOR":        "1",
 	}
 	for k, v := range vars {
 		env.Setenv(k, v)
 	}
-	// Pass through what the engine-facing scenarios need.
-	for _, k := range []string{"DOCKER_HOST", "CI"} {
-		if v := os.Getenv(k); v != "" {
-			env.Setenv(k, v)
-		}
+	if v := os.Getenv("CI"); v != "" {
+		env.Setenv("CI", v) // for require
 	}
 	return os.MkdirAll(home, 0o755)
 }
