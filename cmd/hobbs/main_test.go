@@ -11,7 +11,9 @@ import (
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
-func TestExitCode(t *testing.T) {
+// exitCode maps errors to exit codes: its own, cobra's usage errors, a lock
+// held by another process.
+func TestErrorExitCodes(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "x.lock")
 	unlock, err := safefile.Lock(lock, time.Second)
 	if err != nil {

@@ -144,12 +144,7 @@ func cmdJSONQ(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 || len(args) > 3 {
 		ts.Fatalf("usage: jsonq FILE|stdout PATH [WANT]")
 	}
-	var data string
-	if args[0] == "stdout" || args[0] == "stderr" {
-		data = ts.ReadFile(args[0])
-	} else {
-		data = ts.ReadFile(args[0])
-	}
+	data := ts.ReadFile(args[0]) // a file, or stdout or stderr
 	var v any
 	if err := json.Unmarshal([]byte(data), &v); err != nil {
 		lines := strings.Split(strings.TrimSpace(data), "\n")
