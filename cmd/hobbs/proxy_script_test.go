@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -38,8 +39,12 @@ func cmdPause(ts *testscript.TestScript, neg bool, args []string) {
 
 type scriptTarget struct{ hits atomic.Int64 }
 
-// targets are keyed by "<workdir>/<name>" so parallel scripts do not mix.
-var targets = map[string]*scriptTarget{}
+// targets are keyed by "<workdir>/<name>" so parallel scripts do not mix;
+// targetsMu guards the map they share.
+var (
+	targetsMu sync.Mutex
+	targets   = map[string]*scriptTarget{}
+)
 
 func cmdHTTPTarget(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
@@ -54,7 +59,9 @@ func cmdHTTPTarget(ts *testscript.TestScript, neg bool, args []string) {
 	})}
 	go srv.Serve(ln)
 	ts.Defer(func() { srv.Close() })
+	targetsMu.Lock()
 	targets[ts.Getenv("WORK")+"/"+args[0]] = tg
+	targetsMu.Unlock()
 	ts.Setenv(args[0], strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 }
 
@@ -62,7 +69,9 @@ func cmdTargetHits(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: targethits NAME N")
 	}
+	targetsMu.Lock()
 	tg := targets[ts.Getenv("WORK")+"/"+args[0]]
+	targetsMu.Unlock()
 	if tg == nil {
 		ts.Fatalf("no target %s", args[0])
 	}
