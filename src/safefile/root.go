@@ -684,6 +684,10 @@ func (r Root) Lock(lockPath string, timeout time.Duration) (unlock func(), err e
 	return lockFile(f, timeout)
 }
 
+// lockFile polls for the lock (flock has no timeout). The interval grows to
+// a few milliseconds and no more: waiters that slept longer would leave the
+// lock free while they sleep, and a queue of them would move one sleep at a
+// time. A waiter's poll is one cheap system call.
 func lockFile(f *os.File, timeout time.Duration) (func(), error) {
 	deadline := time.Now().Add(timeout)
 	delay := time.Millisecond
@@ -701,9 +705,7 @@ func lockFile(f *os.File, timeout time.Duration) (func(), error) {
 			return nil, fmt.Errorf("lock %s: %w", f.Name(), ErrLockTimeout)
 		}
 		time.Sleep(delay)
-		if delay < 50*time.Millisecond {
-			delay *= 2
-		}
+		delay = min(2*delay, 8*time.Millisecond)
 	}
 }
 
