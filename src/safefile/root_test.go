@@ -1004,6 +1004,15 @@ func TestRootFIFOWithPeer(t *testing.T) {
 	}
 }
 
+// raceTime is how long a swap race runs: d, or a quarter of it with -short
+// (still hundreds of swaps).
+func raceTime(d time.Duration) time.Duration {
+	if testing.Short() {
+		return d / 4
+	}
+	return d
+}
+
 // TestRootSpecialSwapRace: while one goroutine keeps putting a FIFO in place
 // of a regular file and back, ReadFile, Lock and Chmod on it never block,
 // never take the FIFO for the file (a FIFO read gives "" at once), never
@@ -1055,7 +1064,7 @@ func TestRootSpecialSwapRace(t *testing.T) {
 		}
 	}()
 	var refused, ok int
-	deadline := time.Now().Add(700 * time.Millisecond)
+	deadline := time.Now().Add(raceTime(700 * time.Millisecond))
 	within(t, "ReadFile, Lock, Chmod against a swapped-in FIFO", func() {
 		for i := 0; time.Now().Before(deadline); i++ {
 			var err error
@@ -1309,7 +1318,7 @@ func TestRootDirSwapRace(t *testing.T) {
 
 	var refused, missing, appended int
 	lastWrite := "inside-start"
-	deadline := time.Now().Add(1200 * time.Millisecond)
+	deadline := time.Now().Add(raceTime(1200 * time.Millisecond))
 	expected := func(what string, err error) bool { // false: a real failure
 		switch {
 		case err == nil:
