@@ -14,7 +14,7 @@ import (
 )
 
 // sessionEngine resolves the instance, its config and the engine for the
-// session commands (ps, stop, attach, logs).
+// session commands (ps, attach, logs).
 func (a *app) sessionEngine() (engine.CLI, []launcher.SessionInfo, error) {
 	in, err := a.instance()
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package doctor runs health checks over an instance and its host. Checks are
-// registered by the packages that own what they check (instance layout here,
-// vault keys in the vault package, the engine in the launcher), so adding a
-// subsystem adds its checks without touching the command.
+// registered by the packages that own what they check (the instance layout
+// here, vault keys in the vault package, the engine in the engine and
+// launcher packages), so adding a subsystem adds its checks without touching
+// the command.
 //
 // Each check yields results with a status (ok, warn, fail) and, for anything
 // not ok, a one-line fix. A failed check whose cause is a missing dependency

@@ -50,9 +50,9 @@ const maxListed = 20
 // anything hobbs never creates there and an agent could plant to make the
 // host follow or run it: a symbolic link, a FIFO, a socket, a device, a file
 // with the setuid or setgid bit, a .git below the root, and, outside the
-// directories the agent writes, a file with more than one hard link. (An
-// older Hobbs mounted the whole instance into the agent's container, so any
-// path may hold one.)
+// directories the agent writes, a file with more than one hard link. Any
+// path may hold one, not only those the agent's container writes: an
+// instance may have been mounted whole into an agent's container.
 func checkFiles(_ context.Context, env *Env) []Result {
 	in := env.Instance
 	var found, unreadable []string

@@ -113,11 +113,10 @@ func TestCheckLayoutDoesNotFollowLinks(t *testing.T) {
 	}
 }
 
-// Attack: an agent of an older Hobbs (which mounted the whole instance)
-// left a git repository inside a share, which git on the host would use,
-// or hard-linked a file it writes to one it must not (policy.yaml): the
-// check names both. Hard links inside the shares are the agent's own
-// business.
+// Attack: an agent that had the whole instance mounted left a git
+// repository inside a share, which git on the host would use, or
+// hard-linked a file it writes to one it must not (policy.yaml): the check
+// names both. Hard links inside the shares are the agent's own business.
 func TestCheckFilesGitAndHardLinks(t *testing.T) {
 	in := instance.Instance{Root: t.TempDir()}
 	mem := in.MemoryDir()
