@@ -165,7 +165,7 @@ HOBBS_HOME or --instance to choose another.`,
 	return root
 }
 
-// addCompletion adds cobra's completion command now rather than at
+// addCompletion adds cobra's completion command when the tree is built, not at
 // Execute, so that it follows the same conventions as the others (examples,
 // unknown subcommands rejected).
 func addCompletion(root *cobra.Command) {
