@@ -125,6 +125,8 @@ func commandPath(root *cobra.Command, args []string) string {
 	return strings.TrimPrefix(c.CommandPath(), "hobbs ")
 }
 
+// newRoot builds the command tree: every top-level command, grouped by
+// where it runs, each built by its noun's file.
 func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hobbs",

@@ -9,23 +9,35 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
-// sessionEngine resolves the instance, its config and the engine for the
-// session commands (ps, attach, logs).
-func (a *app) sessionEngine() (engine.CLI, []launcher.SessionInfo, error) {
-	in, err := a.instance()
-	if err != nil {
-		return engine.CLI{}, nil, err
-	}
+// engine loads the config of in and finds the container engine CLI it names
+// (a Missing error with the fix when it is not installed).
+func (a *app) engine(in instance.Instance) (engine.CLI, *config.Config, error) {
 	cfg, err := a.config(in)
 	if err != nil {
 		return engine.CLI{}, nil, err
 	}
 	e := engine.New(cfg.Engine)
 	if _, err := e.Path(); err != nil {
+		return e, cfg, err
+	}
+	return e, cfg, nil
+}
+
+// sessionEngine resolves the instance and its engine, and lists the
+// instance's sessions, for the session commands (ps, attach, logs).
+func (a *app) sessionEngine() (engine.CLI, []launcher.SessionInfo, error) {
+	in, err := a.instance()
+	if err != nil {
+		return engine.CLI{}, nil, err
+	}
+	e, _, err := a.engine(in)
+	if err != nil {
 		return e, nil, err
 	}
 	list, err := launcher.List(a.ctx, e, in)

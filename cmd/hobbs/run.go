@@ -66,12 +66,8 @@ removes what it created (the Claude state volume stays).`,
 			if err != nil {
 				return err
 			}
-			cfg, err := a.config(in) // defaults when there is no instance yet
+			e, cfg, err := a.engine(in) // the defaults when there is no instance yet
 			if err != nil {
-				return err
-			}
-			e := engine.New(cfg.Engine)
-			if _, err := e.Path(); err != nil {
 				return err
 			}
 			uid, gid := os.Getuid(), os.Getgid()

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
@@ -28,12 +27,8 @@ instance, including leftovers of a hobbs process that was killed.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := a.config(in)
+			e, _, err := a.engine(in)
 			if err != nil {
-				return err
-			}
-			e := engine.New(cfg.Engine)
-			if _, err := e.Path(); err != nil {
 				return err
 			}
 			if all {
