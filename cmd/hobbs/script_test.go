@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,14 +41,15 @@ func TestMain(m *testing.M) {
 }
 
 // fakeEngine is the docker of the scenarios: a reachable engine that
-// answers the version query (doctor's engine checks, hobbs build's first
-// step) and fails every other command, as for an object it does not have.
+// answers the version queries (doctor's engine checks, hobbs build's first
+// steps) and fails every other command, as for an object it does not have.
 func fakeEngine(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "version" {
-		fmt.Fprintln(stdout, "27.0.0")
+	answers := map[string]string{"{{.Server.Version}}": "27.0.0", "{{.Server.Arch}}": runtime.GOARCH}
+	if len(args) == 3 && args[0] == "version" && args[1] == "--format" && answers[args[2]] != "" {
+		fmt.Fprintln(stdout, answers[args[2]])
 		return 0
 	}
-	fmt.Fprintf(stderr, "Error: No such object: the scenarios' engine only answers version (docker %s)\n", strings.Join(args, " "))
+	fmt.Fprintf(stderr, "Error: No such object: the scenarios' engine only answers version queries (docker %s)\n", strings.Join(args, " "))
 	return 1
 }
 
