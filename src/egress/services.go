@@ -14,8 +14,14 @@ type Service struct {
 // and 443 for plain HTTP). docs/egress.md lists it for users; keep the two
 // in step (a test checks the doc names every service).
 var catalog = map[string]Service{
-	"claude": {Description: "Claude Code: the Anthropic API, sign-in and telemetry it needs",
-		Domains: []string{"api.anthropic.com", "console.anthropic.com", "statsig.anthropic.com", "claude.ai", "platform.claude.com", "downloads.claude.ai"}},
+	// claude: the hosts Claude Code's network requirements name for the API
+	// and sign-in (https://code.claude.com/docs/en/network-config). Not here:
+	// downloads.claude.ai (the native installer, its updater and plugin
+	// binaries: the image installs Claude Code with npm and turns updates
+	// off), telemetry and error reporting (off in the image), claude.ai
+	// connectors' mcp-proxy.anthropic.com (off in the image).
+	"claude": {Description: "Claude Code: the Anthropic API and sign-in (claude.ai and Console accounts)",
+		Domains: []string{"api.anthropic.com", "claude.ai", "platform.claude.com"}},
 	"github": {Description: "GitHub: web, API, git over HTTPS, raw content and release downloads",
 		Domains: []string{"github.com", "api.github.com", "codeload.github.com", "uploads.github.com", "objects.githubusercontent.com", "raw.githubusercontent.com", "release-assets.githubusercontent.com", "avatars.githubusercontent.com", "gist.githubusercontent.com"}},
 	"npm": {Description: "the npm registry",
