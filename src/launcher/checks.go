@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/engine"
@@ -13,7 +12,6 @@ import (
 
 func init() {
 	doctor.Register(doctor.Check{Name: "engine.version", Order: 51, Run: checkVersion})
-	doctor.Register(doctor.Check{Name: "engine.network", Order: 52, Run: checkNetwork})
 }
 
 func engineOf(env *doctor.Env) engine.CLI {
@@ -77,41 +75,4 @@ func versionParts(v string) []int {
 		}
 	}
 	return out
-}
-
-// checkNetwork (--deep) starts a throw-away container of the Hobbs image on
-// an internal network and checks that an outside name does not resolve
-// there: the agent's DNS must lead nowhere.
-func checkNetwork(ctx context.Context, env *doctor.Env) []doctor.Result {
-	if !env.Deep {
-		return nil
-	}
-	e := engineOf(env)
-	if _, err := e.ServerVersion(ctx); err != nil {
-		return nil
-	}
-	img := DefaultTag
-	if env.Config != nil && env.Config.Image != "" {
-		img = env.Config.Image
-	}
-	if _, ok, err := imageLabel(ctx, e, img, LabelInputs); err != nil || !ok {
-		return []doctor.Result{{Status: doctor.Warn, Message: "internal-network DNS not checked: no image " + img, Fix: "run: hobbs build"}}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	name := "hobbs-doctor-" + randHex(3)
-	lbl := []string{"--label", LabelSession + "=" + name, "--label", LabelRole + "=doctor"}
-	if _, err := e.Output(ctx, append(append([]string{"network", "create", "--internal"}, lbl...), name)...); err != nil {
-		return []doctor.Result{{Status: doctor.Fail, Message: "cannot create an internal network: " + firstLine(err.Error()),
-			Fix: "check the engine supports --internal networks"}}
-	}
-	defer func() { _, _ = e.Output(context.Background(), "network", "rm", name) }()
-	script := "if command -v getent >/dev/null 2>&1; then getent hosts example.com; else nslookup example.com; fi"
-	out, err := e.Output(ctx, append(append([]string{"run", "--rm", "--network", name, "--cap-drop", "ALL", "--user", "65534:65534"}, lbl...),
-		"--entrypoint", "sh", img, "-c", script)...)
-	if err == nil {
-		return []doctor.Result{{Status: doctor.Fail, Message: "an outside name resolves on an internal network: " + firstLine(out),
-			Fix: "the engine's DNS forwards from internal networks; the proxy still guards traffic, but report your engine and version"}}
-	}
-	return []doctor.Result{{Status: doctor.OK, Message: "internal network: outside names do not resolve"}}
 }

@@ -94,6 +94,7 @@ func staticELF(t *testing.T) string {
 // TestEnsureEngineCalls: an up-to-date image costs one engine call; a
 // missing or stale image is built; a missing base is a Missing error.
 func TestEnsureEngineCalls(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "") // a local engine: its architecture is this process's, asked of no one
 	bin := staticELF(t)
 	assets := fstest.MapFS{"dist/Dockerfile": {Data: []byte("ARG BASE\nFROM $BASE\n")}}
 	current, err := hashInputs(assets, bin, "base:1", "sha256:b1")
