@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// TestExitCode: hobbs run exits with the command's status, and a second run
+// TestRunExitStatus: hobbs run exits with the command's status, and a second run
 // with unchanged inputs does no build step.
-func TestExitCode(t *testing.T) {
+func TestRunExitStatus(t *testing.T) {
 	e := newEnv(t)
 	e.removeVolume(t)
 	r := e.hobbs(nil, e.runArgs(sessionName(t, "exit"), "sh", "-c", "echo out; echo err >&2; exit 7")...)
