@@ -2,37 +2,37 @@
 # it from a profile (". hobbs-init.sh") or run it ("sh hobbs-init.sh"). It
 # leaves no variables or functions behind and always returns 0.
 #
-# It makes the instance's own skills and sub-agents visible to Claude Code:
+# It makes the instance's own skills and sub-agents visible to Claude Code by
+# linking them into Claude Code's user scope (CLAUDE_CONFIG_DIR, the
+# per-instance state volume):
 #
-#   ~/.hobbs/skills/<name>/          → ~/hobbs/workspace/.claude/skills/<name>
-#   ~/.hobbs/agents/custom/<name>.md → ~/.claude/agents/<name>.md
-#   ~/hobbs/.claude/agents/<name>.md  → ~/.claude/agents/<name>.md  (framework agents)
+#   ~/.hobbs/skills/<name>/          → $CLAUDE_CONFIG_DIR/skills/<name>
+#   ~/.hobbs/agents/custom/<name>.md → $CLAUDE_CONFIG_DIR/agents/<name>.md
 #
-# Claude Code finds skills in .claude/skills of the directory it starts in and
-# its parents; sessions start in ~/hobbs/workspace. Sub-agents are linked into
-# the user scope (~/.claude/agents, on the per-instance Claude state volume) so
-# they are found from any project directory, and the workspace on the host
-# gets no extra files for them.
+# Claude Code reads the user scope whatever the working directory, and the
+# workspace (a directory of the host, often a git repository) gets nothing:
+# this script never writes there. The framework's skills and agents need no
+# link: the image installs them as managed files under /etc/claude-code/.claude
+# (docs/identity.md).
 #
 # Rules: one symbolic link per skill or agent, pointing at the instance file.
 # Idempotent. Never replaces a real file or directory, nor a link that points
 # anywhere but the instance (each is reported once per start, and skipped).
-# A name that collides with a framework skill or agent (in the image, under
-# ~/hobbs/.claude/) is not linked: the framework's wins, with a warning. Links
-# this script made whose target has gone are removed. Silent when nothing
+# A name that collides with a framework skill or agent is not linked: the
+# framework's wins, with a warning. Links this script made whose target has
+# gone are removed, and so are the links older Hobbs images made to framework
+# agents under ~/hobbs/.claude, which no longer exists. Silent when nothing
 # changes and nothing is wrong; every change or problem is one line on stderr
 # starting with "hobbs-init:".
 #
 # Paths (environment overrides, for tests and developer mode):
-#   HOBBS_HOME            instance directory           (default ~/.hobbs)
-#   HOBBS_WORKSPACE       the session's workspace      (default ~/hobbs/workspace)
-#   HOBBS_FRAMEWORK_DIR   the image's Claude directory (default ~/hobbs/.claude)
-#   CLAUDE_CONFIG_DIR     Claude Code's user directory (default ~/.claude)
+#   HOBBS_HOME            instance directory                (default ~/.hobbs)
+#   HOBBS_FRAMEWORK_DIR   the framework's managed directory (default /etc/claude-code/.claude)
+#   CLAUDE_CONFIG_DIR     Claude Code's user directory      (default ~/.claude)
 
 _hobbs_init() (
 	home=${HOBBS_HOME:-$HOME/.hobbs}
-	workspace=${HOBBS_WORKSPACE:-$HOME/hobbs/workspace}
-	framework=${HOBBS_FRAMEWORK_DIR:-$HOME/hobbs/.claude}
+	framework=${HOBBS_FRAMEWORK_DIR:-/etc/claude-code/.claude}
 	claude=${CLAUDE_CONFIG_DIR:-$HOME/.claude}
 
 	say() { printf 'hobbs-init: %s\n' "$*" >&2; }
@@ -40,15 +40,20 @@ _hobbs_init() (
 	# link_all KIND SRC_DIR DEST_DIR FRAMEWORK_DIR SUFFIX
 	# Links each SRC_DIR/<name><SUFFIX> (SUFFIX "" for directories, ".md" for
 	# files) to DEST_DIR/<name><SUFFIX>, then removes dangling links into SRC_DIR.
+	# DEST_DIR is made when SRC_DIR exists, so that Claude Code watches it from
+	# its start and sees links added later in the session.
 	link_all() {
 		kind=$1 src=$2 dest=$3 fw=$4 suffix=$5
 		[ -d "$src" ] || return 0
 		if [ -L "$dest" ]; then
-			# A whole-directory link (the layout older Hobbs versions made):
-			# fine if it is the instance's directory, else not ours to touch.
+			# A whole-directory link: fine if it is the instance's directory,
+			# else not ours to touch.
 			t=$(readlink "$dest")
 			[ "$t" = "$src" ] || [ "$t" = "$src/" ] || say "$dest is a link to $t, not to $src; ${kind}s not linked"
 			return 0
+		fi
+		if [ ! -d "$dest" ]; then
+			mkdir -p "$dest" || { say "cannot create $dest; ${kind}s not linked"; return 0; }
 		fi
 		for p in "$src"/*"$suffix"; do
 			[ -e "$p" ] || continue
@@ -83,39 +88,38 @@ _hobbs_init() (
 				say "$d exists and is not a link; not replaced (move it to link $p)"
 				continue
 			fi
-			if [ ! -d "$dest" ]; then
-				mkdir -p "$dest" || { say "cannot create $dest; ${kind}s not linked"; return 0; }
-			fi
 			if ln -s "$p" "$d"; then
 				say "linked $kind ${name%"$suffix"} ($d)"
 			else
 				say "cannot link $d"
 			fi
 		done
-		# Remove our links whose instance target is gone.
-		for d in "$dest"/*; do
+		unlink_gone "$kind" "$dest" "$src"
+		return 0
+	}
+
+	# unlink_gone KIND DEST_DIR PREFIX
+	# Removes the links in DEST_DIR that point below PREFIX at something gone.
+	unlink_gone() {
+		[ -d "$2" ] || return 0
+		for d in "$2"/*; do
 			[ -L "$d" ] || continue
 			t=$(readlink "$d")
 			case $t in
-			"$src"/*)
+			"$3"/*)
 				if [ ! -e "$t" ] && [ ! -L "$t" ]; then
-					rm -f "$d" && say "unlinked $kind ${d##*/}: $t is gone"
+					rm -f "$d" && say "unlinked $1 ${d##*/}: $t is gone"
 				fi ;;
 			esac
 		done
 		return 0
 	}
 
-	if [ -d "$workspace" ]; then
-		link_all skill "$home/skills" "$workspace/.claude/skills" "$framework/skills" ""
-	elif [ -n "$(ls -A "$home/skills" 2>/dev/null)" ]; then
-		say "no workspace at $workspace; instance skills not linked"
-	fi
-	# Framework agents live in the image beside the identity; Claude Code looks
-	# for sub-agents only in the project's and the user's .claude/agents, so
-	# they are linked into the user scope too (nothing can collide with them).
-	link_all agent "$framework/agents" "$claude/agents" "$framework/.none" ".md"
+	link_all skill "$home/skills" "$claude/skills" "$framework/skills" ""
 	link_all agent "$home/agents/custom" "$claude/agents" "$framework/agents" ".md"
+	# Older images kept the framework agents in ~/hobbs/.claude/agents and
+	# linked them here; those links now point at nothing.
+	unlink_gone agent "$claude/agents" "$HOME/hobbs/.claude"
 	return 0
 )
 _hobbs_init || :

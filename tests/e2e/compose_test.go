@@ -68,7 +68,8 @@ func TestCompose(t *testing.T) {
 // TestDevcontainerCompose checks .devcontainer/docker-compose.yml as compose
 // resolves it: the developer container, like the user-mode agent, has the
 // files that steer the host and the proxy's audit log read-only, and no
-// network; the proxy writes only the audit log's directory.
+// network, and the Hobbs identity covered; the proxy writes only the audit
+// log's directory.
 func TestDevcontainerCompose(t *testing.T) {
 	e := newEnv(t)
 	bin, pre := composeCommand(t)
@@ -114,6 +115,11 @@ func TestDevcontainerCompose(t *testing.T) {
 	checkShares(t, "dev container", dev)
 	if w, ok := dev["/workspace/.git"]; !ok || w {
 		t.Errorf("dev container: the repository's .git is not read-only (mounted %v, writable %v)", ok, w)
+	}
+	// Developer mode does not load the Hobbs identity (the image's managed
+	// CLAUDE.md), which Claude Code would read in every directory.
+	if w, ok := dev["/etc/claude-code/CLAUDE.md"]; !ok || w {
+		t.Errorf("dev container: the managed CLAUDE.md is not covered read-only (mounted %v, writable %v)", ok, w)
 	}
 	if cfg.Services["dev"].NetworkMode != "none" {
 		t.Errorf("dev container network_mode %q, want none", cfg.Services["dev"].NetworkMode)

@@ -34,9 +34,12 @@ echo "gid=$(id -g)"
 echo "capeff=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)"
 echo "capprm=$(sed -n 's/^CapPrm:[[:space:]]*//p' /proc/self/status)"
 echo "nonewprivs=$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' /proc/self/status)"
-if echo x >> /home/dev/hobbs/.claude/CLAUDE.md 2>/dev/null; then echo identity_write=allowed; else echo identity_write=denied; fi
-if mkdir /home/dev/hobbs/.claude/skills/evil 2>/dev/null; then echo skills_write=allowed; else echo skills_write=denied; fi
-if mv /home/dev/hobbs /home/dev/moved 2>/dev/null; then echo identity_move=allowed; else echo identity_move=denied; fi
+if echo x >> /etc/claude-code/CLAUDE.md 2>/dev/null; then echo identity_write=allowed; else echo identity_write=denied; fi
+if mkdir /etc/claude-code/.claude/skills/evil 2>/dev/null; then echo skills_write=allowed; else echo skills_write=denied; fi
+if echo x >> /etc/claude-code/.claude/agents/researcher.md 2>/dev/null; then echo agents_write=allowed; else echo agents_write=denied; fi
+if echo '{}' > /etc/claude-code/managed-settings.json 2>/dev/null; then echo settings_write=allowed; else echo settings_write=denied; fi
+if mv /etc/claude-code/.claude /etc/claude-code/moved 2>/dev/null; then echo identity_move=allowed; else echo identity_move=denied; fi
+if mv /home/dev/hobbs /home/dev/moved 2>/dev/null; then echo hobbs_move=allowed; else echo hobbs_move=denied; fi
 if [ -e /home/dev/.hobbs/vault ]; then echo vault_visible=yes; else echo vault_visible=no; fi
 if touch /home/dev/.hobbs/vault/keys/planted 2>/dev/null; then echo keys_write=allowed; else echo keys_write=denied; fi
 if echo "domains: ['*.evil.example']" >> /home/dev/.hobbs/policy.yaml 2>/dev/null; then echo policy_write=allowed; else echo policy_write=denied; fi
@@ -59,9 +62,10 @@ echo "context=$HOBBS_CONTEXT"
 echo "no_proxy=$NO_PROXY"
 case "${HTTPS_PROXY:-}" in http://hobbs:*@127.0.0.1:3128) echo https_proxy=ok;; *) echo https_proxy=bad;; esac
 case "${https_proxy:-}" in http://hobbs:*@127.0.0.1:3128) echo https_proxy_lower=ok;; *) echo https_proxy_lower=bad;; esac
-echo "skill=$(cat $W/.claude/skills/e2e-skill/SKILL.md 2>&1 | head -1)"
-echo "fw_agent=$(sed -n 2p $HOME/.claude/agents/researcher.md 2>&1)"
+echo "skill=$(cat $HOME/.claude/skills/e2e-skill/SKILL.md 2>&1 | head -1)"
+echo "fw_agent=$(sed -n 2p /etc/claude-code/.claude/agents/researcher.md 2>&1)"
 echo "custom_agent=$(sed -n 2p $HOME/.claude/agents/e2e-agent.md 2>&1)"
+if [ -e $W/.claude ]; then echo ws_claude=yes; else echo ws_claude=no; fi
 echo "hosthome_write=$(touch /home/dev/.probe-home 2>&1 && echo ok)"
 echo from-container > $W/made-in-container
 echo from-container > /home/dev/.hobbs/data/made-in-container
@@ -115,8 +119,8 @@ func TestSession(t *testing.T) {
 	for _, want := range []string{
 		"fake-claude: cwd /home/dev/hobbs/workspace\n",
 		"fake-claude: args \n",
-		"fake-claude: claude.md /home/dev/hobbs/.claude/CLAUDE.md\n",
-		"fake-claude: claude.md /home/dev/.claude/CLAUDE.md\n",
+		"fake-claude: claude.md managed /etc/claude-code/CLAUDE.md\n",
+		"fake-claude: claude.md user /home/dev/.claude/CLAUDE.md\n",
 		`"command": "hobbs memory context --format hook"`,
 		`"SessionStart"`,
 	} {
@@ -166,9 +170,14 @@ func TestSession(t *testing.T) {
 	check("capeff", "0000000000000000")
 	check("capprm", "0000000000000000")
 	check("nonewprivs", "1")
+	// The framework (identity, skills, agents, managed settings) is
+	// root-owned and read-only.
 	check("identity_write", "denied")
 	check("skills_write", "denied")
+	check("agents_write", "denied")
+	check("settings_write", "denied")
 	check("identity_move", "denied")
+	check("hobbs_move", "denied")
 	// Only the instance's shares are there: no vault, no proxy audit log,
 	// no .git, .locks or host audit log, and nothing can be added.
 	check("vault_visible", "no")
@@ -192,9 +201,11 @@ func TestSession(t *testing.T) {
 	check("https_proxy_lower", "ok")
 	check("hosthome_write", "ok")
 	check("skill", "---")
-	// Framework and custom sub-agents are linked where Claude Code finds them.
+	// Framework sub-agents are managed files; the instance's skills and
+	// agents are linked into the user scope, and nothing into the workspace.
 	check("fw_agent", "name: researcher")
 	check("custom_agent", "name: e2e-agent")
+	check("ws_claude", "no")
 	check("memory_add", "ok")
 	check("doctor_engine", "0")
 	if !strings.Contains(p["vault_get"], "only through the env mapping") || strings.Contains(p["vault_get"], secretValue) {
@@ -202,9 +213,9 @@ func TestSession(t *testing.T) {
 	}
 	for _, want := range []string{
 		"fake-claude: cwd /home/dev/hobbs/workspace/project\n",
-		"fake-claude: claude.md /home/dev/hobbs/workspace/project/CLAUDE.md\n",
-		"fake-claude: claude.md /home/dev/hobbs/.claude/CLAUDE.md\n",
-		"fake-claude: claude.md /home/dev/.claude/CLAUDE.md\n",
+		"fake-claude: claude.md project /home/dev/hobbs/workspace/project/CLAUDE.md\n",
+		"fake-claude: claude.md managed /etc/claude-code/CLAUDE.md\n",
+		"fake-claude: claude.md user /home/dev/.claude/CLAUDE.md\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("three CLAUDE.md layers: missing %q", strings.TrimSpace(want))
@@ -320,7 +331,7 @@ func TestStaleImage(t *testing.T) {
 	defer exec.Command("docker", "image", "rm", "-f", stale).Run()
 	r := hobbsAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst, "HOBBS_TRACE=1"}, "run", "--image", stale,
 		"--base", baseImage, "--workspace", e.ws, "--name", sessionName(t, "stale"), "--",
-		"sh", "-c", "test -r /home/dev/hobbs/.claude/CLAUDE.md && echo in-the-new-image")
+		"sh", "-c", "test -r /etc/claude-code/CLAUDE.md && echo in-the-new-image")
 	if r.code != 0 || !strings.Contains(r.stdout, "in-the-new-image") {
 		t.Fatalf("run on a stale image: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}

@@ -1,7 +1,8 @@
 // Package shellinit tests src/shell.d/hobbs-init.sh, the container's shell
 // start-up script, by running the embedded copy (what the image ships) with
 // every POSIX shell available here, in a temporary HOME laid out like the
-// container's /home/dev.
+// container's /home/dev, with the framework's managed directory
+// (/etc/claude-code/.claude in the image) at $HOME/fw.
 package shellinit
 
 import (
@@ -52,7 +53,8 @@ func newEnv(t *testing.T, shell string) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, shell: shell, home: home, script: script}
-	e.mkdir(".hobbs/skills", ".hobbs/agents/custom", "hobbs/workspace", "hobbs/.claude/skills", ".claude")
+	e.vars = []string{"HOBBS_FRAMEWORK_DIR=" + e.p("fw")}
+	e.mkdir(".hobbs/skills", ".hobbs/agents/custom", "hobbs/workspace", "fw/skills", "fw/agents", ".claude")
 	return e
 }
 
@@ -108,11 +110,12 @@ func (e *env) notLink(rel string) {
 	}
 }
 
-// tree lists every path under home with its kind and link target, to prove a
-// run changed nothing.
-func (e *env) tree() string {
+// tree lists every path under home (or under the given directory below it)
+// with its kind and link target, to prove a run changed nothing there.
+func (e *env) tree(sub ...string) string {
 	var lines []string
-	filepath.Walk(e.home, func(p string, fi os.FileInfo, err error) error {
+	root := e.p(filepath.Join(sub...))
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
@@ -141,6 +144,8 @@ func wantLines(t *testing.T, got string, want ...string) {
 	}
 }
 
+// TestLinksAndIsIdempotent: instance skills and agents are linked into the
+// user scope (CLAUDE_CONFIG_DIR); the workspace is never written.
 func TestLinksAndIsIdempotent(t *testing.T) {
 	for _, sh := range shells(t) {
 		t.Run(filepath.Base(strings.Fields(sh)[0]), func(t *testing.T) {
@@ -150,31 +155,36 @@ func TestLinksAndIsIdempotent(t *testing.T) {
 			e.write(".hobbs/skills/README.md", "not a skill")
 			e.write(".hobbs/agents/custom/bookkeeper.md", "---\nname: bookkeeper\n---\n")
 			e.write(".hobbs/agents/custom/notes.txt", "ignored")
+			e.mkdir("hobbs/workspace/.git")
+			wsBefore := e.tree("hobbs/workspace")
 
 			out, errOut := e.run()
 			if out != "" {
 				t.Fatalf("stdout: %q", out)
 			}
-			ws := e.p("hobbs/workspace/.claude/skills")
+			sk := e.p(".claude/skills")
 			wantLines(t, errOut,
-				"hobbs-init: linked skill garden ("+ws+"/garden)",
-				"hobbs-init: linked skill taxes ("+ws+"/taxes)",
+				"hobbs-init: linked skill garden ("+sk+"/garden)",
+				"hobbs-init: linked skill taxes ("+sk+"/taxes)",
 				"hobbs-init: linked agent bookkeeper ("+e.p(".claude/agents/bookkeeper.md")+")")
-			if got := e.link("hobbs/workspace/.claude/skills/taxes"); got != e.p(".hobbs/skills/taxes") {
+			if got := e.link(".claude/skills/taxes"); got != e.p(".hobbs/skills/taxes") {
 				t.Fatalf("taxes -> %s", got)
 			}
 			if got := e.link(".claude/agents/bookkeeper.md"); got != e.p(".hobbs/agents/custom/bookkeeper.md") {
 				t.Fatalf("bookkeeper -> %s", got)
 			}
-			if _, err := os.Lstat(e.p("hobbs/workspace/.claude/skills/README.md")); err == nil {
+			if _, err := os.Lstat(e.p(".claude/skills/README.md")); err == nil {
 				t.Fatal("a file was linked as a skill")
 			}
 			if _, err := os.Lstat(e.p(".claude/agents/notes.txt")); err == nil {
 				t.Fatal("a non-.md file was linked as an agent")
 			}
 			// The skill is reachable through the link.
-			if _, err := os.Stat(filepath.Join(ws, "taxes", "SKILL.md")); err != nil {
+			if _, err := os.Stat(filepath.Join(sk, "taxes", "SKILL.md")); err != nil {
 				t.Fatal(err)
+			}
+			if after := e.tree("hobbs/workspace"); after != wsBefore {
+				t.Fatalf("the workspace changed:\n%s\n---\n%s", wsBefore, after)
 			}
 
 			// Second run: silent, nothing changes.
@@ -193,8 +203,8 @@ func TestLinksAndIsIdempotent(t *testing.T) {
 			_, errOut = e.run()
 			wantLines(t, errOut,
 				"hobbs-init: unlinked skill garden: "+e.p(".hobbs/skills/garden")+" is gone",
-				"hobbs-init: linked skill recipes ("+ws+"/recipes)")
-			if _, err := os.Lstat(filepath.Join(ws, "garden")); err == nil {
+				"hobbs-init: linked skill recipes ("+sk+"/recipes)")
+			if _, err := os.Lstat(filepath.Join(sk, "garden")); err == nil {
 				t.Fatal("dangling link kept")
 			}
 		})
@@ -205,7 +215,7 @@ func TestNeverClobbersAndWarnsOnCollisions(t *testing.T) {
 	for _, sh := range shells(t) {
 		t.Run(filepath.Base(strings.Fields(sh)[0]), func(t *testing.T) {
 			e := newEnv(t, sh)
-			ws := "hobbs/workspace/.claude/skills/"
+			sk := ".claude/skills/"
 			// Instance skills and agents.
 			for _, s := range []string{"mine", "theirs", "real", "capture-playbook", "ok"} {
 				e.skill(".hobbs/skills/" + s)
@@ -213,52 +223,49 @@ func TestNeverClobbersAndWarnsOnCollisions(t *testing.T) {
 			e.write(".hobbs/agents/custom/reviewer.md", "agent")
 			e.write(".hobbs/agents/custom/mine.md", "agent")
 			// A real directory and someone else's link where links would go.
-			e.skill(ws + "real")
+			e.skill(sk + "real")
 			e.write("elsewhere/SKILL.md", "other")
-			if err := os.Symlink(e.p("elsewhere"), e.p(ws+"theirs")); err != nil {
+			if err := os.Symlink(e.p("elsewhere"), e.p(sk+"theirs")); err != nil {
 				t.Fatal(err)
 			}
 			e.write(".claude/agents/mine.md", "the user's own agent file")
 			// A skill and an agent named like framework ones.
-			e.skill("hobbs/.claude/skills/capture-playbook")
-			e.write("hobbs/.claude/agents/reviewer.md", "framework agent")
+			e.skill("fw/skills/capture-playbook")
+			e.write("fw/agents/reviewer.md", "framework agent")
 			// A dangling link that is not ours stays.
-			if err := os.Symlink("/nonexistent/x", e.p(ws+"ghost")); err != nil {
+			if err := os.Symlink("/nonexistent/x", e.p(sk+"ghost")); err != nil {
 				t.Fatal(err)
 			}
 			// A name the script will not handle.
 			e.skill(".hobbs/skills/bad name")
 
 			warnings := []string{
-				"hobbs-init: " + e.p(ws+"real") + " exists and is not a link; not replaced (move it to link " + e.p(".hobbs/skills/real") + ")",
-				"hobbs-init: " + e.p(ws+"theirs") + " is a link to " + e.p("elsewhere") + ", not Hobbs's; not replaced",
-				"hobbs-init: skill capture-playbook in " + e.p(".hobbs/skills") + " has the name of a framework skill (" + e.p("hobbs/.claude/skills/capture-playbook") + "); not linked, rename yours",
-				"hobbs-init: agent reviewer in " + e.p(".hobbs/agents/custom") + " has the name of a framework agent (" + e.p("hobbs/.claude/agents/reviewer.md") + "); not linked, rename yours",
+				"hobbs-init: " + e.p(sk+"real") + " exists and is not a link; not replaced (move it to link " + e.p(".hobbs/skills/real") + ")",
+				"hobbs-init: " + e.p(sk+"theirs") + " is a link to " + e.p("elsewhere") + ", not Hobbs's; not replaced",
+				"hobbs-init: skill capture-playbook in " + e.p(".hobbs/skills") + " has the name of a framework skill (" + e.p("fw/skills/capture-playbook") + "); not linked, rename yours",
+				"hobbs-init: agent reviewer in " + e.p(".hobbs/agents/custom") + " has the name of a framework agent (" + e.p("fw/agents/reviewer.md") + "); not linked, rename yours",
 				"hobbs-init: " + e.p(".claude/agents/mine.md") + " exists and is not a link; not replaced (move it to link " + e.p(".hobbs/agents/custom/mine.md") + ")",
 				"hobbs-init: skill \"bad name\" in " + e.p(".hobbs/skills") + ": name has characters other than letters, digits, '.', '_', '-'; not linked",
 			}
 			_, errOut := e.run()
 			wantLines(t, errOut, append([]string{
-				"hobbs-init: linked skill mine (" + e.p(ws+"mine") + ")",
-				"hobbs-init: linked skill ok (" + e.p(ws+"ok") + ")",
-				"hobbs-init: linked agent reviewer (" + e.p(".claude/agents/reviewer.md") + ")",
+				"hobbs-init: linked skill mine (" + e.p(sk+"mine") + ")",
+				"hobbs-init: linked skill ok (" + e.p(sk+"ok") + ")",
 			}, warnings...)...)
-			e.notLink(ws + "real")
-			if got := e.link(ws + "theirs"); got != e.p("elsewhere") {
+			e.notLink(sk + "real")
+			if got := e.link(sk + "theirs"); got != e.p("elsewhere") {
 				t.Fatalf("someone else's link replaced: %s", got)
 			}
 			e.notLink(".claude/agents/mine.md")
 			if b, _ := os.ReadFile(e.p(".claude/agents/mine.md")); string(b) != "the user's own agent file" {
 				t.Fatal("user's agent file changed")
 			}
-			if _, err := os.Lstat(e.p(ws + "capture-playbook")); err == nil {
-				t.Fatal("colliding skill linked")
+			for _, p := range []string{sk + "capture-playbook", ".claude/agents/reviewer.md"} {
+				if _, err := os.Lstat(e.p(p)); err == nil {
+					t.Fatalf("%s: a name of the framework's was linked", p)
+				}
 			}
-			// The framework's reviewer is linked, the instance's namesake is not.
-			if got := e.link(".claude/agents/reviewer.md"); got != e.p("hobbs/.claude/agents/reviewer.md") {
-				t.Fatalf("reviewer links to %s, want the framework agent", got)
-			}
-			if got := e.link(ws + "ghost"); got != "/nonexistent/x" {
+			if got := e.link(sk + "ghost"); got != "/nonexistent/x" {
 				t.Fatal("a foreign dangling link was removed")
 			}
 
@@ -271,13 +278,40 @@ func TestNeverClobbersAndWarnsOnCollisions(t *testing.T) {
 			}
 
 			// A framework skill that appears later takes over from our link.
-			e.skill("hobbs/.claude/skills/ok")
+			e.skill("fw/skills/ok")
 			_, errOut = e.run()
 			if !strings.Contains(errOut, "hobbs-init: unlinked skill ok: the framework has one of the same name\n") {
 				t.Fatalf("stderr:\n%s", errOut)
 			}
-			if _, err := os.Lstat(e.p(ws + "ok")); err == nil {
+			if _, err := os.Lstat(e.p(sk + "ok")); err == nil {
 				t.Fatal("link kept beside the framework skill")
+			}
+		})
+	}
+}
+
+// TestOldFrameworkAgentLinksGo: older images linked the framework agents
+// from ~/hobbs/.claude/agents into the user scope; that directory is gone,
+// and so are the links. Other dangling links stay.
+func TestOldFrameworkAgentLinksGo(t *testing.T) {
+	for _, sh := range shells(t) {
+		t.Run(filepath.Base(strings.Fields(sh)[0]), func(t *testing.T) {
+			e := newEnv(t, sh)
+			e.mkdir(".claude/agents")
+			old := e.p("hobbs/.claude/agents/researcher.md")
+			if err := os.Symlink(old, e.p(".claude/agents/researcher.md")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/nonexistent/x.md", e.p(".claude/agents/ghost.md")); err != nil {
+				t.Fatal(err)
+			}
+			_, errOut := e.run()
+			wantLines(t, errOut, "hobbs-init: unlinked agent researcher.md: "+old+" is gone")
+			if _, err := os.Lstat(e.p(".claude/agents/researcher.md")); err == nil {
+				t.Fatal("the old framework link was kept")
+			}
+			if got := e.link(".claude/agents/ghost.md"); got != "/nonexistent/x.md" {
+				t.Fatal("a foreign dangling link was removed")
 			}
 		})
 	}
@@ -287,29 +321,33 @@ func TestEnvironmentOverridesAndNoLeaks(t *testing.T) {
 	for _, sh := range shells(t) {
 		t.Run(filepath.Base(strings.Fields(sh)[0]), func(t *testing.T) {
 			e := newEnv(t, sh)
-			inst, ws, fw, cl := e.p("inst"), e.p("ws"), e.p("fw"), e.p("claude")
-			e.mkdir("ws")
+			inst, fw, cl := e.p("inst"), e.p("fw2"), e.p("claude")
 			e.skill("inst/skills/one")
 			e.write("inst/agents/custom/two.md", "a")
-			e.vars = []string{"HOBBS_HOME=" + inst, "HOBBS_WORKSPACE=" + ws, "HOBBS_FRAMEWORK_DIR=" + fw, "CLAUDE_CONFIG_DIR=" + cl}
+			e.skill("fw2/skills/three")
+			e.skill("inst/skills/three")
+			e.vars = []string{"HOBBS_HOME=" + inst, "HOBBS_FRAMEWORK_DIR=" + fw, "CLAUDE_CONFIG_DIR=" + cl}
 			e.run()
-			if got := e.link("ws/.claude/skills/one"); got != filepath.Join(inst, "skills", "one") {
+			if got := e.link("claude/skills/one"); got != filepath.Join(inst, "skills", "one") {
 				t.Fatal(got)
 			}
 			if got := e.link("claude/agents/two.md"); got != filepath.Join(inst, "agents", "custom", "two.md") {
 				t.Fatal(got)
 			}
+			if _, err := os.Lstat(e.p("claude/skills/three")); err == nil {
+				t.Fatal("HOBBS_FRAMEWORK_DIR ignored: a framework name was linked")
+			}
 			// The default places were not touched.
-			if _, err := os.Lstat(e.p("hobbs/workspace/.claude")); err == nil {
-				t.Fatal("default workspace used despite HOBBS_WORKSPACE")
+			if _, err := os.Lstat(e.p(".claude/skills")); err == nil {
+				t.Fatal("default user scope used despite CLAUDE_CONFIG_DIR")
 			}
 
 			// Sourced under set -eu it neither exits the shell nor leaves names behind.
 			args := strings.Fields(sh)
-			args = append(args, "-euc", `. "$1"; for v in home workspace framework claude kind src dest p d t name; do eval "[ -z \"\${$v+x}\" ]" || echo "leaked $v"; done; command -v _hobbs_init >/dev/null && echo leaked function; command -v link_all >/dev/null && echo leaked link_all; echo alive`, "x", e.script)
+			args = append(args, "-euc", `. "$1"; for v in home framework claude kind src dest fw suffix p d t name; do eval "[ -z \"\${$v+x}\" ]" || echo "leaked $v"; done; command -v _hobbs_init >/dev/null && echo leaked function; command -v link_all >/dev/null && echo leaked link_all; command -v unlink_gone >/dev/null && echo leaked unlink_gone; echo alive`, "x", e.script)
 			cmd := exec.Command(args[0], args[1:]...)
 			cmd.Env = append([]string{"HOME=" + e.home, "PATH=" + os.Getenv("PATH")}, e.vars...)
-			out, err := cmd.CombinedOutput()
+			out, err := cmd.Output() // stdout: the collision of "three" is warned on stderr
 			if err != nil || strings.TrimSpace(string(out)) != "alive" {
 				t.Fatalf("%v: %s", err, out)
 			}
@@ -319,19 +357,30 @@ func TestEnvironmentOverridesAndNoLeaks(t *testing.T) {
 
 func TestMissingPlacesAreQuiet(t *testing.T) {
 	e := newEnv(t, shells(t)[0])
-	// No instance skills or agents at all, no workspace: nothing to say.
+	// No instance skills or agents at all: nothing to say, nothing made.
 	os.RemoveAll(e.p(".hobbs"))
-	os.RemoveAll(e.p("hobbs/workspace"))
+	os.RemoveAll(e.p(".claude"))
 	if _, errOut := e.run(); errOut != "" {
 		t.Fatalf("stderr: %q", errOut)
 	}
-	// Skills but no workspace: one warning.
+	if _, err := os.Lstat(e.p(".claude")); err == nil {
+		t.Fatal("the user scope was made without an instance")
+	}
+	// An instance with empty skills/ and agents/custom/: the user-scope
+	// directories are made (Claude Code watches them from its start), quietly.
+	e.mkdir(".hobbs/skills", ".hobbs/agents/custom")
+	if _, errOut := e.run(); errOut != "" {
+		t.Fatalf("stderr: %q", errOut)
+	}
+	for _, d := range []string{".claude/skills", ".claude/agents"} {
+		if fi, err := os.Stat(e.p(d)); err != nil || !fi.IsDir() {
+			t.Fatalf("%s not made: %v", d, err)
+		}
+	}
+	// The whole skills directory linked to the instance's is accepted.
 	e.skill(".hobbs/skills/one")
-	_, errOut := e.run()
-	wantLines(t, errOut, "hobbs-init: no workspace at "+e.p("hobbs/workspace")+"; instance skills not linked")
-	// The layout older versions made (the whole directory linked) is accepted.
-	e.mkdir("hobbs/workspace/.claude")
-	if err := os.Symlink(e.p(".hobbs/skills"), e.p("hobbs/workspace/.claude/skills")); err != nil {
+	os.RemoveAll(e.p(".claude/skills"))
+	if err := os.Symlink(e.p(".hobbs/skills"), e.p(".claude/skills")); err != nil {
 		t.Fatal(err)
 	}
 	if _, errOut := e.run(); errOut != "" {
