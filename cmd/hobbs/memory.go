@@ -48,8 +48,8 @@ func (a *app) printAdd(w io.Writer, res *memory.AddResult) error {
 	for _, c := range res.Candidates {
 		a.status("similar: %s (%.2f) %s", c.ID, c.Similarity, c.Summary)
 	}
-	if len(res.Candidates) > 0 {
-		a.status("hobbs: hint: if one of these says the same, reinforce it; if it is outdated, supersede it")
+	if res.Hint != "" {
+		a.status("hobbs: hint: %s", res.Hint)
 	}
 	fmt.Fprintln(w, res.ID)
 	return nil
@@ -76,7 +76,7 @@ can reinforce or supersede one instead.`,
 	f.StringArrayVar(&opt.Tags, "tag", nil, "tag (repeatable)")
 	f.StringVar(&opt.Type, "type", "", "kind of memory: fact, preference, decision…")
 	f.StringVar(&opt.Source, "source", "", "where it comes from (a conversation, a file, a URL)")
-	f.StringVar(&opt.Supersedes, "supersedes", "", "id of the memory this one replaces")
+	f.StringVar(&opt.Supersedes, "supersedes", "", "id of the memory this one replaces (its tags, type and source carry over unless given)")
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
 		text, err := a.textArg(args, "memory text")
@@ -123,15 +123,17 @@ func memSupersedeCmd(a *app) *cobra.Command {
 		Short: "Replace a memory with a new one (the old one is archived as superseded)",
 		Long: `supersede adds TEXT as a new memory that replaces ID: the old memory gets
 status superseded and superseded_by, moves to the archive, and the new one
-records supersedes. Same as: hobbs memory add TEXT --supersedes ID.`,
+records supersedes. The new memory keeps the old one's tags, type and source
+unless --tag, --type or --source are given. Same as: hobbs memory add TEXT
+--supersedes ID.`,
 		Example: `  hobbs memory supersede mem_20260110_002 "The user now prefers pnpm"
   echo "Standup moved to 9:30" | hobbs memory supersede mem_20260110_004 -`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&opt.Tags, "tag", nil, "tag of the new memory (repeatable)")
-	f.StringVar(&opt.Type, "type", "", "kind of memory")
-	f.StringVar(&opt.Source, "source", "", "where the new text comes from")
+	f.StringArrayVar(&opt.Tags, "tag", nil, "tag of the new memory (repeatable; default: the old memory's tags)")
+	f.StringVar(&opt.Type, "type", "", "kind of memory (default: the old memory's)")
+	f.StringVar(&opt.Source, "source", "", "where the new text comes from (default: the old memory's source)")
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
 		text, err := a.textArg(args[1:], "memory text")
@@ -333,8 +335,10 @@ in config.yaml, which fits Claude Code's 10,000-character hook limit). With
 --agent, that agent's operational.md replaces claude.md and comes after the
 memories, as in hobbs agent context (which also applies the agent's tags).
 
---format hook prints the JSON a Claude Code SessionStart hook returns; --format
-json prints what was included. The memories loaded get last_accessed updated
+--format hook prints the JSON a Claude Code SessionStart hook returns, its
+additionalContext within the hook limit: a foundation.md too long for it is
+named by path instead of included, with a warning. --format json prints what
+was included. The memories loaded get last_accessed updated
 (at most once a day each).`,
 		Example: `  hobbs memory context
   hobbs memory context --format hook          # in a SessionStart hook
@@ -526,6 +530,9 @@ func (a *app) printContext(s *memory.Store, opt memory.ContextOptions, format st
 		}
 	default:
 		fmt.Fprint(a.out, ctx.Text)
+	}
+	for _, w := range ctx.Warnings {
+		a.warn("%s", w)
 	}
 	for _, c := range ctx.Cut {
 		a.warn("%s cut to fit the budget of %d characters", c, ctx.Budget)

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +17,10 @@ import (
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
-// HookLimit is the number of characters Claude Code keeps of a hook's
-// additional context; DefaultBudget stays under it with room for the JSON.
+// HookLimit is the most characters of a hook's additionalContext that Claude
+// Code hands to the model as they are: longer text is saved to a file and the
+// model gets the file's path and a short preview instead. DefaultBudget stays
+// under it.
 const (
 	HookLimit     = 10000
 	DefaultBudget = 9500
@@ -47,6 +50,10 @@ type ContextOptions struct {
 	// (the default) or SubagentStart. Claude Code checks that the JSON names
 	// the event that ran the hook.
 	HookEvent string
+
+	// foundationByPath puts a note naming foundation.md's path in place of
+	// its text (BuildHook, when a hook cannot carry the text).
+	foundationByPath bool
 }
 
 // Context is what BuildContext produced.
@@ -58,6 +65,65 @@ type Context struct {
 	Memories []Entry   `json:"memories"` // included, best first
 	Omitted  int       `json:"omitted"`  // matching active memories left out for the budget
 	Cut      []string  `json:"cut,omitempty"`
+	// Foundation is how foundation.md fits (nil without one).
+	Foundation *FoundationFit `json:"foundation,omitempty"`
+	// Warnings say, one line each, what the foundation's length costs.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// FoundationFit is how foundation.md fits a context.
+type FoundationFit struct {
+	Path  string `json:"path"`
+	Chars int    `json:"chars"` // characters of its text
+	// Needed is the characters the first line and the foundation's section
+	// take together; Budget what the whole context may take.
+	Needed int `json:"needed"`
+	Budget int `json:"budget"`
+	// OverBudget: nothing but the foundation fits the budget (claude.md,
+	// memories and learnings are left out).
+	OverBudget bool `json:"over_budget"`
+	// OverHook: a hook cannot carry the foundation's text (HookLimit), so
+	// a hook's context names the file instead (ByPath).
+	OverHook bool `json:"over_hook"`
+	ByPath   bool `json:"by_path"`
+}
+
+// Warning is one line saying what the foundation's length costs, or "" when
+// it fits.
+func (f *FoundationFit) Warning() string {
+	if f == nil {
+		return ""
+	}
+	switch {
+	case f.OverHook:
+		return fmt.Sprintf("foundation.md is %d characters, more than the %d characters Claude Code passes on from "+
+			"a hook: the session-start hook names the file instead of including it, and the model must read it "+
+			"itself; shorten foundation.md by at least %d characters", f.Chars, HookLimit, f.Needed-HookLimit)
+	case f.OverBudget:
+		return fmt.Sprintf("foundation.md is %d characters, which leaves nothing of the context budget of %d: "+
+			"claude.md, memories and learnings are left out; shorten foundation.md", f.Chars, f.Budget)
+	}
+	return ""
+}
+
+// FoundationFit measures foundation.md against budget (DefaultBudget when 0)
+// and the hook limit, as a session's context would place it. It returns nil
+// when there is no foundation.md.
+func (s *Store) FoundationFit(budget int) (*FoundationFit, error) {
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	f, ok, err := s.FileSection("foundation.md", s.In.Foundation())
+	if err != nil || !ok {
+		return nil, err
+	}
+	return fitOf(f, introLine([]string{"foundation.md", "claude.md", memoriesTitle(nil)}), budget), nil
+}
+
+func fitOf(f Section, intro string, budget int) *FoundationFit {
+	head := intro + renderSection(f)
+	return &FoundationFit{Path: f.Path, Chars: runes(f.Text), Needed: hookLen(head), Budget: budget,
+		OverBudget: runes(head) >= budget, OverHook: hookLen(head) > HookLimit}
 }
 
 // FileSection reads path as a section; a missing file gives ok=false. It
@@ -112,6 +178,53 @@ func (s *Store) SessionSections(agent string) ([]Section, error) {
 
 func runes(s string) int { return utf8.RuneCountInString(s) }
 
+// hookLen is the length of s as Claude Code measures a hook's text. Claude
+// Code runs on JavaScript, whose strings count UTF-16 code units: a
+// character outside the Basic Multilingual Plane counts two. That is never
+// fewer than the characters, so text within HookLimit by this count fits
+// however the limit is counted.
+func hookLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+	}
+	return n
+}
+
+// introLine is the first line of every context: one factual sentence saying
+// what the text is, what it holds and where it comes from. Text a hook adds
+// that starts with instructions from nowhere can be taken for a prompt
+// injection; a line naming its source cannot.
+func introLine(parts []string) string {
+	return "Hobbs context, read from the user's Hobbs instance by the hobbs toolkit: " +
+		strings.Join(parts, ", ") + ".\n\n"
+}
+
+// memoriesTitle names the memories part of the first line: all active
+// memories, or those with one of tags (tags that cannot be real, such as the
+// one hobbs agent context uses to match nothing, are not named).
+func memoriesTitle(tags []string) string {
+	var named []string
+	for _, t := range tags {
+		if validTag(t) {
+			named = append(named, t)
+		}
+	}
+	if len(named) == 0 {
+		return "active memories (best first)"
+	}
+	return "active memories tagged " + strings.Join(named, " or ") + " (best first)"
+}
+
+// foundationNote replaces foundation.md's text when a hook cannot carry it.
+func foundationNote(f Section) string {
+	return fmt.Sprintf("Not included here: foundation.md is %d characters, more than the %d characters Claude Code "+
+		"passes on from a hook. Its full text is in the file %s.", runes(f.Text), HookLimit, f.Path)
+}
+
 func cutRunes(s string, n int) string {
 	if n <= 0 {
 		return ""
@@ -152,14 +265,34 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 		budget = DefaultBudget
 	}
 	c := &Context{Budget: budget, Sections: []Section{}, Memories: []Entry{}}
+	// The first line names what the context holds. Room is kept for every
+	// part planned; the line written names only the parts included, which
+	// is never longer.
+	planned := []string{"foundation.md"}
+	for _, sec := range opt.Sections {
+		planned = append(planned, sec.Title)
+	}
+	planned = append(planned, memoriesTitle(opt.Tags))
+	for _, sec := range opt.After {
+		planned = append(planned, sec.Title)
+	}
 	var b strings.Builder
+	used := runes(introLine(planned))
+	var included []string
 	if f, ok, err := s.FileSection("foundation.md", s.In.Foundation()); err != nil {
 		return nil, err
 	} else if ok {
+		c.Foundation = fitOf(f, introLine(planned), budget)
+		if opt.foundationByPath {
+			f.Text = foundationNote(f)
+			c.Foundation.ByPath = true
+		}
 		b.WriteString(renderSection(f))
 		c.Sections = append(c.Sections, f)
+		included = append(included, "foundation.md")
 	}
-	used := runes(b.String())
+	used += runes(b.String())
+	var titles []string // of the sections fit includes, in order
 	fit := func(secs []Section) string {
 		var out strings.Builder
 		for _, sec := range secs {
@@ -179,11 +312,15 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 			out.WriteString(text)
 			used += runes(text)
 			c.Sections = append(c.Sections, sec)
+			titles = append(titles, sec.Title)
 		}
 		return out.String()
 	}
 	b.WriteString(fit(opt.Sections))
+	included = append(included, titles...)
+	titles = nil
 	after := fit(opt.After) // reserved now, written after the memories
+	afterTitles := titles
 	if after != "" {
 		used++ // the blank line before it
 	}
@@ -244,8 +381,18 @@ func (s *Store) BuildContext(opt ContextOptions) (*Context, error) {
 		}
 		b.WriteString(after)
 	}
-	c.Text = strings.TrimRight(b.String(), "\n") + "\n"
+	if len(c.Memories) > 0 {
+		included = append(included, memoriesTitle(opt.Tags))
+	}
+	included = append(included, afterTitles...)
+	if len(included) == 0 {
+		included = []string{"nothing yet (no foundation.md, no memories)"}
+	}
+	c.Text = introLine(included) + strings.TrimRight(b.String(), "\n") + "\n"
 	c.Length = runes(c.Text)
+	if w := c.Foundation.Warning(); w != "" {
+		c.Warnings = append(c.Warnings, w)
+	}
 	return c, nil
 }
 
@@ -342,7 +489,9 @@ const (
 	SubagentStart = "SubagentStart"
 )
 
-// HookJSON wraps text for a hook of event (SessionStart when empty).
+// HookJSON wraps text for a hook of event (SessionStart when empty). The
+// text is not HTML-escaped: Claude Code reads JSON, and "<" written as
+// "\u003c" would only make the line longer.
 func HookJSON(event, text string) ([]byte, error) {
 	if event == "" {
 		event = SessionStart
@@ -350,31 +499,48 @@ func HookJSON(event, text string) ([]byte, error) {
 	var h HookOutput
 	h.HookSpecificOutput.HookEventName = event
 	h.HookSpecificOutput.AdditionalContext = text
-	return json.Marshal(h)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(h); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // BuildHook builds the context for opt.HookEvent's hook and returns it with
-// the hook JSON. The JSON itself (escapes included) is kept within HookLimit
-// characters: when escaping pushes it over, the memories are cut further.
-// foundation.md is never cut, so a foundation longer than the limit still
-// goes over it.
+// the hook JSON. The additionalContext string — not the JSON line, whose
+// escapes Claude Code does not count — is kept within HookLimit as Claude
+// Code counts it (hookLen), so Claude Code never swaps it for a file and a
+// preview: the budget is capped at HookLimit and lowered while the text is
+// longer. foundation.md is never cut: when it alone is longer than a hook
+// can carry, its section names the file instead of holding its text
+// (Foundation.ByPath), and claude.md and the memories fill the budget as
+// usual.
 func (s *Store) BuildHook(opt ContextOptions) (*Context, []byte, error) {
 	if opt.Budget <= 0 {
 		opt.Budget = DefaultBudget
+	}
+	if opt.Budget > HookLimit {
+		opt.Budget = HookLimit
 	}
 	for tries := 0; ; tries++ {
 		c, err := s.BuildContext(opt)
 		if err != nil {
 			return nil, nil, err
 		}
-		b, err := HookJSON(opt.HookEvent, c.Text)
-		if err != nil {
-			return nil, nil, err
+		over := hookLen(c.Text) - HookLimit
+		if over > 0 && !opt.foundationByPath && c.Foundation != nil && c.Foundation.OverHook {
+			opt.foundationByPath = true
+			continue
 		}
-		over := utf8.RuneCount(b) - HookLimit
-		if over <= 0 || tries == 4 || opt.Budget <= over {
+		if over <= 0 || tries == 8 || opt.Budget <= over {
+			b, err := HookJSON(opt.HookEvent, c.Text)
+			if err != nil {
+				return nil, nil, err
+			}
 			return c, b, nil
 		}
-		opt.Budget -= over + 16
+		opt.Budget -= over
 	}
 }

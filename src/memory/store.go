@@ -383,10 +383,12 @@ func (s *Store) appendHistory(h HistoryEntry) error {
 
 // AddOptions are the optional parts of a new memory.
 type AddOptions struct {
-	Tags       []string
-	Type       string
-	Source     string
-	Supersedes string // id of the memory this one replaces
+	Tags   []string
+	Type   string
+	Source string
+	// Supersedes is the id of the memory this one replaces. Tags, Type and
+	// Source left empty are then taken from that memory.
+	Supersedes string
 }
 
 // AddResult says what Add did.
@@ -397,7 +399,19 @@ type AddResult struct {
 	Reinforced int         `json:"reinforced"`
 	Superseded string      `json:"superseded,omitempty"`
 	Candidates []Candidate `json:"candidates"`
-	Problems   []Problem   `json:"problems,omitempty"`
+	// Hint says what to do about the candidates (the same procedure the
+	// identity and /remember give); empty without candidates.
+	Hint     string    `json:"hint,omitempty"`
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// candidateHint tells what to do when a new memory id has candidates: it is
+// already stored, so a duplicate is archived rather than left beside the
+// memory it repeats or contradicts.
+func candidateHint(id string) string {
+	return fmt.Sprintf("%s is stored. If a candidate says the same: hobbs memory archive %s, then hobbs memory "+
+		"reinforce CANDIDATE. If it changes what a candidate says: hobbs memory archive %s, then hobbs memory "+
+		"supersede CANDIDATE TEXT. Otherwise keep both.", id, id, id)
 }
 
 // Add stores text as a memory, or reinforces the active memory with the same
@@ -430,6 +444,17 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 		if old.Status == StatusSuperseded {
 			return nil, errs.Failf("%s is already superseded by %s", old.ID, old.SupersededBy).
 				WithHint("supersede the newest one: hobbs memory supersede %s", old.SupersededBy)
+		}
+		// A correction keeps what it corrects: tags (which decide the
+		// sub-agents that see it), type and source carry over unless given.
+		if len(opt.Tags) == 0 {
+			opt.Tags = old.Tags
+		}
+		if opt.Type == "" {
+			opt.Type = old.Type
+		}
+		if opt.Source == "" {
+			opt.Source = old.Source
 		}
 	}
 	// Compare with the active memories: the index (checked file by file)
@@ -517,6 +542,9 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 			return nil, err
 		}
 		res.Superseded = old.ID
+	}
+	if len(res.Candidates) > 0 {
+		res.Hint = candidateHint(m.ID)
 	}
 	res.Problems = s.Problems()
 	return res, nil

@@ -106,3 +106,40 @@ func TestHistoryAndAudit(t *testing.T) {
 		t.Fatalf("audit log: %s", auditLog)
 	}
 }
+
+// A superseding memory keeps the old one's tags, type and source unless they
+// are given; given tags replace the old set.
+func TestSupersedeInherits(t *testing.T) {
+	s := newStore(t)
+	a, err := s.Add("Invoices are paid on Mondays", AddOptions{Tags: []string{"finance", "bills"}, Type: "preference", Source: "chat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(id string, tags []string, typ, source string) {
+		t.Helper()
+		m, err := s.Show(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(m.Tags, ",") != strings.Join(tags, ",") || m.Type != typ || m.Source != source {
+			t.Fatalf("%s: tags %q type %q source %q; want %q %q %q", id, m.Tags, m.Type, m.Source, tags, typ, source)
+		}
+	}
+	b, err := s.Supersede(a.ID, "Invoices are paid on Fridays", AddOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(b.ID, []string{"finance", "bills"}, "preference", "chat")
+	c, err := s.Supersede(b.ID, "Invoices are paid on the 5th", AddOptions{Tags: []string{"money"}, Source: "email"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(c.ID, []string{"money"}, "preference", "email")
+	d, err := s.Add("Invoices are paid on the 10th", AddOptions{Supersedes: c.ID, Type: "decision"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(d.ID, []string{"money"}, "decision", "email")
+	// The superseded memory itself is unchanged but for its status and link.
+	check(a.ID, []string{"finance", "bills"}, "preference", "chat")
+}
