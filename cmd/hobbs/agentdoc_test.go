@@ -315,33 +315,11 @@ func TestSkillsAllowTheirCommands(t *testing.T) {
 			if len(c.Args) == 0 {
 				continue // "the `hobbs` toolkit": a name, not a command to run
 			}
-			if !bashAllowed(s.AllowedTools, c.String()) {
+			if !agentdoc.BashAllows(s.AllowedTools, c.String()) {
 				t.Errorf("%s:%d: %q is not covered by allowed-tools %q", p, c.Line, c.String(), s.AllowedTools)
 			}
 		}
 	}
-}
-
-// bashAllowed reports whether a Bash(prefix:*) (or exact Bash(cmd)) rule
-// covers the command line.
-func bashAllowed(tools []string, line string) bool {
-	for _, t := range tools {
-		if t == "Bash" {
-			return true
-		}
-		if !strings.HasPrefix(t, "Bash(") || !strings.HasSuffix(t, ")") {
-			continue
-		}
-		rule := t[len("Bash(") : len(t)-1]
-		if prefix, ok := strings.CutSuffix(rule, ":*"); ok {
-			if line == prefix || strings.HasPrefix(line, prefix+" ") {
-				return true
-			}
-		} else if line == rule {
-			return true
-		}
-	}
-	return false
 }
 
 // The example in /capture-playbook is what the model imitates: run it for

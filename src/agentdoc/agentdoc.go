@@ -1,11 +1,14 @@
 // Package agentdoc reads the Markdown that Hobbs ships for the model — the
-// identity (src/agents/hobbs/CLAUDE.md) and the framework skills
-// (src/skills/<name>/SKILL.md) — so that tests can keep it honest:
+// identity (src/agents/hobbs/CLAUDE.md), the framework skills
+// (src/skills/<name>/SKILL.md) and the framework sub-agents
+// (src/agents/<name>.md) — so that tests can keep it honest:
 //
 //   - ParseSkill and ValidateSkill check a SKILL.md's frontmatter against
 //     Claude Code's rules (name kebab-case ≤ 64 characters and equal to the
-//     directory, description ≤ 1024, the known optional keys, $ARGUMENTS used
-//     exactly when an argument-hint is given).
+//     directory, description ≤ 1024, every key one Claude Code documents,
+//     $ARGUMENTS used exactly when an argument-hint is given).
+//   - ParseAgent and ValidateAgent do the same for a sub-agent file.
+//   - BashAllows says whether a skill's allowed-tools pre-approve a command.
 //   - Commands extracts every `hobbs …` command line quoted in the text
 //     (fenced blocks and inline code), split into shell words, so a test can
 //     resolve each against the CLI's real command tree.
@@ -31,11 +34,23 @@ type Skill struct {
 	Name                   string
 	Description            string
 	ArgumentHint           string
-	AllowedTools           []string
+	AllowedTools           []string // pre-approved while the skill runs; other tools still ask
+	DisallowedTools        []string
 	DisableModelInvocation bool
 	Keys                   []string // every frontmatter key, in order
 	Body                   string
 	BodyLine               int // 1-based line where the body starts
+}
+
+// Agent is a parsed sub-agent file.
+type Agent struct {
+	Name            string
+	Description     string
+	Tools           []string // the only tools it may use; all when empty
+	DisallowedTools []string
+	Keys            []string
+	Body            string
+	BodyLine        int
 }
 
 // Problem is a located finding.
@@ -46,18 +61,50 @@ type Problem struct {
 
 func (p Problem) String() string { return fmt.Sprintf("%d: %s", p.Line, p.Reason) }
 
-// skillKeys are the frontmatter keys Claude Code documents for skills.
+// What a frontmatter value must be.
+const (
+	kString = "string"
+	kBool   = "bool"
+	kInt    = "int"
+	kTools  = "tools" // a comma-separated string or a list of strings
+	kAny    = "any"
+)
+
+// skillKeys are the frontmatter keys Claude Code documents for skills
+// (https://code.claude.com/docs/en/skills).
 var skillKeys = map[string]string{
-	"name": "string", "description": "string", "argument-hint": "string", "allowed-tools": "tools",
-	"disable-model-invocation": "bool", "user-invocable": "bool", "model": "string", "context": "string",
-	"agent": "string", "hooks": "any", "license": "string", "version": "string", "metadata": "any",
-	"compatibility": "string",
+	"name": kString, "description": kString, "when_to_use": kString, "argument-hint": kString,
+	"arguments": kAny, "disable-model-invocation": kBool, "user-invocable": kBool,
+	"allowed-tools": kTools, "disallowed-tools": kTools, "model": kString, "effort": kAny,
+	"context": kString, "agent": kString, "background": kAny, "hooks": kAny, "paths": kAny,
+	"shell": kString, "metadata": kAny, "license": kString, "compatibility": kString,
 }
 
-// ParseSkill parses a SKILL.md: frontmatter between "---" lines, then the
-// body. Type errors are returned as problems with their line.
-func ParseSkill(data []byte) (*Skill, []Problem) {
-	s := &Skill{}
+// agentKeys are the frontmatter keys Claude Code documents for sub-agents
+// (https://code.claude.com/docs/en/sub-agents), plus hobbs, Hobbs's own
+// section naming the memory tags an agent receives (docs/agents.md).
+var agentKeys = map[string]string{
+	"name": kString, "description": kString, "tools": kTools, "disallowedTools": kTools,
+	"model": kString, "permissionMode": kString, "maxTurns": kInt, "skills": kAny, "mcpServers": kAny,
+	"hooks": kAny, "memory": kString, "background": kBool, "omitClaudeMd": kBool, "effort": kAny,
+	"isolation": kString, "color": kString, "initialPrompt": kString,
+	"hobbs": kAny,
+}
+
+// front is a parsed frontmatter block: its values by key, checked against a
+// key table.
+type front struct {
+	strs     map[string]string
+	tools    map[string][]string
+	keys     []string
+	body     string
+	bodyLine int
+}
+
+// parseFront parses Markdown with frontmatter between "---" lines and
+// checks every key against known. Type errors and unknown keys are returned
+// as problems with their line.
+func parseFront(data []byte, known map[string]string) (*front, []Problem) {
 	fm, body, end, err := frontmatter.Block(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")))
 	if err != nil {
 		pe := err.(*frontmatter.ParseError)
@@ -70,6 +117,7 @@ func ParseSkill(data []byte) (*Skill, []Problem) {
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, []Problem{{2, "frontmatter must be a mapping"}}
 	}
+	f := &front{strs: map[string]string{}, tools: map[string][]string{}, body: string(body), bodyLine: end + 2}
 	var probs []Problem
 	m := root.Content[0]
 	seen := map[string]bool{}
@@ -80,53 +128,74 @@ func ParseSkill(data []byte) (*Skill, []Problem) {
 			probs = append(probs, Problem{line, fmt.Sprintf("duplicate key %q", k.Value)})
 		}
 		seen[k.Value] = true
-		s.Keys = append(s.Keys, k.Value)
-		kind, known := skillKeys[k.Value]
-		if !known {
+		f.keys = append(f.keys, k.Value)
+		kind, ok := known[k.Value]
+		if !ok {
 			probs = append(probs, Problem{line, fmt.Sprintf("unknown key %q", k.Value)})
 			continue
 		}
+		scalar := v.Kind == yaml.ScalarNode
 		switch kind {
-		case "string":
-			if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
+		case kString:
+			if !scalar || v.Tag != "!!str" {
 				probs = append(probs, Problem{line, fmt.Sprintf("%s must be a string", k.Value)})
 				continue
 			}
-		case "bool":
-			if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+		case kBool:
+			if !scalar || v.Tag != "!!bool" {
 				probs = append(probs, Problem{line, fmt.Sprintf("%s must be true or false", k.Value)})
 				continue
 			}
-		}
-		switch k.Value {
-		case "name":
-			s.Name = v.Value
-		case "description":
-			s.Description = v.Value
-		case "argument-hint":
-			s.ArgumentHint = v.Value
-		case "disable-model-invocation":
-			s.DisableModelInvocation = v.Value == "true"
-		case "allowed-tools":
+		case kInt:
+			if !scalar || v.Tag != "!!int" {
+				probs = append(probs, Problem{line, fmt.Sprintf("%s must be a whole number", k.Value)})
+				continue
+			}
+		case kTools:
 			switch {
-			case v.Kind == yaml.ScalarNode && v.Tag == "!!str":
-				s.AllowedTools = append(s.AllowedTools, splitTools(v.Value)...)
+			case scalar && v.Tag == "!!str":
+				f.tools[k.Value] = append(f.tools[k.Value], splitTools(v.Value)...)
 			case v.Kind == yaml.SequenceNode:
 				for _, t := range v.Content {
 					if t.Kind != yaml.ScalarNode || t.Tag != "!!str" {
-						probs = append(probs, Problem{t.Line + 1, "allowed-tools entries must be strings"})
+						probs = append(probs, Problem{t.Line + 1, k.Value + " entries must be strings"})
 						continue
 					}
-					s.AllowedTools = append(s.AllowedTools, t.Value)
+					f.tools[k.Value] = append(f.tools[k.Value], t.Value)
 				}
 			default:
-				probs = append(probs, Problem{line, "allowed-tools must be a string or a list of strings"})
+				probs = append(probs, Problem{line, k.Value + " must be a string or a list of strings"})
 			}
+			continue
+		}
+		if scalar {
+			f.strs[k.Value] = v.Value
 		}
 	}
-	s.Body = string(body)
-	s.BodyLine = end + 2
-	return s, probs
+	return f, probs
+}
+
+// ParseSkill parses a SKILL.md: frontmatter between "---" lines, then the
+// body. Type errors are returned as problems with their line.
+func ParseSkill(data []byte) (*Skill, []Problem) {
+	f, probs := parseFront(data, skillKeys)
+	if f == nil {
+		return nil, probs
+	}
+	return &Skill{Name: f.strs["name"], Description: f.strs["description"], ArgumentHint: f.strs["argument-hint"],
+		AllowedTools: f.tools["allowed-tools"], DisallowedTools: f.tools["disallowed-tools"],
+		DisableModelInvocation: f.strs["disable-model-invocation"] == "true",
+		Keys:                   f.keys, Body: f.body, BodyLine: f.bodyLine}, probs
+}
+
+// ParseAgent parses a sub-agent file: frontmatter, then the system prompt.
+func ParseAgent(data []byte) (*Agent, []Problem) {
+	f, probs := parseFront(data, agentKeys)
+	if f == nil {
+		return nil, probs
+	}
+	return &Agent{Name: f.strs["name"], Description: f.strs["description"], Tools: f.tools["tools"],
+		DisallowedTools: f.tools["disallowedTools"], Keys: f.keys, Body: f.body, BodyLine: f.bodyLine}, probs
 }
 
 // splitTools splits "Bash(git add:*), Read, Edit" at the commas outside
@@ -178,19 +247,9 @@ func ValidateSkill(dir string, s *Skill) []Problem {
 	if s.Name != "" && s.Name != dir {
 		add("name %q differs from its directory %q", s.Name, dir)
 	}
-	switch d := strings.TrimSpace(s.Description); {
-	case d == "":
-		add("description is required")
-	case len([]rune(s.Description)) > 1024:
-		add("description is %d characters, at most 1024", len([]rune(s.Description)))
-	case xmlTagRe.MatchString(s.Description):
-		add("description must not contain XML tags")
-	}
-	for _, t := range s.AllowedTools {
-		if !toolRe.MatchString(t) {
-			add("allowed-tools entry %q is not a tool name or Tool(pattern)", t)
-		}
-	}
+	probs = append(probs, checkDescription(s.Description)...)
+	probs = append(probs, checkTools("allowed-tools", s.AllowedTools)...)
+	probs = append(probs, checkTools("disallowed-tools", s.DisallowedTools)...)
 	if strings.TrimSpace(s.Body) == "" {
 		probs = append(probs, Problem{s.BodyLine, "the body is empty"})
 	}
@@ -202,6 +261,87 @@ func ValidateSkill(dir string, s *Skill) []Problem {
 		add("the body uses $ARGUMENTS: give an argument-hint")
 	}
 	return probs
+}
+
+// ValidateAgent checks a parsed sub-agent; file is its file name without
+// .md, which must equal the agent's name.
+func ValidateAgent(file string, a *Agent) []Problem {
+	var probs []Problem
+	add := func(format string, args ...any) { probs = append(probs, Problem{1, fmt.Sprintf(format, args...)}) }
+	switch {
+	case a.Name == "":
+		add("name is required")
+	case len(a.Name) > 64 || !skillNameRe.MatchString(a.Name):
+		add("name %q is not kebab-case of at most 64 characters", a.Name)
+	}
+	if a.Name != "" && a.Name != file {
+		add("name %q differs from its file name %q", a.Name, file+".md")
+	}
+	probs = append(probs, checkDescription(a.Description)...)
+	probs = append(probs, checkTools("tools", a.Tools)...)
+	probs = append(probs, checkTools("disallowedTools", a.DisallowedTools)...)
+	if strings.TrimSpace(a.Body) == "" {
+		probs = append(probs, Problem{a.BodyLine, "the system prompt (body) is empty"})
+	}
+	return probs
+}
+
+func checkDescription(d string) []Problem {
+	switch n := len([]rune(d)); {
+	case strings.TrimSpace(d) == "":
+		return []Problem{{1, "description is required"}}
+	case n > 1024:
+		return []Problem{{1, fmt.Sprintf("description is %d characters, at most 1024", n)}}
+	case xmlTagRe.MatchString(d):
+		return []Problem{{1, "description must not contain XML tags"}}
+	}
+	return nil
+}
+
+// checkTools checks tool rules: a tool name or Tool(specifier), and no
+// ":*" suffix, which Claude Code deprecates in favour of " *".
+func checkTools(key string, tools []string) []Problem {
+	var probs []Problem
+	for _, t := range tools {
+		switch {
+		case !toolRe.MatchString(t):
+			probs = append(probs, Problem{1, fmt.Sprintf("%s entry %q is not a tool name or Tool(pattern)", key, t)})
+		case strings.HasSuffix(t, ":*)"):
+			probs = append(probs, Problem{1, fmt.Sprintf("%s entry %q uses the deprecated :* suffix; write %q",
+				key, t, strings.TrimSuffix(t, ":*)")+" *)")})
+		}
+	}
+	return probs
+}
+
+// BashAllows reports whether tools (a skill's allowed-tools) pre-approve
+// the Bash command line: "Bash" approves every command, "Bash(prefix *)"
+// a command that starts with prefix and a space, the deprecated
+// "Bash(prefix:*)" prefix alone or followed by a space, "Bash(command)"
+// that command exactly.
+func BashAllows(tools []string, line string) bool {
+	for _, t := range tools {
+		if t == "Bash" {
+			return true
+		}
+		rule, ok := strings.CutPrefix(t, "Bash(")
+		if !ok || !strings.HasSuffix(rule, ")") {
+			continue
+		}
+		rule = strings.TrimSuffix(rule, ")")
+		if prefix, ok := strings.CutSuffix(rule, ":*"); ok {
+			if line == prefix || strings.HasPrefix(line, prefix+" ") {
+				return true
+			}
+		} else if prefix, ok := strings.CutSuffix(rule, " *"); ok {
+			if strings.HasPrefix(line, prefix+" ") {
+				return true
+			}
+		} else if line == rule {
+			return true
+		}
+	}
+	return false
 }
 
 // Headings returns the ATX headings outside fenced code, as "## Title".

@@ -2,6 +2,8 @@ package agentdoc
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -61,7 +63,7 @@ func TestHeadings(t *testing.T) {
 
 func TestSkillValid(t *testing.T) {
 	md := "---\nname: capture-playbook\ndescription: Capture a workflow.\nargument-hint: \"[workflow]\"\n" +
-		"allowed-tools: Bash(hobbs playbook:*), Read\n---\n\nCapture: $ARGUMENTS\n"
+		"allowed-tools: Bash(hobbs playbook *), Read\n---\n\nCapture: $ARGUMENTS\n"
 	s, probs := ParseSkill([]byte(md))
 	if len(probs) > 0 {
 		t.Fatal(probs)
@@ -69,8 +71,106 @@ func TestSkillValid(t *testing.T) {
 	if p := ValidateSkill("capture-playbook", s); len(p) > 0 {
 		t.Fatal(p)
 	}
-	if len(s.AllowedTools) != 2 || s.AllowedTools[0] != "Bash(hobbs playbook:*)" {
+	if len(s.AllowedTools) != 2 || s.AllowedTools[0] != "Bash(hobbs playbook *)" {
 		t.Fatalf("tools %q", s.AllowedTools)
+	}
+}
+
+// Every key Claude Code documents for a skill is accepted.
+func TestSkillDocumentedKeys(t *testing.T) {
+	md := "---\nname: x\ndescription: d\nwhen_to_use: when asked\nargument-hint: \"[a]\"\narguments: [a]\n" +
+		"disable-model-invocation: true\nuser-invocable: true\nallowed-tools: Read, Bash(git status *)\n" +
+		"disallowed-tools: [Write]\nmodel: sonnet\neffort: high\ncontext: fork\nagent: Explore\n" +
+		"background: false\nhooks: {}\npaths: [\"src/**\"]\nshell: bash\nmetadata: {team: x}\nlicense: MIT\n" +
+		"compatibility: claude-code\n---\n\nDo $ARGUMENTS\n"
+	s, probs := ParseSkill([]byte(md))
+	if s != nil {
+		probs = append(probs, ValidateSkill("x", s)...)
+	}
+	if len(probs) > 0 || len(s.Keys) != 20 || !s.DisableModelInvocation || len(s.DisallowedTools) != 1 {
+		t.Fatalf("problems %v, %d keys, %+v", probs, len(s.Keys), s)
+	}
+}
+
+// Every key Claude Code documents for a sub-agent is accepted, and hobbs:.
+func TestAgentDocumentedKeys(t *testing.T) {
+	md := "---\nname: finance\ndescription: Pays bills\ntools: Read, Grep\ndisallowedTools: [Write]\n" +
+		"model: inherit\npermissionMode: default\nmaxTurns: 20\nskills: [remember]\nmcpServers: {}\nhooks: {}\n" +
+		"memory: user\nbackground: false\nomitClaudeMd: false\neffort: medium\nisolation: worktree\n" +
+		"color: blue\ninitialPrompt: Start.\nhobbs:\n  tags: [money]\n---\nYou are finance.\n"
+	a, probs := ParseAgent([]byte(md))
+	if a != nil {
+		probs = append(probs, ValidateAgent("finance", a)...)
+	}
+	if len(probs) > 0 || len(a.Keys) != 18 || len(a.Tools) != 2 || a.DisallowedTools[0] != "Write" {
+		t.Fatalf("problems %v, %+v", probs, a)
+	}
+}
+
+func TestAgentInvalid(t *testing.T) {
+	cases := []struct{ file, md, want string }{
+		{"x", "---\nname: x\ndescription: d\ncolour: red\n---\nb\n", `4: unknown key "colour"`},
+		{"x", "---\nname: x\ndescription: d\nmaxTurns: many\n---\nb\n", "whole number"},
+		{"x", "---\nname: y\ndescription: d\n---\nb\n", "differs from its file name"},
+		{"x", "---\nname: x\n---\nb\n", "description is required"},
+		{"x", "---\nname: x\ndescription: d\ntools: Bash(git:*)\n---\nb\n", "deprecated :* suffix"},
+		{"x", "---\nname: x\ndescription: d\n---\n\n", "body) is empty"},
+	}
+	for _, c := range cases {
+		a, probs := ParseAgent([]byte(c.md))
+		if a != nil {
+			probs = append(probs, ValidateAgent(c.file, a)...)
+		}
+		var all []string
+		for _, p := range probs {
+			all = append(all, p.String())
+		}
+		if !strings.Contains(strings.Join(all, "\n"), c.want) {
+			t.Errorf("%q: problems %q, want one containing %q", c.md, all, c.want)
+		}
+	}
+}
+
+// The framework sub-agents Hobbs ships are valid sub-agent files.
+func TestFrameworkAgents(t *testing.T) {
+	files, _ := filepath.Glob("../agents/*.md")
+	if len(files) < 2 {
+		t.Fatalf("found %d framework agents", len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, probs := ParseAgent(data)
+		if a != nil {
+			probs = append(probs, ValidateAgent(strings.TrimSuffix(filepath.Base(f), ".md"), a)...)
+		}
+		for _, p := range probs {
+			t.Errorf("%s:%s", f, p)
+		}
+	}
+}
+
+func TestBashAllows(t *testing.T) {
+	tools := []string{"Read", "Bash(hobbs memory *)", "Bash(git log:*)", "Bash(make test)"}
+	for line, want := range map[string]bool{
+		"hobbs memory search x": true,
+		"hobbs memory":          false, // " *" needs something after the space
+		"hobbs memoryx":         false,
+		"hobbs playbook list":   false,
+		"git log":               true,
+		"git log -1":            true,
+		"git logx":              false,
+		"make test":             true,
+		"make test2":            false,
+	} {
+		if got := BashAllows(tools, line); got != want {
+			t.Errorf("%q: %v, want %v", line, got, want)
+		}
+	}
+	if !BashAllows([]string{"Bash"}, "anything") || BashAllows([]string{"Read(x)"}, "x") {
+		t.Error("bare Bash or a non-Bash rule")
 	}
 }
 
@@ -91,6 +191,8 @@ func TestSkillInvalid(t *testing.T) {
 		{"x", "---\nname: x\ndescription: d\n---\nuse $ARGUMENTS\n", "give an argument-hint"},
 		{"x", "---\nname: x\ndescription: d\n---\n\n", "body is empty"},
 		{"x", "---\nname: x\ndescription: d\nallowed-tools: Bash(git add:*, Read\n---\nb\n", "not a tool name"},
+		{"x", "---\nname: x\ndescription: d\nallowed-tools: Bash(git add:*)\n---\nb\n", `write "Bash(git add *)"`},
+		{"x", "---\nname: x\ndescription: d\ndisallowed-tools: 3\n---\nb\n", "string or a list"},
 		{strings.Repeat("a", 65), "---\nname: " + strings.Repeat("a", 65) + "\ndescription: d\n---\nb\n", "at most 64"},
 		{"claude-helper", "---\nname: claude-helper\ndescription: d\n---\nb\n", "reserved word"},
 	}
