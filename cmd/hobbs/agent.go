@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,7 +31,7 @@ func newAgentCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Sub-agents: definitions, context for delegation, operational learnings",
-		Long: `Hobbs delegates work to sub-agents through Claude Code's Task tool. Each
+		Long: `Hobbs delegates work to sub-agents through Claude Code's Agent tool. Each
 sub-agent gets the foundation (always, in full), the memories matching its tags,
 and its own operational learnings: 'hobbs agent context NAME' prints exactly that.
 
@@ -78,7 +80,12 @@ func newAgentNewCmd(a *app) *cobra.Command {
 		Short: "Create a custom agent from the template",
 		Long: `Create agents/custom/NAME.md (Claude Code subagent format, plus a hobbs
 section with the memory tags the agent receives) and agents/NAME/operational.md.
-Edit the file afterwards to give the agent its instructions and tools.`,
+Edit the file afterwards to give the agent its instructions and tools.
+
+Inside the container it also links the file into Claude Code's user agents
+directory ($CLAUDE_CONFIG_DIR/agents, as hobbs-init.sh does at start), where
+the running session finds it without a restart; elsewhere the agent is there
+from the next session.`,
 		Example: `  hobbs agent new finance --tag money --tag tax --description "Pays bills and prepares tax paperwork"`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 	}
@@ -92,13 +99,36 @@ Edit the file afterwards to give the agent its instructions and tools.`,
 		if err != nil {
 			return err
 		}
+		a.status("created %s", d.Path)
+		a.status("%s", linkNewAgent(in, d.Name))
 		return out.print(d, func(w io.Writer) error {
-			a.status("created %s", d.Path)
 			fmt.Fprintln(w, d.Name)
 			return nil
 		})
 	})
 	return cmd
+}
+
+// linkNewAgent makes a custom agent made inside the container usable in the
+// running session: the link hobbs-init.sh makes at start,
+// $CLAUDE_CONFIG_DIR/agents/NAME.md to the instance file. Claude Code
+// watches that directory (hobbs-init.sh creates it at start) and loads an
+// agent file added to it without a restart. It returns what is true of the
+// new agent's availability.
+func linkNewAgent(in instance.Instance, name string) string {
+	next := "Claude Code loads agent " + name + " from the next session, when hobbs-init.sh links it"
+	dir := os.Getenv("CLAUDE_CONFIG_DIR")
+	if os.Getenv("HOBBS_CONTEXT") != "container" || dir == "" {
+		return next
+	}
+	dest := filepath.Join(dir, "agents", name+".md")
+	if st, err := os.Stat(filepath.Dir(dest)); err != nil || !st.IsDir() {
+		return next + " (" + filepath.Dir(dest) + " did not exist at session start)"
+	}
+	if err := os.Symlink(filepath.Join(in.AgentsCustom(), name+".md"), dest); err != nil {
+		return next + "; not linked now: " + err.Error()
+	}
+	return "linked as " + dest + ": this session's Claude Code finds agent " + name + " within seconds, without a restart"
 }
 
 func newAgentShowCmd(a *app) *cobra.Command {
