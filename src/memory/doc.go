@@ -83,12 +83,16 @@
 //
 // # Context
 //
-// BuildContext assembles what a session or sub-agent starts with: foundation.md
-// in full, then caller-supplied sections (claude.md for a session, an agent's
-// operational.md for a sub-agent), then active memories filtered by tags, in
-// score order, as many as fit the character budget. Loading memories into
-// context updates their last_accessed, batched: at most one rewrite per memory
-// per day, all under one lock after the context is produced.
+// BuildContext assembles what a session or sub-agent starts with: one line
+// saying what the text is and where it comes from, foundation.md in full, then
+// caller-supplied sections (claude.md for a session, an agent's operational.md
+// for a sub-agent), then active memories filtered by tags, in score order, as
+// many as fit the character budget. BuildHook wraps it for a Claude Code hook,
+// keeping the additionalContext string within HookLimit; a foundation.md too
+// long for that is named by path instead of included. FoundationFit measures
+// foundation.md for warnings and hobbs doctor. Loading memories into context
+// updates their last_accessed, batched: at most one rewrite per memory per
+// day, all under one lock after the context is produced.
 //
 // # Index
 //
