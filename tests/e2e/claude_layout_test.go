@@ -180,10 +180,19 @@ func TestImageClaudeLayout(t *testing.T) {
 	if ms.DisableClaudeAiConnectors == nil || !*ms.DisableClaudeAiConnectors {
 		t.Errorf("managed settings: disableClaudeAiConnectors is not true")
 	}
+	// The context is loaded when a conversation starts empty or was
+	// cleared or compacted; on resume (and fork) the conversation already
+	// holds it, and a second copy would only take room.
 	ss := ms.Hooks["SessionStart"]
-	if len(ss) != 1 || ss[0].Matcher != "" || len(ss[0].Hooks) != 1 || ss[0].Hooks[0].Type != "command" ||
-		ss[0].Hooks[0].Command != "hobbs memory context --format hook" || ss[0].Hooks[0].Timeout <= 0 {
-		t.Errorf("managed settings: SessionStart hook is not `hobbs memory context --format hook` on every start: %+v", ss)
+	var matchers []string
+	for _, g := range ss {
+		if len(g.Hooks) != 1 || g.Hooks[0].Type != "command" || g.Hooks[0].Command != "hobbs memory context --format hook" || g.Hooks[0].Timeout <= 0 {
+			t.Errorf("managed settings: SessionStart group %q does not run `hobbs memory context --format hook`: %+v", g.Matcher, g)
+		}
+		matchers = append(matchers, g.Matcher)
+	}
+	if strings.Join(matchers, ",") != "startup,clear,compact" {
+		t.Errorf("managed settings: SessionStart matchers %q, want startup, clear and compact (not resume)", matchers)
 	}
 
 	// The image's environment.
