@@ -118,11 +118,11 @@
 // inode) on every use. The archive is large and cold, so its index is trusted
 // as it is while the directory's own time stamps are unchanged. When they
 // changed (a file was added, removed or renamed — every write of this package
-// renames), only the listing is read, with inode numbers: new names, removed
-// names and names whose inode changed (a file replaced by rename) are
-// handled, the other files are trusted. Every file is checked when the last
-// such full check is older than FullCheckEvery, so an archived file edited in
-// place by another tool is seen within that period (at once with a forced
+// renames), every file is checked: a file replaced by rename can carry the
+// inode number of the one it replaced, so a listing cannot tell which files
+// changed. Every file is also checked when the last check is older than
+// FullCheckEvery, so an archived file edited in place by another tool (the
+// directory unchanged) is seen within that period (at once with a forced
 // full check). Changed files are re-parsed incrementally and searched
 // directly until enough have changed to rebuild the postings. Time stamps
 // within RacyWindow of a check are never trusted (the "racily clean" rule of

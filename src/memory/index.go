@@ -618,9 +618,8 @@ func (t *tierIndex) unsafeNames() []string {
 type checkMode int
 
 const (
-	checkFull    checkMode = iota // stat every file
-	checkListing                  // list the directory; stat only new names, new inodes and racy records
-	checkNone                     // trust the index as it is
+	checkFull checkMode = iota // stat every file
+	checkNone                  // trust the index as it is
 )
 
 // openTier returns the up-to-date index of a tier, checking, refreshing and
@@ -658,7 +657,7 @@ func openTier(root safefile.Root, dir, idxDir string, tier Tier, now time.Time, 
 	} else {
 		t.flags, t.decoded = nil, nil
 	}
-	if err := t.check(d, dirStamp, now, mode, st); err != nil {
+	if err := t.check(d, dirStamp, now); err != nil {
 		t.close()
 		return nil, err
 	}
@@ -675,12 +674,15 @@ func (t *tierIndex) trust(dir fileStamp, now time.Time) (state, checkMode) {
 	if now.Sub(full) > FullCheckEvery || now.Before(full) {
 		return s, checkFull
 	}
+	// A changed directory is checked file by file: a file replaced by
+	// rename may carry the inode number of the one it replaced (filesystems
+	// reuse a freed inode at once), so no listing tells which files changed.
 	if s.Dir != dir || dir.Mtime >= s.CheckedAt-int64(RacyWindow) || dir.Ctime >= s.CheckedAt-int64(RacyWindow) {
-		return s, checkListing
+		return s, checkFull
 	}
 	for _, f := range t.flags {
 		if f&flagRacy != 0 {
-			return s, checkListing
+			return s, checkFull
 		}
 	}
 	return s, checkNone
@@ -718,51 +720,31 @@ func (t *tierIndex) peek(i int) (name []byte, st fileStamp) {
 	return name, st
 }
 
-// check compares the files with their records (every file, or with
-// checkListing only new names, new inodes and racy records), re-reads what
-// changed, and saves the index when anything did. Unchanged records are
-// neither decoded nor re-encoded.
-func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode checkMode, prev state) error {
+// check compares every file with its record, re-reads what changed, and
+// saves the index when anything did. Unchanged records are neither decoded
+// nor re-encoded.
+func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 	if !t.loadOffsets() { // every record is looked at
 		t.forget()
-		mode = checkFull
 	}
 	if t.records {
 		t.loadRecs() // the caller reads them all anyway
 	}
-	// cur: the directory now. For a full check every memory file is stat'ed;
-	// for a listing check only inodes are known (stamp.Ino).
+	// cur: the directory now, every memory file stat'ed.
 	cur := make(map[string]fileStamp, t.n()+64)
-	if mode == checkListing {
-		ents, ok, err := readDirents(d)
-		if err != nil {
-			return err
-		}
-		if ok {
-			for _, e := range ents {
-				if memoryFile(e.name) {
-					cur[e.name] = fileStamp{Ino: e.ino, Size: -1}
-				}
-			}
-		} else {
-			mode = checkFull
-		}
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return err
 	}
-	if mode == checkFull {
-		names, err := d.Readdirnames(-1)
-		if err != nil {
-			return err
-		}
-		stamps := statAll(d, names)
-		for k, name := range names {
-			switch {
-			case !memoryFile(name) || stamps[k].err != nil || stamps[k].mode.IsDir():
-			case stamps[k].mode.IsRegular():
-				cur[name] = stamps[k].st
-			default:
-				p := filepath.Join(t.dir, name)
-				t.problems = append(t.problems, problemOf(p, unsafeEntry(p, stamps[k].mode)))
-			}
+	stamps := statAll(d, names)
+	for k, name := range names {
+		switch {
+		case !memoryFile(name) || stamps[k].err != nil || stamps[k].mode.IsDir():
+		case stamps[k].mode.IsRegular():
+			cur[name] = stamps[k].st
+		default:
+			p := filepath.Join(t.dir, name)
+			t.problems = append(t.problems, problemOf(p, unsafeEntry(p, stamps[k].mode)))
 		}
 	}
 	n := t.n()
@@ -771,7 +753,6 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode ch
 		ord  int
 		name string
 		st   fileStamp
-		full bool // st is a full stamp (else: stat first)
 	}
 	var jobs []job
 	changed := false
@@ -788,19 +769,13 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode ch
 			continue
 		}
 		delete(cur, string(name))
-		if mode == checkListing {
-			if c.Ino != st.Ino || flags[i]&flagRacy != 0 {
-				jobs = append(jobs, job{ord: i, name: string(name)})
-			}
-			continue
-		}
 		if c != st || flags[i]&flagRacy != 0 {
-			jobs = append(jobs, job{ord: i, name: string(name), st: c, full: true})
+			jobs = append(jobs, job{ord: i, name: string(name), st: c})
 		}
 	}
 	t.seq, t.win = false, nil
 	for name, c := range cur { // new files
-		jobs = append(jobs, job{ord: -1, name: name, st: c, full: mode == checkFull})
+		jobs = append(jobs, job{ord: -1, name: name, st: c})
 	}
 	sort.Slice(jobs, func(a, b int) bool {
 		if jobs[a].ord != jobs[b].ord {
@@ -816,17 +791,6 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode ch
 	parallel(len(jobs), func(k int) {
 		j := &jobs[k]
 		p := filepath.Join(t.dir, j.name)
-		if !j.full {
-			st, mode, err := statAt(d, j.name)
-			if err != nil || mode.IsDir() {
-				return
-			}
-			if !mode.IsRegular() {
-				bad[k] = unsafeEntry(p, mode)
-				return
-			}
-			j.st = st
-		}
 		data, err := readMemFile(t.root, p)
 		var tl *tooLargeError
 		switch {
@@ -905,9 +869,6 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time, mode ch
 	}
 	if t.tier == Archive {
 		s := state{MetaStamp: t.stamp, Dir: dirStamp, CheckedAt: now.UnixNano(), FullAt: now.UnixNano(), Unsafe: t.unsafeNames()}
-		if mode == checkListing {
-			s.FullAt = prev.FullAt
-		}
 		if b, err := json.Marshal(s); err == nil {
 			_ = writeDerived(t.root, t.path(".state"), b)
 		}

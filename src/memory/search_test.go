@@ -400,6 +400,34 @@ func TestArchiveInPlaceEdit(t *testing.T) {
 	}
 }
 
+// A changed archive directory is checked file by file: a file replaced by
+// rename can get back the inode number of the file it replaced (ext4 reuses
+// a freed inode at once), so a new inode cannot be what tells a changed file.
+// Here the file keeps its inode (edited in place) while the directory
+// changes beside it: the edit must be seen at once.
+func TestArchiveChangedDirChecksEveryFile(t *testing.T) {
+	withIndexTimes(t, 30*time.Millisecond, time.Hour)
+	c := newCorpus(t, 13)
+	c.add(Archive, 60)
+	settle()
+	q := SearchOptions{Query: "basilisk", Scope: ScopeArchive}
+	if got := c.indexed(q); len(got) != 0 {
+		t.Fatal(got)
+	}
+	settle()
+	p := c.pick(Archive)
+	old, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.write(p, strings.Replace(string(old), "status: archived", "status: archived\n# basilisk", 1), false)
+	c.write(filepath.Join(c.dir(Archive), "mem_20250101_99999.md"), "---\nid: mem_20250101_99999\nstatus: archived\n---\nnew\n", true)
+	settle()
+	if got := c.indexed(q); len(got) != 1 {
+		t.Fatalf("an edit in a changed archive directory was missed: %v", got)
+	}
+}
+
 // A file replaced by rename under the same name (how hobbs writes) is seen
 // at once, without a full check: the directory changed and so did the inode.
 func TestArchiveReplacedByRename(t *testing.T) {

@@ -16,12 +16,6 @@ type fileStamp struct {
 	Ino   uint64
 }
 
-// dirent is a directory entry with its inode number, as getdents returns it.
-type dirent struct {
-	name string
-	ino  uint64
-}
-
 func stampOf(st *unix.Stat_t) fileStamp {
 	return fileStamp{Size: st.Size, Mtime: time.Unix(st.Mtim.Unix()).UnixNano(),
 		Ctime: time.Unix(st.Ctim.Unix()).UnixNano(), Ino: uint64(st.Ino)}
