@@ -259,8 +259,10 @@ func TestConnectShutdown(t *testing.T) {
 	go func() { done <- e.srv.Shutdown(ctx) }()
 
 	slow.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if n, err := slow.Read(make([]byte, 64)); n != 0 || err == nil || isTimeout(err) {
-		t.Fatalf("half-sent head not closed on shutdown: n=%d err=%v", n, err)
+	// Closed at once: with nothing, or with net/http's 400 for a head cut
+	// short, never with an answer to the head.
+	if b, err := io.ReadAll(slow); isTimeout(err) || (len(b) != 0 && !strings.HasPrefix(string(b), "HTTP/1.1 400 ")) {
+		t.Fatalf("half-sent head not closed on shutdown: %q, %v", b, err)
 	}
 	if err := httpOverConn(tun); err != nil {
 		t.Fatalf("open tunnel cut by shutdown: %v", err)

@@ -2,8 +2,11 @@ package egress
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHostHeaderMismatchRefused: a plain-HTTP request whose Host header
@@ -68,4 +71,28 @@ func TestOptionsStarKeepsTapAligned(t *testing.T) {
 	if codes[0] != 404 || codes[1] != 200 {
 		t.Fatalf("statuses %v, want [404 200]", codes)
 	}
+}
+
+// TestHostTapAfterRefusedVersion: a request net/http passes on but the proxy
+// refuses for its version (PRI * HTTP/2.0 with headers) still claims its
+// head's Host, and its connection is closed: a request behind it is never
+// compared with the refused request's Host and never forwarded.
+func TestHostTapAfterRefusedVersion(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	e := startProxy(t, basePolicy(tg.port), nil)
+	p := tg.port
+	req := fmt.Sprintf("PRI * HTTP/2.0\r\nHost: allowed.test:%[1]d\r\n\r\n"+
+		"GET http://allowed.test:%[1]d/ HTTP/1.1\r\nHost: denied.test:%[1]d\r\n\r\n", p)
+	c, err := net.DialTimeout("tcp", e.addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, req)
+	all, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(all), "HTTP/1.1 505") || strings.Contains(string(all), "HTTP/1.1 200") {
+		t.Fatalf("answers %q: want the 505 alone", all)
+	}
+	tg.assertUntouched(t)
 }

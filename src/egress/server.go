@@ -59,9 +59,13 @@ type Server struct {
 	audit   *auditLog
 	tunnels tunnelSet
 	conns   tapSet
-	watch   *watcher
-	dns     dnsCache
-	stopped atomic.Bool
+	// handlers counts the HTTP handler calls under way: a hijacked
+	// connection's handler still decides, dials or logs after net/http's
+	// Shutdown has stopped tracking it.
+	handlers sync.WaitGroup
+	watch    *watcher
+	dns      dnsCache
+	stopped  atomic.Bool
 }
 
 // NewServer loads the policy files and builds a server. It fails (exit 2
@@ -235,6 +239,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		s.hs.Close()
 	}
+	// Handlers end soon once their connections are closed (a request's
+	// context ends with its connection; a tunnel's dial with the tunnel).
+	if !waitGroup(ctx, &s.handlers) {
+		s.tunnels.closeAll()
+		s.handlers.Wait()
+	}
 	if !s.tunnels.wait(ctx) {
 		s.tunnels.closeAll()
 		s.tunnels.wait(context.Background())
@@ -244,21 +254,37 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// waitGroup waits for wg or ctx; it reports whether wg was done.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // ActiveTunnels is the number of open CONNECT tunnels.
 func (s *Server) ActiveTunnels() int { return s.tunnels.count() }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor != 1 {
-		http.Error(w, "hobbs proxy: HTTP/1.1 only", http.StatusHTTPVersionNotSupported)
-		return
-	}
+	s.handlers.Add(1)
+	defer s.handlers.Done()
 	if tap, ok := r.Context().Value(tapKey{}).(*hostTap); ok {
 		tap.handlers.Add(1)
 		defer tap.handlers.Add(-1)
-		// Every request that reaches a handler claims its head's Host.
+		// Every request that reaches a handler claims its head's Host,
+		// before anything can answer it: the next request's is the next.
 		if th, ok := tap.next(); ok && r.Method != http.MethodConnect {
 			r = r.WithContext(context.WithValue(r.Context(), tapHostKey{}, th))
 		}
+	}
+	if r.ProtoMajor != 1 {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "hobbs proxy: HTTP/1.1 only", http.StatusHTTPVersionNotSupported)
+		return
 	}
 	if r.Method == http.MethodConnect {
 		if hj, ok := w.(http.Hijacker); ok {
@@ -345,6 +371,9 @@ type record struct {
 	reason   string
 	err      string
 	up, down int64
+	// bodyUp counts a plain-HTTP request's body, read by the transport's
+	// own goroutine, which may still be sending when the response is done.
+	bodyUp atomic.Int64
 }
 
 // auditLine is the proxy's audit record: audit.Entry's shape (time, actor,
@@ -389,7 +418,7 @@ func (s *Server) auditLine(rec *record) auditLine {
 	l := auditLine{Time: rec.start.UTC(), Actor: "proxy", Event: "egress.deny", Outcome: "denied",
 		Subject: net.JoinHostPort(rec.host, strconv.Itoa(rec.port)),
 		Detail: auditDetail{Client: clientName(rec.client), Method: rec.method, IP: rec.ip, Rule: rec.rule, Reason: rec.reason,
-			Error: rec.err, BytesUp: rec.up, BytesDown: rec.down, DurationMS: time.Since(rec.start).Milliseconds()}}
+			Error: rec.err, BytesUp: rec.up + rec.bodyUp.Load(), BytesDown: rec.down, DurationMS: time.Since(rec.start).Milliseconds()}}
 	if rec.allow {
 		l.Event, l.Outcome = "egress.allow", "allowed"
 	}
@@ -476,13 +505,6 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 		auth = v[0]
 	}
 	addrs, code := s.connectDecision(r.Context(), rec, r.RequestURI, auth, len(v))
-	var t *tunnel
-	if code == 0 {
-		if t = s.tunnels.add(); t == nil {
-			rec.err = "proxy shutting down"
-			code = http.StatusServiceUnavailable
-		}
-	}
 	if code != 0 {
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
 			s.log(rec) // before answering: once the client has its 403, the line is queued
@@ -491,8 +513,18 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 		}}, ""
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
-		// The handler returns and with it what net/http and goproxy hold
-		// for the request: an idle tunnel costs two small goroutines.
+		// Registered once hijacked, still inside the handler (which
+		// Shutdown waits for): a hijack that fails leaves nothing behind.
+		// The handler then returns, and with it what net/http and goproxy
+		// hold for the request.
+		t := s.tunnels.add()
+		if t == nil {
+			rec.err = "proxy shutting down"
+			s.log(rec)
+			writeRaw(c, http.StatusServiceUnavailable, refusal(http.StatusServiceUnavailable, rec))
+			c.Close()
+			return
+		}
 		go s.runTunnel(t, c, addrs, rec)
 	}}, ""
 }
@@ -588,7 +620,7 @@ func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.R
 	}
 	r.Host = "" // the URL's host is the Host the target sees
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = &countingBody{ReadCloser: r.Body, n: &rec.up}
+		r.Body = &countingBody{ReadCloser: r.Body, n: &rec.bodyUp}
 	}
 	ctx := context.WithValue(r.Context(), dialKey{}, &dialTarget{addrs: addrs, port: rec.port})
 	pctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
@@ -644,12 +676,12 @@ func dialFirst(ctx context.Context, addrs []netip.Addr, port int, timeout time.D
 
 type countingBody struct {
 	io.ReadCloser
-	n *int64
+	n *atomic.Int64
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	atomic.AddInt64(b.n, int64(n))
+	b.n.Add(int64(n))
 	return n, err
 }
 
@@ -671,7 +703,6 @@ func (b *auditedBody) Read(p []byte) (int, error) {
 func (b *auditedBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(func() {
-		b.rec.up = atomic.LoadInt64(&b.rec.up)
 		b.s.log(b.rec)
 	})
 	return err

@@ -20,10 +20,14 @@ type tunnel struct {
 	client, upstream net.Conn
 	closed           bool
 	ended            atomic.Int32 // directions that reached EOF
+	// ctx ends when the tunnel is closed: a dial under way gives up.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
-// attach records the tunnel's connections; false when the tunnel was closed
-// meanwhile (shutdown), and the caller must close them itself.
+// attach records the tunnel's connections, so that closing the tunnel closes
+// them; false when the tunnel was closed meanwhile (shutdown), and the
+// caller must close them itself.
 func (t *tunnel) attach(client, upstream net.Conn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -35,6 +39,7 @@ func (t *tunnel) attach(client, upstream net.Conn) bool {
 }
 
 func (t *tunnel) close() {
+	t.cancel()
 	t.mu.Lock()
 	t.closed = true
 	c, u := t.client, t.upstream
@@ -90,6 +95,7 @@ func (ts *tunnelSet) add() *tunnel {
 		ts.m = map[*tunnel]struct{}{}
 	}
 	t := &tunnel{}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	ts.m[t] = struct{}{}
 	ts.wg.Add(1)
 	return t
@@ -149,12 +155,15 @@ func (ts *tunnelSet) wait(ctx context.Context) bool {
 // another. It returns when the tunnel has ended and its audit line is
 // written.
 func (s *Server) runTunnel(t *tunnel, client net.Conn, addrs []netip.Addr, rec *record) {
-	defer s.tunnels.remove(t)
+	defer func() {
+		t.cancel()
+		s.tunnels.remove(t)
+	}()
 	var early []byte
 	if pc, ok := client.(*prefixConn); ok {
 		client, early = pc.Conn, pc.prefix
 	}
-	up, err := dialFirst(context.Background(), addrs, rec.port, s.opts.DialTimeout)
+	up, err := dialFirst(t.ctx, addrs, rec.port, s.opts.DialTimeout)
 	if err != nil {
 		rec.err = "dial: " + err.Error()
 		s.log(rec)
@@ -165,19 +174,6 @@ func (s *Server) runTunnel(t *tunnel, client net.Conn, addrs []netip.Addr, rec *
 	if ra, ok := up.RemoteAddr().(*net.TCPAddr); ok {
 		rec.ip = ra.IP.String()
 	}
-	if len(early) > 0 {
-		up.SetWriteDeadline(time.Now().Add(s.opts.DialTimeout))
-		if _, err := up.Write(early); err != nil {
-			up.Close()
-			rec.err = "write to target: " + err.Error()
-			s.log(rec)
-			writeRaw(client, http.StatusBadGateway, refusal(http.StatusBadGateway, rec))
-			client.Close()
-			return
-		}
-		up.SetWriteDeadline(time.Time{})
-		rec.up = int64(len(early))
-	}
 	if !t.attach(client, up) {
 		up.Close()
 		rec.err = "proxy shutting down"
@@ -185,6 +181,17 @@ func (s *Server) runTunnel(t *tunnel, client net.Conn, addrs []netip.Addr, rec *
 		writeRaw(client, http.StatusServiceUnavailable, refusal(http.StatusServiceUnavailable, rec))
 		client.Close()
 		return
+	}
+	if len(early) > 0 { // closing the tunnel (shutdown) ends this write too
+		up.SetWriteDeadline(time.Now().Add(s.opts.DialTimeout))
+		if _, err := up.Write(early); err != nil {
+			t.close()
+			rec.err = "write to target: " + err.Error()
+			s.log(rec)
+			return
+		}
+		up.SetWriteDeadline(time.Time{})
+		rec.up = int64(len(early))
 	}
 	client.SetWriteDeadline(time.Now().Add(s.opts.DialTimeout))
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -352,5 +353,57 @@ func TestIdleTunnelsAreCheap(t *testing.T) {
 	t.Logf("%d bytes per idle tunnel (relay, proxy and client)", per)
 	if per > 32<<10 {
 		t.Fatalf("%d bytes per idle tunnel: a relay holds a buffer while idle", per)
+	}
+}
+
+// TestShutdownEndsDials: a tunnel whose upstream never answers the connect
+// (a listener whose queue is full drops the handshake) is ended by Shutdown
+// when its context ends, not after the dial timeout: the proxy exits within
+// its grace period and still writes the tunnel's audit line.
+func TestShutdownEndsDials(t *testing.T) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := sa.(*unix.SockaddrInet4).Port
+	// Fill the accept queue (never accepted): later handshakes are dropped.
+	for range 4 {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+		if err != nil {
+			break
+		}
+		defer c.Close()
+	}
+	e := startProxy(t, basePolicy(port), func(o *Options) { o.DialTimeout = 30 * time.Second })
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\n\r\n", port)
+	if !waitFor(2*time.Second, func() bool { return e.srv.ActiveTunnels() == 1 }) {
+		t.Fatalf("%d tunnels, want 1 dialling", e.srv.ActiveTunnels())
+	}
+	time.Sleep(100 * time.Millisecond) // the dial is under way
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	e.srv.Shutdown(ctx)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Shutdown took %v with a dial under way", d)
+	}
+	if log := readFile(t, e.audit); !strings.Contains(log, `"egress.allow"`) {
+		t.Fatalf("no audit line for the tunnel being dialled:\n%s", log)
 	}
 }

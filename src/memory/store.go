@@ -447,10 +447,16 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 		}
 		// A correction keeps what it corrects: tags (which decide the
 		// sub-agents that see it), type and source carry over unless given.
+		// The old file may have been edited by hand: only values a flag
+		// could give carry over.
 		if len(opt.Tags) == 0 {
-			opt.Tags = old.Tags
+			for _, t := range old.Tags {
+				if validTag(t) {
+					opt.Tags = append(opt.Tags, t)
+				}
+			}
 		}
-		if opt.Type == "" {
+		if opt.Type == "" && ValidID(old.Type) {
 			opt.Type = old.Type
 		}
 		if opt.Source == "" {

@@ -143,3 +143,43 @@ func TestSupersedeInherits(t *testing.T) {
 	// The superseded memory itself is unchanged but for its status and link.
 	check(a.ID, []string{"finance", "bills"}, "preference", "chat")
 }
+
+// A superseded memory edited by hand passes on only the tags and type a flag
+// could give.
+func TestSupersedeInheritsOnlyValidValues(t *testing.T) {
+	s := newStore(t)
+	a, err := s.Add("Rent is due on the 1st", AddOptions{Tags: []string{"home"}, Type: "fact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Show(a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(m.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), "type: fact", "type: \"two words\"", 1)
+	edited = strings.Replace(edited, "tags: [home]", "tags: [home, \"a b\"]", 1)
+	if edited == string(b) {
+		t.Fatalf("fixture did not change the file:\n%s", b)
+	}
+	if err := os.WriteFile(m.Path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.Show(a.ID); err != nil || len(m.Tags) != 2 || m.Type != "two words" {
+		t.Fatalf("the edited file does not read back as edited: %+v %v\n%s", m, err, edited)
+	}
+	c, err := s.Supersede(a.ID, "Rent is due on the 3rd", AddOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Show(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(n.Tags, ",") != "home" || n.Type != "" {
+		t.Fatalf("tags %q type %q; want [home] and no type", n.Tags, n.Type)
+	}
+}

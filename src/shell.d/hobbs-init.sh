@@ -20,8 +20,9 @@
 # anywhere but the instance (each is reported once per start, and skipped).
 # A name that collides with a framework skill or agent is not linked: the
 # framework's wins, with a warning. Links this script made whose target has
-# gone are removed, and so are the links older Hobbs images made to framework
-# agents under ~/hobbs/.claude, which no longer exists. Silent when nothing
+# gone are removed, and so are links to framework agents under ~/hobbs/.claude,
+# a path the image does not have (a state volume can hold them from images
+# that kept the framework there). Silent when nothing
 # changes and nothing is wrong; every change or problem is one line on stderr
 # starting with "hobbs-init:".
 #
@@ -117,8 +118,8 @@ _hobbs_init() (
 
 	link_all skill "$home/skills" "$claude/skills" "$framework/skills" ""
 	link_all agent "$home/agents/custom" "$claude/agents" "$framework/agents" ".md"
-	# Older images kept the framework agents in ~/hobbs/.claude/agents and
-	# linked them here; those links now point at nothing.
+	# Links into ~/hobbs/.claude point at nothing (the image has no such
+	# path): they go.
 	unlink_gone agent "$claude/agents" "$HOME/hobbs/.claude"
 	return 0
 )
