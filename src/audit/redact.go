@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/base64"
 	"regexp"
+	"strings"
 )
 
 // secretPatterns are the token shapes Redact removes. Each names its kind so
@@ -50,6 +53,65 @@ func RedactBytes(b []byte) []byte {
 		return nil
 	}
 	return []byte(redactMasked(string(b), m))
+}
+
+// SecretKind returns the kind of the first secret-shaped substring of s
+// ("github-token", "private-key", …), or "" when there is none. It lets a
+// caller refuse to store such text rather than only keep it out of logs.
+//
+// It finds what Redact replaces, except for the two patterns whose keyword
+// is an English word: Redact hides "bearer X" and "basic X" whatever X is (a
+// log loses a word at worst), while SecretKind counts them only when X looks
+// like a credential, so that prose such as "basic formatting" or "the bearer
+// of the letter" is not taken for one.
+func SecretKind(s string) string {
+	m := triggerMask(s)
+	if m == 0 {
+		return ""
+	}
+	for i, p := range secretPatterns {
+		if m&(1<<i) == 0 {
+			continue
+		}
+		switch p.kind {
+		case "bearer", "basic-auth":
+			for _, match := range p.re.FindAllString(s, -1) {
+				if credentialShaped(p.kind, match) {
+					return p.kind
+				}
+			}
+		default:
+			if p.re.MatchString(s) {
+				return p.kind
+			}
+		}
+	}
+	return ""
+}
+
+// credentialShaped reports whether a "bearer X" or "basic X" match carries
+// a credential: for basic, X decodes from base64 to "user:password"; for a
+// bearer token, X is 16 characters or more and holds a digit or punctuation
+// (a JWT, an opaque token), or is 32 or more.
+func credentialShaped(kind, match string) bool {
+	f := strings.Fields(match)
+	if len(f) < 2 {
+		return false
+	}
+	cred := f[len(f)-1]
+	if kind == "basic-auth" {
+		b, err := base64.StdEncoding.DecodeString(cred)
+		if err != nil {
+			b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(cred, "="))
+		}
+		return err == nil && bytes.IndexByte(b, ':') > 0
+	}
+	if len(cred) >= 32 {
+		return true
+	}
+	return len(cred) >= 16 && strings.ContainsFunc(cred, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	})
 }
 
 func redactMasked(s string, m uint32) string {
