@@ -21,15 +21,16 @@ func newMemoryCmd(a *app) *cobra.Command {
 		Long: `Memories are Markdown files with YAML frontmatter in the instance's
 memory/active/ (loaded into every session) and memory/archive/ (searchable).
 Every change is atomic, serialised on a lock, appended to memory/history.jsonl
-and to the audit log. Nothing is ever deleted: memories are archived or
-superseded. A file hobbs cannot parse is reported (path:line: reason) and
+and to the audit log. Memories are archived or superseded, not deleted; only
+forget removes one. Text that looks like a secret is refused (keep secrets in
+the vault). A file hobbs cannot parse is reported (path:line: reason) and
 never rewritten. See docs/memory.md.`,
 		Example: `  hobbs memory add "The user prefers short answers" --tag style
   hobbs memory search "short answers" --all
   hobbs memory context --format hook`,
 	}
 	cmd.AddCommand(memAddCmd(a), memReinforceCmd(a), memSupersedeCmd(a), memTierCmd(a, "archive"),
-		memTierCmd(a, "promote"), memShowCmd(a), memListCmd(a), memSearchCmd(a), memContextCmd(a),
+		memTierCmd(a, "promote"), memForgetCmd(a), memShowCmd(a), memListCmd(a), memSearchCmd(a), memContextCmd(a),
 		memTidyCmd(a), memLintCmd(a), memStatsCmd(a))
 	return cmd
 }
@@ -177,6 +178,51 @@ func memTierCmd(a *app, verb string) *cobra.Command {
 				a.status("%s: already %s, nothing changed", m.ID, m.Status)
 			}
 			fmt.Fprintln(w, m.ID)
+			return nil
+		})
+	})
+	return cmd
+}
+
+func memForgetCmd(a *app) *cobra.Command {
+	var purge bool
+	cmd := &cobra.Command{
+		Use:   "forget ID",
+		Short: "Remove a memory for good (--purge: its text from the history and index too)",
+		Long: `forget removes the memory's file from the active tier or the archive. The
+history (memory/history.jsonl) keeps its lines, with the first line of its
+text, so it can still be read back there: use archive for a memory that
+only no longer applies, forget for one that must not be kept.
+
+--purge also rewrites the history without the memory's text (the lines stay,
+marked purged) and drops the search index (memory/.index, rebuilt by the
+next command). It also works for an id whose file is already gone.
+
+The history line and the audit entry name the id, never the text.`,
+		Example: `  hobbs memory forget mem_20260122_001
+  hobbs memory forget mem_20260122_001 --purge --json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	cmd.Flags().BoolVar(&purge, "purge", false, "also take the memory's text out of memory/history.jsonl and drop the search index")
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		res, err := s.Forget(args[0], purge)
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error {
+			if res.Removed {
+				a.status("forgot %s: removed %s", res.ID, res.Path)
+			} else {
+				a.status("%s: no file left to remove", res.ID)
+			}
+			if res.Purged {
+				a.status("purged its text from %d history line(s), dropped %d unreadable line(s) naming it; search index dropped",
+					res.HistoryLines, res.HistoryDropped)
+			} else {
+				a.status("memory/history.jsonl still holds its text: hobbs memory forget %s --purge takes it out", res.ID)
+			}
+			fmt.Fprintln(w, res.ID)
 			return nil
 		})
 	})

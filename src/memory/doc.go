@@ -42,8 +42,10 @@
 //
 // Every change appends one JSON line to memory/history.jsonl (time, op, id,
 // before and after summaries, source) and one event "memory.<op>" to the audit
-// log. Nothing is deleted: archive, supersede and tidy move files between
-// tiers.
+// log. Archive, supersede and tidy move files between tiers; only Forget
+// removes one, and with purge also takes its text out of the history and
+// drops the search index (forget.go). Add, Supersede and Reinforce refuse
+// text that audit.SecretKind recognises as a secret.
 //
 // # Locking
 //

@@ -296,7 +296,9 @@ func (s *Store) Lint() ([]Problem, int, error) {
 		all = append(all, mems...)
 	}
 	all = s.dedupe(all)
-	ids := map[string]bool{}
+	// A link to a forgotten memory is not broken: forget leaves links as
+	// they are.
+	ids := s.forgottenIDs()
 	for _, m := range all {
 		ids[m.ID] = true
 	}

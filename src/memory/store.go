@@ -208,6 +208,15 @@ func (s *Store) dedupe(mems []*Memory) []*Memory {
 
 // find locates the memory with id in either tier.
 func (s *Store) find(id string) (*Memory, error) {
+	m, err := s.lookup(id)
+	if err == nil && m == nil {
+		err = errs.Failf("no memory %s", id).WithHint("see the ids with: hobbs memory list --all")
+	}
+	return m, err
+}
+
+// lookup is find that returns nil and no error when no memory has id.
+func (s *Store) lookup(id string) (*Memory, error) {
 	if !ValidID(id) {
 		return nil, errs.Usagef("invalid memory id %q", id).WithHint("ids look like mem_20260122_001; see hobbs memory list")
 	}
@@ -246,7 +255,7 @@ func (s *Store) find(id string) (*Memory, error) {
 		}
 		ix.close()
 	}
-	return nil, errs.Failf("no memory %s", id).WithHint("see the ids with: hobbs memory list --all")
+	return nil, nil
 }
 
 // openIndex opens the index of tier t, checked as the rules say (every file
@@ -340,6 +349,9 @@ type HistoryEntry struct {
 	After  *Snapshot `json:"after,omitempty"`
 	Source string    `json:"source,omitempty"`
 	Actor  string    `json:"actor"`
+	// Purged marks a line of a forgotten memory whose text was taken out
+	// (forget --purge), and the forget line of such a purge.
+	Purged bool `json:"purged,omitempty"`
 }
 
 func snap(m *Memory) *Snapshot {
@@ -428,6 +440,17 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 	for _, t := range opt.Tags {
 		if !validTag(t) {
 			return nil, errs.Usagef("invalid tag %q", t).WithHint("tags are words without spaces or commas")
+		}
+	}
+	if err := refuseSecret("memory text", text); err != nil {
+		return nil, err
+	}
+	if err := refuseSecret("--source", opt.Source); err != nil {
+		return nil, err
+	}
+	for _, t := range opt.Tags {
+		if err := refuseSecret("--tag", t); err != nil {
+			return nil, err
 		}
 	}
 	unlock, err := s.lock()
@@ -585,8 +608,14 @@ func (s *Store) create(m *Memory, activeIDs []string) error {
 	if err := root.MkdirAll(s.In.MemoryActive(), 0o755); err != nil {
 		return err
 	}
+	// A forgotten memory's id is never given again: the history and other
+	// memories' links still name it.
+	gone := s.forgottenIDs()
 	for tries := 0; tries < 100000; tries++ {
 		id := fmt.Sprintf("%s%03d", prefix, next+tries)
+		if gone[id] {
+			continue
+		}
 		if _, err := root.Lstat(filepath.Join(s.In.MemoryArchive(), id+".md")); err == nil {
 			continue
 		}
@@ -642,6 +671,9 @@ func (s *Store) reinforceLocked(m *Memory, source string, tags []string) error {
 
 // Reinforce counts one more confirmation of the memory id.
 func (s *Store) Reinforce(id, source string) (*Memory, error) {
+	if err := refuseSecret("--source", source); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock()
 	if err != nil {
 		return nil, err
