@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -273,6 +274,7 @@ vault/removed/NAME.TIME.age, so a mistake can be undone by moving it back.
 			} else {
 				a.status("removed %s (kept encrypted at %s)", args[0], moved)
 			}
+			a.warnMapped(v, args[0], "")
 			return nil
 		}),
 	}
@@ -291,8 +293,29 @@ func newVaultRenameCmd(a *app) *cobra.Command {
 				return err
 			}
 			a.status("renamed %s to %s", args[0], args[1])
+			a.warnMapped(v, args[0], args[1])
 			return nil
 		}),
+	}
+}
+
+// warnMapped warns, after vault rm or rename took entry name away, about each
+// variable config.yaml still maps to it: hobbs run refuses to start until the
+// mapping changes. The entry is gone either way; the warning does not change
+// the exit status. A config that does not load is named, never rewritten.
+func (a *app) warnMapped(v *vault.Vault, name, renamedTo string) {
+	cfg, err := a.config(v.In)
+	if err != nil {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		a.warn("could not check whether config.yaml maps %s: %s", name, msg)
+		return
+	}
+	for _, k := range cfg.VarsUsing(name) {
+		fix := "store it again (hobbs vault set " + name + ") or change env." + k + " in config.yaml"
+		if renamedTo != "" {
+			fix = "set env." + k + " to vault:" + renamedTo + " in config.yaml"
+		}
+		a.warn("config.yaml maps %s to vault:%s, which is no longer in the vault: hobbs run will fail; %s", k, name, fix)
 	}
 }
 

@@ -327,3 +327,15 @@ func (c *Config) VaultEnv() [][2]string {
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
 }
+
+// VarsUsing returns the variables (sorted) that env: maps to the vault entry
+// name, so that removing or renaming the entry can say what it breaks.
+func (c *Config) VarsUsing(name string) []string {
+	var out []string
+	for _, m := range c.VaultEnv() {
+		if m[1] == name {
+			out = append(out, m[0])
+		}
+	}
+	return out
+}

@@ -150,3 +150,16 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestVarsUsing(t *testing.T) {
+	c, err := Parse("config.yaml", []byte("env:\n  B_TOKEN: vault:gh\n  A_TOKEN: vault:gh\n  C: vault:other\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.VarsUsing("gh"), ","); got != "A_TOKEN,B_TOKEN" {
+		t.Errorf("VarsUsing(gh) = %q, want A_TOKEN,B_TOKEN", got)
+	}
+	if got := c.VarsUsing("none"); len(got) != 0 {
+		t.Errorf("VarsUsing(none) = %q, want none", got)
+	}
+}

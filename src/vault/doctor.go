@@ -11,6 +11,7 @@ import (
 func init() {
 	doctor.Register(doctor.Check{Name: "vault.keys", Order: 40, Run: checkKeys})
 	doctor.Register(doctor.Check{Name: "vault.entries", Order: 41, Run: checkEntries})
+	doctor.Register(doctor.Check{Name: "vault.mapped", Order: 42, Run: checkMapped})
 }
 
 // checkKeys: vault/keys is private, the identity parses (unless it is
@@ -155,6 +156,62 @@ func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 		out = append(out, doctor.Result{Status: doctor.OK, Message: fmt.Sprintf("all %d entries decrypt", len(es))})
 	}
 	return out
+}
+
+// checkMapped: every entry config.yaml's env: maps to a variable is in the
+// vault, since hobbs run refuses to start a session when one is missing. An
+// invalid config is config's own check to report; inside the container the
+// vault is not mounted, so there is nothing to compare.
+func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
+	if env.Config == nil || InContainer() {
+		return nil
+	}
+	maps := env.Config.VaultEnv()
+	if len(maps) == 0 {
+		return nil
+	}
+	v := Open(env.Instance)
+	v.Audit = nil
+	var out []doctor.Result
+	for _, m := range maps {
+		name, entry := m[0], m[1]
+		has, err := v.exists(env.Instance.VaultEntry(entry))
+		if err != nil {
+			out = append(out, doctor.Result{Status: doctor.Fail, Message: firstLine(err.Error()),
+				Fix: "vault/ and vault/data must be plain directories of the instance"})
+			continue
+		}
+		if has {
+			continue
+		}
+		fix := "store it: hobbs vault set " + entry + ", or change env." + name + " in config.yaml"
+		if v.wasRemoved(entry) {
+			fix += " (an earlier " + entry + " is kept encrypted in vault/removed/: move it back to vault/data/" + entry + ".age)"
+		}
+		out = append(out, doctor.Result{Status: doctor.Fail,
+			Message: fmt.Sprintf("config.yaml maps %s to vault:%s, which is not in the vault: hobbs run will fail", name, entry),
+			Fix:     fix})
+	}
+	if len(out) == 0 {
+		out = append(out, doctor.Result{Status: doctor.OK,
+			Message: fmt.Sprintf("the %d entries config.yaml maps are in the vault", len(maps))})
+	}
+	return out
+}
+
+// wasRemoved reports whether vault/removed holds an entry that vault rm
+// moved there under name (NAME.TIME.age).
+func (v *Vault) wasRemoved(name string) bool {
+	des, err := v.fs().ReadDir(v.In.VaultRemoved())
+	if err != nil {
+		return false
+	}
+	for _, d := range des {
+		if rest, ok := strings.CutPrefix(d.Name(), name+"."); ok && strings.HasSuffix(rest, ".age") && !strings.Contains(strings.TrimSuffix(rest, ".age"), ".") {
+			return true
+		}
+	}
+	return false
 }
 
 func firstLine(s string) string {
