@@ -46,8 +46,9 @@ joins the engine's default network (egress_network in config.yaml: session
 for a network of the session's own, or a network's name).
 
 The default command is claude in the workspace; -- COMMAND runs that instead.
-hobbs run exits with the command's exit code. On exit, Ctrl-C or SIGTERM it
-removes what it created (the Claude state volume stays).`,
+hobbs run exits with the command's exit code, or 143 when hobbs stop ended
+the session. On exit, Ctrl-C or SIGTERM it removes what it created (the
+Claude state volume stays). An engine it cannot reach is exit 3.`,
 		Example: `  hobbs run                                  # claude in ~/hobbs-workspace
   hobbs run --workspace ~/src --name work
   hobbs run -- claude -p "summarise my open playbooks"
@@ -146,7 +147,11 @@ removes what it created (the Claude state volume stays).`,
 			code, err := s.Run(ctx)
 			engine.Tracef("run: session returned")
 			if started {
-				_ = log.Log(audit.Entry{Event: "session.end", Subject: name, Outcome: outcome(err), Detail: map[string]any{"exit": code}})
+				out := outcome(err)
+				if errs.Code(err) == launcher.ExitStopped {
+					out, code = "stopped", launcher.ExitStopped
+				}
+				_ = log.Log(audit.Entry{Event: "session.end", Subject: name, Outcome: out, Detail: map[string]any{"exit": code}})
 			}
 			if err != nil {
 				return err

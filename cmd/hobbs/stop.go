@@ -16,7 +16,9 @@ func newStopCmd(a *app) *cobra.Command {
 		Short: "Stop a session and remove its containers and networks",
 		Long: `Stop a session of this instance and remove its containers and networks. The
 Claude state volume and the images stay. --all stops every session of the
-instance, including leftovers of a hobbs process that was killed.`,
+instance, including leftovers of a hobbs process that was killed. A hobbs run
+attached to a stopped session prints "session NAME stopped by hobbs stop" and
+exits 143.`,
 		Example: "  hobbs stop hobbs-3f9a2c\n  hobbs stop --all",
 		Args:    usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -62,9 +62,67 @@ func (c CLI) Output(ctx context.Context, args ...string) (string, error) {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return "", &errs.Error{Code: errs.Timeout, Msg: fmt.Sprintf("%s %s: timed out", c.Bin, args[0])}
 		}
-		return "", &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s %s: %s", c.Bin, args[0], msg)}
+		return "", c.CallError(args[0], msg)
 	}
 	return strings.TrimSpace(stdout.String()), nil
+}
+
+// CallError is the error of a CLI call (sub: its subcommand) that failed
+// with msg on its standard error: Unreachable when msg says the CLI could
+// not reach the engine, a Failure otherwise.
+func (c CLI) CallError(sub, msg string) error {
+	if IsUnreachableMsg(msg) {
+		return c.unreachable(msg)
+	}
+	return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s %s: %s", c.Bin, sub, msg)}
+}
+
+// UnreachableError is the error of a CLI call that could not reach the
+// engine (its daemon is not running, its socket is not there or not the
+// user's to use). It is a Missing error (exit 3) with the fix. Every later
+// call would fail the same way, so callers give up at once rather than
+// retry or clean up.
+type UnreachableError struct{ err *errs.Error }
+
+func (u *UnreachableError) Error() string { return u.err.Error() }
+func (u *UnreachableError) Unwrap() error { return u.err }
+
+func (c CLI) unreachable(msg string) *UnreachableError {
+	e := (&errs.Error{Code: errs.Missing, Msg: fmt.Sprintf("container engine not reachable: %s: %s", c.Bin, firstLine(msg))}).
+		WithHint("start the engine (sudo systemctl start docker) and check you may use it (docker info)")
+	return &UnreachableError{err: e}
+}
+
+// Unreachable returns the UnreachableError in err's chain (or in any error
+// it joins), or nil.
+func Unreachable(err error) *UnreachableError {
+	var u *UnreachableError
+	if errors.As(err, &u) {
+		return u
+	}
+	return nil
+}
+
+// unreachableMsgs are what the docker and podman CLIs say when they cannot
+// reach their engine (lower case).
+var unreachableMsgs = []string{
+	"cannot connect to the docker daemon",                            // docker: no daemon, or no socket at DOCKER_HOST
+	"permission denied while trying to connect to the docker daemon", // docker: the socket is not the user's
+	"error during connect",                                           // docker: a TCP or npipe DOCKER_HOST
+	"cannot connect to podman",                                       // podman remote, podman machine
+	"unable to connect to podman socket",
+}
+
+// IsUnreachableMsg reports whether a CLI's error output says it could not
+// reach the engine.
+func IsUnreachableMsg(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, u := range unreachableMsgs {
+		if strings.Contains(m, u) {
+			return true
+		}
+	}
+	return false
 }
 
 // ServerVersion asks the engine for its version; an unreachable engine is a

@@ -65,6 +65,9 @@ func (c CLI) Stream(ctx context.Context, w io.Writer, env []string, args ...stri
 			return &errs.Error{Code: errs.Interrupted, Msg: fmt.Sprintf("%s %s: interrupted", c.Bin, args[0])}
 		}
 		msg := strings.TrimSpace(tail.String())
+		if IsUnreachableMsg(msg) {
+			return c.unreachable(msg)
+		}
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
 			msg = strings.TrimSpace(msg[i+1:])
 		}

@@ -77,7 +77,13 @@
 // network is refused and the existing object left alone. A launcher killed outright leaves labelled objects: the next
 // `hobbs run` of the same instance removes those whose owner process is gone,
 // and `hobbs stop --all` removes every session of the instance. The Claude
-// state volume and images are kept.
+// state volume and images are kept. A stop of a session whose launcher
+// runs leaves that launcher a mark (records.go) first: it then reports the
+// session stopped (ExitStopped) rather than failed.
+//
+// An engine the CLI cannot reach is an engine.UnreachableError (exit 3,
+// with the fix): a session gives up at its first such answer, without
+// retries.
 //
 // # Image
 //

@@ -131,6 +131,7 @@ func Stop(ctx context.Context, e engine.CLI, in instance.Instance, name string) 
 	}
 	for _, s := range all {
 		if s.Name == name {
+			markRunning(in, s)
 			if err := removeSession(ctx, e, name); err != nil {
 				return true, err
 			}
@@ -161,6 +162,7 @@ func stopWhere(ctx context.Context, e engine.CLI, in instance.Instance, pick fun
 		if !pick(s) {
 			continue
 		}
+		markRunning(in, s)
 		if err := removeSession(ctx, e, s.Name); err != nil {
 			forgetDead(in, done)
 			return done, err
@@ -169,4 +171,12 @@ func stopWhere(ctx context.Context, e engine.CLI, in instance.Instance, pick fun
 	}
 	forgetDead(in, done)
 	return done, nil
+}
+
+// markRunning leaves a stop mark (records.go) for session s when its
+// launcher still runs, so that launcher reports a stop, not a failure.
+func markRunning(in instance.Instance, s SessionInfo) {
+	if s.Owner != "" && s.OwnerAlive {
+		_ = markStopped(in, s.Name, s.Owner)
+	}
 }

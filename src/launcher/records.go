@@ -83,3 +83,37 @@ func forgetDead(in instance.Instance, names []string) {
 		unrecord(in, n)
 	}
 }
+
+// Stop marks. `hobbs stop` notes, before it removes anything, that it is
+// stopping a session whose launcher still runs: a file .stop.<name> among
+// the notes, holding that launcher's owner. The launcher, seeing its
+// containers die, reads it and reports that the session was stopped
+// (ExitStopped) rather than that its proxy or agent failed. The owner in
+// the mark keeps an earlier stop from speaking for a later session of the
+// same name. A stop run with another state directory leaves no mark the
+// launcher finds: the session then ends as if its containers had died.
+
+func stopMarkPath(in instance.Instance, name string) string {
+	return filepath.Join(recordDir(in), ".stop."+name)
+}
+
+// markStopped notes that session name, run by owner, is being stopped.
+func markStopped(in instance.Instance, name, owner string) error {
+	if err := os.MkdirAll(recordDir(in), 0o700); err != nil {
+		return err
+	}
+	return safefile.Write(stopMarkPath(in, name), []byte(owner+"\n"), 0o600)
+}
+
+// stopMarked reports whether session name, run by owner, is being stopped.
+func stopMarked(in instance.Instance, name, owner string) bool {
+	b, err := os.ReadFile(stopMarkPath(in, name))
+	return err == nil && strings.TrimSpace(string(b)) == owner
+}
+
+// unmarkStopped removes the stop mark of session name when it is owner's.
+func unmarkStopped(in instance.Instance, name, owner string) {
+	if stopMarked(in, name, owner) {
+		_ = os.Remove(stopMarkPath(in, name))
+	}
+}

@@ -82,6 +82,20 @@ type Session struct {
 	gitCovered bool
 }
 
+// ExitStopped is the exit code of a `hobbs run` whose session `hobbs stop`
+// ended: 128+SIGTERM, the status a command ended by SIGTERM has, and what
+// the stop sends the agent's command (docs/cli.md).
+const ExitStopped = 143
+
+// stoppedError is the error of a session that `hobbs stop` ended.
+func (s *Session) stoppedError() error {
+	return &errs.Error{Code: ExitStopped, Msg: fmt.Sprintf("session %s stopped by hobbs stop", s.Name)}
+}
+
+// stopped reports whether `hobbs stop` is stopping this session (its mark,
+// records.go).
+func (s *Session) stopped() bool { return stopMarked(s.Instance, s.Name, s.owner) }
+
 // reservedEnv are variables the launcher sets; a vault mapping may not
 // override them.
 var reservedEnv = map[string]bool{"HOME": true, "USER": true, "PATH": true, "HOBBS_HOME": true, "HOBBS_CONTEXT": true,
@@ -362,6 +376,9 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 			return
 		}
 		if _, err := ReapOrphans(ctx, e, s.Instance); err != nil {
+			if engine.Unreachable(err) != nil {
+				return // the session's own calls report it
+			}
 			s.Progress("warning: could not remove leftovers of earlier sessions: %v", err)
 			return
 		}
@@ -376,12 +393,16 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		cerr := s.cleanup()
 		s.removeSessionFiles()
 		release()
-		if cerr != nil && err == nil {
+		// A stop removes what is left of the session itself; its removal
+		// and this cleanup may refuse each other's objects meanwhile.
+		stopped := s.stopped()
+		if cerr != nil && err == nil && !stopped {
 			err = cerr
 		}
-		if cerr == nil && recorded {
+		if (cerr == nil || stopped) && recorded {
 			unrecord(s.Instance, s.Name)
 		}
+		unmarkStopped(s.Instance, s.Name, s.owner)
 		<-reaped
 		engine.Tracef("session: cleanup done")
 		if ctx.Err() != nil {
@@ -396,6 +417,10 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	s.ev = ev
 	err = s.create(ctx, reaped)
 	close(created)
+	if u := engine.Unreachable(err); u != nil {
+		// One message for every call that failed the same way.
+		return 0, u
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -431,6 +456,9 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		select {
 		case res := <-agent.done:
 			s.agentEnded = true
+			if s.stopped() {
+				return 0, s.stoppedError()
+			}
 			select {
 			case <-proxyDied: // died first, and not removed by us
 				if s.proxyStop == nil {
@@ -442,6 +470,10 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		case err := <-healthy:
 			healthy = nil
 			if err != nil && hctx.Err() == nil {
+				if s.stopped() {
+					agent.wait(s)
+					return 0, s.stoppedError()
+				}
 				agent.kill(s)
 				return 0, err
 			}
@@ -454,6 +486,10 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 			proxyDied = nil
 			if s.proxyStop != nil {
 				continue // our own stop
+			}
+			if s.stopped() {
+				agent.wait(s)
+				return 0, s.stoppedError()
 			}
 			agent.kill(s)
 			if !up {
@@ -547,7 +583,7 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 		volume.wait()
 		return perr // the cause; the rest follows from it
 	}
-	if (err != nil || changed) && errs.Code(err) != errs.Usage {
+	if (err != nil || changed) && errs.Code(err) != errs.Usage && engine.Unreachable(err) == nil {
 		// Made from an image that is gone or was missing: again, from the
 		// one Prepare made. (A name in use is the user's to fix.)
 		engine.Tracef("session: creating the containers again (the image was built or pulled, or a create failed)")
@@ -626,7 +662,7 @@ func (s *Session) createNetwork(ctx context.Context, what, name string, reaped <
 	for try := 0; try < 2; try++ {
 		if _, err = s.Engine.Output(ctx, args...); err == nil || !isClash(err) {
 			// Made, or failed otherwise: any network of that name is ours.
-			s.made(what)
+			s.madeUnlessUnreachable(what, err)
 			return err
 		}
 		<-reaped
@@ -642,7 +678,7 @@ func (s *Session) createContainer(ctx context.Context, what, name string, env, a
 	for try := 0; try < 2; try++ {
 		var id string
 		if id, err = s.output(ctx, env, args...); err == nil || !isClash(err) {
-			s.made(what)
+			s.madeUnlessUnreachable(what, err)
 			return id, err
 		}
 		<-reaped
@@ -677,7 +713,7 @@ func (s *Session) output(ctx context.Context, env []string, args ...string) (str
 		if msg == "" {
 			msg = err.Error()
 		}
-		return "", errs.Failf("%s %s: %s", s.Engine.Bin, args[0], msg)
+		return "", s.Engine.CallError(args[0], msg)
 	}
 	return strings.TrimSpace(stdout.String()), nil
 }
@@ -858,6 +894,14 @@ func (s *Session) made(what string) {
 	s.created[what] = true
 }
 
+// madeUnlessUnreachable records what as made unless err says the engine
+// was not reached: a create that failed otherwise may have made it.
+func (s *Session) madeUnlessUnreachable(what string, err error) {
+	if engine.Unreachable(err) == nil {
+		s.made(what)
+	}
+}
+
 func (s *Session) has(what string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -993,6 +1037,16 @@ func (a *agentRun) stop(s *Session) int {
 	return errs.Interrupted
 }
 
+// wait waits for the agent to end (a stop is ending it), removing it when
+// it has not within the stop's own timeout.
+func (a *agentRun) wait(s *Session) {
+	select {
+	case <-a.done:
+	case <-time.After((proxyStopTime + 5) * time.Second):
+		a.kill(s)
+	}
+}
+
 // kill removes the agent container and waits for the docker CLI to end.
 func (a *agentRun) kill(s *Session) {
 	_, _ = s.Engine.Output(context.Background(), "rm", "-f", s.Name)
@@ -1083,6 +1137,9 @@ func (s *Session) removeAgent(ctx context.Context) error {
 		err := s.rmContainer(ctx, s.Name)
 		if err == nil {
 			return nil
+		}
+		if engine.Unreachable(err) != nil {
+			return err // asking again would not help
 		}
 		select {
 		case <-gone:
