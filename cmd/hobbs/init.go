@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,11 +11,12 @@ import (
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
 func newInitCmd(a *app) *cobra.Command {
-	var git, noInput bool
+	var git, noInput, redo bool
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create or complete your Hobbs instance directory",
@@ -22,16 +25,27 @@ func newInitCmd(a *app) *cobra.Command {
 init is idempotent: it creates only what is missing and never changes a file
 that exists, so it is safe to run again after an upgrade. On a terminal it
 asks a few questions to co-create foundation.md (your core values, principles
-and long-term goals); --no-input skips them and leaves the template.`,
+and long-term goals); --no-input skips them and leaves the template.
+
+--foundation asks the questions again over the existing foundation.md (on a
+terminal only): each answer replaces its section, a skipped question keeps
+what the section holds. When foundation.md holds your own text, not just the
+template, it asks first and keeps the current text in
+foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 		Example: `  hobbs init
   hobbs init --git                       # also make it a git repository
+  hobbs init --foundation                # ask the foundation questions again
   HOBBS_HOME=~/hobbs-test hobbs init --no-input`,
 		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.Flags().BoolVar(&git, "git", false, "make the instance a git repository (keys and logs ignored)")
 	cmd.Flags().BoolVar(&noInput, "no-input", false, "do not ask questions; keep the templates as they are")
+	cmd.Flags().BoolVar(&redo, "foundation", false, "ask the foundation questions again (terminal only; keeps a backup of your own text)")
 	out := a.jsonFlag(cmd, "print what was created and kept as JSON")
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		if redo {
+			return a.redoFoundation(in, git, noInput, out)
+		}
 		opt := instance.InitOptions{Templates: hobbs.Templates, Git: git}
 		if !noInput && a.stdinIsTTY() {
 			opt.Foundation = func(tpl []byte) ([]byte, error) {
@@ -63,4 +77,65 @@ and long-term goals); --no-input skips them and leaves the template.`,
 		})
 	})
 	return cmd
+}
+
+// redoFoundation is init --foundation: it completes the instance as plain
+// init does, then reruns the foundation questions over foundation.md. The
+// confirmation and the answers are read from one reader, so neither takes
+// the other's line.
+func (a *app) redoFoundation(in instance.Instance, git, noInput bool, out *output) error {
+	if noInput {
+		return errs.Usagef("--foundation asks questions; it cannot be used with --no-input")
+	}
+	if !a.stdinIsTTY() {
+		return errs.Usagef("--foundation asks its questions on a terminal, and stdin is not one").
+			WithHint("run hobbs init --foundation in a terminal, or edit %s directly", in.Foundation())
+	}
+	res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Git: git})
+	if res != nil && len(res.Created) > 0 {
+		a.logAudit(in, audit.Entry{Event: "init", Subject: in.Root, Outcome: outcome(err),
+			Detail: map[string]any{"created": res.Created}})
+		for _, p := range res.Created {
+			a.status("created  %s", p)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	r := bufio.NewReader(a.in)
+	confirm := func() (bool, error) {
+		fmt.Fprintf(a.errOut, "foundation.md holds your own text. Answer the questions again over it?\n"+
+			"Each answer replaces its section; the current file is kept in foundation.md.TIME.bak. [y/N] ")
+		line, err := r.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		ans := strings.ToLower(strings.TrimSpace(line))
+		return ans == "y" || ans == "yes", nil
+	}
+	interview := func(cur []byte) ([]byte, error) { return instance.CoCreateFoundation(cur, r, a.errOut) }
+	redo, err := instance.RedoFoundation(in, interview, confirm)
+	detail := map[string]any{}
+	if redo != nil {
+		detail["changed"] = redo.Changed
+		if redo.Backup != "" {
+			detail["backup"] = redo.Backup
+		}
+	}
+	a.logAudit(in, audit.Entry{Event: "init.foundation", Subject: in.Foundation(), Outcome: outcome(err), Detail: detail})
+	if err != nil {
+		return err
+	}
+	return out.print(redo, func(w io.Writer) error {
+		switch {
+		case !redo.Changed:
+			a.status("foundation.md: no answers, nothing changed")
+		case redo.Backup != "":
+			a.status("wrote    foundation.md (your previous text is in %s)", redo.Backup)
+		default:
+			a.status("wrote    foundation.md")
+		}
+		fmt.Fprintln(w, in.Foundation())
+		return nil
+	})
 }

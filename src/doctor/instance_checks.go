@@ -17,6 +17,7 @@ import (
 func init() {
 	Register(Check{Name: "instance.layout", Order: 10, Run: checkLayout})
 	Register(Check{Name: "instance.files", Order: 15, Run: checkFiles})
+	Register(Check{Name: "instance.foundation", Order: 16, Run: checkFoundation})
 	Register(Check{Name: "instance.permissions", Order: 20, Run: checkPermissions})
 	Register(Check{Name: "config", Order: 30, Run: checkConfig})
 }
@@ -41,6 +42,26 @@ func checkLayout(_ context.Context, env *Env) []Result {
 			Fix:     "run: hobbs init (creates only what is missing)"}}
 	}
 	return []Result{{Status: OK, Message: env.Instance.Root + ": layout complete"}}
+}
+
+// checkFoundation warns when foundation.md still holds only the template:
+// every session then gets the template's placeholder comments instead of
+// the user's values and goals. A missing file is instance.layout's to
+// report, a link or special file instance.files'.
+func checkFoundation(_ context.Context, env *Env) []Result {
+	data, err := env.Instance.FS().ReadFile(env.Instance.Foundation())
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, safefile.ErrUnsafe):
+		return nil
+	case err != nil:
+		return []Result{{Status: Fail, Message: err.Error(), Fix: "make foundation.md a readable regular file"}}
+	}
+	if instance.FoundationTemplateOnly(data) {
+		return []Result{{Status: Warn,
+			Message: "foundation.md holds only the template: sessions get its placeholders, not your values and goals",
+			Fix:     "run hobbs init --foundation in a terminal, or edit " + env.Instance.Foundation()}}
+	}
+	return []Result{{Status: OK, Message: "foundation.md is filled in"}}
 }
 
 // maxListed bounds how many paths a result names.

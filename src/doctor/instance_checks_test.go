@@ -144,3 +144,21 @@ func TestCheckFilesGitAndHardLinks(t *testing.T) {
 		t.Errorf("hard links inside a share reported:\n%s", msg)
 	}
 }
+
+// checkFoundation warns about a template-only foundation.md, is content with
+// a filled one, and leaves a missing file to instance.layout.
+func TestCheckFoundation(t *testing.T) {
+	in := instance.Instance{Root: t.TempDir()}
+	if rs := checkFoundation(context.Background(), &Env{Instance: in}); len(rs) != 0 {
+		t.Errorf("missing: %+v", rs)
+	}
+	os.WriteFile(in.Foundation(), []byte("## Core Values\n\n<!-- Example: honesty -->\n"), 0o644)
+	if rs := checkFoundation(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != Warn ||
+		!strings.Contains(rs[0].Fix, "hobbs init --foundation") {
+		t.Errorf("template-only: %+v", rs)
+	}
+	os.WriteFile(in.Foundation(), []byte("## Core Values\n\n- Honesty\n"), 0o644)
+	if rs := checkFoundation(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != OK {
+		t.Errorf("filled: %+v", rs)
+	}
+}

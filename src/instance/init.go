@@ -164,12 +164,17 @@ var FoundationQuestions = []struct{ Heading, Prompt string }{
 }
 
 // CoCreateFoundation asks FoundationQuestions on out, reads one answer line
-// each from in, and returns the template with each answered section filled
-// with bullet points. An empty answer keeps the template's text.
+// each from in, and returns the template (or a foundation being redone) with
+// each answered section filled with bullet points. An empty answer keeps the
+// section's text. A *bufio.Reader is read as it is, so a caller that asked
+// something before on the same input loses no buffered answer.
 func CoCreateFoundation(template []byte, in io.Reader, out io.Writer) ([]byte, error) {
 	fmt.Fprintln(out, "Let's write your foundation: the values and goals Hobbs always keeps in mind.")
 	fmt.Fprintln(out, "Press Enter to skip a question; you can edit foundation.md any time.")
-	r := bufio.NewReader(in)
+	r, ok := in.(*bufio.Reader)
+	if !ok {
+		r = bufio.NewReader(in)
+	}
 	doc := template
 	for _, q := range FoundationQuestions {
 		fmt.Fprintf(out, "\n%s\n> ", q.Prompt)
@@ -195,19 +200,26 @@ func CoCreateFoundation(template []byte, in io.Reader, out io.Writer) ([]byte, e
 }
 
 // fillSection replaces the body of "## heading" (up to the next "## ") with
-// body.
+// body. A document without that heading (the user renamed or removed it)
+// gets the section at its end, so an answer is never dropped.
 func fillSection(doc []byte, heading, body string) []byte {
 	lines := bytes.Split(doc, []byte("\n"))
 	var out [][]byte
+	found := false
 	for i := 0; i < len(lines); i++ {
 		out = append(out, lines[i])
 		if strings.TrimSpace(string(lines[i])) != "## "+heading {
 			continue
 		}
+		found = true
 		out = append(out, []byte(""), []byte(body), []byte(""))
 		for i+1 < len(lines) && !bytes.HasPrefix(lines[i+1], []byte("## ")) {
 			i++
 		}
+	}
+	if !found {
+		doc = bytes.TrimRight(doc, "\n")
+		return append(doc, []byte("\n\n## "+heading+"\n\n"+body+"\n")...)
 	}
 	return bytes.Join(out, []byte("\n"))
 }
