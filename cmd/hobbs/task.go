@@ -98,7 +98,20 @@ func newTaskDoneCmd(a *app) *cobra.Command {
 		Long: `Record the outcome of a running task and append its retrospective (Markdown
 from a file, or - for stdin). With --remember, each bullet under a "Lessons"
 heading of the retrospective becomes a memory tagged "task" and the agent's name,
-with the task as its source.`,
+with the task as its source.
+
+A lesson that looks like a secret (a token, a key, a password in a URL) is not
+remembered: memories are plaintext and loaded into every session. The task is
+recorded and the other lessons are stored; a warning names the skipped lesson's
+number and the kind of secret, never its text, and the exit status stays 0
+(--json lists them under skipped_lessons). Keep the secret in the vault and
+remember where it lives instead.
+
+Exit status: 0 when the task is recorded and every lesson not skipped is
+stored; 1 when a lesson could not be stored for another reason (the task is
+recorded all the same, with the memories made before it; the error names the
+lesson's number); 2 for bad usage, including --remember without a Lessons
+section (nothing is recorded then).`,
 		Example: `  hobbs task done task_20261122_001 --outcome ok
   hobbs task done task_20261122_002 --outcome failed --retro - --remember <<'EOF'
   The bank export timed out twice.
@@ -132,6 +145,13 @@ with the task as its source.`,
 		ev := audit.Entry{Event: "task.done", Subject: args[0], Outcome: outcome(err)}
 		if t != nil {
 			ev.Detail = map[string]any{"status": t.Status, "remembered": t.Remembered}
+			if len(t.Skipped) > 0 {
+				ev.Detail["skipped_lessons"] = t.Skipped
+			}
+			for _, sk := range t.Skipped {
+				a.warn("lesson %d not remembered: it looks like a secret (%s), and memories are plaintext loaded into every session; "+
+					"keep the secret in the vault (hobbs vault set NAME, on the host) and remember where it lives", sk.Lesson, sk.Kind)
+			}
 		}
 		a.logAudit(in, ev)
 		if err != nil {

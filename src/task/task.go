@@ -20,6 +20,10 @@
 // the file atomically; Done records the outcome once (a finished task is not
 // finished again), appends the retrospective, and can turn the bullets of its
 // "Lessons" section into memories through a Rememberer the caller provides.
+// A lesson that looks like a secret (audit.SecretKind) is never handed to
+// the Rememberer: memories are plaintext loaded into every session. It is
+// skipped and reported by its number and the secret's kind, never its text,
+// and the task and the other lessons are recorded all the same.
 package task
 
 import (
@@ -32,6 +36,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/frontmatter"
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -55,8 +60,11 @@ type Task struct {
 	Started    time.Time  `yaml:"started" json:"started"`
 	Finished   *time.Time `yaml:"finished,omitempty" json:"finished,omitempty"`
 	Remembered []string   `yaml:"remembered,omitempty" json:"remembered,omitempty"`
-	Path       string     `yaml:"-" json:"path"`
-	Body       string     `yaml:"-" json:"body,omitempty"`
+	// Skipped lists the lessons Done did not remember because they look
+	// like a secret; reported by the command, not kept in the file.
+	Skipped []SkippedLesson `yaml:"-" json:"skipped_lessons,omitempty"`
+	Path    string          `yaml:"-" json:"path"`
+	Body    string          `yaml:"-" json:"body,omitempty"`
 }
 
 // Log is the task log of an instance.
@@ -211,6 +219,14 @@ func (l Log) List() ([]*Task, []Problem) {
 // Rememberer stores one lesson as a memory and returns its id.
 type Rememberer func(text string, tags []string, source string) (id string, err error)
 
+// SkippedLesson is a lesson Done did not turn into a memory because it
+// looks like a secret. It carries the lesson's number and the kind of
+// secret, never the text.
+type SkippedLesson struct {
+	Lesson int    `json:"lesson"` // 1-based position among the Lessons bullets
+	Kind   string `json:"kind"`   // audit.SecretKind's name for it
+}
+
 // DoneOptions configures Done.
 type DoneOptions struct {
 	Outcome  string     // OK or Failed
@@ -253,10 +269,21 @@ func (l Log) Done(id string, o DoneOptions) (*Task, error) {
 	if t.Agent != "" {
 		tags = append(tags, t.Agent)
 	}
-	for _, lesson := range lessons {
+	// A lesson that fails to be stored stops the others, but the task is
+	// recorded first with the memories made so far: finishing it again is
+	// refused, so losing the record would lose the outcome.
+	var rememberErr error
+	for i, lesson := range lessons {
+		if kind := audit.SecretKind(lesson); kind != "" {
+			t.Skipped = append(t.Skipped, SkippedLesson{Lesson: i + 1, Kind: kind})
+			continue
+		}
 		mid, err := o.Remember(lesson, tags, source)
 		if err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "remember lesson %q", lesson)
+			rememberErr = &errs.Error{Code: errs.Failure, Err: err,
+				Msg:  fmt.Sprintf("task %s recorded, but lesson %d of %d was not remembered", t.ID, i+1, len(lessons)),
+				Hint: "add it and the lessons after it with: hobbs memory add TEXT --type lesson --tag task --source " + source}
+			break
 		}
 		t.Remembered = append(t.Remembered, mid)
 	}
@@ -267,7 +294,7 @@ func (l Log) Done(id string, o DoneOptions) (*Task, error) {
 	if err := l.fs().Write(t.Path, data, 0o644); err != nil {
 		return nil, err
 	}
-	return t, nil
+	return t, rememberErr
 }
 
 // demoteTopHeading keeps a retrospective's own "# Title" from competing with

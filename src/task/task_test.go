@@ -179,3 +179,65 @@ func TestPlantedLinksAndFIFOsRefused(t *testing.T) {
 		t.Fatalf("the link's target changed: %v", ents)
 	}
 }
+
+// A lesson that looks like a secret never reaches the Rememberer: it is
+// skipped by number and kind, the other lessons are remembered and the task
+// is recorded.
+func TestDoneSkipsSecretLessons(t *testing.T) {
+	l := newLog(t)
+	tk, err := l.Start("Rotate", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	rem := func(text string, _ []string, _ string) (string, error) {
+		got = append(got, text)
+		return fmt.Sprintf("mem_%d", len(got)), nil
+	}
+	retro := "## Lessons\n\n- First.\n- Token ghp_a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2\n- Third.\n"
+	done, err := l.Done(tk.ID, DoneOptions{Outcome: OK, Retro: retro, Remember: rem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "First.|Third." {
+		t.Errorf("remembered %q, want the two lessons without the secret", got)
+	}
+	if len(done.Skipped) != 1 || done.Skipped[0] != (SkippedLesson{Lesson: 2, Kind: "github-token"}) {
+		t.Errorf("skipped = %+v", done.Skipped)
+	}
+	back, err := l.Get(tk.ID)
+	if err != nil || back.Status != OK || len(back.Remembered) != 2 {
+		t.Fatalf("recorded task = %+v, %v", back, err)
+	}
+}
+
+// A lesson the Rememberer fails on stops the rest, but the task is recorded
+// with the memories made before it, and the error names the lesson by
+// number, not by its text.
+func TestDoneRecordsTaskWhenALessonFails(t *testing.T) {
+	l := newLog(t)
+	tk, err := l.Start("Export", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	rem := func(text string, _ []string, _ string) (string, error) {
+		calls++
+		if calls == 2 {
+			return "", errors.New("memory is locked")
+		}
+		return "mem_1", nil
+	}
+	retro := "## Lessons\n\n- One.\n- Two private words.\n- Three.\n"
+	done, err := l.Done(tk.ID, DoneOptions{Outcome: Failed, Retro: retro, Remember: rem})
+	if err == nil || !strings.Contains(err.Error(), "lesson 2 of 3 was not remembered") || strings.Contains(err.Error(), "private words") {
+		t.Fatalf("err = %v", err)
+	}
+	if errs.Code(err) != errs.Failure || calls != 2 || done == nil {
+		t.Fatalf("code %d, calls %d, task %+v", errs.Code(err), calls, done)
+	}
+	back, gerr := l.Get(tk.ID)
+	if gerr != nil || back.Status != Failed || len(back.Remembered) != 1 {
+		t.Fatalf("recorded task = %+v, %v", back, gerr)
+	}
+}
