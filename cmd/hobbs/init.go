@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,12 +47,7 @@ foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 		if redo {
 			return a.redoFoundation(in, git, noInput, out)
 		}
-		opt := instance.InitOptions{Templates: hobbs.Templates, Git: git}
-		if !noInput && a.stdinIsTTY() {
-			opt.Foundation = func(tpl []byte) ([]byte, error) {
-				return instance.CoCreateFoundation(tpl, a.in, a.errOut)
-			}
-		}
+		opt := instance.InitOptions{Templates: hobbs.Templates, Git: git, Foundation: a.foundationInterview(noInput)}
 		res, err := instance.Init(in, opt)
 		if res != nil {
 			a.logAudit(in, audit.Entry{Event: "init", Subject: in.Root, Outcome: outcome(err),
@@ -59,6 +55,13 @@ foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 		}
 		if err != nil {
 			return err
+		}
+		if opt.Foundation != nil && !slices.Contains(res.Created, "foundation.md") {
+			// An instance made without questions (hobbs run off a terminal,
+			// --no-input) still has the template: ask them now.
+			if err := a.interviewTemplateFoundation(in, opt.Foundation); err != nil {
+				return err
+			}
 		}
 		return out.print(res, func(w io.Writer) error {
 			for _, p := range res.Created {
@@ -77,6 +80,38 @@ foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 		})
 	})
 	return cmd
+}
+
+// foundationInterview is the foundation interview on a terminal, or nil
+// when init must not ask (--no-input, stdin not a terminal).
+func (a *app) foundationInterview(noInput bool) func(tpl []byte) ([]byte, error) {
+	if noInput || !a.stdinIsTTY() {
+		return nil
+	}
+	return func(tpl []byte) ([]byte, error) { return instance.CoCreateFoundation(tpl, a.in, a.errOut) }
+}
+
+// interviewTemplateFoundation asks the foundation questions over a
+// foundation.md that is still the template, and does nothing when it holds
+// the user's own text (init --foundation is the way to redo that).
+func (a *app) interviewTemplateFoundation(in instance.Instance, interview func([]byte) ([]byte, error)) error {
+	cur, err := in.FS().ReadFile(in.Foundation())
+	if err != nil || !instance.FoundationTemplateOnly(cur) {
+		return nil // an unreadable file is doctor's to report
+	}
+	redo, err := instance.RedoFoundation(in, interview, func() (bool, error) { return false, nil })
+	detail := map[string]any{}
+	if redo != nil {
+		detail["changed"] = redo.Changed
+	}
+	a.logAudit(in, audit.Entry{Event: "init.foundation", Subject: in.Foundation(), Outcome: outcome(err), Detail: detail})
+	if err != nil {
+		return err
+	}
+	if redo.Changed {
+		a.status("wrote    foundation.md")
+	}
+	return nil
 }
 
 // redoFoundation is init --foundation: it completes the instance as plain

@@ -77,7 +77,9 @@ Claude state volume stays). An engine it cannot reach is exit 3.`,
 					WithHint("run hobbs as your own user (one allowed to use the engine, e.g. in the docker group); the agent then runs with your uid and its files are yours")
 			}
 			if !in.Exists() {
-				res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates})
+				// On a terminal the first run asks the foundation questions,
+				// as hobbs init does.
+				res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Foundation: a.foundationInterview(false)})
 				if err != nil {
 					return err
 				}
