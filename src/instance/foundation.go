@@ -17,7 +17,7 @@ import (
 // comments (the template's placeholders are comments). A file without such
 // headings is the user's own form, template-only only when it is blank.
 func FoundationTemplateOnly(doc []byte) bool {
-	text := stripComments(string(doc))
+	text := StripComments(string(doc))
 	sawHeading := false
 	for _, line := range strings.Split(text, "\n") {
 		t := strings.TrimSpace(line)
@@ -32,8 +32,9 @@ func FoundationTemplateOnly(doc []byte) bool {
 	return sawHeading || strings.TrimSpace(text) == ""
 }
 
-// stripComments removes HTML comments; an unclosed one runs to the end.
-func stripComments(s string) string {
+// StripComments removes HTML comments (guidance for the person editing a
+// Markdown file, not part of what it says); an unclosed one runs to the end.
+func StripComments(s string) string {
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "<!--")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -148,7 +149,30 @@ func fileSection(root safefile.Root, title, path string) (Section, bool, error) 
 	if err != nil {
 		return Section{}, false, errs.Wrap(errs.Failure, err, "read %s", path)
 	}
-	return Section{Title: title, Path: path, Text: strings.TrimSpace(string(b))}, true, nil
+	return Section{Title: title, Path: path, Text: contextText(string(b))}, true, nil
+}
+
+// contextText is a Markdown file's text as a context carries it: without
+// HTML comments (the templates' guidance for the user, which would otherwise
+// reach every session) and the blank lines they leave.
+func contextText(s string) string {
+	s = instance.StripComments(s)
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	blank := false
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			if blank {
+				continue
+			}
+			blank = true
+			out = append(out, "")
+			continue
+		}
+		blank = false
+		out = append(out, strings.TrimRight(l, " \t"))
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
 }
 
 // SessionSections returns the fixed sections of a context after

@@ -264,3 +264,34 @@ func TestFoundationCountsUTF16(t *testing.T) {
 		t.Fatal("hookLen does not count a surrogate pair as two")
 	}
 }
+
+// HTML comments in foundation.md and claude.md (the templates' guidance for
+// the user) stay out of the context, and so do the blank lines they leave.
+func TestContextLeavesOutComments(t *testing.T) {
+	s := newStore(t)
+	foundation := "# Foundation\n\n## Core Values\n\n<!-- List what matters to you. Example:\n- Honesty -->\n\n\n- Curiosity\n<!-- unclosed"
+	if err := os.WriteFile(s.In.Foundation(), []byte(foundation), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.In.ClaudeMD(), []byte("<!-- your instructions -->\nAnswer in French.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	secs, err := s.SessionSections("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.BuildContext(ContextOptions{Sections: secs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<!--", "-->", "List what matters", "Honesty", "unclosed", "\n\n\n"} {
+		if strings.Contains(c.Text, bad) {
+			t.Errorf("context holds %q:\n%s", bad, c.Text)
+		}
+	}
+	for _, want := range []string{"## Core Values\n\n- Curiosity", "Answer in French."} {
+		if !strings.Contains(c.Text, want) {
+			t.Errorf("context lacks %q:\n%s", want, c.Text)
+		}
+	}
+}
