@@ -236,6 +236,19 @@ func TestDenialNamesRule(t *testing.T) {
 	if code != 403 || !strings.Contains(body, "default") {
 		t.Fatalf("%d %q: want 403 naming the default rule", code, body)
 	}
+	// A host the policy does not list: the answer says how to allow it.
+	if want := fmt.Sprintf("hobbs policy allow nope.test:%d", tg.port); !strings.Contains(body, want) {
+		t.Fatalf("%q: want the hint %q", body, want)
+	}
+	if _, body = e.raw(t, "GET http://NOPE.test./x HTTP/1.1\r\nHost: NOPE.test.\r\nConnection: close\r\n\r\n"); !strings.Contains(body, "hobbs policy allow nope.test\n") {
+		t.Fatalf("%q: want the hint naming the canonical host, without the default port", body)
+	}
+	// The deny list and the address guard are not a missing allow.
+	for _, host := range []string{"bad.deny.test", "rebind.test"} {
+		if _, body := e.tunnel(t, fmt.Sprintf("%s:%d", host, tg.port), ""); strings.Contains(body, "policy allow") {
+			t.Fatalf("%s: %q suggests an allow", host, body)
+		}
+	}
 	e.srv.Shutdown(t.Context()) // flushes the audit log
 	audit := readFile(t, e.audit)
 	for _, want := range []string{`"event":"egress.deny"`, `"outcome":"denied"`, `"subject":"bad.deny.test:`, `"rule":"deny`, `"actor":"proxy"`} {

@@ -489,8 +489,20 @@ func refusal(code int, rec *record) string {
 	case http.StatusServiceUnavailable:
 		return "hobbs proxy: shutting down\n"
 	}
-	return fmt.Sprintf("hobbs proxy: %s to %s denied by %s: %s\n", rec.method,
+	msg := fmt.Sprintf("hobbs proxy: %s to %s denied by %s: %s\n", rec.method,
 		net.JoinHostPort(rec.host, strconv.Itoa(rec.port)), rec.rule, rec.reason)
+	if code == http.StatusForbidden && rec.rule == "default-deny" {
+		// The host is in canonical form here (the policy decided on it).
+		target := rec.host
+		if strings.Contains(target, ":") {
+			target = "[" + target + "]"
+		}
+		if rec.port != 443 && rec.port != 80 {
+			target = net.JoinHostPort(rec.host, strconv.Itoa(rec.port))
+		}
+		msg += "hobbs proxy: hint: to allow it, run on the host (not in the agent's container): hobbs policy allow " + target + "\n"
+	}
+	return msg
 }
 
 // handleConnect decides a CONNECT request. Every outcome hijacks the
