@@ -41,7 +41,8 @@ See docs/egress.md for the format and the services catalog.`,
   hobbs policy allow api.example.com
   hobbs policy deny gist.github.com`,
 	}
-	cmd.AddCommand(newPolicyShowCmd(a), newPolicyCheckCmd(a), newPolicyEditCmd(a, "allow"), newPolicyEditCmd(a, "deny"))
+	cmd.AddCommand(newPolicyShowCmd(a), newPolicyCheckCmd(a), newPolicyEditCmd(a, "allow"), newPolicyEditCmd(a, "deny"),
+		newPolicyRmCmd(a))
 	return cmd
 }
 
@@ -183,6 +184,34 @@ running proxy reloads it within a second.`, verb, section, what),
 			}
 			a.audit(in).Log(audit.Entry{Event: "policy." + verb, Subject: pattern, Detail: map[string]any{"file": in.Rel(in.Policy())}})
 			a.status("added %s to %s in %s", pattern, section, in.Policy())
+			return nil
+		}),
+	}
+}
+
+func newPolicyRmCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm DOMAIN",
+		Short: "Remove DOMAIN from the instance's policy.yaml (undoes allow or deny)",
+		Long: `rm removes DOMAIN from the domains and deny lists of the instance's
+policy.yaml, the way allow and deny add it: the file is rewritten atomically
+with its comments kept, and a running proxy reloads it within a second.
+DOMAIN is matched in canonical form ("API.Example.com." is api.example.com).
+A DOMAIN the file does not list is exit 3; one allowed by the default policy
+or a service stays allowed (hobbs policy check DOMAIN says by what).`,
+		Example: "  hobbs policy rm api.example.com\n  hobbs policy rm '*.example.com'\n  hobbs policy rm localhost:8080",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+			if err := in.FS().MkdirAll(filepath.Dir(in.Lock("policy")), 0o700); err != nil {
+				return err
+			}
+			pattern, sections, err := egress.Unlist(in.FS(), in.Policy(), in.Lock("policy"), args[0])
+			if err != nil {
+				return err
+			}
+			a.audit(in).Log(audit.Entry{Event: "policy.rm", Subject: pattern,
+				Detail: map[string]any{"file": in.Rel(in.Policy()), "sections": sections}})
+			a.status("removed %s from %s in %s", pattern, strings.Join(sections, " and "), in.Policy())
 			return nil
 		}),
 	}

@@ -137,3 +137,76 @@ func Edit(fsys safefile.Root, path, lockPath, section, entry string, template []
 	}
 	return rule.Pattern, true, nil
 }
+
+// Unlist removes entry from the domains and deny lists of the policy file at
+// path, under lockPath, keeping the file's comments and layout, replacing it
+// atomically; both paths are opened beneath fsys. The file is validated
+// before and after; an invalid file is reported and never rewritten. It
+// returns the canonical pattern and the sections it was removed from; an
+// entry the file does not list is a Missing error.
+func Unlist(fsys safefile.Root, path, lockPath, entry string) (string, []string, error) {
+	rule, err := ParseRule(entry)
+	if err != nil {
+		return "", nil, errs.Usagef("%v", err)
+	}
+	unlock, err := fsys.Lock(lockPath, 10*time.Second)
+	if err != nil {
+		return "", nil, errs.Wrap(errs.Timeout, err, "policy is locked")
+	}
+	defer unlock()
+	data, err := fsys.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, errs.Missingf("%s is not listed in %s (there is no such file)", rule.Pattern, path)
+	}
+	if err != nil {
+		return "", nil, errs.Wrap(errs.Failure, err, "read policy")
+	}
+	perm := fs.FileMode(0o644)
+	if fi, err := fsys.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	if _, err := Parse(path, data); err != nil {
+		return "", nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return "", nil, errs.Usagef("%s: %v", path, err)
+	}
+	var removed []string
+	if len(doc.Content) > 0 && doc.Content[0].Kind == yaml.MappingNode {
+		root := doc.Content[0]
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			section, seq := root.Content[i].Value, root.Content[i+1]
+			if (section != "domains" && section != "deny") || seq.Kind != yaml.SequenceNode {
+				continue
+			}
+			kept := seq.Content[:0]
+			for _, item := range seq.Content {
+				if r, err := ParseRule(item.Value); err == nil && item.Kind == yaml.ScalarNode && r.Pattern == rule.Pattern {
+					removed = append(removed, section)
+					continue
+				}
+				kept = append(kept, item)
+			}
+			seq.Content = kept
+		}
+	}
+	if len(removed) == 0 {
+		return "", nil, errs.Missingf("%s is not listed in %s", rule.Pattern, path).
+			WithHint("see what allows it: hobbs policy check %s", rule.Pattern)
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return "", nil, err
+	}
+	enc.Close()
+	if _, err := Parse(path, buf.Bytes()); err != nil {
+		return "", nil, fmt.Errorf("egress: edited policy does not parse (not written): %w", err)
+	}
+	if err := fsys.Write(path, buf.Bytes(), perm); err != nil {
+		return "", nil, errs.Wrap(errs.Failure, err, "write policy")
+	}
+	return rule.Pattern, removed, nil
+}
