@@ -24,20 +24,26 @@ binary's embedded identity, skills, templates and policy, and a static linux
 hobbs binary (this one when it is one; else --binary FILE or HOBBS_BINARY).
 The repository is not needed. Build output is streamed to stderr.
 
-The image is labelled with a hash of its inputs; hobbs run rebuilds it only
-when that hash changes, so you rarely need this command.
+It builds the image hobbs run uses: --tag, else image from config.yaml, else
+hobbs:local-<version>, a name of this hobbs binary's own (two binaries on
+one engine never replace each other's image). The image is labelled with a
+hash of its inputs; hobbs run rebuilds it only when that hash changes, so you
+rarely need this command. The image a build replaces under the same name is
+removed, unless a container still uses it (hobbs prune removes it later).
 
 --runtime builds the production runtime base instead (dist/Dockerfile.runtime:
 Debian, Node.js, Claude Code, git, gh, ripgrep, jq, sqlite3, tini) under the
-base image name. It downloads from the internet.`,
-		Example: `  hobbs build                          # hobbs:local FROM base_image (config.yaml)
+base image name. It downloads from the internet, and fails at once with a
+hint when this machine cannot reach it (docs/setup.md says how to get a base
+without the internet).`,
+		Example: `  hobbs build                          # what hobbs run uses, FROM base_image (config.yaml)
   hobbs build --runtime                # the runtime base first (once)
   hobbs build --base debian-node:1 --tag hobbs:test
   HOBBS_BINARY=./hobbs-linux-arm64 hobbs build   # from a macOS host`,
 		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.Flags().StringVar(&base, "base", "", "runtime base image (default base_image from config.yaml)")
-	cmd.Flags().StringVar(&tag, "tag", "", "image name to build (default "+launcher.DefaultTag+")")
+	cmd.Flags().StringVar(&tag, "tag", "", "image name to build (default image from config.yaml, else "+launcher.DefaultTag+")")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary to put in the image (default: this one, or $HOBBS_BINARY)")
 	cmd.Flags().BoolVar(&runtimeBase, "runtime", false, "build the runtime base image (needs the internet) instead")
 	out := a.jsonFlag(cmd, "print the result as JSON")
@@ -52,6 +58,9 @@ base image name. It downloads from the internet.`,
 		}
 		if base == "" {
 			base = cfg.BaseImage
+		}
+		if tag == "" && !runtimeBase {
+			tag = launcher.ImageRef(cfg.Image) // what hobbs run uses
 		}
 		if binary == "" {
 			binary = os.Getenv(launcher.EnvBinary)

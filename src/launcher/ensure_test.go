@@ -111,12 +111,12 @@ func TestEnsureEngineCalls(t *testing.T) {
 		calls  int // engine calls before any build
 		code   int
 	}{
-		{"current", map[string][2]string{"base:1": {"sha256:b1", ""}, DefaultTag: {"sha256:i1", current.hash}}, false, 1, 0},
-		{"stale", map[string][2]string{"base:1": {"sha256:b1", ""}, DefaultTag: {"sha256:i1", "0123"}}, true, 1, 0},
-		{"unlabelled", map[string][2]string{"base:1": {"sha256:b1", ""}, DefaultTag: {"sha256:i1", ""}}, true, 1, 0},
-		{"new base", map[string][2]string{"base:1": {"sha256:b2", ""}, DefaultTag: {"sha256:i1", current.hash}}, true, 1, 0},
+		{"current", map[string][2]string{"base:1": {"sha256:b1", ""}, DefaultImage(): {"sha256:i1", current.hash}}, false, 1, 0},
+		{"stale", map[string][2]string{"base:1": {"sha256:b1", ""}, DefaultImage(): {"sha256:i1", "0123"}}, true, 1, 0},
+		{"unlabelled", map[string][2]string{"base:1": {"sha256:b1", ""}, DefaultImage(): {"sha256:i1", ""}}, true, 1, 0},
+		{"new base", map[string][2]string{"base:1": {"sha256:b2", ""}, DefaultImage(): {"sha256:i1", current.hash}}, true, 1, 0},
 		{"no image", map[string][2]string{"base:1": {"sha256:b1", ""}}, true, 3, 0},
-		{"no base", map[string][2]string{DefaultTag: {"sha256:i1", current.hash}}, false, 2, errs.Missing},
+		{"no base", map[string][2]string{DefaultImage(): {"sha256:i1", current.hash}}, false, 2, errs.Missing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -11,10 +11,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -36,9 +39,78 @@ type BuildOptions struct {
 
 func (o *BuildOptions) tag() string {
 	if o.Tag == "" {
-		return DefaultTag
+		return DefaultImage()
 	}
 	return o.Tag
+}
+
+// DefaultImage is the image hobbs run uses and hobbs build builds when
+// config.yaml names none: hobbs:local-<version>, where the version
+// identifies this hobbs binary. Binaries of different versions (two users,
+// an old and a new install) thus never replace each other's image on a
+// shared engine; the same binary builds the same image from the same base.
+func DefaultImage() string {
+	defaultOnce.Do(func() { defaultImage = "hobbs:local-" + binaryVersion() })
+	return defaultImage
+}
+
+var (
+	defaultOnce  sync.Once
+	defaultImage string
+)
+
+// binaryVersion names this executable's build: a hash of its Go build id
+// (a hash of the binary's content that the linker records, read without
+// reading the whole file), else of its content, else "dev".
+func binaryVersion() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "dev"
+	}
+	return versionOf(self)
+}
+
+// versionOf is binaryVersion for the executable at self.
+func versionOf(self string) string {
+	h := sha256.New()
+	if id := goBuildID(self); id != "" {
+		h.Write([]byte(id))
+	} else {
+		f, err := os.Open(self)
+		if err != nil {
+			return "dev"
+		}
+		defer f.Close()
+		if _, err := io.Copy(h, f); err != nil {
+			return "dev"
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// goBuildID returns the Go build id an ELF executable carries in its
+// .note.go.buildid note, or "".
+func goBuildID(p string) string {
+	f, err := elf.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := f.Section(".note.go.buildid")
+	if s == nil {
+		return ""
+	}
+	b, err := s.Data()
+	if err != nil || len(b) < 16 {
+		return ""
+	}
+	// namesz, descsz, type, then the name "Go\x00\x00" and the id.
+	bo := f.ByteOrder
+	namesz, descsz := bo.Uint32(b[0:]), bo.Uint32(b[4:])
+	if namesz != 4 || string(b[12:14]) != "Go" || uint64(len(b)) < 16+uint64(descsz) {
+		return ""
+	}
+	return string(b[16 : 16+descsz])
 }
 
 // FindBinary picks the hobbs binary for the image: explicit if given, else
@@ -100,6 +172,7 @@ type inputs struct {
 	base   string
 	baseID string
 	hash   string
+	oldID  string // the Hobbs image the build replaces under its tag
 }
 
 // localDigest hashes what the image takes from this side: every asset
@@ -227,11 +300,11 @@ type Result struct {
 }
 
 // ImageRef is the image Ensure(ctx, ref, …) makes sure of: ref, or
-// DefaultTag when ref is empty. (A published ref that cannot be pulled is
-// built locally under the same name.)
+// DefaultImage() when ref is empty. (A published ref that cannot be pulled
+// is built locally under the same name.)
 func ImageRef(ref string) string {
 	if ref == "" {
-		return DefaultTag
+		return DefaultImage()
 	}
 	return ref
 }
@@ -242,7 +315,48 @@ func Build(ctx context.Context, opt BuildOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.oldID, err = replacedImage(ctx, opt.Engine, opt.tag())
+	if err != nil {
+		return nil, err
+	}
 	return build(ctx, &opt, in)
+}
+
+// replacedImage returns the id of the Hobbs-built image ref names now (the
+// image a build under ref replaces), or "" when there is none or ref names
+// an image Hobbs did not build.
+func replacedImage(ctx context.Context, e engine.CLI, ref string) (string, error) {
+	img, ok, err := imageInfo(ctx, e, ref)
+	if err != nil || !ok || img.labels[LabelRole] != RoleImage {
+		return "", err
+	}
+	return img.id, nil
+}
+
+// removeReplaced removes the image a build replaced, once the tag names the
+// new one. The engine refuses while a container uses it or another name
+// still names it; it is then left for hobbs prune.
+func removeReplaced(ctx context.Context, opt *BuildOptions, oldID, tag string) {
+	if oldID == "" {
+		return
+	}
+	newID, err := opt.Engine.Output(ctx, "image", "inspect", "--format", "{{.Id}}", tag)
+	if err != nil || newID == oldID {
+		return
+	}
+	if _, err := opt.Engine.Output(ctx, "image", "rm", oldID); err != nil {
+		fmt.Fprintf(opt.Progress, "kept the replaced image %s (%v); hobbs prune removes it once it is unused\n", shortID(oldID), err)
+		return
+	}
+	fmt.Fprintf(opt.Progress, "removed the replaced image %s\n", shortID(oldID))
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 func prepare(ctx context.Context, opt *BuildOptions) (*inputs, error) {
@@ -283,6 +397,7 @@ func prepareLocal(ctx context.Context, opt *BuildOptions) (in *inputs, digest fu
 }
 
 func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) {
+	defer catchSIGPIPE()()
 	dir, err := os.MkdirTemp("", "hobbs-build-")
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create build context")
@@ -298,7 +413,18 @@ func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) 
 	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
 		return nil, err
 	}
+	removeReplaced(ctx, opt, in.oldID, tag)
 	return &Result{Image: tag, Inputs: in.hash, Built: true}, nil
+}
+
+// catchSIGPIPE makes a write to a closed stdout or stderr (hobbs build |
+// head) fail with EPIPE for as long as a build runs, instead of killing the
+// process, so the build stops through its error path and its deferred
+// cleanup removes the build context. It returns the function that undoes it.
+func catchSIGPIPE() func() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGPIPE)
+	return func() { signal.Stop(c) }
 }
 
 // buildEnv selects the legacy builder when BuildKit's buildx plugin is not
@@ -316,6 +442,7 @@ func buildEnv(ctx context.Context, e engine.CLI) []string {
 // BuildRuntime builds dist/Dockerfile.runtime (Debian, Node, Claude Code
 // and tools; needs the internet) as tag.
 func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
+	defer catchSIGPIPE()()
 	dir, err := os.MkdirTemp("", "hobbs-build-")
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create build context")
@@ -326,7 +453,7 @@ func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 	}
 	fmt.Fprintf(opt.Progress, "building runtime base %s\n", opt.Base)
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile.runtime"),
-		"--label", LabelRole + "=runtime", "-t", opt.Base, dir}
+		"--label", LabelRole + "=" + RoleRuntime, "-t", opt.Base, dir}
 	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
 		return nil, err
 	}
@@ -366,12 +493,14 @@ func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) 
 	// The common case, base and image both present, takes one engine call;
 	// anything else (either missing, an odd answer) the two separate ones
 	// that say which.
-	baseID, have, ok := inspectBaseAndImage(ctx, opt.Engine, in.base, opt.tag())
+	baseID, img, ok := inspectBaseAndImage(ctx, opt.Engine, in.base, opt.tag())
 	if !ok {
 		if baseID, err = imageID(ctx, opt.Engine, in.base); err == nil {
-			have, ok, err = imageLabel(ctx, opt.Engine, opt.tag(), LabelInputs)
+			img, ok, err = imageInfo(ctx, opt.Engine, opt.tag())
 		}
 	}
+	have := img.labels[LabelInputs]
+	imgID, hobbsBuilt := img.id, img.labels[LabelRole] == RoleImage
 	local, derr := digest()
 	if err = errors.Join(err, derr); err != nil {
 		return nil, err
@@ -380,30 +509,63 @@ func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) 
 	if ok && have == in.hash {
 		return &Result{Image: opt.tag(), Inputs: in.hash}, nil
 	}
+	if ok && hobbsBuilt {
+		in.oldID = imgID
+	}
 	return build(ctx, &opt, in)
 }
 
-// inspectBaseAndImage asks the engine in one call for the base image's id
-// and the image's inputs label; ok=false when either is missing or the
-// answer is not the expected two lines. (The labels come as JSON: indexing
-// the labels of an image that has none is an error in the engine's
-// templates.)
-func inspectBaseAndImage(ctx context.Context, e engine.CLI, base, image string) (baseID, inputs string, ok bool) {
-	out, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}} {{json .Config.Labels}}", base, image)
+// image is what the engine says of an image: its id and labels.
+type image struct {
+	id     string
+	labels map[string]string
+}
+
+// imageInfo inspects ref; ok=false when it does not exist. (The labels come
+// as JSON: indexing the labels of an image that has none is an error in the
+// engine's templates.)
+func imageInfo(ctx context.Context, e engine.CLI, ref string) (image, bool, error) {
+	out, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}} {{json .Config.Labels}}", ref)
 	if err != nil {
-		return "", "", false
+		if isNoSuch(err) {
+			return image{}, false, nil
+		}
+		return image{}, false, err
+	}
+	img, ok := parseImage(out)
+	if !ok {
+		return image{}, false, errs.Failf("%s image inspect %s: unexpected answer %q", e.Bin, ref, out)
+	}
+	return img, true, nil
+}
+
+func parseImage(line string) (image, bool) {
+	id, labels, ok := strings.Cut(line, " ")
+	var l map[string]string
+	if !ok || id == "" || json.Unmarshal([]byte(labels), &l) != nil {
+		return image{}, false
+	}
+	return image{id: id, labels: l}, true
+}
+
+// inspectBaseAndImage asks the engine in one call for the base image's id
+// and the image's id and labels; ok=false when either is missing or the
+// answer is not the expected two lines.
+func inspectBaseAndImage(ctx context.Context, e engine.CLI, base, ref string) (baseID string, img image, ok bool) {
+	out, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}} {{json .Config.Labels}}", base, ref)
+	if err != nil {
+		return "", image{}, false
 	}
 	lines := strings.Split(out, "\n")
 	if len(lines) != 2 {
-		return "", "", false
+		return "", image{}, false
 	}
-	baseID, _, ok = strings.Cut(lines[0], " ")
-	id, labels, ok2 := strings.Cut(lines[1], " ")
-	var l map[string]string
-	if !ok || !ok2 || baseID == "" || id == "" || json.Unmarshal([]byte(labels), &l) != nil {
-		return "", "", false
+	b, ok1 := parseImage(lines[0])
+	img, ok2 := parseImage(lines[1])
+	if !ok1 || !ok2 {
+		return "", image{}, false
 	}
-	return baseID, l[LabelInputs], true
+	return b.id, img, true
 }
 
 // IsRegistryRef reports whether ref names a registry host (a first path

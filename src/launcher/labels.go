@@ -32,7 +32,8 @@ const (
 	RoleNetwork = "network"
 	RoleRun     = "run" // the session's socket volume
 	RoleClaude  = "claude-state"
-	RoleImage   = "image"
+	RoleImage   = "image"   // the Hobbs image (hobbs build, hobbs run)
+	RoleRuntime = "runtime" // a runtime base (hobbs build --runtime)
 )
 
 // Paths inside the image and the containers.
@@ -46,7 +47,7 @@ const (
 	RunDir        = "/run/hobbs"             // the socket volume, in both containers
 	ProxySocket   = RunDir + "/proxy.sock"   // where the proxy listens
 	RelayAddr     = "127.0.0.1:" + ProxyPort // the agent's relay to it (HTTP_PROXY)
-	DefaultTag    = "hobbs:local"
+	DefaultTag    = "hobbs:local-<version>"  // what DefaultImage returns, for help texts
 	TokenUser     = "hobbs"
 	ProxyAuditRel = "logs/egress/audit.log" // the proxy's audit log, in the instance
 )

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/launcher"
+)
+
+func newPruneCmd(a *app) *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove the images Hobbs built that nothing uses",
+		Long: `Remove the images hobbs build and hobbs run made (labelled dev.hobbs.role)
+that are no longer used: Hobbs images of older hobbs versions or other names,
+and those a rebuild replaced. It keeps the image hobbs run uses now (image in
+config.yaml, else this binary's hobbs:local-<version>), every runtime base
+that has a name (base_image of any instance), images with a registry name,
+and every image a container still uses or another image is built on: the
+engine refuses those, and prune lists them as kept. Images you built
+yourself, without Hobbs's label, are never touched.
+
+An image another instance's config.yaml names is removed too when no
+container uses it; that instance's next hobbs run builds it again.`,
+		Example: `  hobbs prune --dry-run     # what it would remove
+  hobbs prune`,
+		Args: usageArgs(cobra.NoArgs),
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed; remove nothing")
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		in, err := a.instance()
+		if err != nil {
+			return err
+		}
+		e, cfg, err := a.engine(in) // the defaults when there is no instance
+		if err != nil {
+			return err
+		}
+		if _, err := e.ServerVersion(cmd.Context()); err != nil {
+			return err
+		}
+		res, err := launcher.Prune(cmd.Context(), e, []string{launcher.ImageRef(cfg.Image), cfg.BaseImage}, dryRun)
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error {
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			for _, r := range res.Removed {
+				fmt.Fprintf(w, "%s %s\n", verb, r)
+			}
+			for _, k := range res.Kept {
+				fmt.Fprintf(w, "kept %s: %s\n", k.Image, k.Reason)
+			}
+			if len(res.Removed) == 0 && len(res.Kept) == 0 {
+				fmt.Fprintln(w, "nothing to remove")
+			}
+			return nil
+		})
+	}
+	return cmd
+}
