@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,14 +60,12 @@ func newAgentListCmd(a *app) *cobra.Command {
 			a.warn("%s", p)
 		}
 		return out.print(defs, func(w io.Writer) error {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSOURCE\tTAGS\tDESCRIPTION")
 			for _, d := range defs {
-				tags := strings.Join(d.Tags, ",")
-				if tags == "" {
-					tags = "-"
-				}
-				fmt.Fprintf(w, "%-16s %-9s %-24s %s\n", d.Name, d.Source, tags, d.Description)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Source, orDash(strings.Join(d.Tags, ",")), d.Description)
 			}
-			return nil
+			return tw.Flush()
 		})
 	})
 	return cmd

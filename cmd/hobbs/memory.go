@@ -291,12 +291,17 @@ func memListCmd(a *app) *cobra.Command {
 			return err
 		}
 		return out.print(list, func(w io.Writer) error {
+			if len(list) == 0 {
+				a.status("no memories")
+				return nil
+			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tREINFORCED\tTAGS\tTEXT")
 			for _, e := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.ID, e.Status, e.Reinforced, strings.Join(e.Tags, ","), e.Summary)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.ID, e.Status, e.Reinforced, orDash(strings.Join(e.Tags, ",")), e.Summary)
 			}
 			tw.Flush()
-			a.status("%d memories", len(list))
+			a.status("%s", plural(len(list), "memory", "memories"))
 			return nil
 		})
 	})

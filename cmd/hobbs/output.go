@@ -59,3 +59,11 @@ func (a *app) reportProblems() {
 		f()
 	}
 }
+
+// plural is "1 memory", "2 memories".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -191,11 +192,17 @@ func newTaskListCmd(a *app) *cobra.Command {
 			}
 		}
 		return out.print(list, func(w io.Writer) error {
+			if len(list) == 0 {
+				a.status("no tasks")
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tSTARTED\tAGENT\tTITLE")
 			for _, t := range list {
-				fmt.Fprintf(w, "%s  %-7s %s  %-12s %s\n", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"),
 					dash(t.Agent), t.Title)
 			}
-			return nil
+			return tw.Flush()
 		})
 	})
 	return cmd
