@@ -145,7 +145,9 @@ HOBBS_HOME or --instance to choose another.`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		DisableAutoGenTag: true,
+		Version:           buildVersion().String(), // --version prints what hobbs version prints
 	}
+	root.SetVersionTemplate("hobbs {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.instanceFlag, "instance", "", "instance directory (default $HOBBS_HOME or $XDG_DATA_HOME/hobbs)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &errs.Error{Code: errs.Usage, Msg: err.Error()}

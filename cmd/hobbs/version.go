@@ -19,6 +19,15 @@ type versionInfo struct {
 	Platform string `json:"platform"`
 }
 
+// String is the version line after "hobbs ": version, revision, Go, platform.
+func (v versionInfo) String() string {
+	rev := ""
+	if v.Revision != "" {
+		rev = " (" + v.Revision + ")"
+	}
+	return fmt.Sprintf("%s%s %s %s", v.Version, rev, v.Go, v.Platform)
+}
+
 func buildVersion() versionInfo {
 	v := versionInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -42,12 +51,8 @@ func newVersionCmd(a *app) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		v := buildVersion()
 		return out.print(v, func(w io.Writer) error {
-			rev := ""
-			if v.Revision != "" {
-				rev = " (" + v.Revision + ")"
-			}
-			fmt.Fprintf(w, "hobbs %s%s %s %s\n", v.Version, rev, v.Go, v.Platform)
-			return nil
+			_, err := fmt.Fprintf(w, "hobbs %s\n", v)
+			return err
 		})
 	}
 	return cmd
