@@ -73,8 +73,12 @@ Claude state volume stays). An engine it cannot reach is exit 3.`,
 			}
 			uid, gid := os.Getuid(), os.Getgid()
 			if uid == 0 {
+				// The agent writes the instance and the workspace with the
+				// launcher's uid: as root, every file it makes on the host
+				// would be root's, and a container escape would start as root.
 				return errs.Usagef("hobbs run will not run the agent as root").
-					WithHint("run hobbs as your own user (one allowed to use the engine, e.g. in the docker group); the agent then runs with your uid and its files are yours")
+					WithHint("run hobbs as an ordinary user allowed to use the engine, e.g.: useradd -m -G docker hobbs; " +
+						"then, as that user (su - hobbs): hobbs init && hobbs run (docs/setup.md, \"Running as root\")")
 			}
 			if !in.Exists() {
 				// On a terminal the first run asks the foundation questions,
