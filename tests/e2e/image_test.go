@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// setConfig sets top-level keys of the instance's config.yaml.
+func (e *env) setConfig(t *testing.T, kv map[string]string) {
+	t.Helper()
+	p := filepath.Join(e.inst, "config.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for k, v := range kv {
+		re := regexp.MustCompile(`(?m)^` + k + `: .*$`)
+		if !re.MatchString(s) {
+			t.Fatalf("config.yaml has no %s", k)
+		}
+		s = re.ReplaceAllString(s, k+`: "`+v+`"`)
+	}
+	writeFile(t, p, s)
+}
+
+// imageID is the engine's id of ref, or "" when there is none.
+func imageID(ref string) string {
+	out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", ref).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestBuildWhatRunUses: hobbs build with no flags builds config.yaml's
+// image, which hobbs run then uses without building; a rebuild on another
+// base removes the image it replaced, except while a container uses it.
+func TestBuildWhatRunUses(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	img := "hobbs-e2e-" + runID + ":cfg"
+	base2 := "hobbs-e2e-" + runID + ":base2"
+	var made []string
+	t.Cleanup(func() {
+		for _, r := range append(made, img, base2) {
+			_ = exec.Command("docker", "image", "rm", "-f", r).Run()
+		}
+	})
+	e.setConfig(t, map[string]string{"image": img, "base_image": baseImage})
+
+	r := e.hobbs(nil, "build")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != img {
+		t.Fatalf("hobbs build: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	first := imageID(img)
+	made = append(made, first)
+	r = e.hobbs(nil, "run", "--workspace", e.ws, "--name", sessionName(t, "cfg"), "--", "true")
+	if r.code != 0 {
+		t.Fatalf("hobbs run: exit %d\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "building") || !strings.Contains(r.stderr, img) {
+		t.Errorf("run did not use the image build made without building:\n%s", r.stderr)
+	}
+
+	// Another base (the same image under another name): new inputs, a new
+	// image; the first one goes.
+	docker(t, "tag", baseImage, base2)
+	e.setConfig(t, map[string]string{"base_image": base2})
+	r = e.hobbs(nil, "build")
+	second := imageID(img)
+	made = append(made, second)
+	if r.code != 0 || second == first {
+		t.Fatalf("rebuild: exit %d, id %s (was %s)\n%s", r.code, second, first, r.stderr)
+	}
+	if imageID(first) != "" {
+		t.Errorf("the replaced image %s is still there:\n%s", first, r.stderr)
+	}
+
+	// A container uses the image: the rebuild keeps it and says so.
+	ctr := "e2e-" + runID + "-uses-image"
+	docker(t, "create", "--name", ctr, img, "true")
+	defer exec.Command("docker", "rm", "-f", ctr).Run()
+	e.setConfig(t, map[string]string{"base_image": baseImage})
+	r = e.hobbs(nil, "build")
+	made = append(made, imageID(img))
+	if r.code != 0 || !strings.Contains(r.stderr, "kept the replaced image") {
+		t.Fatalf("rebuild with a container on the old image: exit %d\n%s", r.code, r.stderr)
+	}
+	if imageID(second) == "" {
+		t.Errorf("the image a container uses was removed")
+	}
+}
+
+// TestPrune: on the real engine, hobbs prune finds the images Hobbs built
+// by their label (named and unnamed), and leaves the image run uses and
+// images Hobbs did not build. It runs with --dry-run: a real prune would
+// remove Hobbs images of whoever else uses this engine.
+func TestPrune(t *testing.T) {
+	e := newEnv(t)
+	cur := "hobbs-e2e-" + runID + ":prune-cur"
+	old := "hobbs-e2e-" + runID + ":prune-old"
+	mine := "hobbs-e2e-" + runID + ":prune-mine"
+	var made []string
+	t.Cleanup(func() {
+		for _, r := range append(made, cur, old, mine) {
+			_ = exec.Command("docker", "image", "rm", "-f", r).Run()
+		}
+	})
+	base2 := "hobbs-e2e-" + runID + ":prune-base2"
+	docker(t, "tag", baseImage, base2)
+	made = append(made, base2)
+	e.setConfig(t, map[string]string{"image": cur, "base_image": baseImage})
+	if r := e.hobbs(nil, "build"); r.code != 0 {
+		t.Fatalf("build %s: %d\n%s", cur, r.code, r.stderr)
+	}
+	// old, built on base2, is then rebuilt on the base while a container
+	// holds it: it stays, without a name.
+	if r := e.hobbs(nil, "build", "--tag", old, "--base", base2); r.code != 0 {
+		t.Fatalf("build %s: %d\n%s", old, r.code, r.stderr)
+	}
+	held := imageID(old)
+	made = append(made, held)
+	ctr := "e2e-" + runID + "-prune"
+	docker(t, "create", "--name", ctr, old, "true")
+	defer exec.Command("docker", "rm", "-f", ctr).Run()
+	if r := e.hobbs(nil, "build", "--tag", old); r.code != 0 || imageID(old) == held {
+		t.Fatalf("rebuild %s: %d\n%s", old, r.code, r.stderr)
+	}
+	docker(t, "tag", baseImage, mine)
+
+	r := e.hobbs(nil, "prune", "--dry-run", "--json")
+	if r.code != 0 {
+		t.Fatalf("prune: %d\n%s", r.code, r.stderr)
+	}
+	var res struct {
+		Removed []string `json:"removed"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	for _, want := range []string{old, held} {
+		if !slices.Contains(res.Removed, want) {
+			out, _ := exec.Command("docker", "image", "ls", "--no-trunc", "--filter", "label=dev.hobbs.role=image").CombinedOutput()
+			t.Errorf("prune would not remove %s: %v\n%s", want, res.Removed, out)
+		}
+	}
+	for _, keep := range []string{cur, mine, baseImage} {
+		if slices.Contains(res.Removed, keep) {
+			t.Errorf("prune would remove %s", keep)
+		}
+	}
+	if imageID(old) == "" || imageID(held) == "" {
+		t.Errorf("--dry-run removed an image")
+	}
+}
