@@ -10,9 +10,27 @@ BIN      ?= ./hobbs
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hobbs
 
-## install: static binary into $(go env GOPATH)/bin
+## install: static binary where your shell finds it: BINDIR, else the first of ~/.local/bin, ~/bin and
+## $(go env GOPATH)/bin that is on $PATH, else ~/.local/bin, and then it fails naming the PATH line to add
+BINDIR ?=
 install:
-	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/hobbs
+	@dir='$(BINDIR)'; \
+	if [ -z "$$dir" ]; then \
+	  for d in "$$HOME/.local/bin" "$$HOME/bin" "$$($(GO) env GOPATH)/bin"; do \
+	    case ":$$PATH:" in *":$$d:"*) dir=$$d; break;; esac; \
+	  done; \
+	fi; \
+	dir=$${dir:-$$HOME/.local/bin}; \
+	mkdir -p "$$dir" && \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "$$dir/hobbs" ./cmd/hobbs || exit 1; \
+	echo "installed $$dir/hobbs"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; *) \
+	  echo "$$dir is not on your PATH; add it, then run hobbs again:"; \
+	  echo "  export PATH=\"$$dir:\$$PATH\"   # and the same line in your shell's profile (~/.profile)"; exit 1;; esac; \
+	found=$$(command -v hobbs); \
+	if [ "$$found" != "$$dir/hobbs" ]; then \
+	  echo "your shell finds another hobbs first: $$found; remove it, or install with make install BINDIR=$$(dirname "$$found")"; exit 1; \
+	fi
 
 ## test: everything CI runs — the short suite with no Docker reachable, then
 ## everything: unit tests, CLI scenarios, Docker end-to-end

@@ -443,6 +443,9 @@ func buildEnv(ctx context.Context, e engine.CLI) []string {
 // and tools; needs the internet) as tag.
 func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 	defer catchSIGPIPE()()
+	if err := checkOnline(ctx); err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "hobbs-build-")
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create build context")
@@ -455,6 +458,9 @@ func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile.runtime"),
 		"--label", LabelRole + "=" + RoleRuntime, "-t", opt.Base, dir}
 	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
+		if e, ok := err.(*errs.Error); ok && e.Code == errs.Failure && e.Hint == "" {
+			e.Hint = offlineHint
+		}
 		return nil, err
 	}
 	return &Result{Image: opt.Base, Built: true}, nil

@@ -1,10 +1,17 @@
 package launcher
 
 import (
+	"context"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
 // TestDefaultImageNamesThisBinary: the default image is hobbs:local-<version>,
@@ -31,5 +38,46 @@ func TestDefaultImageNamesThisBinary(t *testing.T) {
 	os.WriteFile(b, []byte("another build"), 0o755)
 	if versionOf(a) == versionOf(b) || versionOf(a) == versionOf(self) {
 		t.Errorf("versions not distinct: %s %s %s", versionOf(a), versionOf(b), versionOf(self))
+	}
+}
+
+// TestBuildRuntimeOffline: with a host of the runtime base unreachable,
+// hobbs build --runtime fails at once with the offline hint, before any
+// build starts; a proxy in the environment skips the check.
+func TestBuildRuntimeOffline(t *testing.T) {
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "DOCKER_HOST"} {
+		t.Setenv(v, "")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	saved := onlineHosts
+	t.Cleanup(func() { onlineHosts = saved })
+	onlineHosts = []string{closed}
+
+	e, calls := scriptEngine(t, "exit 0")
+	start := time.Now()
+	_, err = BuildRuntime(context.Background(), BuildOptions{Engine: e, Base: "hobbs-runtime:latest", Progress: os.Stderr})
+	if err == nil {
+		t.Fatal("built without the internet")
+	}
+	var e2 *errs.Error
+	if !errors.As(err, &e2) || !strings.Contains(e2.Hint, "A runtime base without the internet") {
+		t.Fatalf("err %v without the offline hint", err)
+	}
+	if d := time.Since(start); d > 2*onlineTimeout {
+		t.Errorf("took %v", d)
+	}
+	for _, c := range calls() {
+		if strings.HasPrefix(c, "build") {
+			t.Errorf("a build started: %s", c)
+		}
+	}
+	t.Setenv("HTTPS_PROXY", "http://proxy.example:3128")
+	if err := checkOnline(context.Background()); err != nil {
+		t.Errorf("with a proxy: %v", err)
 	}
 }

@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMakeInstall: the README's first command starts with make install,
+// then calls hobbs by name. make install puts the binary in a directory of
+// $PATH (~/.local/bin here), where a shell then finds it; when no candidate
+// directory is on $PATH it installs into ~/.local/bin and fails, printing
+// the PATH line to add.
+func TestMakeInstall(t *testing.T) {
+	if setupErr != nil {
+		t.Fatalf("setup failed: %v", setupErr)
+	}
+	goenv := func(k string) string {
+		out, err := exec.Command("go", "env", k).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	// The module and build caches stay the test's: HOME changes, the
+	// downloads must not.
+	keep := []string{"GOPATH=" + goenv("GOPATH"), "GOMODCACHE=" + goenv("GOMODCACHE"), "GOCACHE=" + goenv("GOCACHE"),
+		"GOFLAGS=" + goenv("GOFLAGS"), "GOPROXY=" + goenv("GOPROXY"), "GOTOOLCHAIN=local"}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysPath := filepath.Dir(goBin) + ":/usr/local/bin:/usr/bin:/bin"
+	run := func(home, path string, args ...string) (string, error) {
+		c := exec.Command(args[0], args[1:]...)
+		c.Dir = repoRoot
+		c.Env = append([]string{"HOME=" + home, "PATH=" + path}, keep...)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+
+	home := t.TempDir()
+	bin := filepath.Join(home, ".local", "bin")
+	path := bin + ":" + sysPath
+	if out, err := run(home, path, "make", "install"); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	if out, err := run(home, path, "sh", "-c", "command -v hobbs && hobbs version"); err != nil || !strings.Contains(out, filepath.Join(bin, "hobbs")) {
+		t.Fatalf("a shell does not find the installed hobbs: %v\n%s", err, out)
+	}
+
+	home2 := t.TempDir()
+	out, err := run(home2, sysPath, "make", "install")
+	if err == nil || !strings.Contains(out, `export PATH="`+filepath.Join(home2, ".local", "bin")+`:$PATH"`) {
+		t.Errorf("make install with no candidate on PATH: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(home2, ".local", "bin", "hobbs")); err != nil {
+		t.Errorf("not installed into ~/.local/bin: %v", err)
+	}
+}
