@@ -334,14 +334,18 @@ func replacedImage(ctx context.Context, e engine.CLI, ref string) (string, error
 }
 
 // removeReplaced removes the image a build replaced, once the tag names the
-// new one. The engine refuses while a container uses it or another name
-// still names it; it is then left for hobbs prune.
+// new one and no other name names it (the engine would remove an image by
+// id with the one name it has left). The engine refuses while a container
+// uses it; it is then left for hobbs prune.
 func removeReplaced(ctx context.Context, opt *BuildOptions, oldID, tag string) {
 	if oldID == "" {
 		return
 	}
 	newID, err := opt.Engine.Output(ctx, "image", "inspect", "--format", "{{.Id}}", tag)
 	if err != nil || newID == oldID {
+		return
+	}
+	if names, err := opt.Engine.Output(ctx, "image", "inspect", "--format", "{{len .RepoTags}}", oldID); err != nil || names != "0" {
 		return
 	}
 	if _, err := opt.Engine.Output(ctx, "image", "rm", oldID); err != nil {

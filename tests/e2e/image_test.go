@@ -30,6 +30,20 @@ func (e *env) setConfig(t *testing.T, kv map[string]string) {
 	writeFile(t, p, s)
 }
 
+// removeImages removes what a test made: names with force (which only
+// takes the name away from an image another name still names, such as the
+// suite's image), ids without (which the engine refuses while any name or
+// container still refers to them).
+func removeImages(refs []string) {
+	for _, r := range refs {
+		if strings.HasPrefix(r, "sha256:") {
+			_ = exec.Command("docker", "image", "rm", r).Run()
+		} else if r != "" {
+			_ = exec.Command("docker", "image", "rm", "-f", r).Run()
+		}
+	}
+}
+
 // imageID is the engine's id of ref, or "" when there is none.
 func imageID(ref string) string {
 	out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", ref).Output()
@@ -48,12 +62,13 @@ func TestBuildWhatRunUses(t *testing.T) {
 	img := "hobbs-e2e-" + runID + ":cfg"
 	base2 := "hobbs-e2e-" + runID + ":base2"
 	var made []string
-	t.Cleanup(func() {
-		for _, r := range append(made, img, base2) {
-			_ = exec.Command("docker", "image", "rm", "-f", r).Run()
-		}
-	})
-	e.setConfig(t, map[string]string{"image": img, "base_image": baseImage})
+	base3 := "hobbs-e2e-" + runID + ":base3"
+	t.Cleanup(func() { removeImages(append([]string{img, base2, base3}, made...)) })
+	// Bases of their own (names of the suite's base): images of their own,
+	// not the suite's image under another name.
+	docker(t, "tag", baseImage, base2)
+	docker(t, "tag", baseImage, base3)
+	e.setConfig(t, map[string]string{"image": img, "base_image": base2})
 
 	r := e.hobbs(nil, "build")
 	if r.code != 0 || strings.TrimSpace(r.stdout) != img {
@@ -71,8 +86,7 @@ func TestBuildWhatRunUses(t *testing.T) {
 
 	// Another base (the same image under another name): new inputs, a new
 	// image; the first one goes.
-	docker(t, "tag", baseImage, base2)
-	e.setConfig(t, map[string]string{"base_image": base2})
+	e.setConfig(t, map[string]string{"base_image": base3})
 	r = e.hobbs(nil, "build")
 	second := imageID(img)
 	made = append(made, second)
@@ -87,7 +101,7 @@ func TestBuildWhatRunUses(t *testing.T) {
 	ctr := "e2e-" + runID + "-uses-image"
 	docker(t, "create", "--name", ctr, img, "true")
 	defer exec.Command("docker", "rm", "-f", ctr).Run()
-	e.setConfig(t, map[string]string{"base_image": baseImage})
+	e.setConfig(t, map[string]string{"base_image": base2})
 	r = e.hobbs(nil, "build")
 	made = append(made, imageID(img))
 	if r.code != 0 || !strings.Contains(r.stderr, "kept the replaced image") {
@@ -108,11 +122,7 @@ func TestPrune(t *testing.T) {
 	old := "hobbs-e2e-" + runID + ":prune-old"
 	mine := "hobbs-e2e-" + runID + ":prune-mine"
 	var made []string
-	t.Cleanup(func() {
-		for _, r := range append(made, cur, old, mine) {
-			_ = exec.Command("docker", "image", "rm", "-f", r).Run()
-		}
-	})
+	t.Cleanup(func() { removeImages(append([]string{cur, old, mine}, made...)) })
 	base2 := "hobbs-e2e-" + runID + ":prune-base2"
 	docker(t, "tag", baseImage, base2)
 	made = append(made, base2)
