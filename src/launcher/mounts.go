@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -170,6 +171,9 @@ func (s *Session) workspaceMounts() ([]mount, error) {
 		return nil, errs.Wrap(errs.Code(err), err, "workspace")
 	}
 	if err := checkOverlap(ws, s.Instance.Root); err != nil {
+		return nil, err
+	}
+	if err := checkSensitive(ws, os.Getenv("HOME")); err != nil {
 		return nil, err
 	}
 	s.workspace, s.gitCovered = ws, false

@@ -56,6 +56,43 @@ func checkOverlap(ws, instanceRoot string) error {
 	return nil
 }
 
+// systemDirs are the directories a workspace may not be or lie in: the
+// agent can write its whole workspace, and these hold the system's
+// programs, configuration and state.
+var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
+	"/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var"}
+
+// checkSensitive refuses a workspace the agent must not be able to write: the
+// root directory or a system directory (or anything in one), the user's home
+// or a directory that holds it, and a hidden directory of the home (~/.ssh,
+// ~/.config, ~/.gnupg, … hold keys and the configuration programs trust).
+func checkSensitive(ws, home string) error {
+	refuse := func(why string) error {
+		return errs.Usagef("the workspace %s is %s: the agent can write all of its workspace", ws, why).
+			WithHint("use a directory of its own for the agent's work, e.g. hobbs run --workspace ~/hobbs-workspace")
+	}
+	if ws == "/" {
+		return refuse("the root directory")
+	}
+	for _, d := range systemDirs {
+		if within(ws, d) {
+			return refuse("a system directory (" + d + ")")
+		}
+	}
+	if home != "" && home != "/" {
+		if r, err := filepath.EvalSymlinks(home); err == nil {
+			home = r
+		}
+		if within(home, ws) {
+			return refuse("your home directory or holds it")
+		}
+		if rel, err := filepath.Rel(home, ws); err == nil && filepath.IsLocal(rel) && strings.HasPrefix(rel, ".") {
+			return refuse("a hidden directory of your home, where keys and configuration live")
+		}
+	}
+	return nil
+}
+
 // claimWorkspace checks the session's workspace against the live sessions'
 // notes and adds its own; release removes it. Notes of launchers that are
 // gone are removed on the way.
