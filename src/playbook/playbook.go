@@ -1,7 +1,7 @@
 // Package playbook manages the instance's playbooks: documented workflows on
 // their way from manual to autonomous. A playbook is one Markdown file,
 // playbooks/<name>.md, with YAML frontmatter (title, stage, tags, created,
-// updated, last_reviewed, review_every) and the body sections Trigger,
+// updated, last_reviewed, review_every, run) and the body sections Trigger,
 // Inputs, Steps, Outputs, Judgment Calls, Sensitive Data, Automation
 // Potential and Notes.
 //
@@ -9,6 +9,10 @@
 // autonomous. A playbook moves up one rung at a time and may move down any
 // number; every move is dated under Notes with its reason. A playbook is due
 // for review when review_every days have passed since last_reviewed.
+//
+// The run: block declares what a headless run needs (run.go); the stage
+// gates, the run's spec (its hosts intersected with the instance policy)
+// and the per-playbook run lock are in headless.go.
 //
 // Files stay the user's: updates rewrite only the frontmatter lines they
 // change and append to Notes, atomically and under the instance's playbooks
@@ -18,6 +22,7 @@ package playbook
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -65,7 +70,13 @@ type Meta struct {
 	Updated      string   `json:"updated,omitempty"`
 	LastReviewed string   `json:"last_reviewed,omitempty"`
 	ReviewEvery  int      `json:"review_every,omitempty"` // days; 0: the instance default
+	// Run is what a headless run needs (the run: block); nil when the
+	// playbook declares nothing.
+	Run *Run `json:"run,omitempty"`
 }
+
+// knownKeys are the frontmatter keys a playbook may have.
+var knownKeys = []string{"title", "stage", "tags", "created", "updated", "last_reviewed", "review_every", "run"}
 
 // Problem is one thing wrong with a file, located by line (1-based; 0 when
 // it concerns the whole file).
@@ -217,8 +228,15 @@ func Parse(path string, data []byte) (*Doc, error) {
 				return fail(line, "review_every must be a whole number of days from 1 to 3650, got %q", v.Value)
 			}
 			d.Meta.ReviewEvery = n
+		case "run":
+			r, probs, err := parseRun(path, v)
+			if err != nil {
+				return nil, err
+			}
+			d.Lint = append(d.Lint, probs...)
+			d.Meta.Run = r
 		default:
-			lint(line, "unknown key %q (known: title, stage, tags, created, updated, last_reviewed, review_every)", key)
+			lint(line, "unknown key %q (known: %s)", key, strings.Join(knownKeys, ", "))
 		}
 	}
 	for _, k := range []string{"title", "stage", "created", "updated"} {
@@ -228,6 +246,9 @@ func Parse(path string, data []byte) (*Doc, error) {
 	}
 	if d.Meta.Stage == "" {
 		d.Meta.Stage = Stages[0]
+	}
+	if d.Meta.Stage == "autonomous" && d.Meta.Run == nil {
+		lint(d.keyLines["stage"]+1, "an autonomous playbook needs a run: block (hosts, secrets, tools, max_turns, timeout)")
 	}
 	if d.Meta.Tags == nil {
 		d.Meta.Tags = []string{}
@@ -476,3 +497,55 @@ func appendNote(content []byte, fmEnd int, text string) []byte {
 
 // quote encodes s as a YAML double-quoted scalar.
 func quote(s string) string { return strconv.Quote(s) }
+
+// setRun returns the file content with the run: block replaced by r (or
+// added before the closing "---" when there is none). The block's key line
+// and its indented continuation lines are replaced; everything else is kept.
+func (d *Doc) setRun(r *Run) ([]byte, error) {
+	lines := splitLines(d.raw)
+	eol := "\n"
+	if strings.HasSuffix(lines[0], "\r\n") {
+		eol = "\r\n"
+	}
+	if d.indented {
+		return nil, fmt.Errorf("%s:2: cannot update the frontmatter: write each key as \"key: value\" at the start of a line", d.Path)
+	}
+	block := "run:" + eol + r.yamlBlock(eol)
+	var out []string
+	if i, ok := d.keyLines["run"]; ok {
+		if i <= 0 || i >= d.fmEnd || !strings.HasPrefix(lines[i], "run:") {
+			return nil, fmt.Errorf("%s:%d: cannot update run: write it as \"run:\" at the start of a line", d.Path, i+1)
+		}
+		j := i + 1
+		for ; j < d.fmEnd; j++ {
+			l := trimEOL(lines[j])
+			if l != "" && l[0] != ' ' && l[0] != '\t' && l[0] != '-' {
+				break
+			}
+		}
+		// Keep the blank lines that end the block.
+		for j > i+1 && trimEOL(lines[j-1]) == "" {
+			j--
+		}
+		out = append(out, lines[:i]...)
+		out = append(out, block)
+		out = append(out, lines[j:]...)
+	} else {
+		out = append(out, lines[:d.fmEnd]...)
+		out = append(out, block)
+		out = append(out, lines[d.fmEnd:]...)
+	}
+	res := []byte(strings.Join(out, ""))
+	d2, err := Parse(d.Path, res)
+	if err == nil {
+		a, _ := json.Marshal(r)
+		b, _ := json.Marshal(d2.Meta.Run)
+		if string(a) != string(b) {
+			err = fmt.Errorf("the run: block does not read back as written")
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s:2: cannot update the run: block safely (%v); edit it by hand", d.Path, err)
+	}
+	return res, nil
+}

@@ -1,6 +1,7 @@
 package playbook
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -274,7 +275,7 @@ func (s *Store) fromSource(name, title string, src []byte, base *Meta) ([]byte, 
 			meta.Stage = ""
 		}
 		for _, p := range d.Lint {
-			if strings.HasPrefix(p.Reason, "unknown key") {
+			if strings.HasPrefix(p.Reason, "unknown key") || strings.HasPrefix(p.Reason, "run: unknown key") {
 				return nil, errs.Usagef("the playbook source: %s", p.Reason)
 			}
 		}
@@ -295,6 +296,9 @@ func (s *Store) fromSource(name, title string, src []byte, base *Meta) ([]byte, 
 		}
 		if !has["review_every"] {
 			meta.ReviewEvery = base.ReviewEvery
+		}
+		if !has["run"] {
+			meta.Run = base.Run
 		}
 	}
 	body = strings.TrimLeft(body, "\n")
@@ -340,6 +344,9 @@ func (s *Store) fromSource(name, title string, src []byte, base *Meta) ([]byte, 
 	fmt.Fprintf(&b, "updated: %s\n", quote(def(meta.Updated, today)))
 	fmt.Fprintf(&b, "last_reviewed: %s\n", quote(def(meta.LastReviewed, today)))
 	fmt.Fprintf(&b, "review_every: %d\n", meta.ReviewEvery)
+	if meta.Run != nil {
+		b.WriteString("run:\n" + meta.Run.yamlBlock("\n"))
+	}
 	b.WriteString("---\n\n")
 	b.WriteString(body)
 	if !strings.HasSuffix(body, "\n") {
@@ -444,7 +451,9 @@ func (s *Store) Update(name string, opt UpdateOptions) (changed bool, err error)
 
 func sameMeta(a, b Meta) bool {
 	a.Updated, b.Updated = "", ""
-	return fmt.Sprint(a) == fmt.Sprint(b)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
 }
 
 // StageChange is the result of SetStage.
@@ -558,4 +567,63 @@ func (s *Store) Lint() ([]Problem, int, error) {
 		return out[i].Line < out[j].Line
 	})
 	return out, n, nil
+}
+
+// HostAllowed is the result of AllowHost.
+type HostAllowed struct {
+	Name    string `json:"name"`
+	Host    string `json:"host"` // canonical pattern
+	Changed bool   `json:"changed"`
+	Date    string `json:"date"`
+}
+
+// AllowHost adds host (a policy domains entry) to the run.hosts of playbook
+// name, creating the run: block when there is none, sets updated and
+// appends "- DATE run: allowed host HOST[: REASON]" under Notes. A host
+// already listed changes nothing. The run: block is rewritten whole (in
+// hobbs's layout: a comment inside it is lost); the rest of the file stays
+// byte for byte.
+func (s *Store) AllowHost(name, host, reason string) (HostAllowed, error) {
+	reason = strings.TrimSpace(reason)
+	res := HostAllowed{Name: name, Date: s.today()}
+	if strings.ContainsAny(reason, "\r\n") {
+		return res, errs.Usagef("the reason must be one line")
+	}
+	pat, err := CheckHost(host)
+	if err != nil {
+		return res, errs.Usagef("%v", err).WithHint("hosts are egress policy domains entries: api.example.com, *.example.com, example.com:8443")
+	}
+	res.Host = pat
+	err = s.update(name, func(d *Doc) ([]byte, error) {
+		run := &Run{Hosts: []string{}, Secrets: []string{}, Tools: []string{}}
+		if d.Meta.Run != nil {
+			cp := *d.Meta.Run
+			run = &cp
+		}
+		for _, h := range run.Hosts {
+			if h == pat {
+				return nil, nil
+			}
+		}
+		run.Hosts = append(append([]string{}, run.Hosts...), pat)
+		c, err := d.setRun(run)
+		if err != nil {
+			return nil, errs.Usagef("%v", err)
+		}
+		d2, err := Parse(d.Path, c)
+		if err != nil {
+			return nil, errs.Usagef("%s:2: cannot update the run: block safely (%v); edit it by hand", d.Path, err)
+		}
+		c, err = d2.setKeys([][2]string{{"updated", quote(res.Date)}})
+		if err != nil {
+			return nil, errs.Usagef("%v", err)
+		}
+		text := res.Date + " run: allowed host " + pat
+		if reason != "" {
+			text += ": " + reason
+		}
+		res.Changed = true
+		return appendNote(c, d2.fmEnd, text), nil
+	})
+	return res, err
 }
