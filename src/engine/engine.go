@@ -31,14 +31,35 @@ func New(bin string) CLI {
 	return CLI{Bin: bin}
 }
 
-// Path resolves the binary, or returns a Missing error with the fix.
+// Known are the engine names config.yaml's engine: and HOBBS_DOCKER take
+// besides a path to the CLI.
+var Known = []string{"docker", "podman"}
+
+// IsKnown reports whether name is an engine Hobbs knows (docker, podman)
+// or a path to a CLI (it holds a slash).
+func IsKnown(name string) bool {
+	return name == "docker" || name == "podman" || strings.Contains(name, "/")
+}
+
+// Path resolves the binary, or returns a Missing error with the fix: a name
+// Hobbs does not know is a setting to correct, a known one a CLI to
+// install.
 func (c CLI) Path() (string, error) {
 	p, err := exec.LookPath(c.Bin)
-	if err != nil {
-		return "", errs.Missingf("container engine CLI %q not found", c.Bin).
-			WithHint("install Docker Engine (https://docs.docker.com/engine/install/) or set HOBBS_DOCKER=podman")
+	if err == nil {
+		return p, nil
 	}
-	return p, nil
+	e := errs.Missingf("container engine CLI %q not found", c.Bin)
+	switch {
+	case !IsKnown(c.Bin):
+		return "", e.WithHint("%q is not an engine Hobbs knows: set engine: in config.yaml (or HOBBS_DOCKER) to %s, or to the CLI's path",
+			c.Bin, strings.Join(Known, " or "))
+	case c.IsPodman():
+		return "", e.WithHint("install podman and catatonit (Debian: sudo apt-get install podman catatonit), or set engine: docker in config.yaml")
+	case strings.Contains(c.Bin, "/"):
+		return "", e.WithHint("no executable at %s: correct engine: in config.yaml (or HOBBS_DOCKER)", c.Bin)
+	}
+	return "", e.WithHint("install Docker Engine (https://docs.docker.com/engine/install/) or set engine: podman in config.yaml")
 }
 
 // Output runs the CLI with args and returns stdout; stderr is folded into the
@@ -74,7 +95,63 @@ func (c CLI) CallError(sub, msg string) error {
 	if IsUnreachableMsg(msg) {
 		return c.unreachable(msg)
 	}
-	return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s %s: %s", c.Bin, sub, msg)}
+	if IsNoInitMsg(msg) {
+		return c.noInit(msg)
+	}
+	e := &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s %s: %s", c.Bin, sub, msg)}
+	if IsNotFoundMsg(msg) {
+		return &NotFoundError{err: e}
+	}
+	return e
+}
+
+// NotFoundError is the error of a CLI call about an object (image,
+// container, volume, network) the engine does not have. Its message is the
+// CLI's own, which names the object and says it is missing in the words of
+// either engine's CLI ("No such image", "image not known", "network not
+// found").
+type NotFoundError struct{ err *errs.Error }
+
+func (n *NotFoundError) Error() string { return n.err.Error() }
+func (n *NotFoundError) Unwrap() error { return n.err }
+
+// IsNotFound reports whether err (or any error it wraps or joins) says the
+// engine has no such object.
+func IsNotFound(err error) bool {
+	var n *NotFoundError
+	return errors.As(err, &n)
+}
+
+// notFoundMsgs are what the docker and podman CLIs say of an object they do
+// not have (lower case). Podman: "image not known", "no container with name
+// or ID … found: no such container", "no such volume", "unable to find
+// network …: network not found".
+var notFoundMsgs = []string{"no such ", "not found", "not known", "does not exist"}
+
+// IsNotFoundMsg reports whether a CLI's error output says the object it was
+// asked about does not exist.
+func IsNotFoundMsg(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, s := range notFoundMsgs {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsNoInitMsg reports whether a CLI's error output says it has no init
+// binary for --init (podman without catatonit).
+func IsNoInitMsg(msg string) bool {
+	return strings.Contains(strings.ToLower(msg), "container-init binary not found")
+}
+
+// noInit is the error of a call that needed the engine's init binary
+// (--init) and found none: podman runs catatonit, packaged apart from it.
+func (c CLI) noInit(msg string) error {
+	return (&errs.Error{Code: errs.Missing, Msg: fmt.Sprintf("%s has no init binary for --init: %s", c.Bin, firstLine(msg))}).
+		WithHint("install catatonit (Debian, Ubuntu: sudo apt-get install catatonit; Fedora: sudo dnf install catatonit), " +
+			"or set init_path in containers.conf to a catatonit or tini binary; hobbs doctor checks it")
 }
 
 // UnreachableError is the error of a CLI call that could not reach the

@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -44,5 +46,72 @@ func TestUnreachable(t *testing.T) {
 	_, err := fakeCLI(t, "Error: No such container: x").Output(context.Background(), "rm", "x")
 	if errs.Code(err) != errs.Failure || Unreachable(err) != nil {
 		t.Errorf("no such container: code %d %v", errs.Code(err), err)
+	}
+}
+
+// TestNotFound: what docker and podman say of a missing object is a
+// NotFoundError (podman 4.3's "image not known" included); other failures
+// are not.
+func TestNotFound(t *testing.T) {
+	for _, msg := range []string{
+		"Error: No such image: hobbs-runtime:latest",
+		"Error: inspecting object: hobbs-runtime:latest: image not known",
+		"Error: hobbs-runtime:latest: image not known",
+		`Error: no container with name or ID "x" found: no such container`,
+		`Error: no volume with name "v" found: no such volume`,
+		"Error: unable to find network with name or ID n: network not found",
+		"Error response from daemon: network n not found",
+	} {
+		_, err := fakeCLI(t, msg).Output(context.Background(), "image", "inspect", "x")
+		if !IsNotFound(err) || errs.Code(err) != errs.Failure {
+			t.Errorf("%q: not found %v, code %d", msg, IsNotFound(err), errs.Code(err))
+		}
+		ok, err := fakeCLI(t, msg).Exists(context.Background(), "image", "inspect", "x")
+		if ok || err != nil {
+			t.Errorf("%q: Exists = %v, %v", msg, ok, err)
+		}
+	}
+	_, err := fakeCLI(t, "Error: readonly: invalid mount option").Output(context.Background(), "create")
+	if IsNotFound(err) {
+		t.Errorf("invalid mount option is not a missing object: %v", err)
+	}
+}
+
+// TestNoInit: podman without catatonit fails --init with a Missing error
+// that names the package, from Output and from Stream.
+func TestNoInit(t *testing.T) {
+	msg := "Error: container-init binary not found on the host: stat /usr/libexec/podman/catatonit: no such file or directory"
+	c := fakeCLI(t, msg)
+	c.Bin = filepath.Join(filepath.Dir(c.Bin), "podman")
+	if err := os.Rename(filepath.Join(filepath.Dir(c.Bin), "docker"), c.Bin); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Output(context.Background(), "create", "--init", "img")
+	if errs.Code(err) != errs.Missing || !strings.Contains(errs.Hint(err), "catatonit") || IsNotFound(err) {
+		t.Errorf("Output: code %d hint %q: %v", errs.Code(err), errs.Hint(err), err)
+	}
+	err = c.Stream(context.Background(), io.Discard, nil, "run", "--init", "img")
+	if errs.Code(err) != errs.Missing || !strings.Contains(errs.Hint(err), "catatonit") {
+		t.Errorf("Stream: code %d hint %q: %v", errs.Code(err), errs.Hint(err), err)
+	}
+}
+
+// TestPathHints: a CLI that is not there gets the hint that fits the name:
+// an unknown name is a setting to correct, never "install Docker".
+func TestPathHints(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	for bin, want := range map[string]string{
+		"dokcer":          "not an engine Hobbs knows",
+		"docker":          "install Docker Engine",
+		"podman":          "catatonit",
+		"/nowhere/docker": "no executable at /nowhere/docker",
+	} {
+		_, err := New(bin).Path()
+		if errs.Code(err) != errs.Missing || !strings.Contains(errs.Hint(err), want) {
+			t.Errorf("%s: code %d hint %q, want %q", bin, errs.Code(err), errs.Hint(err), want)
+		}
+		if bin == "dokcer" && strings.Contains(errs.Hint(err), "install") {
+			t.Errorf("%s: hint says to install: %q", bin, errs.Hint(err))
+		}
 	}
 }

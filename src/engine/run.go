@@ -68,6 +68,9 @@ func (c CLI) Stream(ctx context.Context, w io.Writer, env []string, args ...stri
 		if IsUnreachableMsg(msg) {
 			return c.unreachable(msg)
 		}
+		if IsNoInitMsg(msg) {
+			return c.noInit(msg)
+		}
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
 			msg = strings.TrimSpace(msg[i+1:])
 		}
@@ -109,17 +112,13 @@ func (c CLI) IsPodman() bool {
 
 // Exists runs the CLI with args (an inspect) and reports whether it
 // succeeded; an engine that cannot be reached is an error, "no such object"
-// is false.
+// (in docker's words or podman's) is false.
 func (c CLI) Exists(ctx context.Context, args ...string) (bool, error) {
 	_, err := c.Output(ctx, args...)
-	if err == nil {
+	switch {
+	case err == nil:
 		return true, nil
-	}
-	if errs.Code(err) == errs.Missing {
-		return false, err
-	}
-	msg := strings.ToLower(err.Error())
-	if strings.Contains(msg, "no such") || strings.Contains(msg, "not found") || strings.Contains(msg, "does not exist") {
+	case IsNotFound(err):
 		return false, nil
 	}
 	return false, err

@@ -104,11 +104,11 @@ func TestSecretsOnlyInSessionFiles(t *testing.T) {
 		}
 	}
 	agent, proxy := s.AgentArgs(), s.ProxyArgs()
-	if !hasPair(agent, "--mount", "type=bind,source="+dir+"/env,target="+SessionEnvFile+",readonly") ||
+	if !hasPair(agent, "--mount", "type=bind,source="+dir+"/env,target="+SessionEnvFile+",ro") ||
 		slices.ContainsFunc(agent, func(x string) bool { return strings.Contains(x, dir+"/token") }) {
 		t.Errorf("agent mounts: %v", agent)
 	}
-	if !hasPair(proxy, "--mount", "type=bind,source="+dir+"/token,target="+SessionTokenFile+",readonly") ||
+	if !hasPair(proxy, "--mount", "type=bind,source="+dir+"/token,target="+SessionTokenFile+",ro") ||
 		!hasPair(proxy, "--auth-token-file", SessionTokenFile) ||
 		slices.ContainsFunc(proxy, func(x string) bool { return strings.Contains(x, dir+"/env") }) {
 		t.Errorf("proxy mounts: %v", proxy)
@@ -226,7 +226,7 @@ func TestProxyIsConfined(t *testing.T) {
 		{"--cap-drop", "ALL"}, {"--security-opt", "no-new-privileges"}, {"--user", fmt.Sprintf("%d:2345", os.Getuid())},
 		{"--security-opt", "seccomp=" + SeccompSource},
 		{"--mount", "type=volume,source=" + s.runVolume + ",target=/run/hobbs" + runVolumeSpec(s)},
-		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir + ",readonly"},
+		{"--mount", "type=bind,source=" + s.Instance.Root + ",target=" + InstanceDir + ",ro"},
 		// Of the instance's logs, only the proxy's own directory is writable.
 		{"--mount", "type=bind,source=" + s.Instance.EgressLogs() + ",target=" + InstanceDir + "/logs/egress"},
 		{"--auth-token-file", SessionTokenFile}, {"--audit", "/home/dev/.hobbs/logs/egress/audit.log"},
@@ -651,7 +651,7 @@ func TestAgentGetsOnlyTheShares(t *testing.T) {
 			t.Errorf("agent mounts %s, which is not a share", rel)
 			continue
 		}
-		if ro := strings.HasSuffix(f, ",readonly"); ro != instance.AgentShares()[share].ReadOnly {
+		if ro := strings.HasSuffix(f, ",ro"); ro != instance.AgentShares()[share].ReadOnly {
 			t.Errorf("%s: readonly=%v, want %v", rel, ro, !ro)
 		}
 	}
@@ -757,7 +757,7 @@ func TestWorkspaceGitIsCovered(t *testing.T) {
 	}
 	a := s.AgentArgs()
 	ws := s.Workspace
-	m := "type=bind,source=" + ws + "/.git,target=" + WorkspaceDir + "/.git,readonly"
+	m := "type=bind,source=" + ws + "/.git,target=" + WorkspaceDir + "/.git,ro"
 	i := slices.Index(a, m)
 	if i < 0 {
 		t.Errorf("agent argv lacks --mount %s", m)

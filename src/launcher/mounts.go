@@ -37,10 +37,13 @@ type mount struct {
 	readonly       bool
 }
 
+// flag is the mount's --mount value. Read-only is "ro", which both
+// engines take (podman 4.3 refuses "readonly" on a volume, and Docker reads
+// the two alike).
 func (m mount) flag() string {
 	f := "type=bind,source=" + m.source + ",target=" + m.target
 	if m.readonly {
-		f += ",readonly"
+		f += ",ro"
 	}
 	return f
 }
