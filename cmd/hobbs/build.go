@@ -25,8 +25,11 @@ hobbs binary (this one when it is one; else --binary FILE or HOBBS_BINARY).
 The repository is not needed. Build output is streamed to stderr.
 
 It builds the image hobbs run uses: --tag, else image from config.yaml, else
+this binary's default (hobbs version prints it): for a development build
 hobbs:local-<version>, a name of this hobbs binary's own (two binaries on
-one engine never replace each other's image). The image is labelled with a
+one engine never replace each other's image); for a release build the name
+of its published image, which hobbs run otherwise pulls, so a machine that
+cannot reach the registry can make it here. The image is labelled with a
 hash of its inputs; hobbs run rebuilds it only when that hash changes, so you
 rarely need this command. The image a build replaces under the same name is
 removed, unless a container still uses it (hobbs prune removes it later).
@@ -43,7 +46,7 @@ without the internet).`,
 		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.Flags().StringVar(&base, "base", "", "runtime base image (default base_image from config.yaml)")
-	cmd.Flags().StringVar(&tag, "tag", "", "image name to build (default image from config.yaml, else "+launcher.DefaultTag+")")
+	cmd.Flags().StringVar(&tag, "tag", "", "image name to build (default image from config.yaml, else the image hobbs version prints)")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary to put in the image (default: this one, or $HOBBS_BINARY)")
 	cmd.Flags().BoolVar(&runtimeBase, "runtime", false, "build the runtime base image (needs the internet) instead")
 	out := a.jsonFlag(cmd, "print the result as JSON")

@@ -45,11 +45,16 @@ func (o *BuildOptions) tag() string {
 }
 
 // DefaultImage is the image hobbs run uses and hobbs build builds when
-// config.yaml names none: hobbs:local-<version>, where the version
-// identifies this hobbs binary. Binaries of different versions (two users,
-// an old and a new install) thus never replace each other's image on a
-// shared engine; the same binary builds the same image from the same base.
+// config.yaml names none. A release build runs its published image
+// (PublishedImage: <repository>:<version>), pulled when missing. A
+// development build runs hobbs:local-<version>, built locally, where the
+// version identifies this hobbs binary: binaries of different builds (two
+// users, an old and a new install) thus never replace each other's image on
+// a shared engine; the same binary builds the same image from the same base.
 func DefaultImage() string {
+	if ref := PublishedImage(); ref != "" {
+		return ref
+	}
 	defaultOnce.Do(func() { defaultImage = "hobbs:local-" + binaryVersion() })
 	return defaultImage
 }
@@ -413,7 +418,8 @@ func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) 
 	tag := opt.tag()
 	fmt.Fprintf(opt.Progress, "building %s FROM %s (inputs %s)\n", tag, in.base, in.hash[:12])
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile"), "--build-arg", "BASE=" + in.base,
-		"--label", LabelInputs + "=" + in.hash, "--label", LabelRole + "=" + RoleImage, "-t", tag, dir}
+		"--label", LabelInputs + "=" + in.hash, "--label", LabelRole + "=" + RoleImage, "--label", LabelVersion + "=" + Version(),
+		"-t", tag, dir}
 	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
 		return nil, err
 	}
@@ -472,28 +478,37 @@ func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 
 // Ensure makes sure the image to run exists and is current.
 //
-// A registry reference (its first component names a host: ghcr.io/…,
-// localhost:5000/…) is a published image: used as it is when present, else
-// pulled, else built under that name. Any other name ("" means DefaultTag)
-// is a local build: built when missing or when its inputs hash differs from
-// the current inputs, else used without a build step. Plain names are never
-// pulled, so a local build never contacts a registry.
+// "" is DefaultImage: for a release build its published image, used as it
+// is when present, else pulled, never built (ensurePublished). Another
+// registry reference (its first component names a host: ghcr.io/…,
+// localhost:5000/…) is a published image too: used as it is when present,
+// else pulled, else built under that name. Any other name is a local
+// build: built when missing or when its inputs hash differs from the
+// current inputs, else used without a build step. Plain names are never
+// pulled, so a local build never contacts a registry. A release build runs
+// only an image of its own version (matchVersion).
 func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) {
+	if ref == "" && PublishedImage() != "" {
+		return ensurePublished(ctx, PublishedImage(), opt)
+	}
 	if IsRegistryRef(ref) {
-		_, ok, err := imageLabel(ctx, opt.Engine, ref, LabelInputs)
+		img, ok, err := imageInfo(ctx, opt.Engine, ref)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			return &Result{Image: ref}, nil
+			return &Result{Image: ref}, matchVersion(ref, img.labels[LabelVersion], false)
 		}
-		fmt.Fprintf(opt.Progress, "pulling %s\n", ref)
-		if err := opt.Engine.Stream(ctx, opt.Progress, nil, "pull", ref); err == nil {
-			return &Result{Image: ref, Pulled: true}, nil
-		} else if errs.Code(err) == errs.Interrupted {
+		err = pull(ctx, opt, ref, false)
+		if err == nil {
+			if img, _, err = imageInfo(ctx, opt.Engine, ref); err == nil {
+				err = matchVersion(ref, img.labels[LabelVersion], false)
+			}
+			return &Result{Image: ref, Pulled: true}, err
+		} else if errs.Code(err) == errs.Interrupted || engine.Unreachable(err) != nil {
 			return nil, err
 		}
-		fmt.Fprintf(opt.Progress, "could not pull %s; building it locally\n", ref)
+		fmt.Fprintf(opt.Progress, "could not pull %s (%v); building it locally\n", ref, err)
 	}
 	opt.Tag = ref
 	in, digest, err := prepareLocal(ctx, &opt)

@@ -1,0 +1,253 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
+
+// withRelease makes this test binary a build of version published under
+// repo, until the test ends.
+func withRelease(t *testing.T, version, repo string) {
+	t.Helper()
+	saved := release
+	t.Cleanup(func() { release = saved })
+	SetRelease(version, repo)
+}
+
+// TestReleaseVersions: only vMAJOR.MINOR.PATCH (with an alpha, beta or rc
+// pre-release) is a release; git describe's forms are development builds.
+func TestReleaseVersions(t *testing.T) {
+	for v, want := range map[string]bool{
+		"v1.2.3": true, "v0.1.0": true, "v10.20.30": true, "v1.2.3-rc.1": true, "v1.2.3-beta2": true,
+		"dev": false, "": false, "1.2.3": false, "v1.2": false, "v01.2.3": false, "e1abc6f": false, "e1abc6f-dirty": false,
+		"v1.2.3-4-gabc1234": false, "v1.2.3-dirty": false, "v1.2.3-4-gabc1234-dirty": false, "v1.2.3-SNAPSHOT-abc1234": false,
+	} {
+		if got := IsReleaseVersion(v); got != want {
+			t.Errorf("IsReleaseVersion(%q) = %v, want %v", v, got, want)
+		}
+	}
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"v1.2.3", "v1.2.3", 0}, {"v1.2.3", "v1.2.4", -1}, {"v1.10.0", "v1.9.9", 1}, {"v2.0.0", "v10.0.0", -1},
+		{"v1.2.3-rc.1", "v1.2.3", -1}, {"v1.2.3-rc.10", "v1.2.3-rc.9", 1}, {"v1.2.3-alpha.2", "v1.2.3-beta.1", -1},
+	} {
+		got, ok := compareVersions(c.a, c.b)
+		if !ok || got != c.want {
+			t.Errorf("compareVersions(%s, %s) = %d, %v; want %d", c.a, c.b, got, ok, c.want)
+		}
+	}
+	if _, ok := compareVersions("e1abc6f", "v1.2.3"); ok {
+		t.Error("a development version compared as a release")
+	}
+}
+
+// TestDefaultImageResolution: a release build's default image is its own
+// version in the release repository (the link-time one, else ghcr.io); a
+// development build's is the local build.
+func TestDefaultImageResolution(t *testing.T) {
+	local := regexp.MustCompile(`^hobbs:local-[0-9a-f]{12}$`)
+	withRelease(t, "v1.2.3", "")
+	if got := DefaultImage(); got != "ghcr.io/hobbs-agent/hobbs:v1.2.3" || ImageRef("") != got || ImageSource() != "published" {
+		t.Errorf("release: DefaultImage %q, ImageRef %q, source %q", got, ImageRef(""), ImageSource())
+	}
+	if ImageRef("mine:1") != "mine:1" {
+		t.Errorf("ImageRef(mine:1) = %q", ImageRef("mine:1"))
+	}
+	SetRelease("v2.0.0-rc.1", "127.0.0.1:5000/hobbs")
+	if got := DefaultImage(); got != "127.0.0.1:5000/hobbs:v2.0.0-rc.1" {
+		t.Errorf("release with a repository: %q", got)
+	}
+	for _, v := range []string{"dev", "v1.2.3-4-gabc1234", "e1abc6f-dirty", ""} {
+		SetRelease(v, "127.0.0.1:5000/hobbs")
+		if got := DefaultImage(); !local.MatchString(got) || PublishedImage() != "" || ImageSource() != "local build" {
+			t.Errorf("version %q: DefaultImage %q, PublishedImage %q, source %q", v, got, PublishedImage(), ImageSource())
+		}
+	}
+	if Version() != "dev" {
+		t.Errorf("Version() after SetRelease(\"\") = %q", Version())
+	}
+}
+
+// registryEngine is a FAKE docker CLI with one image, ref, which exists
+// once pulled (or from the start with present): `image inspect` answers
+// its id and labels (dev.hobbs.version=label), `pull` makes it exist.
+func registryEngine(t *testing.T, ref, label string, present bool) (engine.CLI, func() []string) {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "present")
+	if present {
+		if err := os.WriteFile(state, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return scriptEngine(t, `case "$1" in
+pull) echo "v: Pulling from hobbs"; touch '`+state+`'; exit 0;;
+image)
+	for a; do last=$a; done
+	if [ "$last" = '`+ref+`' ] && [ -e '`+state+`' ]; then
+		echo 'sha256:1111 {"dev.hobbs.version":"`+label+`"}'; exit 0
+	fi
+	echo "Error: No such image: $last" >&2; exit 1;;
+esac
+exit 0
+`)
+}
+
+// calls counts the calls whose arguments start with prefix.
+func count(calls []string, prefix string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// plainRegistry is a registry stand-in on loopback that answers GET /v2/
+// in plain HTTP, as the engine's registry on loopback does.
+func plainRegistry(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// TestEnsurePublished: a release build pulls its published image when it
+// is missing (progress on Progress), uses it as it is when present (no
+// pull), and refuses an image of another version, naming which to update.
+func TestEnsurePublished(t *testing.T) {
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "DOCKER_HOST"} {
+		t.Setenv(v, "")
+	}
+	host := plainRegistry(t)
+	withRelease(t, "v1.2.3", host+"/hobbs")
+	ref := host + "/hobbs:v1.2.3"
+
+	e, calls := registryEngine(t, ref, "v1.2.3", false)
+	var progress bytes.Buffer
+	res, err := Ensure(context.Background(), "", BuildOptions{Engine: e, Progress: &progress})
+	if err != nil {
+		t.Fatalf("missing image: %v", err)
+	}
+	if res.Image != ref || !res.Pulled || res.Built {
+		t.Errorf("missing image: %+v", res)
+	}
+	if count(calls(), "pull "+ref) != 1 || count(calls(), "build") != 0 || !strings.Contains(progress.String(), "pulling "+ref) {
+		t.Errorf("missing image: calls %q, progress %q", calls(), progress.String())
+	}
+	res, err = Ensure(context.Background(), "", BuildOptions{Engine: e, Progress: io.Discard})
+	if err != nil || res.Pulled || res.Image != ref {
+		t.Errorf("present image: %+v, %v", res, err)
+	}
+	if n := count(calls(), "pull"); n != 1 {
+		t.Errorf("pulled %d times, want once: %q", n, calls())
+	}
+
+	for _, c := range []struct{ label, want, hint string }{
+		{"v1.2.2", "is hobbs v1.2.2, this hobbs is v1.2.3", "update the image"},
+		{"v1.3.0", "is hobbs v1.3.0, this hobbs is v1.2.3", "update hobbs"},
+		{"e1abc6f-dirty", "is hobbs e1abc6f-dirty", "development hobbs"},
+		{"", "carries no hobbs version", "not the published image"},
+	} {
+		e, calls := registryEngine(t, ref, c.label, true)
+		_, err := Ensure(context.Background(), "", BuildOptions{Engine: e, Progress: io.Discard})
+		var he *errs.Error
+		if !errors.As(err, &he) || !strings.Contains(he.Msg, c.want) || !strings.Contains(he.Hint, c.hint) {
+			t.Errorf("label %q: %v (hint %q), want %q / %q", c.label, err, errs.Hint(err), c.want, c.hint)
+		}
+		if count(calls(), "pull") != 0 {
+			t.Errorf("label %q: pulled a present image", c.label)
+		}
+	}
+
+	// A development build runs any image it is given.
+	SetRelease("dev", "")
+	e, _ = registryEngine(t, ref, "v0.0.1", true)
+	if _, err := Ensure(context.Background(), ref, BuildOptions{Engine: e, Progress: io.Discard}); err != nil {
+		t.Errorf("development build, image of a release: %v", err)
+	}
+}
+
+// TestEnsurePublishedUnreachable: a registry that refuses connections or
+// accepts them and never answers fails the run within registryTimeout,
+// exit 3, with the ways out (hobbs build, --image, base_image) and without
+// a pull or a build.
+func TestEnsurePublishedUnreachable(t *testing.T) {
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "DOCKER_HOST"} {
+		t.Setenv(v, "")
+	}
+	saved := registryTimeout
+	t.Cleanup(func() { registryTimeout = saved })
+	registryTimeout = 500 * time.Millisecond
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := closed.Addr().String()
+	closed.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts (the kernel's backlog), never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+
+	for name, host := range map[string]string{"refused": refused, "silent": silent.Addr().String()} {
+		withRelease(t, "v1.2.3", host+"/hobbs")
+		e, calls := registryEngine(t, host+"/hobbs:v1.2.3", "v1.2.3", false)
+		t0 := time.Now()
+		_, err := Ensure(context.Background(), "", BuildOptions{Engine: e, Progress: io.Discard})
+		d := time.Since(t0)
+		if errs.Code(err) != errs.Missing || !strings.Contains(err.Error(), "registry "+host+" not reachable") {
+			t.Errorf("%s: %v (exit %d), want exit 3 naming the registry", name, err, errs.Code(err))
+		}
+		for _, way := range []string{"hobbs build", "--image", "base_image"} {
+			if !strings.Contains(errs.Hint(err), way) {
+				t.Errorf("%s: hint %q does not name %s", name, errs.Hint(err), way)
+			}
+		}
+		if d > registryTimeout+time.Second {
+			t.Errorf("%s: took %v", name, d)
+		}
+		if n := count(calls(), "pull") + count(calls(), "build"); n != 0 {
+			t.Errorf("%s: pulled or built: %q", name, calls())
+		}
+	}
+}
+
+// TestPullErrors: a pull that fails on the network is the registry's
+// unreachability (exit 3); a tag the registry does not have is named as
+// such, with the ways out.
+func TestPullErrors(t *testing.T) {
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "DOCKER_HOST"} {
+		t.Setenv(v, "")
+	}
+	host := plainRegistry(t)
+	ref := host + "/hobbs:v1.2.3"
+	for _, c := range []struct{ says, want string }{
+		{"Error response from daemon: Get \"https://" + host + "/v2/\": dial tcp " + host + ": connect: connection refused", "not reachable"},
+		{"Error response from daemon: manifest for " + ref + " not found: manifest unknown: manifest unknown", "is not in the registry"},
+	} {
+		e, _ := scriptEngine(t, `echo '`+c.says+`' >&2; exit 1`)
+		err := pull(context.Background(), BuildOptions{Engine: e, Progress: io.Discard}, ref, true)
+		if errs.Code(err) != errs.Missing || !strings.Contains(err.Error(), c.want) || !strings.Contains(errs.Hint(err), "hobbs build") {
+			t.Errorf("pull saying %q: %v (hint %q)", c.says, err, errs.Hint(err))
+		}
+	}
+}
