@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -25,6 +26,10 @@ with frontmatter) and climb the automation ladder one stage at a time:
 
   manual → assisted → supervised → autonomous
 
+Supervised and autonomous playbooks can run headless (playbook run) with
+only what their run: block declares; autonomous ones can be scheduled
+(hobbs schedule).
+
 Each playbook is due for review every review_every days (default:
 playbooks.review_every_days in config.yaml). Inside a session, the
 /capture-playbook and /review-playbooks skills drive these commands.`,
@@ -34,7 +39,8 @@ playbooks.review_every_days in config.yaml). Inside a session, the
   hobbs playbook reviewed weekly-invoices --note "merged steps 3 and 4"`,
 	}
 	cmd.AddCommand(newPlaybookNewCmd(a), newPlaybookListCmd(a), newPlaybookShowCmd(a), newPlaybookUpdateCmd(a),
-		newPlaybookStageCmd(a), newPlaybookReviewedCmd(a), newPlaybookLintCmd(a))
+		newPlaybookStageCmd(a), newPlaybookReviewedCmd(a), newPlaybookLintCmd(a), newPlaybookAllowCmd(a),
+		newPlaybookRunCmd(a))
 	return cmd
 }
 
@@ -331,4 +337,155 @@ found.`,
 		return nil
 	})
 	return cmd
+}
+
+func newPlaybookAllowCmd(a *app) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "allow NAME HOST",
+		Short: "Let a playbook's headless runs reach a host",
+		Long: `Add HOST to the run.hosts of playbooks/NAME.md (creating the run: block when
+there is none). HOST is an egress policy domains entry: api.example.com,
+*.example.com (its subdomains), example.com:8443. A run reaches a host only
+when both its playbook and the instance policy allow it: the policy's side
+is 'hobbs policy allow HOST'.
+
+The run: block is rewritten in hobbs's layout (a comment inside it is lost);
+updated becomes today and a dated line goes under Notes. A host already
+listed changes nothing.`,
+		Example: `  hobbs playbook allow weekly-invoices api.bank.example --reason "the statements API"
+  hobbs playbook allow weekly-invoices '*.files.bank.example'`,
+		Args: usageArgs(cobra.ExactArgs(2)),
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why runs need the host (one line, goes under Notes)")
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		res, err := st.AllowHost(args[0], args[1], reason)
+		if res.Changed || err != nil {
+			a.logAudit(in, audit.Entry{Event: "playbook.allow", Subject: args[0], Outcome: outcome(err),
+				Detail: map[string]any{"host": args[1], "reason": reason}})
+		}
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error {
+			if !res.Changed {
+				a.status("%s: runs already allow %s; nothing changed", res.Name, res.Host)
+			} else {
+				a.status("%s: runs may reach %s", res.Name, res.Host)
+			}
+			if pol, err := effectivePolicy(in); err == nil {
+				if d, err := pol.Check(res.Host); err == nil && !d.Allow && !strings.HasPrefix(res.Host, "*.") {
+					a.status("hobbs: hint: the instance policy does not allow %s yet: hobbs policy allow %s", res.Host, res.Host)
+				}
+			}
+			return nil
+		})
+	})
+	return cmd
+}
+
+// headlessRunner is the launcher's headless session (playbook.Runner). Until
+// a launcher provides one, hobbs playbook run checks everything and then
+// refuses to start.
+var headlessRunner playbook.Runner
+
+func newPlaybookRunCmd(a *app) *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "run NAME",
+		Short: "Run a playbook headless, with only what it declares",
+		Long: `Run playbooks/NAME.md headless: a session without a terminal in which Hobbs
+carries out the playbook, within the hosts, secrets, tools, turn and time
+limits its run: block declares (hosts: only those the instance policy
+allows too).
+
+Only supervised and autonomous playbooks run headless; an autonomous one
+must have a run: block; a supervised one without it runs with the instance
+defaults, and says so. Two runs of one playbook never overlap: a second is
+refused while the first holds the run lock.
+
+--dry-run checks all of this and prints what a run would be allowed,
+without starting anything.`,
+		Example: `  hobbs playbook run weekly-invoices --dry-run
+  hobbs playbook run weekly-invoices --dry-run --json
+  hobbs playbook run weekly-invoices`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check the playbook and print what a run would be allowed; start nothing")
+	out := a.jsonFlag(cmd, "with --dry-run: print the run's spec as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		name := args[0]
+		d, _, err := st.Get(name)
+		if err != nil {
+			return err
+		}
+		pol, err := effectivePolicy(in)
+		if err != nil {
+			return err
+		}
+		spec, err := playbook.ComputeRunSpec(name, d.Path, d.Meta, pol)
+		if err != nil {
+			if !dryRun {
+				a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: "refused", Detail: map[string]any{"stage": d.Meta.Stage}})
+			}
+			return err
+		}
+		if spec.Notice != "" {
+			a.warn("%s", spec.Notice)
+		}
+		for _, x := range spec.Excluded {
+			a.warn("run host %s: %s (allow it with: %s)", x.Host, x.Reason, x.Fix)
+		}
+		if dryRun {
+			return out.print(spec, func(w io.Writer) error {
+				printRunSpec(w, spec)
+				a.status("dry run: nothing started")
+				return nil
+			})
+		}
+		if out.json {
+			return errs.Usagef("--json goes with --dry-run")
+		}
+		unlock, err := playbook.LockRun(in.FS(), in.Lock(playbook.RunLockName(name)), name)
+		if err != nil {
+			a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: "refused", Detail: map[string]any{"reason": "already running"}})
+			return err
+		}
+		defer unlock()
+		if headlessRunner == nil {
+			return errs.Failf("headless runs need the launcher's headless session, which this hobbs does not have yet; nothing was started").
+				WithHint("carry it out in a session meanwhile (hobbs run, then ask Hobbs to follow the playbook %s); 'hobbs playbook run %s --dry-run' shows what a run would be allowed", name, name)
+		}
+		err = runHeadless(a.ctx, in, spec)
+		a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: outcome(err), Detail: map[string]any{"stage": spec.Stage}})
+		return err
+	})
+	return cmd
+}
+
+func runHeadless(ctx context.Context, in instance.Instance, spec playbook.RunSpec) error {
+	return headlessRunner(ctx, in, spec)
+}
+
+// printRunSpec prints what a run is allowed, one field a line.
+func printRunSpec(w io.Writer, s playbook.RunSpec) {
+	list := func(v []string, none string) string {
+		if v == nil {
+			return none
+		}
+		if len(v) == 0 {
+			return "(none)"
+		}
+		return strings.Join(v, ", ")
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "playbook\t%s (%s)\n", s.Playbook, s.Stage)
+	fmt.Fprintf(tw, "hosts\t%s\n", list(s.Hosts, "the instance policy"))
+	fmt.Fprintf(tw, "deny\t%s\n", list(s.Deny, "(none)"))
+	fmt.Fprintf(tw, "secrets\t%s\n", list(s.Secrets, "every secret config.yaml maps"))
+	fmt.Fprintf(tw, "tools\t%s\n", list(s.Tools, "Claude Code's defaults"))
+	fmt.Fprintf(tw, "max turns\t%d\n", s.MaxTurns)
+	fmt.Fprintf(tw, "timeout\t%s\n", s.Timeout)
+	tw.Flush()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -326,10 +327,12 @@ func matches(r *egress.Rule, host string, port int) bool {
 	return r.Host == host
 }
 
-// Runner carries out one headless run of a playbook: the launcher's
-// headless session. It returns when the run has ended (its task recorded) or
-// failed to start.
-type Runner func(ctx context.Context, spec RunSpec) error
+// Runner carries out one headless run of a playbook in instance in: the
+// launcher's headless session. The caller has checked the stage, computed
+// spec and holds the run lock for the whole call. It returns when the run
+// has ended (its task recorded) or failed to start; an error carries the
+// exit code (errs), 124 for a run stopped at its time limit.
+type Runner func(ctx context.Context, in instance.Instance, spec RunSpec) error
 
 // RunLockName is the instance lock (instance.Lock) held for the length of a
 // run of playbook name.

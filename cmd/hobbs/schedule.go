@@ -1,0 +1,263 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/schedule"
+	"github.com/hobbs-agent/hobbs/src/task"
+)
+
+func newScheduleCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "schedule",
+		Short: "Run autonomous playbooks on a schedule",
+		Long: `Put headless runs of autonomous playbooks (hobbs playbook run NAME) on your
+own scheduler: systemd user timers where systemd runs for you (unit files
+hobbs-playbook-NAME.service and .timer under $XDG_CONFIG_HOME/systemd/user),
+cron otherwise (a marked block in your crontab). Hobbs runs no daemon of its
+own. HOBBS_SCHEDULER=systemd or cron chooses the scheduler.
+
+A run missed while the machine was off runs once at the next start
+(systemd's Persistent=true; cron has no catch-up). Two runs of one playbook
+never overlap: a run that finds the previous one still going is refused.`,
+		Example: `  hobbs schedule add weekly-report --at "Mon *-*-* 09:00"
+  hobbs schedule add inbox-triage --every 30m
+  hobbs schedule list
+  hobbs schedule rm weekly-report`,
+	}
+	cmd.AddCommand(newScheduleAddCmd(a), newScheduleListCmd(a), newScheduleRmCmd(a))
+	return cmd
+}
+
+// scheduler returns the user's scheduler, refusing inside the container:
+// schedules live on the host.
+func (a *app) scheduler() (schedule.Backend, error) {
+	if os.Getenv("HOBBS_CONTEXT") == "container" {
+		return nil, errs.Usagef("schedules live on the host: run hobbs schedule there")
+	}
+	return schedule.Detect(schedule.OptionsFromEnv())
+}
+
+// hobbsBinary is the absolute path schedulers run: the name this hobbs was
+// started as when it resolves to this executable (keeping a stable link
+// such as /usr/local/bin/hobbs), else the executable itself.
+func hobbsBinary() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", errs.Wrap(errs.Failure, err, "find the hobbs binary")
+	}
+	if p, err := exec.LookPath(os.Args[0]); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			fa, errA := os.Stat(abs)
+			fe, errE := os.Stat(exe)
+			if errA == nil && errE == nil && os.SameFile(fa, fe) {
+				return abs, nil
+			}
+		}
+	}
+	return exe, nil
+}
+
+func newScheduleAddCmd(a *app) *cobra.Command {
+	var every, at string
+	cmd := &cobra.Command{
+		Use:   "add NAME --every DURATION | --at SPEC",
+		Short: "Schedule headless runs of an autonomous playbook",
+		Long: `Schedule 'hobbs playbook run NAME' for the instance, with the absolute path of
+this hobbs binary. Only an autonomous playbook with a run: block can be
+scheduled.
+
+--every takes a Go duration of at least 1m (30m, 2h, 24h, 168h). One that
+divides an hour or a day, or is a day or a week, runs on the clock (every
+30m: at :00 and :30); systemd runs any other interval after the last run,
+cron refuses it and names the nearest it can run.
+
+--at takes a systemd calendar event (man systemd.time): "Mon *-*-* 09:00",
+"Mon..Fri 08:30", "*-*-01 06:00", daily, weekly. With cron only
+[WEEKDAYS] [*-MM-DD] HH:MM can be expressed; anything else is refused.
+
+The same schedule again changes nothing; a different one replaces it.`,
+		Example: `  hobbs schedule add weekly-report --at "Mon *-*-* 09:00"
+  hobbs schedule add inbox-triage --every 30m`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	cmd.Flags().StringVar(&every, "every", "", "run every `DURATION` (at least 1m)")
+	cmd.Flags().StringVar(&at, "at", "", "run at the calendar event `SPEC` (systemd OnCalendar form)")
+	cmd.MarkFlagsMutuallyExclusive("every", "at")
+	cmd.MarkFlagsOneRequired("every", "at")
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		name := args[0]
+		spec := schedule.Spec{At: at}
+		if every != "" {
+			d, err := time.ParseDuration(every)
+			if err != nil {
+				return errs.Usagef("--every %q is not a duration", every).WithHint("durations look like 30m, 2h, 24h (a day), 168h (a week)")
+			}
+			spec.Every = d
+		}
+		if err := spec.Check(); err != nil {
+			return err
+		}
+		d, _, err := st.Get(name)
+		if err != nil {
+			return err
+		}
+		if err := playbook.CanSchedule(name, d.Meta); err != nil {
+			return err
+		}
+		b, err := a.scheduler()
+		if err != nil {
+			return err
+		}
+		bin, err := hobbsBinary()
+		if err != nil {
+			return err
+		}
+		root, err := filepath.Abs(in.Root)
+		if err != nil {
+			return errs.Wrap(errs.Failure, err, "instance path")
+		}
+		res, err := b.Add(schedule.Job{Playbook: name, Instance: root, Binary: bin, Spec: spec})
+		if res.Changed || err != nil {
+			a.logAudit(in, audit.Entry{Event: "schedule.add", Subject: name, Outcome: outcome(err),
+				Detail: map[string]any{"when": spec.String(), "backend": b.Name(), "replaced": res.Replaced}})
+		}
+		if err != nil {
+			return err
+		}
+		return out.print(res, func(w io.Writer) error {
+			where := "cron"
+			if b.Name() == "systemd" {
+				where = "systemd timer " + schedule.UnitName(name) + ".timer"
+			}
+			switch {
+			case !res.Changed:
+				a.status("%s is already scheduled %s (%s); nothing changed", name, spec, where)
+			case res.Replaced != "":
+				a.status("%s: scheduled %s instead of %s (%s)", name, spec, res.Replaced, where)
+			default:
+				a.status("%s: scheduled %s (%s)", name, spec, where)
+			}
+			if res.Next != "" {
+				a.status("next run: %s", res.Next)
+			}
+			return nil
+		})
+	})
+	return cmd
+}
+
+// scheduleRow is one schedule in a listing, with the outcome of its last
+// run from the task log.
+type scheduleRow struct {
+	schedule.Entry
+	LastRun     string `json:"last_run"`     // when the last run started, RFC 3339; "" when none
+	LastOutcome string `json:"last_outcome"` // running, ok or failed; "" when none
+}
+
+func newScheduleListCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the scheduled playbooks, their next run and last outcome",
+		Long: `List the schedules hobbs made in your scheduler (every instance's), with the
+next run and the outcome of the last run recorded in the instance's task
+log.`,
+		Example: `  hobbs schedule list
+  hobbs schedule list --json`,
+		Args: usageArgs(cobra.NoArgs),
+	}
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		b, err := a.scheduler()
+		if err != nil {
+			return err
+		}
+		entries, err := b.List()
+		if err != nil {
+			return err
+		}
+		rows := []scheduleRow{}
+		for _, e := range entries {
+			r := scheduleRow{Entry: e}
+			if in, err := instance.At(e.Instance); err == nil {
+				tasks, _ := task.Log{Instance: in}.List()
+				for _, t := range tasks {
+					if t.Playbook == e.Playbook {
+						r.LastRun, r.LastOutcome = t.Started.Format(time.RFC3339), t.Status
+						break
+					}
+				}
+			}
+			rows = append(rows, r)
+		}
+		return out.print(rows, func(w io.Writer) error {
+			if len(rows) == 0 {
+				a.status("no schedules (%s)", b.Name())
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PLAYBOOK\tWHEN\tNEXT RUN\tLAST RUN\tBACKEND")
+			for _, r := range rows {
+				when := "every " + r.Every
+				if r.At != "" {
+					when = "at " + r.At
+				}
+				last := "-"
+				if r.LastRun != "" {
+					last = r.LastOutcome + " " + r.LastRun
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Playbook, when, dash(r.Next), last, r.Backend)
+			}
+			return tw.Flush()
+		})
+	}
+	return cmd
+}
+
+func newScheduleRmCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rm NAME",
+		Short: "Remove a playbook's schedule",
+		Long: `Remove the schedule of playbook NAME from your scheduler (the systemd timer
+is stopped and its unit files removed, or its lines leave the crontab). A
+run in progress finishes. The playbook itself is not changed.`,
+		Example: `  hobbs schedule rm weekly-report`,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+	}
+	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
+		name := args[0]
+		if !playbook.ValidName(name) {
+			return errs.Usagef("invalid playbook name %q", name)
+		}
+		b, err := a.scheduler()
+		if err != nil {
+			return err
+		}
+		removed, err := b.Remove(name)
+		if removed || err != nil {
+			a.logAudit(in, audit.Entry{Event: "schedule.rm", Subject: name, Outcome: outcome(err), Detail: map[string]any{"backend": b.Name()}})
+		}
+		if err != nil {
+			return err
+		}
+		if !removed {
+			return errs.Failf("%s is not scheduled (%s)", name, b.Name()).WithHint("see the schedules with: hobbs schedule list")
+		}
+		a.status("%s: schedule removed (%s)", name, b.Name())
+		return nil
+	})
+	return cmd
+}
