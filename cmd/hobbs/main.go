@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -149,9 +150,7 @@ HOBBS_HOME or --instance to choose another.`,
 	}
 	root.SetVersionTemplate("hobbs {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.instanceFlag, "instance", "", "instance directory (default $HOBBS_HOME or $XDG_DATA_HOME/hobbs)")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &errs.Error{Code: errs.Usage, Msg: err.Error()}
-	})
+	root.SetFlagErrorFunc(flagError)
 	// On the host: set up the instance, check it, run sessions.
 	root.AddCommand(newInitCmd(a), newDoctorCmd(a), newConfigCmd(a), newPolicyCmd(a))
 	root.AddCommand(newBuildCmd(a), newPruneCmd(a), newRunCmd(a), newPsCmd(a), newAttachCmd(a), newLogsCmd(a), newStopCmd(a))
@@ -168,6 +167,62 @@ HOBBS_HOME or --instance to choose another.`,
 		rejectUnknownSubcommands(c)
 	}
 	return root
+}
+
+// flagError makes a flag parsing error a usage error (exit 2) and, for an
+// unknown flag, suggests the closest flag c takes (cobra suggests commands,
+// not flags).
+func flagError(c *cobra.Command, err error) error {
+	e := &errs.Error{Code: errs.Usage, Msg: err.Error()}
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return e
+	}
+	if s := closestFlag(c, name); s != "" {
+		e.WithHint("did you mean --%s? (see '%s --help')", s, c.CommandPath())
+	}
+	return e
+}
+
+// closestFlag is the name of c's flag (its own or inherited) nearest to
+// name: within two edits, or one of them a prefix of the other; "" when
+// none is that close.
+func closestFlag(c *cobra.Command, name string) string {
+	best, bestD := "", 3
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		d := editDistance(name, f.Name)
+		if d > 2 && len(name) >= 3 && (strings.HasPrefix(f.Name, name) || strings.HasPrefix(name, f.Name)) {
+			d = 2
+		}
+		if d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // addCompletion adds cobra's completion command when the tree is built, not at

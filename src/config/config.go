@@ -121,7 +121,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	c := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(path, err)
+		return nil, yamlError(path, syntaxError(data, err))
 	}
 	if len(root.Content) == 0 { // empty or comments only
 		return c, nil
@@ -149,6 +149,42 @@ var (
 	memSizeRe    = regexp.MustCompile(`^[0-9]+[bkmgBKMG]?$`)
 	networkRe    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
 )
+
+// syntaxError gives a YAML syntax error of data the line where the text
+// stops being YAML: the line after the longest run of first lines that
+// parses. yaml.v3 reports some errors where its parser gave up, lines after
+// the mistake (an unclosed quote), or at the start of the enclosing mapping
+// (a key indented one space too far), which points the user at the wrong
+// line.
+func syntaxError(data []byte, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return err
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxSyntaxScan {
+		return err
+	}
+	good := 0
+	for n := 1; n <= len(lines); n++ {
+		var node yaml.Node
+		if yaml.Unmarshal(bytes.Join(lines[:n], nil), &node) == nil {
+			good = n
+		}
+	}
+	if good >= len(lines) {
+		return err
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if sm := lineRe.FindStringSubmatch(msg); sm != nil {
+		msg = sm[2]
+	}
+	return fmt.Errorf("line %d: %s", good+1, msg)
+}
+
+// maxSyntaxScan bounds the lines syntaxError parses again (each prefix
+// once): a config.yaml is a few dozen lines.
+const maxSyntaxScan = 2000
 
 // yamlError turns yaml.v3's errors into "path:line: message" lines.
 func yamlError(path string, err error) error {
@@ -181,7 +217,7 @@ func yamlError(path string, err error) error {
 		}
 	}
 	return &errs.Error{Code: errs.Usage, Msg: strings.Join(out, "\n"),
-		Hint: "see the documented keys in templates/config.yaml or run hobbs config validate"}
+		Hint: "correct that line of config.yaml; every key is documented in its comments and in templates/config.yaml"}
 }
 
 func kindName(tag string) string {
@@ -219,8 +255,11 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 		problems = append(problems, fmt.Sprintf("%s:%d: %s: %s", path, lineOf(root, keys...),
 			strings.Join(keys, "."), fmt.Sprintf(format, args...)))
 	}
-	if c.Engine == "" {
+	switch {
+	case c.Engine == "":
 		bad([]string{"engine"}, "must not be empty (docker or podman)")
+	case !knownEngine(c.Engine):
+		bad([]string{"engine"}, "%q is not an engine Hobbs knows: docker, podman, or the path of an engine CLI", c.Engine)
 	}
 	if !networkRe.MatchString(c.EgressNet) {
 		bad([]string{"egress_network"}, "%q is neither default, session nor a network name", c.EgressNet)
@@ -267,6 +306,12 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 		return errs.Usagef("%s", strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// knownEngine reports whether name is docker, podman or a path to a CLI
+// (it holds a slash), as package engine takes them.
+func knownEngine(name string) bool {
+	return name == "docker" || name == "podman" || strings.Contains(name, "/")
 }
 
 // lineOf returns the line of the value at keys in a mapping node, or of the

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -161,5 +162,59 @@ func TestVarsUsing(t *testing.T) {
 	}
 	if got := c.VarsUsing("none"); len(got) != 0 {
 		t.Errorf("VarsUsing(none) = %q, want none", got)
+	}
+}
+
+// TestSyntaxErrorLine: a YAML syntax error names the line of the mistake,
+// where yaml.v3 alone names a line before it (the enclosing mapping) or
+// after it (where an unclosed quote ends), and no hint sends the user to
+// the command that printed it.
+func TestSyntaxErrorLine(t *testing.T) {
+	seed, err := os.ReadFile("../../templates/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(seed), "\n")
+	find := func(prefix string) int {
+		for i, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return i
+			}
+		}
+		t.Fatalf("no line %q in the template", prefix)
+		return 0
+	}
+	for _, c := range []struct{ name, prefix, repl string }{
+		{"unclosed quote", "base_image:", `base_image: "hobbs-runtime:latest`},
+		{"one space too far", "  pids:", " pids: 512"},
+		{"text after a quoted value", "image:", `image: "a" b`},
+		{"no colon", "engine:", "engine podman"},
+		{"unclosed flow mapping", "env:", "env: {A: vault:a"},
+	} {
+		i := find(c.prefix)
+		broken := append(append(append([]string{}, lines[:i]...), c.repl), lines[i+1:]...)
+		_, err := Parse("config.yaml", []byte(strings.Join(broken, "\n")))
+		want := fmt.Sprintf("config.yaml:%d: ", i+1)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: got %v, want %s…", c.name, err, want)
+			continue
+		}
+		if h := errs.Hint(err); strings.Contains(h, "hobbs config validate") {
+			t.Errorf("%s: hint sends the user to config validate: %q", c.name, h)
+		}
+	}
+}
+
+// TestEngineValue: engine: takes docker, podman or a path; anything else
+// is named with the valid values at its line.
+func TestEngineValue(t *testing.T) {
+	for _, ok := range []string{"docker", "podman", "/usr/local/bin/docker"} {
+		if _, err := Parse("c.yaml", []byte("engine: "+ok+"\n")); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	_, err := Parse("c.yaml", []byte("image: x\nengine: dokcer\n"))
+	if err == nil || errs.Code(err) != errs.Usage || !strings.Contains(err.Error(), `c.yaml:2: engine: "dokcer" is not an engine Hobbs knows: docker, podman`) {
+		t.Errorf("dokcer: %v", err)
 	}
 }

@@ -329,6 +329,9 @@ func ParseRule(s string) (*Rule, error) {
 		return nil, fmt.Errorf("empty entry")
 	}
 	if strings.Contains(s, "://") || strings.ContainsAny(s, "/?#@ \t") {
+		if !strings.Contains(s, "://") && !strings.ContainsAny(s, "/?#@") {
+			return nil, fmt.Errorf("%q is not a host name: it has a space (e.g. api.example.com or api.example.com:8443)", raw)
+		}
 		return nil, fmt.Errorf("%q: write a host name, not a URL (e.g. api.example.com or api.example.com:8443)", raw)
 	}
 	r := &Rule{}
