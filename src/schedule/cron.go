@@ -52,7 +52,6 @@ type crontab struct {
 	before, after []string // lines outside the block, as they are
 	jobs          []Job
 	lines         map[string][]string // playbook → its two lines
-	hadBlock      bool
 }
 
 func (c *cron) read() (*crontab, error) {
@@ -87,7 +86,11 @@ func parseCrontab(text string) (*crontab, error) {
 			if state != 0 {
 				return damaged(i, "a second hobbs block")
 			}
-			state, t.hadBlock = 1, true
+			state = 1
+			// The blank line render puts before the block belongs to it.
+			if n := len(t.before); n > 0 && strings.TrimSpace(t.before[n-1]) == "" {
+				t.before = t.before[:n-1]
+			}
 		case trimmed == cronEnd:
 			if state != 1 {
 				return damaged(i, "the end of hobbs's block without its beginning")
@@ -130,7 +133,7 @@ func (t *crontab) render() string {
 	var out []string
 	out = append(out, t.before...)
 	if len(t.jobs) > 0 {
-		if len(out) > 0 && strings.TrimSpace(out[len(out)-1]) != "" && !t.hadBlock {
+		if len(out) > 0 && strings.TrimSpace(out[len(out)-1]) != "" {
 			out = append(out, "")
 		}
 		out = append(out, cronBegin)

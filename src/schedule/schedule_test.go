@@ -245,7 +245,7 @@ func TestCron(t *testing.T) {
 	if ok, err := b.Remove("inbox"); ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if data, _ = os.ReadFile(table); string(data) != mine+"\n" {
+	if data, _ = os.ReadFile(table); string(data) != mine {
 		t.Fatalf("crontab:\n%q", data)
 	}
 	// Cron cannot express it: refused, nothing written.
