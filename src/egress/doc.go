@@ -28,8 +28,21 @@
 //     to Go's HTTP server and goproxy; an allowed CONNECT is hijacked and
 //     relayed with io.Copy (splice(2) on Linux), and the host tap checks
 //     that a plain-HTTP request's Host header names its URL's host.
+//   - Secrets (secrets.go, inspect.go, intercept.go, ca.go): a session's
+//     vault values bound to hosts. The agent holds a placeholder of the
+//     same shape; the proxy puts the value in its place in requests to the
+//     bound hosts only, and refuses (and audits as a leak) a request to any
+//     other host that carries a placeholder, or a value where the proxy
+//     reads plaintext. HTTPS to a bound host is intercepted with a
+//     certificate from the session CA; every other host stays an opaque
+//     tunnel.
+//   - Request rules (rules.go): allow or deny by method and path prefix
+//     for a host, applied to every request the proxy reads (plain HTTP, and
+//     HTTPS to a host with rules, which is intercepted for that).
 //
-// What it does not stop (see docs/egress.md): traffic to an allowed host is
-// not inspected (TLS is tunnelled, not intercepted), so exfiltration to an
-// allowed host and domain fronting through an allowed CDN remain possible.
+// What it does not stop (see docs/egress.md): traffic inside an opaque
+// tunnel is not inspected, so exfiltration to an allowed host and domain
+// fronting through an allowed CDN remain possible; leak detection finds a
+// placeholder or value only where it reads plaintext, as written or
+// percent- or Basic-encoded, not otherwise transformed.
 package egress

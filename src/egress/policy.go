@@ -44,9 +44,11 @@ type Policy struct {
 	Domains      []*Rule        `json:"domains"`
 	Deny         []*Rule        `json:"deny"`
 	AllowPrivate []netip.Prefix `json:"allow_private"`
+	Rules        []*HostRules   `json:"rules"`
 	Files        []string       `json:"files"`
 
-	allow, deny ruleIndex
+	allow, deny, rules ruleIndex
+	rulesOf            map[*Rule]*HostRules
 }
 
 type ruleIndex struct {
@@ -233,7 +235,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 		problems = append(problems, fmt.Sprintf("%s:%d: %s", name, n.Line, fmt.Sprintf(format, args...)))
 	}
 	if root.Kind != yaml.MappingNode {
-		bad(root, "a policy is a mapping with keys services, domains, deny, allow_private")
+		bad(root, "a policy is a mapping with keys services, domains, deny, allow_private, rules")
 		return nil, errs.Usagef("%s", strings.Join(problems, "\n"))
 	}
 	seen := map[string]bool{}
@@ -250,13 +252,16 @@ func Parse(name string, data []byte) (*Policy, error) {
 		case v.Kind == yaml.SequenceNode:
 			items = v.Content
 		default:
+			if k.Value == "rules" {
+				break
+			}
 			if k.Value == "services" || k.Value == "domains" || k.Value == "deny" || k.Value == "allow_private" {
 				bad(v, "%s must be a list", k.Value)
 				continue
 			}
 		}
 		for _, it := range items {
-			if it.Kind != yaml.ScalarNode {
+			if it.Kind != yaml.ScalarNode && k.Value != "rules" {
 				bad(it, "%s entries must be strings", k.Value)
 			}
 		}
@@ -290,6 +295,8 @@ func Parse(name string, data []byte) (*Policy, error) {
 					p.Deny = append(p.Deny, r)
 				}
 			}
+		case "rules":
+			p.Rules = append(p.Rules, parseRules(name, v, bad)...)
 		case "allow_private":
 			for _, it := range items {
 				if it.Kind != yaml.ScalarNode {
@@ -309,7 +316,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 				p.AllowPrivate = append(p.AllowPrivate, pre.Masked())
 			}
 		default:
-			bad(k, "unknown key %q (known: services, domains, deny, allow_private)", k.Value)
+			bad(k, "unknown key %q (known: services, domains, deny, allow_private, rules)", k.Value)
 		}
 	}
 	if len(problems) > 0 {
@@ -413,6 +420,7 @@ func Merge(ps ...*Policy) *Policy {
 		m.Domains = append(m.Domains, p.Domains...)
 		m.Deny = append(m.Deny, p.Deny...)
 		m.AllowPrivate = append(m.AllowPrivate, p.AllowPrivate...)
+		m.Rules = append(m.Rules, p.Rules...)
 	}
 	m.build()
 	return m
@@ -448,12 +456,16 @@ func (p *Policy) build() {
 	if p.AllowPrivate == nil {
 		p.AllowPrivate = []netip.Prefix{}
 	}
+	if p.Rules == nil {
+		p.Rules = []*HostRules{}
+	}
+	p.buildRules()
 }
 
 // Summary is one line describing p, for the proxy's start-up log.
 func (p *Policy) Summary() string {
-	return fmt.Sprintf("services=[%s] domains=%d deny=%d allow_private=%d",
-		strings.Join(p.Services, ","), len(p.Domains), len(p.Deny), len(p.AllowPrivate))
+	return fmt.Sprintf("services=[%s] domains=%d deny=%d allow_private=%d rules=%d",
+		strings.Join(p.Services, ","), len(p.Domains), len(p.Deny), len(p.AllowPrivate), len(p.Rules))
 }
 
 // MarshalJSON is the effective policy with the services expanded.
@@ -475,11 +487,12 @@ func (p *Policy) MarshalJSON() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	err := json.NewEncoder(&buf).Encode(struct {
-		Files        []string `json:"files"`
-		Services     []svc    `json:"services"`
-		Domains      []*Rule  `json:"domains"`
-		Deny         []*Rule  `json:"deny"`
-		AllowPrivate []string `json:"allow_private"`
-	}{p.Files, svcs, p.Domains, p.Deny, prefixes})
+		Files        []string     `json:"files"`
+		Services     []svc        `json:"services"`
+		Domains      []*Rule      `json:"domains"`
+		Deny         []*Rule      `json:"deny"`
+		AllowPrivate []string     `json:"allow_private"`
+		Rules        []*HostRules `json:"rules"`
+	}{p.Files, svcs, p.Domains, p.Deny, prefixes, p.Rules})
 	return bytes.TrimSpace(buf.Bytes()), err
 }

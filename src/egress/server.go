@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -47,6 +48,14 @@ type Options struct {
 	IdleTimeout   time.Duration                    // a tunnel with no traffic either way is closed; default 10 min
 	Debounce      time.Duration                    // policy reload debounce; default 100 ms
 	DNSCacheTTL   time.Duration                    // keep successful lookups this long; default 5 s, <0 disables
+
+	// Secrets are the session's CA and bound secrets (LoadSessionSecrets);
+	// nil: no interception, no substitution, and a CONNECT to a host with
+	// request rules is refused (the rules could not be applied).
+	Secrets *SessionSecrets
+	// UpstreamRoots verify intercepted hosts' certificates; nil: the
+	// system's roots.
+	UpstreamRoots *x509.CertPool
 }
 
 // Server is the egress proxy.
@@ -66,6 +75,10 @@ type Server struct {
 	watch    *watcher
 	dns      dnsCache
 	stopped  atomic.Bool
+
+	issuer *leafIssuer // the session CA's signer; nil without Options.Secrets
+	upOnce sync.Once
+	upTr   *http.Transport // intercepted requests' transport
 }
 
 // NewServer loads the policy files and builds a server. It fails (exit 2
@@ -109,6 +122,14 @@ func NewServer(opts Options) (*Server, error) {
 		f.Close()
 	}
 	s := &Server{opts: opts}
+	if opts.Secrets != nil {
+		if err := opts.Secrets.prepare(); err != nil {
+			return nil, errs.Usagef("secrets: %v", err)
+		}
+		if s.issuer, err = newLeafIssuer(opts.Secrets.CACert, opts.Secrets.CAKey); err != nil {
+			return nil, errs.Usagef("secrets: %v", err)
+		}
+	}
 	s.dns = dnsCache{lookup: opts.LookupNetIP, ttl: opts.DNSCacheTTL}
 	s.policy.Store(p)
 	s.audit = newAuditLog(opts.AuditPath, opts.Logf)
@@ -245,6 +266,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.tunnels.closeAll()
 		s.handlers.Wait()
 	}
+	for _, t := range s.tunnels.snapshot() {
+		go t.shutdownInner(ctx)
+	}
 	if !s.tunnels.wait(ctx) {
 		s.tunnels.closeAll()
 		s.tunnels.wait(context.Background())
@@ -374,6 +398,12 @@ type record struct {
 	// bodyUp counts a plain-HTTP request's body, read by the transport's
 	// own goroutine, which may still be sending when the response is done.
 	bodyUp atomic.Int64
+	// For a request the proxy reads (plain HTTP, intercepted HTTPS): its
+	// path (no query), the secrets put in it, the secret it tried to leak.
+	path    string
+	secrets []string
+	leak    string
+	logged  atomic.Bool
 }
 
 // auditLine is the proxy's audit record: audit.Entry's shape (time, actor,
@@ -388,15 +418,18 @@ type auditLine struct {
 }
 
 type auditDetail struct {
-	Client     string `json:"client"`
-	Method     string `json:"method"`
-	IP         string `json:"ip"`
-	Rule       string `json:"rule"`
-	Reason     string `json:"reason,omitempty"`
-	Error      string `json:"error,omitempty"`
-	BytesUp    int64  `json:"bytes_up"`
-	BytesDown  int64  `json:"bytes_down"`
-	DurationMS int64  `json:"duration_ms"`
+	Client     string   `json:"client"`
+	Method     string   `json:"method"`
+	IP         string   `json:"ip"`
+	Rule       string   `json:"rule"`
+	Reason     string   `json:"reason,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	Path       string   `json:"path,omitempty"`
+	Secrets    []string `json:"secrets,omitempty"`
+	Leak       string   `json:"leak,omitempty"`
+	BytesUp    int64    `json:"bytes_up"`
+	BytesDown  int64    `json:"bytes_down"`
+	DurationMS int64    `json:"duration_ms"`
 }
 
 // clientName is a client's address as the audit shows it: a peer on the
@@ -418,9 +451,13 @@ func (s *Server) auditLine(rec *record) auditLine {
 	l := auditLine{Time: rec.start.UTC(), Actor: "proxy", Event: "egress.deny", Outcome: "denied",
 		Subject: net.JoinHostPort(rec.host, strconv.Itoa(rec.port)),
 		Detail: auditDetail{Client: clientName(rec.client), Method: rec.method, IP: rec.ip, Rule: rec.rule, Reason: rec.reason,
-			Error: rec.err, BytesUp: rec.up + rec.bodyUp.Load(), BytesDown: rec.down, DurationMS: time.Since(rec.start).Milliseconds()}}
-	if rec.allow {
+			Error: rec.err, Path: rec.path, Secrets: rec.secrets, Leak: rec.leak,
+			BytesUp: rec.up + rec.bodyUp.Load(), BytesDown: rec.down, DurationMS: time.Since(rec.start).Milliseconds()}}
+	switch {
+	case rec.allow:
 		l.Event, l.Outcome = "egress.allow", "allowed"
+	case rec.leak != "":
+		l.Event = "egress.leak"
 	}
 	return l
 }
@@ -524,6 +561,16 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 			c.Close()
 		}}, ""
 	}
+	intercept := s.intercepts(rec.host, rec.port)
+	if intercept && s.issuer == nil {
+		rec.allow, rec.rule = false, "interception-unavailable"
+		rec.reason = "the host has request rules, which this proxy cannot apply to HTTPS without a session CA"
+		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
+			s.log(rec)
+			writeRaw(c, http.StatusForbidden, refusal(http.StatusForbidden, rec))
+			c.Close()
+		}}, ""
+	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
 		// Registered once hijacked, still inside the handler (which
 		// Shutdown waits for): a hijack that fails leaves nothing behind.
@@ -535,6 +582,10 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 			s.log(rec)
 			writeRaw(c, http.StatusServiceUnavailable, refusal(http.StatusServiceUnavailable, rec))
 			c.Close()
+			return
+		}
+		if intercept {
+			go s.runIntercept(t, c, addrs, rec)
 			return
 		}
 		go s.runTunnel(t, c, addrs, rec)
@@ -630,6 +681,9 @@ func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.R
 	if code != 0 {
 		return deny(code)
 	}
+	if code := s.inspect(r, rec, false); code != 0 {
+		return deny(code)
+	}
 	r.Host = "" // the URL's host is the Host the target sees
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &countingBody{ReadCloser: r.Body, n: &rec.bodyUp}
@@ -637,6 +691,12 @@ func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.R
 	ctx := context.WithValue(r.Context(), dialKey{}, &dialTarget{addrs: addrs, port: rec.port})
 	pctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
 		resp, err := s.tr.RoundTrip(req)
+		var le *leakError
+		if errors.As(err, &le) {
+			rec.allow, rec.leak, rec.rule, rec.reason = false, le.n.secret, "leak-detection", le.Error()
+			s.log(rec)
+			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusForbidden, refusal(http.StatusForbidden, rec)), nil
+		}
 		if err != nil {
 			rec.err = err.Error()
 			s.log(rec)

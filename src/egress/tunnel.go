@@ -23,6 +23,8 @@ type tunnel struct {
 	// ctx ends when the tunnel is closed: a dial under way gives up.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// inner serves an intercepted tunnel's requests (intercept.go).
+	inner *http.Server
 }
 
 // attach records the tunnel's connections, so that closing the tunnel closes
@@ -73,6 +75,17 @@ func (t *tunnel) idle() time.Duration {
 		return ci
 	}
 	return min(ci, ui)
+}
+
+// shutdownInner ends an intercepted tunnel between two requests at once,
+// and after the request under way otherwise; ctx bounds the wait.
+func (t *tunnel) shutdownInner(ctx context.Context) {
+	t.mu.Lock()
+	srv := t.inner
+	t.mu.Unlock()
+	if srv != nil {
+		srv.Shutdown(ctx)
+	}
 }
 
 // tunnelSet tracks open tunnels for draining, the idle reaper and tests.

@@ -1,0 +1,241 @@
+package egress
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxSubstBody is the largest request body the proxy reads whole to put
+// secrets in place of placeholders. A larger body is passed on as it is
+// (its placeholders stay placeholders), scanned for leaks as it streams.
+const maxSubstBody = 64 << 10
+
+// leakError is a request that carries a secret (or its placeholder) to a
+// host it is not bound to.
+type leakError struct {
+	n    needle
+	host string
+}
+
+func (e *leakError) Error() string {
+	what := "the placeholder of " + e.n.secret
+	if e.n.value {
+		what = "the value of " + e.n.secret
+	}
+	return fmt.Sprintf("request carries %s, which is not bound to %s", what, e.host)
+}
+
+// inspect applies what the proxy checks in a request it can read (plain
+// HTTP, or HTTPS to an intercepted host) after the host rule allowed it:
+// the host's request rules, leak detection and secret substitution. It
+// changes r in place (headers, URL, body) and returns 0, or the status to
+// refuse it with (rec says why).
+func (s *Server) inspect(r *http.Request, rec *record, connect bool) int {
+	rec.path = r.URL.Path
+	if hr := s.policy.Load().requestRules(rec.host, rec.port, connect); hr != nil {
+		d := hr.Check(r.Method, r.URL.EscapedPath())
+		rec.rule = d.Rule
+		if !d.Allow {
+			rec.allow, rec.reason = false, "request rule ("+d.Source+")"
+			return http.StatusForbidden
+		}
+	}
+	sec := s.secrets()
+	if len(sec) == 0 {
+		return 0
+	}
+	var bound []*Secret
+	for _, x := range sec {
+		if x.boundTo(rec.host, rec.port) {
+			bound = append(bound, x)
+		}
+	}
+	needles := leakNeedles(sec, rec.host, rec.port)
+	leak := func(n needle) int {
+		rec.allow, rec.leak = false, n.secret
+		rec.rule = "leak-detection"
+		rec.reason = (&leakError{n, rec.host}).Error()
+		return http.StatusForbidden
+	}
+	// Leaks first, on the request as the agent sent it.
+	for name, vs := range r.Header {
+		for _, v := range vs {
+			if n, ok := findLeak(v, needles); ok {
+				return leak(n)
+			}
+			if n, ok := findLeak(name, needles); ok {
+				return leak(n)
+			}
+		}
+	}
+	rawURL := r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		rawURL += "?" + r.URL.RawQuery
+	}
+	if n, ok := findLeak(rawURL, needles); ok {
+		return leak(n)
+	}
+	var body []byte
+	whole := false
+	if r.Body != nil && r.Body != http.NoBody && (len(bound) > 0 || len(needles) > 0) {
+		if r.ContentLength >= 0 && r.ContentLength <= maxSubstBody || r.ContentLength < 0 {
+			b, err := io.ReadAll(io.LimitReader(r.Body, maxSubstBody+1))
+			if err != nil {
+				rec.err = "read request body: " + err.Error()
+				return http.StatusBadRequest
+			}
+			body, whole = b, len(b) <= maxSubstBody
+		}
+		if whole {
+			if n, ok := findLeak(string(body), needles); ok {
+				return leak(n)
+			}
+		}
+	}
+	// Then the bound secrets go in.
+	var used []string
+	if len(bound) > 0 {
+		for name, vs := range r.Header {
+			for i, v := range vs {
+				nv, u := substituteHeader(name, v, bound)
+				vs[i] = nv
+				used = append(used, u...)
+			}
+		}
+		if nu, u := substituteURL(rawURL, bound); u != nil {
+			path, query, _ := strings.Cut(nu, "?")
+			if err := setEscapedPath(r, path); err != nil {
+				rec.err = err.Error()
+				return http.StatusBadRequest
+			}
+			r.URL.RawQuery = query
+			used = append(used, u...)
+		}
+		if whole && body != nil {
+			nb, u := substituteBody(body, r.Header.Get("Content-Type"), bound)
+			body = nb
+			used = append(used, u...)
+		}
+	}
+	switch {
+	case whole && body != nil:
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.TransferEncoding = nil
+		r.Header.Del("Content-Length")
+	case body != nil: // longer than maxSubstBody: the read part, then the rest
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	}
+	if !whole && r.Body != nil && r.Body != http.NoBody && len(needles) > 0 {
+		r.Body = &scanBody{rc: r.Body, needles: needles, host: rec.host, keep: maxNeedle(needles) - 1}
+	}
+	rec.secrets = dedupe(used)
+	return 0
+}
+
+// setEscapedPath sets r's path from its escaped form.
+func setEscapedPath(r *http.Request, escaped string) error {
+	p, err := pathUnescape(escaped)
+	if err != nil {
+		return err
+	}
+	r.URL.Path, r.URL.RawPath = p, escaped
+	if r.URL.EscapedPath() != escaped {
+		r.URL.RawPath = ""
+	}
+	return nil
+}
+
+func pathUnescape(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' {
+			if i+2 >= len(s) {
+				return "", errors.New("invalid escape in path")
+			}
+			c, ok := unhex2(s[i+1], s[i+2])
+			if !ok {
+				return "", errors.New("invalid escape in path")
+			}
+			b.WriteByte(c)
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), nil
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// scanBody passes a request body through, failing the read (and with it
+// the request) when a needle appears, also across two reads: it keeps the
+// last keep bytes it let through and looks at them with the next ones.
+type scanBody struct {
+	rc      io.ReadCloser
+	needles []needle
+	host    string
+	keep    int
+	tail    []byte
+	err     error
+}
+
+func (b *scanBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		win := append(append([]byte(nil), b.tail...), p[:n]...)
+		for _, nd := range b.needles {
+			if bytes.Contains(win, []byte(nd.text)) {
+				b.err = &leakError{nd, b.host}
+				return 0, b.err
+			}
+		}
+		if len(win) > b.keep {
+			win = win[len(win)-b.keep:]
+		}
+		b.tail = win
+	}
+	return n, err
+}
+
+func (b *scanBody) Close() error { return b.rc.Close() }
+
+// secrets returns the session's bound secrets (none for a proxy started
+// without a secrets file).
+func (s *Server) secrets() []*Secret {
+	if s.opts.Secrets == nil {
+		return nil
+	}
+	return s.opts.Secrets.Secrets
+}
+
+// intercepts reports whether CONNECT to host:port is intercepted: a secret
+// is bound to it or it has request rules.
+func (s *Server) intercepts(host string, port int) bool {
+	for _, x := range s.secrets() {
+		if x.boundTo(host, port) {
+			return true
+		}
+	}
+	return s.policy.Load().requestRules(host, port, true) != nil
+}

@@ -1,0 +1,432 @@
+package egress
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/url"
+	"os"
+	"strings"
+	"unicode"
+)
+
+// Secret is a vault value bound to the hosts that may receive it. The
+// agent's environment holds Placeholder; the proxy puts Value in its place
+// in requests to Hosts only, and refuses a request to any other host that
+// carries Placeholder (or, where the proxy sees plaintext, Value).
+type Secret struct {
+	Name        string   `json:"name"`        // the variable, e.g. GITHUB_TOKEN
+	Placeholder string   `json:"placeholder"` // what the agent holds
+	Value       string   `json:"value"`       // the vault's value
+	Hosts       []string `json:"hosts"`       // policy domains forms
+
+	rules []*Rule
+}
+
+// SessionSecrets is what the launcher hands the proxy for one session, in a
+// file on the session's tmpfs (never an argument or the environment): the
+// session CA (certificate and key, PEM) and the bound secrets.
+type SessionSecrets struct {
+	CACert  string    `json:"ca_cert"`
+	CAKey   string    `json:"ca_key"`
+	Secrets []*Secret `json:"secrets"`
+}
+
+// MinValueScan is the shortest secret value the proxy looks for in
+// plaintext requests to other hosts: a shorter one would match ordinary
+// text.
+const MinValueScan = 8
+
+// ParseSecretHosts validates a binding's hosts, which take the policy's
+// domains forms (names, "*." wildcards, IP literals, optional ":port").
+func ParseSecretHosts(hosts []string) ([]*Rule, error) {
+	if len(hosts) == 0 {
+		return nil, errors.New("hosts: at least one host may receive the secret")
+	}
+	out := make([]*Rule, 0, len(hosts))
+	for _, h := range hosts {
+		r, err := ParseRule(h)
+		if err != nil {
+			return nil, fmt.Errorf("hosts: %v", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// LoadSessionSecrets reads the launcher's secrets file and checks it.
+func LoadSessionSecrets(path string) (*SessionSecrets, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(data)
+	var ss SessionSecrets
+	if err := json.Unmarshal(data, &ss); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if err := ss.prepare(); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return &ss, nil
+}
+
+// prepare parses every binding's hosts and checks the placeholders.
+func (ss *SessionSecrets) prepare() error {
+	seen := map[string]bool{}
+	for _, s := range ss.Secrets {
+		rules, err := ParseSecretHosts(s.Hosts)
+		if err != nil {
+			return fmt.Errorf("secret %s: %v", s.Name, err)
+		}
+		s.rules = rules
+		if len(s.Placeholder) < 16 || seen[s.Placeholder] || s.Value == "" || strings.Contains(s.Value, s.Placeholder) {
+			return fmt.Errorf("secret %s: bad placeholder", s.Name)
+		}
+		seen[s.Placeholder] = true
+	}
+	return nil
+}
+
+// boundTo reports whether the secret may be sent to host:port (canonical
+// host). A bare entry admits the usual ports (443, and 80 for plain HTTP);
+// an entry with a port admits that port.
+func (s *Secret) boundTo(host string, port int) bool {
+	ip := isIPLiteral(host)
+	for _, r := range s.rules {
+		if r.Port != 0 && r.Port != port || r.Port == 0 && port != 443 && port != 80 {
+			continue
+		}
+		if r.Host == host && !r.Wildcard || r.Wildcard && !ip && strings.HasSuffix(host, "."+r.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+func isIPLiteral(host string) bool {
+	h, err := NormalizeHost(host)
+	return err == nil && h.IsIP()
+}
+
+// NewPlaceholder returns a random stand-in for value of the same shape, so
+// that tools which check a token's form accept it: a leading prefix such as
+// "ghp_", "sk-", "xoxb-" or "github_pat_" is kept, and every other letter
+// or digit is replaced by a random one of its class (lower, upper, digit);
+// other characters stay. A value with too few letters and digits to hide
+// 96 bits gets a generic placeholder instead. The result never contains
+// the value.
+func NewPlaceholder(value string) (string, error) {
+	prefix, rest := placeholderPrefix(value)
+	n := 0
+	for _, c := range rest {
+		if c < unicode.MaxASCII && (unicode.IsLetter(c) || unicode.IsDigit(c)) {
+			n++
+		}
+	}
+	for range 8 {
+		var ph string
+		var err error
+		if n >= 20 {
+			ph, err = reshape(prefix, rest)
+		} else {
+			ph, err = randomFrom("abcdefghijklmnopqrstuvwxyz0123456789", 32)
+			ph = "hobbs_ph_" + ph
+		}
+		if err != nil {
+			return "", err
+		}
+		if ph != value && !strings.Contains(ph, value) && !strings.Contains(value, ph) {
+			return ph, nil
+		}
+	}
+	return "", errors.New("cannot make a placeholder")
+}
+
+// placeholderPrefix splits off a token-type prefix: lower-case letters
+// (and underscores within) ending in "_" or "-", at most 12 bytes.
+func placeholderPrefix(v string) (string, string) {
+	for i := 0; i < len(v) && i < 12; i++ {
+		c := v[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+		case (c == '_' || c == '-') && i > 0:
+			// a prefix ends at the last separator within the first
+			// run of lower-case letters and separators
+			j := i + 1
+			for j < len(v) && j < 12 && (v[j] >= 'a' && v[j] <= 'z' || v[j] == '_' || v[j] == '-') {
+				j++
+			}
+			k := strings.LastIndexAny(v[:j], "_-")
+			return v[:k+1], v[k+1:]
+		default:
+			return "", v
+		}
+	}
+	return "", v
+}
+
+func reshape(prefix, rest string) (string, error) {
+	const lower, upper, digit = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, c := range rest {
+		set := ""
+		switch {
+		case c >= 'a' && c <= 'z':
+			set = lower
+		case c >= 'A' && c <= 'Z':
+			set = upper
+		case c >= '0' && c <= '9':
+			set = digit
+		}
+		if set == "" {
+			b.WriteRune(c)
+			continue
+		}
+		r, err := randomFrom(set, 1)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(r)
+	}
+	return b.String(), nil
+}
+
+func randomFrom(set string, n int) (string, error) {
+	out := make([]byte, n)
+	max := big.NewInt(int64(len(set)))
+	for i := range out {
+		k, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			return "", err
+		}
+		out[i] = set[k.Int64()]
+	}
+	return string(out), nil
+}
+
+// The forms a secret takes in a request. A header value or a body holds it
+// as is (or, in a form body, percent-encoded); a URL holds it with every
+// byte that is not unreserved percent-encoded, which is valid in a path and
+// in a query alike.
+func urlEscape(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if isUnreserved(c) {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func isUnreserved(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// decodeUnreserved decodes the percent-encodings of unreserved characters,
+// which RFC 3986 says are the characters themselves: "%67hp_x" is "ghp_x".
+// Other encodings stay as they are.
+func decodeUnreserved(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if c, ok := unhex2(s[i+1], s[i+2]); ok && isUnreserved(c) {
+				b.WriteByte(c)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// decodeAll decodes every valid percent-encoding (and nothing else).
+func decodeAll(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if c, ok := unhex2(s[i+1], s[i+2]); ok {
+				b.WriteByte(c)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func unhex2(a, b byte) (byte, bool) {
+	x, ok1 := unhex(a)
+	y, ok2 := unhex(b)
+	return x<<4 | y, ok1 && ok2
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// substituteURL puts the value of each secret in secrets in place of its
+// placeholder in a URL's escaped path and query (rawURL is path?query).
+// Percent-encoded unreserved characters are decoded first, so a
+// placeholder written partly encoded is still found.
+func substituteURL(rawURL string, secrets []*Secret) (string, []string) {
+	var used []string
+	norm := decodeUnreserved(rawURL)
+	for _, s := range secrets {
+		if strings.Contains(norm, s.Placeholder) {
+			norm = strings.ReplaceAll(norm, s.Placeholder, urlEscape(s.Value))
+			used = append(used, s.Name)
+		}
+	}
+	if used == nil {
+		return rawURL, nil
+	}
+	return norm, used
+}
+
+// substituteHeader puts values in place of placeholders in one header
+// value. A Basic credential is decoded, substituted and encoded again
+// (git sends a token as the password of Basic authentication).
+func substituteHeader(name, v string, secrets []*Secret) (string, []string) {
+	var used []string
+	for _, s := range secrets {
+		if strings.Contains(v, s.Placeholder) {
+			v = strings.ReplaceAll(v, s.Placeholder, s.Value)
+			used = append(used, s.Name)
+		}
+	}
+	if isAuthHeader(name) {
+		if scheme, cred, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "Basic") {
+			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+			if err == nil {
+				dec := string(raw)
+				changed := false
+				for _, s := range secrets {
+					if strings.Contains(dec, s.Placeholder) {
+						dec = strings.ReplaceAll(dec, s.Placeholder, s.Value)
+						used = append(used, s.Name)
+						changed = true
+					}
+				}
+				if changed {
+					v = scheme + " " + base64.StdEncoding.EncodeToString([]byte(dec))
+				}
+			}
+		}
+	}
+	return v, used
+}
+
+func isAuthHeader(name string) bool {
+	return strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Proxy-Authorization")
+}
+
+// substituteBody puts values in place of placeholders in a request body of
+// the given content type: a form body gets the value form-encoded, a JSON
+// body JSON-escaped, any other body the value as is.
+func substituteBody(body []byte, contentType string, secrets []*Secret) ([]byte, []string) {
+	var used []string
+	ct := strings.ToLower(contentType)
+	for _, s := range secrets {
+		ph := []byte(s.Placeholder)
+		if !bytes.Contains(body, ph) {
+			continue
+		}
+		val := s.Value
+		switch {
+		case strings.HasPrefix(ct, "application/x-www-form-urlencoded"):
+			val = url.QueryEscape(val)
+		case strings.Contains(ct, "json"):
+			q, _ := json.Marshal(val)
+			val = string(q[1 : len(q)-1])
+		}
+		body = bytes.ReplaceAll(body, ph, []byte(val))
+		used = append(used, s.Name)
+	}
+	return body, used
+}
+
+// needles are the strings whose presence in a request to a host makes it a
+// leak: the placeholders of secrets not bound to that host, and their
+// values when long enough to look for.
+type needle struct {
+	secret string
+	text   string
+	value  bool // the real value, not the placeholder
+}
+
+func leakNeedles(secrets []*Secret, host string, port int) []needle {
+	var out []needle
+	for _, s := range secrets {
+		if s.boundTo(host, port) {
+			continue
+		}
+		out = append(out, needle{s.Name, s.Placeholder, false})
+		if len(s.Value) >= MinValueScan {
+			out = append(out, needle{s.Name, s.Value, true})
+		}
+	}
+	return out
+}
+
+// findLeak reports the first needle found in text, as it is, with its
+// percent-encodings decoded, or (for an Authorization header) inside a
+// Basic credential.
+func findLeak(text string, needles []needle) (needle, bool) {
+	if text == "" {
+		return needle{}, false
+	}
+	forms := []string{text}
+	if d := decodeAll(text); d != text {
+		forms = append(forms, d)
+	}
+	if d := decodeAll(strings.ReplaceAll(text, "+", " ")); d != text { // form encoding
+		forms = append(forms, d)
+	}
+	if scheme, cred, ok := strings.Cut(text, " "); ok && strings.EqualFold(scheme, "Basic") {
+		if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
+			forms = append(forms, string(raw))
+		}
+	}
+	for _, n := range needles {
+		for _, f := range forms {
+			if strings.Contains(f, n.text) {
+				return n, true
+			}
+		}
+	}
+	return needle{}, false
+}
+
+// maxNeedle is the length of the longest needle.
+func maxNeedle(ns []needle) int {
+	m := 0
+	for _, n := range ns {
+		m = max(m, len(n.text))
+	}
+	return m
+}
