@@ -73,7 +73,7 @@ func networkTestable() bool {
 
 // registryTimeout bounds checkRegistry: a registry that has not answered
 // by then is taken as unreachable.
-var registryTimeout = 3 * time.Second
+var registryTimeout = 2 * time.Second
 
 // checkRegistry fails when the registry at host (host[:port], 443 by
 // default) does not answer within registryTimeout: its address does not
