@@ -391,7 +391,7 @@ listed changes nothing.`,
 var headlessRunner playbook.Runner
 
 func newPlaybookRunCmd(a *app) *cobra.Command {
-	var dryRun bool
+	var dryRun, scheduled bool
 	cmd := &cobra.Command{
 		Use:   "run NAME",
 		Short: "Run a playbook headless, with only what it declares",
@@ -406,13 +406,15 @@ defaults, and says so. Two runs of one playbook never overlap: a second is
 refused while the first holds the run lock.
 
 --dry-run checks all of this and prints what a run would be allowed,
-without starting anything.`,
+without starting anything. --scheduled is what schedules run (hobbs
+schedule add): it refuses a playbook that is no longer autonomous.`,
 		Example: `  hobbs playbook run weekly-invoices --dry-run
   hobbs playbook run weekly-invoices --dry-run --json
   hobbs playbook run weekly-invoices`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check the playbook and print what a run would be allowed; start nothing")
+	cmd.Flags().BoolVar(&scheduled, "scheduled", false, "a run started by a schedule: only an autonomous playbook runs")
 	out := a.jsonFlag(cmd, "with --dry-run: print the run's spec as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
 		name := args[0]
@@ -425,6 +427,12 @@ without starting anything.`,
 			return err
 		}
 		spec, err := playbook.ComputeRunSpec(name, d.Path, d.Meta, pol)
+		if err == nil && scheduled {
+			if err = playbook.CanSchedule(name, d.Meta); err != nil {
+				err = errs.Usagef("%v; this scheduled run is refused", err).
+					WithHint("remove the schedule (hobbs schedule rm %s), or move the playbook back to autonomous", name)
+			}
+		}
 		if err != nil {
 			if !dryRun {
 				a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: "refused", Detail: map[string]any{"stage": d.Meta.Stage}})

@@ -82,9 +82,10 @@ type Job struct {
 	Spec     Spec
 }
 
-// Command is what the scheduler runs.
+// Command is what the scheduler runs. --scheduled makes the run refuse a
+// playbook that is no longer autonomous (playbook.CanSchedule).
 func (j Job) Command() []string {
-	return []string{j.Binary, "--instance", j.Instance, "playbook", "run", j.Playbook}
+	return []string{j.Binary, "--instance", j.Instance, "playbook", "run", j.Playbook, "--scheduled"}
 }
 
 // meta is what a backend stores about a job beside the scheduler's own

@@ -129,7 +129,7 @@ func TestUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(svc), "\n[Service]\nType=oneshot\nExecStart=\"/usr/local/bin/hobbs\" \"--instance\" \"/home/u/my 100%% $$data\" \"playbook\" \"run\" \"weekly-report\"\n") {
+	if !strings.Contains(string(svc), "\n[Service]\nType=oneshot\nExecStart=\"/usr/local/bin/hobbs\" \"--instance\" \"/home/u/my 100%% $$data\" \"playbook\" \"run\" \"weekly-report\" \"--scheduled\"\n") {
 		t.Errorf("service:\n%s", svc)
 	}
 	if !strings.Contains(string(tmr), "\n[Timer]\nOnCalendar=Mon *-*-* 09:00\nPersistent=true\n\n[Install]\nWantedBy=timers.target\n") {
@@ -208,7 +208,7 @@ func TestCron(t *testing.T) {
 	data, _ := os.ReadFile(table)
 	want := mine + "\n" + cronBegin + "\n" +
 		`# hobbs-schedule {"playbook":"weekly-report","at":"Mon *-*-* 09:00","instance":"/home/u/.local/share/hobbs","binary":"/usr/local/bin/hobbs"}` + "\n" +
-		"0 9 * * 1 '/usr/local/bin/hobbs' '--instance' '/home/u/.local/share/hobbs' 'playbook' 'run' 'weekly-report'\n" + cronEnd + "\n"
+		"0 9 * * 1 '/usr/local/bin/hobbs' '--instance' '/home/u/.local/share/hobbs' 'playbook' 'run' 'weekly-report' '--scheduled'\n" + cronEnd + "\n"
 	if string(data) != want {
 		t.Fatalf("crontab:\n%s\nwant:\n%s", data, want)
 	}
