@@ -347,3 +347,51 @@ func TestSystemd(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 }
+
+func TestDetect(t *testing.T) {
+	dir := t.TempDir()
+	answer := filepath.Join(dir, "answer")
+	sc := filepath.Join(dir, "systemctl")
+	os.WriteFile(sc, []byte("#!/bin/sh\ncat '"+answer+"'\nexit 1\n"), 0o755)
+	runtime := filepath.Join(dir, "run")
+	t.Setenv("XDG_RUNTIME_DIR", runtime)
+	o := Options{Systemctl: sc, UnitDir: dir, LockPath: filepath.Join(dir, "l")}
+	name := func() string {
+		b, err := Detect(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Name()
+	}
+	os.WriteFile(answer, []byte("degraded\n"), 0o644)
+	if n := name(); n != "cron" {
+		t.Errorf("no user manager directory: %s", n)
+	}
+	os.MkdirAll(filepath.Join(runtime, "systemd"), 0o700)
+	if n := name(); n != "systemd" {
+		t.Errorf("degraded user manager: %s", n)
+	}
+	os.WriteFile(answer, []byte("offline\n"), 0o644)
+	if n := name(); n != "cron" {
+		t.Errorf("offline: %s", n)
+	}
+	o.Scheduler = "systemd"
+	if n := name(); n != "systemd" {
+		t.Errorf("forced: %s", n)
+	}
+	o.Scheduler = "launchd"
+	if _, err := Detect(o); errs.Code(err) != errs.Usage {
+		t.Errorf("bad scheduler: %v", err)
+	}
+}
+
+func TestSystemdNextFromSystemctl(t *testing.T) {
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "systemctl")
+	os.WriteFile(sc, []byte("#!/bin/sh\n[ \"$2\" = show ] && echo 'Mon 2026-11-30 09:00:00 UTC'\nexit 0\n"), 0o755)
+	b, _ := Detect(Options{Scheduler: "systemd", Systemctl: sc, UnitDir: filepath.Join(dir, "u"), LockPath: filepath.Join(dir, "l")})
+	res, err := b.Add(job(Spec{Every: 5 * time.Hour}))
+	if err != nil || res.Next != "2026-11-30T09:00:00Z" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

@@ -179,6 +179,10 @@ func readMeta(unit []byte) (Job, bool) {
 func (s *systemd) next(j Job) string {
 	out, err := run(nil, s.o.Systemctl, "--user", "show", UnitName(j.Playbook)+".timer", "--property=NextElapseUSecRealtime", "--value")
 	if v := strings.TrimSpace(string(out)); err == nil && v != "" && v != "n/a" && v != "0" {
+		// systemd prints local time as "Mon 2026-11-30 09:00:00 CET".
+		if t, err := time.ParseInLocation("Mon 2006-01-02 15:04:05 MST", v, time.Local); err == nil {
+			return t.Format(time.RFC3339)
+		}
 		return v
 	}
 	return nextRun(j, s.o.Now())
