@@ -23,8 +23,13 @@ func newDoctorCmd(a *app) *cobra.Command {
 one-line fix for anything not ok.
 
 Exit status: 0 when nothing failed (warnings allowed), 3 when the only
-failures are missing dependencies (the container engine), 1 otherwise.`,
-		Example: "  hobbs doctor\n  hobbs doctor --json\n  hobbs doctor --deep    # also slow checks (decrypt every vault entry)",
+failures are missing dependencies (the instance, the container engine,
+podman's init binary, the runtime base image), 1 otherwise.
+
+--deep also runs slow checks: it decrypts every vault entry and starts a
+container from the image (or the runtime base it is built from) to check
+that claude is on its PATH.`,
+		Example: "  hobbs doctor\n  hobbs doctor --json\n  hobbs doctor --deep    # also slow checks (vault entries, claude in the image)",
 		Args:    usageArgs(cobra.NoArgs),
 	}
 	cmd.Flags().BoolVar(&deep, "deep", false, "run slow checks too")

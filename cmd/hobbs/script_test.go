@@ -42,11 +42,27 @@ func TestMain(m *testing.M) {
 
 // fakeEngine is the docker of the scenarios: a reachable engine that
 // answers the version queries (doctor's engine checks, hobbs build's first
-// steps) and fails every other command, as for an object it does not have.
+// steps), has every image asked about (doctor's image check), each with
+// claude on its PATH (doctor --deep), and fails every other command, as for
+// an object it does not have.
 func fakeEngine(args []string, stdout, stderr io.Writer) int {
 	answers := map[string]string{"{{.Server.Version}}": "27.0.0", "{{.Server.Arch}}": runtime.GOARCH}
 	if len(args) == 3 && args[0] == "version" && args[1] == "--format" && answers[args[2]] != "" {
 		fmt.Fprintln(stdout, answers[args[2]])
+		return 0
+	}
+	if len(args) == 5 && args[0] == "image" && args[1] == "inspect" && args[2] == "--format" {
+		switch args[3] {
+		case "{{.Id}}":
+			fmt.Fprintln(stdout, "sha256:fake")
+			return 0
+		case "{{.Id}} {{json .Config.Labels}}":
+			fmt.Fprintln(stdout, "sha256:fake null")
+			return 0
+		}
+	}
+	if len(args) > 2 && args[0] == "run" && args[len(args)-1] == "command -v claude" {
+		fmt.Fprintln(stdout, "/usr/local/bin/claude")
 		return 0
 	}
 	fmt.Fprintf(stderr, "Error: No such object: the scenarios' engine only answers version queries (docker %s)\n", strings.Join(args, " "))

@@ -22,10 +22,15 @@ func init() {
 	Register(Check{Name: "config", Order: 30, Run: checkConfig})
 }
 
-// checkLayout: every path of the layout is there, of its kind. A link or
-// special file in a layout path's place is not missing: instance.files
-// names it.
+// checkLayout: the instance exists (a missing one is a missing dependency:
+// doctor exits 3) and every path of its layout is there, of its kind. A
+// link or special file in a layout path's place is not missing:
+// instance.files names it.
 func checkLayout(_ context.Context, env *Env) []Result {
+	if !env.Instance.Exists() {
+		return []Result{{Status: Fail, Missing: true, Message: "no Hobbs instance at " + env.Instance.Root,
+			Fix: "run: hobbs init (or point HOBBS_HOME / --instance at your instance)"}}
+	}
 	var missing []string
 	for _, e := range instance.Layout() {
 		fi, err := env.Instance.FS().Stat(env.Instance.Path(e))

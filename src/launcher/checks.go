@@ -1,17 +1,27 @@
 package launcher
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
 func init() {
 	doctor.Register(doctor.Check{Name: "engine.version", Order: 51, Run: checkVersion})
+	doctor.Register(doctor.Check{Name: "engine.init", Order: 52, Run: checkInit})
+	doctor.Register(doctor.Check{Name: "image", Order: 53, Run: checkImage})
 }
 
 func engineOf(env *doctor.Env) engine.CLI {
@@ -75,4 +85,220 @@ func versionParts(v string) []int {
 		}
 	}
 	return out
+}
+
+// DefaultBase is the runtime base `hobbs build --runtime` makes when
+// config.yaml's base_image is left as it is.
+var DefaultBase = config.Default().BaseImage
+
+// MissingBase is the error of a runtime base image the engine does not
+// have. Only the default base is one `hobbs build --runtime` makes; any
+// other name is an image to pull, load or spell right.
+func MissingBase(e engine.CLI, ref string) *errs.Error {
+	err := errs.Missingf("runtime base image %s not found", ref)
+	if ref == DefaultBase {
+		return err.WithHint("build it once with `hobbs build --runtime` (needs the internet; offline see docs/setup.md, " +
+			"\"A runtime base without the internet\"), or set base_image in config.yaml to an image you have")
+	}
+	return err.WithHint("the engine has no image %s: pull it (%s pull %s) or load it (%s load), or check the name (%s images); "+
+		"a runtime base needs Node.js and Claude Code: `hobbs build --runtime` makes one as %s", ref, e.Bin, ref, e.Bin, e.Bin, DefaultBase)
+}
+
+// checkImage reports whether hobbs run will find its image: the image it
+// runs (config.yaml's image, else the default), or, for a local build, the
+// runtime base it is built from. With --deep it also runs `command -v
+// claude` in the image (or in the base a build would use): a session
+// starts Claude Code.
+func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
+	if os.Getenv("HOBBS_CONTEXT") == "container" || env.Config == nil {
+		return nil // no engine in the agent's container; the config check reports a bad config
+	}
+	e := engineOf(env)
+	if _, err := e.ServerVersion(ctx); err != nil {
+		return nil // the engine check reports it
+	}
+	ref := ImageRef(env.Config.Image)
+	_, ok, err := imageInfo(ctx, e, ref)
+	if err != nil {
+		return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Fix: errs.Hint(err)}}
+	}
+	var out []doctor.Result
+	probe := ref
+	switch {
+	case ok:
+		out = append(out, doctor.Result{Status: doctor.OK, Message: "image " + ref + " is here"})
+	case IsRegistryRef(ref):
+		return []doctor.Result{{Status: doctor.Warn, Message: "image " + ref + " is not here: hobbs run pulls it, which needs its registry",
+			Fix: fmt.Sprintf("pull it now (%s pull %s), or build one here with hobbs build", e.Bin, ref)}}
+	default:
+		base := env.Config.BaseImage
+		if _, ok, err := imageInfo(ctx, e, base); err != nil {
+			return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Fix: errs.Hint(err)}}
+		} else if !ok {
+			m := MissingBase(e, base)
+			return []doctor.Result{{Status: doctor.Fail, Missing: true,
+				Message: fmt.Sprintf("image %s is not built and its runtime base %s is missing: hobbs run cannot build it", ref, base),
+				Fix:     m.Hint}}
+		}
+		out = append(out, doctor.Result{Status: doctor.OK,
+			Message: fmt.Sprintf("image %s is not built yet: hobbs run (or hobbs build) builds it from %s", ref, base)})
+		probe = base
+	}
+	if env.Deep {
+		out = append(out, checkClaude(ctx, e, probe))
+	}
+	return out
+}
+
+// claudeTimeout bounds the --deep check that starts a container.
+const claudeTimeout = 2 * time.Minute
+
+// checkClaude runs `command -v claude` in image (no network, nothing
+// pulled): a session's command is Claude Code. The shell's exit status 1
+// means none; the engine's own failures (125 and up) are reported as such.
+func checkClaude(ctx context.Context, e engine.CLI, image string) doctor.Result {
+	ctx, cancel := context.WithTimeout(ctx, claudeTimeout)
+	defer cancel()
+	cmd, err := e.Command(ctx, nil, "run", "--rm", "--pull", "never", "--network", "none", "--entrypoint", "sh", image, "-c", "command -v claude")
+	if err != nil {
+		return doctor.Result{Status: doctor.Warn, Message: err.Error(), Fix: errs.Hint(err)}
+	}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	p := strings.TrimSpace(stdout.String())
+	var ee *exec.ExitError
+	switch {
+	case err == nil && p != "":
+		return doctor.Result{Status: doctor.OK, Message: "claude in " + image + ": " + firstLine(p)}
+	case err == nil, errors.As(err, &ee) && ee.ExitCode() == 1:
+		return doctor.Result{Status: doctor.Fail,
+			Message: "image " + image + " has no claude on its PATH: a session cannot start Claude Code",
+			Fix: "use a runtime base with Claude Code: `hobbs build --runtime` makes " + DefaultBase +
+				" (needs the internet), or set base_image in config.yaml to one that has it; then hobbs build"}
+	}
+	msg := firstLine(strings.TrimSpace(stderr.String()))
+	if msg == "" {
+		msg = err.Error()
+	}
+	return doctor.Result{Status: doctor.Warn, Message: "could not look for claude in " + image + ": " + msg,
+		Fix: "run it by hand: " + e.Bin + " run --rm --entrypoint sh " + image + " -c 'command -v claude'"}
+}
+
+// initPaths are where podman looks for its init binary (catatonit) when
+// containers.conf sets no init_path.
+var initPaths = []string{"/usr/libexec/podman/catatonit", "/usr/local/libexec/podman/catatonit",
+	"/usr/local/lib/podman/catatonit", "/usr/lib/podman/catatonit"}
+
+// checkInit: every session starts its containers with --init, which podman
+// runs with catatonit, packaged apart from podman (Debian: catatonit).
+// Docker ships its own (docker-init). A remote podman's binary is on the
+// server, out of reach here.
+func checkInit(ctx context.Context, env *doctor.Env) []doctor.Result {
+	e := engineOf(env)
+	if os.Getenv("HOBBS_CONTEXT") == "container" || !e.IsPodman() || os.Getenv("CONTAINER_HOST") != "" {
+		return nil
+	}
+	if remote, err := e.Output(ctx, "info", "--format", "{{.Host.ServiceIsRemote}}"); err != nil || remote == "true" {
+		return nil // unreachable: the engine check says so
+	}
+	p, where := podmanInitPath(containersConfs())
+	if p == "" {
+		return []doctor.Result{{Status: doctor.Fail, Missing: true,
+			Message: "podman has no init binary (catatonit) for the --init every session uses: looked in " + strings.Join(initPaths, ", "),
+			Fix:     "install catatonit (Debian, Ubuntu: sudo apt-get install catatonit; Fedora: sudo dnf install catatonit), or set init_path in containers.conf"}}
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return []doctor.Result{{Status: doctor.Fail, Missing: true,
+			Message: fmt.Sprintf("podman's init binary %s (init_path in %s) is not an executable file", p, where),
+			Fix:     "install catatonit (Debian, Ubuntu: sudo apt-get install catatonit), or correct init_path in " + where}}
+	}
+	return []doctor.Result{{Status: doctor.OK, Message: "podman init binary: " + p}}
+}
+
+// containersConfs are the containers.conf files podman reads, in order
+// (later ones win): CONTAINERS_CONF alone when set, else the system's and
+// the user's.
+func containersConfs() []string {
+	if c := os.Getenv("CONTAINERS_CONF"); c != "" {
+		return []string{c}
+	}
+	files := []string{"/usr/share/containers/containers.conf", "/etc/containers/containers.conf"}
+	d, _ := filepath.Glob("/etc/containers/containers.conf.d/*.conf")
+	files = append(files, d...)
+	if os.Geteuid() != 0 {
+		cfg := os.Getenv("XDG_CONFIG_HOME")
+		if cfg == "" {
+			if home, err := os.UserHomeDir(); err == nil {
+				cfg = filepath.Join(home, ".config")
+			}
+		}
+		if cfg != "" {
+			files = append(files, filepath.Join(cfg, "containers", "containers.conf"))
+			d, _ := filepath.Glob(filepath.Join(cfg, "containers", "containers.conf.d", "*.conf"))
+			files = append(files, d...)
+		}
+	}
+	return files
+}
+
+// podmanInitPath returns the init binary podman would use: the last
+// init_path the files set (and the file that set it), else the first of
+// initPaths that exists, else "".
+func podmanInitPath(files []string) (path, where string) {
+	for _, f := range files {
+		if p := initPathIn(f); p != "" {
+			path, where = p, f
+		}
+	}
+	if path != "" {
+		return path, where
+	}
+	for _, p := range initPaths {
+		if _, err := os.Stat(p); err == nil {
+			return p, ""
+		}
+	}
+	return "", ""
+}
+
+// initPathIn reads init_path from the [containers] table of a
+// containers.conf (TOML; only this one key is read).
+func initPathIn(file string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	table, found := "", ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			table = strings.Trim(line, "[] ")
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || table != "containers" || strings.TrimSpace(k) != "init_path" {
+			continue
+		}
+		found = tomlString(strings.TrimSpace(v))
+	}
+	return found
+}
+
+// tomlString is the value of a TOML string (basic or literal) at the start
+// of v, a comment after it ignored.
+func tomlString(v string) string {
+	if v == "" {
+		return ""
+	}
+	if q := v[0]; q == '"' || q == '\'' {
+		if end := strings.IndexByte(v[1:], q); end >= 0 {
+			return v[1 : 1+end]
+		}
+		return ""
+	}
+	v, _, _ = strings.Cut(v, "#")
+	return strings.TrimSpace(v)
 }
