@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,6 +26,7 @@ const imagePolicy = "/etc/hobbs/policy.yaml"
 func newProxyCmd(a *app) *cobra.Command {
 	var (
 		listen, auditPath, tokenFile, tokenEnv string
+		secretsFile, upstreamCA                string
 		policies                               []string
 		idle, grace                            time.Duration
 	)
@@ -42,6 +44,12 @@ keeps the last good policy. Every decision is one JSON line in --audit.
 With --auth-token-file (or --auth-token-env, which names a variable holding
 it), clients must authenticate as user "hobbs" with the token as password
 (HTTP_PROXY=http://hobbs:TOKEN@proxy:3128).
+
+With --secrets-file (hobbs run writes it on the session's tmpfs: the session
+CA with its key and the secrets config.yaml binds to hosts), the proxy puts
+each secret in place of its placeholder in requests to its hosts only,
+refuses requests that carry one anywhere else, and intercepts HTTPS to those
+hosts and to hosts with request rules (docs/egress.md).
 
 Without --policy, ` + imagePolicy + ` is used. SIGTERM drains open
 requests and tunnels (up to --grace) and exits 0.`,
@@ -72,9 +80,20 @@ requests and tunnels (up to --grace) and exits 0.`,
 			logf := func(format string, args ...any) {
 				fmt.Fprintf(a.errOut, "hobbs proxy: %s\n", audit.Redact(fmt.Sprintf(format, args...)))
 			}
-			srv, err := egress.NewServer(egress.Options{
+			opts := egress.Options{
 				PolicyFiles: policies, AuthToken: token, AuditPath: auditPath, Logf: logf, IdleTimeout: idle,
-			})
+			}
+			if secretsFile != "" {
+				if opts.Secrets, err = egress.LoadSessionSecrets(secretsFile); err != nil {
+					return errs.Wrap(errs.Usage, err, "secrets file")
+				}
+			}
+			if upstreamCA != "" {
+				if opts.UpstreamRoots, err = rootsWith(upstreamCA); err != nil {
+					return errs.Wrap(errs.Usage, err, "--upstream-ca")
+				}
+			}
+			srv, err := egress.NewServer(opts)
 			if err != nil {
 				return err
 			}
@@ -94,8 +113,12 @@ requests and tunnels (up to --grace) and exits 0.`,
 			if auditTo == "" {
 				auditTo = "off"
 			}
-			logf("listening on %s; policy %s (%s); auth %s; audit %s",
-				ln.Addr(), strings.Join(policies, ", "), srv.Policy().Summary(), auth, auditTo)
+			bound := 0
+			if opts.Secrets != nil {
+				bound = len(opts.Secrets.Secrets)
+			}
+			logf("listening on %s; policy %s (%s); auth %s; audit %s; bound secrets %d",
+				ln.Addr(), strings.Join(policies, ", "), srv.Policy().Summary(), auth, auditTo, bound)
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 			select {
@@ -120,6 +143,8 @@ requests and tunnels (up to --grace) and exits 0.`,
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding the proxy token; clients must send it (user hobbs)")
 	f.StringVar(&tokenEnv, "auth-token-env", "", "environment variable holding the proxy token (removed from the environment once read)")
 	cmd.MarkFlagsMutuallyExclusive("auth-token-file", "auth-token-env")
+	f.StringVar(&secretsFile, "secrets-file", "", "the session's CA and bound secrets (JSON; hobbs run writes it)")
+	f.StringVar(&upstreamCA, "upstream-ca", "", "PEM roots to trust, besides the system's, for intercepted hosts (tests)")
 	f.DurationVar(&idle, "idle-timeout", 10*time.Minute, "close a tunnel after this long without traffic")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, wait this long for open tunnels")
 	cmd.AddCommand(newProxyHealthCmd(a), newProxyRelayCmd(a))
@@ -284,4 +309,20 @@ func proxyToken(file, env string) (string, error) {
 		return "", errs.Usagef("%s: the token must be one non-empty line without ':'", from)
 	}
 	return token, nil
+}
+
+// rootsWith is the system's roots plus the certificates in the PEM file.
+func rootsWith(file string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s: no PEM certificate", file)
+	}
+	return pool, nil
 }

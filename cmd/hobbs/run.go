@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -11,6 +12,7 @@ import (
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -116,7 +118,7 @@ Claude state volume stays). An engine it cannot reach is exit 3.`,
 			for _, kv := range cfg.VaultEnv() {
 				names = append(names, kv[0])
 			}
-			if err := launcher.CheckSecretNames(withValues(names)); err != nil {
+			if err := launcher.CheckSecretNames(withValues(append(names, cfg.BindingNames()...))); err != nil {
 				return err
 			}
 			log := a.audit(in)
@@ -125,9 +127,13 @@ Claude state volume stays). An engine it cannot reach is exit 3.`,
 			if err != nil {
 				return err
 			}
+			bindings, err := sessionBindings(in, cfg)
+			if err != nil {
+				return err
+			}
 			s := &launcher.Session{
 				Engine: e, Instance: in, Config: cfg, Name: name, Workspace: ws,
-				Image: launcher.ImageRef(image), Secrets: secrets,
+				Image: launcher.ImageRef(image), Secrets: secrets, Bindings: bindings,
 				Command: args, UID: uid, GID: gid, TTY: a.stdinIsTTY() && stdoutIsTTY(a),
 				Stdin: a.in, Stdout: a.out, Stderr: a.errOut,
 				Progress: func(f string, args ...any) { a.status(f, args...) },
@@ -146,7 +152,7 @@ Claude state volume stays). An engine it cannot reach is exit 3.`,
 				engine.Tracef("run: image ready")
 				started = true
 				_ = log.Log(audit.Entry{Event: "session.start", Subject: name, Outcome: "ok",
-					Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names}})
+					Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names, "secrets": cfg.BindingNames()}})
 				a.status("session %s: %s in %s", name, img.Image, ws)
 				return img.Built || img.Pulled, nil
 			}
@@ -189,4 +195,31 @@ func withValues(names []string) []string {
 func stdoutIsTTY(a *app) bool {
 	f, ok := a.out.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// sessionBindings decrypts the secrets config.yaml binds to hosts, after
+// checking the hosts: the proxy puts them in requests to those hosts only.
+func sessionBindings(in instance.Instance, cfg *config.Config) ([]launcher.Binding, error) {
+	names := cfg.BindingNames()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	mapping := make([][2]string, 0, len(names))
+	for _, n := range names {
+		if _, err := egress.ParseSecretHosts(cfg.Secrets[n].Hosts); err != nil {
+			return nil, errs.Usagef("config.yaml: secrets.%s.%v", n, err).
+				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443")
+		}
+		mapping = append(mapping, [2]string{n, cfg.Secrets[n].Vault})
+	}
+	env, err := vault.SessionEnv(in, mapping)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]launcher.Binding, 0, len(env))
+	for i, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		out = append(out, launcher.Binding{Name: name, Value: value, Hosts: cfg.Secrets[names[i]].Hosts})
+	}
+	return out, nil
 }

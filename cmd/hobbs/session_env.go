@@ -28,7 +28,11 @@ func newSessionEnvCmd(a *app) *cobra.Command {
 			if err != nil {
 				return errs.Wrap(errs.Failure, err, "session variables")
 			}
-			for _, kv := range env {
+			ca, err := launcher.CABundleVars(launcher.SessionCAFile, os.TempDir())
+			if err != nil {
+				a.warn("cannot make the CA bundle (HTTPS to hosts the proxy intercepts will fail): %v", err)
+			}
+			for _, kv := range append(env, ca...) {
 				k, v, _ := strings.Cut(kv, "=")
 				os.Setenv(k, v)
 			}

@@ -34,11 +34,12 @@ type Config struct {
 	EgressNet    string `yaml:"egress_network" json:"egress_network"`
 	// WorkspaceGitReadOnly keeps a workspace repository's .git read-only in
 	// the agent's container (nil: true).
-	WorkspaceGitReadOnly *bool             `yaml:"workspace_git_readonly" json:"workspace_git_readonly"`
-	Env                  map[string]string `yaml:"env" json:"env"`
-	Resources            Resources         `yaml:"resources" json:"resources"`
-	Memory               Memory            `yaml:"memory" json:"memory"`
-	Playbooks            Playbooks         `yaml:"playbooks" json:"playbooks"`
+	WorkspaceGitReadOnly *bool              `yaml:"workspace_git_readonly" json:"workspace_git_readonly"`
+	Env                  map[string]string  `yaml:"env" json:"env"`
+	Secrets              map[string]Binding `yaml:"secrets" json:"secrets"`
+	Resources            Resources          `yaml:"resources" json:"resources"`
+	Memory               Memory             `yaml:"memory" json:"memory"`
+	Playbooks            Playbooks          `yaml:"playbooks" json:"playbooks"`
 }
 
 // Resources are limits for the agent container.
@@ -68,6 +69,15 @@ const (
 // EnvEngine overrides Config.Engine.
 const EnvEngine = "HOBBS_DOCKER"
 
+// Binding binds a vault entry to the hosts that may receive it (secrets:):
+// the agent gets a placeholder, the proxy puts the value in its place in
+// requests to those hosts only. Hosts take the policy's domains forms,
+// checked by the egress package where the session starts.
+type Binding struct {
+	Vault string   `yaml:"vault" json:"vault"`
+	Hosts []string `yaml:"hosts" json:"hosts"`
+}
+
 // VaultPrefix marks an env value that names a vault entry.
 const VaultPrefix = "vault:"
 
@@ -85,6 +95,7 @@ func Default() *Config {
 		Engine:    "docker",
 		EgressNet: EgressDefault,
 		Env:       map[string]string{},
+		Secrets:   map[string]Binding{},
 		Resources: Resources{Memory: "4g", PIDs: 512},
 		Memory:    Memory{ContextBudget: 9500, TidyAfterDays: 90},
 		Playbooks: Playbooks{ReviewEveryDays: 30},
@@ -133,6 +144,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	if c.Env == nil {
 		c.Env = map[string]string{}
+	}
+	if c.Secrets == nil {
+		c.Secrets = map[string]Binding{}
 	}
 	if err := c.validate(path, root.Content[0]); err != nil {
 		return nil, err
@@ -282,6 +296,24 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 			bad([]string{"env", k}, "vault entry %q is not a valid name", entry)
 		}
 	}
+	bnames := make([]string, 0, len(c.Secrets))
+	for k := range c.Secrets {
+		bnames = append(bnames, k)
+	}
+	sort.Strings(bnames)
+	for _, k := range bnames {
+		b := c.Secrets[k]
+		switch {
+		case !envNameRe.MatchString(k):
+			bad([]string{"secrets", k}, "not a valid environment variable name")
+		case c.Env[k] != "":
+			bad([]string{"secrets", k}, "also mapped under env; a variable is either bound (secrets) or in the environment (env)")
+		case !vaultEntryRe.MatchString(b.Vault):
+			bad([]string{"secrets", k, "vault"}, "%q is not a vault entry name", b.Vault)
+		case len(b.Hosts) == 0:
+			bad([]string{"secrets", k, "hosts"}, "name at least one host that may receive the secret, e.g. hosts: [api.github.com]")
+		}
+	}
 	if c.Resources.PIDs < 0 {
 		bad([]string{"resources", "pids"}, "must be 0 (no limit) or positive")
 	}
@@ -373,8 +405,9 @@ func (c *Config) VaultEnv() [][2]string {
 	return out
 }
 
-// VarsUsing returns the variables (sorted) that env: maps to the vault entry
-// name, so that removing or renaming the entry can say what it breaks.
+// VarsUsing returns the variables (sorted) that env: maps or secrets: binds
+// to the vault entry name, so that removing or renaming the entry can say
+// what it breaks.
 func (c *Config) VarsUsing(name string) []string {
 	var out []string
 	for _, m := range c.VaultEnv() {
@@ -382,5 +415,21 @@ func (c *Config) VarsUsing(name string) []string {
 			out = append(out, m[0])
 		}
 	}
+	for k, b := range c.Secrets {
+		if b.Vault == name {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// BindingNames returns the variables secrets: binds, sorted.
+func (c *Config) BindingNames() []string {
+	out := make([]string, 0, len(c.Secrets))
+	for k := range c.Secrets {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

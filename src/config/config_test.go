@@ -218,3 +218,28 @@ func TestEngineValue(t *testing.T) {
 		t.Errorf("dokcer: %v", err)
 	}
 }
+
+func TestSecretsSection(t *testing.T) {
+	c, err := Parse("config.yaml", []byte("secrets:\n  GITHUB_TOKEN:\n    vault: github-token\n    hosts: [api.github.com, \"*.githubusercontent.com\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := c.Secrets["GITHUB_TOKEN"]; b.Vault != "github-token" || len(b.Hosts) != 2 {
+		t.Fatalf("parsed %+v", c.Secrets)
+	}
+	if got := c.VarsUsing("github-token"); len(got) != 1 || got[0] != "GITHUB_TOKEN" {
+		t.Fatalf("VarsUsing: %v", got)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"secrets:\n  T:\n    vault: t\n", "config.yaml:2: secrets.T.hosts: name at least one host"},
+		{"secrets:\n  T:\n    vault: Bad/Name\n    hosts: [a.com]\n", "secrets.T.vault: \"Bad/Name\" is not a vault entry name"},
+		{"env:\n  T: vault:t\nsecrets:\n  T:\n    vault: t\n    hosts: [a.com]\n", "secrets.T: also mapped under env"},
+		{"secrets:\n  1T:\n    vault: t\n    hosts: [a.com]\n", "secrets.1T: not a valid environment variable name"},
+		{"secrets:\n  T:\n    vault: t\n    host: [a.com]\n", "unknown key \"host\""},
+	} {
+		_, err := Parse("config.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}

@@ -39,6 +39,9 @@ type Session struct {
 	// Secrets are NAME=value pairs for the agent (vault-mapped env). They
 	// are passed as -e NAME with the value in the docker CLI's environment.
 	Secrets []string
+	// Bindings are the secrets bound to hosts (config secrets:): the agent
+	// gets placeholders, the proxy the values (sessionfiles.go).
+	Bindings []Binding
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -100,7 +103,8 @@ func (s *Session) stopped() bool { return stopMarked(s.Instance, s.Name, s.owner
 // override them.
 var reservedEnv = map[string]bool{"HOME": true, "USER": true, "PATH": true, "HOBBS_HOME": true, "HOBBS_CONTEXT": true,
 	"HTTP_PROXY": true, "HTTPS_PROXY": true, "http_proxy": true, "https_proxy": true, "NO_PROXY": true,
-	"no_proxy": true, "ALL_PROXY": true, "all_proxy": true, "CLAUDE_CONFIG_DIR": true}
+	"no_proxy": true, "ALL_PROXY": true, "all_proxy": true, "CLAUDE_CONFIG_DIR": true,
+	"SSL_CERT_FILE": true, "CURL_CA_BUNDLE": true, "REQUESTS_CA_BUNDLE": true, "GIT_SSL_CAINFO": true, "NODE_EXTRA_CA_CERTS": true}
 
 // CheckSecretNames refuses vault-mapped names that would override what the
 // launcher sets.
@@ -221,8 +225,12 @@ func (s *Session) ProxyArgs() []string {
 		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy",
 		// Its one listening socket, in the volume the agent mounts too.
 		"--mount", s.runMount(false))
-	// Its token, in a file of the session's (sessionfiles.go).
+	// Its token, the session CA and bound secrets, in files of the
+	// session's (sessionfiles.go).
 	a = append(a, s.sessionFileMount("token", SessionTokenFile)...)
+	a = append(a, s.sessionFileMount("secrets", SessionSecretsFile)...)
+	upstream := s.sessionFileMount("upstream.pem", SessionUpstreamCA)
+	a = append(a, upstream...)
 	// The instance read-only (policy.yaml, watched for changes), the
 	// directory of its audit log writable (prepareMounts), the vault hidden.
 	a = append(a, mountFlags(s.proxyMounts)...)
@@ -236,9 +244,13 @@ func (s *Session) ProxyArgs() []string {
 		"--policy", PolicyFile, "--policy", InstanceDir+"/policy.yaml",
 		"--audit", InstanceDir+"/"+ProxyAuditRel,
 		"--auth-token-file", SessionTokenFile,
+		"--secrets-file", SessionSecretsFile,
 		// Stopped once the agent is gone: what tunnels are left have no
 		// client; they are closed (and audited) well within proxyStopTime.
 		"--grace", "2s")
+	if upstream != nil {
+		a = append(a, "--upstream-ca", SessionUpstreamCA)
+	}
 	return a
 }
 
@@ -268,12 +280,17 @@ func (s *Session) egressNetwork() string {
 }
 
 // AgentEnv is the agent's session variables: the proxy variables (holding
-// the token) and the secrets. They reach the agent's command through the
-// session file SessionEnvFile, never its container's configuration.
+// the token), the env: secrets and the placeholders of bound secrets. They
+// reach the agent's command through the session file SessionEnvFile, never
+// its container's configuration.
 func (s *Session) AgentEnv() []string {
 	u := s.proxyURL()
 	env := []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
-	return append(env, s.Secrets...)
+	env = append(env, s.Secrets...)
+	for _, b := range s.Bindings {
+		env = append(env, b.Name+"="+b.Placeholder)
+	}
+	return env
 }
 
 // AgentArgs is the `create` command line of the agent container. The engine
@@ -304,6 +321,7 @@ func (s *Session) AgentArgs() []string {
 		"-e", "NO_PROXY=localhost,127.0.0.1", "-e", "no_proxy=localhost,127.0.0.1",
 		"-e", "HOBBS_PROXY_SOCKET="+ProxySocket, "-e", "HOBBS_PROXY_RELAY="+RelayAddr)
 	a = append(a, s.sessionFileMount("env", SessionEnvFile)...)
+	a = append(a, s.sessionFileMount("ca.pem", SessionCAFile)...)
 	// The workspace and the instance's shares (prepareMounts): never the
 	// instance root, whose entries the agent could rename or plant.
 	a = append(a, mountFlags(s.agentMounts)...)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
@@ -27,10 +28,27 @@ import (
 // removed when the session ends, or by the next run when its launcher was
 // killed first.
 const (
-	SessionDir       = "/run/hobbs-session"
-	SessionEnvFile   = SessionDir + "/env"   // the agent's variables (JSON object)
-	SessionTokenFile = SessionDir + "/token" // the proxy's token
+	SessionDir         = "/run/hobbs-session"
+	SessionEnvFile     = SessionDir + "/env"          // the agent's variables (JSON object)
+	SessionTokenFile   = SessionDir + "/token"        // the proxy's token
+	SessionSecretsFile = SessionDir + "/secrets"      // the proxy's: session CA with its key, bound secrets
+	SessionCAFile      = SessionDir + "/ca.pem"       // the agent's: the session CA's certificate
+	SessionUpstreamCA  = SessionDir + "/upstream.pem" // the proxy's: extra roots (EnvTestUpstreamCA)
 )
+
+// EnvTestUpstreamCA names a PEM file of roots the proxy trusts, besides the
+// system's, for the hosts it intercepts. It exists for tests, whose HTTPS
+// servers have certificates no public root signs; it is read on the host
+// (never from the agent's reach) and handed to the proxy in a session file.
+const EnvTestUpstreamCA = "HOBBS_TEST_UPSTREAM_CA"
+
+// Binding is a secret bound to hosts (config secrets:), its value
+// decrypted: the agent gets Placeholder, the proxy Value.
+type Binding struct {
+	Name, Value string
+	Hosts       []string
+	Placeholder string // made by the session
+}
 
 // sessionFilesBase is where the session's private directory is made: a
 // tmpfs when the host has one for the user.
@@ -63,16 +81,53 @@ func (s *Session) writeSessionFiles() error {
 	if !tmpfs {
 		s.Progress("warning: no tmpfs for the session's secrets (XDG_RUNTIME_DIR unset); they are in %s until the session ends", dir)
 	}
+	files, err := s.secretFiles()
+	if err != nil {
+		return err
+	}
 	env, err := json.Marshal(envMap(s.AgentEnv()))
 	if err != nil {
 		return errs.Wrap(errs.Failure, err, "session files")
 	}
-	for name, data := range map[string][]byte{"env": env, "token": []byte(s.token + "\n"), "owner": []byte(s.owner + "\n")} {
+	files["env"], files["token"], files["owner"] = env, []byte(s.token+"\n"), []byte(s.owner+"\n")
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return errs.Wrap(errs.Failure, err, "session files")
 		}
 	}
 	return nil
+}
+
+// secretFiles makes the session CA and a placeholder for every binding, and
+// returns the files that carry them: the proxy's secrets file (CA key and
+// values), the agent's CA certificate and, for tests, the proxy's extra
+// roots.
+func (s *Session) secretFiles() (map[string][]byte, error) {
+	certPEM, keyPEM, err := egress.NewSessionCA(s.Name)
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "session CA")
+	}
+	ss := egress.SessionSecrets{CACert: certPEM, CAKey: keyPEM, Secrets: []*egress.Secret{}}
+	for i := range s.Bindings {
+		b := &s.Bindings[i]
+		if b.Placeholder, err = egress.NewPlaceholder(b.Value); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", b.Name)
+		}
+		ss.Secrets = append(ss.Secrets, &egress.Secret{Name: b.Name, Placeholder: b.Placeholder, Value: b.Value, Hosts: b.Hosts})
+	}
+	sec, err := json.Marshal(ss)
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "session files")
+	}
+	files := map[string][]byte{"secrets": sec, "ca.pem": []byte(certPEM)}
+	if p := os.Getenv(EnvTestUpstreamCA); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, errs.Wrap(errs.Usage, err, "%s", EnvTestUpstreamCA)
+		}
+		files["upstream.pem"] = b
+	}
+	return files, nil
 }
 
 // reapSessionFiles removes the session directories in base that a launcher
@@ -107,9 +162,13 @@ func (s *Session) removeSessionFiles() {
 	}
 }
 
-// sessionFileMount mounts the session file name read-only at target.
+// sessionFileMount mounts the session file name read-only at target (when
+// it was written).
 func (s *Session) sessionFileMount(name, target string) []string {
 	if s.filesDir == "" {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(s.filesDir, name)); err != nil {
 		return nil
 	}
 	return []string{"--mount", mount{source: filepath.Join(s.filesDir, name), target: target, readonly: true}.flag()}
@@ -153,4 +212,46 @@ func ReadSessionEnv(path string) ([]string, error) {
 	}
 	sort.Strings(kvs)
 	return kvs, nil
+}
+
+// CABundleVars makes the CA bundle a session's tools trust — the image's
+// system bundle plus the session CA at caFile, which signs the certificates
+// the proxy presents for intercepted hosts — in a new private directory
+// under tmp, and returns the variables that point common tools at it
+// (OpenSSL, curl, git, Python requests; Node adds the session CA to its
+// own roots). No caFile (compose, the devcontainer): nothing.
+func CABundleVars(caFile, tmp string) ([]string, error) {
+	ca, err := os.ReadFile(caFile)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var bundle []byte
+	for _, sys := range systemBundles {
+		if b, err := os.ReadFile(sys); err == nil {
+			bundle = append(b, '\n')
+			break
+		}
+	}
+	bundle = append(bundle, ca...)
+	dir, err := os.MkdirTemp(tmp, "hobbs-ca-")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "ca-bundle.pem")
+	if err := os.WriteFile(path, bundle, 0o644); err != nil {
+		return nil, err
+	}
+	return []string{"SSL_CERT_FILE=" + path, "CURL_CA_BUNDLE=" + path, "REQUESTS_CA_BUNDLE=" + path,
+		"GIT_SSL_CAINFO=" + path, "NODE_EXTRA_CA_CERTS=" + caFile}, nil
+}
+
+// systemBundles are where distributions keep their CA bundle.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Alpine
+	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
+	"/etc/ssl/ca-bundle.pem",             // openSUSE
+	"/etc/ssl/cert.pem",                  // Alpine, macOS
 }

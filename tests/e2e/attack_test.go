@@ -1295,31 +1295,7 @@ func TestAttackInspectSecrets(t *testing.T) {
 		s.finish(t, 30*time.Second)
 		t.Fatalf("the session never got ready")
 	}
-	inspected := map[string]string{}
-	for _, c := range []string{name, name + "-proxy"} {
-		out, err := exec.Command("docker", "inspect", c).CombinedOutput()
-		if err != nil {
-			t.Errorf("docker inspect %s: %v\n%s", c, err, out)
-			continue
-		}
-		inspected["docker inspect "+c] = string(out)
-		var ci []struct{ ID string }
-		if json.Unmarshal(out, &ci) == nil && len(ci) == 1 {
-			root := strings.TrimSpace(docker(t, "info", "--format", "{{.DockerRootDir}}"))
-			dir := filepath.Join(root, "containers", ci[0].ID)
-			ents, err := os.ReadDir(dir)
-			if err != nil {
-				t.Logf("note: the engine's on-disk config of %s not checked: %v", c, err)
-			}
-			for _, en := range ents {
-				if strings.HasSuffix(en.Name(), ".json") {
-					if b, err := os.ReadFile(filepath.Join(dir, en.Name())); err == nil {
-						inspected[filepath.Join(dir, en.Name())] = string(b)
-					}
-				}
-			}
-		}
-	}
+	inspected := engineConfigs(t, name, name+"-proxy")
 	writeFile(t, filepath.Join(e.ws, ".inspected"), "")
 	r := s.finish(t, time.Minute)
 	p := kv(r.stdout)
@@ -1348,6 +1324,39 @@ func TestAttackInspectSecrets(t *testing.T) {
 			t.Errorf("the proxy token is in %s", where)
 		}
 	}
+}
+
+// engineConfigs is what the engine tells and keeps of each container:
+// `docker inspect`, and the JSON files of its on-disk configuration (when
+// the test can read the engine's directory), by where they come from.
+func engineConfigs(t *testing.T, containers ...string) map[string]string {
+	t.Helper()
+	inspected := map[string]string{}
+	for _, c := range containers {
+		out, err := exec.Command("docker", "inspect", c).CombinedOutput()
+		if err != nil {
+			t.Errorf("docker inspect %s: %v\n%s", c, err, out)
+			continue
+		}
+		inspected["docker inspect "+c] = string(out)
+		var ci []struct{ ID string }
+		if json.Unmarshal(out, &ci) == nil && len(ci) == 1 {
+			root := strings.TrimSpace(docker(t, "info", "--format", "{{.DockerRootDir}}"))
+			dir := filepath.Join(root, "containers", ci[0].ID)
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				t.Logf("note: the engine's on-disk config of %s not checked: %v", c, err)
+			}
+			for _, en := range ents {
+				if strings.HasSuffix(en.Name(), ".json") {
+					if b, err := os.ReadFile(filepath.Join(dir, en.Name())); err == nil {
+						inspected[filepath.Join(dir, en.Name())] = string(b)
+					}
+				}
+			}
+		}
+	}
+	return inspected
 }
 
 // ---------------------------------------------------------------------------

@@ -9,6 +9,9 @@
 //	netprobe resolve NAME     DNS lookup: "resolved …" or "failed: …"
 //	netprobe serve ADDR       HTTP server answering "upstream-ok", logging
 //	                          one "request host=… path=…" line per request
+//	netprobe req METHOD URL [HEADER: VALUE]
+//	                          a request through $HTTP(S)_PROXY, trusting
+//	                          $SSL_CERT_FILE: "status=N body=…" or "error=…"
 //	netprobe tunnel HOST:PORT CONNECT through $HTTPS_PROXY (asking again while
 //	                          it answers 403, for 15 s: a policy being
 //	                          reloaded), send "held-bytes\n", print
@@ -30,6 +33,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) >= 4 && os.Args[1] == "req" {
+		request(os.Args[2], os.Args[3], os.Args[4:])
+		return
+	}
 	if len(os.Args) != 3 {
 		fmt.Fprintln(os.Stderr, "usage: netprobe get|get-noauth|direct|dial|resolve|serve ARG")
 		os.Exit(2)
@@ -95,6 +102,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, "netprobe: unknown command", os.Args[1])
 		os.Exit(2)
 	}
+}
+
+// request sends one request through the environment's proxy.
+func request(method, u string, headers []string) {
+	req, err := http.NewRequest(method, u, nil)
+	if err != nil {
+		fmt.Printf("error=%s\n", oneLine(err.Error()))
+		return
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	c := &http.Client{Timeout: 8 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+	resp, err := c.Do(req)
+	if err != nil {
+		fmt.Printf("error=%s\n", oneLine(err.Error()))
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	fmt.Printf("status=%d body=%s\n", resp.StatusCode, oneLine(string(b)))
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
