@@ -102,19 +102,73 @@ func (r Root) openRoot() (int, error) {
 // openDirAt opens directory name in dirfd without following a link. create
 // makes it (perm) when missing.
 func (r Root) openDirAt(dirfd int, name, full string, create bool, perm fs.FileMode) (int, error) {
+	made := false
 	for try := 0; ; try++ {
 		fd, err := ignoringEINTR(func() (int, error) { return unix.Openat(dirfd, name, dirFlags, 0) })
 		if err == nil {
+			if made {
+				if err := r.giveMade(fd, full); err != nil {
+					unix.Close(fd)
+					return -1, err
+				}
+			}
 			return fd, nil
 		}
 		if errors.Is(err, unix.ENOENT) && create && try < 2 {
-			if merr := unix.Mkdirat(dirfd, name, uint32(perm.Perm())); merr != nil && !errors.Is(merr, unix.EEXIST) {
+			merr := unix.Mkdirat(dirfd, name, uint32(perm.Perm()))
+			if merr != nil && !errors.Is(merr, unix.EEXIST) {
 				return -1, &fs.PathError{Op: "mkdir", Path: full, Err: merr}
 			}
+			made = merr == nil
 			continue
 		}
 		return -1, r.explain(dirfd, name, full, "open", err, true)
 	}
+}
+
+// Ownership. A process running as root (sudo hobbs memory add, an
+// administrator's shell) that writes beneath another user's root must not
+// leave files that user cannot change: every file and directory this layer
+// creates then goes to the owner (uid and gid) of the root directory.
+// Only what this layer itself just made is handed over — a directory it
+// made with mkdirat, a file it created with O_EXCL — so no entry placed
+// there by someone else (a hard link to a file of root's, say) is ever
+// given away.
+
+// heir returns the uid and gid that what this layer creates must get, and
+// ok=false when nothing is to be handed over: the process is not root, or
+// the root directory is root's own.
+func (r Root) heir() (uid, gid int, ok bool) {
+	if os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(r.dir, &st); err != nil || st.Uid == 0 {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
+}
+
+// giveMade hands fd, which this layer has just created, to the root's
+// owner (see heir). A directory made by mkdirat is checked to be still
+// ours (uid 0) before it is given: an entry swapped into its place is left
+// as it is.
+func (r Root) giveMade(fd int, full string) error {
+	uid, gid, ok := r.heir()
+	if !ok {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &fs.PathError{Op: "stat", Path: full, Err: err}
+	}
+	if st.Uid != 0 {
+		return nil
+	}
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		return &fs.PathError{Op: "chown", Path: full, Err: err}
+	}
+	return nil
 }
 
 // explain turns an openat failure into an error: an UnsafeError when the
@@ -223,11 +277,15 @@ func (r Root) openLeaf(dirfd int, name, full string, flags int, perm fs.FileMode
 			return nil, &UnsafeError{Path: full, Why: typeProblem(uint32(pre.Mode), dirOK, fileOK)}
 		}
 	}
-	fd, err := ignoringEINTR(func() (int, error) {
-		return unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, uint32(perm.Perm()))
-	})
+	fd, made, err := r.openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, perm)
 	if err != nil {
 		return nil, r.explain(dirfd, name, full, "open", err, dirOK && !fileOK)
+	}
+	if made {
+		if err := r.giveMade(fd, full); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -244,6 +302,38 @@ func (r Root) openLeaf(dirfd int, name, full string, flags int, perm fs.FileMode
 		_ = unix.SetNonblock(fd, false)
 	}
 	return os.NewFile(uintptr(fd), full), nil
+}
+
+// openat opens name in dirfd with flags and reports whether it created
+// the file. When what is created must be handed over (heir), O_CREAT
+// without O_EXCL is split in two, create-exclusively then open, so that
+// made is certain.
+func (r Root) openat(dirfd int, name string, flags int, perm fs.FileMode) (fd int, made bool, err error) {
+	open := func(flags int) (int, error) {
+		return ignoringEINTR(func() (int, error) { return unix.Openat(dirfd, name, flags, uint32(perm.Perm())) })
+	}
+	if flags&unix.O_CREAT == 0 {
+		fd, err = open(flags)
+		return fd, false, err
+	}
+	if flags&unix.O_EXCL != 0 {
+		fd, err = open(flags)
+		return fd, err == nil, err
+	}
+	if _, _, ok := r.heir(); !ok {
+		fd, err = open(flags)
+		return fd, false, err
+	}
+	for try := 0; ; try++ {
+		fd, err = open(flags | unix.O_EXCL)
+		if err == nil || !errors.Is(err, unix.EEXIST) {
+			return fd, err == nil, err
+		}
+		fd, err = open(flags &^ unix.O_CREAT)
+		if err == nil || !errors.Is(err, unix.ENOENT) || try > 10 {
+			return fd, false, err
+		}
+	}
 }
 
 // OpenFile opens path with flag (os.O_* values) and perm for a regular
@@ -425,7 +515,15 @@ func (r Root) Mkdir(path string, perm fs.FileMode) error {
 	if err := unix.Mkdirat(dirfd, name, uint32(perm.Perm())); err != nil {
 		return &fs.PathError{Op: "mkdir", Path: r.abs(rel), Err: err}
 	}
-	return nil
+	if _, _, ok := r.heir(); !ok {
+		return nil
+	}
+	fd, err := ignoringEINTR(func() (int, error) { return unix.Openat(dirfd, name, dirFlags, 0) })
+	if err != nil {
+		return r.explain(dirfd, name, r.abs(rel), "open", err, true)
+	}
+	defer unix.Close(fd)
+	return r.giveMade(fd, r.abs(rel))
 }
 
 // Remove removes the entry at path (a file, a link itself, an empty
@@ -583,7 +681,7 @@ func (r Root) placeTemp(path string, data []byte, perm fs.FileMode, op string, p
 		return err
 	}
 	defer unix.Close(dirfd)
-	tmp, err := writeTempAt(dirfd, name, r.abs(rel), data, perm)
+	tmp, err := r.writeTempAt(dirfd, name, r.abs(rel), data, perm)
 	if err != nil {
 		return err
 	}
@@ -596,9 +694,10 @@ func (r Root) placeTemp(path string, data []byte, perm fs.FileMode, op string, p
 	return nil
 }
 
-// writeTempAt writes data to a new temporary file beside name in dirfd and
-// returns the temporary file's name.
-func writeTempAt(dirfd int, name, full string, data []byte, perm fs.FileMode) (string, error) {
+// writeTempAt writes data to a new temporary file beside name in dirfd
+// (handed to the root's owner, see heir) and returns the temporary file's
+// name.
+func (r Root) writeTempAt(dirfd int, name, full string, data []byte, perm fs.FileMode) (string, error) {
 	var fd int
 	var tmp string
 	for try := 0; ; try++ {
@@ -619,6 +718,9 @@ func writeTempAt(dirfd int, name, full string, data []byte, perm fs.FileMode) (s
 		f.Close()
 		_ = unix.Unlinkat(dirfd, tmp, 0)
 		return "", fmt.Errorf("write %s: %w", full, err)
+	}
+	if err := r.giveMade(fd, full); err != nil {
+		return fail(err)
 	}
 	if err := f.Chmod(perm.Perm()); err != nil {
 		return fail(err)

@@ -1249,7 +1249,7 @@ func TestRootHeldDirectoryIgnoresSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	tmp, err := writeTempAt(dirfd, "g", r.abs("d/g"), []byte("written"), 0o600)
+	tmp, err := r.writeTempAt(dirfd, "g", r.abs("d/g"), []byte("written"), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,11 @@
 // A reader never sees a half-written file: it sees the old content or the new.
 // A crash leaves at worst a stray ".tmp-*" file beside the target, never a
 // truncated target.
+//
+// Root run against another user's files (sudo hobbs memory add on a user's
+// instance) leaves none of root's there: what the layer creates beneath a
+// Root whose directory another user owns goes to that user and group
+// (root.go, heir).
 package safefile
 
 import (
