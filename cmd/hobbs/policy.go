@@ -101,7 +101,11 @@ func newPolicyCheckCmd(a *app) *cobra.Command {
 the path the proxy would use (http:// as plain HTTP, https:// as a CONNECT
 tunnel); HOST[:PORT] is judged as a CONNECT tunnel, port 443 by default.
 Names are not resolved here: the proxy also refuses a name that resolves to
-a private address (unless allow_private opens it) when it connects.`,
+a private address (unless allow_private opens it) when it connects.
+
+For an allowed host it also lists the host's request rules (policy.yaml
+rules:) and the secrets config.yaml binds to it (secrets:), and says when
+the proxy intercepts HTTPS to it.`,
 		Example: "  hobbs policy check https://api.github.com/repos\n  hobbs policy check localhost:8080\n  hobbs policy check http://example.com/ --json",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 	}
@@ -115,7 +119,22 @@ a private address (unless allow_private opens it) when it connects.`,
 		if err != nil {
 			return err
 		}
-		err = out.print(d, func(w io.Writer) error {
+		c := checkResult{Decision: d, Rules: []string{}, Secrets: []string{}}
+		if hr := p.RequestRulesFor(d.Host, d.Port, !strings.HasPrefix(strings.ToLower(args[0]), "http://")); hr != nil && d.Allow {
+			for _, rr := range hr.Requests {
+				c.Rules = append(c.Rules, rr.Text+" ("+rr.Source+")")
+			}
+			c.Intercepted = true
+		}
+		if cfg, err := a.config(in); err == nil && d.Allow {
+			for _, name := range cfg.BindingNames() {
+				if egress.BoundTo(cfg.Secrets[name].Hosts, d.Host, d.Port) {
+					c.Secrets = append(c.Secrets, name)
+					c.Intercepted = true
+				}
+			}
+		}
+		err = out.print(c, func(w io.Writer) error {
 			verdict := "deny"
 			if d.Allow {
 				verdict = "allow"
@@ -128,6 +147,15 @@ a private address (unless allow_private opens it) when it connects.`,
 				line += ": " + d.Reason
 			}
 			fmt.Fprintln(w, line)
+			for _, r := range c.Rules {
+				fmt.Fprintln(w, "  request rule: "+r)
+			}
+			if len(c.Secrets) > 0 {
+				fmt.Fprintf(w, "  secrets bound here (config.yaml): %s\n", strings.Join(c.Secrets, ", "))
+			}
+			if c.Intercepted && !strings.HasPrefix(strings.ToLower(args[0]), "http://") {
+				fmt.Fprintln(w, "  HTTPS to this host is intercepted by the proxy (session CA)")
+			}
 			return nil
 		})
 		if err != nil {
@@ -139,6 +167,15 @@ a private address (unless allow_private opens it) when it connects.`,
 		return nil
 	})
 	return cmd
+}
+
+// checkResult is what policy check reports: the decision, the host's
+// request rules and the secrets config.yaml binds to it.
+type checkResult struct {
+	egress.Decision
+	Rules       []string `json:"request_rules"`
+	Secrets     []string `json:"secrets"`
+	Intercepted bool     `json:"intercepted"`
 }
 
 func hostPort(d egress.Decision) string {

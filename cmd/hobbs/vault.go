@@ -222,10 +222,12 @@ container: there, secrets arrive only through the env mapping in config.yaml.`,
 func newVaultListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List entry names, sizes and dates (never values)",
-		Long: `List the vault's entries: name, size of the encrypted file in bytes, and when
-the value was last set (UTC). Values are never shown. Works inside the agent
-container too.`,
+		Short: "List entry names, sizes, dates and uses (never values)",
+		Long: `List the vault's entries: name, size of the encrypted file in bytes, when
+the value was last set (UTC), and the variables config.yaml gives it to: bound
+to hosts (secrets:, the agent holds a placeholder) or in the agent's
+environment (env:). Values are never shown. Works inside the agent container
+too (without uses: config.yaml is not there).`,
 		Example: "  hobbs vault list\n  hobbs vault list --json | jq -r '.[].name'",
 		Args:    usageArgs(cobra.NoArgs),
 	}
@@ -238,20 +240,72 @@ container too.`,
 		for _, p := range ignored {
 			a.warn("%s is not a vault entry (ignored)", p)
 		}
-		return out.print(es, func(w io.Writer) error {
+		listed := vaultUses(a, v, es)
+		return out.print(listed, func(w io.Writer) error {
 			if len(es) == 0 {
 				a.status("no entries (add one: hobbs vault set NAME)")
 				return nil
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSIZE\tUPDATED")
-			for _, e := range es {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", e.Name, e.Size, e.Updated.Format(time.RFC3339))
+			fmt.Fprintln(tw, "NAME\tSIZE\tUPDATED\tUSED BY")
+			for _, e := range listed {
+				var uses []string
+				for _, u := range e.UsedBy {
+					if u.How == "bound" {
+						uses = append(uses, u.Variable+" → "+strings.Join(u.Hosts, ","))
+					} else {
+						uses = append(uses, u.Variable+" (env)")
+					}
+				}
+				use := strings.Join(uses, "; ")
+				if use == "" {
+					use = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Name, e.Size, e.Updated.Format(time.RFC3339), use)
 			}
 			return tw.Flush()
 		})
 	})
 	return cmd
+}
+
+// listedEntry is an entry as vault list shows it: with the variables
+// config.yaml maps to it.
+type listedEntry struct {
+	vault.Entry
+	UsedBy []entryUse `json:"used_by"`
+}
+
+// entryUse is one variable using an entry: bound to hosts (secrets:, the
+// agent holds a placeholder) or in the agent's environment (env:).
+type entryUse struct {
+	Variable string   `json:"variable"`
+	How      string   `json:"how"` // "bound" or "env"
+	Hosts    []string `json:"hosts,omitempty"`
+}
+
+// vaultUses pairs entries with their uses in config.yaml (none when it does
+// not load, or inside the container, where it is not mounted).
+func vaultUses(a *app, v *vault.Vault, es []vault.Entry) []listedEntry {
+	out := make([]listedEntry, 0, len(es))
+	cfg, err := a.config(v.In)
+	for _, e := range es {
+		le := listedEntry{Entry: e, UsedBy: []entryUse{}}
+		if err == nil {
+			for _, name := range cfg.BindingNames() {
+				if b := cfg.Secrets[name]; b.Vault == e.Name {
+					le.UsedBy = append(le.UsedBy, entryUse{Variable: name, How: "bound", Hosts: b.Hosts})
+				}
+			}
+			for _, m := range cfg.VaultEnv() {
+				if m[1] == e.Name {
+					le.UsedBy = append(le.UsedBy, entryUse{Variable: m[0], How: "env"})
+				}
+			}
+		}
+		out = append(out, le)
+	}
+	return out
 }
 
 func newVaultRmCmd(a *app) *cobra.Command {
@@ -311,9 +365,13 @@ func (a *app) warnMapped(v *vault.Vault, name, renamedTo string) {
 		return
 	}
 	for _, k := range cfg.VarsUsing(name) {
-		fix := "store it again (hobbs vault set " + name + ") or change env." + k + " in config.yaml"
+		key, to := "env."+k, "vault:"+renamedTo
+		if _, bound := cfg.Secrets[k]; bound {
+			key, to = "secrets."+k+".vault", renamedTo
+		}
+		fix := "store it again (hobbs vault set " + name + ") or change " + key + " in config.yaml"
 		if renamedTo != "" {
-			fix = "set env." + k + " to vault:" + renamedTo + " in config.yaml"
+			fix = "set " + key + " to " + to + " in config.yaml"
 		}
 		a.warn("config.yaml maps %s to vault:%s, which is no longer in the vault: hobbs run will fail; %s", k, name, fix)
 	}

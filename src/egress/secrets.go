@@ -430,3 +430,20 @@ func maxNeedle(ns []needle) int {
 	}
 	return m
 }
+
+// BoundTo reports whether a binding with these hosts (policy domains forms)
+// may receive its secret at host:port; hosts that do not parse bind
+// nothing.
+func BoundTo(hosts []string, host string, port int) bool {
+	rules, err := ParseSecretHosts(hosts)
+	if err != nil {
+		return false
+	}
+	return (&Secret{rules: rules}).boundTo(host, port)
+}
+
+// RequestRulesFor returns the request rules the proxy applies to host:port
+// (on the CONNECT path when connect), or nil.
+func (p *Policy) RequestRulesFor(host string, port int, connect bool) *HostRules {
+	return p.requestRules(host, port, connect)
+}

@@ -6,12 +6,14 @@ import (
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
+	"github.com/hobbs-agent/hobbs/src/egress"
 )
 
 func init() {
 	doctor.Register(doctor.Check{Name: "vault.keys", Order: 40, Run: checkKeys})
 	doctor.Register(doctor.Check{Name: "vault.entries", Order: 41, Run: checkEntries})
 	doctor.Register(doctor.Check{Name: "vault.mapped", Order: 42, Run: checkMapped})
+	doctor.Register(doctor.Check{Name: "vault.env", Order: 43, Run: checkEnvSecrets})
 }
 
 // checkKeys: vault/keys is private, the identity parses (unless it is
@@ -158,21 +160,31 @@ func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 	return out
 }
 
-// checkMapped: every entry config.yaml's env: maps to a variable is in the
-// vault, since hobbs run refuses to start a session when one is missing. An
-// invalid config is config's own check to report; inside the container the
-// vault is not mounted, so there is nothing to compare.
+// checkMapped: every entry config.yaml's env: maps to a variable, or its
+// secrets: binds to hosts, is in the vault, since hobbs run refuses to start
+// a session when one is missing; a binding's hosts parse. An invalid config
+// is config's own check to report; inside the container the vault is not
+// mounted, so there is nothing to compare.
 func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 	if env.Config == nil || InContainer() {
 		return nil
 	}
 	maps := env.Config.VaultEnv()
+	var out []doctor.Result
+	for _, name := range env.Config.BindingNames() {
+		b := env.Config.Secrets[name]
+		maps = append(maps, [2]string{name, b.Vault})
+		if _, err := egress.ParseSecretHosts(b.Hosts); err != nil {
+			out = append(out, doctor.Result{Status: doctor.Fail,
+				Message: fmt.Sprintf("config.yaml secrets.%s.%v: hobbs run will fail", name, err),
+				Fix:     "hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443"})
+		}
+	}
 	if len(maps) == 0 {
 		return nil
 	}
 	v := Open(env.Instance)
 	v.Audit = nil
-	var out []doctor.Result
 	for _, m := range maps {
 		name, entry := m[0], m[1]
 		has, err := v.exists(env.Instance.VaultEntry(entry))
@@ -184,7 +196,11 @@ func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 		if has {
 			continue
 		}
-		fix := "store it: hobbs vault set " + entry + ", or change env." + name + " in config.yaml"
+		key := "env." + name
+		if _, bound := env.Config.Secrets[name]; bound {
+			key = "secrets." + name + ".vault"
+		}
+		fix := "store it: hobbs vault set " + entry + ", or change " + key + " in config.yaml"
 		if v.wasRemoved(entry) {
 			fix += " (an earlier " + entry + " is kept encrypted in vault/removed/: move it back to vault/data/" + entry + ".age)"
 		}
@@ -195,6 +211,28 @@ func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 	if len(out) == 0 {
 		out = append(out, doctor.Result{Status: doctor.OK,
 			Message: fmt.Sprintf("the %d entries config.yaml maps are in the vault", len(maps))})
+	}
+	return out
+}
+
+// checkEnvSecrets: a secret under env: enters the agent's environment,
+// where a prompt-injected agent can read it and send it to any host the
+// policy allows; bound to its hosts (secrets:) the agent holds only a
+// placeholder. Each env: secret is a warning with the binding to write.
+func checkEnvSecrets(_ context.Context, env *doctor.Env) []doctor.Result {
+	if env.Config == nil || InContainer() {
+		return nil
+	}
+	var out []doctor.Result
+	for _, m := range env.Config.VaultEnv() {
+		out = append(out, doctor.Result{Status: doctor.Warn,
+			Message: fmt.Sprintf("env.%s puts the value of vault:%s in the agent's environment, where the agent can send it to any allowed host", m[0], m[1]),
+			Fix: fmt.Sprintf("bind it to the hosts that need it instead (docs/vault.md): in config.yaml remove env.%s and add\n"+
+				"  secrets:\n    %s:\n      vault: %s\n      hosts: [api.example.com]", m[0], m[0], m[1])})
+	}
+	if len(out) == 0 && len(env.Config.Secrets) > 0 {
+		out = append(out, doctor.Result{Status: doctor.OK,
+			Message: fmt.Sprintf("%d secrets bound to hosts; none in the agent's environment", len(env.Config.Secrets))})
 	}
 	return out
 }
