@@ -62,3 +62,26 @@ fuzz:
 
 clean:
 	rm -f $(BIN)
+
+## release-tools: goreleaser and cyclonedx-gomod at pinned versions in $(go env GOPATH)/bin, built from the Go
+## module proxy when missing or of another version (the first build takes minutes; later runs reuse it)
+GORELEASER_VERSION ?= v2.15.1
+CYCLONEDX_VERSION  ?= v1.10.0
+RELEASE_CONFIG     := dist/release/goreleaser.yaml
+.PHONY: release-tools release-check release-snapshot
+release-tools:
+	@gobin=$$($(GO) env GOPATH)/bin; \
+	has() { $(GO) version -m "$$gobin/$$1" 2>/dev/null | grep -q "^[[:space:]]*mod[[:space:]]*$$2[[:space:]]*$$3[[:space:]]"; }; \
+	has goreleaser github.com/goreleaser/goreleaser/v2 $(GORELEASER_VERSION) || \
+	  { echo "release-tools: go install goreleaser $(GORELEASER_VERSION)"; $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION); } || exit 1; \
+	has cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod $(CYCLONEDX_VERSION) || \
+	  { echo "release-tools: go install cyclonedx-gomod $(CYCLONEDX_VERSION)"; $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_VERSION); }
+
+## release-check: goreleaser check of the release configuration
+release-check: release-tools
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" goreleaser check --config $(RELEASE_CONFIG)
+
+## release-snapshot: what a release builds, offline and unpublished: hobbs for linux and darwin on amd64 and
+## arm64, an archive of each, checksums.txt and an SBOM per binary, in dist/release/.out (docs/release.md)
+release-snapshot: release-check
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" goreleaser release --snapshot --clean --config $(RELEASE_CONFIG)

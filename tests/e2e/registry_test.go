@@ -1,12 +1,20 @@
 package e2e
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha256"
+	"debug/elf"
+	"debug/macho"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -241,4 +249,179 @@ func TestPublishedImage(t *testing.T) {
 	}
 	defer silent.Close()
 	check("registry silent")
+}
+
+// TestReleaseSnapshot runs what the release workflow runs, offline and
+// unpublished: make release-snapshot (goreleaser check, then goreleaser
+// release --snapshot). Every archive of linux and darwin on amd64 and
+// arm64 must be there, listed with its right sha256 in checksums.txt,
+// hold a hobbs for its platform, and come with a CycloneDX SBOM; the
+// snapshot's version is no release, so its binary builds its image
+// locally.
+func TestReleaseSnapshot(t *testing.T) {
+	if setupErr != nil {
+		t.Fatalf("setup failed: %v", setupErr)
+	}
+	out := filepath.Join(repoRoot, "dist", "release", ".out")
+	c := exec.Command("make", "release-snapshot")
+	c.Dir = repoRoot
+	t0 := time.Now()
+	if b, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("make release-snapshot: %v\n%s", err, b)
+	}
+	t.Logf("make release-snapshot in %v", time.Since(t0).Round(time.Second))
+
+	sums := map[string]string{}
+	b, err := os.ReadFile(filepath.Join(out, "checksums.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		sum, name, ok := strings.Cut(l, "  ")
+		if !ok {
+			t.Fatalf("checksums.txt: bad line %q", l)
+		}
+		sums[name] = sum
+	}
+	for _, goos := range []string{"linux", "darwin"} {
+		for _, arch := range []string{"amd64", "arm64"} {
+			suffix := "_" + goos + "_" + arch
+			archive, sbom := "", ""
+			for name := range sums {
+				switch {
+				case strings.HasSuffix(name, suffix+".tar.gz"):
+					archive = name
+				case strings.HasSuffix(name, suffix+".cdx.json"):
+					sbom = name
+				}
+			}
+			if archive == "" || sbom == "" {
+				t.Errorf("%s/%s: archive %q, SBOM %q in checksums.txt", goos, arch, archive, sbom)
+				continue
+			}
+			for _, f := range []string{archive, sbom} {
+				data, err := os.ReadFile(filepath.Join(out, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fmt.Sprintf("%x", sha256.Sum256(data)); got != sums[f] {
+					t.Errorf("%s: sha256 %s, checksums.txt says %s", f, got, sums[f])
+				}
+			}
+			checkArchive(t, filepath.Join(out, archive), goos, arch)
+			var bom struct {
+				BOMFormat string `json:"bomFormat"`
+				Metadata  struct {
+					Component struct{ Name string } `json:"component"`
+				} `json:"metadata"`
+				Components []struct{ Name string } `json:"components"`
+			}
+			data, _ := os.ReadFile(filepath.Join(out, sbom))
+			if err := json.Unmarshal(data, &bom); err != nil || bom.BOMFormat != "CycloneDX" ||
+				bom.Metadata.Component.Name != "github.com/hobbs-agent/hobbs" || len(bom.Components) == 0 {
+				t.Errorf("%s: not a CycloneDX SBOM of hobbs with its modules (%v): %.300s", sbom, err, data)
+			}
+		}
+	}
+
+	bin := filepath.Join(t.TempDir(), "hobbs")
+	extract(t, filepath.Join(out, archiveFor(t, sums, runtime.GOOS, runtime.GOARCH)), "hobbs", bin)
+	v, err := exec.Command(bin, "version", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Version   string `json:"version"`
+		Release   bool   `json:"release"`
+		ImageFrom string `json:"image_from"`
+	}
+	if err := json.Unmarshal(v, &info); err != nil || !strings.Contains(info.Version, "-snapshot-") || info.Release || info.ImageFrom != "local build" {
+		t.Errorf("the snapshot's hobbs version: %v %s", err, v)
+	}
+}
+
+func archiveFor(t *testing.T, sums map[string]string, goos, arch string) string {
+	t.Helper()
+	for name := range sums {
+		if strings.HasSuffix(name, "_"+goos+"_"+arch+".tar.gz") {
+			return name
+		}
+	}
+	t.Fatalf("no archive for %s/%s", goos, arch)
+	return ""
+}
+
+// checkArchive: the archive holds the license, the README, the setup
+// guide and a hobbs executable built for goos/arch.
+func checkArchive(t *testing.T, archive, goos, arch string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hobbs")
+	names := extract(t, archive, "hobbs", bin)
+	for _, want := range []string{"hobbs", "LICENSE", "README.md", "docs/setup.md"} {
+		if !names[want] {
+			t.Errorf("%s has no %s (has %v)", filepath.Base(archive), want, names)
+		}
+	}
+	machine := ""
+	if goos == "linux" {
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatalf("%s: hobbs is no ELF: %v", filepath.Base(archive), err)
+		}
+		machine = map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("%s: hobbs is dynamically linked", filepath.Base(archive))
+			}
+		}
+		f.Close()
+	} else {
+		f, err := macho.Open(bin)
+		if err != nil {
+			t.Fatalf("%s: hobbs is no Mach-O: %v", filepath.Base(archive), err)
+		}
+		machine = map[macho.Cpu]string{macho.CpuAmd64: "amd64", macho.CpuArm64: "arm64"}[f.Cpu]
+		f.Close()
+	}
+	if machine != arch {
+		t.Errorf("%s: hobbs is built for %q", filepath.Base(archive), machine)
+	}
+}
+
+// extract writes member of the .tar.gz archive to dst and returns the
+// names the archive holds.
+func extract(t *testing.T, archive, member, dst string) map[string]bool {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", archive, err)
+	}
+	tr := tar.NewReader(zr)
+	names := map[string]bool{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", archive, err)
+		}
+		names[h.Name] = true
+		if h.Name == member {
+			w, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(w, tr); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+		}
+	}
+	return names
 }
