@@ -21,7 +21,21 @@ var version = "dev"
 // launcher.DefaultRepo).
 var imageRepo = ""
 
-func init() { launcher.SetRelease(version, imageRepo) }
+func init() { launcher.SetRelease(releaseVersion(), imageRepo) }
+
+// releaseVersion is version, or, when no version was set at link time, the
+// module version Go recorded: `go install …/cmd/hobbs@v1.2.3` makes a
+// release build of v1.2.3 (a local build records "(devel)" or a
+// pseudo-version, which are no releases).
+func releaseVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && launcher.IsReleaseVersion(bi.Main.Version) {
+		return bi.Main.Version
+	}
+	return version
+}
 
 type versionInfo struct {
 	Version  string `json:"version"`
@@ -46,8 +60,8 @@ func (v versionInfo) String() string {
 }
 
 func buildVersion() versionInfo {
-	v := versionInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
-		Release: launcher.IsReleaseVersion(version), Image: launcher.DefaultImage(), ImageFrom: launcher.ImageSource()}
+	v := versionInfo{Version: launcher.Version(), Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
+		Release: launcher.IsReleaseVersion(launcher.Version()), Image: launcher.DefaultImage(), ImageFrom: launcher.ImageSource()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
