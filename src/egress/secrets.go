@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"unicode"
 )
@@ -147,28 +148,25 @@ func NewPlaceholder(value string) (string, error) {
 	return "", errors.New("cannot make a placeholder")
 }
 
-// placeholderPrefix splits off a token-type prefix: lower-case letters
-// (and underscores within) ending in "_" or "-", at most 12 bytes.
+// placeholderPrefix splits off a token-type prefix, kept as it is: up to 16
+// bytes of segments of 2-8 lower-case letters and at most two digits, each
+// ended by "_" or "-" ("ghp_", "sk-ant-oat01-", "github_pat_", "xoxb-"). A
+// segment of hex digits only ("deadbeef-" in a hex UUID) is part of the
+// secret, not a type: the prefix ends before it.
 func placeholderPrefix(v string) (string, string) {
-	for i := 0; i < len(v) && i < 12; i++ {
-		c := v[i]
-		switch {
-		case c >= 'a' && c <= 'z':
-		case (c == '_' || c == '-') && i > 0:
-			// a prefix ends at the last separator within the first
-			// run of lower-case letters and separators
-			j := i + 1
-			for j < len(v) && j < 12 && (v[j] >= 'a' && v[j] <= 'z' || v[j] == '_' || v[j] == '-') {
-				j++
-			}
-			k := strings.LastIndexAny(v[:j], "_-")
-			return v[:k+1], v[k+1:]
-		default:
-			return "", v
+	m := tokenPrefix.FindString(v)
+	n := 0
+	for n < len(m) {
+		end := strings.IndexAny(m[n:], "_-") + n + 1
+		if end > 16 || !strings.ContainsFunc(m[n:end], func(r rune) bool { return r >= 'g' && r <= 'z' }) {
+			break
 		}
+		n = end
 	}
-	return "", v
+	return v[:n], v[n:]
 }
+
+var tokenPrefix = regexp.MustCompile(`^(?:[a-z]{2,8}[0-9]{0,2}[_-])+`)
 
 func reshape(prefix, rest string) (string, error) {
 	const lower, upper, digit = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"

@@ -333,7 +333,7 @@ func TestRulesNeedInterception(t *testing.T) {
 }
 
 func TestPlaceholderShape(t *testing.T) {
-	for _, v := range []string{testValue, "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "xoxb-1234567890-ABCDEFGHIJKLmnop", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"} {
+	for _, v := range []string{testValue, "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "xoxb-1234567890-ABCDEFGHIJKLmnop", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "sk-ant-oat01-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"} {
 		ph, err := NewPlaceholder(v)
 		if err != nil {
 			t.Fatal(err)
@@ -342,6 +342,11 @@ func TestPlaceholderShape(t *testing.T) {
 			t.Fatalf("%q → %q: want the same length, another value", v, ph)
 		}
 		pre, _ := placeholderPrefix(v)
+		want := map[string]string{testValue: "ghp_", "xoxb-1234567890-ABCDEFGHIJKLmnop": "xoxb-",
+			"sk-ant-oat01-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789": "sk-ant-oat01-"}[v]
+		if want != "" && pre != want {
+			t.Fatalf("%q: prefix %q, want %q", v, pre, want)
+		}
 		if pre == "" || !strings.HasPrefix(ph, pre) {
 			t.Fatalf("%q → %q: prefix %q not kept", v, ph, pre)
 		}
@@ -351,6 +356,12 @@ func TestPlaceholderShape(t *testing.T) {
 		if shape(ph[len(pre):]) != shape(v[len(pre):]) {
 			t.Fatalf("%q → %q: shape differs", v, ph)
 		}
+	}
+	if pre, _ := placeholderPrefix("deadbeef-0123-4567-89ab-cdef01234567"); pre != "" {
+		t.Fatalf("prefix of a hex UUID: %q", pre)
+	}
+	if pre, _ := placeholderPrefix("3f2a9c1e-0123-4567-89ab-cdef01234567"); pre != "" {
+		t.Fatalf("prefix of a UUID: %q", pre)
 	}
 	for _, v := range []string{"short", "pw", "12345678", "pass phrase!"} {
 		ph, err := NewPlaceholder(v)

@@ -61,10 +61,14 @@
 // (ours, docker's, or `docker inspect`'s) or in a container's configuration
 // (Config.Env, which Docker also keeps on disk). The proxy token is fresh per
 // session. The launcher writes the agent's variables (HTTP(S)_PROXY with the
-// token, the mapped secrets) and the proxy's token to files in a private
-// directory on a tmpfs and bind-mounts each read-only into its container
-// (sessionfiles.go); the agent's entry point loads its variables with
-// `hobbs session-env`, the proxy reads --auth-token-file.
+// token, env: secrets, the placeholders of bound secrets) and the proxy's
+// token to files in a private directory on a tmpfs and bind-mounts each
+// read-only into its container (sessionfiles.go); the agent's entry point
+// loads its variables with `hobbs session-env`, the proxy reads
+// --auth-token-file. Secrets bound to hosts (config secrets:) go to the
+// proxy only, with the session CA's key (--secrets-file); the agent gets
+// the CA's certificate, which session-env adds to the CA bundle its tools
+// read (package egress, "Secrets").
 //
 // # Labels, cleanup and ownership
 //
