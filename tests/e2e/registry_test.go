@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -337,6 +338,37 @@ func TestReleaseSnapshot(t *testing.T) {
 	}
 	if err := json.Unmarshal(v, &info); err != nil || !strings.Contains(info.Version, "-snapshot-") || info.Release || info.ImageFrom != "local build" {
 		t.Errorf("the snapshot's hobbs version: %v %s", err, v)
+	}
+	readmeInstall(t, out, info.Version)
+}
+
+// releasesURL is where the README's install command downloads from.
+const releasesURL = "https://github.com/hobbs-agent/hobbs/releases/latest/download"
+
+// readmeInstall runs the README's first command, with the snapshot served
+// where it downloads from and hobbs version where it runs hobbs run, in a
+// home of its own with ~/.local/bin on PATH and no Go: the command must
+// install the snapshot's hobbs for this system.
+func readmeInstall(t *testing.T, out, version string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```sh\n")
+	first, _, _ := strings.Cut(rest, "\n")
+	if !ok || !strings.Contains(first, releasesURL) || !strings.HasSuffix(first, "&& hobbs run") {
+		t.Fatalf("the README's first command is not the release download ending in hobbs run: %q", first)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
+	defer srv.Close()
+	cmd := strings.TrimSuffix(strings.ReplaceAll(first, releasesURL, srv.URL), "hobbs run") + "hobbs version"
+	home := t.TempDir()
+	c := exec.Command("sh", "-c", cmd)
+	c.Env = []string{"HOME=" + home, "PATH=" + filepath.Join(home, ".local", "bin") + ":/usr/local/bin:/usr/bin:/bin", "LANG=C"}
+	got, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "hobbs "+version+" ") {
+		t.Errorf("the README's first command (%s): %v\n%s", cmd, err, got)
 	}
 }
 
