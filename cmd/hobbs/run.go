@@ -175,7 +175,7 @@ Claude state volume stays). An engine it cannot reach is exit 3.`,
 		},
 	}
 	cmd.Flags().StringVar(&workspace, "workspace", "", "host directory mounted at ~/hobbs/workspace (default workspace from config.yaml)")
-	cmd.Flags().StringVar(&image, "image", "", "image to run (default image from config.yaml; empty: build "+launcher.DefaultTag+")")
+	cmd.Flags().StringVar(&image, "image", "", "image to run (default image from config.yaml, else the image hobbs version prints)")
 	cmd.Flags().StringVar(&base, "base", "", "runtime base image to build on (default base_image from config.yaml)")
 	cmd.Flags().StringVar(&name, "name", "", "session name (default hobbs-<random>)")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary for the image (default: this one, or $HOBBS_BINARY)")
