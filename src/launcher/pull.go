@@ -134,7 +134,7 @@ func registryError(ref, host, why string, published bool) error {
 
 // waysOut is the hint of a published image this machine cannot get.
 func waysOut(ref string) string {
-	return fmt.Sprintf("offline, build the image here instead: `hobbs build` makes %s from this binary on base_image in config.yaml "+
+	return fmt.Sprintf("build the image here instead: `hobbs build` makes %s from this binary on base_image in config.yaml "+
 		"(a runtime base you have: `hobbs build --runtime` where there is internet, or --base IMAGE), "+
 		"or run an image you already have with --image NAME (image in config.yaml); see docs/setup.md, \"Without the registry\"", ref)
 }
