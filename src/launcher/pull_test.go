@@ -176,6 +176,20 @@ func TestEnsurePublished(t *testing.T) {
 		}
 	}
 
+	// An image config.yaml or --image names: one of another version is
+	// refused with the published name of this one; one without the label
+	// (not a Hobbs release image) is run.
+	other := host + "/mine:1"
+	e, _ = registryEngine(t, other, "v1.2.2", true)
+	_, err = Ensure(context.Background(), other, BuildOptions{Engine: e, Progress: io.Discard})
+	if !strings.Contains(errs.Hint(err), "set image in config.yaml (or --image) to "+ref) {
+		t.Errorf("named image of an older version: %v (hint %q)", err, errs.Hint(err))
+	}
+	e, _ = registryEngine(t, other, "", true)
+	if _, err := Ensure(context.Background(), other, BuildOptions{Engine: e, Progress: io.Discard}); err != nil {
+		t.Errorf("named image without a version label: %v", err)
+	}
+
 	// A development build runs any image it is given.
 	SetRelease("dev", "")
 	e, _ = registryEngine(t, ref, "v0.0.1", true)
