@@ -118,7 +118,7 @@ func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 		return nil // the engine check reports it
 	}
 	ref := ImageRef(env.Config.Image)
-	_, ok, err := imageInfo(ctx, e, ref)
+	ok, err := imagePresent(ctx, e, ref)
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Fix: errs.Hint(err)}}
 	}
@@ -132,7 +132,7 @@ func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 			Fix: fmt.Sprintf("pull it now (%s pull %s), or build one here with hobbs build", e.Bin, ref)}}
 	default:
 		base := env.Config.BaseImage
-		if _, ok, err := imageInfo(ctx, e, base); err != nil {
+		if ok, err := imagePresent(ctx, e, base); err != nil {
 			return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Fix: errs.Hint(err)}}
 		} else if !ok {
 			m := MissingBase(e, base)
@@ -148,6 +148,16 @@ func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 		out = append(out, checkClaude(ctx, e, probe))
 	}
 	return out
+}
+
+// imagePresent reports whether the engine has image ref; a missing image
+// is false in docker's words and podman's (engine.IsNotFound).
+func imagePresent(ctx context.Context, e engine.CLI, ref string) (bool, error) {
+	_, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}}", ref)
+	if err != nil && engine.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // claudeTimeout bounds the --deep check that starts a container.
