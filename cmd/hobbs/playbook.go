@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -385,11 +384,6 @@ listed changes nothing.`,
 	return cmd
 }
 
-// headlessRunner is the launcher's headless session (playbook.Runner). Until
-// a launcher provides one, hobbs playbook run checks everything and then
-// refuses to start.
-var headlessRunner playbook.Runner
-
 func newPlaybookRunCmd(a *app) *cobra.Command {
 	var dryRun, scheduled bool
 	cmd := &cobra.Command{
@@ -461,19 +455,11 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			return err
 		}
 		defer unlock()
-		if headlessRunner == nil {
-			return errs.Failf("headless runs need the launcher's headless session, which this hobbs does not have yet; nothing was started").
-				WithHint("carry it out in a session meanwhile (hobbs run, then ask Hobbs to follow the playbook %s); 'hobbs playbook run %s --dry-run' shows what a run would be allowed", name, name)
-		}
-		err = runHeadless(a.ctx, in, spec)
+		err = a.runPlaybookHeadless(a.ctx, in, spec)
 		a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: outcome(err), Detail: map[string]any{"stage": spec.Stage}})
 		return err
 	})
 	return cmd
-}
-
-func runHeadless(ctx context.Context, in instance.Instance, spec playbook.RunSpec) error {
-	return headlessRunner(ctx, in, spec)
 }
 
 // printRunSpec prints what a run is allowed, one field a line.

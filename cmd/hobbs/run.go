@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -58,113 +61,8 @@ Claude state volume stays). An engine it cannot reach is exit 3.`,
   hobbs run --base my-runtime:1 -- true`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if name == "" {
-				name = launcher.NewName()
-			}
-			if err := launcher.ValidName(name); err != nil {
-				return err
-			}
-			in, err := a.instance()
-			if err != nil {
-				return err
-			}
-			e, cfg, err := a.engine(in) // the defaults when there is no instance yet
-			if err != nil {
-				return err
-			}
-			uid, gid := os.Getuid(), os.Getgid()
-			if uid == 0 {
-				// The agent writes the instance and the workspace with the
-				// launcher's uid: as root, every file it makes on the host
-				// would be root's, and a container escape would start as root.
-				return errs.Usagef("hobbs run will not run the agent as root").
-					WithHint("run hobbs as an ordinary user allowed to use the engine, e.g.: useradd -m -G docker hobbs; " +
-						"then, as that user (su - hobbs): hobbs init && hobbs run (docs/setup.md, \"Running as root\")")
-			}
-			if !in.Exists() {
-				// On a terminal the first run asks the foundation questions,
-				// as hobbs init does.
-				res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Foundation: a.foundationInterview(false)})
-				if err != nil {
-					return err
-				}
-				_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
-				a.status("created instance %s", in.Root)
-				if cfg, err = a.config(in); err != nil {
-					return err
-				}
-			}
-			if workspace == "" {
-				workspace = cfg.Workspace
-			}
-			ws, err := config.ExpandHome(workspace)
-			if err != nil {
-				return errs.Wrap(errs.Usage, err, "workspace %q", workspace)
-			}
-			if err := os.MkdirAll(ws, 0o755); err != nil {
-				return errs.Wrap(errs.Failure, err, "create workspace")
-			}
-			if image == "" {
-				image = cfg.Image
-			}
-			if base == "" {
-				base = cfg.BaseImage
-			}
-			if binary == "" {
-				binary = os.Getenv(launcher.EnvBinary)
-			}
-			names := make([]string, 0, len(cfg.VaultEnv()))
-			for _, kv := range cfg.VaultEnv() {
-				names = append(names, kv[0])
-			}
-			if err := launcher.CheckSecretNames(withValues(append(names, cfg.BindingNames()...))); err != nil {
-				return err
-			}
-			log := a.audit(in)
-			started := false
-			secrets, err := vault.SessionEnv(in, cfg.VaultEnv())
-			if err != nil {
-				return err
-			}
-			bindings, err := sessionBindings(in, cfg)
-			if err != nil {
-				return err
-			}
-			s := &launcher.Session{
-				Engine: e, Instance: in, Config: cfg, Name: name, Workspace: ws,
-				Image: launcher.ImageRef(image), Secrets: secrets, Bindings: bindings,
-				Command: args, UID: uid, GID: gid, TTY: a.stdinIsTTY() && stdoutIsTTY(a),
-				Stdin: a.in, Stdout: a.out, Stderr: a.errOut,
-				Progress: func(f string, args ...any) { a.status(f, args...) },
-			}
-			// The image is checked (built or pulled when it must be) while
-			// the session's objects are being created.
-			s.Prepare = func(ctx context.Context) (bool, error) {
-				engine.Tracef("run: ensure image")
-				img, err := launcher.Ensure(ctx, image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Binary: binary, Progress: a.errOut})
-				if err != nil {
-					return false, err
-				}
-				if img.Image != s.Image {
-					return false, errs.Failf("internal: the image is %s, not %s", img.Image, s.Image)
-				}
-				engine.Tracef("run: image ready")
-				started = true
-				_ = log.Log(audit.Entry{Event: "session.start", Subject: name, Outcome: "ok",
-					Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names, "secrets": cfg.BindingNames()}})
-				a.status("session %s: %s in %s", name, img.Image, ws)
-				return img.Built || img.Pulled, nil
-			}
-			code, err := s.Run(ctx)
-			engine.Tracef("run: session returned")
-			if started {
-				out := outcome(err)
-				if errs.Code(err) == launcher.ExitStopped {
-					out, code = "stopped", launcher.ExitStopped
-				}
-				_ = log.Log(audit.Entry{Event: "session.end", Subject: name, Outcome: out, Detail: map[string]any{"exit": code}})
-			}
+			code, err := a.runSession(cmd.Context(), runOptions{workspace: workspace, image: image, base: base,
+				name: name, binary: binary, command: args})
 			if err != nil {
 				return err
 			}
@@ -180,6 +78,190 @@ Claude state volume stays). An engine it cannot reach is exit 3.`,
 	cmd.Flags().StringVar(&name, "name", "", "session name (default hobbs-<random>)")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary for the image (default: this one, or $HOBBS_BINARY)")
 	return cmd
+}
+
+// runOptions are what a session starts with: hobbs run's flags, or a
+// headless playbook run's settings.
+type runOptions struct {
+	workspace, image, base, name, binary string
+	command                              []string
+	// A headless run: no terminal, stdin empty, stdout to its own writer.
+	headless bool
+	stdout   io.Writer
+	// policy, when set, is the one policy the run's proxy enforces.
+	policy []byte
+	// secrets, when not nil, are the only config.yaml variables (env: or
+	// secrets:) the session gets.
+	secrets []string
+	// timeout, when set, stops the session at that wall-clock limit: exit
+	// 124 (errs.Timeout).
+	timeout time.Duration
+}
+
+// runSession starts a session and runs it to its end: the agent command's
+// exit code, or an error.
+func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
+	if o.name == "" {
+		o.name = launcher.NewName()
+	}
+	if err := launcher.ValidName(o.name); err != nil {
+		return 0, err
+	}
+	in, err := a.instance()
+	if err != nil {
+		return 0, err
+	}
+	e, cfg, err := a.engine(in) // the defaults when there is no instance yet
+	if err != nil {
+		return 0, err
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if err := refuseRoot(); err != nil {
+		return 0, err
+	}
+	if !in.Exists() {
+		// On a terminal the first run asks the foundation questions,
+		// as hobbs init does.
+		res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Foundation: a.foundationInterview(false)})
+		if err != nil {
+			return 0, err
+		}
+		_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
+		a.status("created instance %s", in.Root)
+		if cfg, err = a.config(in); err != nil {
+			return 0, err
+		}
+	}
+	if o.workspace == "" {
+		o.workspace = cfg.Workspace
+	}
+	ws, err := config.ExpandHome(o.workspace)
+	if err != nil {
+		return 0, errs.Wrap(errs.Usage, err, "workspace %q", o.workspace)
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return 0, errs.Wrap(errs.Failure, err, "create workspace")
+	}
+	if o.image == "" {
+		o.image = cfg.Image
+	}
+	if o.base == "" {
+		o.base = cfg.BaseImage
+	}
+	if o.binary == "" {
+		o.binary = os.Getenv(launcher.EnvBinary)
+	}
+	if o.secrets != nil {
+		if err := onlySecrets(cfg, o.secrets); err != nil {
+			return 0, err
+		}
+	}
+	names := make([]string, 0, len(cfg.VaultEnv()))
+	for _, kv := range cfg.VaultEnv() {
+		names = append(names, kv[0])
+	}
+	if err := launcher.CheckSecretNames(withValues(append(names, cfg.BindingNames()...))); err != nil {
+		return 0, err
+	}
+	log := a.audit(in)
+	started := false
+	secrets, err := vault.SessionEnv(in, cfg.VaultEnv())
+	if err != nil {
+		return 0, err
+	}
+	bindings, err := sessionBindings(in, cfg)
+	if err != nil {
+		return 0, err
+	}
+	s := &launcher.Session{
+		Engine: e, Instance: in, Config: cfg, Name: o.name, Workspace: ws,
+		Image: launcher.ImageRef(o.image), Secrets: secrets, Bindings: bindings,
+		Command: o.command, UID: uid, GID: gid, TTY: a.stdinIsTTY() && stdoutIsTTY(a),
+		Stdin: a.in, Stdout: a.out, Stderr: a.errOut,
+		Progress:    func(f string, args ...any) { a.status(f, args...) },
+		ProxyPolicy: o.policy,
+	}
+	if o.headless {
+		s.TTY, s.Stdin = false, strings.NewReader("")
+	}
+	if o.stdout != nil {
+		s.Stdout = o.stdout
+	}
+	// The image is checked (built or pulled when it must be) while
+	// the session's objects are being created.
+	s.Prepare = func(ctx context.Context) (bool, error) {
+		engine.Tracef("run: ensure image")
+		img, err := launcher.Ensure(ctx, o.image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: o.base, Binary: o.binary, Progress: a.errOut})
+		if err != nil {
+			return false, err
+		}
+		if img.Image != s.Image {
+			return false, errs.Failf("internal: the image is %s, not %s", img.Image, s.Image)
+		}
+		engine.Tracef("run: image ready")
+		started = true
+		_ = log.Log(audit.Entry{Event: "session.start", Subject: o.name, Outcome: "ok",
+			Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names, "secrets": cfg.BindingNames()}})
+		a.status("session %s: %s in %s", o.name, img.Image, ws)
+		return img.Built || img.Pulled, nil
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	code, err := s.Run(ctx)
+	if o.timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		code, err = errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: fmt.Sprintf("session %s stopped at its time limit (%v)", o.name, o.timeout)}
+	}
+	engine.Tracef("run: session returned")
+	if started {
+		out := outcome(err)
+		if errs.Code(err) == launcher.ExitStopped {
+			out, code = "stopped", launcher.ExitStopped
+		}
+		_ = log.Log(audit.Entry{Event: "session.end", Subject: o.name, Outcome: out, Detail: map[string]any{"exit": code}})
+	}
+	return code, err
+}
+
+// refuseRoot refuses to start a session as root: the agent writes the
+// instance and the workspace with the launcher's uid, so as root every file
+// it makes on the host would be root's, and a container escape would start
+// as root.
+func refuseRoot() error {
+	if os.Getuid() != 0 {
+		return nil
+	}
+	return errs.Usagef("hobbs run will not run the agent as root").
+		WithHint("run hobbs as an ordinary user allowed to use the engine, e.g.: useradd -m -G docker hobbs; " +
+			"then, as that user (su - hobbs): hobbs init && hobbs run (docs/setup.md, \"Running as root\")")
+}
+
+// onlySecrets narrows cfg to the variables names (env: or secrets:); a name
+// config.yaml gives no secret is an error.
+func onlySecrets(cfg *config.Config, names []string) error {
+	keep := map[string]bool{}
+	for _, n := range names {
+		_, env := cfg.Env[n]
+		_, bound := cfg.Secrets[n]
+		if !env && !bound {
+			return errs.Usagef("the run needs the secret %s, which config.yaml neither binds (secrets:) nor maps (env:)", n).
+				WithHint("add it to config.yaml, or remove it from the playbook's run.secrets")
+		}
+		keep[n] = true
+	}
+	for n := range cfg.Env {
+		if !keep[n] {
+			delete(cfg.Env, n)
+		}
+	}
+	for n := range cfg.Secrets {
+		if !keep[n] {
+			delete(cfg.Secrets, n)
+		}
+	}
+	return nil
 }
 
 // withValues turns variable names into NAME= entries (for checking names

@@ -42,6 +42,10 @@ type Session struct {
 	// Bindings are the secrets bound to hosts (config secrets:): the agent
 	// gets placeholders, the proxy the values (sessionfiles.go).
 	Bindings []Binding
+	// ProxyPolicy, when set, is the one policy the proxy enforces (a
+	// headless playbook run's), instead of the image's default and the
+	// instance's policy.yaml. It is a session file.
+	ProxyPolicy []byte
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -237,11 +241,19 @@ func (s *Session) ProxyArgs() []string {
 	if s.coverVault {
 		a = append(a, "--tmpfs", InstanceDir+"/vault:ro,size=16k,mode=0555")
 	}
+	// A headless run's own policy replaces the image's and the instance's.
+	policy := s.sessionFileMount("policy.yaml", SessionPolicyFile)
+	a = append(a, policy...)
 	a = append(a,
 		"--entrypoint", "hobbs",
 		s.Image,
-		"proxy", "--listen", "unix:"+ProxySocket,
-		"--policy", PolicyFile, "--policy", InstanceDir+"/policy.yaml",
+		"proxy", "--listen", "unix:"+ProxySocket)
+	if policy != nil {
+		a = append(a, "--policy", SessionPolicyFile)
+	} else {
+		a = append(a, "--policy", PolicyFile, "--policy", InstanceDir+"/policy.yaml")
+	}
+	a = append(a,
 		"--audit", InstanceDir+"/"+ProxyAuditRel,
 		"--auth-token-file", SessionTokenFile,
 		"--secrets-file", SessionSecretsFile,

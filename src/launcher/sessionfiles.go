@@ -34,6 +34,7 @@ const (
 	SessionSecretsFile = SessionDir + "/secrets"      // the proxy's: session CA with its key, bound secrets
 	SessionCAFile      = SessionDir + "/ca.pem"       // the agent's: the session CA's certificate
 	SessionUpstreamCA  = SessionDir + "/upstream.pem" // the proxy's: extra roots (EnvTestUpstreamCA)
+	SessionPolicyFile  = SessionDir + "/policy.yaml"  // the proxy's: a headless run's policy (Session.ProxyPolicy)
 )
 
 // EnvTestUpstreamCA names a PEM file of roots the proxy trusts, besides the
@@ -90,6 +91,9 @@ func (s *Session) writeSessionFiles() error {
 		return errs.Wrap(errs.Failure, err, "session files")
 	}
 	files["env"], files["token"], files["owner"] = env, []byte(s.token+"\n"), []byte(s.owner+"\n")
+	if s.ProxyPolicy != nil {
+		files["policy.yaml"] = s.ProxyPolicy
+	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return errs.Wrap(errs.Failure, err, "session files")

@@ -35,6 +35,12 @@
 #     that nothing Hobbs ships depends on a wider one.
 # A skill's name is its directory's; an agent's is its frontmatter name:
 # (else its file name).
+# A test may put a script of its own at the workspace's .fake-claude-run:
+# the fake then runs that instead, with the arguments claude was given (the
+# headless playbook run's tests use it to act as Claude Code in print mode).
+if [ -f /home/dev/hobbs/workspace/.fake-claude-run ]; then
+	exec sh /home/dev/hobbs/workspace/.fake-claude-run "$@"
+fi
 C=${CLAUDE_CONFIG_DIR:-$HOME/.claude}
 M=/etc/claude-code
 say() { echo "fake-claude: $*"; }
