@@ -149,7 +149,14 @@ func IsNoInitMsg(msg string) bool {
 // noInit is the error of a call that needed the engine's init binary
 // (--init) and found none: podman runs catatonit, packaged apart from it.
 func (c CLI) noInit(msg string) error {
-	return (&errs.Error{Code: errs.Missing, Msg: fmt.Sprintf("%s has no init binary for --init: %s", c.Bin, firstLine(msg))}).
+	line := firstLine(msg)
+	for _, l := range strings.Split(msg, "\n") {
+		if IsNoInitMsg(l) {
+			line = strings.TrimSpace(l) // past podman's warnings
+			break
+		}
+	}
+	return (&errs.Error{Code: errs.Missing, Msg: fmt.Sprintf("%s has no init binary for --init: %s", c.Bin, line)}).
 		WithHint("install catatonit (Debian, Ubuntu: sudo apt-get install catatonit; Fedora: sudo dnf install catatonit), " +
 			"or set init_path in containers.conf to a catatonit or tini binary; hobbs doctor checks it")
 }

@@ -80,14 +80,16 @@ func TestNotFound(t *testing.T) {
 // TestNoInit: podman without catatonit fails --init with a Missing error
 // that names the package, from Output and from Stream.
 func TestNoInit(t *testing.T) {
-	msg := "Error: container-init binary not found on the host: stat /usr/libexec/podman/catatonit: no such file or directory"
+	msg := "Resource limits are not supported and ignored on cgroups V1 rootless systems\n" +
+		"Error: container-init binary not found on the host: stat /usr/libexec/podman/catatonit: no such file or directory"
 	c := fakeCLI(t, msg)
 	c.Bin = filepath.Join(filepath.Dir(c.Bin), "podman")
 	if err := os.Rename(filepath.Join(filepath.Dir(c.Bin), "docker"), c.Bin); err != nil {
 		t.Fatal(err)
 	}
 	_, err := c.Output(context.Background(), "create", "--init", "img")
-	if errs.Code(err) != errs.Missing || !strings.Contains(errs.Hint(err), "catatonit") || IsNotFound(err) {
+	if errs.Code(err) != errs.Missing || !strings.Contains(errs.Hint(err), "catatonit") || IsNotFound(err) ||
+		!strings.HasSuffix(err.Error(), "--init: Error: container-init binary not found on the host: stat /usr/libexec/podman/catatonit: no such file or directory") {
 		t.Errorf("Output: code %d hint %q: %v", errs.Code(err), errs.Hint(err), err)
 	}
 	err = c.Stream(context.Background(), io.Discard, nil, "run", "--init", "img")
