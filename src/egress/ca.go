@@ -65,6 +65,9 @@ func randSerial() (*big.Int, error) {
 	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 }
 
+// maxLeafCache bounds the leaf certificates kept.
+const maxLeafCache = 256
+
 // leafIssuer signs the certificates the proxy presents to the agent for
 // intercepted hosts, one per host, cached.
 type leafIssuer struct {
@@ -132,6 +135,9 @@ func (li *leafIssuer) certFor(host string) (*tls.Certificate, error) {
 		return nil, err
 	}
 	c := &tls.Certificate{Certificate: [][]byte{der, li.ca.Raw}, PrivateKey: li.leaf}
+	if len(li.certs) >= maxLeafCache { // a wildcard binding can name many hosts
+		clear(li.certs)
+	}
 	li.certs[host] = c
 	return c, nil
 }

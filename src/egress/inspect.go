@@ -36,25 +36,40 @@ func (e *leakError) Error() string {
 // refuse it with (rec says why).
 func (s *Server) inspect(r *http.Request, rec *record, connect bool) int {
 	rec.path = r.URL.Path
-	if hr := s.policy.Load().requestRules(rec.host, rec.port, connect); hr != nil {
+	// Request trailers are not inspected: none is sent on.
+	r.Trailer = nil
+	sec := s.secrets()
+	hr := s.policy.Load().requestRules(rec.host, rec.port, connect)
+	if (hr != nil || len(sec) > 0) && r.Header.Get("Upgrade") != "" {
+		rec.allow, rec.rule = false, "upgrade"
+		rec.reason = "a protocol upgrade would carry bytes the proxy does not inspect"
+		return http.StatusForbidden
+	}
+	if hr != nil {
 		d := hr.Check(r.Method, r.URL.EscapedPath())
+		if d.Allow {
+			if h := methodOverride(r.Header); h != "" {
+				d = RequestDecision{Rule: "rules " + hr.Host.Pattern + ": " + h + " header", Source: hr.Host.Source}
+			}
+		}
 		rec.rule = d.Rule
 		if !d.Allow {
 			rec.allow, rec.reason = false, "request rule ("+d.Source+")"
 			return http.StatusForbidden
 		}
 	}
-	sec := s.secrets()
 	if len(sec) == 0 {
 		return 0
 	}
+	// What comes back is masked (maskResponse), which needs it unencoded.
+	r.Header.Set("Accept-Encoding", "identity")
 	var bound []*Secret
 	for _, x := range sec {
-		if x.boundTo(rec.host, rec.port) {
+		if x.boundTo(rec.host, rec.port, connect) {
 			bound = append(bound, x)
 		}
 	}
-	needles := leakNeedles(sec, rec.host, rec.port)
+	needles := leakNeedles(sec, rec.host, rec.port, connect)
 	leak := func(n needle) int {
 		rec.allow, rec.leak = false, n.secret
 		rec.rule = "leak-detection"
@@ -62,6 +77,9 @@ func (s *Server) inspect(r *http.Request, rec *record, connect bool) int {
 		return http.StatusForbidden
 	}
 	// Leaks first, on the request as the agent sent it.
+	if n, ok := findLeak(r.Method, needles); ok {
+		return leak(n)
+	}
 	for name, vs := range r.Header {
 		for _, v := range vs {
 			if n, ok := findLeak(v, needles); ok {
@@ -134,10 +152,22 @@ func (s *Server) inspect(r *http.Request, rec *record, connect bool) int {
 		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 	}
 	if !whole && r.Body != nil && r.Body != http.NoBody && len(needles) > 0 {
-		r.Body = &scanBody{rc: r.Body, needles: needles, host: rec.host, keep: maxNeedle(needles) - 1}
+		// Kept across reads: a needle written with every byte escaped.
+		r.Body = &scanBody{rc: r.Body, needles: needles, host: rec.host, keep: 3*maxNeedle(needles) - 1}
 	}
 	rec.secrets = dedupe(used)
 	return 0
+}
+
+// methodOverride names a header that asks a server to take the request as
+// another method, which request rules could not judge.
+func methodOverride(h http.Header) string {
+	for _, k := range []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"} {
+		if h.Get(k) != "" {
+			return k
+		}
+	}
+	return ""
 }
 
 // setEscapedPath sets r's path from its escaped form.
@@ -204,10 +234,13 @@ func (b *scanBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if n > 0 {
 		win := append(append([]byte(nil), b.tail...), p[:n]...)
-		for _, nd := range b.needles {
-			if bytes.Contains(win, []byte(nd.text)) {
-				b.err = &leakError{nd, b.host}
-				return 0, b.err
+		text := string(win)
+		for _, form := range []string{text, decodeAll(text), decodeAll(strings.ReplaceAll(text, "+", " "))} {
+			for _, nd := range b.needles {
+				if strings.Contains(form, nd.text) {
+					b.err = &leakError{nd, b.host}
+					return 0, b.err
+				}
 			}
 		}
 		if len(win) > b.keep {
@@ -233,7 +266,7 @@ func (s *Server) secrets() []*Secret {
 // is bound to it or it has request rules.
 func (s *Server) intercepts(host string, port int) bool {
 	for _, x := range s.secrets() {
-		if x.boundTo(host, port) {
+		if x.boundTo(host, port, true) {
 			return true
 		}
 	}

@@ -40,7 +40,7 @@ func (s *Server) runIntercept(t *tunnel, client net.Conn, addrs []netip.Addr, re
 	if !t.attach(client, nil) {
 		rec.err = "proxy shutting down"
 		s.log(rec)
-		writeRaw(client, http.StatusServiceUnavailable, refusal(http.StatusServiceUnavailable, rec))
+		writeRaw(client, http.StatusServiceUnavailable, s.refusal(http.StatusServiceUnavailable, rec))
 		client.Close()
 		return
 	}
@@ -103,7 +103,7 @@ func (s *Server) serveIntercepted(w http.ResponseWriter, r *http.Request, target
 			w.Header().Set("Connection", "close")
 		}
 		w.WriteHeader(code)
-		io.WriteString(w, refusal(code, rec))
+		io.WriteString(w, s.refusal(code, rec))
 	}
 	if r.Host != "" && !hostMatches(withDefaultPort(r.Host, 443), host, port) {
 		rec.rule, rec.reason = "host-mismatch", "the Host header does not name the host of the CONNECT"
@@ -143,7 +143,13 @@ func (s *Server) serveIntercepted(w http.ResponseWriter, r *http.Request, target
 		},
 		Transport:     s.upstreamTransport(),
 		FlushInterval: -1,
-		ErrorLog:      log.New(logWriter(s.opts.Logf), "intercept: ", 0),
+		ModifyResponse: func(resp *http.Response) error {
+			if !s.maskResponse(resp) {
+				return errCompressedResponse
+			}
+			return nil
+		},
+		ErrorLog: log.New(logWriter(s.opts.Logf), "intercept: ", 0),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			var le *leakError
 			if errors.As(err, &le) {

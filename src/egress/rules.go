@@ -132,11 +132,17 @@ type RequestDecision struct {
 }
 
 // Check applies the rules to a request. path is the request's escaped path
-// (as sent); one that is ambiguous — a dot segment, an encoded slash or
-// backslash, an invalid escape — is denied, since the server may read it
+// (as sent); one that is ambiguous — a dot segment, an empty segment, a
+// ";" (a path parameter), an encoded slash or backslash, an invalid escape
+// — is denied, as is a method not in upper case: the server may read them
 // otherwise than the rules do.
 func (hr *HostRules) Check(method, escapedPath string) RequestDecision {
 	name := "rules " + hr.Host.Pattern + ": "
+	// Servers that read methods case-insensitively would take "delete"
+	// for DELETE, which the rules (upper case) would not match.
+	if method != strings.ToUpper(method) {
+		return RequestDecision{Rule: name + "ambiguous method", Source: hr.Host.Source}
+	}
 	p, ok := plainPath(escapedPath)
 	if !ok {
 		return RequestDecision{Rule: name + "ambiguous path", Source: hr.Host.Source}
@@ -181,7 +187,7 @@ func plainPath(escaped string) (string, bool) {
 	if escaped == "" {
 		return "/", true
 	}
-	if !strings.HasPrefix(escaped, "/") || strings.Contains(escaped, "\\") {
+	if !strings.HasPrefix(escaped, "/") || strings.ContainsAny(escaped, "\\;") {
 		return "", false
 	}
 	var b strings.Builder
@@ -192,7 +198,7 @@ func plainPath(escaped string) (string, bool) {
 				return "", false
 			}
 			d, ok := unhex2(escaped[i+1], escaped[i+2])
-			if !ok || d == '/' || d == '\\' || d == 0 {
+			if !ok || d == '/' || d == '\\' || d == ';' || d == 0 {
 				return "", false
 			}
 			c = d
@@ -201,8 +207,10 @@ func plainPath(escaped string) (string, bool) {
 		b.WriteByte(c)
 	}
 	p := b.String()
-	for _, seg := range strings.Split(p, "/") {
-		if seg == "." || seg == ".." {
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		// An empty segment ("//x") is read as "/x" by many servers.
+		if seg == "." || seg == ".." || seg == "" && i > 0 && i < len(segs)-1 {
 			return "", false
 		}
 	}

@@ -94,12 +94,13 @@ func (ss *SessionSecrets) prepare() error {
 }
 
 // boundTo reports whether the secret may be sent to host:port (canonical
-// host). A bare entry admits the usual ports (443, and 80 for plain HTTP);
-// an entry with a port admits that port.
-func (s *Secret) boundTo(host string, port int) bool {
+// host) on the proxy's CONNECT path (connect) or its plain-HTTP path. A
+// bare entry admits 443 through a tunnel (HTTPS, which the proxy
+// intercepts) and 80 as plain HTTP; an entry with a port admits that port.
+func (s *Secret) boundTo(host string, port int, connect bool) bool {
 	ip := isIPLiteral(host)
 	for _, r := range s.rules {
-		if r.Port != 0 && r.Port != port || r.Port == 0 && port != 443 && port != 80 {
+		if r.Port != 0 && r.Port != port || r.Port == 0 && (connect && port != 443 || !connect && port != 80) {
 			continue
 		}
 		if r.Host == host && !r.Wildcard || r.Wildcard && !ip && strings.HasSuffix(host, "."+r.Host) {
@@ -377,10 +378,10 @@ type needle struct {
 	value  bool // the real value, not the placeholder
 }
 
-func leakNeedles(secrets []*Secret, host string, port int) []needle {
+func leakNeedles(secrets []*Secret, host string, port int, connect bool) []needle {
 	var out []needle
 	for _, s := range secrets {
-		if s.boundTo(host, port) {
+		if s.boundTo(host, port, connect) {
 			continue
 		}
 		out = append(out, needle{s.Name, s.Placeholder, false})
@@ -406,8 +407,11 @@ func findLeak(text string, needles []needle) (needle, bool) {
 		forms = append(forms, d)
 	}
 	if scheme, cred, ok := strings.Cut(text, " "); ok && strings.EqualFold(scheme, "Basic") {
-		if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
-			forms = append(forms, string(raw))
+		cred = strings.TrimSpace(cred)
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if raw, err := enc.DecodeString(cred); err == nil {
+				forms = append(forms, string(raw))
+			}
 		}
 	}
 	for _, n := range needles {
@@ -437,11 +441,26 @@ func BoundTo(hosts []string, host string, port int) bool {
 	if err != nil {
 		return false
 	}
-	return (&Secret{rules: rules}).boundTo(host, port)
+	return (&Secret{rules: rules}).boundTo(host, port, true) || (&Secret{rules: rules}).boundTo(host, port, false)
 }
 
 // RequestRulesFor returns the request rules the proxy applies to host:port
 // (on the CONNECT path when connect), or nil.
 func (p *Policy) RequestRulesFor(host string, port int, connect bool) *HostRules {
 	return p.requestRules(host, port, connect)
+}
+
+// hostLeak reports a secret's placeholder or value in a target host name
+// (a name under an allowed wildcard is looked up, which carries it out).
+func hostLeak(hostText string, secrets []*Secret) (needle, bool) {
+	h := strings.ToLower(hostText)
+	for _, s := range secrets {
+		if strings.Contains(h, strings.ToLower(s.Placeholder)) {
+			return needle{s.Name, s.Placeholder, false}, true
+		}
+		if len(s.Value) >= MinValueScan && strings.Contains(h, strings.ToLower(s.Value)) {
+			return needle{s.Name, s.Value, true}, true
+		}
+	}
+	return needle{}, false
 }

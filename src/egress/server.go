@@ -443,6 +443,9 @@ func clientName(addr string) string {
 
 func (s *Server) log(rec *record) {
 	l := s.auditLine(rec)
+	l.Subject = s.toAudit(l.Subject)
+	d := &l.Detail
+	d.Method, d.Rule, d.Reason, d.Error, d.Path = s.toAudit(d.Method), s.toAudit(d.Rule), s.toAudit(d.Reason), s.toAudit(d.Error), s.toAudit(d.Path)
 	s.audit.log(&l)
 }
 
@@ -477,6 +480,10 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 	if err != nil || perr != nil {
 		rec.rule, rec.reason = "bad-target", "invalid host or port"
 		return nil, http.StatusBadRequest
+	}
+	if n, ok := hostLeak(hostText, s.secrets()); ok {
+		rec.rule, rec.leak, rec.reason = "leak-detection", n.secret, (&leakError{n, "a host name"}).Error()
+		return nil, http.StatusForbidden
 	}
 	p := s.policy.Load()
 	d := p.Decide(h.String(), port, connect)
@@ -515,6 +522,13 @@ func errString(err error, def string) string {
 		return def
 	}
 	return err.Error()
+}
+
+// refusal is what the proxy answers a refused or failed request with, with
+// every secret value in it replaced by its placeholder (an error can quote
+// what a bound host sent back).
+func (s *Server) refusal(code int, rec *record) string {
+	return s.toAgent(refusal(code, rec))
 }
 
 func refusal(code int, rec *record) string {
@@ -557,7 +571,7 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 	if code != 0 {
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
 			s.log(rec) // before answering: once the client has its 403, the line is queued
-			writeRaw(c, code, refusal(code, rec))
+			writeRaw(c, code, s.refusal(code, rec))
 			c.Close()
 		}}, ""
 	}
@@ -567,7 +581,7 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 		rec.reason = "the host has request rules, which this proxy cannot apply to HTTPS without a session CA"
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
 			s.log(rec)
-			writeRaw(c, http.StatusForbidden, refusal(http.StatusForbidden, rec))
+			writeRaw(c, http.StatusForbidden, s.refusal(http.StatusForbidden, rec))
 			c.Close()
 		}}, ""
 	}
@@ -580,7 +594,7 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 		if t == nil {
 			rec.err = "proxy shutting down"
 			s.log(rec)
-			writeRaw(c, http.StatusServiceUnavailable, refusal(http.StatusServiceUnavailable, rec))
+			writeRaw(c, http.StatusServiceUnavailable, s.refusal(http.StatusServiceUnavailable, rec))
 			c.Close()
 			return
 		}
@@ -646,7 +660,7 @@ func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.R
 	rec := &record{start: time.Now(), client: r.RemoteAddr, method: r.Method}
 	deny := func(code int) (*http.Request, *http.Response) {
 		s.log(rec)
-		resp := goproxy.NewResponse(r, "text/plain; charset=utf-8", code, refusal(code, rec))
+		resp := goproxy.NewResponse(r, "text/plain; charset=utf-8", code, s.refusal(code, rec))
 		if code == http.StatusProxyAuthRequired {
 			resp.Header.Set("Proxy-Authenticate", `Basic realm="hobbs"`)
 		}
@@ -695,16 +709,22 @@ func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.R
 		if errors.As(err, &le) {
 			rec.allow, rec.leak, rec.rule, rec.reason = false, le.n.secret, "leak-detection", le.Error()
 			s.log(rec)
-			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusForbidden, refusal(http.StatusForbidden, rec)), nil
+			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusForbidden, s.refusal(http.StatusForbidden, rec)), nil
 		}
 		if err != nil {
 			rec.err = err.Error()
 			s.log(rec)
-			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusBadGateway, refusal(http.StatusBadGateway, rec)), nil
+			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusBadGateway, s.refusal(http.StatusBadGateway, rec)), nil
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			s.log(rec) // upgraded (websocket): bytes are not counted
 			return resp, nil
+		}
+		if !s.maskResponse(resp) {
+			resp.Body.Close()
+			rec.err = errCompressedResponse.Error()
+			s.log(rec)
+			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusBadGateway, s.refusal(http.StatusBadGateway, rec)), nil
 		}
 		resp.Body = &auditedBody{ReadCloser: resp.Body, rec: rec, s: s}
 		return resp, nil

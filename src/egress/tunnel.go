@@ -180,7 +180,7 @@ func (s *Server) runTunnel(t *tunnel, client net.Conn, addrs []netip.Addr, rec *
 	if err != nil {
 		rec.err = "dial: " + err.Error()
 		s.log(rec)
-		writeRaw(client, http.StatusBadGateway, refusal(http.StatusBadGateway, rec))
+		writeRaw(client, http.StatusBadGateway, s.refusal(http.StatusBadGateway, rec))
 		client.Close()
 		return
 	}
@@ -191,7 +191,7 @@ func (s *Server) runTunnel(t *tunnel, client net.Conn, addrs []netip.Addr, rec *
 		up.Close()
 		rec.err = "proxy shutting down"
 		s.log(rec)
-		writeRaw(client, http.StatusServiceUnavailable, refusal(http.StatusServiceUnavailable, rec))
+		writeRaw(client, http.StatusServiceUnavailable, s.refusal(http.StatusServiceUnavailable, rec))
 		client.Close()
 		return
 	}
