@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -39,7 +42,7 @@ playbooks.review_every_days in config.yaml). Inside a session, the
 	}
 	cmd.AddCommand(newPlaybookNewCmd(a), newPlaybookListCmd(a), newPlaybookShowCmd(a), newPlaybookUpdateCmd(a),
 		newPlaybookStageCmd(a), newPlaybookReviewedCmd(a), newPlaybookLintCmd(a), newPlaybookAllowCmd(a),
-		newPlaybookRunCmd(a))
+		newPlaybookRunCmd(a), newPlaybookApproveCmd(a))
 	return cmd
 }
 
@@ -351,7 +354,8 @@ is 'hobbs policy allow HOST'.
 
 The run: block is rewritten in hobbs's layout (a comment inside it is lost);
 updated becomes today and a dated line goes under Notes. A host already
-listed changes nothing.`,
+listed changes nothing. A block you had approved (hobbs playbook approve)
+stays approved with the host added.`,
 		Example: `  hobbs playbook allow weekly-invoices api.bank.example --reason "the statements API"
   hobbs playbook allow weekly-invoices '*.files.bank.example'`,
 		Args: usageArgs(cobra.ExactArgs(2)),
@@ -359,7 +363,20 @@ listed changes nothing.`,
 	cmd.Flags().StringVar(&reason, "reason", "", "why runs need the host (one line, goes under Notes)")
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		// A block the user had approved stays approved with the host the
+		// user adds here; one a session changed stays unapproved.
+		approved := false
+		if d, _, err := st.Get(args[0]); err == nil && d.Meta.Run != nil {
+			approved = playbook.CheckGrant(in, args[0], d.Meta.Run) == nil
+		}
 		res, err := st.AllowHost(args[0], args[1], reason)
+		if err == nil && res.Changed && approved {
+			if d, _, gerr := st.Get(args[0]); gerr == nil {
+				if _, gerr := playbook.Approve(in, args[0], d.Meta.Run, time.Now()); gerr != nil {
+					a.warn("%s: the run: block changed but its approval was not updated: %v", args[0], gerr)
+				}
+			}
+		}
 		if res.Changed || err != nil {
 			a.logAudit(in, audit.Entry{Event: "playbook.allow", Subject: args[0], Outcome: outcome(err),
 				Detail: map[string]any{"host": args[1], "reason": reason}})
@@ -378,6 +395,77 @@ listed changes nothing.`,
 					a.status("hobbs: hint: the instance policy does not allow %s yet: hobbs policy allow %s", res.Host, res.Host)
 				}
 			}
+			return nil
+		})
+	})
+	return cmd
+}
+
+// approveRunBlock shows what a run would get and asks, on the terminal,
+// whether to approve the run: block.
+func (a *app) approveRunBlock(in instance.Instance, name string, r *playbook.Run, spec playbook.RunSpec, why error) bool {
+	a.warn("%v", why)
+	printRunSpec(a.errOut, spec)
+	fmt.Fprintf(a.errOut, "Approve this run: block for %s's headless runs? [y/N] ", name)
+	line, _ := bufio.NewReader(a.in).ReadString('\n')
+	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+		return false
+	}
+	if _, err := playbook.Approve(in, name, r, time.Now()); err != nil {
+		a.warn("approval not recorded: %v", err)
+		return false
+	}
+	a.logAudit(in, audit.Entry{Event: "playbook.approve", Subject: name, Outcome: "ok", Detail: map[string]any{"hash": playbook.RunHash(r)}})
+	return true
+}
+
+func newPlaybookApproveCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "approve NAME",
+		Short: "Approve a playbook's run: block for its headless runs (on the host)",
+		Long: `Record the run: block of playbooks/NAME.md as what its headless runs may
+have. Sessions can edit playbooks, so hobbs playbook run gives a run only a
+block you approved on the host: a block that changed since (a host, secret,
+tool or limit added by anyone) is refused until you approve it again. The
+approval is kept in the instance's grants/ directory, which no session
+mounts. hobbs schedule add approves the block it schedules; a run on a
+terminal asks.
+
+It prints what a run would get; review it first with --dry-run.`,
+		Example: `  hobbs playbook run weekly-invoices --dry-run
+  hobbs playbook approve weekly-invoices`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	out := a.jsonFlag(cmd, "print the grant as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		if os.Getenv("HOBBS_CONTEXT") == "container" {
+			return errs.Usagef("hobbs playbook approve runs on the host, not in the agent's container")
+		}
+		name := args[0]
+		d, _, err := st.Get(name)
+		if err != nil {
+			return err
+		}
+		if d.Meta.Run == nil {
+			return errs.Usagef("%s has no run: block to approve", name).
+				WithHint("declare what a run needs under run: (docs/playbooks.md), or hobbs playbook allow %s HOST", name)
+		}
+		pol, err := effectivePolicy(in)
+		if err != nil {
+			return err
+		}
+		spec, err := playbook.ComputeRunSpec(name, d.Path, d.Meta, pol)
+		if err != nil {
+			return err
+		}
+		g, err := playbook.Approve(in, name, d.Meta.Run, time.Now())
+		a.logAudit(in, audit.Entry{Event: "playbook.approve", Subject: name, Outcome: outcome(err), Detail: map[string]any{"hash": playbook.RunHash(d.Meta.Run)}})
+		if err != nil {
+			return err
+		}
+		return out.print(g, func(w io.Writer) error {
+			printRunSpec(w, spec)
+			a.status("approved the run: block of %s", name)
 			return nil
 		})
 	})
@@ -440,6 +528,11 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			a.warn("run host %s: %s (allow it with: %s)", x.Host, x.Reason, x.Fix)
 		}
 		if dryRun {
+			if spec.Declared {
+				if err := playbook.CheckGrant(in, name, d.Meta.Run); err != nil {
+					a.warn("%v; approve it with: hobbs playbook approve %s", err, name)
+				}
+			}
 			return out.print(spec, func(w io.Writer) error {
 				printRunSpec(w, spec)
 				a.status("dry run: nothing started")
@@ -448,6 +541,17 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 		}
 		if out.json {
 			return errs.Usagef("--json goes with --dry-run")
+		}
+		if spec.Declared {
+			if err := playbook.CheckGrant(in, name, d.Meta.Run); err != nil {
+				if scheduled || !a.stdinIsTTY() {
+					a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: "refused", Detail: map[string]any{"reason": "run: block not approved"}})
+					return err
+				}
+				if !a.approveRunBlock(in, name, d.Meta.Run, spec, err) {
+					return errs.Usagef("not approved; nothing started")
+				}
+			}
 		}
 		unlock, err := playbook.LockRun(in.FS(), in.Lock(playbook.RunLockName(name)), name)
 		if err != nil {

@@ -130,6 +130,11 @@ The same schedule again changes nothing; a different one replaces it.`,
 		if err != nil {
 			return errs.Wrap(errs.Failure, err, "instance path")
 		}
+		// Scheduling it is approving what it runs with (hobbs playbook
+		// approve): the run: block as it is now.
+		if _, err := playbook.Approve(in, name, d.Meta.Run, time.Now()); err != nil {
+			return err
+		}
 		res, err := b.Add(schedule.Job{Playbook: name, Instance: root, Binary: bin, Spec: spec})
 		if res.Changed || err != nil {
 			a.logAudit(in, audit.Entry{Event: "schedule.add", Subject: name, Outcome: outcome(err),

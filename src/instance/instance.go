@@ -61,6 +61,11 @@ func (in Instance) path(rel ...string) string {
 	return filepath.Join(append([]string{in.Root}, rel...)...)
 }
 
+// Grants is the host-only directory of the run: blocks the user approved
+// (package playbook): the agent can edit a playbook, not what its headless
+// runs are granted.
+func (in Instance) Grants() string { return in.path("grants") }
+
 // Top-level files.
 func (in Instance) Foundation() string { return in.path("foundation.md") }
 func (in Instance) Config() string     { return in.path("config.yaml") }

@@ -95,7 +95,17 @@ run:
 	writeFile(t, filepath.Join(e.ws, ".fake-claude-run"),
 		"DECLARED="+declared+"\nUNDECLARED="+undeclared+"\n"+fakeRun)
 
+	// Not approved yet: refused, nothing started.
 	r := hobbsAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst}, "playbook", "run", "weekly")
+	if r.code != 2 || !strings.Contains(r.stderr, "has not been approved") {
+		t.Fatalf("a run of an unapproved run: block: exit %d %s", r.code, r.stderr)
+	}
+	for _, pb := range []string{"weekly", "hang"} {
+		if r := e.hobbs(nil, "playbook", "approve", pb); r.code != 0 {
+			t.Fatalf("approve %s: %s", pb, r.stderr)
+		}
+	}
+	r = hobbsAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst}, "playbook", "run", "weekly")
 	t.Logf("playbook run weekly: exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
 	if r.code != 0 {
 		t.Fatalf("playbook run: exit %d", r.code)
