@@ -283,18 +283,16 @@ func imageID(ctx context.Context, e engine.CLI, ref string) (string, error) {
 	out, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}}", ref)
 	if err != nil {
 		if isNoSuch(err) {
-			return "", errs.Missingf("runtime base image %s not found", ref).
-				WithHint("build it once with `hobbs build --runtime` (needs the internet), or pass --base IMAGE / set base_image in config.yaml")
+			return "", MissingBase(e, ref)
 		}
 		return "", err
 	}
 	return out, nil
 }
 
-func isNoSuch(err error) bool {
-	m := strings.ToLower(err.Error())
-	return strings.Contains(m, "no such") || strings.Contains(m, "not found")
-}
+// isNoSuch reports whether err says the engine has no such object, in
+// docker's words or podman's ("image not known").
+func isNoSuch(err error) bool { return engine.IsNotFound(err) }
 
 // Result says what Build or Ensure did.
 type Result struct {

@@ -174,7 +174,7 @@ func (s *Session) proxyURL() string {
 func (s *Session) runMount(readonly bool) string {
 	m := "type=volume,source=" + s.runVolume + ",target=" + RunDir
 	if readonly {
-		m += ",readonly"
+		m += ",ro"
 	}
 	if s.mountsCreateVolumes() {
 		m += ",volume-driver=local,volume-opt=type=tmpfs,volume-opt=device=tmpfs,\"volume-opt=o=" + runVolumeOpts + "\""
@@ -674,7 +674,7 @@ func (s *Session) createRunVolume(ctx context.Context) error {
 	}
 	args := append([]string{"volume", "create"}, s.labels(RoleRun)...)
 	args = append(args, "--driver", "local", "--opt", "type=tmpfs", "--opt", "device=tmpfs",
-		"--opt", "o="+runVolumeOpts, s.runVolume)
+		"--opt", "o=mode=1777", s.runVolume)
 	_, err := s.Engine.Output(ctx, args...)
 	if err == nil {
 		s.made("run")
