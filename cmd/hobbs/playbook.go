@@ -5,16 +5,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/adrg/xdg"
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 func newPlaybookCmd(a *app) *cobra.Command {
@@ -42,7 +47,7 @@ playbooks.review_every_days in config.yaml). Inside a session, the
 	}
 	cmd.AddCommand(newPlaybookNewCmd(a), newPlaybookListCmd(a), newPlaybookShowCmd(a), newPlaybookUpdateCmd(a),
 		newPlaybookStageCmd(a), newPlaybookReviewedCmd(a), newPlaybookLintCmd(a), newPlaybookAllowCmd(a),
-		newPlaybookRunCmd(a), newPlaybookApproveCmd(a))
+		newPlaybookRunCmd(a), newPlaybookApproveCmd(a), newPlaybookRunsCmd(a))
 	return cmd
 }
 
@@ -419,6 +424,84 @@ func (a *app) approveRunBlock(in instance.Instance, name string, r *playbook.Run
 	return true
 }
 
+// detachPlaybookRun starts `hobbs playbook run NAME` in a session of its
+// own in the background (the checks and the approval done here, on the
+// terminal), its output in a file of the user's state directory.
+func (a *app) detachPlaybookRun(in instance.Instance, name string, scheduled bool) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "find hobbs")
+	}
+	dir := filepath.Join(xdg.StateHome, "hobbs", "runs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return errs.Wrap(errs.Failure, err, "run log directory")
+	}
+	logPath := filepath.Join(dir, fmt.Sprintf("%s-%s.log", name, time.Now().UTC().Format("20060102T150405Z")))
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "run log")
+	}
+	defer f.Close()
+	args := []string{"playbook", "run", name}
+	if scheduled {
+		args = append(args, "--scheduled")
+	}
+	c := exec.Command(exe, args...)
+	c.Env = append(os.Environ(), "HOBBS_HOME="+in.Root)
+	c.Stdout, c.Stderr = f, f
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return errs.Wrap(errs.Failure, err, "start the run")
+	}
+	a.status("playbook %s: running in the background (pid %d); output in %s", name, c.Process.Pid, logPath)
+	a.status("follow it with: hobbs playbook runs %s", name)
+	return c.Process.Release()
+}
+
+func newPlaybookRunsCmd(a *app) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "runs NAME",
+		Short: "List a playbook's headless runs, newest first, with their reviews",
+		Long: `List the tasks that headless runs of playbooks/NAME.md recorded (hobbs
+playbook run): when, outcome, and for a supervised playbook's runs the
+review (pending until hobbs task review ID --approve or --reject).`,
+		Example: "  hobbs playbook runs weekly-invoices\n  hobbs playbook runs weekly-invoices --json --limit 5",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+	}
+	cmd.Flags().IntVar(&limit, "limit", 20, "show at most this many runs (0: all)")
+	out := a.jsonFlag(cmd, "print as JSON")
+	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
+		if !playbook.ValidName(args[0]) {
+			return errs.Usagef("invalid playbook name %q", args[0])
+		}
+		tasks, probs := log.List()
+		for _, p := range probs {
+			a.warn("%s", p)
+		}
+		runs := []*task.Task{}
+		for _, t := range tasks {
+			if t.Playbook == args[0] && strings.HasPrefix(t.Title, "playbook run:") && (limit <= 0 || len(runs) < limit) {
+				t.Body = ""
+				runs = append(runs, t)
+			}
+		}
+		return out.print(runs, func(w io.Writer) error {
+			if len(runs) == 0 {
+				a.status("no runs of %s (start one: hobbs playbook run %s)", args[0], args[0])
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TASK\tSTARTED\tSTATUS\tREVIEW")
+			for _, t := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Started.Local().Format("2006-01-02 15:04"), t.Status, dash(t.Review))
+			}
+			return tw.Flush()
+		})
+	})
+	return cmd
+}
+
 func newPlaybookApproveCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approve NAME",
@@ -473,7 +556,7 @@ It prints what a run would get; review it first with --dry-run.`,
 }
 
 func newPlaybookRunCmd(a *app) *cobra.Command {
-	var dryRun, scheduled bool
+	var dryRun, scheduled, detach bool
 	cmd := &cobra.Command{
 		Use:   "run NAME",
 		Short: "Run a playbook headless, with only what it declares",
@@ -497,6 +580,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check the playbook and print what a run would be allowed; start nothing")
 	cmd.Flags().BoolVar(&scheduled, "scheduled", false, "a run started by a schedule: only an autonomous playbook runs")
+	cmd.Flags().BoolVar(&detach, "detach", false, "check, then run in the background; print where its output goes")
 	out := a.jsonFlag(cmd, "with --dry-run: print the run's spec as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
 		name := args[0]
@@ -552,6 +636,9 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 					return errs.Usagef("not approved; nothing started")
 				}
 			}
+		}
+		if detach {
+			return a.detachPlaybookRun(in, name, scheduled)
 		}
 		unlock, err := playbook.LockRun(in.FS(), in.Lock(playbook.RunLockName(name)), name)
 		if err != nil {

@@ -77,10 +77,17 @@ func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spe
 		lessons = rememberLessons(a, in)
 		report += "\n" + lessonsSection(transcript)
 	}
-	if _, err := log.Done(t.ID, task.DoneOptions{Outcome: outcome, Retro: report, Remember: lessons}); err != nil {
+	review := ""
+	if spec.Stage == "supervised" {
+		review = task.ReviewPending // a supervised run's result waits for the user
+	}
+	if _, err := log.Done(t.ID, task.DoneOptions{Outcome: outcome, Retro: report, Remember: lessons, Review: review}); err != nil {
 		a.warn("task %s: %v", t.ID, err)
 	}
 	a.status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, t.ID, outcome, t.ID)
+	if review != "" {
+		a.status("playbook %s is supervised: review the run, then hobbs task review %s --approve (or --reject)", spec.Playbook, t.ID)
+	}
 	if runErr != nil {
 		return runErr
 	}

@@ -42,7 +42,7 @@ retrospective can become memories with --remember.`,
   hobbs task done "$id" --outcome ok --retro retro.md --remember
   hobbs task list`,
 	}
-	cmd.AddCommand(newTaskStartCmd(a), newTaskDoneCmd(a), newTaskListCmd(a), newTaskShowCmd(a))
+	cmd.AddCommand(newTaskStartCmd(a), newTaskDoneCmd(a), newTaskListCmd(a), newTaskShowCmd(a), newTaskReviewCmd(a))
 	return cmd
 }
 
@@ -237,9 +237,49 @@ func newTaskShowCmd(a *app) *cobra.Command {
 			if len(t.Remembered) > 0 {
 				fmt.Fprintf(w, "memories: %s\n", strings.Join(t.Remembered, ", "))
 			}
+			if t.Review != "" {
+				fmt.Fprintf(w, "review:   %s\n", t.Review)
+			}
 			fmt.Fprint(w, t.Body)
 			return nil
 		})
+	})
+	return cmd
+}
+
+func newTaskReviewCmd(a *app) *cobra.Command {
+	var approve, reject bool
+	var note string
+	cmd := &cobra.Command{
+		Use:   "review ID --approve|--reject [--note TEXT]",
+		Short: "Approve or reject the result of a supervised playbook run",
+		Long: `A headless run of a supervised playbook (hobbs playbook run) waits for your
+review: read its record (hobbs task show ID), check what it did, then approve
+or reject it. hobbs playbook runs NAME shows the reviews of a playbook's runs,
+and /review-playbooks suggests the next stage from them.`,
+		Example: `  hobbs playbook runs weekly-invoices
+  hobbs task show task_20261124_003
+  hobbs task review task_20261124_003 --approve
+  hobbs task review task_20261124_004 --reject --note "booked two invoices twice"`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	cmd.Flags().BoolVar(&approve, "approve", false, "the run did what it should")
+	cmd.Flags().BoolVar(&reject, "reject", false, "the run did not do what it should")
+	cmd.Flags().StringVar(&note, "note", "", "why (one line, kept in the record)")
+	cmd.MarkFlagsMutuallyExclusive("approve", "reject")
+	cmd.MarkFlagsOneRequired("approve", "reject")
+	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
+		verdict := task.ReviewApproved
+		if reject {
+			verdict = task.ReviewRejected
+		}
+		t, err := log.SetReview(args[0], verdict, note)
+		a.logAudit(log.Instance, audit.Entry{Event: "task.review", Subject: args[0], Outcome: outcome(err), Detail: map[string]any{"review": verdict}})
+		if err != nil {
+			return err
+		}
+		a.status("task %s (%s): %s", t.ID, dash(t.Playbook), verdict)
+		return nil
 	})
 	return cmd
 }

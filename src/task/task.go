@@ -60,6 +60,9 @@ type Task struct {
 	Started    time.Time  `yaml:"started" json:"started"`
 	Finished   *time.Time `yaml:"finished,omitempty" json:"finished,omitempty"`
 	Remembered []string   `yaml:"remembered,omitempty" json:"remembered,omitempty"`
+	// Review is a supervised playbook run's review: pending until the
+	// user approves or rejects its result (hobbs task review).
+	Review string `yaml:"review,omitempty" json:"review,omitempty"`
 	// Skipped lists the lessons Done did not remember because they look
 	// like a secret; reported by the command, not kept in the file.
 	Skipped []SkippedLesson `yaml:"-" json:"skipped_lessons,omitempty"`
@@ -227,8 +230,16 @@ type SkippedLesson struct {
 	Kind   string `json:"kind"`   // audit.SecretKind's name for it
 }
 
+// Review states of a supervised run.
+const (
+	ReviewPending  = "pending"
+	ReviewApproved = "approved"
+	ReviewRejected = "rejected"
+)
+
 // DoneOptions configures Done.
 type DoneOptions struct {
+	Review   string     // ReviewPending for a run that waits for the user's review
 	Outcome  string     // OK or Failed
 	Retro    string     // retrospective Markdown, may be empty
 	Remember Rememberer // when set, each bullet under a "Lessons" heading becomes a memory
@@ -260,7 +271,7 @@ func (l Log) Done(id string, o DoneOptions) (*Task, error) {
 		return nil, errs.Usagef("task %s already finished (%s at %s)", id, t.Status, t.Finished.Format(time.RFC3339))
 	}
 	now := l.now().Truncate(time.Second)
-	t.Status, t.Finished = o.Outcome, &now
+	t.Status, t.Finished, t.Review = o.Outcome, &now, o.Review
 	if r := strings.TrimSpace(o.Retro); r != "" {
 		t.Body = strings.TrimRight(t.Body, "\n") + "\n\n## Retrospective\n\n" + demoteTopHeading(r) + "\n"
 	}
@@ -295,6 +306,43 @@ func (l Log) Done(id string, o DoneOptions) (*Task, error) {
 		return nil, err
 	}
 	return t, rememberErr
+}
+
+// SetReview records the user's review of a finished task waiting for one:
+// approved or rejected, with a dated line (and note) under "## Review".
+func (l Log) SetReview(id, verdict, note string) (*Task, error) {
+	if verdict != ReviewApproved && verdict != ReviewRejected {
+		return nil, errs.Usagef("a review approves or rejects, not %q", verdict)
+	}
+	unlock, err := l.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	t, err := l.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Review == "" {
+		return nil, errs.Usagef("task %s is not waiting for a review (only runs of supervised playbooks are)", id)
+	}
+	t.Review = verdict
+	line := fmt.Sprintf("- %s %s", l.now().UTC().Format(time.RFC3339), verdict)
+	if n := strings.Join(strings.Fields(note), " "); n != "" {
+		line += ": " + n
+	}
+	if !strings.Contains(t.Body, "\n## Review\n") {
+		t.Body = strings.TrimRight(t.Body, "\n") + "\n\n## Review\n\n"
+	}
+	t.Body = strings.TrimRight(t.Body, "\n") + "\n" + line + "\n"
+	data, err := frontmatter.Encode(t, []byte(t.Body))
+	if err != nil {
+		return nil, err
+	}
+	if err := l.fs().Write(t.Path, data, 0o644); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // demoteTopHeading keeps a retrospective's own "# Title" from competing with

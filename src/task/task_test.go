@@ -241,3 +241,27 @@ func TestDoneRecordsTaskWhenALessonFails(t *testing.T) {
 		t.Fatalf("recorded task = %+v, %v", back, gerr)
 	}
 }
+
+func TestReview(t *testing.T) {
+	l := newLog(t)
+	a, _ := l.Start("playbook run: weekly", "hobbs", "weekly")
+	b, _ := l.Start("by hand", "", "")
+	if _, err := l.Done(a.ID, DoneOptions{Outcome: OK, Review: ReviewPending}); err != nil {
+		t.Fatal(err)
+	}
+	l.Done(b.ID, DoneOptions{Outcome: OK})
+	if _, err := l.SetReview(b.ID, ReviewApproved, ""); err == nil || !strings.Contains(err.Error(), "not waiting for a review") {
+		t.Fatalf("review of a task not waiting for one: %v", err)
+	}
+	if _, err := l.SetReview(a.ID, "maybe", ""); err == nil {
+		t.Fatal("a review that neither approves nor rejects")
+	}
+	got, err := l.SetReview(a.ID, ReviewRejected, "booked   twice")
+	if err != nil || got.Review != ReviewRejected || !strings.Contains(got.Body, "rejected: booked twice") {
+		t.Fatalf("%+v %v", got, err)
+	}
+	again, _ := l.Get(a.ID)
+	if again.Review != ReviewRejected || strings.Count(again.Body, "## Review") != 1 {
+		t.Fatalf("reread: %+v", again)
+	}
+}

@@ -71,10 +71,10 @@ func TestPlaybookRun(t *testing.T) {
 	writeFile(t, filepath.Join(e.inst, "config.yaml"), fmt.Sprintf(
 		"image: %s\nbase_image: %s\nworkspace: %s\nsecrets:\n  ALLOWED_KEY:\n    vault: allowed-key\n    hosts: [%q]\nenv:\n  OTHER_KEY: vault:other-key\n",
 		image, baseImage, e.ws, declared))
-	for _, pb := range []struct{ name, timeout string }{{"weekly", "2m"}, {"hang", "5s"}} {
+	for _, pb := range []struct{ name, timeout, stage string }{{"weekly", "2m", "autonomous"}, {"hang", "5s", "autonomous"}, {"checked", "2m", "supervised"}} {
 		writeFile(t, filepath.Join(e.inst, "playbooks", pb.name+".md"), fmt.Sprintf(`---
 title: %s
-stage: autonomous
+stage: %s
 tags: []
 created: 2026-01-01
 updated: 2026-01-01
@@ -90,7 +90,7 @@ run:
 
 ## Steps
 1. Fetch the export.
-`, pb.name, declared, pb.timeout, pb.name))
+`, pb.name, pb.stage, declared, pb.timeout, pb.name))
 	}
 	writeFile(t, filepath.Join(e.ws, ".fake-claude-run"),
 		"DECLARED="+declared+"\nUNDECLARED="+undeclared+"\n"+fakeRun)
@@ -100,7 +100,7 @@ run:
 	if r.code != 2 || !strings.Contains(r.stderr, "has not been approved") {
 		t.Fatalf("a run of an unapproved run: block: exit %d %s", r.code, r.stderr)
 	}
-	for _, pb := range []string{"weekly", "hang"} {
+	for _, pb := range []string{"weekly", "hang", "checked"} {
 		if r := e.hobbs(nil, "playbook", "approve", pb); r.code != 0 {
 			t.Fatalf("approve %s: %s", pb, r.stderr)
 		}
@@ -155,6 +155,32 @@ run:
 	}
 	if m := e.hobbs(nil, "memory", "search", "e2e-playbook-lesson"); !strings.Contains(m.stdout, "bank exports on Mondays") {
 		t.Errorf("the run's lesson is not a memory: %s %s", m.stdout, m.stderr)
+	}
+
+	// A supervised playbook's run, in the background: it waits for the
+	// user's review, which playbook runs shows and task review records.
+	r = hobbsAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst}, "playbook", "run", "checked", "--detach")
+	if r.code != 0 || !strings.Contains(r.stderr, "running in the background") {
+		t.Fatalf("playbook run --detach: exit %d %s", r.code, r.stderr)
+	}
+	var runs result
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		runs = e.hobbs(nil, "playbook", "runs", "checked")
+		if strings.Contains(runs.stdout, "pending") {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if !strings.Contains(runs.stdout, " ok ") || !strings.Contains(runs.stdout, "pending") {
+		t.Fatalf("the detached supervised run is not an ok run waiting for review:\n%s%s", runs.stdout, runs.stderr)
+	}
+	cid := strings.Fields(strings.Split(strings.TrimSpace(runs.stdout), "\n")[1])[0]
+	if r := e.hobbs(nil, "task", "review", cid, "--approve", "--note", "checked by hand"); r.code != 0 {
+		t.Fatalf("task review: %s", r.stderr)
+	}
+	if runs = e.hobbs(nil, "playbook", "runs", "checked"); !strings.Contains(runs.stdout, "approved") {
+		t.Errorf("the review is not shown: %s", runs.stdout)
 	}
 
 	// A run that hangs is stopped at its limit: exit 124, nothing left.
