@@ -2,7 +2,11 @@ package main
 
 import (
 	"errors"
+	"io"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +23,9 @@ func newLogsCmd(a *app) *cobra.Command {
 		Short: "Show the output of a running session's agent or proxy",
 		Long: `Show what the agent container of a running session printed, or with --proxy
 what its egress proxy printed. The proxy's decisions are also in the
-instance's logs/audit.log, which outlives the session.`,
+instance's logs/audit.log, which outlives the session. A session started
+with hobbs run --detach keeps its output after it ended: hobbs logs NAME
+prints it then.`,
 		Example: "  hobbs logs hobbs-3f9a2c\n  hobbs logs --proxy -f hobbs-3f9a2c",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -28,6 +34,18 @@ instance's logs/audit.log, which outlives the session.`,
 				return err
 			}
 			if err := findRunning(list, args[0]); err != nil {
+				// A detached session that ended: its launcher's output.
+				if in, ierr := a.instance(); ierr == nil && !proxy {
+					if out, rerr := os.ReadFile(launcher.SessionLog(in, args[0])); rerr == nil {
+						a.status("session %s has ended; its output (%s):", args[0], launcher.SessionLog(in, args[0]))
+						text := string(out)
+						if n, cerr := strconv.Atoi(tail); cerr == nil && n >= 0 {
+							text = lastLines(text, n)
+						}
+						_, werr := io.WriteString(a.out, text)
+						return werr
+					}
+				}
 				return err
 			}
 			target := args[0]
@@ -48,6 +66,18 @@ instance's logs/audit.log, which outlives the session.`,
 	cmd.Flags().BoolVar(&proxy, "proxy", false, "the session's proxy instead of its agent")
 	cmd.Flags().StringVar(&tail, "tail", "", "only the last N lines")
 	return cmd
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "")
 }
 
 // findRunning fails unless list has a session name with containers.

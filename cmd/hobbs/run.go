@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +34,7 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)
 
 func newRunCmd(a *app) *cobra.Command {
 	var workspace, image, base, name, binary string
+	var detach, detachedChild bool
 	cmd := &cobra.Command{
 		Use:   "run [flags] [-- COMMAND...]",
 		Short: "Start a Hobbs session: the agent container behind the egress proxy",
@@ -53,16 +57,28 @@ for a network of the session's own, or a network's name).
 The default command is claude in the workspace; -- COMMAND runs that instead.
 hobbs run exits with the command's exit code, or 143 when hobbs stop ended
 the session. On exit, Ctrl-C or SIGTERM it removes what it created (the
-Claude state volume stays). An engine it cannot reach is exit 3.`,
+Claude state volume stays). An engine it cannot reach is exit 3.
+
+--detach starts the session in the background and prints its name once the
+agent runs: attach to it with hobbs attach NAME (leave again with Ctrl-P
+Ctrl-Q: the session goes on), run commands in it with hobbs exec NAME --
+CMD, read its output with hobbs logs NAME (also after it ended), end it with
+hobbs stop NAME. A session started without --detach ends with its
+terminal.`,
 		Example: `  hobbs run                                  # claude in ~/hobbs-workspace
+  hobbs run --detach --name work             # in the background; then: hobbs attach work
   hobbs run --workspace ~/src --name work
   hobbs run -- claude -p "summarise my open playbooks"
   hobbs run -- sh -c 'hobbs memory list'     # scripting and tests
   hobbs run --base my-runtime:1 -- true`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			code, err := a.runSession(cmd.Context(), runOptions{workspace: workspace, image: image, base: base,
-				name: name, binary: binary, command: args})
+			o := runOptions{workspace: workspace, image: image, base: base, name: name, binary: binary,
+				command: args, detached: detachedChild}
+			if detach {
+				return a.detachRun(cmd.Context(), o)
+			}
+			code, err := a.runSession(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -76,6 +92,9 @@ Claude state volume stays). An engine it cannot reach is exit 3.`,
 	cmd.Flags().StringVar(&image, "image", "", "image to run (default image from config.yaml, else the image hobbs version prints)")
 	cmd.Flags().StringVar(&base, "base", "", "runtime base image to build on (default base_image from config.yaml)")
 	cmd.Flags().StringVar(&name, "name", "", "session name (default hobbs-<random>)")
+	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "start the session in the background and print its name (hobbs attach, exec, logs, stop)")
+	cmd.Flags().BoolVar(&detachedChild, "detached-child", false, "internal: the background launcher of --detach")
+	_ = cmd.Flags().MarkHidden("detached-child")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary for the image (default: this one, or $HOBBS_BINARY)")
 	return cmd
 }
@@ -96,6 +115,8 @@ type runOptions struct {
 	// timeout, when set, stops the session at that wall-clock limit: exit
 	// 124 (errs.Timeout).
 	timeout time.Duration
+	// detached: this is the background launcher of hobbs run --detach.
+	detached bool
 }
 
 // runSession starts a session and runs it to its end: the agent command's
@@ -184,6 +205,9 @@ func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
 	if o.headless {
 		s.TTY, s.Stdin = false, strings.NewReader("")
 	}
+	if o.detached {
+		s.TTY, s.Detached, s.Stdin = true, true, nil
+	}
 	if o.stdout != nil {
 		s.Stdout = o.stdout
 	}
@@ -223,6 +247,86 @@ func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
 		_ = log.Log(audit.Entry{Event: "session.end", Subject: o.name, Outcome: out, Detail: map[string]any{"exit": code}})
 	}
 	return code, err
+}
+
+// detachRun starts the session's launcher in the background (this hobbs,
+// run --detached-child, in a process session of its own, its output in
+// launcher.SessionLog) and returns once the agent runs, printing the
+// session's name; if the launcher ends first, its output says why.
+func (a *app) detachRun(ctx context.Context, o runOptions) error {
+	if o.name == "" {
+		o.name = launcher.NewName()
+	}
+	if err := launcher.ValidName(o.name); err != nil {
+		return err
+	}
+	if err := refuseRoot(); err != nil {
+		return err
+	}
+	in, err := a.instance()
+	if err != nil {
+		return err
+	}
+	e, _, err := a.engine(in)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "find hobbs")
+	}
+	logPath := launcher.SessionLog(in, o.name)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
+		return errs.Wrap(errs.Failure, err, "session log")
+	}
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "session log")
+	}
+	defer f.Close()
+	args := []string{"run", "--detached-child", "--name", o.name}
+	for flag, v := range map[string]string{"--workspace": o.workspace, "--image": o.image, "--base": o.base, "--binary": o.binary} {
+		if v != "" {
+			args = append(args, flag, v)
+		}
+	}
+	if len(o.command) > 0 {
+		args = append(append(args, "--"), o.command...)
+	}
+	c := exec.Command(exe, args...)
+	c.Env = append(os.Environ(), "HOBBS_HOME="+in.Root)
+	c.Stdout, c.Stderr = f, f
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return errs.Wrap(errs.Failure, err, "start the session's launcher")
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- c.Wait() }()
+	a.status("starting session %s in the background (output: %s)", o.name, logPath)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-ended:
+			out, _ := os.ReadFile(logPath)
+			fmt.Fprint(a.errOut, lastLines(string(out), 20))
+			code := 1
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			}
+			return &errs.Error{Code: code, Msg: fmt.Sprintf("session %s ended before it was up", o.name)}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			if out, err := e.Output(ctx, "inspect", "--format", "{{.State.Running}}", o.name); err == nil && strings.TrimSpace(out) == "true" {
+				fmt.Fprintln(a.out, o.name)
+				a.status("session %s runs: hobbs attach %s (Ctrl-P Ctrl-Q leaves it), hobbs exec %s -- CMD, hobbs logs %s, hobbs stop %s",
+					o.name, o.name, o.name, o.name, o.name)
+				return c.Process.Release()
+			}
+		}
+	}
 }
 
 // refuseRoot refuses to start a session as root: the agent writes the

@@ -117,3 +117,10 @@ func unmarkStopped(in instance.Instance, name, owner string) {
 		_ = os.Remove(stopMarkPath(in, name))
 	}
 }
+
+// SessionLog is where the output of a detached session's launcher is kept
+// (hobbs run --detach): on the host, per instance, after the session ends
+// too, for hobbs logs.
+func SessionLog(in instance.Instance, name string) string {
+	return filepath.Join(xdg.StateHome, "hobbs", "logs", InstanceID(in), name+".log")
+}

@@ -35,6 +35,10 @@ type Session struct {
 	Command   []string // empty: claude
 	UID, GID  int      // user the containers run as
 	TTY       bool     // allocate a terminal for the agent
+	// Detached: the launcher runs in the background (hobbs run --detach):
+	// the agent gets a terminal for later attaches, and the launcher
+	// follows its output without holding its input.
+	Detached bool
 
 	// Secrets are NAME=value pairs for the agent (vault-mapped env). They
 	// are passed as -e NAME with the value in the docker CLI's environment.
@@ -1030,7 +1034,12 @@ type agentRun struct {
 // startAgent starts the created agent container attached to our streams.
 // Its entry point waits for the proxy before running the command.
 func (s *Session) startAgent(ctx context.Context) (*agentRun, error) {
-	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), nil, "start", "--attach", "--interactive", s.Name)
+	args := []string{"start", "--attach", "--interactive", s.Name}
+	if s.Detached {
+		// The agent's input stays open for hobbs attach.
+		args = []string{"start", "--attach", s.Name}
+	}
+	cmd, err := s.Engine.Command(context.WithoutCancel(ctx), nil, args...)
 	if err != nil {
 		return nil, err
 	}
