@@ -42,10 +42,12 @@ func newRunCmd(a *app) *cobra.Command {
 way out is the egress proxy.
 
 On first use run sets everything up: it creates the instance (hobbs init
---no-input) and the workspace directory, and builds the image when its inputs
-changed (see hobbs build). Then it starts the egress proxy (same image, hobbs
-proxy) with your policy, and the agent with no network at all: its one way
-out is the proxy, reached through a relay at 127.0.0.1:3128 (HTTP_PROXY).
+--no-input) and the workspace directory, and gets the image: a release of
+hobbs pulls its published image once; a development build builds the image
+when its inputs changed (see hobbs build; hobbs version says which). Then it
+starts the egress proxy (same image, hobbs proxy) with your policy, and the
+agent with no network at all: its one way out is the proxy, reached through
+a relay at 127.0.0.1:3128 (HTTP_PROXY).
 The agent runs as your uid, with no capabilities, no-new-privileges, limits
 from config.yaml, the workspace at ~/hobbs/workspace, the instance at
 ~/.hobbs (vault keys hidden; policy.yaml and config.yaml read-only), Claude

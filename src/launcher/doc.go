@@ -91,8 +91,12 @@
 //
 // # Image
 //
-// The image is dist/Dockerfile built FROM a runtime base (a build arg) on a
-// context written from the binary's embedded assets plus a static linux hobbs
-// binary. It carries dev.hobbs.inputs, a hash of everything that went in
-// (assets, binary, base image id); Ensure rebuilds only when it changes.
+// A release build of hobbs (a vX.Y.Z version set at link time) runs its
+// published image, <image repository>:<version>, pulled once when missing
+// (pull.go), whose dev.hobbs.version label must be the binary's. A
+// development build builds its own: dist/Dockerfile FROM a runtime base (a
+// build arg) on a context written from the binary's embedded assets plus a
+// static linux hobbs binary. It carries dev.hobbs.inputs, a hash of
+// everything that went in (assets, binary, base image id); Ensure rebuilds
+// only when it changes.
 package launcher

@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// TestMakeInstall: the README's first command starts with make install,
-// then calls hobbs by name. make install puts the binary in a directory of
-// $PATH (~/.local/bin here), where a shell then finds it; when no candidate
-// directory is on $PATH it installs into ~/.local/bin and fails, printing
-// the PATH line to add.
+// TestMakeInstall: make install, the README's install from a clone of the
+// repository, and then hobbs called by name. make install puts the binary
+// in a directory of $PATH (~/.local/bin here), where a shell then finds it;
+// when no candidate directory is on $PATH it installs into ~/.local/bin and
+// fails, printing the PATH line to add.
 func TestMakeInstall(t *testing.T) {
 	if setupErr != nil {
 		t.Fatalf("setup failed: %v", setupErr)
