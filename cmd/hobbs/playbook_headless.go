@@ -107,11 +107,37 @@ func claudeCommand(spec playbook.RunSpec) []string {
 	if spec.MaxTurns > 0 {
 		cmd = append(cmd, "--max-turns", strconv.Itoa(spec.MaxTurns))
 	}
-	if len(spec.Tools) > 0 {
-		cmd = append(cmd, "--allowedTools")
-		cmd = append(cmd, spec.Tools...)
+	if spec.Declared {
+		// --tools is the set of built-in tools the run has at all;
+		// --allowedTools approves the uses the block names ("Bash(git *)"
+		// approves those commands only: in print mode nobody can approve
+		// another, so it is refused).
+		allowed := append(append([]string{}, spec.Tools...), runPlaybookTools...)
+		cmd = append(cmd, "--tools", strings.Join(builtinTools(allowed), ","), "--allowedTools")
+		cmd = append(cmd, allowed...)
 	}
 	return cmd
+}
+
+// runPlaybookTools are what the run-playbook skill itself uses, whatever
+// the block declares: reading the playbook and the memories.
+var runPlaybookTools = []string{"Bash(hobbs playbook show *)", "Bash(hobbs memory search *)"}
+
+// builtinTools are the built-in tool names of run.tools entries ("Bash" of
+// "Bash(git *)"), without MCP tools, which --tools does not take.
+func builtinTools(tools []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range tools {
+		name, _, _ := strings.Cut(t, "(")
+		name = strings.TrimSpace(name)
+		if name == "" || strings.HasPrefix(name, "mcp__") || seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, name)
+	}
+	return out
 }
 
 // runPolicy is the proxy policy of a run with a run: block.

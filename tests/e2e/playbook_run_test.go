@@ -112,7 +112,7 @@ run:
 	}
 	p := kv(r.stdout)
 	// Claude Code was told to run the playbook, with the limits.
-	for _, w := range []string{"-p /run-playbook weekly", "--max-turns 7", "--allowedTools Read Bash(hobbs *)"} {
+	for _, w := range []string{"-p /run-playbook weekly", "--max-turns 7", "--tools Read,Bash --allowedTools Read Bash(hobbs *) Bash(hobbs playbook show *) Bash(hobbs memory search *)"} {
 		if !strings.Contains(p["args"], w) {
 			t.Errorf("claude's arguments %q lack %q", p["args"], w)
 		}
