@@ -38,20 +38,12 @@ func (s *Server) runIntercept(t *tunnel, client net.Conn, addrs []netip.Addr, re
 		client = &replayConn{Conn: pc.Conn, pending: pc.prefix}
 	}
 	if !t.attach(client, nil) {
-		rec.err = "proxy shutting down"
-		s.log(rec)
-		writeRaw(client, http.StatusServiceUnavailable, s.refusal(http.StatusServiceUnavailable, rec))
-		client.Close()
+		s.refuseShuttingDown(client, rec)
 		return
 	}
-	client.SetWriteDeadline(time.Now().Add(s.opts.DialTimeout))
-	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		t.close()
-		rec.err = "client went away"
-		s.log(rec)
+	if !s.established(t, client, rec) {
 		return
 	}
-	client.SetWriteDeadline(time.Time{})
 	rec.reason = "intercepted"
 	s.log(rec) // the tunnel's line; each request inside gets its own
 

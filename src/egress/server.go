@@ -592,10 +592,7 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 		// hold for the request.
 		t := s.tunnels.add()
 		if t == nil {
-			rec.err = "proxy shutting down"
-			s.log(rec)
-			writeRaw(c, http.StatusServiceUnavailable, s.refusal(http.StatusServiceUnavailable, rec))
-			c.Close()
+			s.refuseShuttingDown(c, rec)
 			return
 		}
 		if intercept {

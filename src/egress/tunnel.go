@@ -189,10 +189,7 @@ func (s *Server) runTunnel(t *tunnel, client net.Conn, addrs []netip.Addr, rec *
 	}
 	if !t.attach(client, up) {
 		up.Close()
-		rec.err = "proxy shutting down"
-		s.log(rec)
-		writeRaw(client, http.StatusServiceUnavailable, s.refusal(http.StatusServiceUnavailable, rec))
-		client.Close()
+		s.refuseShuttingDown(client, rec)
 		return
 	}
 	if len(early) > 0 { // closing the tunnel (shutdown) ends this write too
@@ -206,14 +203,9 @@ func (s *Server) runTunnel(t *tunnel, client net.Conn, addrs []netip.Addr, rec *
 		up.SetWriteDeadline(time.Time{})
 		rec.up = int64(len(early))
 	}
-	client.SetWriteDeadline(time.Now().Add(s.opts.DialTimeout))
-	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		t.close()
-		rec.err = "client went away"
-		s.log(rec)
+	if !s.established(t, client, rec) {
 		return
 	}
-	client.SetWriteDeadline(time.Time{})
 	s.ensureReaper()
 	done := make(chan struct{})
 	go func() {
@@ -224,6 +216,28 @@ func (s *Server) runTunnel(t *tunnel, client net.Conn, addrs []netip.Addr, rec *
 	<-done
 	t.close()
 	s.log(rec) // before remove: Shutdown flushes the audit log once every tunnel is gone
+}
+
+// established tells the client its tunnel is open; false (the tunnel
+// closed, its line written) when the client is gone.
+func (s *Server) established(t *tunnel, client net.Conn, rec *record) bool {
+	client.SetWriteDeadline(time.Now().Add(s.opts.DialTimeout))
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		t.close()
+		rec.err = "client went away"
+		s.log(rec)
+		return false
+	}
+	client.SetWriteDeadline(time.Time{})
+	return true
+}
+
+// refuseShuttingDown answers a tunnel the closing proxy will not open.
+func (s *Server) refuseShuttingDown(client net.Conn, rec *record) {
+	rec.err = "proxy shutting down"
+	s.log(rec)
+	writeRaw(client, http.StatusServiceUnavailable, s.refusal(http.StatusServiceUnavailable, rec))
+	client.Close()
 }
 
 // pipe copies src to dst until EOF or error, then half-closes dst (or closes

@@ -157,11 +157,14 @@ func (c *cron) write(t *crontab) error {
 	return nil
 }
 
-func (c *cron) lock() (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(c.o.LockPath), 0o700); err != nil {
+func (c *cron) lock() (func(), error) { return lockSchedules(c.o.LockPath) }
+
+// lockSchedules takes the lock every change of schedules holds.
+func lockSchedules(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create the schedule lock's directory")
 	}
-	unlock, err := safefile.Lock(c.o.LockPath, 30*time.Second)
+	unlock, err := safefile.Lock(path, 30*time.Second)
 	if err != nil {
 		return nil, errs.Wrap(errs.Timeout, err, "schedules are busy")
 	}

@@ -68,16 +68,7 @@ func Units(j Job) (service, timer []byte, err error) {
 	return []byte(svc), []byte(tmr), nil
 }
 
-func (s *systemd) lock() (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(s.o.LockPath), 0o700); err != nil {
-		return nil, errs.Wrap(errs.Failure, err, "create the schedule lock's directory")
-	}
-	unlock, err := safefile.Lock(s.o.LockPath, 30*time.Second)
-	if err != nil {
-		return nil, errs.Wrap(errs.Timeout, err, "schedules are busy")
-	}
-	return unlock, nil
-}
+func (s *systemd) lock() (func(), error) { return lockSchedules(s.o.LockPath) }
 
 func (s *systemd) systemctl(args ...string) error {
 	_, err := run(nil, s.o.Systemctl, append([]string{"--user"}, args...)...)

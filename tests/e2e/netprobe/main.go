@@ -58,14 +58,7 @@ func main() {
 			}
 		}
 		c := &http.Client{Timeout: 8 * time.Second, Transport: &http.Transport{Proxy: proxy}}
-		resp, err := c.Get(arg)
-		if err != nil {
-			fmt.Printf("error=%s\n", oneLine(err.Error()))
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		fmt.Printf("status=%d body=%s\n", resp.StatusCode, oneLine(string(b)))
+		report(c.Get(arg))
 	case "dial":
 		c, err := net.DialTimeout("tcp", arg, 4*time.Second)
 		if err != nil {
@@ -116,7 +109,12 @@ func request(method, u string, headers []string) {
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	c := &http.Client{Timeout: 8 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
-	resp, err := c.Do(req)
+	report(c.Do(req))
+}
+
+// report prints a response's status and the start of its body, or the
+// error.
+func report(resp *http.Response, err error) {
 	if err != nil {
 		fmt.Printf("error=%s\n", oneLine(err.Error()))
 		return
