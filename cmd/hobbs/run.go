@@ -35,6 +35,7 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)
 func newRunCmd(a *app) *cobra.Command {
 	var workspace, image, base, name, binary string
 	var detach, detachedChild bool
+	var readyFile string
 	cmd := &cobra.Command{
 		Use:   "run [flags] [-- COMMAND...]",
 		Short: "Start a Hobbs session: the agent container behind the egress proxy",
@@ -61,12 +62,13 @@ hobbs run exits with the command's exit code, or 143 when hobbs stop ended
 the session. On exit, Ctrl-C or SIGTERM it removes what it created (the
 Claude state volume stays). An engine it cannot reach is exit 3.
 
---detach starts the session in the background and prints its name once the
-agent runs: attach to it with hobbs attach NAME (leave again with Ctrl-P
-Ctrl-Q: the session goes on), run commands in it with hobbs exec NAME --
-CMD, read its output with hobbs logs NAME (also after it ended), end it with
-hobbs stop NAME. A session started without --detach ends with its
-terminal.`,
+On a terminal, the session's launcher runs in the background and the
+terminal is attached to the agent: Ctrl-P Ctrl-Q detaches it and the
+session goes on (hobbs attach NAME to come back). --detach starts the
+session without attaching and prints its name once the agent runs. Run
+commands in a session with hobbs exec NAME -- CMD, read a --detach
+session's output with hobbs logs NAME (also after it ended), end it with
+hobbs stop NAME.`,
 		Example: `  hobbs run                                  # claude in ~/hobbs-workspace
   hobbs run --detach --name work             # in the background; then: hobbs attach work
   hobbs run --workspace ~/src --name work
@@ -77,10 +79,17 @@ terminal.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := runOptions{workspace: workspace, image: image, base: base, name: name, binary: binary,
 				command: args, detached: detachedChild}
+			o.readyFile = readyFile
 			if detach {
 				return a.detachRun(cmd.Context(), o)
 			}
-			code, err := a.runSession(cmd.Context(), o)
+			var code int
+			var err error
+			if !detachedChild && a.stdinIsTTY() && stdoutIsTTY(a) {
+				code, err = a.runOnTerminal(cmd.Context(), o)
+			} else {
+				code, err = a.runSession(cmd.Context(), o)
+			}
 			if err != nil {
 				return err
 			}
@@ -97,6 +106,8 @@ terminal.`,
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "start the session in the background and print its name (hobbs attach, exec, logs, stop)")
 	cmd.Flags().BoolVar(&detachedChild, "detached-child", false, "internal: the background launcher of --detach")
 	_ = cmd.Flags().MarkHidden("detached-child")
+	cmd.Flags().StringVar(&readyFile, "ready-file", "", "internal: with --detached-child, leave the agent's start to the terminal's hobbs run")
+	_ = cmd.Flags().MarkHidden("ready-file")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary for the image (default: this one, or $HOBBS_BINARY)")
 	return cmd
 }
@@ -117,8 +128,11 @@ type runOptions struct {
 	// timeout, when set, stops the session at that wall-clock limit: exit
 	// 124 (errs.Timeout).
 	timeout time.Duration
-	// detached: this is the background launcher of hobbs run --detach.
-	detached bool
+	// detached: this is the background launcher of hobbs run --detach,
+	// or (readyFile set) of hobbs run on a terminal, which starts the
+	// agent itself once readyFile exists.
+	detached  bool
+	readyFile string
 }
 
 // runSession starts a session and runs it to its end: the agent command's
@@ -208,7 +222,7 @@ func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
 		s.TTY, s.Stdin = false, strings.NewReader("")
 	}
 	if o.detached {
-		s.TTY, s.Detached, s.Stdin = true, true, nil
+		s.TTY, s.Detached, s.Stdin, s.ReadyFile = true, true, nil, o.readyFile
 	}
 	if o.stdout != nil {
 		s.Stdout = o.stdout
@@ -251,42 +265,49 @@ func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
 	return code, err
 }
 
-// detachRun starts the session's launcher in the background (this hobbs,
-// run --detached-child, in a process session of its own, its output in
-// launcher.SessionLog) and returns once the agent runs, printing the
-// session's name; if the launcher ends first, its output says why.
-func (a *app) detachRun(ctx context.Context, o runOptions) error {
+// backgroundLauncher is the session's launcher started in the background
+// (this hobbs, run --detached-child, in a process session of its own, its
+// output in launcher.SessionLog): what hobbs run --detach and hobbs run on
+// a terminal both use.
+type backgroundLauncher struct {
+	name, logPath string
+	cmd           *exec.Cmd
+	ended         chan error
+	e             engine.CLI
+}
+
+func (a *app) startBackgroundLauncher(o runOptions, extra ...string) (*backgroundLauncher, error) {
 	if o.name == "" {
 		o.name = launcher.NewName()
 	}
 	if err := launcher.ValidName(o.name); err != nil {
-		return err
+		return nil, err
 	}
 	if err := refuseRoot(); err != nil {
-		return err
+		return nil, err
 	}
 	in, err := a.instance()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e, _, err := a.engine(in)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return errs.Wrap(errs.Failure, err, "find hobbs")
+		return nil, errs.Wrap(errs.Failure, err, "find hobbs")
 	}
 	logPath := launcher.SessionLog(in, o.name)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
-		return errs.Wrap(errs.Failure, err, "session log")
+		return nil, errs.Wrap(errs.Failure, err, "session log")
 	}
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return errs.Wrap(errs.Failure, err, "session log")
+		return nil, errs.Wrap(errs.Failure, err, "session log")
 	}
 	defer f.Close()
-	args := []string{"run", "--detached-child", "--name", o.name}
+	args := append([]string{"run", "--detached-child", "--name", o.name}, extra...)
 	for flag, v := range map[string]string{"--workspace": o.workspace, "--image": o.image, "--base": o.base, "--binary": o.binary} {
 		if v != "" {
 			args = append(args, flag, v)
@@ -300,35 +321,150 @@ func (a *app) detachRun(ctx context.Context, o runOptions) error {
 	c.Stdout, c.Stderr = f, f
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := c.Start(); err != nil {
-		return errs.Wrap(errs.Failure, err, "start the session's launcher")
+		return nil, errs.Wrap(errs.Failure, err, "start the session's launcher")
 	}
-	ended := make(chan error, 1)
-	go func() { ended <- c.Wait() }()
-	a.status("starting session %s in the background (output: %s)", o.name, logPath)
+	b := &backgroundLauncher{name: o.name, logPath: logPath, cmd: c, ended: make(chan error, 1), e: e}
+	go func() { b.ended <- c.Wait() }()
+	return b, nil
+}
+
+// procExitCode is a process's exit code from its Wait error.
+func procExitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// running reports whether the session's agent container runs.
+func (b *backgroundLauncher) running(ctx context.Context) bool {
+	out, err := b.e.Output(ctx, "inspect", "--format", "{{.State.Running}}", b.name)
+	return err == nil && strings.TrimSpace(out) == "true"
+}
+
+// logFollower copies what the launcher writes to its log to w.
+type logFollower struct {
+	path string
+	off  int64
+	w    io.Writer
+}
+
+func (l *logFollower) copy() {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
+		return
+	}
+	n, _ := io.Copy(l.w, f)
+	l.off += n
+}
+
+// detachRun starts the session's launcher in the background and returns
+// once the agent runs, printing the session's name; if the launcher ends
+// first, its output says why.
+func (a *app) detachRun(ctx context.Context, o runOptions) error {
+	b, err := a.startBackgroundLauncher(o)
+	if err != nil {
+		return err
+	}
+	a.status("starting session %s in the background (output: %s)", b.name, b.logPath)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
-		case err := <-ended:
-			out, _ := os.ReadFile(logPath)
+		case err := <-b.ended:
+			out, _ := os.ReadFile(b.logPath)
 			fmt.Fprint(a.errOut, lastLines(string(out), 20))
-			code := 1
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			}
-			return &errs.Error{Code: code, Msg: fmt.Sprintf("session %s ended before it was up", o.name)}
+			return &errs.Error{Code: procExitCode(err), Msg: fmt.Sprintf("session %s ended before it was up", b.name)}
 		case <-ctx.Done():
+			_ = b.cmd.Process.Signal(syscall.SIGTERM)
 			return ctx.Err()
 		case <-tick.C:
-			if out, err := e.Output(ctx, "inspect", "--format", "{{.State.Running}}", o.name); err == nil && strings.TrimSpace(out) == "true" {
-				fmt.Fprintln(a.out, o.name)
+			if b.running(ctx) {
+				fmt.Fprintln(a.out, b.name)
 				a.status("session %s runs: hobbs attach %s (Ctrl-P Ctrl-Q leaves it), hobbs exec %s -- CMD, hobbs logs %s, hobbs stop %s",
-					o.name, o.name, o.name, o.name, o.name)
-				return c.Process.Release()
+					b.name, b.name, b.name, b.name, b.name)
+				return b.cmd.Process.Release()
 			}
 		}
 	}
+}
+
+// runOnTerminal is hobbs run on a terminal: the session's launcher runs in
+// the background (its output shown here while the session starts), and
+// this process starts the agent attached to the terminal. When the agent
+// ends, the launcher's cleanup is waited for and the agent's exit code
+// returned; when the terminal detaches (Ctrl-P Ctrl-Q), the session goes
+// on and this returns at once.
+func (a *app) runOnTerminal(ctx context.Context, o runOptions) (int, error) {
+	if o.name == "" {
+		o.name = launcher.NewName()
+	}
+	in, err := a.instance()
+	if err != nil {
+		return 0, err
+	}
+	ready := launcher.SessionLog(in, o.name) + ".ready"
+	_ = os.Remove(ready)
+	b, err := a.startBackgroundLauncher(o, "--ready-file", ready)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(ready)
+	follow := &logFollower{path: b.logPath, w: a.errOut}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for up := false; !up; {
+		select {
+		case err := <-b.ended:
+			follow.copy()
+			return procExitCode(err), &errs.Error{Code: procExitCode(err), Msg: fmt.Sprintf("session %s ended before it was up", b.name)}
+		case <-ctx.Done():
+			_ = b.cmd.Process.Signal(syscall.SIGTERM)
+			<-b.ended
+			follow.copy()
+			return errs.Interrupted, &errs.Error{Code: errs.Interrupted, Msg: "interrupted"}
+		case <-tick.C:
+			follow.copy()
+			_, err := os.Stat(ready)
+			up = err == nil
+		}
+	}
+	c, err := b.e.Command(context.WithoutCancel(ctx), nil, "start", "--attach", "--interactive", b.name)
+	if err != nil {
+		return 0, err
+	}
+	c.Stdin, c.Stdout, c.Stderr = a.in, a.out, a.errOut
+	started := make(chan error, 1)
+	go func() { started <- c.Run() }()
+	var startErr error
+	select {
+	case startErr = <-started:
+	case <-ctx.Done(): // SIGTERM: the launcher stops the agent
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
+		startErr = <-started
+	}
+	code := procExitCode(startErr)
+	if ctx.Err() == nil && b.running(context.Background()) {
+		fmt.Fprintf(a.errOut, "\nhobbs: detached from session %s, which goes on: hobbs attach %s, hobbs logs %s, hobbs stop %s\n",
+			b.name, b.name, b.name, b.name)
+		return 0, b.cmd.Process.Release()
+	}
+	lerr := <-b.ended // its cleanup
+	follow.copy()
+	// The launcher's own end (a stop, a failed proxy) is in its output,
+	// shown above, and its code is the session's.
+	if lc := procExitCode(lerr); lc != 0 {
+		return lc, nil
+	}
+	return code, nil
 }
 
 // refuseRoot refuses to start a session as root: the agent writes the

@@ -85,6 +85,12 @@
 // runs leaves that launcher a mark (records.go) first: it then reports the
 // session stopped (ExitStopped) rather than failed.
 //
+// Started on a terminal, `hobbs run` runs the launcher in the background
+// with a ReadyFile and starts the agent itself, attached to the terminal:
+// the launcher follows the agent by the engine's events, so the session
+// outlives a detach (Ctrl-P Ctrl-Q); an agent not started within a minute
+// of the ReadyFile ends the session.
+//
 // An engine the CLI cannot reach is an engine.UnreachableError (exit 3,
 // with the fix): a session gives up at its first such answer, without
 // retries.

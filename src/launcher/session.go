@@ -22,6 +22,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // Session describes one `hobbs run`.
@@ -39,6 +40,12 @@ type Session struct {
 	// the agent gets a terminal for later attaches, and the launcher
 	// follows its output without holding its input.
 	Detached bool
+	// ReadyFile, when set, makes the launcher leave the agent's start to
+	// another process (the terminal's `hobbs run`, which attaches to it):
+	// once the agent may start, the launcher creates ReadyFile, and it
+	// follows the agent by the engine's events. The session outlives that
+	// process when it detaches.
+	ReadyFile string
 
 	// Secrets are NAME=value pairs for the agent (vault-mapped env). They
 	// are passed as -e NAME with the value in the docker CLI's environment.
@@ -461,7 +468,12 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	engine.Tracef("session: created")
 	proxyStart := make(chan error, 1)
 	go func() { proxyStart <- s.startProxy(ctx) }()
-	agent, err := s.startAgent(ctx)
+	var agent *agentRun
+	if s.ReadyFile != "" {
+		agent, err = s.awaitAgent(ev)
+	} else {
+		agent, err = s.startAgent(ctx)
+	}
 	if err != nil {
 		<-proxyStart
 		return 0, err
@@ -1052,6 +1064,55 @@ func (s *Session) startAgent(ctx context.Context) (*agentRun, error) {
 	return a, nil
 }
 
+// awaitAgent tells the process that starts the agent that it may
+// (ReadyFile) and follows the agent by the engine's events: done once it
+// died (its exit code is that process's to report).
+func (s *Session) awaitAgent(ev *events) (*agentRun, error) {
+	if err := safefile.Write(s.ReadyFile, []byte(s.Name+"\n"), 0o600); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "ready file")
+	}
+	a := &agentRun{done: make(chan error, 1)}
+	// A starter that never starts the agent (it was killed) must not leave
+	// the session waiting: unstarted after agentStartWait, it is over.
+	unstarted := make(chan struct{})
+	go func() {
+		deadline := time.Now().Add(agentStartWait)
+		for time.Now().Before(deadline) {
+			time.Sleep(500 * time.Millisecond)
+			out, err := s.Engine.Output(context.Background(), "inspect", "--format", "{{.State.Status}}", s.Name)
+			if err != nil || strings.TrimSpace(out) != "created" {
+				return
+			}
+		}
+		close(unstarted)
+	}()
+	go func() {
+		select {
+		case <-ev.agentDied:
+		case <-ev.agentGone:
+		case <-unstarted:
+			s.Progress("the agent was not started within %v; ending the session", agentStartWait)
+		}
+		engine.Tracef("session: agent ended (events)")
+		a.done <- nil
+	}()
+	return a, nil
+}
+
+// agentStartWait is how long a launcher with a ReadyFile waits for the
+// agent to be started.
+const agentStartWait = 60 * time.Second
+
+// signal sends sig to the agent's command: through the docker CLI that
+// started it, or the engine when another process did.
+func (a *agentRun) signal(s *Session, sig syscall.Signal) {
+	if a.cmd != nil {
+		_ = a.cmd.Process.Signal(sig)
+		return
+	}
+	_, _ = s.Engine.Output(context.Background(), "kill", "--signal", strconv.Itoa(int(sig)), s.Name)
+}
+
 // result turns the docker CLI's end into the agent's exit code.
 func (a *agentRun) result(werr error) (int, error) {
 	var ee *exec.ExitError
@@ -1067,7 +1128,7 @@ func (a *agentRun) result(werr error) (int, error) {
 // stop ends an interrupted session: the docker CLI passes SIGTERM on to the
 // command; after a grace period the container is removed.
 func (a *agentRun) stop(s *Session) int {
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	a.signal(s, syscall.SIGTERM)
 	select {
 	case <-a.done:
 	case <-time.After(5 * time.Second):
@@ -1092,6 +1153,9 @@ func (a *agentRun) kill(s *Session) {
 	select {
 	case <-a.done:
 	case <-time.After(2 * time.Second): // the CLI may not notice a removed container
+		if a.cmd == nil {
+			return
+		}
 		_ = a.cmd.Process.Kill()
 		<-a.done
 	}

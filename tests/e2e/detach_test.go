@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"errors"
+	"io"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -63,3 +67,120 @@ func TestDetach(t *testing.T) {
 		t.Error("hobbs exec into an ended session succeeded")
 	}
 }
+
+// terminalRun is hobbs run on a terminal (script(1) gives it one), its
+// input a pipe the test types into, its output gathered.
+type terminalRun struct {
+	c   *exec.Cmd
+	in  io.WriteCloser
+	mu  sync.Mutex
+	out strings.Builder
+}
+
+func startTerminalRun(t *testing.T, e *env, name string, cmd ...string) *terminalRun {
+	t.Helper()
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("script(1) is needed to give hobbs a terminal: %v", err)
+	}
+	line := hobbsBin
+	for _, a := range e.runArgs(name, cmd...) {
+		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	r := &terminalRun{c: commandAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst}, "-qefc", line, "/dev/null")}
+	r.c.Path, r.c.Args[0] = scriptBin, scriptBin
+	if r.in, err = r.c.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	r.c.Stdout = writerFunc(func(p []byte) (int, error) { r.mu.Lock(); defer r.mu.Unlock(); return r.out.Write(p) })
+	r.c.Stderr = r.c.Stdout
+	if err := r.c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *terminalRun) output() string { r.mu.Lock(); defer r.mu.Unlock(); return r.out.String() }
+
+// waitFor waits until the output shows s.
+func (r *terminalRun) waitFor(t *testing.T, s string, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if strings.Contains(r.output(), s) {
+			return
+		}
+	}
+	r.c.Process.Kill()
+	r.c.Wait()
+	t.Fatalf("no %q on the terminal:\n%s", s, r.output())
+}
+
+// end waits for hobbs run to return: its exit code.
+func (r *terminalRun) end(t *testing.T, d time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- r.c.Wait() }()
+	select {
+	case err := <-done:
+		r.in.Close()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		return 0
+	case <-time.After(d):
+		r.c.Process.Kill()
+		t.Fatalf("hobbs run did not return:\n%s", r.output())
+	}
+	return -1
+}
+
+// TestTerminalDetach: hobbs run on a terminal; Ctrl-P Ctrl-Q detaches the
+// terminal and the session goes on (its launcher runs in the background);
+// hobbs stop ends it and nothing is left. A stop of a session attached to a
+// terminal ends that hobbs run with 143 and says so.
+func TestTerminalDetach(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.removeVolume(t)
+	name := sessionName(t, "ttydetach")
+	t.Cleanup(func() { e.hobbs(nil, "stop", name) })
+	r := startTerminalRun(t, e, name, "sh", "-c", "echo agent-up; sleep 600")
+	r.waitFor(t, "agent-up", 90*time.Second)
+	r.in.Write([]byte{0x10, 0x11}) // Ctrl-P Ctrl-Q
+	if code := r.end(t, 30*time.Second); code != 0 || !strings.Contains(r.output(), "detached from session "+name) {
+		t.Fatalf("hobbs run after Ctrl-P Ctrl-Q: exit %d\n%s", code, r.output())
+	}
+	time.Sleep(time.Second)
+	if ps := e.hobbs(nil, "ps"); !strings.Contains(ps.stdout, name) {
+		t.Fatalf("the session did not go on after the detach:\n%s", ps.stdout)
+	}
+	if x := e.hobbs(nil, "exec", name, "--", "echo", "still-here"); x.code != 0 || !strings.Contains(x.stdout, "still-here") {
+		t.Errorf("exec into the detached session: %d %q", x.code, x.stdout)
+	}
+	if s := e.hobbs(nil, "stop", name); s.code != 0 {
+		t.Fatalf("hobbs stop: %d %s", s.code, s.stderr)
+	}
+	gone := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(250 * time.Millisecond) {
+		gone = strings.TrimSpace(docker(t, "ps", "-a", "--filter", "label=dev.hobbs.session="+name, "--format", "{{.Names}}")) == ""
+	}
+	if !gone {
+		t.Fatalf("containers of the stopped session are left")
+	}
+
+	// Stopped while attached: 143 and the reason.
+	name2 := sessionName(t, "ttystop")
+	r = startTerminalRun(t, e, name2, "sh", "-c", "echo agent-up; sleep 600")
+	r.waitFor(t, "agent-up", 90*time.Second)
+	if s := e.hobbs(nil, "stop", name2); s.code != 0 {
+		t.Fatalf("hobbs stop: %d %s", s.code, s.stderr)
+	}
+	if code := r.end(t, 60*time.Second); code != 143 || !strings.Contains(r.output(), "stopped by hobbs stop") {
+		t.Errorf("a stopped terminal run: exit %d\n%s", code, r.output())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
