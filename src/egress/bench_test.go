@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"testing"
 )
 
@@ -43,4 +44,46 @@ func BenchmarkTunnel(b *testing.B) {
 			c.Close()
 		}
 	})
+}
+
+// BenchmarkHTTPSRequest: HTTPS GETs through the proxy to a local TLS
+// server, the host opaque (a tunnel) or bound to a secret (intercepted:
+// TLS terminated with the session CA, the placeholder replaced, the
+// response masked, TLS again to the server). keepalive reuses one
+// connection; new makes a connection (and TLS handshakes) per request.
+// tests/bench/secrets.sh compares the two.
+func BenchmarkHTTPSRequest(b *testing.B) {
+	for _, mode := range []string{"tunnel", "intercepted"} {
+		for _, conn := range []string{"keepalive", "new"} {
+			b.Run(mode+"/"+conn, func(b *testing.B) {
+				e := startSecretEnvB(b)
+				host := "example.com:" + e.boundPort
+				if mode == "tunnel" {
+					_, p, _ := net.SplitHostPort(e.other.Listener.Addr().String())
+					host = "other.test:" + p
+				}
+				c := e.clientTrusting(e.other.Certificate())
+				if mode == "tunnel" { // the test server's certificate names example.com
+					c.Transport.(*http.Transport).TLSClientConfig.ServerName = "example.com"
+				}
+				if conn == "new" {
+					c.Transport.(*http.Transport).DisableKeepAlives = true
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					req, _ := http.NewRequest("GET", "https://"+host+"/bench", nil)
+					req.Header.Set("Authorization", "Bearer "+e.ph)
+					resp, err := c.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						b.Fatalf("status %d", resp.StatusCode)
+					}
+				}
+			})
+		}
+	}
 }

@@ -63,7 +63,16 @@ type secretEnv struct {
 	boundPort    string
 }
 
-func startSecretEnv(t *testing.T, rules string) *secretEnv {
+func startSecretEnv(t *testing.T, rules string) *secretEnv { return startSecretEnvTB(t, rules) }
+
+// startSecretEnvB is startSecretEnv for benchmarks (no operational log).
+func startSecretEnvB(b *testing.B) *secretEnv {
+	e := startSecretEnvTB(b, "")
+	e.srv.opts.Logf = func(string, ...any) {}
+	return e
+}
+
+func startSecretEnvTB(t testing.TB, rules string) *secretEnv {
 	t.Helper()
 	e := &secretEnv{seenBound: &seen{}, seenOther: &seen{}, seenPlain: &seen{}}
 	handler := func(s *seen) http.HandlerFunc {
@@ -97,6 +106,17 @@ func startSecretEnv(t *testing.T, rules string) *secretEnv {
 		o.UpstreamRoots = roots
 	})
 	return e
+}
+
+// clientTrusting is client trusting the session CA and extra roots.
+func (e *secretEnv) clientTrusting(extra ...*x509.Certificate) *http.Client {
+	c := e.client()
+	pool := e.caPool.Clone()
+	for _, x := range extra {
+		pool.AddCert(x)
+	}
+	c.Transport.(*http.Transport).TLSClientConfig.RootCAs = pool
+	return c
 }
 
 // client is an HTTP client through the proxy trusting the session CA only.
