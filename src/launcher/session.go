@@ -110,8 +110,7 @@ func (s *Session) stoppedError() error {
 	return &errs.Error{Code: ExitStopped, Msg: fmt.Sprintf("session %s stopped by hobbs stop", s.Name)}
 }
 
-// stopped reports whether `hobbs stop` is stopping this session (its mark,
-// records.go).
+// stopped reports whether `hobbs stop` has marked this session (records.go).
 func (s *Session) stopped() bool { return stopMarked(s.Instance, s.Name, s.owner) }
 
 // reservedEnv are variables the launcher sets; a vault mapping may not

@@ -83,7 +83,7 @@ type Job struct {
 }
 
 // Command is what the scheduler runs. --scheduled makes the run refuse a
-// playbook that is no longer autonomous (playbook.CanSchedule).
+// playbook whose stage is not autonomous (playbook.CanSchedule).
 func (j Job) Command() []string {
 	return []string{j.Binary, "--instance", j.Instance, "playbook", "run", j.Playbook, "--scheduled"}
 }

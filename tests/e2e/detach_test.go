@@ -43,16 +43,7 @@ func TestDetach(t *testing.T) {
 	if !strings.Contains(logs.stdout, "detached-started") {
 		t.Errorf("hobbs logs of the running session: %q %q", logs.stdout, logs.stderr)
 	}
-	if s := e.hobbs(nil, "stop", name); s.code != 0 {
-		t.Fatalf("hobbs stop: %d %s", s.code, s.stderr)
-	}
-	gone := false
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(250 * time.Millisecond) {
-		gone = strings.TrimSpace(docker(t, "ps", "-a", "--filter", "label=dev.hobbs.session="+name, "--format", "{{.Names}}")) == ""
-	}
-	if !gone {
-		t.Fatalf("containers of the stopped session are left")
-	}
+	stopAndCheckGone(t, e, name)
 	// After the end: the launcher's output, the stop included.
 	var after result
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -158,16 +149,7 @@ func TestTerminalDetach(t *testing.T) {
 	if x := e.hobbs(nil, "exec", name, "--", "echo", "still-here"); x.code != 0 || !strings.Contains(x.stdout, "still-here") {
 		t.Errorf("exec into the detached session: %d %q", x.code, x.stdout)
 	}
-	if s := e.hobbs(nil, "stop", name); s.code != 0 {
-		t.Fatalf("hobbs stop: %d %s", s.code, s.stderr)
-	}
-	gone := false
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(250 * time.Millisecond) {
-		gone = strings.TrimSpace(docker(t, "ps", "-a", "--filter", "label=dev.hobbs.session="+name, "--format", "{{.Names}}")) == ""
-	}
-	if !gone {
-		t.Fatalf("containers of the stopped session are left")
-	}
+	stopAndCheckGone(t, e, name)
 
 	// Stopped while attached: 143 and the reason.
 	name2 := sessionName(t, "ttystop")
@@ -179,6 +161,21 @@ func TestTerminalDetach(t *testing.T) {
 	if code := r.end(t, 60*time.Second); code != 143 || !strings.Contains(r.output(), "stopped by hobbs stop") {
 		t.Errorf("a stopped terminal run: exit %d\n%s", code, r.output())
 	}
+}
+
+// stopAndCheckGone stops session name and fails unless its containers are
+// gone within 30 s.
+func stopAndCheckGone(t *testing.T, e *env, name string) {
+	t.Helper()
+	if s := e.hobbs(nil, "stop", name); s.code != 0 {
+		t.Fatalf("hobbs stop: %d %s", s.code, s.stderr)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if strings.TrimSpace(docker(t, "ps", "-a", "--filter", "label=dev.hobbs.session="+name, "--format", "{{.Names}}")) == "" {
+			return
+		}
+	}
+	t.Fatalf("containers of the stopped session %s are left", name)
 }
 
 type writerFunc func([]byte) (int, error)
