@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -40,7 +39,7 @@ prints it then.`,
 						a.status("session %s has ended; its output (%s):", args[0], launcher.SessionLog(in, args[0]))
 						text := string(out)
 						if n, cerr := strconv.Atoi(tail); cerr == nil && n >= 0 {
-							text = lastLines(text, n)
+							text = launcher.LastLines(text, n)
 						}
 						_, werr := io.WriteString(a.out, text)
 						return werr
@@ -66,18 +65,6 @@ prints it then.`,
 	cmd.Flags().BoolVar(&proxy, "proxy", false, "the session's proxy instead of its agent")
 	cmd.Flags().StringVar(&tail, "tail", "", "only the last N lines")
 	return cmd
-}
-
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "")
 }
 
 // findRunning fails unless list has a session name with containers.

@@ -33,10 +33,12 @@ func (o *output) print(v any, text func(w io.Writer) error) error {
 	return text(o.a.out)
 }
 
-// printJSON writes v as indented JSON on stdout.
+// printJSON writes v as indented JSON on stdout, with <, > and & as they
+// are (it is read by people and programs, not embedded in HTML).
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.out)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 

@@ -556,7 +556,7 @@ It prints what a run would get; review it first with --dry-run.`,
 }
 
 func newPlaybookRunCmd(a *app) *cobra.Command {
-	var dryRun, scheduled, detach bool
+	var dryRun, scheduled, detach, plan bool
 	cmd := &cobra.Command{
 		Use:   "run NAME",
 		Short: "Run a playbook headless, with only what it declares",
@@ -571,17 +571,22 @@ defaults, and says so. Two runs of one playbook never overlap: a second is
 refused while the first holds the run lock.
 
 --dry-run checks all of this and prints what a run would be allowed,
-without starting anything. --scheduled is what schedules run (hobbs
+without starting anything. --plan prints the run's whole plan instead:
+both containers, every mount, the proxy's own policy, the secrets by name
+and Claude Code's command line with its tools and turn limit (--json: all
+of it). Neither holds a secret's value. --scheduled is what schedules run (hobbs
 schedule add): it refuses a playbook that is no longer autonomous.`,
 		Example: `  hobbs playbook run weekly-invoices --dry-run
-  hobbs playbook run weekly-invoices --dry-run --json
+  hobbs playbook run weekly-invoices --plan
+  hobbs playbook run weekly-invoices --plan --json
   hobbs playbook run weekly-invoices`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check the playbook and print what a run would be allowed; start nothing")
 	cmd.Flags().BoolVar(&scheduled, "scheduled", false, "a run started by a schedule: only an autonomous playbook runs")
 	cmd.Flags().BoolVar(&detach, "detach", false, "check, then run in the background; print where its output goes")
-	out := a.jsonFlag(cmd, "with --dry-run: print the run's spec as JSON")
+	cmd.Flags().BoolVar(&plan, "plan", false, "check the playbook and print the run's whole plan; start nothing")
+	out := a.jsonFlag(cmd, "with --dry-run or --plan: print the run's spec or plan as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
 		name := args[0]
 		d, _, err := st.Get(name)
@@ -600,7 +605,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			}
 		}
 		if err != nil {
-			if !dryRun {
+			if !dryRun && !plan {
 				a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: "refused", Detail: map[string]any{"stage": d.Meta.Stage}})
 			}
 			return err
@@ -611,11 +616,18 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 		for _, x := range spec.Excluded {
 			a.warn("run host %s: %s (allow it with: %s)", x.Host, x.Reason, x.Fix)
 		}
-		if dryRun {
+		if dryRun || plan {
 			if spec.Declared {
 				if err := playbook.CheckGrant(in, name, d.Meta.Run); err != nil {
 					a.warn("%v; approve it with: hobbs playbook approve %s", err, name)
 				}
+			}
+			if plan {
+				p, err := a.planPlaybookRun(spec, scheduled, true)
+				if err != nil {
+					return err
+				}
+				return out.print(p, p.WriteSummary)
 			}
 			return out.print(spec, func(w io.Writer) error {
 				printRunSpec(w, spec)
@@ -624,7 +636,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			})
 		}
 		if out.json {
-			return errs.Usagef("--json goes with --dry-run")
+			return errs.Usagef("--json goes with --dry-run or --plan")
 		}
 		if spec.Declared {
 			if err := playbook.CheckGrant(in, name, d.Meta.Run); err != nil {
@@ -646,7 +658,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			return err
 		}
 		defer unlock()
-		err = a.runPlaybookHeadless(a.ctx, in, spec)
+		err = a.runPlaybookHeadless(a.ctx, in, spec, scheduled)
 		a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: outcome(err), Detail: map[string]any{"stage": spec.Stage}})
 		return err
 	})

@@ -2,15 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -18,12 +11,11 @@ import (
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
-	"github.com/hobbs-agent/hobbs/src/vault"
+	"github.com/hobbs-agent/hobbs/src/playbook"
 )
 
 // exitStatus is returned by commands whose exit code is another process's
@@ -34,8 +26,9 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)
 
 func newRunCmd(a *app) *cobra.Command {
 	var workspace, image, base, name, binary string
-	var detach, detachedChild bool
+	var detach, detachedChild, plan bool
 	var readyFile string
+	var out *output
 	cmd := &cobra.Command{
 		Use:   "run [flags] [-- COMMAND...]",
 		Short: "Start a Hobbs session: the agent container behind the egress proxy",
@@ -68,8 +61,15 @@ session goes on (hobbs attach NAME to come back). --detach starts the
 session without attaching and prints its name once the agent runs. Run
 commands in a session with hobbs exec NAME -- CMD, read a --detach
 session's output with hobbs logs NAME (also after it ended), end it with
-hobbs stop NAME.`,
+hobbs stop NAME.
+
+--plan prints the session's plan instead of starting it: both containers
+(user, capabilities, network, limits, every mount), the egress policy the
+proxy will enforce, the secrets the agent gets (by name: env: values, and
+placeholders for those bound to hosts) and its command; --json prints it
+whole. A plan never holds a secret's value or the proxy's token.`,
 		Example: `  hobbs run                                  # claude in ~/hobbs-workspace
+  hobbs run --plan                           # what a session would be allowed; start nothing
   hobbs run --detach --name work             # in the background; then: hobbs attach work
   hobbs run --workspace ~/src --name work
   hobbs run -- claude -p "summarise my open playbooks"
@@ -80,6 +80,12 @@ hobbs stop NAME.`,
 			o := runOptions{workspace: workspace, image: image, base: base, name: name, binary: binary,
 				command: args, detached: detachedChild}
 			o.readyFile = readyFile
+			if plan {
+				return a.printPlan(o, out)
+			}
+			if out.json {
+				return errs.Usagef("--json goes with --plan")
+			}
 			if detach {
 				return a.detachRun(cmd.Context(), o)
 			}
@@ -109,25 +115,15 @@ hobbs stop NAME.`,
 	cmd.Flags().StringVar(&readyFile, "ready-file", "", "internal: with --detached-child, leave the agent's start to the terminal's hobbs run")
 	_ = cmd.Flags().MarkHidden("ready-file")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary for the image (default: this one, or $HOBBS_BINARY)")
+	cmd.Flags().BoolVar(&plan, "plan", false, "print what the session would be allowed (containers, mounts, egress policy, secrets by name, command); start nothing")
+	out = a.jsonFlag(cmd, "with --plan: print the whole plan as JSON")
 	return cmd
 }
 
-// runOptions are what a session starts with: hobbs run's flags, or a
-// headless playbook run's settings.
+// runOptions are hobbs run's flags.
 type runOptions struct {
 	workspace, image, base, name, binary string
 	command                              []string
-	// A headless run: no terminal, stdin empty, stdout to its own writer.
-	headless bool
-	stdout   io.Writer
-	// policy, when set, is the one policy the run's proxy enforces.
-	policy []byte
-	// secrets, when not nil, are the only config.yaml variables (env: or
-	// secrets:) the session gets.
-	secrets []string
-	// timeout, when set, stops the session at that wall-clock limit: exit
-	// 124 (errs.Timeout).
-	timeout time.Duration
 	// detached: this is the background launcher of hobbs run --detach,
 	// or (readyFile set) of hobbs run on a terminal, which starts the
 	// agent itself once readyFile exists.
@@ -135,38 +131,45 @@ type runOptions struct {
 	readyFile string
 }
 
-// runSession starts a session and runs it to its end: the agent command's
-// exit code, or an error.
-func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
-	if o.name == "" {
-		o.name = launcher.NewName()
+// spec is the run's spec and plan: flags and config.yaml's defaults, the
+// host surveyed. A missing instance is made first (as hobbs init does),
+// unless only the plan is wanted.
+func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec, planOnly bool) (*launcher.Plan, instance.Instance, engine.CLI, error) {
+	fail := func(err error) (*launcher.Plan, instance.Instance, engine.CLI, error) {
+		return nil, instance.Instance{}, engine.CLI{}, err
 	}
-	if err := launcher.ValidName(o.name); err != nil {
-		return 0, err
+	if o.name != "" {
+		if err := launcher.ValidName(o.name); err != nil {
+			return fail(err)
+		}
 	}
 	in, err := a.instance()
 	if err != nil {
-		return 0, err
+		return fail(err)
 	}
 	e, cfg, err := a.engine(in) // the defaults when there is no instance yet
-	if err != nil {
-		return 0, err
+	if err != nil && (!planOnly || cfg == nil) {
+		return fail(err)
 	}
-	uid, gid := os.Getuid(), os.Getgid()
-	if err := refuseRoot(); err != nil {
-		return 0, err
+	if err := refuseRoot(); err != nil && !planOnly {
+		return fail(err)
+	} else if err != nil {
+		a.warn("as root, hobbs run refuses to start this run; the plan shows it as uid 0 would get it")
 	}
 	if !in.Exists() {
+		if planOnly {
+			return fail(errs.Missingf("no instance at %s", in.Root).WithHint("hobbs init creates it (hobbs run does too, on first use)"))
+		}
 		// On a terminal the first run asks the foundation questions,
 		// as hobbs init does.
 		res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Foundation: a.foundationInterview(false)})
 		if err != nil {
-			return 0, err
+			return fail(err)
 		}
 		_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
 		a.status("created instance %s", in.Root)
 		if cfg, err = a.config(in); err != nil {
-			return 0, err
+			return fail(err)
 		}
 	}
 	if o.workspace == "" {
@@ -174,13 +177,50 @@ func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
 	}
 	ws, err := config.ExpandHome(o.workspace)
 	if err != nil {
-		return 0, errs.Wrap(errs.Usage, err, "workspace %q", o.workspace)
+		return fail(errs.Wrap(errs.Usage, err, "workspace %q", o.workspace))
 	}
 	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return 0, errs.Wrap(errs.Failure, err, "create workspace")
+		return fail(errs.Wrap(errs.Failure, err, "create workspace"))
 	}
 	if o.image == "" {
 		o.image = cfg.Image
+	}
+	pol, err := effectivePolicy(in)
+	if err != nil {
+		return fail(err)
+	}
+	spec := launcher.RunSpec{Kind: kind, Name: o.name, Image: launcher.ImageRef(o.image), Command: o.command,
+		TTY: o.detached || (grant == nil && a.stdinIsTTY() && stdoutIsTTY(a)), Playbook: grant, Policy: pol}
+	p, err := launcher.PlanRun(in, cfg, e.IsPodman(), ws, spec, a.status)
+	return p, in, e, err
+}
+
+// printPlan prints the plan of the run o describes: a summary, or with
+// --json the whole plan.
+func (a *app) printPlan(o runOptions, out *output) error {
+	p, _, _, err := a.planRun(o, launcher.KindSession, nil, true)
+	if err != nil {
+		return err
+	}
+	return out.print(p, p.WriteSummary)
+}
+
+// runSession plans a session and carries the plan out: the agent command's
+// exit code, or an error.
+func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
+	p, in, e, err := a.planRun(o, launcher.KindSession, nil, false)
+	if err != nil {
+		return 0, err
+	}
+	return launcher.Execute(ctx, p, a.runtime(in, e, o, p))
+}
+
+// runtime is what Execute needs of this process: the engine, the
+// terminal's streams, the audit log and the image's check.
+func (a *app) runtime(in instance.Instance, e engine.CLI, o runOptions, p *launcher.Plan) launcher.Runtime {
+	cfg, err := a.config(in)
+	if err != nil {
+		cfg = config.Default()
 	}
 	if o.base == "" {
 		o.base = cfg.BaseImage
@@ -188,221 +228,75 @@ func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
 	if o.binary == "" {
 		o.binary = os.Getenv(launcher.EnvBinary)
 	}
-	if o.secrets != nil {
-		if err := onlySecrets(cfg, o.secrets); err != nil {
-			return 0, err
-		}
-	}
-	names := make([]string, 0, len(cfg.VaultEnv()))
-	for _, kv := range cfg.VaultEnv() {
-		names = append(names, kv[0])
-	}
-	if err := launcher.CheckSecretNames(withValues(append(names, cfg.BindingNames()...))); err != nil {
-		return 0, err
-	}
-	log := a.audit(in)
-	started := false
-	secrets, err := vault.SessionEnv(in, cfg.VaultEnv())
-	if err != nil {
-		return 0, err
-	}
-	bindings, err := sessionBindings(in, cfg)
-	if err != nil {
-		return 0, err
-	}
-	s := &launcher.Session{
-		Engine: e, Instance: in, Config: cfg, Name: o.name, Workspace: ws,
-		Image: launcher.ImageRef(o.image), Secrets: secrets, Bindings: bindings,
-		Command: o.command, UID: uid, GID: gid, TTY: a.stdinIsTTY() && stdoutIsTTY(a),
-		Stdin: a.in, Stdout: a.out, Stderr: a.errOut,
-		Progress:    func(f string, args ...any) { a.status(f, args...) },
-		ProxyPolicy: o.policy,
-	}
-	if o.headless {
-		s.TTY, s.Stdin = false, strings.NewReader("")
-	}
-	if o.detached {
-		s.TTY, s.Detached, s.Stdin, s.ReadyFile = true, true, nil, o.readyFile
-	}
-	if o.stdout != nil {
-		s.Stdout = o.stdout
-	}
-	// The image is checked (built or pulled when it must be) while
-	// the session's objects are being created.
-	s.Prepare = func(ctx context.Context) (bool, error) {
+	rt := launcher.Runtime{Engine: e, Stdin: a.in, Stdout: a.out, Stderr: a.errOut, Audit: a.audit(in),
+		Progress: func(f string, args ...any) { a.status(f, args...) }, Detached: o.detached, ReadyFile: o.readyFile}
+	image := p.Image
+	// The image is checked (built or pulled when it must be) while the
+	// session's objects are being created.
+	rt.Prepare = func(ctx context.Context) (bool, error) {
 		engine.Tracef("run: ensure image")
-		img, err := launcher.Ensure(ctx, o.image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: o.base, Binary: o.binary, Progress: a.errOut})
+		img, err := launcher.Ensure(ctx, image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: o.base, Binary: o.binary, Progress: a.errOut})
 		if err != nil {
 			return false, err
 		}
-		if img.Image != s.Image {
-			return false, errs.Failf("internal: the image is %s, not %s", img.Image, s.Image)
+		if img.Image != image {
+			return false, errs.Failf("internal: the image is %s, not %s", img.Image, image)
 		}
 		engine.Tracef("run: image ready")
-		started = true
-		_ = log.Log(audit.Entry{Event: "session.start", Subject: o.name, Outcome: "ok",
-			Detail: map[string]any{"image": img.Image, "workspace": ws, "built": img.Built, "env": names, "secrets": cfg.BindingNames()}})
-		a.status("session %s: %s in %s", o.name, img.Image, ws)
+		a.status("session %s: %s in %s", p.Session, img.Image, p.Workspace)
 		return img.Built || img.Pulled, nil
 	}
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
-	code, err := s.Run(ctx)
-	if o.timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		code, err = errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: fmt.Sprintf("session %s stopped at its time limit (%v)", o.name, o.timeout)}
-	}
-	engine.Tracef("run: session returned")
-	if started {
-		out := outcome(err)
-		if errs.Code(err) == launcher.ExitStopped {
-			out, code = "stopped", launcher.ExitStopped
-		}
-		_ = log.Log(audit.Entry{Event: "session.end", Subject: o.name, Outcome: out, Detail: map[string]any{"exit": code}})
-	}
-	return code, err
+	return rt
 }
 
-// backgroundLauncher is the session's launcher started in the background
-// (this hobbs, run --detached-child, in a process session of its own, its
-// output in launcher.SessionLog): what hobbs run --detach and hobbs run on
-// a terminal both use.
-type backgroundLauncher struct {
-	name, logPath string
-	cmd           *exec.Cmd
-	ended         chan error
-	e             engine.CLI
-}
-
-func (a *app) startBackgroundLauncher(o runOptions, extra ...string) (*backgroundLauncher, error) {
+// startBackground starts the session's launcher in the background: this
+// hobbs, run --detached-child with o's flags.
+func (a *app) startBackground(o runOptions, extra ...string) (*launcher.Background, instance.Instance, error) {
 	if o.name == "" {
 		o.name = launcher.NewName()
 	}
 	if err := launcher.ValidName(o.name); err != nil {
-		return nil, err
+		return nil, instance.Instance{}, err
 	}
 	if err := refuseRoot(); err != nil {
-		return nil, err
+		return nil, instance.Instance{}, err
 	}
 	in, err := a.instance()
 	if err != nil {
-		return nil, err
+		return nil, in, err
 	}
 	e, _, err := a.engine(in)
 	if err != nil {
-		return nil, err
+		return nil, in, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, errs.Wrap(errs.Failure, err, "find hobbs")
-	}
-	logPath := launcher.SessionLog(in, o.name)
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
-		return nil, errs.Wrap(errs.Failure, err, "session log")
-	}
-	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, errs.Wrap(errs.Failure, err, "session log")
-	}
-	defer f.Close()
-	args := append([]string{"run", "--detached-child", "--name", o.name}, extra...)
-	for flag, v := range map[string]string{"--workspace": o.workspace, "--image": o.image, "--base": o.base, "--binary": o.binary} {
-		if v != "" {
-			args = append(args, flag, v)
+	args := extra
+	for _, f := range [][2]string{{"--workspace", o.workspace}, {"--image", o.image}, {"--base", o.base}, {"--binary", o.binary}} {
+		if f[1] != "" {
+			args = append(args, f[0], f[1])
 		}
 	}
 	if len(o.command) > 0 {
 		args = append(append(args, "--"), o.command...)
 	}
-	c := exec.Command(exe, args...)
-	c.Env = append(os.Environ(), "HOBBS_HOME="+in.Root)
-	c.Stdout, c.Stderr = f, f
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := c.Start(); err != nil {
-		return nil, errs.Wrap(errs.Failure, err, "start the session's launcher")
-	}
-	b := &backgroundLauncher{name: o.name, logPath: logPath, cmd: c, ended: make(chan error, 1), e: e}
-	go func() { b.ended <- c.Wait() }()
-	return b, nil
+	b, err := launcher.StartBackground(e, in, o.name, args)
+	return b, in, err
 }
 
-// procExitCode is a process's exit code from its Wait error.
-func procExitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return 1
-	}
-	return 0
+func (a *app) terminal() launcher.Terminal {
+	return launcher.Terminal{In: a.in, Out: a.out, ErrOut: a.errOut, Status: a.status}
 }
 
-// running reports whether the session's agent container runs.
-func (b *backgroundLauncher) running(ctx context.Context) bool {
-	out, err := b.e.Output(ctx, "inspect", "--format", "{{.State.Running}}", b.name)
-	return err == nil && strings.TrimSpace(out) == "true"
-}
-
-// logFollower copies what the launcher writes to its log to w.
-type logFollower struct {
-	path string
-	off  int64
-	w    io.Writer
-}
-
-func (l *logFollower) copy() {
-	f, err := os.Open(l.path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
-		return
-	}
-	n, _ := io.Copy(l.w, f)
-	l.off += n
-}
-
-// detachRun starts the session's launcher in the background and returns
-// once the agent runs, printing the session's name; if the launcher ends
-// first, its output says why.
+// detachRun is hobbs run --detach.
 func (a *app) detachRun(ctx context.Context, o runOptions) error {
-	b, err := a.startBackgroundLauncher(o)
+	b, _, err := a.startBackground(o)
 	if err != nil {
 		return err
 	}
-	a.status("starting session %s in the background (output: %s)", b.name, b.logPath)
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-b.ended:
-			out, _ := os.ReadFile(b.logPath)
-			fmt.Fprint(a.errOut, lastLines(string(out), 20))
-			return &errs.Error{Code: procExitCode(err), Msg: fmt.Sprintf("session %s ended before it was up", b.name)}
-		case <-ctx.Done():
-			_ = b.cmd.Process.Signal(syscall.SIGTERM)
-			return ctx.Err()
-		case <-tick.C:
-			if b.running(ctx) {
-				fmt.Fprintln(a.out, b.name)
-				a.status("session %s runs: hobbs attach %s (Ctrl-P Ctrl-Q leaves it), hobbs exec %s -- CMD, hobbs logs %s, hobbs stop %s",
-					b.name, b.name, b.name, b.name, b.name)
-				return b.cmd.Process.Release()
-			}
-		}
-	}
+	return b.Detach(ctx, a.terminal())
 }
 
-// runOnTerminal is hobbs run on a terminal: the session's launcher runs in
-// the background (its output shown here while the session starts), and
-// this process starts the agent attached to the terminal. When the agent
-// ends, the launcher's cleanup is waited for and the agent's exit code
-// returned; when the terminal detaches (Ctrl-P Ctrl-Q), the session goes
-// on and this returns at once.
+// runOnTerminal is hobbs run on a terminal: the launcher in the background,
+// the agent attached here (launcher.Background.Attach).
 func (a *app) runOnTerminal(ctx context.Context, o runOptions) (int, error) {
 	if o.name == "" {
 		o.name = launcher.NewName()
@@ -411,60 +305,13 @@ func (a *app) runOnTerminal(ctx context.Context, o runOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ready := launcher.SessionLog(in, o.name) + ".ready"
+	ready := launcher.ReadyFile(in, o.name)
 	_ = os.Remove(ready)
-	b, err := a.startBackgroundLauncher(o, "--ready-file", ready)
+	b, _, err := a.startBackground(o, "--ready-file", ready)
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(ready)
-	follow := &logFollower{path: b.logPath, w: a.errOut}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for up := false; !up; {
-		select {
-		case err := <-b.ended:
-			follow.copy()
-			return procExitCode(err), &errs.Error{Code: procExitCode(err), Msg: fmt.Sprintf("session %s ended before it was up", b.name)}
-		case <-ctx.Done():
-			_ = b.cmd.Process.Signal(syscall.SIGTERM)
-			<-b.ended
-			follow.copy()
-			return errs.Interrupted, &errs.Error{Code: errs.Interrupted, Msg: "interrupted"}
-		case <-tick.C:
-			follow.copy()
-			_, err := os.Stat(ready)
-			up = err == nil
-		}
-	}
-	c, err := b.e.Command(context.WithoutCancel(ctx), nil, "start", "--attach", "--interactive", b.name)
-	if err != nil {
-		return 0, err
-	}
-	c.Stdin, c.Stdout, c.Stderr = a.in, a.out, a.errOut
-	started := make(chan error, 1)
-	go func() { started <- c.Run() }()
-	var startErr error
-	select {
-	case startErr = <-started:
-	case <-ctx.Done(): // SIGTERM: the launcher stops the agent
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		startErr = <-started
-	}
-	code := procExitCode(startErr)
-	if ctx.Err() == nil && b.running(context.Background()) {
-		fmt.Fprintf(a.errOut, "\nhobbs: detached from session %s, which goes on: hobbs attach %s, hobbs logs %s, hobbs stop %s\n",
-			b.name, b.name, b.name, b.name)
-		return 0, b.cmd.Process.Release()
-	}
-	lerr := <-b.ended // its cleanup
-	follow.copy()
-	// The launcher's own end (a stop, a failed proxy) is in its output,
-	// shown above, and its code is the session's.
-	if lc := procExitCode(lerr); lc != 0 {
-		return lc, nil
-	}
-	return code, nil
+	return b.Attach(ctx, ready, a.terminal())
 }
 
 // refuseRoot refuses to start a session as root: the agent writes the
@@ -480,70 +327,7 @@ func refuseRoot() error {
 			"then, as that user (su - hobbs): hobbs init && hobbs run (docs/setup.md, \"Running as root\")")
 }
 
-// onlySecrets narrows cfg to the variables names (env: or secrets:); a name
-// config.yaml gives no secret is an error.
-func onlySecrets(cfg *config.Config, names []string) error {
-	keep := map[string]bool{}
-	for _, n := range names {
-		_, env := cfg.Env[n]
-		_, bound := cfg.Secrets[n]
-		if !env && !bound {
-			return errs.Usagef("the run needs the secret %s, which config.yaml neither binds (secrets:) nor maps (env:)", n).
-				WithHint("add it to config.yaml, or remove it from the playbook's run.secrets")
-		}
-		keep[n] = true
-	}
-	for n := range cfg.Env {
-		if !keep[n] {
-			delete(cfg.Env, n)
-		}
-	}
-	for n := range cfg.Secrets {
-		if !keep[n] {
-			delete(cfg.Secrets, n)
-		}
-	}
-	return nil
-}
-
-// withValues turns variable names into NAME= entries (for checking names
-// before any value is decrypted).
-func withValues(names []string) []string {
-	kv := make([]string, len(names))
-	for i, n := range names {
-		kv[i] = n + "="
-	}
-	return kv
-}
-
 func stdoutIsTTY(a *app) bool {
 	f, ok := a.out.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// sessionBindings decrypts the secrets config.yaml binds to hosts, after
-// checking the hosts: the proxy puts them in requests to those hosts only.
-func sessionBindings(in instance.Instance, cfg *config.Config) ([]launcher.Binding, error) {
-	names := cfg.BindingNames()
-	if len(names) == 0 {
-		return nil, nil
-	}
-	mapping := make([][2]string, 0, len(names))
-	for _, n := range names {
-		if _, err := egress.ParseSecretHosts(cfg.Secrets[n].Hosts); err != nil {
-			return nil, errs.Usagef("config.yaml: secrets.%s.%v", n, err).
-				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443")
-		}
-		mapping = append(mapping, [2]string{n, cfg.Secrets[n].Vault})
-	}
-	env, err := vault.SessionEnv(in, mapping)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]launcher.Binding, 0, len(env))
-	for i, kv := range env {
-		name, value, _ := strings.Cut(kv, "=")
-		out = append(out, launcher.Binding{Name: name, Value: value, Hosts: cfg.Secrets[names[i]].Hosts})
-	}
-	return out, nil
 }

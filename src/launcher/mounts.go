@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
@@ -30,23 +31,6 @@ import (
 // a directory an agent writes: a concurrent session of the same workspace
 // holds it as a mount point too, unless the workspace had no .git when that
 // session started (docs/setup.md names what remains there).
-
-// mount is one bind mount of a session.
-type mount struct {
-	source, target string
-	readonly       bool
-}
-
-// flag is the mount's --mount value. Read-only is "ro", which both
-// engines take (podman 4.3 refuses "readonly" on a volume, and Docker reads
-// the two alike).
-func (m mount) flag() string {
-	f := "type=bind,source=" + m.source + ",target=" + m.target
-	if m.readonly {
-		f += ",ro"
-	}
-	return f
-}
 
 // unsafeSource is the error for a bind source that failed its check.
 func unsafeSource(path, why string) error {
@@ -97,46 +81,57 @@ func checkSource(root safefile.Root, rel string, dir, mkdir bool, uid int) (ok b
 	return true, nil
 }
 
-// prepareMounts checks every bind source of the session and keeps the
-// agent's and the proxy's mounts. It runs before anything is created.
-func (s *Session) prepareMounts() error {
-	in := s.Instance
+// Survey checks every bind source a session of instance in would mount
+// (the workspace ws, absolute, and the instance's shares, whose missing
+// directories it makes) for the user uid, and returns the host's facts its
+// plan is made from (NewPlan). A source that fails its check is an error
+// naming the path and the fix. It runs before anything is created.
+func Survey(in instance.Instance, cfg *config.Config, podman bool, ws string, uid, gid int, progress func(string, ...any)) (Host, error) {
+	h := Host{Instance: in.Root, UID: uid, GID: gid, Podman: podman, UpstreamCA: os.Getenv(EnvTestUpstreamCA) != ""}
 	fsys := in.FS()
-	if err := checkRoot(in.Root, s.UID); err != nil {
-		return err
+	if err := checkRoot(in.Root, uid); err != nil {
+		return h, err
 	}
-	var agent []mount
-	ws, err := s.workspaceMounts()
-	if err != nil {
-		return err
+	var err error
+	if h.Workspace, h.WorkspaceGit, err = surveyWorkspace(in, cfg, ws, uid, progress); err != nil {
+		return h, err
 	}
-	agent = append(agent, ws...)
 	for _, sh := range instance.AgentShares() {
-		ok, err := checkSource(fsys, sh.Rel, sh.Dir, true, s.UID)
+		ok, err := checkSource(fsys, sh.Rel, sh.Dir, true, uid)
 		if err != nil {
-			return err
+			return h, err
 		}
 		if ok {
-			agent = append(agent, mount{source: filepath.Join(in.Root, filepath.FromSlash(sh.Rel)),
-				target: InstanceDir + "/" + sh.Rel, readonly: sh.ReadOnly})
+			h.Shares = append(h.Shares, sh)
 		}
 	}
 	// The proxy reads policy.yaml from the instance (and reloads it when
 	// the host rewrites it, which a file mount would not show) and writes
-	// its audit log to logs/egress; the vault is covered (ProxyArgs).
-	if _, err := checkSource(fsys, "logs/egress", true, true, s.UID); err != nil {
-		return err
+	// its audit log to logs/egress.
+	if _, err := checkSource(fsys, "logs/egress", true, true, uid); err != nil {
+		return h, err
 	}
 	// The vault, when there is one, is covered in the proxy's view by an
 	// empty tmpfs, whose mount point must be a real directory.
-	if s.coverVault, err = checkSource(fsys, "vault", true, false, s.UID); err != nil {
+	if h.Vault, err = checkSource(fsys, "vault", true, false, uid); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// prepareMounts surveys the host for a Session whose fields were set by
+// hand and makes its plan (Execute is given one ready-made).
+func (s *Session) prepareMounts() error {
+	h, err := Survey(s.Instance, s.Config, s.Engine.IsPodman(), s.Workspace, s.UID, s.GID, s.Progress)
+	if err != nil {
 		return err
 	}
-	s.agentMounts = agent
-	s.proxyMounts = []mount{
-		{source: in.Root, target: InstanceDir, readonly: true},
-		{source: in.EgressLogs(), target: InstanceDir + "/logs/egress"},
+	h.RunVolume = s.runVolume
+	p, err := NewPlan(s.Config, RunSpec{Kind: KindSession, Name: s.Name, Image: s.Image, Command: s.Command, TTY: s.TTY, Host: h})
+	if err != nil {
+		return err
 	}
+	s.usePlan(p)
 	return nil
 }
 
@@ -157,58 +152,49 @@ func checkRoot(root string, uid int) error {
 	return nil
 }
 
-// workspaceMounts are the workspace and, when it is a git repository and
-// config.yaml's workspace_git_readonly is not false, its .git read-only: a
-// mount point of its own, which the agent can neither write, rename nor
-// replace. Covering only the files that name commands (config, hooks) is
-// not enough: git also reads .git/commondir, which redirects it to another
-// directory's config, and any new file the agent may create there is one
-// more such switch. Read-only, git in the container can still show status,
-// logs and diffs; committing needs workspace_git_readonly: false.
-func (s *Session) workspaceMounts() ([]mount, error) {
-	ws := s.Workspace
+// surveyWorkspace checks the workspace ws and returns it with its links
+// resolved, and whether its .git is to be mounted read-only: when it is a
+// git repository and config.yaml's workspace_git_readonly is not false, its
+// .git is a mount point of its own, which the agent can neither write,
+// rename nor replace. Covering only the files that name commands (config,
+// hooks) is not enough: git also reads .git/commondir, which redirects it
+// to another directory's config, and any new file the agent may create
+// there is one more such switch. Read-only, git in the container can still
+// show status, logs and diffs; committing needs workspace_git_readonly:
+// false.
+func surveyWorkspace(in instance.Instance, cfg *config.Config, ws string, uid int, progress func(string, ...any)) (string, bool, error) {
 	if real, err := filepath.EvalSymlinks(ws); err == nil {
 		ws = real // the user's path; its links are the user's own
 	}
-	if err := checkRoot(ws, s.UID); err != nil {
-		return nil, errs.Wrap(errs.Code(err), err, "workspace")
+	if err := checkRoot(ws, uid); err != nil {
+		return "", false, errs.Wrap(errs.Code(err), err, "workspace")
 	}
-	if err := checkOverlap(ws, s.Instance.Root); err != nil {
-		return nil, err
+	if err := checkOverlap(ws, in.Root); err != nil {
+		return "", false, err
 	}
 	if err := checkSensitive(ws, os.Getenv("HOME")); err != nil {
-		return nil, err
+		return "", false, err
 	}
-	s.workspace, s.gitCovered = ws, false
-	m := []mount{{source: ws, target: WorkspaceDir}}
-	if !s.Config.GitReadOnly() {
-		return m, nil
+	if cfg != nil && !cfg.GitReadOnly() {
+		return ws, false, nil
 	}
 	root := safefile.Beneath(ws)
 	fi, err := root.Lstat(".git")
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return m, nil
+		return ws, false, nil
 	case err != nil:
-		return nil, errs.Wrap(errs.Failure, err, "workspace")
+		return "", false, errs.Wrap(errs.Failure, err, "workspace")
 	case !fi.IsDir():
 		// A gitdir file or a link: git on the host follows it to a
 		// directory the session does not cover.
-		s.Progress("warning: %s is not a directory (a worktree, a submodule or a link): its git configuration is not protected from the agent", filepath.Join(ws, ".git"))
-		return m, nil
+		if progress != nil {
+			progress("warning: %s is not a directory (a worktree, a submodule or a link): its git configuration is not protected from the agent", filepath.Join(ws, ".git"))
+		}
+		return ws, false, nil
 	}
-	if ok, err := checkSource(root, ".git", true, false, s.UID); err != nil || !ok {
-		return nil, err
+	if ok, err := checkSource(root, ".git", true, false, uid); err != nil || !ok {
+		return "", false, err
 	}
-	s.gitCovered = true
-	return append(m, mount{source: filepath.Join(ws, ".git"), target: WorkspaceDir + "/.git", readonly: true}), nil
-}
-
-// mountFlags turns mounts into --mount arguments.
-func mountFlags(ms []mount) []string {
-	a := make([]string, 0, 2*len(ms))
-	for _, m := range ms {
-		a = append(a, "--mount", m.flag())
-	}
-	return a
+	return ws, true, nil
 }

@@ -25,7 +25,10 @@ import (
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
-// Session describes one `hobbs run`.
+// Session is the executor of one plan (Execute): it creates, starts,
+// follows and removes the session's objects. Its exported fields other
+// than the plan's are what only the launcher's process knows: the engine,
+// the streams, the secrets' values.
 type Session struct {
 	Engine    engine.CLI
 	Instance  instance.Instance
@@ -52,12 +55,7 @@ type Session struct {
 	Secrets []string
 	// Bindings are the secrets bound to hosts (config secrets:): the agent
 	// gets placeholders, the proxy the values (sessionfiles.go).
-	Bindings []Binding
-	// ProxyPolicy, when set, is the one policy the proxy enforces (a
-	// headless playbook run's), instead of the image's default and the
-	// instance's policy.yaml. It is a session file.
-	ProxyPolicy []byte
-
+	Bindings       []Binding
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Progress       func(format string, args ...any)
@@ -84,11 +82,9 @@ type Session struct {
 	ev               *events   // what the engine's event stream told
 	agentEnded       bool      // the agent's `start --attach` returned its status
 
-	// The bind mounts of each container, their sources checked
-	// (prepareMounts), and whether the proxy's view of the vault is
-	// covered.
-	agentMounts, proxyMounts []mount
-	coverVault               bool
+	// plan is what the session carries out: its containers, mounts,
+	// policy and command (NewPlan).
+	plan *Plan
 
 	// filesDir is the session's private directory on a tmpfs holding what
 	// its containers get but the engine must not keep (sessionfiles.go).
@@ -99,6 +95,36 @@ type Session struct {
 	workspace  string
 	gitCovered bool
 }
+
+// usePlan makes p the session's plan: what its containers are created with.
+func (s *Session) usePlan(p *Plan) {
+	s.plan = p
+	s.runVolume = p.runVolume
+	s.workspace, s.gitCovered = p.Workspace, p.WorkspaceGitReadOnly
+}
+
+// AgentArgs is the `create` command line of the agent container (the
+// plan's, with the session's files and owner). The engine removes it when
+// its command ends (--rm): `start --attach` returns once it is gone, and no
+// removal of the launcher's is left on the way out.
+func (s *Session) AgentArgs() []string { return s.plan.Agent.args(s.filesDir, s.owner, s.plan.podman) }
+
+// ProxyArgs is the `create` command line of the proxy container. It holds
+// no secret: the token is in a session file (sessionfiles.go).
+func (s *Session) ProxyArgs() []string { return s.plan.Proxy.args(s.filesDir, s.owner, s.plan.podman) }
+
+// egressNetwork is the network the proxy joins: "" for the engine's default
+// network (no --network flag: docker's bridge, podman's own default), the
+// session's own network, or the one named.
+//
+// The engine's default network is the default because the agent joins no
+// network. A session network of its own adds a bridge and its firewall
+// rules, made at every start and removed at every end, and only keeps the
+// proxy apart from the user's other containers — which the proxy cannot
+// reach anyway unless the policy's allow_private opens their addresses,
+// and which cannot reach it: it listens on no network port, only on the
+// socket in the session's volume.
+func (s *Session) egressNetwork() string { return s.plan.Proxy.Network }
 
 // ExitStopped is the exit code of a `hobbs run` whose session `hobbs stop`
 // ended: 128+SIGTERM, the status a command ended by SIGTERM has, and what
@@ -149,59 +175,10 @@ func (s *Session) labels(role string) []string {
 	return l
 }
 
-func (s *Session) user() string { return fmt.Sprintf("%d:%d", s.UID, s.GID) }
-
-// hardening are the flags both containers share, an init process among
-// them (--init). The agent needs one: Claude Code starts many children, and
-// their orphans must be reaped. The proxy needs one too, though it starts
-// no children: as process 1 of its container the kernel would drop a
-// SIGTERM that arrives before the Go runtime has installed its handlers — a
-// session whose command ends while the proxy is still starting (`hobbs run
-// -- true`) — and `docker stop` would then wait its whole timeout. Under an
-// init the signal ends a proxy that is not up yet at once.
-//
-// Both get the session's seccomp profile (seccomp.go), which the engine's
-// CLI reads from its standard input (SeccompSource): no file is left.
-func (s *Session) hardening() []string {
-	a := []string{"--user", s.user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"--security-opt", "seccomp=" + SeccompSource, "--init"}
-	if s.Engine.IsPodman() {
-		a = append(a, "--userns", "keep-id")
-	}
-	return a
-}
-
 // proxyURL is what the agent's proxy variables hold: the relay in its own
 // container (it has no other network), which forwards to the proxy's socket.
 func (s *Session) proxyURL() string {
 	return "http://" + TokenUser + ":" + s.token + "@" + RelayAddr
-}
-
-// runMount mounts the session's socket volume at RunDir: a small tmpfs that
-// the proxy's listening socket lives in and the agent mounts read-only (a
-// socket is connected to, not written). Sticky and open to all like /tmp:
-// the engine mounts it as root, and both containers run as the user.
-func (s *Session) runMount(readonly bool) string {
-	m := "type=volume,source=" + s.runVolume + ",target=" + RunDir
-	if readonly {
-		m += ",ro"
-	}
-	if s.mountsCreateVolumes() {
-		m += ",volume-driver=local,volume-opt=type=tmpfs,volume-opt=device=tmpfs,\"volume-opt=o=" + runVolumeOpts + "\""
-		m += volumeLabels(s.labels(RoleRun))
-	}
-	return m
-}
-
-const runVolumeOpts = "size=64k,mode=1777"
-
-// claudeMount mounts the instance's Claude state volume at ClaudeDir.
-func (s *Session) claudeMount() string {
-	m := "type=volume,source=" + ClaudeVolume(s.Instance, s.Config.ClaudeVolume) + ",target=" + ClaudeDir
-	if s.mountsCreateVolumes() {
-		m += volumeLabels(s.claudeLabels())
-	}
-	return m
 }
 
 func (s *Session) claudeLabels() []string {
@@ -214,91 +191,16 @@ func (s *Session) claudeLabels() []string {
 // of their own: two engine calls, each a CLI process, fewer at every
 // start. Podman's --mount takes neither options nor labels: there the
 // launcher creates them first.
-func (s *Session) mountsCreateVolumes() bool { return !s.Engine.IsPodman() }
+func (s *Session) mountsCreateVolumes() bool { return !s.plan.podman }
 
-// volumeLabels turns ["--label", "k=v", ...] into ",volume-label=k=v...".
-func volumeLabels(flags []string) string {
-	var b strings.Builder
-	for i := 1; i < len(flags); i += 2 {
-		b.WriteString(",volume-label=" + flags[i])
+// claudeVolume is the name of the Claude state volume the agent mounts.
+func (s *Session) claudeVolume() string {
+	for _, m := range s.plan.Agent.Mounts {
+		if m.Target == ClaudeDir {
+			return m.Source
+		}
 	}
-	return b.String()
-}
-
-// ProxyArgs is the `create` command line of the proxy container. It holds
-// no secret: the token is in a session file (sessionfiles.go).
-func (s *Session) ProxyArgs() []string {
-	a := []string{"create", "--pull", "never", "--name", ProxyName(s.Name), "--hostname", "proxy"}
-	a = append(a, s.labels(RoleProxy)...)
-	if n := s.egressNetwork(); n != "" {
-		a = append(a, "--network", n)
-	}
-	a = append(a, "--stop-signal", "SIGTERM")
-	a = append(a, s.hardening()...)
-	a = append(a, "--pids-limit", "256", "--memory", "512m",
-		"-e", "HOME="+HomeDir, "-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=proxy",
-		// Its one listening socket, in the volume the agent mounts too.
-		"--mount", s.runMount(false))
-	// Its token, the session CA and bound secrets, in files of the
-	// session's (sessionfiles.go).
-	a = append(a, s.sessionFileMount("token", SessionTokenFile)...)
-	a = append(a, s.sessionFileMount("secrets", SessionSecretsFile)...)
-	upstream := s.sessionFileMount("upstream.pem", SessionUpstreamCA)
-	a = append(a, upstream...)
-	// The instance read-only (policy.yaml, watched for changes), the
-	// directory of its audit log writable (prepareMounts), the vault hidden.
-	a = append(a, mountFlags(s.proxyMounts)...)
-	if s.coverVault {
-		a = append(a, "--tmpfs", InstanceDir+"/vault:ro,size=16k,mode=0555")
-	}
-	// A headless run's own policy replaces the image's and the instance's.
-	policy := s.sessionFileMount("policy.yaml", SessionPolicyFile)
-	a = append(a, policy...)
-	a = append(a,
-		"--entrypoint", "hobbs",
-		s.Image,
-		"proxy", "--listen", "unix:"+ProxySocket)
-	if policy != nil {
-		a = append(a, "--policy", SessionPolicyFile)
-	} else {
-		a = append(a, "--policy", PolicyFile, "--policy", InstanceDir+"/policy.yaml")
-	}
-	a = append(a,
-		"--audit", InstanceDir+"/"+ProxyAuditRel,
-		"--auth-token-file", SessionTokenFile,
-		"--secrets-file", SessionSecretsFile,
-		// Stopped once the agent is gone: what tunnels are left have no
-		// client; they are closed (and audited) well within proxyStopTime.
-		"--grace", "2s")
-	if upstream != nil {
-		a = append(a, "--upstream-ca", SessionUpstreamCA)
-	}
-	return a
-}
-
-// egressNetwork is the network the proxy joins (config egress_network): ""
-// for the engine's default network (no --network flag: docker's bridge,
-// podman's own default), the session's own network, or the one named.
-//
-// The engine's default network is the default because the agent joins no
-// network. A session network of its own adds a bridge and its firewall
-// rules, made at every start and removed at every end, and only keeps the
-// proxy apart from the user's other containers — which the proxy cannot
-// reach anyway unless the policy's allow_private opens their addresses,
-// and which cannot reach it: it listens on no network port, only on the
-// socket in the session's volume.
-func (s *Session) egressNetwork() string {
-	v := config.EgressDefault
-	if s.Config != nil {
-		v = s.Config.EgressNet
-	}
-	switch v {
-	case config.EgressDefault, "":
-		return ""
-	case config.EgressSession:
-		return EgressNetwork(s.Name)
-	}
-	return v
+	return ""
 }
 
 // AgentEnv is the agent's session variables: the proxy variables (holding
@@ -313,49 +215,6 @@ func (s *Session) AgentEnv() []string {
 		env = append(env, b.Name+"="+b.Placeholder)
 	}
 	return env
-}
-
-// AgentArgs is the `create` command line of the agent container. The engine
-// removes it when its command ends (--rm): `start --attach` returns once it
-// is gone, and no removal of the launcher's is left on the way out.
-func (s *Session) AgentArgs() []string {
-	a := []string{"create", "--pull", "never", "--rm", "--name", s.Name, "--hostname", "hobbs", "-i"}
-	if s.TTY {
-		a = append(a, "-t")
-	}
-	a = append(a, s.labels(RoleAgent)...)
-	// No network but loopback: the proxy's socket is its one way out.
-	a = append(a, "--network", "none")
-	a = append(a, s.hardening()...)
-	r := s.Config.Resources
-	if r.PIDs > 0 {
-		a = append(a, "--pids-limit", strconv.Itoa(r.PIDs))
-	}
-	if r.Memory != "" {
-		a = append(a, "--memory", r.Memory)
-	}
-	if r.CPUs != "" {
-		a = append(a, "--cpus", r.CPUs)
-	}
-	a = append(a,
-		"-e", "HOME="+HomeDir, "-e", "USER=dev",
-		"-e", "HOBBS_HOME="+InstanceDir, "-e", "HOBBS_CONTEXT=container",
-		"-e", "NO_PROXY=localhost,127.0.0.1", "-e", "no_proxy=localhost,127.0.0.1",
-		"-e", "HOBBS_PROXY_SOCKET="+ProxySocket, "-e", "HOBBS_PROXY_RELAY="+RelayAddr)
-	a = append(a, s.sessionFileMount("env", SessionEnvFile)...)
-	a = append(a, s.sessionFileMount("ca.pem", SessionCAFile)...)
-	// The workspace and the instance's shares (prepareMounts): never the
-	// instance root, whose entries the agent could rename or plant.
-	a = append(a, mountFlags(s.agentMounts)...)
-	a = append(a,
-		"--mount", s.runMount(true),
-		"--mount", s.claudeMount(),
-		"-w", WorkspaceDir,
-		s.Image)
-	if len(s.Command) == 0 {
-		return append(a, "claude")
-	}
-	return append(a, s.Command...)
 }
 
 // Run runs the session to its end and returns the agent command's exit
@@ -386,9 +245,8 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	}
 	s.token = randHex(24)
 	s.owner = Owner()
-	s.runVolume = RunVolume(s.Name)
-	if err := s.prepareMounts(); err != nil {
-		return 0, err
+	if s.plan == nil {
+		return 0, errs.Failf("internal: session %s has no plan", s.Name)
 	}
 	release, err := s.claimWorkspace(claimsDir(), s.workspace, s.gitCovered)
 	if err != nil {
@@ -613,7 +471,7 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 		// Podman refuses to create a volume that exists (Docker hands it
 		// over): the state volume exists from the second session on.
 		args := append([]string{"volume", "create"}, s.claudeLabels()...)
-		_, err := e.Output(ctx, append(args, ClaudeVolume(s.Instance, s.Config.ClaudeVolume))...)
+		_, err := e.Output(ctx, append(args, s.claudeVolume())...)
 		if err != nil && isClash(err) {
 			return nil
 		}

@@ -91,8 +91,8 @@ func (s *Session) writeSessionFiles() error {
 		return errs.Wrap(errs.Failure, err, "session files")
 	}
 	files["env"], files["token"], files["owner"] = env, []byte(s.token+"\n"), []byte(s.owner+"\n")
-	if s.ProxyPolicy != nil {
-		files["policy.yaml"] = s.ProxyPolicy
+	if s.plan.proxyPol != nil {
+		files["policy.yaml"] = s.plan.proxyPol
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
@@ -164,18 +164,6 @@ func (s *Session) removeSessionFiles() {
 	if s.filesDir != "" {
 		_ = os.RemoveAll(s.filesDir)
 	}
-}
-
-// sessionFileMount mounts the session file name read-only at target (when
-// it was written).
-func (s *Session) sessionFileMount(name, target string) []string {
-	if s.filesDir == "" {
-		return nil
-	}
-	if _, err := os.Lstat(filepath.Join(s.filesDir, name)); err != nil {
-		return nil
-	}
-	return []string{"--mount", mount{source: filepath.Join(s.filesDir, name), target: target, readonly: true}.flag()}
 }
 
 func ownedByMe(fi fs.FileInfo) bool {

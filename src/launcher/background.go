@@ -1,0 +1,209 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+)
+
+// The background launcher. On a terminal, and with --detach, a session's
+// launcher (the process that runs Execute and cleans up after it) is this
+// same hobbs, re-run as `hobbs run --detached-child` in a process session
+// of its own, its output in SessionLog: the session outlives the terminal
+// that started it. With --detach the terminal's hobbs returns once the
+// agent runs; on a terminal (Attach) the launcher leaves the agent's start
+// to the terminal's hobbs: it writes a ready file once the agent may start,
+// and the terminal's hobbs then starts the agent attached to the terminal.
+
+// Background is a session's launcher running in the background.
+type Background struct {
+	Name, LogPath string
+	cmd           *exec.Cmd
+	ended         chan error
+	e             engine.CLI
+}
+
+// Terminal is where the foreground hobbs talks to the user.
+type Terminal struct {
+	In          io.Reader
+	Out, ErrOut io.Writer
+	Status      func(format string, args ...any)
+}
+
+// StartBackground starts `hobbs run --detached-child --name NAME ARGS...`
+// (this executable) for session name of instance in, in a process session
+// of its own, its output in SessionLog.
+func StartBackground(e engine.CLI, in instance.Instance, name string, args []string) (*Background, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "find hobbs")
+	}
+	logPath := SessionLog(in, name)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "session log")
+	}
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "session log")
+	}
+	defer f.Close()
+	c := exec.Command(exe, append([]string{"run", "--detached-child", "--name", name}, args...)...)
+	c.Env = append(os.Environ(), instance.EnvHome+"="+in.Root)
+	c.Stdout, c.Stderr = f, f
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "start the session's launcher")
+	}
+	b := &Background{Name: name, LogPath: logPath, cmd: c, ended: make(chan error, 1), e: e}
+	go func() { b.ended <- c.Wait() }()
+	return b, nil
+}
+
+// procExitCode is a process's exit code from its Wait error.
+func procExitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// running reports whether the session's agent container runs.
+func (b *Background) running(ctx context.Context) bool {
+	out, err := b.e.Output(ctx, "inspect", "--format", "{{.State.Running}}", b.Name)
+	return err == nil && strings.TrimSpace(out) == "true"
+}
+
+// logFollower copies what the launcher writes to its log to w.
+type logFollower struct {
+	path string
+	off  int64
+	w    io.Writer
+}
+
+func (l *logFollower) copy() {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
+		return
+	}
+	n, _ := io.Copy(l.w, f)
+	l.off += n
+}
+
+// Detach waits until the background launcher's agent runs, then prints the
+// session's name and leaves it running; if the launcher ends first, the end
+// of its output says why.
+func (b *Background) Detach(ctx context.Context, t Terminal) error {
+	t.Status("starting session %s in the background (output: %s)", b.Name, b.LogPath)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-b.ended:
+			out, _ := os.ReadFile(b.LogPath)
+			fmt.Fprint(t.ErrOut, LastLines(string(out), 20))
+			return &errs.Error{Code: procExitCode(err), Msg: fmt.Sprintf("session %s ended before it was up", b.Name)}
+		case <-ctx.Done():
+			_ = b.cmd.Process.Signal(syscall.SIGTERM)
+			return ctx.Err()
+		case <-tick.C:
+			if b.running(ctx) {
+				fmt.Fprintln(t.Out, b.Name)
+				t.Status("session %s runs: hobbs attach %s (Ctrl-P Ctrl-Q leaves it), hobbs exec %s -- CMD, hobbs logs %s, hobbs stop %s",
+					b.Name, b.Name, b.Name, b.Name, b.Name)
+				return b.cmd.Process.Release()
+			}
+		}
+	}
+}
+
+// ReadyFile is where the background launcher of session name says that its
+// agent may start.
+func ReadyFile(in instance.Instance, name string) string { return SessionLog(in, name) + ".ready" }
+
+// Attach is hobbs run on a terminal, once b (started with --ready-file
+// ReadyFile) runs: its output is shown here while the session starts, then
+// the agent is started attached to the terminal. When the agent ends, the
+// launcher's cleanup is waited for and the agent's exit code returned; when
+// the terminal detaches (Ctrl-P Ctrl-Q), the session goes on and this
+// returns at once.
+func (b *Background) Attach(ctx context.Context, ready string, t Terminal) (int, error) {
+	defer os.Remove(ready)
+	follow := &logFollower{path: b.LogPath, w: t.ErrOut}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for up := false; !up; {
+		select {
+		case err := <-b.ended:
+			follow.copy()
+			return procExitCode(err), &errs.Error{Code: procExitCode(err), Msg: fmt.Sprintf("session %s ended before it was up", b.Name)}
+		case <-ctx.Done():
+			_ = b.cmd.Process.Signal(syscall.SIGTERM)
+			<-b.ended
+			follow.copy()
+			return errs.Interrupted, &errs.Error{Code: errs.Interrupted, Msg: "interrupted"}
+		case <-tick.C:
+			follow.copy()
+			_, err := os.Stat(ready)
+			up = err == nil
+		}
+	}
+	c, err := b.e.Command(context.WithoutCancel(ctx), nil, "start", "--attach", "--interactive", b.Name)
+	if err != nil {
+		return 0, err
+	}
+	c.Stdin, c.Stdout, c.Stderr = t.In, t.Out, t.ErrOut
+	started := make(chan error, 1)
+	go func() { started <- c.Run() }()
+	var startErr error
+	select {
+	case startErr = <-started:
+	case <-ctx.Done(): // SIGTERM: the launcher stops the agent
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
+		startErr = <-started
+	}
+	code := procExitCode(startErr)
+	if ctx.Err() == nil && b.running(context.Background()) {
+		fmt.Fprintf(t.ErrOut, "\nhobbs: detached from session %s, which goes on: hobbs attach %s, hobbs logs %s, hobbs stop %s\n",
+			b.Name, b.Name, b.Name, b.Name)
+		return 0, b.cmd.Process.Release()
+	}
+	lerr := <-b.ended // its cleanup
+	follow.copy()
+	// The launcher's own end (a stop, a failed proxy) is in its output,
+	// shown above, and its code is the session's.
+	if lc := procExitCode(lerr); lc != 0 {
+		return lc, nil
+	}
+	return code, nil
+}
+
+// LastLines is the last n lines of s.
+func LastLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "")
+}

@@ -1,0 +1,164 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/vault"
+)
+
+// PlanRun surveys the host for the run spec describes (Survey: every bind
+// source checked, missing share directories made) and returns its plan.
+// The spec's Host is filled in here; its Name, when empty, is a fresh one.
+func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace string, spec RunSpec, progress func(string, ...any)) (*Plan, error) {
+	if spec.Name == "" {
+		spec.Name = NewName()
+	}
+	if err := ValidName(spec.Name); err != nil {
+		return nil, err
+	}
+	h, err := Survey(in, cfg, podman, workspace, os.Getuid(), os.Getgid(), progress)
+	if err != nil {
+		return nil, err
+	}
+	h.RunVolume = RunVolume(spec.Name)
+	spec.Host = h
+	return NewPlan(cfg, spec)
+}
+
+// Runtime is what Execute needs beyond the plan: what only the launcher's
+// process has (the engine, its streams) and how the session is followed.
+type Runtime struct {
+	Engine         engine.CLI
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Progress       func(format string, args ...any)
+	// Audit, when set, gets the session's start (once its image is ready)
+	// and end.
+	Audit *audit.Logger
+	// Prepare makes sure the plan's image is current (Session.Prepare).
+	Prepare func(ctx context.Context) (changed bool, err error)
+	// Detached and ReadyFile: see Session.
+	Detached  bool
+	ReadyFile string
+}
+
+// Execute carries out plan p: it decrypts the values of the secrets the
+// plan names (nothing else), runs the session to its end and returns the
+// agent command's exit code: 124 when the plan's time limit stopped it,
+// ExitStopped when hobbs stop did.
+func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
+	env, bindings, err := p.values()
+	if err != nil {
+		return 0, err
+	}
+	defer clearValues(env, bindings)
+	s := &Session{Engine: rt.Engine, Instance: p.instance, Name: p.Session, Image: p.Image, Workspace: p.Workspace,
+		Command: p.Claude.Command, UID: p.uid, GID: p.gid, TTY: p.Agent.TTY, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
+		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress}
+	if rt.Detached {
+		s.Stdin = nil
+	}
+	s.usePlan(p)
+	started := false
+	s.Prepare = func(ctx context.Context) (bool, error) {
+		changed := false
+		if rt.Prepare != nil {
+			var err error
+			if changed, err = rt.Prepare(ctx); err != nil {
+				return false, err
+			}
+		}
+		started = true
+		p.logStart(rt.Audit)
+		return changed, nil
+	}
+	if p.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
+		defer cancel()
+	}
+	code, err := s.Run(ctx)
+	if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		code, err = errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: fmt.Sprintf("session %s stopped at its time limit (%v)", p.Session, p.Timeout)}
+	}
+	engine.Tracef("run: session returned")
+	if started && rt.Audit != nil {
+		out := "ok"
+		switch {
+		case errs.Code(err) == ExitStopped:
+			out, code = "stopped", ExitStopped
+		case err != nil:
+			out = "error"
+		}
+		_ = rt.Audit.Log(audit.Entry{Event: "session.end", Subject: p.Session, Outcome: out, Detail: map[string]any{"exit": code}})
+	}
+	return code, err
+}
+
+// logStart audits the session's start: what it runs and the names of the
+// secrets it gets.
+func (p *Plan) logStart(log *audit.Logger) {
+	if log == nil {
+		return
+	}
+	env, bound := []string{}, []string{}
+	for _, e := range p.Env {
+		env = append(env, e.Name)
+	}
+	for _, b := range p.Secrets {
+		bound = append(bound, b.Name)
+	}
+	d := map[string]any{"image": p.Image, "workspace": p.Workspace, "kind": string(p.Kind), "env": env, "secrets": bound}
+	if p.Playbook != "" {
+		d["playbook"] = p.Playbook
+	}
+	_ = log.Log(audit.Entry{Event: "session.start", Subject: p.Session, Outcome: "ok", Detail: d})
+}
+
+// values decrypts the values of the plan's env: variables and bound
+// secrets, and checks the bindings' hosts.
+func (p *Plan) values() (env []string, bindings []Binding, err error) {
+	mapping := make([][2]string, 0, len(p.Env)+len(p.Secrets))
+	for _, e := range p.Env {
+		mapping = append(mapping, [2]string{e.Name, e.Vault})
+	}
+	for _, b := range p.Secrets {
+		if _, err := egress.ParseSecretHosts(b.Hosts); err != nil {
+			return nil, nil, errs.Usagef("config.yaml: secrets.%s.%v", b.Name, err)
+		}
+		mapping = append(mapping, [2]string{b.Name, b.Vault})
+	}
+	all, err := vault.SessionEnv(p.instance, mapping)
+	if err != nil {
+		return nil, nil, err
+	}
+	env = all[:len(p.Env)]
+	for i, kv := range all[len(p.Env):] {
+		_, value, _ := strings.Cut(kv, "=")
+		bindings = append(bindings, Binding{Name: p.Secrets[i].Name, Value: value, Hosts: p.Secrets[i].Hosts})
+	}
+	return env, bindings, nil
+}
+
+// clearValues drops the references to the secrets' values once the session
+// has ended (Go strings cannot be wiped; this keeps them from living on in
+// what the caller holds).
+func clearValues(env []string, bindings []Binding) {
+	for i := range env {
+		env[i] = ""
+	}
+	for i := range bindings {
+		bindings[i].Value = ""
+	}
+}

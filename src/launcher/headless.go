@@ -1,0 +1,165 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/task"
+)
+
+// A headless playbook run is a session without a terminal whose plan
+// (NewPlan, KindPlaybook or KindScheduled) has Claude Code in print mode
+// carry out the playbook with the run-playbook skill, within the approved
+// grant: its proxy enforces a policy of the run's own, it gets only the
+// declared secrets, Claude Code the declared tools and turn limit, and the
+// session is stopped at the time limit (exit 124). The run is a task in the
+// task log: started before the session, finished with its outcome, the
+// hosts the proxy refused it (each with the command that would allow it),
+// and the final message, whose Lessons become memories.
+
+// maxTranscript is how much of the run's output the task record keeps
+// (the end of it: the final message comes last).
+const maxTranscript = 256 << 10
+
+// Headless is one headless run of a playbook.
+type Headless struct {
+	Plan  *Plan
+	Grant playbook.RunSpec
+	// Runtime carries the plan out; its Stdout gets the run's output too.
+	Runtime Runtime
+	Tasks   task.Log
+	// Remember, when set, turns the final message's Lessons into memories.
+	Remember task.Rememberer
+	Status   func(format string, args ...any)
+}
+
+// Run carries the run out as a task and returns the session's exit code
+// and error; the task is finished either way (a failure to finish it is a
+// warning on Status).
+func (h Headless) Run(ctx context.Context) (int, error) {
+	in, spec := h.Plan.instance, h.Grant
+	t, err := h.Tasks.Start("playbook run: "+spec.Playbook, "hobbs", spec.Playbook)
+	if err != nil {
+		return 0, err
+	}
+	h.Status("playbook %s: task %s started", spec.Playbook, t.ID)
+	out := &tailBuffer{max: maxTranscript}
+	rt := h.Runtime
+	rt.Stdin = strings.NewReader("")
+	if rt.Stdout != nil {
+		rt.Stdout = io.MultiWriter(rt.Stdout, out)
+	} else {
+		rt.Stdout = out
+	}
+	start := time.Now()
+	code, runErr := Execute(ctx, h.Plan, rt)
+
+	outcome := task.OK
+	if runErr != nil || code != 0 {
+		outcome = task.Failed
+	}
+	transcript := out.String()
+	report := runReport(in, spec, start, code, runErr, transcript)
+	var lessons task.Rememberer
+	if len(task.Lessons(transcript)) > 0 {
+		lessons = h.Remember
+		report += "\n" + lessonsSection(transcript)
+	}
+	review := ""
+	if spec.Stage == "supervised" {
+		review = task.ReviewPending // a supervised run's result waits for the user
+	}
+	if _, err := h.Tasks.Done(t.ID, task.DoneOptions{Outcome: outcome, Retro: report, Remember: lessons, Review: review}); err != nil {
+		h.Status("hobbs: warning: task %s: %v", t.ID, err)
+	}
+	h.Status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, t.ID, outcome, t.ID)
+	if review != "" {
+		h.Status("playbook %s is supervised: review the run, then hobbs task review %s --approve (or --reject)", spec.Playbook, t.ID)
+	}
+	return code, runErr
+}
+
+// runReport is the run's part of its task record.
+func runReport(in instance.Instance, spec playbook.RunSpec, start time.Time, code int, runErr error, transcript string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Run\n\n- playbook: %s (%s)\n- exit: %d\n", spec.Playbook, spec.Stage, code)
+	if runErr != nil {
+		fmt.Fprintf(&b, "- error: %s\n", firstLine(runErr.Error()))
+	}
+	if !spec.Declared {
+		b.WriteString("- limits: the instance defaults (the playbook has no run: block)\n")
+	} else {
+		fmt.Fprintf(&b, "- limits: hosts %s; secrets %s; tools %s; max_turns %d; timeout %s\n",
+			listOrNone(spec.Hosts), listOrNone(spec.Secrets), listOrNone(spec.Tools), spec.MaxTurns, spec.TimeoutText)
+	}
+	if denied := deniedSince(in, start); len(denied) > 0 {
+		b.WriteString("\n## Denied by the proxy\n\n")
+		for _, d := range denied {
+			fmt.Fprintf(&b, "- %s — to allow it: %s\n", d.Target, strings.Join(spec.AllowCommands(d.Host, d.Port), " ; "))
+		}
+	}
+	if t := strings.TrimSpace(transcript); t != "" {
+		b.WriteString("\n## Final output\n\n```\n" + strings.ReplaceAll(t, "```", "'''") + "\n```\n")
+	}
+	return b.String()
+}
+
+// deniedSince are the targets the proxies of in refused by default since
+// start (the run's proxy writes the instance's egress audit log; a session
+// running at the same time may add its own).
+func deniedSince(in instance.Instance, start time.Time) []egress.Denied {
+	f, err := in.FS().Open(in.EgressAuditLog())
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return egress.DeniedSince(f, start)
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "(none)"
+	}
+	return strings.Join(s, ", ")
+}
+
+// lessonsSection is the transcript's Lessons bullets as a section that
+// task.Lessons reads again when the task is finished.
+func lessonsSection(transcript string) string {
+	var b strings.Builder
+	b.WriteString("## Lessons\n\n")
+	for _, l := range task.Lessons(transcript) {
+		b.WriteString("- " + l + "\n")
+	}
+	return b.String()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

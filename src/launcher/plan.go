@@ -1,0 +1,658 @@
+package launcher
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+)
+
+// Plans. Everything an agent may do in one run — both containers' flags,
+// every mount with its checked source, the proxy's policy and the secrets
+// bound to hosts (by name), Claude Code's command line, the time limit — is
+// computed here, in NewPlan, from config.yaml and a RunSpec, and nowhere
+// else. NewPlan is pure: the host's facts it needs (which instance entries
+// exist and passed their checks, the workspace as resolved, the engine) are
+// gathered beforehand by Survey and travel in the spec, and it reads no
+// clock, no engine and no file. Execute carries a plan out; `hobbs run
+// --plan` and `hobbs playbook run --plan` print it; golden tests pin it
+// (testdata/plans), so a change that widens what an agent may do shows as a
+// diff in review. A plan never holds a secret value or the proxy's token:
+// those are made or decrypted by Execute and reach the containers only in
+// session files.
+
+// Kind says who starts a run.
+type Kind string
+
+// The kinds of run. A new way to start an agent (a webhook, a chat turn) is
+// a new Kind and a RunSpec of its own, never code that assembles containers.
+const (
+	KindSession   Kind = "session"   // hobbs run: the user's terminal, or --detach
+	KindPlaybook  Kind = "playbook"  // hobbs playbook run: headless, started by the user
+	KindScheduled Kind = "scheduled" // hobbs playbook run --scheduled: headless, started by a timer
+)
+
+// RunSpec says who starts a run and for what; with config.yaml it is all
+// a plan is made from.
+type RunSpec struct {
+	Kind    Kind     `json:"kind"`
+	Name    string   `json:"name"`    // the session's name (ValidName)
+	Image   string   `json:"image"`   // the image to run (ImageRef)
+	Command []string `json:"command"` // KindSession: the agent's command; empty: claude
+	TTY     bool     `json:"tty"`     // the agent gets a terminal
+	// Playbook is a headless run's approved grant (KindPlaybook,
+	// KindScheduled): its hosts, secrets, tools and limits.
+	Playbook *playbook.RunSpec `json:"playbook,omitempty"`
+	// Policy is the instance's effective egress policy (the image's default
+	// and policy.yaml): shown in the plan, and what a headless run's own
+	// policy is narrowed from.
+	Policy *egress.Policy `json:"-"`
+	// Host holds the facts of the host the plan needs (Survey).
+	Host Host `json:"host"`
+}
+
+// Host is what NewPlan needs to know of the host: found and checked by
+// Survey, or set by hand in tests.
+type Host struct {
+	Instance     string           `json:"instance"` // the instance root
+	UID          int              `json:"uid"`
+	GID          int              `json:"gid"`
+	Podman       bool             `json:"podman"`        // the engine is podman
+	Workspace    string           `json:"workspace"`     // absolute, links resolved
+	WorkspaceGit bool             `json:"workspace_git"` // its .git is a directory to mount read-only
+	Shares       []instance.Share `json:"shares"`        // the agent shares that exist, sources checked
+	Vault        bool             `json:"vault"`         // the instance has a vault/ to cover in the proxy's view
+	UpstreamCA   bool             `json:"upstream_ca"`   // tests: extra roots for the proxy (EnvTestUpstreamCA)
+	RunVolume    string           `json:"run_volume"`    // the socket volume's name (RunVolume)
+}
+
+// Plan is one run, whole.
+type Plan struct {
+	Kind      Kind   `json:"kind"`
+	Session   string `json:"session"`
+	Playbook  string `json:"playbook,omitempty"`
+	Image     string `json:"image"`
+	Instance  string `json:"instance"`
+	Workspace string `json:"workspace"`
+	// WorkspaceGitReadOnly: the workspace's .git is mounted read-only.
+	WorkspaceGitReadOnly bool      `json:"workspace_git_readonly"`
+	Agent                Container `json:"agent"`
+	Proxy                Container `json:"proxy"`
+	Egress               Egress    `json:"egress"`
+	// Env are the config.yaml env: variables the agent gets with their
+	// values (from the vault); Secrets the variables bound to hosts, whose
+	// values only the proxy gets.
+	Env     []EnvSecret   `json:"env"`
+	Secrets []BoundSecret `json:"secrets"`
+	// AgentVars are the agent's session variables (SessionEnvFile), as
+	// shown: the token and every value masked.
+	AgentVars []string `json:"agent_vars"`
+	// SessionFiles are the files of the session's private directory and
+	// the container each is mounted into.
+	SessionFiles []SessionFile `json:"session_files"`
+	Claude       Claude        `json:"claude"`
+	// Create are both containers' create commands as the engine gets
+	// them, but for the session's private directory and the owner label.
+	Create struct {
+		Agent []string `json:"agent"`
+		Proxy []string `json:"proxy"`
+	} `json:"create"`
+	// Timeout stops the run (exit 124); 0: none.
+	Timeout time.Duration `json:"-"`
+	// TimeoutText is Timeout as text, for JSON ("" for none).
+	TimeoutText string `json:"timeout,omitempty"`
+
+	uid, gid  int
+	podman    bool
+	proxyPol  []byte // a headless run's own policy file
+	instance  instance.Instance
+	runVolume string
+}
+
+// Container is one container's configuration, rendered into the engine's
+// create command by args.
+type Container struct {
+	Name        string    `json:"name"`
+	Role        string    `json:"role"`
+	Hostname    string    `json:"hostname"`
+	User        string    `json:"user"`
+	Network     string    `json:"network"` // "none"; "" for the engine's default
+	CapDrop     []string  `json:"cap_drop"`
+	SecurityOpt []string  `json:"security_opt"`
+	Init        bool      `json:"init"`
+	Userns      string    `json:"userns,omitempty"`
+	Remove      bool      `json:"remove"` // --rm
+	Interactive bool      `json:"interactive"`
+	TTY         bool      `json:"tty"`
+	StopSignal  string    `json:"stop_signal,omitempty"`
+	Resources   Resources `json:"resources"`
+	Labels      []string  `json:"labels"` // key=value
+	Env         []string  `json:"env"`    // in the container's configuration: never a secret
+	Mounts      []Mount   `json:"mounts"`
+	Tmpfs       []string  `json:"tmpfs,omitempty"`
+	Workdir     string    `json:"workdir,omitempty"`
+	Entrypoint  string    `json:"entrypoint,omitempty"`
+	Image       string    `json:"image"`
+	Command     []string  `json:"command"`
+}
+
+// Resources are a container's limits ("" or 0: none).
+type Resources struct {
+	PIDs   int    `json:"pids,omitempty"`
+	Memory string `json:"memory,omitempty"`
+	CPUs   string `json:"cpus,omitempty"`
+}
+
+// Mount kinds.
+const (
+	MountBind        = "bind"         // a host path, its source checked (Survey)
+	MountVolume      = "volume"       // an engine volume
+	MountSessionFile = "session-file" // a file of the session's private directory
+)
+
+// Mount is one mount of a container.
+type Mount struct {
+	Type     string `json:"type"`
+	Source   string `json:"source"` // host path, volume name, or session file name
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"readonly"`
+	// Create: the engine makes the volume, with these driver options and
+	// Labels, when it is missing (Docker); empty where the launcher
+	// creates it first (podman).
+	Create string   `json:"create,omitempty"`
+	Labels []string `json:"labels,omitempty"`
+}
+
+// Egress is what the run's proxy enforces.
+type Egress struct {
+	// Network is the network the proxy joins: "default" for the engine's
+	// default network, else its name. The agent joins none.
+	Network string `json:"network"`
+	// PolicyFiles are the policy files the proxy reads, in its container.
+	PolicyFiles []string `json:"policy_files"`
+	// Policy is a headless run's own policy file (a session file), whole.
+	Policy       string              `json:"policy,omitempty"`
+	Services     []string            `json:"services"`
+	Domains      []string            `json:"domains"`
+	Deny         []string            `json:"deny"`
+	AllowPrivate []string            `json:"allow_private"`
+	Rules        map[string][]string `json:"rules"`
+	// Intercepted are the hosts whose HTTPS the proxy terminates: those a
+	// secret is bound to and those with request rules.
+	Intercepted []string `json:"intercepted"`
+}
+
+// EnvSecret is a config.yaml env: variable: the agent gets its value.
+type EnvSecret struct {
+	Name  string `json:"name"`
+	Vault string `json:"vault"`
+}
+
+// BoundSecret is a config.yaml secrets: entry: the agent gets a
+// placeholder, the proxy puts the value in requests to Hosts only.
+type BoundSecret struct {
+	Name  string   `json:"name"`
+	Vault string   `json:"vault"`
+	Hosts []string `json:"hosts"`
+}
+
+// SessionFile is one file of the session's private directory.
+type SessionFile struct {
+	Name      string `json:"name"`
+	Container string `json:"container"` // agent or proxy
+	Target    string `json:"target"`
+	Holds     string `json:"holds"`
+}
+
+// Claude is how Claude Code runs in the agent container.
+type Claude struct {
+	Command []string `json:"command"`
+	// Tools is --tools (the built-in tools the run has at all), nil for
+	// Claude Code's defaults; AllowedTools is --allowedTools.
+	Tools        []string `json:"tools"`
+	AllowedTools []string `json:"allowed_tools"`
+	MaxTurns     int      `json:"max_turns,omitempty"`
+	// Settings are the settings files the image fixes (managed, read-only).
+	Settings []string `json:"settings"`
+	// Print: Claude Code runs in print mode (-p), with no one to approve.
+	Print bool `json:"print"`
+}
+
+// ManagedSettings is where the image keeps Claude Code's managed settings
+// and the identity (dist/Dockerfile).
+var ManagedSettings = []string{"/etc/claude-code/managed-settings.json", "/etc/claude-code/CLAUDE.md"}
+
+// runVolumeOpts are the socket volume's tmpfs options: small, sticky and
+// open to all like /tmp (the engine mounts it as root, and both containers
+// run as the user).
+const runVolumeOpts = "size=64k,mode=1777"
+
+// Shown in place of what only Execute knows.
+const (
+	shownOwner = "<launcher>"      // the owner label: the launcher's host/pid/start
+	shownToken = "<token>"         // the proxy's per-session token
+	shownFiles = "<session-files>" // the session's private directory
+)
+
+// NewPlan computes the run spec describes under config cfg. It is pure: an
+// error is the user's to fix (a secret the run needs that config.yaml does
+// not have, a name the launcher sets itself, a binding's bad host).
+func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
+	if err := ValidName(spec.Name); err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	in, err := instance.At(spec.Host.Instance)
+	if err != nil {
+		return nil, err
+	}
+	h := spec.Host
+	p := &Plan{Kind: spec.Kind, Session: spec.Name, Image: spec.Image, Instance: in.Root, Workspace: h.Workspace,
+		uid: h.UID, gid: h.GID, podman: h.Podman, instance: in, runVolume: h.RunVolume,
+		Env: []EnvSecret{}, Secrets: []BoundSecret{}}
+	if p.runVolume == "" {
+		p.runVolume = spec.Name + "-run"
+	}
+	grant := spec.Playbook
+	headless := spec.Kind == KindPlaybook || spec.Kind == KindScheduled
+	if headless != (grant != nil) {
+		return nil, errs.Failf("internal: a %s run with%s a playbook grant", spec.Kind, map[bool]string{true: "", false: "out"}[grant != nil])
+	}
+	if err := p.secrets(cfg, grant); err != nil {
+		return nil, err
+	}
+	if err := p.egress(cfg, spec, grant); err != nil {
+		return nil, err
+	}
+	p.claude(spec, grant)
+	if grant != nil {
+		p.Playbook = grant.Playbook
+		p.Timeout, p.TimeoutText = grant.Timeout, grant.Timeout.String()
+	}
+	p.WorkspaceGitReadOnly = h.WorkspaceGit && cfg.GitReadOnly()
+	p.Agent = p.agent(cfg, spec, h)
+	p.Proxy = p.proxy(h)
+	p.AgentVars = p.agentVars()
+	p.Create.Agent, p.Create.Proxy = p.Args()
+	return p, nil
+}
+
+// secrets picks the variables the run gets: all that config.yaml maps or
+// binds, or, for a run: block, only those it names.
+func (p *Plan) secrets(cfg *config.Config, grant *playbook.RunSpec) error {
+	keep := func(string) bool { return true }
+	if grant != nil && grant.Declared {
+		want := map[string]bool{}
+		for _, n := range grant.Secrets {
+			_, env := cfg.Env[n]
+			_, bound := cfg.Secrets[n]
+			if !env && !bound {
+				return errs.Usagef("the run needs the secret %s, which config.yaml neither binds (secrets:) nor maps (env:)", n).
+					WithHint("add it to config.yaml, or remove it from the playbook's run.secrets")
+			}
+			want[n] = true
+		}
+		keep = func(n string) bool { return want[n] }
+	}
+	var names []string
+	for _, kv := range cfg.VaultEnv() {
+		if keep(kv[0]) {
+			p.Env = append(p.Env, EnvSecret{Name: kv[0], Vault: kv[1]})
+			names = append(names, kv[0]+"=")
+		}
+	}
+	for _, n := range cfg.BindingNames() {
+		if !keep(n) {
+			continue
+		}
+		b := cfg.Secrets[n]
+		if _, err := egress.ParseSecretHosts(b.Hosts); err != nil {
+			return errs.Usagef("config.yaml: secrets.%s.%v", n, err).
+				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443")
+		}
+		p.Secrets = append(p.Secrets, BoundSecret{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...)})
+		names = append(names, n+"=")
+	}
+	return CheckSecretNames(names)
+}
+
+// egress is the proxy's policy: the instance's, or a headless run's own,
+// narrowed to its run: block's hosts.
+func (p *Plan) egress(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec) error {
+	e := &p.Egress
+	e.Network = "default"
+	if n := egressNetworkOf(cfg, spec.Name); n != "" {
+		e.Network = n
+	}
+	pol := spec.Policy
+	if grant != nil && grant.Declared {
+		if pol == nil {
+			return errs.Failf("internal: a run: block's plan without the instance's policy")
+		}
+		b, err := pol.Narrow("The policy of a headless run of playbook "+grant.Playbook+" (hobbs playbook run).", grant.Hosts)
+		if err != nil {
+			return errs.Wrap(errs.Failure, err, "run policy")
+		}
+		if pol, err = egress.Parse(SessionPolicyFile, b); err != nil {
+			return errs.Wrap(errs.Failure, err, "run policy")
+		}
+		p.proxyPol, e.Policy = b, string(b)
+		e.PolicyFiles = []string{SessionPolicyFile}
+	} else {
+		e.PolicyFiles = []string{PolicyFile, InstanceDir + "/policy.yaml"}
+	}
+	e.Services, e.Domains, e.Deny, e.AllowPrivate, e.Rules = []string{}, []string{}, []string{}, []string{}, map[string][]string{}
+	intercepted := map[string]bool{}
+	if pol != nil {
+		e.Services = append(e.Services, pol.Services...)
+		for _, r := range pol.Domains {
+			e.Domains = append(e.Domains, r.Pattern)
+		}
+		for _, r := range pol.Deny {
+			e.Deny = append(e.Deny, r.Pattern)
+		}
+		for _, a := range pol.AllowPrivate {
+			e.AllowPrivate = append(e.AllowPrivate, a.String())
+		}
+		for _, hr := range pol.Rules {
+			for _, rr := range hr.Requests {
+				e.Rules[hr.Host.Pattern] = append(e.Rules[hr.Host.Pattern], rr.Text)
+			}
+			intercepted[hr.Host.Pattern] = true
+		}
+	}
+	for _, b := range p.Secrets {
+		for _, h := range b.Hosts {
+			intercepted[h] = true
+		}
+	}
+	e.Intercepted = sortedKeys(intercepted)
+	return nil
+}
+
+// claude is the agent's command: the spec's, or a headless run's Claude
+// Code in print mode.
+func (p *Plan) claude(spec RunSpec, grant *playbook.RunSpec) {
+	c := &p.Claude
+	c.Settings = ManagedSettings
+	if grant == nil {
+		c.Command = append([]string{}, spec.Command...)
+		if len(c.Command) == 0 {
+			c.Command = []string{"claude"}
+		}
+		return
+	}
+	c.Command, c.Print, c.MaxTurns = playbook.ClaudeCommand(*grant), true, grant.MaxTurns
+	if grant.Declared {
+		c.AllowedTools = grant.AllowedTools()
+		c.Tools = playbook.BuiltinTools(c.AllowedTools)
+	}
+}
+
+// labels are the labels of the session's object of role.
+func sessionLabels(name, instanceID, owner, role, workspace string) []string {
+	l := []string{LabelSession + "=" + name, LabelRole + "=" + role, LabelInstance + "=" + instanceID, LabelOwner + "=" + owner}
+	if role == RoleAgent {
+		l = append(l, LabelWork+"="+workspace)
+	}
+	return l
+}
+
+// hardening is what both containers get: the user's uid, no capability,
+// no new privileges, the session's seccomp profile and an init process
+// (--init). The agent needs one: Claude Code starts many children, and
+// their orphans must be reaped. The proxy needs one too, though it starts
+// no children: as process 1 of its container the kernel would drop a
+// SIGTERM that arrives before the Go runtime has installed its handlers — a
+// session whose command ends while the proxy is still starting (`hobbs run
+// -- true`) — and `docker stop` would then wait its whole timeout. Under an
+// init the signal ends a proxy that is not up yet at once.
+//
+// The seccomp profile (seccomp.go) is read by the engine's CLI from its
+// standard input (SeccompSource): no file is left. Podman maps the user's
+// uid into the container as itself (keep-id).
+func (p *Plan) hardening(c *Container) {
+	c.User = fmt.Sprintf("%d:%d", p.uid, p.gid)
+	c.CapDrop = []string{"ALL"}
+	c.SecurityOpt = []string{"no-new-privileges", "seccomp=" + SeccompSource}
+	c.Init = true
+	if p.podman {
+		c.Userns = "keep-id"
+	}
+}
+
+// runMount is the session's socket volume (a small tmpfs) at RunDir.
+func (p *Plan) runMount(readonly bool) Mount {
+	m := Mount{Type: MountVolume, Source: p.runVolume, Target: RunDir, ReadOnly: readonly}
+	if !p.podman {
+		m.Create = "volume-driver=local,volume-opt=type=tmpfs,volume-opt=device=tmpfs,\"volume-opt=o=" + runVolumeOpts + "\""
+		m.Labels = sessionLabels(p.Session, InstanceID(p.instance), shownOwner, RoleRun, "")
+	}
+	return m
+}
+
+func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
+	c := Container{Name: spec.Name, Role: RoleAgent, Hostname: "hobbs", Network: "none", Remove: true, Interactive: true,
+		TTY: spec.TTY, Image: spec.Image, Workdir: WorkspaceDir, Command: p.Claude.Command}
+	c.Labels = sessionLabels(spec.Name, InstanceID(p.instance), shownOwner, RoleAgent, h.Workspace)
+	p.hardening(&c)
+	c.Resources = Resources{PIDs: cfg.Resources.PIDs, Memory: cfg.Resources.Memory, CPUs: cfg.Resources.CPUs}
+	c.Env = []string{"HOME=" + HomeDir, "USER=dev", "HOBBS_HOME=" + InstanceDir, "HOBBS_CONTEXT=container",
+		"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1",
+		"HOBBS_PROXY_SOCKET=" + ProxySocket, "HOBBS_PROXY_RELAY=" + RelayAddr}
+	c.Mounts = append(c.Mounts, p.sessionFile("env", SessionEnvFile, RoleAgent, "the agent's variables: proxy URL with the token, env: values, placeholders"),
+		p.sessionFile("ca.pem", SessionCAFile, RoleAgent, "the session CA's certificate"))
+	// The workspace and the instance's shares: never the instance root,
+	// whose entries the agent could rename or plant.
+	c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: h.Workspace, Target: WorkspaceDir})
+	if p.WorkspaceGitReadOnly {
+		c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: filepath.Join(h.Workspace, ".git"), Target: WorkspaceDir + "/.git", ReadOnly: true})
+	}
+	for _, sh := range h.Shares {
+		c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: filepath.Join(p.Instance, filepath.FromSlash(sh.Rel)),
+			Target: InstanceDir + "/" + sh.Rel, ReadOnly: sh.ReadOnly})
+	}
+	claude := Mount{Type: MountVolume, Source: ClaudeVolume(p.instance, cfg.ClaudeVolume), Target: ClaudeDir}
+	if !p.podman {
+		claude.Labels = []string{LabelRole + "=" + RoleClaude, LabelInstance + "=" + InstanceID(p.instance)}
+	}
+	c.Mounts = append(c.Mounts, p.runMount(true), claude)
+	return c
+}
+
+func (p *Plan) proxy(h Host) Container {
+	c := Container{Name: ProxyName(p.Session), Role: RoleProxy, Hostname: "proxy", StopSignal: "SIGTERM",
+		Image: p.Image, Entrypoint: "hobbs"}
+	if p.Egress.Network != "default" {
+		c.Network = p.Egress.Network
+	}
+	c.Labels = sessionLabels(p.Session, InstanceID(p.instance), shownOwner, RoleProxy, "")
+	p.hardening(&c)
+	c.Resources = Resources{PIDs: 256, Memory: "512m"}
+	c.Env = []string{"HOME=" + HomeDir, "HOBBS_HOME=" + InstanceDir, "HOBBS_CONTEXT=proxy"}
+	// Its one listening socket, in the volume the agent mounts too; its
+	// token, the session CA and bound secrets in session files.
+	c.Mounts = append(c.Mounts, p.runMount(false),
+		p.sessionFile("token", SessionTokenFile, RoleProxy, "the proxy's token"),
+		p.sessionFile("secrets", SessionSecretsFile, RoleProxy, "the session CA with its key; bound secrets' placeholders and values"))
+	if h.UpstreamCA {
+		c.Mounts = append(c.Mounts, p.sessionFile("upstream.pem", SessionUpstreamCA, RoleProxy, "extra roots for intercepted hosts (tests)"))
+	}
+	// The instance read-only (policy.yaml, watched for changes), the
+	// directory of its audit log writable, the vault hidden.
+	c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: p.Instance, Target: InstanceDir, ReadOnly: true},
+		Mount{Type: MountBind, Source: filepath.Join(p.Instance, "logs", "egress"), Target: InstanceDir + "/logs/egress"})
+	if h.Vault {
+		c.Tmpfs = []string{InstanceDir + "/vault:ro,size=16k,mode=0555"}
+	}
+	if p.proxyPol != nil {
+		c.Mounts = append(c.Mounts, p.sessionFile("policy.yaml", SessionPolicyFile, RoleProxy, "the run's own egress policy"))
+	}
+	c.Command = []string{"proxy", "--listen", "unix:" + ProxySocket}
+	for _, f := range p.Egress.PolicyFiles {
+		c.Command = append(c.Command, "--policy", f)
+	}
+	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--auth-token-file", SessionTokenFile,
+		"--secrets-file", SessionSecretsFile,
+		// Stopped once the agent is gone: what tunnels are left have no
+		// client; they are closed (and audited) well within proxyStopTime.
+		"--grace", "2s")
+	if h.UpstreamCA {
+		c.Command = append(c.Command, "--upstream-ca", SessionUpstreamCA)
+	}
+	return c
+}
+
+// sessionFile is a session file mounted read-only into role's container,
+// and noted in the plan's list.
+func (p *Plan) sessionFile(name, target, role, holds string) Mount {
+	p.SessionFiles = append(p.SessionFiles, SessionFile{Name: name, Container: role, Target: target, Holds: holds})
+	return Mount{Type: MountSessionFile, Source: name, Target: target, ReadOnly: true}
+}
+
+// agentVars are the agent's session variables as shown: values masked.
+func (p *Plan) agentVars() []string {
+	u := "http://" + TokenUser + ":" + shownToken + "@" + RelayAddr
+	vars := []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
+	for _, e := range p.Env {
+		vars = append(vars, e.Name+"=<vault:"+e.Vault+">")
+	}
+	for _, b := range p.Secrets {
+		vars = append(vars, b.Name+"=<placeholder>")
+	}
+	return vars
+}
+
+// egressNetworkOf is the network session name's proxy joins (config
+// egress_network): "" for the engine's default network (no --network
+// flag), the session's own network, or the one named.
+func egressNetworkOf(cfg *config.Config, name string) string {
+	v := config.EgressDefault
+	if cfg != nil {
+		v = cfg.EgressNet
+	}
+	switch v {
+	case config.EgressDefault, "":
+		return ""
+	case config.EgressSession:
+		return EgressNetwork(name)
+	}
+	return v
+}
+
+// args renders c as the engine's create command, with the session's
+// private directory files and the launcher's owner label in place of
+// what the plan shows for them.
+func (c Container) args(files, owner string, podman bool) []string {
+	label := func(l string) string {
+		if l == LabelOwner+"="+shownOwner {
+			return LabelOwner + "=" + owner
+		}
+		return l
+	}
+	a := []string{"create", "--pull", "never"}
+	if c.Remove {
+		a = append(a, "--rm")
+	}
+	a = append(a, "--name", c.Name, "--hostname", c.Hostname)
+	if c.Interactive {
+		a = append(a, "-i")
+	}
+	if c.TTY {
+		a = append(a, "-t")
+	}
+	for _, l := range c.Labels {
+		a = append(a, "--label", label(l))
+	}
+	if c.Network != "" {
+		a = append(a, "--network", c.Network)
+	}
+	if c.StopSignal != "" {
+		a = append(a, "--stop-signal", c.StopSignal)
+	}
+	a = append(a, "--user", c.User)
+	for _, cp := range c.CapDrop {
+		a = append(a, "--cap-drop", cp)
+	}
+	for _, o := range c.SecurityOpt {
+		a = append(a, "--security-opt", o)
+	}
+	if c.Init {
+		a = append(a, "--init")
+	}
+	if c.Userns != "" {
+		a = append(a, "--userns", c.Userns)
+	}
+	if c.Resources.PIDs > 0 {
+		a = append(a, "--pids-limit", strconv.Itoa(c.Resources.PIDs))
+	}
+	if c.Resources.Memory != "" {
+		a = append(a, "--memory", c.Resources.Memory)
+	}
+	if c.Resources.CPUs != "" {
+		a = append(a, "--cpus", c.Resources.CPUs)
+	}
+	for _, e := range c.Env {
+		a = append(a, "-e", e)
+	}
+	for _, m := range c.Mounts {
+		a = append(a, "--mount", m.flag(files, label))
+	}
+	for _, t := range c.Tmpfs {
+		a = append(a, "--tmpfs", t)
+	}
+	if c.Workdir != "" {
+		a = append(a, "-w", c.Workdir)
+	}
+	if c.Entrypoint != "" {
+		a = append(a, "--entrypoint", c.Entrypoint)
+	}
+	a = append(a, c.Image)
+	return append(a, c.Command...)
+}
+
+// flag is the mount's --mount value. Read-only is "ro", which both
+// engines take (podman 4.3 refuses "readonly" on a volume, and Docker reads
+// the two alike).
+func (m Mount) flag(files string, label func(string) string) string {
+	typ, src := m.Type, m.Source
+	switch m.Type {
+	case MountSessionFile:
+		typ, src = MountBind, files+"/"+m.Source
+	}
+	f := "type=" + typ + ",source=" + src + ",target=" + m.Target
+	if m.ReadOnly {
+		f += ",ro"
+	}
+	if m.Create != "" {
+		f += "," + m.Create
+	}
+	for _, l := range m.Labels {
+		f += ",volume-label=" + label(l)
+	}
+	return f
+}
+
+// Args are the create commands of both containers as the plan shows them:
+// the session's private directory and the owner label as placeholders.
+func (p *Plan) Args() (agent, proxy []string) {
+	return p.Agent.args(shownFiles, shownOwner, p.podman), p.Proxy.args(shownFiles, shownOwner, p.podman)
+}
+
+// hasAgentMount reports whether the agent mounts something at target.
+func (p *Plan) hasAgentMount(target string) bool {
+	for _, m := range p.Agent.Mounts {
+		if m.Target == target {
+			return true
+		}
+	}
+	return false
+}

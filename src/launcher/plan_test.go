@@ -1,0 +1,261 @@
+package launcher
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden plans under testdata/plans")
+
+// The host of the golden plans: fixed, so that a plan depends only on its
+// config and spec.
+func goldenHost() Host {
+	return Host{Instance: "/home/ada/.local/share/hobbs", UID: 1000, GID: 1000, Workspace: "/home/ada/hobbs-workspace",
+		Shares: instance.AgentShares(), Vault: true, RunVolume: "work-run-0a1b2c3d"}
+}
+
+const defaultPolicy = `services: [claude, github]
+domains: []
+deny: []
+allow_private: []
+`
+
+func goldenPolicy(t *testing.T, instancePolicy string) *egress.Policy {
+	t.Helper()
+	def, err := egress.Parse("/etc/hobbs/policy.yaml", []byte(defaultPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := egress.Parse("policy.yaml", []byte(instancePolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return egress.Merge(def, in)
+}
+
+func goldenConfig(t *testing.T, yaml string) *config.Config {
+	t.Helper()
+	if yaml == "" {
+		return config.Default()
+	}
+	cfg, err := config.Parse("config.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func goldenGrant(t *testing.T, pol *egress.Policy, stage string, run *playbook.Run) *playbook.RunSpec {
+	t.Helper()
+	g, err := playbook.ComputeRunSpec("weekly-invoices", "/home/ada/.local/share/hobbs/playbooks/weekly-invoices.md",
+		playbook.Meta{Title: "Pay the weekly invoices", Stage: stage, Run: run}, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &g
+}
+
+const secretsConfig = `env:
+  ANTHROPIC_API_KEY: vault:anthropic
+secrets:
+  GITHUB_TOKEN:
+    vault: github
+    hosts: [api.github.com]
+  BANK_TOKEN:
+    vault: bank
+    hosts: ["api.bank.example"]
+`
+
+// TestGoldenPlans pins the plans of representative runs: what each agent
+// may do, whole. A change that widens one shows as a diff of its file
+// under testdata/plans; go test ./src/launcher -run TestGoldenPlans
+// -update rewrites them after review.
+func TestGoldenPlans(t *testing.T) {
+	bankPolicy := "domains: [\"api.bank.example\", \"*.files.bank.example:8443\", \"news.example\"]\ndeny: [\"gist.github.com\"]\n"
+	run := &playbook.Run{Hosts: []string{"api.bank.example", "*.files.bank.example:8443", "not-allowed.example"},
+		Secrets: []string{"BANK_TOKEN"}, Tools: []string{"Read", "Bash(hobbs *)", "mcp__mail__send"}, MaxTurns: 30, Timeout: "20m"}
+	cases := []struct {
+		name   string
+		config string
+		spec   func(t *testing.T) RunSpec
+	}{
+		{"session-defaults", "", func(t *testing.T) RunSpec {
+			return RunSpec{Kind: KindSession, Name: "work", Image: "hobbs:local-1.0", TTY: true, Policy: goldenPolicy(t, "{}\n"), Host: goldenHost()}
+		}},
+		{"session-secrets", secretsConfig, func(t *testing.T) RunSpec {
+			return RunSpec{Kind: KindSession, Name: "work", Image: "hobbs:local-1.0", Command: []string{"sh", "-c", "hobbs memory list"},
+				Policy: goldenPolicy(t, "domains: [\"api.bank.example\"]\n"), Host: goldenHost()}
+		}},
+		{"session-rules-resources", "resources:\n  memory: 2g\n  pids: 300\n  cpus: \"1.5\"\negress_network: session\n", func(t *testing.T) RunSpec {
+			h := goldenHost()
+			h.WorkspaceGit = true
+			return RunSpec{Kind: KindSession, Name: "work", Image: "hobbs:local-1.0", TTY: true,
+				Policy: goldenPolicy(t, "domains: [\"api.example.com\"]\nrules:\n  api.example.com: [\"allow GET /v1/\", \"deny *\"]\n"), Host: h}
+		}},
+		{"session-podman", "engine: podman\n", func(t *testing.T) RunSpec {
+			h := goldenHost()
+			h.Podman, h.Vault = true, false
+			h.Shares = h.Shares[4:] // no foundation.md, claude.md, config.yaml, policy.yaml
+			return RunSpec{Kind: KindSession, Name: "work", Image: "hobbs:local-1.0", TTY: true, Policy: goldenPolicy(t, "{}\n"), Host: h}
+		}},
+		{"playbook-run-block", secretsConfig, func(t *testing.T) RunSpec {
+			pol := goldenPolicy(t, bankPolicy)
+			return RunSpec{Kind: KindPlaybook, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
+				Playbook: goldenGrant(t, pol, "supervised", run)}
+		}},
+		{"playbook-defaults", secretsConfig, func(t *testing.T) RunSpec {
+			pol := goldenPolicy(t, bankPolicy)
+			return RunSpec{Kind: KindPlaybook, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
+				Playbook: goldenGrant(t, pol, "supervised", nil)}
+		}},
+		{"scheduled-no-hosts", secretsConfig, func(t *testing.T) RunSpec {
+			pol := goldenPolicy(t, bankPolicy+"rules:\n  api.bank.example: [\"allow GET /statements/\"]\n")
+			return RunSpec{Kind: KindScheduled, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
+				Playbook: goldenGrant(t, pol, "autonomous", &playbook.Run{Hosts: []string{}, Secrets: []string{}, Tools: []string{}})}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := NewPlan(goldenConfig(t, c.config), c.spec(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// As hobbs run --plan --json prints it.
+			var jb bytes.Buffer
+			enc := json.NewEncoder(&jb)
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(p); err != nil {
+				t.Fatal(err)
+			}
+			js := jb.Bytes()
+			var txt bytes.Buffer
+			if err := p.WriteSummary(&txt); err != nil {
+				t.Fatal(err)
+			}
+			for ext, got := range map[string][]byte{".json": js, ".txt": txt.Bytes()} {
+				path := filepath.Join("testdata", "plans", c.name+ext)
+				if *update {
+					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(path, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (go test ./src/launcher -run TestGoldenPlans -update writes it)", err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("the plan differs from %s; review the diff, then -update:\n%s", path, lineDiff(string(want), string(got)))
+				}
+			}
+		})
+	}
+}
+
+// lineDiff shows the lines of want and got that differ, in order.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString("- " + wl + "\n+ " + gl + "\n")
+		}
+	}
+	return b.String()
+}
+
+// The invariants every plan keeps, whatever its spec: checked here on the
+// golden specs, so that an -update cannot quietly accept a broken one.
+func TestPlanInvariants(t *testing.T) {
+	pol := goldenPolicy(t, "domains: [\"api.bank.example\"]\n")
+	cfg := goldenConfig(t, secretsConfig)
+	run := &playbook.Run{Hosts: []string{"api.bank.example"}, Secrets: []string{"BANK_TOKEN"}, Tools: []string{"Read"}, Timeout: "5m"}
+	specs := []RunSpec{
+		{Kind: KindSession, Name: "a", Image: "i", Policy: pol, Host: goldenHost()},
+		{Kind: KindPlaybook, Name: "b", Image: "i", Policy: pol, Host: goldenHost(), Playbook: goldenGrant(t, pol, "supervised", run)},
+	}
+	for _, spec := range specs {
+		p, err := NewPlan(cfg, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(p)
+		for _, c := range []Container{p.Agent, p.Proxy} {
+			if c.User != "1000:1000" || len(c.CapDrop) != 1 || c.CapDrop[0] != "ALL" || !c.Init ||
+				c.SecurityOpt[0] != "no-new-privileges" || !strings.HasPrefix(c.SecurityOpt[1], "seccomp=") {
+				t.Errorf("%s %s: hardening %+v", spec.Kind, c.Role, c)
+			}
+			for _, e := range c.Env {
+				if strings.Contains(e, "TOKEN") || strings.Contains(e, "PROXY=http") {
+					t.Errorf("%s %s: a secret's variable in the container's configuration: %s", spec.Kind, c.Role, e)
+				}
+			}
+		}
+		if p.Agent.Network != "none" {
+			t.Errorf("%s: agent network %q", spec.Kind, p.Agent.Network)
+		}
+		for _, m := range p.Agent.Mounts {
+			if m.Source == p.Instance || strings.HasPrefix(m.Source, p.Instance+"/vault") || strings.HasPrefix(m.Source, p.Instance+"/grants") ||
+				m.Source == p.Instance+"/logs" || strings.HasPrefix(m.Source, p.Instance+"/logs/egress") {
+				t.Errorf("%s: the agent mounts %s", spec.Kind, m.Source)
+			}
+			for _, ro := range []string{"/config.yaml", "/policy.yaml", "/foundation.md", "/claude.md"} {
+				if strings.HasSuffix(m.Source, ro) && !m.ReadOnly {
+					t.Errorf("%s: %s is writable", spec.Kind, m.Source)
+				}
+			}
+		}
+		if spec.Kind == KindPlaybook {
+			if len(p.Env) != 0 || len(p.Secrets) != 1 || p.Secrets[0].Name != "BANK_TOKEN" {
+				t.Errorf("a run: block naming BANK_TOKEN gets env %v, secrets %v", p.Env, p.Secrets)
+			}
+			if p.Egress.PolicyFiles[0] != SessionPolicyFile || strings.Contains(p.Egress.Policy, "github") {
+				t.Errorf("a run: block's proxy policy: %v\n%s", p.Egress.PolicyFiles, p.Egress.Policy)
+			}
+			if p.Timeout != 5*time.Minute {
+				t.Errorf("timeout %v", p.Timeout)
+			}
+		}
+		if strings.Contains(string(js), "<vault:github>") && spec.Kind == KindPlaybook {
+			t.Errorf("a playbook run's plan names a secret its block does not")
+		}
+	}
+}
+
+// A run: block naming a secret config.yaml lacks, and a config mapping a
+// variable the launcher sets, are refused when the plan is made.
+func TestPlanRefusesUnknownAndReservedSecrets(t *testing.T) {
+	pol := goldenPolicy(t, "{}\n")
+	run := &playbook.Run{Hosts: []string{}, Secrets: []string{"NOPE"}, Tools: []string{}}
+	_, err := NewPlan(goldenConfig(t, secretsConfig), RunSpec{Kind: KindPlaybook, Name: "a", Image: "i", Policy: pol, Host: goldenHost(),
+		Playbook: goldenGrant(t, pol, "supervised", run)})
+	if err == nil || !strings.Contains(err.Error(), "NOPE") {
+		t.Errorf("unknown run secret: %v", err)
+	}
+	_, err = NewPlan(goldenConfig(t, "env:\n  HTTPS_PROXY: vault:x\n"), RunSpec{Kind: KindSession, Name: "a", Image: "i", Policy: pol, Host: goldenHost()})
+	if err == nil || !strings.Contains(err.Error(), "HTTPS_PROXY") {
+		t.Errorf("reserved env name: %v", err)
+	}
+}

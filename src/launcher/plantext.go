@@ -1,0 +1,127 @@
+package launcher
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteSummary prints the plan for a reader: who runs what, as whom, with
+// which mounts, network, secrets (by name) and limits. The whole plan is
+// its JSON (hobbs run --plan --json).
+func (p *Plan) WriteSummary(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	list := func(v []string) string {
+		if len(v) == 0 {
+			return "(none)"
+		}
+		return strings.Join(v, ", ")
+	}
+	what := map[Kind]string{KindSession: "a session", KindPlaybook: "a headless run of playbook " + p.Playbook,
+		KindScheduled: "a scheduled run of playbook " + p.Playbook}[p.Kind]
+	row("session", "%s (%s)", p.Session, what)
+	row("image", "%s", p.Image)
+	row("workspace", "%s", p.Workspace)
+	a := p.Agent
+	row("agent", "user %s, network %s, cap-drop %s, %s, init", a.User, a.Network, list(a.CapDrop), list(a.SecurityOpt))
+	row("agent limits", "pids %s, memory %s, cpus %s", orNone(a.Resources.PIDs), orDash(a.Resources.Memory), orDash(a.Resources.CPUs))
+	for _, m := range a.Mounts {
+		row("  mount", "%s", m.describe())
+	}
+	x := p.Proxy
+	row("proxy", "user %s, network %s, cap-drop %s", x.User, orDefault(x.Network), list(x.CapDrop))
+	for _, m := range x.Mounts {
+		row("  mount", "%s", m.describe())
+	}
+	for _, t := range x.Tmpfs {
+		row("  tmpfs", "%s", t)
+	}
+	e := p.Egress
+	row("egress policy", "%s", list(e.PolicyFiles))
+	row("  services", "%s", list(e.Services))
+	row("  domains", "%s", list(e.Domains))
+	row("  deny", "%s", list(e.Deny))
+	if len(e.AllowPrivate) > 0 {
+		row("  allow_private", "%s", list(e.AllowPrivate))
+	}
+	for _, h := range sortedKeys(e.Rules) {
+		row("  rules "+h, "%s", list(e.Rules[h]))
+	}
+	row("  intercepted", "%s", list(e.Intercepted))
+	var env, bound []string
+	for _, v := range p.Env {
+		env = append(env, v.Name+" (vault:"+v.Vault+")")
+	}
+	for _, b := range p.Secrets {
+		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " "))
+	}
+	row("env secrets", "%s", list(env))
+	row("bound secrets", "%s", list(bound))
+	c := p.Claude
+	row("command", "%s", quoteArgs(c.Command))
+	if c.Print {
+		tools := "Claude Code's defaults"
+		if c.Tools != nil {
+			tools = list(c.Tools)
+		}
+		row("  tools", "%s", tools)
+		if c.AllowedTools != nil {
+			row("  allowed", "%s", list(c.AllowedTools))
+		}
+		row("  max turns", "%d", c.MaxTurns)
+	}
+	if p.TimeoutText != "" {
+		row("timeout", "%s", p.TimeoutText)
+	}
+	return tw.Flush()
+}
+
+func (m Mount) describe() string {
+	mode := "rw"
+	if m.ReadOnly {
+		mode = "ro"
+	}
+	src := m.Source
+	switch m.Type {
+	case MountVolume:
+		src = "volume " + src
+	case MountSessionFile:
+		src = "session file " + src
+	}
+	return fmt.Sprintf("%s → %s (%s)", src, m.Target, mode)
+}
+
+func orNone(n int) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func orDefault(n string) string {
+	if n == "" {
+		return "default"
+	}
+	return n
+}
+
+// quoteArgs joins a command line, quoting words with spaces or newlines.
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'") {
+			a = fmt.Sprintf("%q", a)
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
