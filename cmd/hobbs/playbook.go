@@ -5,19 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/adrg/xdg"
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
@@ -410,7 +407,7 @@ stays approved with the host added.`,
 // whether to approve the run: block.
 func (a *app) approveRunBlock(in instance.Instance, name string, r *playbook.Run, spec playbook.RunSpec, why error) bool {
 	a.warn("%v", why)
-	printRunSpec(a.errOut, spec)
+	spec.WriteSummary(a.errOut)
 	fmt.Fprintf(a.errOut, "Approve this run: block for %s's headless runs? [y/N] ", name)
 	line, _ := bufio.NewReader(a.in).ReadString('\n')
 	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
@@ -424,38 +421,15 @@ func (a *app) approveRunBlock(in instance.Instance, name string, r *playbook.Run
 	return true
 }
 
-// detachPlaybookRun starts `hobbs playbook run NAME` in a session of its
-// own in the background (the checks and the approval done here, on the
-// terminal), its output in a file of the user's state directory.
+// detachPlaybookRun starts the run in the background (launcher.StartPlaybookRun).
 func (a *app) detachPlaybookRun(in instance.Instance, name string, scheduled bool) error {
-	exe, err := os.Executable()
+	pid, logPath, err := launcher.StartPlaybookRun(in, name, scheduled)
 	if err != nil {
-		return errs.Wrap(errs.Failure, err, "find hobbs")
+		return err
 	}
-	dir := filepath.Join(xdg.StateHome, "hobbs", "runs")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return errs.Wrap(errs.Failure, err, "run log directory")
-	}
-	logPath := filepath.Join(dir, fmt.Sprintf("%s-%s.log", name, time.Now().UTC().Format("20060102T150405Z")))
-	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return errs.Wrap(errs.Failure, err, "run log")
-	}
-	defer f.Close()
-	args := []string{"playbook", "run", name}
-	if scheduled {
-		args = append(args, "--scheduled")
-	}
-	c := exec.Command(exe, args...)
-	c.Env = append(os.Environ(), "HOBBS_HOME="+in.Root)
-	c.Stdout, c.Stderr = f, f
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := c.Start(); err != nil {
-		return errs.Wrap(errs.Failure, err, "start the run")
-	}
-	a.status("playbook %s: running in the background (pid %d); output in %s", name, c.Process.Pid, logPath)
+	a.status("playbook %s: running in the background (pid %d); output in %s", name, pid, logPath)
 	a.status("follow it with: hobbs playbook runs %s", name)
-	return c.Process.Release()
+	return nil
 }
 
 func newPlaybookRunsCmd(a *app) *cobra.Command {
@@ -547,7 +521,7 @@ It prints what a run would get; review it first with --dry-run.`,
 			return err
 		}
 		return out.print(g, func(w io.Writer) error {
-			printRunSpec(w, spec)
+			spec.WriteSummary(w)
 			a.status("approved the run: block of %s", name)
 			return nil
 		})
@@ -630,7 +604,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 				return out.print(p, p.WriteSummary)
 			}
 			return out.print(spec, func(w io.Writer) error {
-				printRunSpec(w, spec)
+				spec.WriteSummary(w)
 				a.status("dry run: nothing started")
 				return nil
 			})
@@ -663,26 +637,4 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 		return err
 	})
 	return cmd
-}
-
-// printRunSpec prints what a run is allowed, one field a line.
-func printRunSpec(w io.Writer, s playbook.RunSpec) {
-	list := func(v []string, none string) string {
-		if v == nil {
-			return none
-		}
-		if len(v) == 0 {
-			return "(none)"
-		}
-		return strings.Join(v, ", ")
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "playbook\t%s (%s)\n", s.Playbook, s.Stage)
-	fmt.Fprintf(tw, "hosts\t%s\n", list(s.Hosts, "the instance policy"))
-	fmt.Fprintf(tw, "deny\t%s\n", list(s.Deny, "(none)"))
-	fmt.Fprintf(tw, "secrets\t%s\n", list(s.Secrets, "every secret config.yaml maps"))
-	fmt.Fprintf(tw, "tools\t%s\n", list(s.Tools, "Claude Code's defaults"))
-	fmt.Fprintf(tw, "max turns\t%d\n", s.MaxTurns)
-	fmt.Fprintf(tw, "timeout\t%s\n", s.Timeout)
-	tw.Flush()
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/adrg/xdg"
+
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -206,4 +208,38 @@ func LastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "")
+}
+
+// StartPlaybookRun starts `hobbs playbook run NAME` (this executable; with
+// --scheduled for a schedule's run) in a process session of its own, in
+// the background, its output in a new file of the user's state directory,
+// and returns its pid and that file. The caller has done the checks and
+// the approval on the terminal.
+func StartPlaybookRun(in instance.Instance, name string, scheduled bool) (pid int, logPath string, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, "", errs.Wrap(errs.Failure, err, "find hobbs")
+	}
+	dir := filepath.Join(xdg.StateHome, "hobbs", "runs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, "", errs.Wrap(errs.Failure, err, "run log directory")
+	}
+	logPath = filepath.Join(dir, fmt.Sprintf("%s-%s.log", name, time.Now().UTC().Format("20060102T150405Z")))
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return 0, "", errs.Wrap(errs.Failure, err, "run log")
+	}
+	defer f.Close()
+	args := []string{"playbook", "run", name}
+	if scheduled {
+		args = append(args, "--scheduled")
+	}
+	c := exec.Command(exe, args...)
+	c.Env = append(os.Environ(), instance.EnvHome+"="+in.Root)
+	c.Stdout, c.Stderr = f, f
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return 0, "", errs.Wrap(errs.Failure, err, "start the run")
+	}
+	return c.Process.Pid, logPath, c.Process.Release()
 }

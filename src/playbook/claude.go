@@ -2,8 +2,10 @@ package playbook
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 )
 
 // ClaudeCommand is a headless run's command: Claude Code in print mode told
@@ -57,4 +59,26 @@ func BuiltinTools(tools []string) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// WriteSummary prints what a run is allowed, one field a line.
+func (s RunSpec) WriteSummary(w io.Writer) {
+	list := func(v []string, none string) string {
+		if v == nil {
+			return none
+		}
+		if len(v) == 0 {
+			return "(none)"
+		}
+		return strings.Join(v, ", ")
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "playbook\t%s (%s)\n", s.Playbook, s.Stage)
+	fmt.Fprintf(tw, "hosts\t%s\n", list(s.Hosts, "the instance policy"))
+	fmt.Fprintf(tw, "deny\t%s\n", list(s.Deny, "(none)"))
+	fmt.Fprintf(tw, "secrets\t%s\n", list(s.Secrets, "every secret config.yaml maps"))
+	fmt.Fprintf(tw, "tools\t%s\n", list(s.Tools, "Claude Code's defaults"))
+	fmt.Fprintf(tw, "max turns\t%d\n", s.MaxTurns)
+	fmt.Fprintf(tw, "timeout\t%s\n", s.Timeout)
+	tw.Flush()
 }
