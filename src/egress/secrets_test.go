@@ -453,11 +453,13 @@ func TestInterceptShutdown(t *testing.T) {
 	if code, _ := do(t, e.client(), "GET", "https://example.com:"+e.boundPort+"/", "Bearer "+e.ph, "", ""); code != 200 {
 		t.Fatalf("status %d", code)
 	}
+	// Held up, Shutdown would wait for its context to end; the deadline
+	// is only a safety net, what counts is that it was not needed.
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	e.srv.Shutdown(ctx)
-	if d := time.Since(start); d > time.Second || e.srv.ActiveTunnels() != 0 {
-		t.Fatalf("Shutdown took %v with %d tunnels left", d, e.srv.ActiveTunnels())
+	if ctx.Err() != nil || e.srv.ActiveTunnels() != 0 {
+		t.Fatalf("Shutdown took %v (until its deadline) with %d tunnels left", time.Since(start), e.srv.ActiveTunnels())
 	}
 }

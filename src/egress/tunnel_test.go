@@ -400,7 +400,9 @@ func TestShutdownEndsDials(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	e.srv.Shutdown(ctx)
-	if d := time.Since(start); d > 3*time.Second {
+	// Ended by the dial timeout, Shutdown would take 30 s; half of that
+	// tells the two apart however busy the machine is.
+	if d := time.Since(start); d > 15*time.Second {
 		t.Fatalf("Shutdown took %v with a dial under way", d)
 	}
 	if log := readFile(t, e.audit); !strings.Contains(log, `"egress.allow"`) {
