@@ -20,7 +20,7 @@ func TestAuditLinesAreEntries(t *testing.T) {
 	e.tunnel(t, fmt.Sprintf("allowed.test:%d", tg.port), "")
 	e.tunnel(t, fmt.Sprintf("denied.test:%d", tg.port), "")
 	e.raw(t, fmt.Sprintf("GET http://allowed.test:%[1]d/ HTTP/1.1\r\nHost: allowed.test:%[1]d\r\nConnection: close\r\n\r\n", tg.port))
-	waitFor(2e9, func() bool { return e.srv.ActiveTunnels() == 0 })
+	waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 })
 	e.srv.Shutdown(t.Context())
 	lines := strings.Split(strings.TrimSpace(readFile(t, e.audit)), "\n")
 	if len(lines) != 3 {
@@ -71,7 +71,17 @@ func TestAuditRetry(t *testing.T) {
 		e.tunnel(t, fmt.Sprintf("allowed.test:%d", tg.port), "")
 	}
 	e.tunnel(t, fmt.Sprintf("denied.test:%d", tg.port), "")
-	time.Sleep(300 * time.Millisecond) // several tries, all failing
+	// The writer has failed once it says so (on a busy machine that can
+	// take longer than any fixed pause); then a few more tries fail.
+	saidSo := func(s string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(strings.Join(said, "\n"), s)
+	}
+	if !waitFor(10*time.Second, func() bool { return saidSo("keeping the lines") }) {
+		t.Fatal("the writer never said it could not write the audit file")
+	}
+	time.Sleep(3 * auditRetry) // several tries, all failing
 	if b, _ := os.ReadFile(e.audit); len(b) > 0 {
 		t.Fatalf("audit file written while its lock could not be taken: %s", b)
 	}
@@ -79,7 +89,7 @@ func TestAuditRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	count := func() int { b, _ := os.ReadFile(e.audit); return strings.Count(string(b), "\n") }
-	if !waitFor(2*time.Second, func() bool { return count() >= 4 }) {
+	if !waitFor(10*time.Second, func() bool { return count() >= 4 }) {
 		t.Fatalf("%d audit lines after the lock came back, want 4", count())
 	}
 	e.srv.Shutdown(t.Context())
@@ -101,7 +111,7 @@ func TestAuditRedacts(t *testing.T) {
 	e := startProxy(t, basePolicy(tg.port), nil)
 	secret := "ghp_" + strings.Repeat("a1B2", 9)
 	e.tunnel(t, fmt.Sprintf("%s.denied.test:%d", secret, tg.port), "")
-	waitFor(2e9, func() bool { return e.srv.ActiveTunnels() == 0 })
+	waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 })
 	e.srv.Shutdown(t.Context())
 	log := readFile(t, e.audit)
 	if strings.Contains(log, secret) || !strings.Contains(log, "[REDACTED:github-token]") {

@@ -136,43 +136,58 @@ func TestConnectPositiveControls(t *testing.T) {
 	}
 }
 
-// A client that sends its CONNECT head byte by byte slower than the header
-// timeout is cut off without reaching the target; the same client within the
-// timeout is served (the proxy waits for a whole head).
+// A client that sends its CONNECT head byte by byte, never idle for as long
+// as the header timeout but never finishing the head, is cut off without
+// reaching the target (the timeout bounds the whole head, not each read); a
+// head split over a few writes is served (the proxy waits for a whole head).
 func TestConnectSlowloris(t *testing.T) {
 	tg := newTarget(t, "127.0.0.1")
 	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.HeaderTimeout = 300 * time.Millisecond })
-	head := fmt.Sprintf("CONNECT allowed.test:%d HTTP/1.1\r\nHost: x\r\n\r\n", tg.port)
 
 	c, err := net.Dial("tcp", e.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	start := time.Now()
-	closed := false
-	for i := 0; i < len(head)-1; i++ { // never completes the head
-		if _, err := c.Write([]byte{head[i]}); err != nil {
-			closed = true
-			break
+	type result struct {
+		b   []byte
+		err error
+	}
+	cut := make(chan result, 1)
+	go func() {
+		// A safety net: a proxy that only bounds each read never cuts
+		// this client off, and the test fails here.
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		b, err := io.ReadAll(c)
+		cut <- result{b, err}
+	}()
+	slow := fmt.Sprintf("CONNECT allowed.test:%d HTTP/1.1\r\nHost: x\r\nX-Pad: ", tg.port) // never ends
+	var r result
+	for i, waiting := 0, true; waiting; i++ {
+		b := byte('p')
+		if i < len(slow) {
+			b = slow[i]
 		}
-		time.Sleep(50 * time.Millisecond)
-		if time.Since(start) > 3*time.Second {
-			break
+		c.Write([]byte{b}) // once the proxy has closed, the reader sees it
+		select {
+		case r = <-cut:
+			waiting = false
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	n, err := c.Read(make([]byte, 64))
-	if !closed && (n != 0 || err == nil || isTimeout(err)) {
-		t.Fatalf("slow head not cut off after %v: n=%d err=%v", time.Since(start), n, err)
-	}
-	if time.Since(start) > 3*time.Second {
-		t.Fatalf("cut off only after %v", time.Since(start))
+	// Closed: with nothing, or with net/http's 400 for a head cut short,
+	// never with an answer to the head.
+	if isTimeout(r.err) || (len(r.b) != 0 && !strings.HasPrefix(string(r.b), "HTTP/1.1 400 ")) {
+		t.Fatalf("slow head not cut off: %q, %v", r.b, r.err)
 	}
 	tg.assertUntouched(t)
 
-	// the head split over a few writes, within the timeout, is served
-	c2, err := net.Dial("tcp", e.addr)
+	// The head split over a few writes is served. (By a proxy with the
+	// default header timeout: the pauses between the writes must not
+	// depend on how busy the machine is.)
+	e2 := startProxy(t, basePolicy(tg.port), nil)
+	head := fmt.Sprintf("CONNECT allowed.test:%d HTTP/1.1\r\nHost: x\r\n\r\n", tg.port)
+	c2, err := net.Dial("tcp", e2.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,10 +253,12 @@ func TestConnectPipelined(t *testing.T) {
 
 // Shutdown: a connection still sending its head is closed at once, an open
 // tunnel keeps working until its client closes it, and Shutdown returns
-// then; new clients are not accepted.
+// then; new clients are not accepted. (The header timeout and Shutdown's
+// deadline are far beyond the test's bounds, which are only safety nets:
+// what is checked is that neither had to be reached.)
 func TestConnectShutdown(t *testing.T) {
 	tg := newTarget(t, "127.0.0.1")
-	e := startProxy(t, basePolicy(tg.port), nil)
+	e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.HeaderTimeout = time.Minute })
 	auth := fmt.Sprintf("allowed.test:%d", tg.port)
 	tun := dialTunnel(t, e.addr, auth)
 	defer tun.Close()
@@ -253,12 +270,12 @@ func TestConnectShutdown(t *testing.T) {
 	io.WriteString(slow, "CONNECT "+auth) // half a head
 	time.Sleep(50 * time.Millisecond)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- e.srv.Shutdown(ctx) }()
 
-	slow.SetReadDeadline(time.Now().Add(2 * time.Second))
+	slow.SetReadDeadline(time.Now().Add(10 * time.Second))
 	// Closed at once: with nothing, or with net/http's 400 for a head cut
 	// short, never with an answer to the head.
 	if b, err := io.ReadAll(slow); isTimeout(err) || (len(b) != 0 && !strings.HasPrefix(string(b), "HTTP/1.1 400 ")) {
@@ -284,7 +301,10 @@ func TestConnectShutdown(t *testing.T) {
 	tun.Close()
 	select {
 	case <-done:
-	case <-time.After(3 * time.Second):
+		if ctx.Err() != nil {
+			t.Fatal("Shutdown returned at its deadline, not when the last tunnel closed")
+		}
+	case <-time.After(30 * time.Second):
 		t.Fatal("Shutdown did not return after the last tunnel closed")
 	}
 }

@@ -23,25 +23,39 @@ func TestIdleTunnelsReaped(t *testing.T) {
 }
 
 func testIdleTunnelsReaped(t *testing.T, start func(testing.TB, string, func(*Options)) *proxyEnv) {
+	// The busy tunnel moves bytes every few milliseconds, a hundred times
+	// more often than the idle timeout, for as long as the idle one takes to
+	// be reaped: no fixed span of traffic that a loaded machine could let
+	// lapse into an idleness of its own.
+	const idleTimeout = time.Second
 	tg := newTarget(t, "127.0.0.1")
-	e := start(t, basePolicy(tg.port), func(o *Options) { o.IdleTimeout = 400 * time.Millisecond })
+	e := start(t, basePolicy(tg.port), func(o *Options) { o.IdleTimeout = idleTimeout })
 	auth := fmt.Sprintf("allowed.test:%d", tg.port)
 	idle := dialTunnel(t, e.addr, auth)
 	defer idle.Close()
 	busy := dialTunnel(t, e.addr, auth)
 	defer busy.Close()
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	for time.Now().Before(deadline) {
+	reaped := make(chan error, 1)
+	go func() {
+		idle.SetReadDeadline(time.Now().Add(30 * time.Second)) // a safety net: no reaper
+		_, err := idle.Read(make([]byte, 1))
+		reaped <- err
+	}()
+	for done := false; !done; {
+		select {
+		case err := <-reaped:
+			if err != io.EOF {
+				t.Fatalf("idle tunnel not closed after the idle timeout: %v", err)
+			}
+			done = true
+		default:
+			time.Sleep(10 * time.Millisecond)
+		}
 		if err := httpOverConn(busy); err != nil {
 			t.Fatalf("busy tunnel cut: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	idle.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if _, err := idle.Read(make([]byte, 1)); err != io.EOF {
-		t.Fatalf("idle tunnel not closed after the idle timeout: %v", err)
-	}
-	if e.srv.ActiveTunnels() != 1 {
+	if !waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == 1 }) {
 		t.Fatalf("%d tunnels open, want 1 (the busy one)", e.srv.ActiveTunnels())
 	}
 }
@@ -62,7 +76,7 @@ func TestIdleTunnelWithEarlyDataReaped(t *testing.T) {
 	defer c.Close()
 	// early data: a request head the target answers, keeping the connection
 	fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", tg.port)
-	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	c.SetReadDeadline(time.Now().Add(20 * time.Second)) // a safety net: no answer, no reaper
 	buf := make([]byte, 4096)
 	got := ""
 	for !strings.Contains(got, "target ok") {
@@ -80,7 +94,7 @@ func TestIdleTunnelWithEarlyDataReaped(t *testing.T) {
 			break
 		}
 	}
-	if !waitFor(time.Second, func() bool { return e.srv.ActiveTunnels() == 0 }) {
+	if !waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 }) {
 		t.Fatalf("%d tunnels open", e.srv.ActiveTunnels())
 	}
 }

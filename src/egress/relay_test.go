@@ -106,19 +106,24 @@ func TestListenUnix(t *testing.T) {
 func TestRelayProxyDown(t *testing.T) {
 	dir := sockDir(t)
 	sock := filepath.Join(dir, "proxy.sock")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	relay := func(dialTimeout time.Duration) (addr string, cancel func(), done <-chan error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		errc := make(chan error, 1)
+		go func() { errc <- (&Relay{To: "unix:" + sock, DialTimeout: dialTimeout}).Serve(ctx, ln) }()
+		return ln.Addr().String(), cancel, errc
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- (&Relay{To: "unix:" + sock, DialTimeout: 300 * time.Millisecond}).Serve(ctx, ln) }()
+	addr, _, _ := relay(300 * time.Millisecond)
 	start := time.Now()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a safety net: a relay that never gives up
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("client of a relay without a proxy: %v, want EOF", err)
 	}
@@ -127,16 +132,19 @@ func TestRelayProxyDown(t *testing.T) {
 	}
 	c.Close()
 	// A client that comes while the proxy is starting is held, and gets
-	// through once the proxy (here an echo server) listens.
-	c, err = net.Dial("tcp", ln.Addr().String())
+	// through once the proxy (here an echo server) listens. (A relay whose
+	// DialTimeout is a safety net: the proxy comes once the client is
+	// connected, however long the machine takes to get there.)
+	addr, cancel, done := relay(20 * time.Second)
+	c, err = net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(3 * time.Second))
+	c.SetDeadline(time.Now().Add(20 * time.Second))
 	io.WriteString(c, "ping")
 	c.(*net.TCPConn).CloseWrite()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the relay is dialling meanwhile
 	up, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +162,7 @@ func TestRelayProxyDown(t *testing.T) {
 		t.Fatalf("through the relay: %q, %v", got, err)
 	}
 	// Ending ctx stops the relay, also with a connection open.
-	open, err := net.Dial("tcp", ln.Addr().String())
+	open, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +174,7 @@ func TestRelayProxyDown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("the relay did not stop")
 	}
 }

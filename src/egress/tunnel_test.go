@@ -149,7 +149,7 @@ func TestBackpressure(t *testing.T) {
 	if !found || len(got) < len(down) || !bytes.Equal(got[:len(down)], down) {
 		t.Fatalf("bytes down differ (%d received, want %d + hash)", len(got), len(down))
 	}
-	if !waitFor(time.Second, func() bool { return e.srv.ActiveTunnels() == 0 }) {
+	if !waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 }) {
 		t.Fatalf("after the tunnel: %d tunnels", e.srv.ActiveTunnels())
 	}
 }
@@ -194,7 +194,7 @@ func TestShutdownDeadline(t *testing.T) {
 	tun.Close()
 	slow.Close()
 	// The relay's splice pipes sit in a pool until a collection frees them.
-	if !waitFor(2*time.Second, func() bool { runtime.GC(); return openFDs() <= fds }) {
+	if !waitFor(10*time.Second, func() bool { runtime.GC(); return openFDs() <= fds }) {
 		t.Fatalf("descriptors: %d after Shutdown, %d before the proxy (%s)", openFDs(), fds, fdKinds())
 	}
 }
@@ -295,7 +295,7 @@ func TestResetIsolation(t *testing.T) {
 			t.Fatalf("round %d: tunnel B got %d bytes, want %d exact + hash", i, len(got), len(down)+sha256.Size)
 		}
 	}
-	if !waitFor(time.Second, func() bool { return e.srv.ActiveTunnels() == 0 }) {
+	if !waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 }) {
 		t.Fatalf("after the tunnels: %d tunnels", e.srv.ActiveTunnels())
 	}
 }
@@ -346,7 +346,7 @@ func TestIdleTunnelsAreCheap(t *testing.T) {
 	for range n {
 		defer dialTunnel(t, e.addr, auth).Close()
 	}
-	if !waitFor(2*time.Second, func() bool { return e.srv.ActiveTunnels() == n+1 }) {
+	if !waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == n+1 }) {
 		t.Fatalf("%d tunnels open, want %d", e.srv.ActiveTunnels(), n+1)
 	}
 	per := (int64(inUse()) - int64(before)) / n
@@ -392,7 +392,7 @@ func TestShutdownEndsDials(t *testing.T) {
 	}
 	defer c.Close()
 	fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\n\r\n", port)
-	if !waitFor(2*time.Second, func() bool { return e.srv.ActiveTunnels() == 1 }) {
+	if !waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == 1 }) {
 		t.Fatalf("%d tunnels, want 1 dialling", e.srv.ActiveTunnels())
 	}
 	time.Sleep(100 * time.Millisecond) // the dial is under way
@@ -400,7 +400,9 @@ func TestShutdownEndsDials(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	e.srv.Shutdown(ctx)
-	if d := time.Since(start); d > 3*time.Second {
+	// Ended by the dial timeout, Shutdown would take 30 s; half of that
+	// tells the two apart however busy the machine is.
+	if d := time.Since(start); d > 15*time.Second {
 		t.Fatalf("Shutdown took %v with a dial under way", d)
 	}
 	if log := readFile(t, e.audit); !strings.Contains(log, `"egress.allow"`) {

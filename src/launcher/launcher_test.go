@@ -340,16 +340,26 @@ func TestCreateWhilePreparing(t *testing.T) {
 			case "clash":
 				fail = `echo "Error: Conflict. The container name is already in use" >&2; exit 1`
 			}
-			// FAKE engine: creates answer an id (or fail as asked).
+			// FAKE engine: creates answer an id (or fail as asked), and
+			// leave a line in created when they end.
+			created := filepath.Join(dir, "created")
 			e, calls := scriptEngine(t, `case "$1" in
-create) `+fail+`
+create) trap 'echo >> `+created+`' EXIT
+	`+fail+`
 	echo "id$$";;
 esac
 exit 0
 `)
 			s.Engine = e
 			s.Prepare = func(context.Context) (bool, error) {
-				time.Sleep(100 * time.Millisecond) // the creates start meanwhile
+				// Prepare ends after the first two creates, as a pull does:
+				// it waits for them (a bound only as a safety net), not for
+				// a pause the creates could overrun on a busy machine.
+				for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+					if b, _ := os.ReadFile(created); strings.Count(string(b), "\n") >= 2 {
+						break
+					}
+				}
 				return c.changed, os.WriteFile(prepared, nil, 0o644)
 			}
 			err := createNow(s)
