@@ -453,20 +453,3 @@ func hostLeak(hostText string, secrets []*Secret) (needle, bool) {
 	}
 	return needle{}, false
 }
-
-// BoundTo reports whether a binding with these hosts (policy domains forms)
-// may receive its secret at host:port; hosts that do not parse bind
-// nothing.
-func BoundTo(hosts []string, host string, port int) bool {
-	rules, err := ParseSecretHosts(hosts)
-	if err != nil {
-		return false
-	}
-	return boundTo(rules, host, port, true) || boundTo(rules, host, port, false)
-}
-
-// RequestRulesFor returns the request rules the proxy applies to host:port
-// (on the CONNECT path when connect), or nil.
-func (p *Policy) RequestRulesFor(host string, port int, connect bool) *HostRules {
-	return p.requestRules(host, port, connect)
-}
