@@ -11,6 +11,8 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -60,8 +62,9 @@ func exchangeOf(ctx context.Context) *exchange {
 	return x
 }
 
-// Errors of the forwarding step, answered with 502.
-var errUnrequestedUpgrade = errors.New("the host switched protocols though the request asked for no upgrade")
+// errUnrequestedUpgrade is a 101 that is not the answer to the request's
+// upgrade: answered with 502.
+var errUnrequestedUpgrade = errors.New("the host switched to a protocol the request did not ask for")
 
 // newForwarder builds the server's one transport and ReverseProxy.
 func (s *Server) newForwarder() {
@@ -81,14 +84,26 @@ func (s *Server) newForwarder() {
 		DisableCompression:    true,
 	}
 	s.rp = &httputil.ReverseProxy{
-		Rewrite:        rewrite,
-		Transport:      s.tr,
-		FlushInterval:  -1,
+		Rewrite:   rewrite,
+		Transport: s.tr,
+		// A body of unknown length (every masked one) or an event stream
+		// is flushed as it arrives; one of known length is buffered.
+		FlushInterval:  0,
+		BufferPool:     copyBuffers{},
 		ModifyResponse: modifyResponse,
 		ErrorHandler:   forwardError,
 		ErrorLog:       log.New(logWriter(s.opts.Logf), "forward: ", 0),
 	}
 }
+
+// copyBuffers lends the ReverseProxy the buffers it copies response bodies
+// with, instead of one new 32 KiB buffer per request.
+type copyBuffers struct{}
+
+var copyBufferPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+func (copyBuffers) Get() []byte  { return copyBufferPool.Get().(*[32 << 10]byte)[:] }
+func (copyBuffers) Put(b []byte) { copyBufferPool.Put((*[32 << 10]byte)(b)) }
 
 // serveRequest takes one request through the pipeline. ex is the policy's
 // explanation of rt, with the policy in force; rec is the request's audit
@@ -144,7 +159,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 func modifyResponse(resp *http.Response) error {
 	x := exchangeOf(resp.Request.Context())
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		if resp.Request.Header.Get("Upgrade") == "" {
+		if up := resp.Request.Header.Get("Upgrade"); up == "" || !strings.EqualFold(up, resp.Header.Get("Upgrade")) {
 			return errUnrequestedUpgrade
 		}
 		x.s.logOnce(x.rec)

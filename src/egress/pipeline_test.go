@@ -65,3 +65,33 @@ func TestShutdownEndsUpgradedConnection(t *testing.T) {
 		t.Fatalf("no audit line for the upgrade:\n%s", log)
 	}
 }
+
+// A 101 is relayed only as the answer to the upgrade the request asked for:
+// a host that switches to another protocol gets the client a 502, and the
+// audit line says why.
+func TestUpgradeMustMatchRequest(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n")
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e := startProxy(t, basePolicy(port), nil)
+	codes := pipeline(t, e.addr, fmt.Sprintf("GET http://allowed.test:%d/ws HTTP/1.1\r\nHost: allowed.test:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", port, port), 1)
+	if codes[0] != http.StatusBadGateway {
+		t.Fatalf("a switch to h2c in answer to a websocket upgrade: %d", codes[0])
+	}
+	e.srv.Shutdown(t.Context()) // flushes the audit log
+	if log := readFile(t, e.audit); !strings.Contains(log, "a protocol the request did not ask for") {
+		t.Fatalf("audit:\n%s", log)
+	}
+}
