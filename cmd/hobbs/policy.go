@@ -115,23 +115,25 @@ the proxy intercepts HTTPS to it.`,
 		if err != nil {
 			return err
 		}
-		d, err := p.Check(args[0])
+		t, err := egress.ParseTarget(args[0])
 		if err != nil {
 			return err
 		}
-		c := checkResult{Decision: d, Rules: []string{}, Secrets: []string{}}
-		if hr := p.RequestRulesFor(d.Host, d.Port, !strings.HasPrefix(strings.ToLower(args[0]), "http://")); hr != nil && d.Allow {
-			for _, rr := range hr.Requests {
-				c.Rules = append(c.Rules, rr.Text+" ("+rr.Source+")")
-			}
-			c.Intercepted = true
-		}
-		if cfg, err := a.config(in); err == nil && d.Allow {
+		var bindings []egress.Binding
+		if cfg, err := a.config(in); err == nil {
 			for _, name := range cfg.BindingNames() {
-				if egress.BoundTo(cfg.Secrets[name].Hosts, d.Host, d.Port) {
-					c.Secrets = append(c.Secrets, name)
-					c.Intercepted = true
+				if b, err := egress.NewBinding(name, cfg.Secrets[name].Hosts); err == nil {
+					bindings = append(bindings, b)
 				}
+			}
+		}
+		// A session's proxy always has a session CA: it can intercept.
+		x := p.Explain(t, bindings, true)
+		d := x.Decision
+		c := checkResult{Decision: d, Rules: []string{}, Secrets: append([]string{}, x.Secrets...), Intercepted: x.Intercepted()}
+		if x.Rules != nil {
+			for _, rr := range x.Rules.Requests {
+				c.Rules = append(c.Rules, rr.Text+" ("+rr.Source+")")
 			}
 		}
 		err = out.print(c, func(w io.Writer) error {
@@ -153,7 +155,7 @@ the proxy intercepts HTTPS to it.`,
 			if len(c.Secrets) > 0 {
 				fmt.Fprintf(w, "  secrets bound here (config.yaml): %s\n", strings.Join(c.Secrets, ", "))
 			}
-			if c.Intercepted && !strings.HasPrefix(strings.ToLower(args[0]), "http://") {
+			if c.Intercepted {
 				fmt.Fprintln(w, "  HTTPS to this host is intercepted by the proxy (session CA)")
 			}
 			return nil

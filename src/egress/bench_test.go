@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"testing"
 )
 
@@ -73,6 +74,51 @@ func BenchmarkHTTPSRequest(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					req, _ := http.NewRequest("GET", "https://"+host+"/bench", nil)
 					req.Header.Set("Authorization", "Bearer "+e.ph)
+					resp, err := c.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						b.Fatalf("status %d", resp.StatusCode)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkHTTPRequest: plain-HTTP GETs through the proxy to a local
+// server, the host open (no secrets in the proxy) or bound to a secret
+// (the placeholder replaced, the response masked). keepalive reuses one
+// connection; new makes a connection per request.
+func BenchmarkHTTPRequest(b *testing.B) {
+	for _, mode := range []string{"open", "bound"} {
+		for _, conn := range []string{"keepalive", "new"} {
+			b.Run(mode+"/"+conn, func(b *testing.B) {
+				var c *http.Client
+				var u, auth string
+				if mode == "bound" {
+					e := startSecretEnvB(b)
+					_, p, _ := net.SplitHostPort(e.plain.Listener.Addr().String())
+					c, u, auth = e.client(), "http://plain.test:"+p+"/bench", "Bearer "+e.ph2
+				} else {
+					tg := newTarget(b, "127.0.0.1")
+					e := startProxy(b, basePolicy(tg.port), func(o *Options) { o.Logf = nil })
+					pu, _ := url.Parse("http://" + e.addr)
+					c = &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+					u = fmt.Sprintf("http://allowed.test:%d/bench", tg.port)
+				}
+				if conn == "new" {
+					c.Transport.(*http.Transport).DisableKeepAlives = true
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					req, _ := http.NewRequest("GET", u, nil)
+					if auth != "" {
+						req.Header.Set("Authorization", auth)
+					}
 					resp, err := c.Do(req)
 					if err != nil {
 						b.Fatal(err)

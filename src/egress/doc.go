@@ -17,25 +17,37 @@
 //   - The address guard (guard.go): loopback, private, link-local (cloud
 //     metadata), CGNAT, unspecified, multicast and reserved addresses are
 //     refused even for an allowed name, unless allow_private opens them.
-//   - Server (server.go): the proxy, built on github.com/elazarl/goproxy with
-//     both of goproxy's permissive defaults overridden. The server resolves
-//     names itself, checks every resolved address, and dials exactly the
-//     address it checked; the client never chooses what is dialled after the
-//     check. Optional proxy authentication (Basic, user "hobbs"), hot reload
-//     of the policy files (fsnotify on their directories), idle and dial
-//     timeouts, and one audit line per decision.
+//   - Server (server.go): the proxy, on net/http, with
+//     github.com/elazarl/goproxy taking CONNECT requests (both of goproxy's
+//     permissive defaults overridden: it never dials or forwards by
+//     itself). The server resolves names itself, checks every resolved
+//     address, and dials exactly the address it checked; the client never
+//     chooses what is dialled after the check. Optional proxy
+//     authentication (Basic, user "hobbs"), hot reload of the policy files
+//     (fsnotify on their directories), idle and dial timeouts, and one
+//     audit line per decision.
+//   - Explain (explain.go): the one account of what happens to a
+//     destination — allowed or denied and by which rule, and whether it is
+//     an opaque tunnel, an intercepted one (for the secrets bound to it or
+//     its request rules) or plain HTTP. The server asks it for every CONNECT
+//     and every request it reads; `hobbs policy check` asks it too.
 //   - Serving (server.go, tunnel.go, hosttap.go): every connection goes
-//     to Go's HTTP server and goproxy; an allowed CONNECT is hijacked and
+//     to Go's HTTP server; an allowed opaque CONNECT is hijacked and
 //     relayed with io.Copy (splice(2) on Linux), and the host tap checks
 //     that a plain-HTTP request's Host header names its URL's host.
-//   - Secrets (secrets.go, inspect.go, intercept.go, ca.go): a session's
-//     vault values bound to hosts. The agent holds a placeholder of the
-//     same shape; the proxy puts the value in its place in requests to the
-//     bound hosts only, and refuses (and audits as a leak) a request to any
-//     other host that carries a placeholder, or a value where the proxy
-//     reads plaintext. HTTPS to a bound host is intercepted with a
-//     certificate from the session CA; every other host stays an opaque
-//     tunnel.
+//   - The request pipeline (pipeline.go, inspect.go, mask.go): every
+//     request the proxy reads — plain HTTP, and each request inside an
+//     intercepted tunnel (intercept.go, ca.go) — goes through one function:
+//     the policy's verdict, request rules, leak detection, substitution,
+//     then one httputil.ReverseProxy that forwards it to the checked
+//     addresses and masks the response.
+//   - Secrets (secrets.go): a session's vault values bound to hosts. The
+//     agent holds a placeholder of the same shape; the proxy puts the value
+//     in its place in requests to the bound hosts only, and refuses (and
+//     audits as a leak) a request to any other host that carries a
+//     placeholder, or a value where the proxy reads plaintext. HTTPS to a
+//     bound host is intercepted with a certificate from the session CA;
+//     every other host stays an opaque tunnel.
 //   - Request rules (rules.go): allow or deny by method and path prefix
 //     for a host, applied to every request the proxy reads (plain HTTP, and
 //     HTTPS to a host with rules, which is intercepted for that).

@@ -29,18 +29,20 @@ func (e *leakError) Error() string {
 	return fmt.Sprintf("request carries %s, which is not bound to %s", what, e.host)
 }
 
-// inspect applies what the proxy checks in a request it can read (plain
-// HTTP, or HTTPS to an intercepted host) after the host rule allowed it:
-// the host's request rules, leak detection and secret substitution. It
-// changes r in place (headers, URL, body) and returns 0, or the status to
-// refuse it with (rec says why).
-func (s *Server) inspect(r *http.Request, rec *record, connect bool) int {
+// inspect is the pipeline's check of a request the policy allowed t (ex
+// says what applies there): protocol upgrades, the host's request rules,
+// leak detection and secret substitution. It changes r in place (headers,
+// URL, body) and returns 0, or the status to refuse it with (rec says why).
+func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation) int {
 	rec.path = r.URL.Path
 	// Request trailers are not inspected: none is sent on.
 	r.Trailer = nil
 	sec := s.secrets()
-	hr := s.policy.Load().requestRules(rec.host, rec.port, connect)
-	if (hr != nil || len(sec) > 0) && r.Header.Get("Upgrade") != "" {
+	hr := ex.Rules
+	// An upgraded connection carries bytes the proxy does not read: refused
+	// inside an intercepted tunnel, and on the plain path wherever rules or
+	// secrets apply.
+	if (t.Connect || hr != nil || len(sec) > 0) && r.Header.Get("Upgrade") != "" {
 		rec.allow, rec.rule = false, "upgrade"
 		rec.reason = "a protocol upgrade would carry bytes the proxy does not inspect"
 		return http.StatusForbidden
@@ -65,11 +67,11 @@ func (s *Server) inspect(r *http.Request, rec *record, connect bool) int {
 	r.Header.Set("Accept-Encoding", "identity")
 	var bound []*Secret
 	for _, x := range sec {
-		if x.boundTo(rec.host, rec.port, connect) {
+		if ex.bound(x.Name) {
 			bound = append(bound, x)
 		}
 	}
-	needles := leakNeedles(sec, rec.host, rec.port, connect)
+	needles := leakNeedles(sec, func(x *Secret) bool { return ex.bound(x.Name) })
 	leak := func(n needle) int {
 		rec.allow, rec.leak = false, n.secret
 		rec.rule = "leak-detection"
@@ -260,15 +262,4 @@ func (s *Server) secrets() []*Secret {
 		return nil
 	}
 	return s.opts.Secrets.Secrets
-}
-
-// intercepts reports whether CONNECT to host:port is intercepted: a secret
-// is bound to it or it has request rules.
-func (s *Server) intercepts(host string, port int) bool {
-	for _, x := range s.secrets() {
-		if x.boundTo(host, port, true) {
-			return true
-		}
-	}
-	return s.policy.Load().requestRules(host, port, true) != nil
 }

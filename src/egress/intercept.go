@@ -1,14 +1,10 @@
 package egress
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
-	"io"
 	"log"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -16,20 +12,20 @@ import (
 	"time"
 )
 
-// Interception. A CONNECT to a host that a secret is bound to, or that has
-// request rules, is not relayed as an opaque tunnel: the proxy answers the
-// TLS handshake itself with a certificate for that host signed by the
-// session CA (which the agent's tools trust; its key is only in the proxy),
-// reads each HTTP/1.1 request, checks and changes it (inspect: request
-// rules, leak detection, secrets in place of placeholders) and sends it on
-// over its own TLS connection to the host, verifying the host's
+// Interception. A CONNECT that Explain says is intercepted (a secret is
+// bound to its host, or the host has request rules) is not relayed as an
+// opaque tunnel: the proxy answers the TLS handshake itself with a
+// certificate for that host signed by the session CA (which the agent's
+// tools trust; its key is only in the proxy), reads each HTTP/1.1 request
+// and takes it through the request pipeline (pipeline.go), which sends it
+// on over the proxy's own TLS connection to the host, verifying the host's
 // certificate as any client would. Every request goes to the host the
 // CONNECT named, at the addresses its check produced: a Host header naming
 // another is refused. Every other host stays an opaque tunnel.
 
 // runIntercept serves an intercepted CONNECT tunnel until the client leaves
 // or the tunnel is closed.
-func (s *Server) runIntercept(t *tunnel, client net.Conn, addrs []netip.Addr, rec *record) {
+func (s *Server) runIntercept(t *tunnel, client net.Conn, rt *route, rec *record) {
 	defer func() {
 		t.cancel()
 		s.tunnels.remove(t)
@@ -47,10 +43,9 @@ func (s *Server) runIntercept(t *tunnel, client net.Conn, addrs []netip.Addr, re
 	rec.reason = "intercepted"
 	s.log(rec) // the tunnel's line; each request inside gets its own
 
-	host, port := rec.host, rec.port
-	cert, err := s.issuer.certFor(host)
+	cert, err := s.issuer.certFor(rt.Host)
 	if err != nil {
-		s.opts.Logf("intercept %s: %v", host, err)
+		s.opts.Logf("intercept %s: %v", rt.Host, err)
 		t.close()
 		return
 	}
@@ -59,10 +54,9 @@ func (s *Server) runIntercept(t *tunnel, client net.Conn, addrs []netip.Addr, re
 		NextProtos:   []string{"http/1.1"},
 		MinVersion:   tls.VersionTLS12,
 	})
-	target := &dialTarget{addrs: addrs, port: port}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.serveIntercepted(w, r, target, rec.client, host, port)
+			s.serveIntercepted(w, r, rt, rec.client)
 		}),
 		ReadHeaderTimeout: s.opts.HeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
@@ -82,104 +76,20 @@ func (s *Server) runIntercept(t *tunnel, client net.Conn, addrs []netip.Addr, re
 	t.close()
 }
 
-// serveIntercepted handles one request read from an intercepted tunnel.
-func (s *Server) serveIntercepted(w http.ResponseWriter, r *http.Request, target *dialTarget, client, host string, port int) {
+// serveIntercepted takes one request read from an intercepted tunnel into
+// the pipeline, with the policy in force now (it may have changed since the
+// CONNECT). Its Host must name the CONNECT's host.
+func (s *Server) serveIntercepted(w http.ResponseWriter, r *http.Request, rt *route, client string) {
 	s.handlers.Add(1)
 	defer s.handlers.Done()
-	rec := &record{start: time.Now(), client: client, method: r.Method, host: host, port: port}
-	deny := func(code int) {
-		rec.logged.Store(true)
-		s.log(rec)
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if code == http.StatusBadRequest {
-			w.Header().Set("Connection", "close")
-		}
-		w.WriteHeader(code)
-		io.WriteString(w, s.refusal(code, rec))
-	}
-	if r.Host != "" && !hostMatches(withDefaultPort(r.Host, 443), host, port) {
+	rec := &record{start: time.Now(), client: client, method: r.Method, host: rt.Host, port: rt.Port}
+	if r.Host != "" && !hostMatches(withDefaultPort(r.Host, 443), rt.Host, rt.Port) {
 		rec.rule, rec.reason = "host-mismatch", "the Host header does not name the host of the CONNECT"
-		deny(http.StatusBadRequest)
+		s.refuse(w, rec, http.StatusBadRequest)
 		return
 	}
-	if r.Header.Get("Upgrade") != "" {
-		rec.rule, rec.reason = "intercepted", "protocol upgrades are not carried to an intercepted host"
-		deny(http.StatusForbidden)
-		return
-	}
-	// The policy may have changed since the CONNECT: decide the host again.
-	d := s.policy.Load().Decide(host, port, true)
-	rec.rule, rec.reason = d.Rule, d.Reason
-	if !d.Allow {
-		deny(http.StatusForbidden)
-		return
-	}
-	rec.allow = true
-	if code := s.inspect(r, rec, true); code != 0 {
-		deny(code)
-		return
-	}
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = &countingBody{ReadCloser: r.Body, n: &rec.bodyUp}
-	}
-	ctx := context.WithValue(r.Context(), dialKey{}, target)
-	cw := &countingWriter{ResponseWriter: w}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = "https"
-			pr.Out.URL.Host = hostForURL(host)
-			if port != 443 {
-				pr.Out.URL.Host += ":" + strconv.Itoa(port)
-			}
-			pr.Out.Host = ""
-		},
-		Transport:     s.upstreamTransport(),
-		FlushInterval: -1,
-		ModifyResponse: func(resp *http.Response) error {
-			if !s.maskResponse(resp) {
-				return errCompressedResponse
-			}
-			return nil
-		},
-		ErrorLog: log.New(logWriter(s.opts.Logf), "intercept: ", 0),
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			var le *leakError
-			if errors.As(err, &le) {
-				rec.allow, rec.leak, rec.rule, rec.reason = false, le.n.secret, "leak-detection", le.Error()
-				deny(http.StatusForbidden)
-				return
-			}
-			rec.err = err.Error()
-			deny(http.StatusBadGateway)
-		},
-	}
-	rp.ServeHTTP(cw, r.WithContext(ctx))
-	rec.down = cw.n
-	if rec.logged.Load() {
-		return
-	}
-	s.log(rec)
-}
-
-// upstreamTransport is the transport of intercepted requests: TLS to the
-// host, verified against the system roots (or Options.UpstreamRoots), over
-// connections to the checked addresses only.
-func (s *Server) upstreamTransport() *http.Transport {
-	s.upOnce.Do(func() {
-		s.upTr = &http.Transport{
-			Proxy:                 nil,
-			DialContext:           s.dialChecked,
-			TLSClientConfig:       &tls.Config{RootCAs: s.opts.UpstreamRoots, MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2:     false,
-			TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
-			MaxIdleConnsPerHost:   16,
-			IdleConnTimeout:       60 * time.Second,
-			TLSHandshakeTimeout:   s.opts.DialTimeout,
-			ExpectContinueTimeout: time.Second,
-			DisableCompression:    true,
-		}
-	})
-	return s.upTr
+	ex := s.explain(s.policy.Load(), rt.Target)
+	s.serveRequest(w, r, rec, rt, &ex)
 }
 
 // hostForURL is host as a URL's authority writes it.
@@ -262,22 +172,4 @@ func (c *notifyConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { close(c.done) })
 	return err
-}
-
-// countingWriter counts the response body bytes written to the client.
-type countingWriter struct {
-	http.ResponseWriter
-	n int64
-}
-
-func (w *countingWriter) Write(p []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(p)
-	w.n += int64(n)
-	return n, err
-}
-
-func (w *countingWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
 }

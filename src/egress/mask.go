@@ -61,18 +61,7 @@ func (s *Server) maskResponse(resp *http.Response) bool {
 	if len(s.secrets()) == 0 {
 		return true
 	}
-	for k, vs := range resp.Header {
-		for i, v := range vs {
-			vs[i] = s.toAgent(v)
-		}
-		resp.Header[k] = vs
-	}
-	for k, vs := range resp.Trailer {
-		for i, v := range vs {
-			vs[i] = s.toAgent(v)
-		}
-		resp.Trailer[k] = vs
-	}
+	s.maskHeader(resp.Header)
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return true
 	}
@@ -87,18 +76,32 @@ func (s *Server) maskResponse(resp *http.Response) bool {
 			longest = max(longest, len(f))
 		}
 	}
-	resp.Body = &maskBody{rc: resp.Body, pairs: pairs, keep: longest - 1}
+	// Trailers arrive with the end of the body: they are masked then,
+	// before the body reports its end and they are passed on.
+	resp.Body = &maskBody{rc: resp.Body, pairs: pairs, keep: longest - 1, atEnd: func() { s.maskHeader(resp.Trailer) }}
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
 	return true
 }
 
+// maskHeader replaces the values of secrets in h's values by their
+// placeholders.
+func (s *Server) maskHeader(h http.Header) {
+	for _, vs := range h {
+		for i, v := range vs {
+			vs[i] = s.toAgent(v)
+		}
+	}
+}
+
 // maskBody replaces values in a streamed body, also across reads: it holds
-// back the last keep bytes until it knows they do not begin a value.
+// back the last keep bytes until it knows they do not begin a value. When
+// the body ends it calls atEnd.
 type maskBody struct {
 	rc    io.ReadCloser
 	pairs [][2]string
 	keep  int
+	atEnd func()
 	buf   []byte // read, not yet handed out
 	out   []byte // replaced, ready
 	eof   bool
@@ -119,6 +122,7 @@ func (b *maskBody) Read(p []byte) (int, error) {
 		b.buf = append(b.buf, chunk[:n]...)
 		if err != nil {
 			b.eof, b.err = true, err
+			b.atEnd()
 			continue
 		}
 		r := b.replace(b.buf)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -135,52 +134,6 @@ func allowPortOK(connect bool) func(*Rule, int) bool {
 		return func(r *Rule, port int) bool { return port == r.Port || r.Port == 0 && port == 443 }
 	}
 	return func(r *Rule, port int) bool { return port == r.Port || r.Port == 0 && (port == 80 || port == 443) }
-}
-
-// Check decides a target as a user writes it: a URL (http:// is the plain
-// path, https:// a CONNECT tunnel) or HOST[:PORT] (a CONNECT tunnel, port 443
-// by default). An IP literal is also run through the address guard; names
-// are not resolved.
-func (p *Policy) Check(target string) (Decision, error) {
-	connect, host, portText := true, "", ""
-	if strings.Contains(target, "://") {
-		u, err := url.Parse(target)
-		if err != nil {
-			return Decision{}, errs.Usagef("invalid URL %q", target)
-		}
-		switch strings.ToLower(u.Scheme) {
-		case "http":
-			connect, portText = false, "80"
-		case "https":
-			portText = "443"
-		default:
-			return Decision{}, errs.Usagef("unsupported scheme %q: the proxy carries http and https", u.Scheme)
-		}
-		host = u.Hostname()
-		if u.Port() != "" {
-			portText = u.Port()
-		}
-	} else {
-		host, portText = target, "443"
-		if i := strings.LastIndexByte(target, ':'); i >= 0 && !strings.HasSuffix(target, "]") && strings.Count(target, ":") == 1 || strings.Contains(target, "]:") {
-			host, portText = target[:i], target[i+1:]
-		}
-	}
-	h, err := NormalizeHost(host)
-	if err != nil {
-		return Decision{}, errs.Usagef("%v", err)
-	}
-	port, err := ParsePort(portText)
-	if err != nil {
-		return Decision{}, errs.Usagef("%v", err)
-	}
-	d := p.Decide(h.String(), port, connect)
-	if d.Allow && h.IsIP() {
-		if ok, why := p.AddrAllowed(h.IP); !ok {
-			d.Allow, d.Rule, d.Reason, d.Source = false, "address-guard", why, ""
-		}
-	}
-	return d, nil
 }
 
 // ParseFile reads and parses one policy file. It is opened beneath its own

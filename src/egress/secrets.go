@@ -24,8 +24,6 @@ type Secret struct {
 	Placeholder string   `json:"placeholder"` // what the agent holds
 	Value       string   `json:"value"`       // the vault's value
 	Hosts       []string `json:"hosts"`       // policy domains forms
-
-	rules []*Rule
 }
 
 // SessionSecrets is what the launcher hands the proxy for one session, in a
@@ -35,6 +33,8 @@ type SessionSecrets struct {
 	CACert  string    `json:"ca_cert"`
 	CAKey   string    `json:"ca_key"`
 	Secrets []*Secret `json:"secrets"`
+
+	bindings []Binding // the secrets' names and hosts, for Explain
 }
 
 // MinValueScan is the shortest secret value the proxy looks for in
@@ -76,30 +76,35 @@ func LoadSessionSecrets(path string) (*SessionSecrets, error) {
 	return &ss, nil
 }
 
-// prepare parses every binding's hosts and checks the placeholders.
+// prepare parses every binding's hosts and checks the names and
+// placeholders.
 func (ss *SessionSecrets) prepare() error {
-	seen := map[string]bool{}
+	seen, names := map[string]bool{}, map[string]bool{}
+	ss.bindings = nil
 	for _, s := range ss.Secrets {
 		rules, err := ParseSecretHosts(s.Hosts)
 		if err != nil {
 			return fmt.Errorf("secret %s: %v", s.Name, err)
 		}
-		s.rules = rules
 		if len(s.Placeholder) < 16 || seen[s.Placeholder] || s.Value == "" || strings.Contains(s.Value, s.Placeholder) {
 			return fmt.Errorf("secret %s: bad placeholder", s.Name)
 		}
-		seen[s.Placeholder] = true
+		if names[s.Name] {
+			return fmt.Errorf("secret %s: named twice", s.Name)
+		}
+		seen[s.Placeholder], names[s.Name] = true, true
+		ss.bindings = append(ss.bindings, Binding{Name: s.Name, rules: rules})
 	}
 	return nil
 }
 
-// boundTo reports whether the secret may be sent to host:port (canonical
-// host) on the proxy's CONNECT path (connect) or its plain-HTTP path. A
-// bare entry admits 443 through a tunnel (HTTPS, which the proxy
+// boundTo reports whether a binding with these rules admits host:port
+// (canonical host) on the proxy's CONNECT path (connect) or its plain-HTTP
+// path. A bare entry admits 443 through a tunnel (HTTPS, which the proxy
 // intercepts) and 80 as plain HTTP; an entry with a port admits that port.
-func (s *Secret) boundTo(host string, port int, connect bool) bool {
+func boundTo(rules []*Rule, host string, port int, connect bool) bool {
 	ip := isIPLiteral(host)
-	for _, r := range s.rules {
+	for _, r := range rules {
 		if r.Port != 0 && r.Port != port || r.Port == 0 && (connect && port != 443 || !connect && port != 80) {
 			continue
 		}
@@ -378,10 +383,11 @@ type needle struct {
 	value  bool // the real value, not the placeholder
 }
 
-func leakNeedles(secrets []*Secret, host string, port int, connect bool) []needle {
+// leakNeedles are the needles of the secrets that bound does not admit.
+func leakNeedles(secrets []*Secret, bound func(*Secret) bool) []needle {
 	var out []needle
 	for _, s := range secrets {
-		if s.boundTo(host, port, connect) {
+		if bound(s) {
 			continue
 		}
 		out = append(out, needle{s.Name, s.Placeholder, false})
@@ -431,23 +437,6 @@ func maxNeedle(ns []needle) int {
 		m = max(m, len(n.text))
 	}
 	return m
-}
-
-// BoundTo reports whether a binding with these hosts (policy domains forms)
-// may receive its secret at host:port; hosts that do not parse bind
-// nothing.
-func BoundTo(hosts []string, host string, port int) bool {
-	rules, err := ParseSecretHosts(hosts)
-	if err != nil {
-		return false
-	}
-	return (&Secret{rules: rules}).boundTo(host, port, true) || (&Secret{rules: rules}).boundTo(host, port, false)
-}
-
-// RequestRulesFor returns the request rules the proxy applies to host:port
-// (on the CONNECT path when connect), or nil.
-func (p *Policy) RequestRulesFor(host string, port int, connect bool) *HostRules {
-	return p.requestRules(host, port, connect)
 }
 
 // hostLeak reports a secret's placeholder or value in a target host name

@@ -262,11 +262,22 @@ func TestAttackSecretCleartextToBoundName(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.srv.opts.Secrets = ss
+	if err := writeFile(e.policy, strings.Replace(readFile(t, e.policy), "domains: [", "domains: [example.com, ", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Reload(); err != nil {
+		t.Fatal(err)
+	}
 	for _, port := range []int{443, 80} {
 		r, _ := http.NewRequest("GET", fmt.Sprintf("http://example.com:%d/", port), nil)
 		r.Header.Set("Authorization", "Bearer "+e.ph)
 		rec := &record{host: "example.com", port: port}
-		if code := e.srv.inspect(r, rec, false); code == 0 && strings.Contains(r.Header.Get("Authorization"), testValue) {
+		tg := Target{Host: "example.com", Port: port}
+		ex := e.srv.explain(e.srv.Policy(), tg)
+		if !ex.Allow {
+			t.Fatalf("plain HTTP to example.com:%d: %s", port, ex.Rule)
+		}
+		if code := e.srv.inspect(r, rec, tg, &ex); code == 0 && strings.Contains(r.Header.Get("Authorization"), testValue) {
 			if port == 80 { // documented ("443, and 80 for plain HTTP"), still cleartext
 				t.Logf("note: plain HTTP to example.com:80 gets the value in cleartext (documented)")
 				continue
@@ -692,5 +703,146 @@ func TestAttackSecret502ReflectsValue(t *testing.T) {
 	waitFor(10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), "malformed") >= 2 })
 	if log := readFile(t, e.audit); strings.Contains(log, testValue) || strings.Contains(log, other) {
 		t.Errorf("the audit log holds a value (from the upstream error):\n%s", log)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// (7) What one way in checked and the other did not: plain HTTP and the
+// requests of an intercepted tunnel share one pipeline.
+
+// upgradeAnyway is an upstream that answers every request with a websocket
+// 101, asked for or not, then reads the next request on the connection and
+// sends its method to got.
+func upgradeAnyway(got chan<- string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if req, err := http.ReadRequest(brw.Reader); err == nil {
+			got <- req.Method
+		}
+	}
+}
+
+// ATTACK: a request without Upgrade that the host answers with a 101 (a
+// host the agent controls, or one that misbehaves): the connection would
+// become a raw channel, and what the agent sends on it next (a request the
+// rules deny, a placeholder) would pass unread.
+func TestAttackUnrequestedUpgrade(t *testing.T) {
+	try := func(t *testing.T, c io.ReadWriter, req, hp string, got chan string) {
+		t.Helper()
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			return // refused: no raw channel
+		}
+		fmt.Fprintf(c, "DELETE /repos/x HTTP/1.1\r\nHost: %s\r\n\r\n", hp)
+		select {
+		case m := <-got:
+			t.Fatalf("after a 101 the client did not ask for, %s reached the host past the rule \"deny DELETE\"", m)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the proxy relayed a 101 the client did not ask for")
+		}
+	}
+	t.Run("plain HTTP", func(t *testing.T) {
+		e, _, _ := attackEnv(t, nil)
+		hp := "plain.test:" + e.plainPort()
+		e.addRules(t, "rules:\n  "+hp+":\n    - deny DELETE\n")
+		got := make(chan string, 1)
+		e.plain.Config.Handler = upgradeAnyway(got)
+		c, err := net.DialTimeout("tcp", e.addr, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		try(t, c, fmt.Sprintf("GET http://%s/repos/x HTTP/1.1\r\nHost: %s\r\n\r\n", hp, hp), hp, got)
+	})
+	t.Run("intercepted", func(t *testing.T) {
+		e, _, _ := attackEnv(t, nil)
+		hp := "example.com:" + e.boundPort
+		e.addRules(t, "rules:\n  "+hp+":\n    - deny DELETE\n")
+		got := make(chan string, 1)
+		e.bound.Config.Handler = upgradeAnyway(got)
+		tc := e.interceptConn(t)
+		tc.SetDeadline(time.Now().Add(10 * time.Second))
+		try(t, tc, fmt.Sprintf("GET /repos/x HTTP/1.1\r\nHost: %s\r\n\r\n", hp), hp, got)
+	})
+}
+
+// ATTACK: the bound host hands the value back in a response trailer, which
+// arrives after the body, past a check made when the head arrived.
+func TestAttackSecretResponseTrailer(t *testing.T) {
+	echo := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Echo")
+		io.WriteString(w, "ok")
+		w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+		w.Header().Set(http.TrailerPrefix+"X-Late", r.Header.Get("Authorization")) // not announced
+	}
+	for _, tc := range []struct{ name, value string }{{"plain HTTP", "other-Secret-Value-0123456789"}, {"intercepted", testValue}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, _ := attackEnv(t, nil)
+			u, ph := "https://example.com:"+e.boundPort+"/", e.ph
+			e.bound.Config.Handler = http.HandlerFunc(echo)
+			if tc.name == "plain HTTP" {
+				u, ph = "http://plain.test:"+e.plainPort()+"/", e.ph2
+				e.plain.Config.Handler = http.HandlerFunc(echo)
+			}
+			req, _ := http.NewRequest("GET", u, nil)
+			req.Header.Set("Authorization", "Bearer "+ph)
+			resp, err := e.client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var sb strings.Builder
+			resp.Trailer.Write(&sb)
+			if strings.Contains(sb.String(), tc.value) {
+				t.Fatalf("the agent read the real value back from a response trailer:\n%s", sb.String())
+			}
+		})
+	}
+}
+
+// ATTACK: the bound host hands the value back in the headers of an
+// informational response (103 Early Hints) sent before the final one.
+func TestAttackSecretInformationalResponse(t *testing.T) {
+	hints := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</x>; rel=preload; token="+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		io.WriteString(w, "ok")
+	}
+	for _, tc := range []struct{ name, value string }{{"plain HTTP", "other-Secret-Value-0123456789"}, {"intercepted", testValue}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, _ := attackEnv(t, nil)
+			hp, ph := "example.com:"+e.boundPort, e.ph
+			e.bound.Config.Handler = http.HandlerFunc(hints)
+			var c io.ReadWriter
+			req := "GET / HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n"
+			if tc.name == "plain HTTP" {
+				hp, ph = "plain.test:"+e.plainPort(), e.ph2
+				e.plain.Config.Handler = http.HandlerFunc(hints)
+				conn, err := net.DialTimeout("tcp", e.addr, 2*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				conn.SetDeadline(time.Now().Add(5 * time.Second))
+				c, req = conn, "GET http://%[1]s/ HTTP/1.1\r\nHost: %[1]s\r\nAuthorization: Bearer %[2]s\r\nConnection: close\r\n\r\n"
+			} else {
+				c = e.interceptConn(t)
+			}
+			fmt.Fprintf(c, req, hp, ph)
+			all, _ := io.ReadAll(c)
+			if strings.Contains(string(all), tc.value) {
+				t.Fatalf("the agent read the real value back from an informational response:\n%s", all)
+			}
+		})
 	}
 }

@@ -301,8 +301,7 @@ func TestInterceptVerifiesUpstream(t *testing.T) {
 	// The proxy trusts only the test roots; with the system roots the test
 	// server's certificate is refused, and the agent gets a 502.
 	e.srv.opts.UpstreamRoots = x509.NewCertPool()
-	e.srv.upTr = nil
-	e.srv.upOnce = sync.Once{}
+	e.srv.newForwarder() // no request has been forwarded yet
 	code, body := do(t, e.client(), "GET", "https://example.com:"+e.boundPort+"/", "Bearer "+e.ph, "", "")
 	if code != 502 || e.seenBound.count() != 0 {
 		t.Fatalf("unverified upstream: %d %q (upstream saw %d)", code, body, e.seenBound.count())

@@ -13,6 +13,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/netip"
 	"os"
 	"strconv"
@@ -64,7 +65,8 @@ type Server struct {
 	policy  atomic.Pointer[Policy]
 	gp      *goproxy.ProxyHttpServer
 	hs      *http.Server
-	tr      *http.Transport
+	tr      *http.Transport        // the pipeline's one transport (pipeline.go)
+	rp      *httputil.ReverseProxy // the pipeline's forwarding step
 	audit   *auditLog
 	tunnels tunnelSet
 	conns   tapSet
@@ -72,13 +74,16 @@ type Server struct {
 	// connection's handler still decides, dials or logs after net/http's
 	// Shutdown has stopped tracking it.
 	handlers sync.WaitGroup
-	watch    *watcher
-	dns      dnsCache
-	stopped  atomic.Bool
+	// upgrades ends when Shutdown gives up waiting: a plain-HTTP
+	// connection upgraded (websocket) is hijacked, out of net/http's
+	// reach, and its handler runs until this ends or either side closes.
+	upgrades   context.Context
+	endUpgrade context.CancelFunc
+	watch      *watcher
+	dns        dnsCache
+	stopped    atomic.Bool
 
 	issuer *leafIssuer // the session CA's signer; nil without Options.Secrets
-	upOnce sync.Once
-	upTr   *http.Transport // intercepted requests' transport
 }
 
 // NewServer loads the policy files and builds a server. It fails (exit 2
@@ -122,6 +127,7 @@ func NewServer(opts Options) (*Server, error) {
 		f.Close()
 	}
 	s := &Server{opts: opts}
+	s.upgrades, s.endUpgrade = context.WithCancel(context.Background())
 	if opts.Secrets != nil {
 		if err := opts.Secrets.prepare(); err != nil {
 			return nil, errs.Usagef("secrets: %v", err)
@@ -134,18 +140,9 @@ func NewServer(opts Options) (*Server, error) {
 	s.policy.Store(p)
 	s.audit = newAuditLog(opts.AuditPath, opts.Logf)
 
-	s.tr = &http.Transport{
-		Proxy:                 nil, // never chain to the environment's proxy
-		DialContext:           s.dialChecked,
-		ForceAttemptHTTP2:     false,
-		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       60 * time.Second,
-		TLSHandshakeTimeout:   opts.DialTimeout,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-	}
+	s.newForwarder()
+	// goproxy takes CONNECT requests to handleConnect, which hijacks every
+	// one; it never dials or forwards by itself.
 	gp := goproxy.NewProxyHttpServer()
 	gp.Logger = log.New(logWriter(opts.Logf), "goproxy: ", 0)
 	gp.Tr = s.tr
@@ -154,7 +151,6 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	gp.NonproxyHandler = http.HandlerFunc(s.serveNonProxy)
 	gp.OnRequest().HandleConnectFunc(s.handleConnect)
-	gp.OnRequest().DoFunc(s.handleRequest)
 	s.gp = gp
 	s.hs = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
@@ -221,7 +217,8 @@ func DialAddr(ctx context.Context, addr string) (net.Conn, error) {
 }
 
 // Serve accepts proxy clients on l until Shutdown: every connection is
-// served by the net/http server and goproxy, CONNECT tunnels included.
+// served by the net/http server; CONNECT requests go through goproxy,
+// plain-HTTP ones into the request pipeline.
 func (s *Server) Serve(l net.Listener) error {
 	err := s.hs.Serve(tapListener{l})
 	if errors.Is(err, http.ErrServerClosed) {
@@ -261,11 +258,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.hs.Close()
 	}
 	// Handlers end soon once their connections are closed (a request's
-	// context ends with its connection; a tunnel's dial with the tunnel).
+	// context ends with its connection; a tunnel's dial with the tunnel;
+	// an upgraded connection's relay with s.upgrades).
 	if !waitGroup(ctx, &s.handlers) {
+		s.endUpgrade()
 		s.tunnels.closeAll()
 		s.handlers.Wait()
 	}
+	s.endUpgrade()
 	for _, t := range s.tunnels.snapshot() {
 		go t.shutdownInner(ctx)
 	}
@@ -310,12 +310,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hobbs proxy: HTTP/1.1 only", http.StatusHTTPVersionNotSupported)
 		return
 	}
-	if r.Method == http.MethodConnect {
+	switch {
+	case r.Method == http.MethodConnect:
 		if hj, ok := w.(http.Hijacker); ok {
 			w = bufferedHijacker{w, hj}
 		}
+		s.gp.ServeHTTP(w, r)
+	case r.URL.IsAbs():
+		s.servePlain(w, r)
+	default:
+		s.serveNonProxy(w, r)
 	}
-	s.gp.ServeHTTP(w, r)
 }
 
 type tapHostKey struct{}
@@ -395,15 +400,16 @@ type record struct {
 	reason   string
 	err      string
 	up, down int64
-	// bodyUp counts a plain-HTTP request's body, read by the transport's
-	// own goroutine, which may still be sending when the response is done.
+	// bodyUp counts the body of a request the proxy reads, read by the
+	// transport's own goroutine, which may still be sending when the
+	// response is done.
 	bodyUp atomic.Int64
 	// For a request the proxy reads (plain HTTP, intercepted HTTPS): its
 	// path (no query), the secrets put in it, the secret it tried to leak.
 	path    string
 	secrets []string
 	leak    string
-	logged  atomic.Bool
+	logged  atomic.Bool // a read request's line is written (logOnce)
 }
 
 // auditLine is the proxy's audit record: audit.Entry's shape (time, actor,
@@ -466,9 +472,10 @@ func (s *Server) auditLine(rec *record) auditLine {
 }
 
 // decide runs the whole check for one destination: parse and normalise,
-// policy, resolve, guard. On success it returns the checked addresses to
-// dial; on refusal the status to answer with.
-func (s *Server) decide(ctx context.Context, rec *record, hostText, portText string, connect bool) ([]netip.Addr, int) {
+// the policy's explanation (Explain), resolve, guard. On success it returns
+// the route, with the checked addresses to dial, and the explanation; on
+// refusal the status to answer with.
+func (s *Server) decide(ctx context.Context, rec *record, hostText, portText string, connect bool) (*route, Explanation, int) {
 	h, err := NormalizeHost(hostText)
 	if err == nil {
 		rec.host = h.String()
@@ -479,42 +486,55 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 	rec.port = port
 	if err != nil || perr != nil {
 		rec.rule, rec.reason = "bad-target", "invalid host or port"
-		return nil, http.StatusBadRequest
+		return nil, Explanation{}, http.StatusBadRequest
 	}
 	if n, ok := hostLeak(hostText, s.secrets()); ok {
 		rec.rule, rec.leak, rec.reason = "leak-detection", n.secret, (&leakError{n, "a host name"}).Error()
-		return nil, http.StatusForbidden
+		return nil, Explanation{}, http.StatusForbidden
 	}
 	p := s.policy.Load()
-	d := p.Decide(h.String(), port, connect)
-	rec.rule, rec.reason = d.Rule, d.Reason
-	if !d.Allow {
-		return nil, http.StatusForbidden
+	rt := &route{Target: Target{Host: h.String(), Port: port, Connect: connect}}
+	ex := s.explain(p, rt.Target)
+	rec.rule, rec.reason = ex.Rule, ex.Reason
+	if !ex.Allow {
+		if ex.Rule == "address-guard" {
+			rec.ip = h.String()
+		}
+		return nil, Explanation{}, http.StatusForbidden
 	}
-	var addrs []netip.Addr
 	if h.IsIP() {
-		addrs = []netip.Addr{h.IP}
+		rt.addrs = []netip.Addr{h.IP}
 	} else {
 		lctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
-		addrs, err = s.dns.resolve(lctx, h.Name)
+		rt.addrs, err = s.dns.resolve(lctx, h.Name)
 		cancel()
-		if err != nil || len(addrs) == 0 {
+		if err != nil || len(rt.addrs) == 0 {
 			rec.allow = true
 			rec.err = "resolve: " + errString(err, "no addresses")
-			return nil, http.StatusBadGateway
+			return nil, Explanation{}, http.StatusBadGateway
 		}
 	}
-	for i, a := range addrs {
+	for i, a := range rt.addrs {
 		a = a.Unmap().WithZone("")
-		addrs[i] = a
+		rt.addrs[i] = a
 		if ok, why := p.AddrAllowed(a); !ok {
 			rec.ip, rec.rule, rec.reason = a.String(), "address-guard", why
-			return nil, http.StatusForbidden
+			return nil, Explanation{}, http.StatusForbidden
 		}
 	}
 	rec.allow = true
-	rec.ip = addrs[0].String()
-	return addrs, 0
+	rec.ip = rt.addrs[0].String()
+	return rt, ex, 0
+}
+
+// explain is p's explanation of t for this proxy: its session's secrets,
+// and interception only with a session CA.
+func (s *Server) explain(p *Policy, t Target) Explanation {
+	var bindings []Binding
+	if s.opts.Secrets != nil {
+		bindings = s.opts.Secrets.bindings
+	}
+	return p.Explain(t, bindings, s.issuer != nil)
 }
 
 func errString(err error, def string) string {
@@ -567,21 +587,12 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 	if len(v) > 0 {
 		auth = v[0]
 	}
-	addrs, code := s.connectDecision(r.Context(), rec, r.RequestURI, auth, len(v))
+	rt, ex, code := s.connectDecision(r.Context(), rec, r.RequestURI, auth, len(v))
+	intercept := ex.Intercepted()
 	if code != 0 {
 		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
 			s.log(rec) // before answering: once the client has its 403, the line is queued
 			writeRaw(c, code, s.refusal(code, rec))
-			c.Close()
-		}}, ""
-	}
-	intercept := s.intercepts(rec.host, rec.port)
-	if intercept && s.issuer == nil {
-		rec.allow, rec.rule = false, "interception-unavailable"
-		rec.reason = "the host has request rules, which this proxy cannot apply to HTTPS without a session CA"
-		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
-			s.log(rec)
-			writeRaw(c, http.StatusForbidden, s.refusal(http.StatusForbidden, rec))
 			c.Close()
 		}}, ""
 	}
@@ -596,24 +607,25 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 			return
 		}
 		if intercept {
-			go s.runIntercept(t, c, addrs, rec)
+			go s.runIntercept(t, c, rt, rec)
 			return
 		}
-		go s.runTunnel(t, c, addrs, rec)
+		go s.runTunnel(t, c, rt.addrs, rec)
 	}}, ""
 }
 
 // connectDecision decides a CONNECT request: proxy authentication, then the
-// request-target, which must be exactly host:port, through decide.
-func (s *Server) connectDecision(ctx context.Context, rec *record, target, auth string, authCount int) ([]netip.Addr, int) {
+// request-target, which must be exactly host:port, through decide. The
+// explanation says whether the tunnel is intercepted.
+func (s *Server) connectDecision(ctx context.Context, rec *record, target, auth string, authCount int) (*route, Explanation, int) {
 	if !s.authorizedValue(auth, authCount) {
 		rec.host, rec.rule, rec.reason = target, "proxy-auth", "missing or wrong proxy credentials"
-		return nil, http.StatusProxyAuthRequired
+		return nil, Explanation{}, http.StatusProxyAuthRequired
 	}
 	host, port, ok := splitAuthority(target)
 	if !ok {
 		rec.host, rec.rule, rec.reason = target, "bad-target", "CONNECT needs host:port"
-		return nil, http.StatusBadRequest
+		return nil, Explanation{}, http.StatusBadRequest
 	}
 	return s.decide(ctx, rec, host, port, true)
 }
@@ -650,27 +662,22 @@ func refusalBytes(code int, body string) []byte {
 		code, http.StatusText(code), extra, len(body), body)
 }
 
-// handleRequest decides a plain-HTTP (absolute-form) request. The target is
-// the request URL's host; the Host header is discarded by the HTTP server
-// and the forwarded request names the URL's host.
-func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+// servePlain takes a plain-HTTP (absolute-form) request into the pipeline.
+// Its target is the request URL's host: the Host header is discarded by the
+// HTTP server (the host tap has it, and it must name the same host), and
+// the forwarded request names the URL's host.
+func (s *Server) servePlain(w http.ResponseWriter, r *http.Request) {
 	rec := &record{start: time.Now(), client: r.RemoteAddr, method: r.Method}
-	deny := func(code int) (*http.Request, *http.Response) {
-		s.log(rec)
-		resp := goproxy.NewResponse(r, "text/plain; charset=utf-8", code, s.refusal(code, rec))
-		if code == http.StatusProxyAuthRequired {
-			resp.Header.Set("Proxy-Authenticate", `Basic realm="hobbs"`)
-		}
-		return r, resp
-	}
 	if !s.authorized(r) {
 		rec.host, rec.rule, rec.reason = r.URL.Host, "proxy-auth", "missing or wrong proxy credentials"
-		return deny(http.StatusProxyAuthRequired)
+		s.refuse(w, rec, http.StatusProxyAuthRequired)
+		return
 	}
 	u := r.URL
 	if u.Scheme != "http" || u.User != nil || u.Opaque != "" || u.Host == "" {
 		rec.host, rec.rule, rec.reason = u.Host, "bad-target", "only http:// URLs are forwarded; use CONNECT for https"
-		return deny(http.StatusBadRequest)
+		s.refuse(w, rec, http.StatusBadRequest)
+		return
 	}
 	host, port := u.Host, "80"
 	if i := strings.LastIndexByte(u.Host, ':'); i >= 0 && !strings.HasSuffix(u.Host, "]") {
@@ -683,118 +690,16 @@ func (s *Server) handleRequest(r *http.Request, pctx *goproxy.ProxyCtx) (*http.R
 			rec.host, rec.rule = host, "host-mismatch"
 			rec.port = p
 			rec.reason = "the Host header does not name the URL's host"
-			_, resp := deny(http.StatusBadRequest)
-			resp.Header.Set("Connection", "close")
-			return r, resp
+			s.refuse(w, rec, http.StatusBadRequest)
+			return
 		}
 	}
-	addrs, code := s.decide(r.Context(), rec, host, port, false)
+	rt, ex, code := s.decide(r.Context(), rec, host, port, false)
 	if code != 0 {
-		return deny(code)
+		s.refuse(w, rec, code)
+		return
 	}
-	if code := s.inspect(r, rec, false); code != 0 {
-		return deny(code)
-	}
-	r.Host = "" // the URL's host is the Host the target sees
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = &countingBody{ReadCloser: r.Body, n: &rec.bodyUp}
-	}
-	ctx := context.WithValue(r.Context(), dialKey{}, &dialTarget{addrs: addrs, port: rec.port})
-	pctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
-		resp, err := s.tr.RoundTrip(req)
-		var le *leakError
-		if errors.As(err, &le) {
-			rec.allow, rec.leak, rec.rule, rec.reason = false, le.n.secret, "leak-detection", le.Error()
-			s.log(rec)
-			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusForbidden, s.refusal(http.StatusForbidden, rec)), nil
-		}
-		if err != nil {
-			rec.err = err.Error()
-			s.log(rec)
-			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusBadGateway, s.refusal(http.StatusBadGateway, rec)), nil
-		}
-		if resp.StatusCode == http.StatusSwitchingProtocols {
-			s.log(rec) // upgraded (websocket): bytes are not counted
-			return resp, nil
-		}
-		if !s.maskResponse(resp) {
-			resp.Body.Close()
-			rec.err = errCompressedResponse.Error()
-			s.log(rec)
-			return goproxy.NewResponse(req, "text/plain; charset=utf-8", http.StatusBadGateway, s.refusal(http.StatusBadGateway, rec)), nil
-		}
-		resp.Body = &auditedBody{ReadCloser: resp.Body, rec: rec, s: s}
-		return resp, nil
-	})
-	return r.WithContext(ctx), nil
-}
-
-type dialKey struct{}
-
-type dialTarget struct {
-	addrs []netip.Addr
-	port  int
-}
-
-// dialChecked is the plain-HTTP transport's dialer: it dials only the
-// addresses the request's check produced, never the name in addr.
-func (s *Server) dialChecked(ctx context.Context, network, _ string) (net.Conn, error) {
-	t, ok := ctx.Value(dialKey{}).(*dialTarget)
-	if !ok {
-		return nil, errors.New("egress: refusing to dial an unchecked address")
-	}
-	return dialFirst(ctx, t.addrs, t.port, s.opts.DialTimeout)
-}
-
-func dialFirst(ctx context.Context, addrs []netip.Addr, port int, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout, KeepAlive: -1} // idle tunnels are reaped by the proxy; no keep-alive probes
-	var first error
-	for _, a := range addrs {
-		// DialContext, not DialTCP: DialTCP binds the socket to its
-		// (here empty) local address first, one system call per tunnel.
-		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
-		if err == nil {
-			return c, nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return nil, first
-}
-
-type countingBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (b *countingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	return n, err
-}
-
-// auditedBody counts the response bytes and writes the audit line when the
-// proxy is done with the response.
-type auditedBody struct {
-	io.ReadCloser
-	rec  *record
-	s    *Server
-	once sync.Once
-}
-
-func (b *auditedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.rec.down += int64(n)
-	return n, err
-}
-
-func (b *auditedBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(func() {
-		b.s.log(b.rec)
-	})
-	return err
+	s.serveRequest(w, r, rec, rt, &ex)
 }
 
 // logWriter adapts Logf to an io.Writer for the standard loggers, redacting.
