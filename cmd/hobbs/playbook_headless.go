@@ -55,7 +55,7 @@ func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spe
 		opts.policy = pol
 		opts.secrets = append([]string{}, spec.Secrets...)
 	}
-	log := task.Log{Instance: in}
+	log := task.Open(in, a.audit(in))
 	t, err := log.Start("playbook run: "+spec.Playbook, "hobbs", spec.Playbook)
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
@@ -73,12 +72,6 @@ func newTaskStartCmd(a *app) *cobra.Command {
 			}
 		}
 		t, err := log.Start(args[0], agent, pbName)
-		subject := ""
-		if t != nil {
-			subject = t.ID
-		}
-		a.logAudit(in, audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
-			Detail: map[string]any{"agent": agent, "playbook": pbName}})
 		if err != nil {
 			return err
 		}
@@ -143,18 +136,12 @@ section (nothing is recorded then).`,
 			opts.Remember = rememberLessons(a, in)
 		}
 		t, err := log.Done(args[0], opts)
-		ev := audit.Entry{Event: "task.done", Subject: args[0], Outcome: outcome(err)}
 		if t != nil {
-			ev.Detail = map[string]any{"status": t.Status, "remembered": t.Remembered}
-			if len(t.Skipped) > 0 {
-				ev.Detail["skipped_lessons"] = t.Skipped
-			}
 			for _, sk := range t.Skipped {
 				a.warn("lesson %d not remembered: it looks like a secret (%s), and memories are plaintext loaded into every session; "+
 					"keep the secret in the vault (hobbs vault set NAME, on the host) and remember where it lives", sk.Lesson, sk.Kind)
 			}
 		}
-		a.logAudit(in, ev)
 		if err != nil {
 			return err
 		}
@@ -180,16 +167,9 @@ func newTaskListCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status")
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
-		tasks, probs := log.List()
+		list, probs := log.Find(task.Filter{Status: status})
 		for _, p := range probs {
 			a.warn("%s", p)
-		}
-		list := []*task.Task{}
-		for _, t := range tasks {
-			if status == "" || t.Status == status {
-				t.Body = ""
-				list = append(list, t)
-			}
 		}
 		return out.print(list, func(w io.Writer) error {
 			if len(list) == 0 {
@@ -274,7 +254,6 @@ and /review-playbooks suggests the next stage from them.`,
 			verdict = task.ReviewRejected
 		}
 		t, err := log.SetReview(args[0], verdict, note)
-		a.logAudit(log.Instance, audit.Entry{Event: "task.review", Subject: args[0], Outcome: outcome(err), Detail: map[string]any{"review": verdict}})
 		if err != nil {
 			return err
 		}
