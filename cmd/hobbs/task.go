@@ -59,7 +59,7 @@ func newTaskStartCmd(a *app) *cobra.Command {
 	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
 		in := log.Instance
 		if agent != "" {
-			if _, err := agentCatalog(in).Get(agent); err != nil {
+			if _, err := a.agents(in).Get(agent); err != nil {
 				return err
 			}
 		}
