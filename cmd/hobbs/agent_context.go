@@ -26,7 +26,7 @@ hook returns (SessionStart for hobbs).`,
   hobbs agent context reviewer --format json | jq '.memories[].id'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			return checkContextFormat(format)
+			return memory.CheckFormat(format)
 		},
 	}
 	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")

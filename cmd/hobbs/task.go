@@ -12,22 +12,15 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
-	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 // rememberLessons stores each lesson of a retrospective with hobbs memory
-// add's logic: an existing memory with the same text is reinforced.
+// add's logic (memory.Store.Rememberer), saying what it did.
 func rememberLessons(a *app, in instance.Instance) task.Rememberer {
-	s := memory.Open(in, a.audit(in))
-	return func(text string, tags []string, source string) (string, error) {
-		res, err := s.Add(text, memory.AddOptions{Tags: tags, Type: "lesson", Source: source})
-		if err != nil {
-			return "", err
-		}
+	return memory.Open(in, a.audit(in)).Rememberer(func(res *memory.AddResult, text string) {
 		a.status("lesson %s %s: %s", res.Action, res.ID, text)
-		return res.ID, nil
-	}
+	})
 }
 
 func newTaskCmd(a *app) *cobra.Command {
@@ -61,14 +54,6 @@ func newTaskStartCmd(a *app) *cobra.Command {
 		if agent != "" {
 			if _, err := a.agents(in).Get(agent); err != nil {
 				return err
-			}
-		}
-		if pbName != "" {
-			if !playbook.ValidName(pbName) {
-				return errs.Usagef("invalid playbook name %q", pbName).WithHint("hobbs playbook list shows them")
-			}
-			if _, err := in.FS().Stat(in.Playbook(pbName)); err != nil {
-				return errs.Failf("no playbook named %q", pbName).WithHint("hobbs playbook list shows them")
 			}
 		}
 		t, err := log.Start(args[0], agent, pbName)

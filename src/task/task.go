@@ -44,6 +44,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/frontmatter"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -114,8 +115,9 @@ func (l Log) lock() (func(), error) {
 	return l.fs().Lock(l.Instance.Lock("tasks"), 30*time.Second)
 }
 
-// Start records a new running task and returns it; the audit event
-// task.start names its id, title, agent and playbook.
+// Start records a new running task and returns it; playbook, when given,
+// must exist. The audit event task.start names its id, title, agent and
+// playbook.
 func (l Log) Start(title, agent, playbook string) (*Task, error) {
 	title = strings.Join(strings.Fields(title), " ")
 	t, err := l.start(title, agent, playbook)
@@ -127,9 +129,17 @@ func (l Log) Start(title, agent, playbook string) (*Task, error) {
 	return t, err
 }
 
-func (l Log) start(title, agent, playbook string) (*Task, error) {
+func (l Log) start(title, agent, pb string) (*Task, error) {
 	if title == "" {
 		return nil, errs.Usagef("a task needs a title")
+	}
+	if pb != "" {
+		if !playbook.ValidName(pb) {
+			return nil, errs.Usagef("invalid playbook name %q", pb).WithHint("hobbs playbook list shows them")
+		}
+		if _, err := l.fs().Stat(l.Instance.Playbook(pb)); err != nil {
+			return nil, errs.Failf("no playbook named %q", pb).WithHint("hobbs playbook list shows them")
+		}
 	}
 	if err := l.fs().MkdirAll(l.Instance.Tasks(), 0o755); err != nil {
 		return nil, err
@@ -155,7 +165,7 @@ func (l Log) start(title, agent, playbook string) (*Task, error) {
 			}
 		}
 	}
-	t := &Task{ID: fmt.Sprintf("task_%s_%03d", day, next), Title: title, Agent: agent, Playbook: playbook,
+	t := &Task{ID: fmt.Sprintf("task_%s_%03d", day, next), Title: title, Agent: agent, Playbook: pb,
 		Status: Running, Started: now.Truncate(time.Second)}
 	t.Body = fmt.Sprintf("\n# %s\n", title)
 	data, err := frontmatter.Encode(t, []byte(t.Body))

@@ -17,9 +17,29 @@ import (
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
+// newLog is the task log of a new instance with the playbooks weekly and
+// daily.
 func newLog(t *testing.T) Log {
 	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-	return Log{Instance: instance.Instance{Root: t.TempDir()}, Now: func() time.Time { now = now.Add(time.Minute); return now }}
+	in := instance.Instance{Root: t.TempDir()}
+	os.MkdirAll(in.Playbooks(), 0o755)
+	for _, pb := range []string{"weekly", "daily"} {
+		os.WriteFile(in.Playbook(pb), []byte("a playbook"), 0o644)
+	}
+	return Log{Instance: in, Now: func() time.Time { now = now.Add(time.Minute); return now }}
+}
+
+func TestStartNeedsAnExistingPlaybook(t *testing.T) {
+	l := newLog(t)
+	if _, err := l.Start("x", "", "nope"); errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), `no playbook named "nope"`) {
+		t.Errorf("missing playbook: %v", err)
+	}
+	if _, err := l.Start("x", "", "../x"); errs.Code(err) != errs.Usage {
+		t.Errorf("bad name: %v", err)
+	}
+	if list, _ := l.List(); len(list) != 0 {
+		t.Errorf("a refused start recorded %v", list)
+	}
 }
 
 func TestLifecycle(t *testing.T) {
