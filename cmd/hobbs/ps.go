@@ -44,6 +44,16 @@ func (a *app) sessionEngine() (engine.CLI, []launcher.SessionInfo, error) {
 	return e, list, err
 }
 
+// runningSession is the instance's engine, once session name is found
+// running there (attach, exec).
+func (a *app) runningSession(name string) (engine.CLI, error) {
+	e, list, err := a.sessionEngine()
+	if err != nil {
+		return e, err
+	}
+	return e, launcher.FindRunning(list, name)
+}
+
 func newPsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ps",
