@@ -50,9 +50,7 @@ func newAgentListCmd(a *app) *cobra.Command {
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		defs, probs := a.agents(in).List()
-		for _, p := range probs {
-			a.warn("%s", p)
-		}
+		a.warnEach(probs, "")
 		return out.print(defs, func(w io.Writer) error {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSOURCE\tTAGS\tDESCRIPTION")

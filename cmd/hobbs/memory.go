@@ -476,21 +476,8 @@ func memLintCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		err = out.print(probs, func(w io.Writer) error {
-			for _, p := range probs {
-				fmt.Fprintln(w, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if len(probs) > 0 {
-			return errs.Failf("%d problem(s) in memory files", len(probs)).
-				WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse")
-		}
-		a.status("%d memories, no problems", n)
-		return nil
+		return a.printLint(out, probs, errs.Failf("%d problem(s) in memory files", len(probs)).
+			WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse"), fmt.Sprintf("%d memories, no problems", n))
 	})
 	return cmd
 }

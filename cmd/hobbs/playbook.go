@@ -115,8 +115,8 @@ not parse are reported on stderr and skipped.`,
   hobbs playbook list --stage supervised --json`,
 		Args: usageArgs(cobra.NoArgs),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			if stage != "" && playbook.StageIndex(stage) < 0 {
-				return errs.Usagef("unknown stage %q", stage).WithHint("stages: %s", strings.Join(playbook.Stages, ", "))
+			if stage != "" {
+				return playbook.CheckStage(stage)
 			}
 			return nil
 		},
@@ -129,14 +129,8 @@ not parse are reported on stderr and skipped.`,
 		if err != nil {
 			return err
 		}
-		a.playbookProblems(problems)
-		list := []playbook.Entry{}
-		for _, e := range entries {
-			if (due && !e.Due) || (stage != "" && e.Stage != stage) {
-				continue
-			}
-			list = append(list, e)
-		}
+		a.warnEach(problems, " (file left as is)")
+		list := playbook.Select(entries, due, stage)
 		return out.print(list, func(w io.Writer) error {
 			if len(list) == 0 {
 				a.status("no playbooks%s", map[bool]string{true: " due for review", false: ""}[due])
@@ -312,23 +306,7 @@ found.`,
 		if err != nil {
 			return err
 		}
-		if problems == nil {
-			problems = []playbook.Problem{}
-		}
-		err = out.print(problems, func(w io.Writer) error {
-			for _, p := range problems {
-				fmt.Fprintln(w, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if len(problems) > 0 {
-			return errs.Failf("%d problem(s) in %d playbook(s)", len(problems), n)
-		}
-		a.status("%d playbook(s) ok", n)
-		return nil
+		return a.printLint(out, problems, errs.Failf("%d problem(s) in %d playbook(s)", len(problems), n), fmt.Sprintf("%d playbook(s) ok", n))
 	})
 	return cmd
 }
@@ -448,9 +426,7 @@ review (pending until hobbs task review ID --approve or --reject).`,
 			return errs.Usagef("invalid playbook name %q", args[0])
 		}
 		runs, probs := log.Find(task.Filter{Playbook: args[0], Runs: true, Limit: limit})
-		for _, p := range probs {
-			a.warn("%s", p)
-		}
+		a.warnEach(probs, "")
 		return out.print(runs, func(w io.Writer) error {
 			if len(runs) == 0 {
 				a.status("no runs of %s (start one: hobbs playbook run %s)", args[0], args[0])

@@ -78,9 +78,7 @@ func (a *app) withMemory(body func(cmd *cobra.Command, args []string, s *memory.
 // memoryProblems prints the malformed files s met, with the way to list them.
 func (a *app) memoryProblems(s *memory.Store) {
 	probs := s.Problems()
-	for _, p := range probs {
-		a.warn("%s", p)
-	}
+	a.warnEach(probs, "")
 	if len(probs) > 0 {
 		a.status("hobbs: hint: %d memory file(s) skipped; fix them by hand (hobbs memory lint lists them)", len(probs))
 	}
@@ -99,13 +97,6 @@ func (a *app) withPlaybooks(body func(cmd *cobra.Command, args []string, in inst
 		}
 		return body(cmd, args, in, playbook.Open(in, c.Playbooks.ReviewEveryDays, tpl, a.audit(in)))
 	})
-}
-
-// playbookProblems prints the playbooks that could not be used.
-func (a *app) playbookProblems(ps []playbook.Problem) {
-	for _, p := range ps {
-		a.warn("%s (file left as is)", p)
-	}
 }
 
 // withTasks runs body with the task log of the existing instance.

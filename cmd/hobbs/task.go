@@ -153,9 +153,7 @@ func newTaskListCmd(a *app) *cobra.Command {
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
 		list, probs := log.Find(task.Filter{Status: status})
-		for _, p := range probs {
-			a.warn("%s", p)
-		}
+		a.warnEach(probs, "")
 		return out.print(list, func(w io.Writer) error {
 			if len(list) == 0 {
 				a.status("no tasks")

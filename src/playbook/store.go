@@ -107,6 +107,26 @@ func (s *Store) List() ([]Entry, []Problem, error) {
 	return entries, problems, nil
 }
 
+// CheckStage refuses a stage name that is not on the ladder.
+func CheckStage(stage string) error {
+	if StageIndex(stage) < 0 {
+		return errs.Usagef("unknown stage %q", stage).WithHint("stages: %s", strings.Join(Stages, ", "))
+	}
+	return nil
+}
+
+// Select returns the entries due for review (when due) and at stage (when
+// not ""), in their order; never nil.
+func Select(entries []Entry, due bool, stage string) []Entry {
+	out := []Entry{}
+	for _, e := range entries {
+		if (!due || e.Due) && (stage == "" || e.Stage == stage) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // files returns the names of the playbook files in Dir (*.md, not hidden,
 // not directories), sorted; none when Dir does not exist.
 func (s *Store) files() ([]string, error) {
