@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -408,15 +409,9 @@ was included. The memories loaded get last_accessed updated
 		if err != nil {
 			return err
 		}
-		secs, err := s.SessionSections(agent)
+		opt, err := s.SessionContext(agent, tags, limit)
 		if err != nil {
 			return err
-		}
-		opt := memory.ContextOptions{Tags: tags, Budget: limit, Sections: secs}
-		if agent != "" {
-			// As in hobbs agent context: the learnings come after the
-			// memories (their room is reserved first).
-			opt.Sections, opt.After = nil, secs
 		}
 		return a.printContext(s, opt, format)
 	})
@@ -500,12 +495,7 @@ func memStatsCmd(a *app) *cobra.Command {
 			fmt.Fprintf(w, "tier\tactive %d\tarchive %d\n", st.Tiers[memory.Active], st.Tiers[memory.Archive])
 			fmt.Fprintf(w, "status\tactive %d\tarchived %d\tsuperseded %d\n", st.Status[memory.StatusActive],
 				st.Status[memory.StatusArchived], st.Status[memory.StatusSuperseded])
-			tags := make([]string, 0, len(st.Tags))
-			for t := range st.Tags {
-				tags = append(tags, t)
-			}
-			sort.Strings(tags)
-			for _, t := range tags {
+			for _, t := range slices.Sorted(maps.Keys(st.Tags)) {
 				fmt.Fprintf(w, "tag\t%s\t%d\n", t, st.Tags[t])
 			}
 			if st.Problems > 0 {

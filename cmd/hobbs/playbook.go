@@ -435,7 +435,7 @@ review (pending until hobbs task review ID --approve or --reject).`,
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TASK\tSTARTED\tSTATUS\tREVIEW")
 			for _, t := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Started.Local().Format("2006-01-02 15:04"), t.Status, dash(t.Review))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Started.Local().Format("2006-01-02 15:04"), t.Status, orDash(t.Review))
 			}
 			return tw.Flush()
 		})

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -92,11 +91,4 @@ marked orphan; hobbs stop --all (or the next hobbs run) removes it.`,
 		})
 	}
 	return cmd
-}
-
-func orDash(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "-"
-	}
-	return s
 }

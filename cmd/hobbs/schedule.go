@@ -126,7 +126,7 @@ log.`,
 				if r.LastRun != "" {
 					last = r.LastOutcome + " " + r.LastRun
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Playbook, r.When(), dash(r.Next), last, r.Backend)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Playbook, r.When(), orDash(r.Next), last, r.Backend)
 			}
 			return tw.Flush()
 		})

@@ -163,19 +163,12 @@ func newTaskListCmd(a *app) *cobra.Command {
 			fmt.Fprintln(tw, "ID\tSTATUS\tSTARTED\tAGENT\tTITLE")
 			for _, t := range list {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"),
-					dash(t.Agent), t.Title)
+					orDash(t.Agent), t.Title)
 			}
 			return tw.Flush()
 		})
 	})
 	return cmd
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func newTaskShowCmd(a *app) *cobra.Command {
@@ -193,7 +186,7 @@ func newTaskShowCmd(a *app) *cobra.Command {
 		}
 		return out.print(t, func(w io.Writer) error {
 			fmt.Fprintf(w, "id:       %s\ntitle:    %s\nstatus:   %s\nagent:    %s\nplaybook: %s\nstarted:  %s\n",
-				t.ID, t.Title, t.Status, dash(t.Agent), dash(t.Playbook), t.Started.Format(time.RFC3339))
+				t.ID, t.Title, t.Status, orDash(t.Agent), orDash(t.Playbook), t.Started.Format(time.RFC3339))
 			if t.Finished != nil {
 				fmt.Fprintf(w, "finished: %s\n", t.Finished.Format(time.RFC3339))
 			}
@@ -240,7 +233,7 @@ and /review-playbooks suggests the next stage from them.`,
 		if err != nil {
 			return err
 		}
-		a.status("task %s (%s): %s", t.ID, dash(t.Playbook), verdict)
+		a.status("task %s (%s): %s", t.ID, orDash(t.Playbook), verdict)
 		return nil
 	})
 	return cmd

@@ -79,3 +79,22 @@ func TestRememberer(t *testing.T) {
 		t.Error("a secret was remembered")
 	}
 }
+
+func TestSessionContext(t *testing.T) {
+	s := newStore(t)
+	os.WriteFile(s.In.ClaudeMD(), []byte("Be brief.\n"), 0o644)
+	os.MkdirAll(s.In.AgentDir("researcher"), 0o755)
+	os.WriteFile(s.In.Operational("researcher"), []byte("- Cite pages\n"), 0o644)
+	opt, err := s.SessionContext("", []string{"x"}, 500)
+	if err != nil || len(opt.Sections) != 1 || opt.Sections[0].Title != "claude.md" || len(opt.After) != 0 ||
+		opt.Budget != 500 || opt.Tags[0] != "x" {
+		t.Fatalf("session: %+v %v", opt, err)
+	}
+	opt, err = s.SessionContext("researcher", nil, 500)
+	if err != nil || len(opt.Sections) != 0 || len(opt.After) != 1 || !strings.Contains(opt.After[0].Text, "Cite pages") {
+		t.Fatalf("agent: %+v %v", opt, err)
+	}
+	if _, err := s.SessionContext("nobody", nil, 500); errs.Code(err) != errs.Failure {
+		t.Fatalf("unknown agent: %v", err)
+	}
+}
