@@ -70,11 +70,7 @@ func newPolicyShowCmd(a *app) *cobra.Command {
 			fmt.Fprintf(w, "files:\t%s\n", strings.Join(p.Files, ", "))
 			fmt.Fprintln(w, "services:")
 			for _, s := range p.Services {
-				for _, svc := range egress.Services() {
-					if svc.Name == s {
-						fmt.Fprintf(w, "  %s\t%s\n", s, strings.Join(svc.Domains, " "))
-					}
-				}
+				fmt.Fprintf(w, "  %s\t%s\n", s, strings.Join(egress.ServiceDomains(s), " "))
 			}
 			fmt.Fprintln(w, "domains:")
 			for _, r := range p.Domains {
@@ -88,11 +84,7 @@ func newPolicyShowCmd(a *app) *cobra.Command {
 			for _, pre := range p.AllowPrivate {
 				fmt.Fprintf(w, "  %s\n", pre)
 			}
-			var names []string
-			for _, s := range egress.Services() {
-				names = append(names, s.Name)
-			}
-			fmt.Fprintf(w, "available services:\t%s\n", strings.Join(names, ", "))
+			fmt.Fprintf(w, "available services:\t%s\n", strings.Join(egress.ServiceNames(), ", "))
 			return w.Flush()
 		})
 	})

@@ -2,16 +2,12 @@ package main
 
 import (
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/egress"
-	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -86,18 +82,12 @@ once it listens.`,
   hobbs proxy relay --detach   # the entry point's way: returns once listening`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var ln net.Listener
-			var err error
-			if listenFD > 0 { // started by --detach: the listener is inherited
-				ln, err = net.FileListener(os.NewFile(uintptr(listenFD), "relay"))
-			} else {
-				ln, err = net.Listen("tcp", listen)
-			}
+			ln, err := egress.RelayListener(listen, listenFD) // --listen-fd: started by --detach
 			if err != nil {
-				return errs.Wrap(errs.Failure, err, "listen on %s", listen)
+				return err
 			}
 			if detach {
-				pid, err := detachRelay(ln, listen, to)
+				pid, err := egress.DetachRelay(ln, "proxy", "relay", "--listen", listen, "--to", to, "--listen-fd", "3")
 				if err == nil {
 					fmt.Fprintln(a.out, pid)
 				}
@@ -116,27 +106,6 @@ once it listens.`,
 	cmd.Flags().IntVar(&listenFD, "listen-fd", 0, "serve the listener inherited as this file descriptor (--detach uses it)")
 	_ = cmd.Flags().MarkHidden("listen-fd")
 	return cmd
-}
-
-// detachRelay starts the relay in the background on ln, which is already
-// listening (so a client right after this returns is not refused), and
-// returns its pid.
-func detachRelay(ln net.Listener, listen, to string) (int, error) {
-	f, err := ln.(*net.TCPListener).File()
-	if err != nil {
-		return 0, errs.Wrap(errs.Failure, err, "relay listener")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return 0, errs.Wrap(errs.Failure, err, "relay")
-	}
-	c := exec.Command(self, "proxy", "relay", "--listen", listen, "--to", to, "--listen-fd", "3")
-	c.ExtraFiles = []*os.File{f} // fd 3
-	if err := c.Start(); err != nil {
-		return 0, errs.Wrap(errs.Failure, err, "start the relay")
-	}
-	pid := c.Process.Pid
-	return pid, c.Process.Release()
 }
 
 func newProxyHealthCmd(a *app) *cobra.Command {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/schedule"
@@ -146,21 +145,11 @@ run in progress finishes. The playbook itself is not changed.`,
 	}
 	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		name := args[0]
-		if !playbook.ValidName(name) {
-			return errs.Usagef("invalid playbook name %q", name)
-		}
-		b, err := schedule.Detect(schedule.OptionsFromEnv(a.audit(in)))
+		backend, err := schedule.RemovePlaybook(schedule.OptionsFromEnv(a.audit(in)), name)
 		if err != nil {
 			return err
 		}
-		removed, err := b.Remove(name)
-		if err != nil {
-			return err
-		}
-		if !removed {
-			return errs.Failf("%s is not scheduled (%s)", name, b.Name()).WithHint("see the schedules with: hobbs schedule list")
-		}
-		a.status("%s: schedule removed (%s)", name, b.Name())
+		a.status("%s: schedule removed (%s)", name, backend)
 		return nil
 	})
 	return cmd

@@ -2,10 +2,12 @@ package egress
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,5 +96,54 @@ func TestWaitHealthy(t *testing.T) {
 	srv.Close()
 	if err := Health(addr, time.Second); err == nil || !strings.Contains(err.Error(), "not answering") {
 		t.Fatalf("closed: %v", err)
+	}
+}
+
+func TestServiceLookups(t *testing.T) {
+	names := ServiceNames()
+	if len(names) != len(Services()) || !slices.IsSorted(names) || !slices.Contains(names, "claude") {
+		t.Fatalf("names %q", names)
+	}
+	for _, s := range Services() {
+		if !slices.Equal(ServiceDomains(s.Name), s.Domains) {
+			t.Errorf("%s: %q, want %q", s.Name, ServiceDomains(s.Name), s.Domains)
+		}
+	}
+	if ServiceDomains("nope") != nil {
+		t.Error("an unknown service has domains")
+	}
+}
+
+func TestRelayListenerAndDetach(t *testing.T) {
+	ln, err := RelayListener("127.0.0.1:0", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	inherited, err := RelayListener("", int(f.Fd()))
+	if err != nil || inherited.Addr().String() != ln.Addr().String() {
+		t.Fatalf("inherited: %v %v", inherited, err)
+	}
+	inherited.Close()
+	if _, err := RelayListener("256.0.0.1:1", 0); errs.Code(err) != errs.Failure {
+		t.Fatalf("bad address: %v", err)
+	}
+	// The test binary itself, told to run no test, stands for hobbs.
+	pid, err := DetachRelay(ln, "-test.run=^$")
+	if err != nil || pid <= 0 {
+		t.Fatalf("detach: %d %v", pid, err)
+	}
+	unix, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close()
+	if _, err := DetachRelay(unix); err == nil {
+		t.Fatal("a unix listener was handed on")
 	}
 }

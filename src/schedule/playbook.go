@@ -58,6 +58,24 @@ func AddPlaybook(o Options, st *playbook.Store, name string, spec Spec) (Result,
 	return b.Add(Job{Playbook: name, Instance: root, Binary: bin, Spec: spec})
 }
 
+// RemovePlaybook removes the schedule of playbook name from the scheduler
+// o detects and returns the scheduler's name; a playbook that is not
+// scheduled there is an error.
+func RemovePlaybook(o Options, name string) (string, error) {
+	if !playbook.ValidName(name) {
+		return "", errs.Usagef("invalid playbook name %q", name)
+	}
+	b, err := Detect(o)
+	if err != nil {
+		return "", err
+	}
+	removed, err := b.Remove(name)
+	if err == nil && !removed {
+		err = errs.Failf("%s is not scheduled (%s)", name, b.Name()).WithHint("see the schedules with: hobbs schedule list")
+	}
+	return b.Name(), err
+}
+
 // Binary is the absolute path schedulers run: the name this hobbs was
 // started as when it resolves to this executable (keeping a stable link
 // such as /usr/local/bin/hobbs), else the executable itself.
