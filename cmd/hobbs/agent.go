@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,19 +11,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs"
-	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/subagent"
 )
 
-func agentCatalog(in instance.Instance) subagent.Catalog {
+// agents is the catalog of agents of in: the framework's, the instance's
+// own, with the binary's templates and in's audit log.
+func (a *app) agents(in instance.Instance) subagent.Catalog {
 	fw, _ := fs.Sub(hobbs.Assets, "src/agents")
-	return subagent.Catalog{Instance: in, Framework: fw}
-}
-
-func templateFile(name string) []byte {
-	b, _ := fs.ReadFile(hobbs.Templates, name)
-	return b
+	return subagent.Catalog{Instance: in, Framework: fw, Templates: hobbs.Templates, Audit: a.audit(in)}
 }
 
 func newAgentCmd(a *app) *cobra.Command {
@@ -55,10 +49,8 @@ func newAgentListCmd(a *app) *cobra.Command {
 	}
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-		defs, probs := agentCatalog(in).List()
-		for _, p := range probs {
-			a.warn("%s", p)
-		}
+		defs, probs := a.agents(in).List()
+		a.warnEach(probs, "")
 		return out.print(defs, func(w io.Writer) error {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSOURCE\tTAGS\tDESCRIPTION")
@@ -92,42 +84,19 @@ from the next session.`,
 	cmd.Flags().StringVar(&desc, "description", "", "one line telling Hobbs when to use the agent")
 	out := a.jsonFlag(cmd, "print the new definition as JSON")
 	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-		d, err := agentCatalog(in).New(subagent.NewOptions{Name: args[0], Description: desc, Tags: tags,
-			Template: templateFile("agent.md"), Operational: templateFile("operational.md")})
-		a.logAudit(in, audit.Entry{Event: "agent.new", Subject: args[0], Outcome: outcome(err)})
+		c := a.agents(in)
+		d, err := c.New(subagent.NewOptions{Name: args[0], Description: desc, Tags: tags})
 		if err != nil {
 			return err
 		}
 		a.status("created %s", d.Path)
-		a.status("%s", linkNewAgent(in, d.Name))
+		a.status("%s", subagent.LinkIntoSession(c, d.Name))
 		return out.print(d, func(w io.Writer) error {
 			fmt.Fprintln(w, d.Name)
 			return nil
 		})
 	})
 	return cmd
-}
-
-// linkNewAgent makes a custom agent made inside the container usable in the
-// running session: the link hobbs-init.sh makes at start,
-// $CLAUDE_CONFIG_DIR/agents/NAME.md to the instance file. Claude Code
-// watches that directory (hobbs-init.sh creates it at start) and loads an
-// agent file added to it without a restart. It returns what is true of the
-// new agent's availability.
-func linkNewAgent(in instance.Instance, name string) string {
-	next := "Claude Code loads agent " + name + " from the next session, when hobbs-init.sh links it"
-	dir := os.Getenv("CLAUDE_CONFIG_DIR")
-	if os.Getenv("HOBBS_CONTEXT") != "container" || dir == "" {
-		return next
-	}
-	dest := filepath.Join(dir, "agents", name+".md")
-	if st, err := os.Stat(filepath.Dir(dest)); err != nil || !st.IsDir() {
-		return next + " (" + filepath.Dir(dest) + " did not exist at session start)"
-	}
-	if err := os.Symlink(filepath.Join(in.AgentsCustom(), name+".md"), dest); err != nil {
-		return next + "; not linked now: " + err.Error()
-	}
-	return "linked as " + dest + ": this session's Claude Code finds agent " + name + " within seconds, without a restart"
 }
 
 func newAgentShowCmd(a *app) *cobra.Command {
@@ -139,7 +108,7 @@ func newAgentShowCmd(a *app) *cobra.Command {
 	}
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-		d, err := agentCatalog(in).Get(args[0])
+		d, err := a.agents(in).Get(args[0])
 		if err != nil {
 			return err
 		}
@@ -187,7 +156,8 @@ memories (hobbs memory add).`,
 	}
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-		d, err := agentCatalog(in).Get(args[0])
+		c := a.agents(in)
+		d, err := c.Get(args[0])
 		if err != nil {
 			return err
 		}
@@ -195,12 +165,7 @@ memories (hobbs memory add).`,
 		if err != nil {
 			return err
 		}
-		r, err := subagent.Learn(in, d.Name, text, time.Now(), templateFile("operational.md"))
-		ev := audit.Entry{Event: "agent.learn", Subject: d.Name, Outcome: outcome(err)}
-		if r != nil && !r.Added {
-			ev.Outcome = "duplicate"
-		}
-		a.logAudit(in, ev)
+		r, err := c.Learn(d.Name, text, time.Now())
 		if err != nil {
 			return err
 		}

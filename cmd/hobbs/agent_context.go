@@ -7,10 +7,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/subagent"
 )
 
-// noMemoryTag matches no memory (tags cannot contain NUL): an agent without
-// tags gets no memories rather than all of them.
-const noMemoryTag = "\x00"
-
 func newAgentContextCmd(a *app) *cobra.Command {
 	var budget int
 	var format string
@@ -30,13 +26,13 @@ hook returns (SessionStart for hobbs).`,
   hobbs agent context reviewer --format json | jq '.memories[].id'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			return checkContextFormat(format)
+			return memory.CheckFormat(format)
 		},
 	}
 	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")
 	cmd.Flags().StringVar(&format, "format", "text", "text, hook (hook JSON) or json")
 	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
-		d, err := agentCatalog(s.In).Get(args[0])
+		d, err := a.agents(s.In).Get(args[0])
 		if err != nil {
 			return err
 		}
@@ -44,29 +40,12 @@ hook returns (SessionStart for hobbs).`,
 		if err != nil {
 			return err
 		}
-		// claude.md (for hobbs) before the memories, the learnings after
-		// them: BuildContext reserves room for both before ranking.
-		var pre, after []memory.Section
-		if d.Name == subagent.Hobbs {
-			if sec, ok, err := s.FileSection("claude.md", s.In.ClaudeMD()); err != nil {
-				return err
-			} else if ok {
-				pre = append(pre, sec)
-			}
-		}
-		if sec, ok, err := s.FileSection("agents/"+d.Name+"/operational.md", s.In.Operational(d.Name)); err != nil {
+		opt, warn, err := subagent.ContextOptions(s, d, limit)
+		if err != nil {
 			return err
-		} else if ok {
-			after = append(after, sec)
 		}
-		tags := d.Tags
-		if d.Name != subagent.Hobbs && len(tags) == 0 {
-			a.warn("agent %s has no memory tags: it gets no memories (add tags under hobbs: in its file)", d.Name)
-			tags = []string{noMemoryTag}
-		}
-		opt := memory.ContextOptions{Tags: tags, Budget: limit, Sections: pre, After: after, HookEvent: memory.SubagentStart}
-		if d.Name == subagent.Hobbs {
-			opt.HookEvent = memory.SessionStart
+		if warn != "" {
+			a.warn("%s", warn)
 		}
 		return a.printContext(s, opt, format)
 	})

@@ -17,11 +17,8 @@ instead, as the session's user, with the same environment.`,
 		Example: "  hobbs attach hobbs-3f9a2c\n  hobbs attach --shell hobbs-3f9a2c",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			e, list, err := a.sessionEngine()
+			e, err := a.runningSession(args[0])
 			if err != nil {
-				return err
-			}
-			if err := findRunning(list, args[0]); err != nil {
 				return err
 			}
 			var dargs []string

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -59,16 +58,8 @@ without the internet).`,
 		if _, err := e.ServerVersion(cmd.Context()); err != nil {
 			return err
 		}
-		if base == "" {
-			base = cfg.BaseImage
-		}
-		if tag == "" && !runtimeBase {
-			tag = launcher.ImageRef(cfg.Image) // what hobbs run uses
-		}
-		if binary == "" {
-			binary = os.Getenv(launcher.EnvBinary)
-		}
 		opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut}
+		opt.Defaults(cfg, runtimeBase)
 		build := launcher.Build
 		if runtimeBase {
 			build = launcher.BuildRuntime

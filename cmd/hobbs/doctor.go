@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
-	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
@@ -50,16 +49,11 @@ that claude is on its PATH.`,
 		if err != nil {
 			return err
 		}
-		ok, warn, fail, onlyMissing := doctor.Summary(results)
-		if fail == 0 {
-			a.status("%d ok, %d warnings", ok, warn)
-			return nil
+		line, err := doctor.Verdict(results)
+		if err == nil {
+			a.status("%s", line)
 		}
-		code := errs.Failure
-		if onlyMissing {
-			code = errs.Missing
-		}
-		return &errs.Error{Code: code, Msg: fmt.Sprintf("%d checks failed (%d ok, %d warnings)", fail, ok, warn)}
+		return err
 	})
 	return cmd
 }

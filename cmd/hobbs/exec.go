@@ -19,11 +19,8 @@ hobbs exec's. A terminal is passed on when you are on one.`,
   hobbs exec work -- claude -p "what are you working on?"`,
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			e, list, err := a.sessionEngine()
+			e, err := a.runningSession(args[0])
 			if err != nil {
-				return err
-			}
-			if err := findRunning(list, args[0]); err != nil {
 				return err
 			}
 			dargs := []string{"exec", "-i", "-w", launcher.WorkspaceDir}

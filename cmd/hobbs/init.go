@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs"
-	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
@@ -47,20 +46,20 @@ foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 		if redo {
 			return a.redoFoundation(in, git, noInput, out)
 		}
-		opt := instance.InitOptions{Templates: hobbs.Templates, Git: git, Foundation: a.foundationInterview(noInput)}
+		opt := instance.InitOptions{Templates: hobbs.Templates, Git: git, Foundation: a.foundationInterview(noInput), Audit: a.audit(in)}
 		res, err := instance.Init(in, opt)
-		if res != nil {
-			a.logAudit(in, audit.Entry{Event: "init", Subject: in.Root, Outcome: outcome(err),
-				Detail: map[string]any{"created": res.Created}})
-		}
 		if err != nil {
 			return err
 		}
 		if opt.Foundation != nil && !slices.Contains(res.Created, "foundation.md") {
 			// An instance made without questions (hobbs run off a terminal,
 			// --no-input) still has the template: ask them now.
-			if err := a.interviewTemplateFoundation(in, opt.Foundation); err != nil {
+			redo, err := instance.FillTemplateFoundation(in, opt.Foundation, opt.Audit)
+			if err != nil {
 				return err
+			}
+			if redo != nil && redo.Changed {
+				a.status("wrote    foundation.md")
 			}
 		}
 		return out.print(res, func(w io.Writer) error {
@@ -91,29 +90,6 @@ func (a *app) foundationInterview(noInput bool) func(tpl []byte) ([]byte, error)
 	return func(tpl []byte) ([]byte, error) { return instance.CoCreateFoundation(tpl, a.in, a.errOut) }
 }
 
-// interviewTemplateFoundation asks the foundation questions over a
-// foundation.md that is still the template, and does nothing when it holds
-// the user's own text (init --foundation is the way to redo that).
-func (a *app) interviewTemplateFoundation(in instance.Instance, interview func([]byte) ([]byte, error)) error {
-	cur, err := in.FS().ReadFile(in.Foundation())
-	if err != nil || !instance.FoundationTemplateOnly(cur) {
-		return nil // an unreadable file is doctor's to report
-	}
-	redo, err := instance.RedoFoundation(in, interview, func() (bool, error) { return false, nil })
-	detail := map[string]any{}
-	if redo != nil {
-		detail["changed"] = redo.Changed
-	}
-	a.logAudit(in, audit.Entry{Event: "init.foundation", Subject: in.Foundation(), Outcome: outcome(err), Detail: detail})
-	if err != nil {
-		return err
-	}
-	if redo.Changed {
-		a.status("wrote    foundation.md")
-	}
-	return nil
-}
-
 // redoFoundation is init --foundation: it completes the instance as plain
 // init does, then reruns the foundation questions over foundation.md. The
 // confirmation and the answers are read from one reader, so neither takes
@@ -126,10 +102,8 @@ func (a *app) redoFoundation(in instance.Instance, git, noInput bool, out *outpu
 		return errs.Usagef("--foundation asks its questions on a terminal, and stdin is not one").
 			WithHint("run hobbs init --foundation in a terminal, or edit %s directly", in.Foundation())
 	}
-	res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Git: git})
-	if res != nil && len(res.Created) > 0 {
-		a.logAudit(in, audit.Entry{Event: "init", Subject: in.Root, Outcome: outcome(err),
-			Detail: map[string]any{"created": res.Created}})
+	res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Git: git, Audit: a.audit(in)})
+	if res != nil {
 		for _, p := range res.Created {
 			a.status("created  %s", p)
 		}
@@ -149,15 +123,7 @@ func (a *app) redoFoundation(in instance.Instance, git, noInput bool, out *outpu
 		return ans == "y" || ans == "yes", nil
 	}
 	interview := func(cur []byte) ([]byte, error) { return instance.CoCreateFoundation(cur, r, a.errOut) }
-	redo, err := instance.RedoFoundation(in, interview, confirm)
-	detail := map[string]any{}
-	if redo != nil {
-		detail["changed"] = redo.Changed
-		if redo.Backup != "" {
-			detail["backup"] = redo.Backup
-		}
-	}
-	a.logAudit(in, audit.Entry{Event: "init.foundation", Subject: in.Foundation(), Outcome: outcome(err), Detail: detail})
+	redo, err := instance.RedoFoundation(in, interview, confirm, a.audit(in))
 	if err != nil {
 		return err
 	}

@@ -3,14 +3,11 @@ package main
 import (
 	"errors"
 	"io"
-	"os"
 	"os/exec"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
-	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
@@ -32,15 +29,11 @@ prints it then.`,
 			if err != nil {
 				return err
 			}
-			if err := findRunning(list, args[0]); err != nil {
+			if err := launcher.FindRunning(list, args[0]); err != nil {
 				// A detached session that ended: its launcher's output.
 				if in, ierr := a.instance(); ierr == nil && !proxy {
-					if out, rerr := os.ReadFile(launcher.SessionLog(in, args[0])); rerr == nil {
+					if text, ok := launcher.EndedOutput(in, args[0], tail); ok {
 						a.status("session %s has ended; its output (%s):", args[0], launcher.SessionLog(in, args[0]))
-						text := string(out)
-						if n, cerr := strconv.Atoi(tail); cerr == nil && n >= 0 {
-							text = launcher.LastLines(text, n)
-						}
 						_, werr := io.WriteString(a.out, text)
 						return werr
 					}
@@ -67,15 +60,8 @@ prints it then.`,
 	return cmd
 }
 
-// findRunning fails unless list has a session name with containers.
-func findRunning(list []launcher.SessionInfo, name string) error {
-	for _, s := range list {
-		if s.Name == name && len(s.Containers) > 0 {
-			return nil
-		}
-	}
-	return errs.Failf("no running session %q in this instance", name).WithHint("list them with: hobbs ps")
-}
+// lastLines is the last n lines of s.
+var lastLines = launcher.LastLines
 
 // passthrough runs the engine CLI with the app's streams; its exit code
 // becomes ours.

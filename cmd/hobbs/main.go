@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 	"github.com/hobbs-agent/hobbs/src/termsafe"
 )
@@ -146,7 +147,7 @@ HOBBS_HOME or --instance to choose another.`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		DisableAutoGenTag: true,
-		Version:           buildVersion().String(), // --version prints what hobbs version prints
+		Version:           launcher.BuildVersion("").String(), // --version prints what hobbs version prints
 	}
 	root.SetVersionTemplate("hobbs {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.instanceFlag, "instance", "", "instance directory (default $HOBBS_HOME or $XDG_DATA_HOME/hobbs)")
@@ -184,45 +185,16 @@ func flagError(c *cobra.Command, err error) error {
 	return e
 }
 
-// closestFlag is the name of c's flag (its own or inherited) nearest to
-// name: within two edits, or one of them a prefix of the other; "" when
-// none is that close.
+// closestFlag is the name of c's visible flag (its own or inherited)
+// nearest to name (errs.Closest), "" when none is close.
 func closestFlag(c *cobra.Command, name string) string {
-	best, bestD := "", 3
+	var names []string
 	c.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Hidden {
-			return
-		}
-		d := editDistance(name, f.Name)
-		if d > 2 && len(name) >= 3 && (strings.HasPrefix(f.Name, name) || strings.HasPrefix(name, f.Name)) {
-			d = 2
-		}
-		if d < bestD {
-			best, bestD = f.Name, d
+		if !f.Hidden {
+			names = append(names, f.Name)
 		}
 	})
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return errs.Closest(name, names)
 }
 
 // addCompletion adds cobra's completion command when the tree is built, not at

@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -396,7 +397,7 @@ was included. The memories loaded get last_accessed updated
   hobbs memory context --agent researcher --tag research --budget 4000`,
 		Args: usageArgs(cobra.NoArgs),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			return checkContextFormat(format)
+			return memory.CheckFormat(format)
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "context for this sub-agent: its operational.md (after the memories) instead of claude.md")
@@ -408,15 +409,9 @@ was included. The memories loaded get last_accessed updated
 		if err != nil {
 			return err
 		}
-		secs, err := s.SessionSections(agent)
+		opt, err := s.SessionContext(agent, tags, limit)
 		if err != nil {
 			return err
-		}
-		opt := memory.ContextOptions{Tags: tags, Budget: limit, Sections: secs}
-		if agent != "" {
-			// As in hobbs agent context: the learnings come after the
-			// memories (their room is reserved first).
-			opt.Sections, opt.After = nil, secs
 		}
 		return a.printContext(s, opt, format)
 	})
@@ -476,21 +471,8 @@ func memLintCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		err = out.print(probs, func(w io.Writer) error {
-			for _, p := range probs {
-				fmt.Fprintln(w, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if len(probs) > 0 {
-			return errs.Failf("%d problem(s) in memory files", len(probs)).
-				WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse")
-		}
-		a.status("%d memories, no problems", n)
-		return nil
+		return a.printLint(out, probs, errs.Failf("%d problem(s) in memory files", len(probs)).
+			WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse"), fmt.Sprintf("%d memories, no problems", n))
 	})
 	return cmd
 }
@@ -513,12 +495,7 @@ func memStatsCmd(a *app) *cobra.Command {
 			fmt.Fprintf(w, "tier\tactive %d\tarchive %d\n", st.Tiers[memory.Active], st.Tiers[memory.Archive])
 			fmt.Fprintf(w, "status\tactive %d\tarchived %d\tsuperseded %d\n", st.Status[memory.StatusActive],
 				st.Status[memory.StatusArchived], st.Status[memory.StatusSuperseded])
-			tags := make([]string, 0, len(st.Tags))
-			for t := range st.Tags {
-				tags = append(tags, t)
-			}
-			sort.Strings(tags)
-			for _, t := range tags {
+			for _, t := range slices.Sorted(maps.Keys(st.Tags)) {
 				fmt.Fprintf(w, "tag\t%s\t%d\n", t, st.Tags[t])
 			}
 			if st.Problems > 0 {
@@ -528,13 +505,6 @@ func memStatsCmd(a *app) *cobra.Command {
 		})
 	})
 	return cmd
-}
-
-func checkContextFormat(format string) error {
-	if format != "text" && format != "hook" && format != "json" {
-		return errs.Usagef("unknown format %q", format).WithHint("text, hook or json")
-	}
-	return nil
 }
 
 // contextBudget returns --budget when given, else memory.context_budget of
@@ -547,46 +517,25 @@ func (a *app) contextBudget(cmd *cobra.Command, s *memory.Store, format string, 
 		}
 		budget = c.Memory.ContextBudget
 	}
-	if budget <= 0 {
-		return 0, errs.Usagef("--budget must be positive")
+	warn, err := memory.CheckBudget(budget, format)
+	if warn != "" {
+		a.warn("%s", warn)
 	}
-	if format == "hook" && budget > memory.HookLimit {
-		a.warn("budget %d is over Claude Code's %d-character hook limit; the context will be cut", budget, memory.HookLimit)
-	}
-	return budget, nil
+	return budget, err
 }
 
-// printContext builds a context (the hook variant for --format hook), prints
-// it in format (text, hook or json) after the malformed files met, warns
-// about cut sections, and records the access of the memories it included.
+// printContext prints the context opt describes in format (text, hook or
+// json) after the malformed files met, warns about what it cost, and
+// records the access of the memories it included.
 func (a *app) printContext(s *memory.Store, opt memory.ContextOptions, format string) error {
-	var ctx *memory.Context
-	var hook []byte
-	var err error
-	if format == "hook" {
-		ctx, hook, err = s.BuildHook(opt)
-	} else {
-		ctx, err = s.BuildContext(opt)
-	}
+	ctx, text, err := s.RenderContext(opt, format)
 	a.reportProblems()
 	if err != nil {
 		return err
 	}
-	switch format {
-	case "hook":
-		fmt.Fprintf(a.out, "%s\n", hook)
-	case "json":
-		if err := a.printJSON(ctx); err != nil {
-			return err
-		}
-	default:
-		fmt.Fprint(a.out, ctx.Text)
-	}
-	for _, w := range ctx.Warnings {
-		a.warn("%s", w)
-	}
-	for _, c := range ctx.Cut {
-		a.warn("%s cut to fit the budget of %d characters", c, ctx.Budget)
+	a.out.Write(text)
+	for _, n := range ctx.Notices() {
+		a.warn("%s", n)
 	}
 	if err := s.Touch(ctx.Memories); err != nil {
 		a.warn("last_accessed not updated: %v", err)

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/frontmatter"
 )
 
 // output prints a command's result: as indented JSON with --json, else as
@@ -62,10 +65,49 @@ func (a *app) reportProblems() {
 	}
 }
 
+// warnEach prints each of probs (files that could not be read, and were
+// skipped) as a warning, with suffix.
+func (a *app) warnEach(probs []frontmatter.Problem, suffix string) {
+	for _, p := range probs {
+		a.warn("%s%s", p, suffix)
+	}
+}
+
+// printLint prints what a lint command found, path:line: reason a line
+// (--json: the list), and returns fail when it found anything; else it
+// says ok.
+func (a *app) printLint(out *output, probs []frontmatter.Problem, fail error, ok string) error {
+	if probs == nil {
+		probs = []frontmatter.Problem{}
+	}
+	err := out.print(probs, func(w io.Writer) error {
+		for _, p := range probs {
+			fmt.Fprintln(w, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(probs) > 0 {
+		return fail
+	}
+	a.status("%s", ok)
+	return nil
+}
+
 // plural is "1 memory", "2 memories".
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// orDash is s, or "-" for an empty field of a table.
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
 }

@@ -80,8 +80,6 @@ today, review_every from config). Content without every section is refused.`,
 			}
 		}
 		p, err := st.New(args[0], opt)
-		a.logAudit(in, audit.Entry{Event: "playbook.new", Subject: args[0], Outcome: outcome(err),
-			Detail: map[string]any{"from": map[bool]string{true: "source", false: "template"}[opt.Source != nil]}})
 		if err != nil {
 			return err
 		}
@@ -114,8 +112,8 @@ not parse are reported on stderr and skipped.`,
   hobbs playbook list --stage supervised --json`,
 		Args: usageArgs(cobra.NoArgs),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			if stage != "" && playbook.StageIndex(stage) < 0 {
-				return errs.Usagef("unknown stage %q", stage).WithHint("stages: %s", strings.Join(playbook.Stages, ", "))
+			if stage != "" {
+				return playbook.CheckStage(stage)
 			}
 			return nil
 		},
@@ -128,14 +126,8 @@ not parse are reported on stderr and skipped.`,
 		if err != nil {
 			return err
 		}
-		a.playbookProblems(problems)
-		list := []playbook.Entry{}
-		for _, e := range entries {
-			if (due && !e.Due) || (stage != "" && e.Stage != stage) {
-				continue
-			}
-			list = append(list, e)
-		}
+		a.warnEach(problems, " (file left as is)")
+		list := playbook.Select(entries, due, stage)
 		return out.print(list, func(w io.Writer) error {
 			if len(list) == 0 {
 				a.status("no playbooks%s", map[bool]string{true: " due for review", false: ""}[due])
@@ -171,8 +163,7 @@ review, lint problems and body.`,
 	}
 	out := a.jsonFlag(cmd, "print metadata and body as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
-		d, e, err := st.Get(args[0])
-		a.logAudit(in, audit.Entry{Event: "playbook.show", Subject: args[0], Outcome: outcome(err)})
+		d, e, err := st.Show(args[0])
 		if err != nil {
 			return err
 		}
@@ -216,10 +207,6 @@ The previous version is not kept by hobbs: keep the instance in git
 				return err
 			}
 			changed, err := st.Update(args[0], playbook.UpdateOptions{Title: title, Source: src, Note: note})
-			if changed || err != nil {
-				a.logAudit(in, audit.Entry{Event: "playbook.update", Subject: args[0], Outcome: outcome(err),
-					Detail: map[string]any{"note": note}})
-			}
 			if err != nil {
 				return err
 			}
@@ -256,10 +243,6 @@ the audit log. Setting the stage it already has changes nothing.`,
 	out := a.jsonFlag(cmd, "print the change as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
 		ch, err := st.SetStage(args[0], args[1], reason)
-		if ch.From != ch.To || err != nil {
-			a.logAudit(in, audit.Entry{Event: "playbook.stage", Subject: args[0], Outcome: outcome(err),
-				Detail: map[string]any{"from": ch.From, "to": ch.To, "reason": ch.Reason}})
-		}
 		if err != nil {
 			return err
 		}
@@ -291,8 +274,6 @@ days later.`,
 	out := a.jsonFlag(cmd, "print the review as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
 		r, err := st.Reviewed(args[0], note)
-		a.logAudit(in, audit.Entry{Event: "playbook.reviewed", Subject: args[0], Outcome: outcome(err),
-			Detail: map[string]any{"note": r.Note}})
 		if err != nil {
 			return err
 		}
@@ -322,23 +303,7 @@ found.`,
 		if err != nil {
 			return err
 		}
-		if problems == nil {
-			problems = []playbook.Problem{}
-		}
-		err = out.print(problems, func(w io.Writer) error {
-			for _, p := range problems {
-				fmt.Fprintln(w, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if len(problems) > 0 {
-			return errs.Failf("%d problem(s) in %d playbook(s)", len(problems), n)
-		}
-		a.status("%d playbook(s) ok", n)
-		return nil
+		return a.printLint(out, problems, errs.Failf("%d problem(s) in %d playbook(s)", len(problems), n), fmt.Sprintf("%d playbook(s) ok", n))
 	})
 	return cmd
 }
@@ -365,26 +330,12 @@ stays approved with the host added.`,
 	cmd.Flags().StringVar(&reason, "reason", "", "why runs need the host (one line, goes under Notes)")
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
-		// A block the user had approved stays approved with the host the
-		// user adds here; one a session changed stays unapproved.
-		approved := false
-		if d, _, err := st.Get(args[0]); err == nil && d.Meta.Run != nil {
-			approved = playbook.CheckGrant(in, args[0], d.Meta.Run) == nil
-		}
 		res, err := st.AllowHost(args[0], args[1], reason)
-		if err == nil && res.Changed && approved {
-			if d, _, gerr := st.Get(args[0]); gerr == nil {
-				if _, gerr := playbook.Approve(in, args[0], d.Meta.Run, time.Now()); gerr != nil {
-					a.warn("%s: the run: block changed but its approval was not updated: %v", args[0], gerr)
-				}
-			}
-		}
-		if res.Changed || err != nil {
-			a.logAudit(in, audit.Entry{Event: "playbook.allow", Subject: args[0], Outcome: outcome(err),
-				Detail: map[string]any{"host": args[1], "reason": reason}})
-		}
 		if err != nil {
 			return err
+		}
+		if res.ApproveErr != nil {
+			a.warn("%s: the run: block changed but its approval was not updated: %v", args[0], res.ApproveErr)
 		}
 		return out.print(res, func(w io.Writer) error {
 			if !res.Changed {
@@ -413,11 +364,10 @@ func (a *app) approveRunBlock(in instance.Instance, name string, r *playbook.Run
 	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
 		return false
 	}
-	if _, err := playbook.Approve(in, name, r, time.Now()); err != nil {
+	if _, err := playbook.Approve(in, name, r, time.Now(), a.audit(in)); err != nil {
 		a.warn("approval not recorded: %v", err)
 		return false
 	}
-	a.logAudit(in, audit.Entry{Event: "playbook.approve", Subject: name, Outcome: "ok", Detail: map[string]any{"hash": playbook.RunHash(r)}})
 	return true
 }
 
@@ -449,17 +399,8 @@ review (pending until hobbs task review ID --approve or --reject).`,
 		if !playbook.ValidName(args[0]) {
 			return errs.Usagef("invalid playbook name %q", args[0])
 		}
-		tasks, probs := log.List()
-		for _, p := range probs {
-			a.warn("%s", p)
-		}
-		runs := []*task.Task{}
-		for _, t := range tasks {
-			if t.Playbook == args[0] && strings.HasPrefix(t.Title, "playbook run:") && (limit <= 0 || len(runs) < limit) {
-				t.Body = ""
-				runs = append(runs, t)
-			}
-		}
+		runs, probs := log.Find(task.Filter{Playbook: args[0], Runs: true, Limit: limit})
+		a.warnEach(probs, "")
 		return out.print(runs, func(w io.Writer) error {
 			if len(runs) == 0 {
 				a.status("no runs of %s (start one: hobbs playbook run %s)", args[0], args[0])
@@ -468,7 +409,7 @@ review (pending until hobbs task review ID --approve or --reject).`,
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TASK\tSTARTED\tSTATUS\tREVIEW")
 			for _, t := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Started.Local().Format("2006-01-02 15:04"), t.Status, dash(t.Review))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Started.Local().Format("2006-01-02 15:04"), t.Status, orDash(t.Review))
 			}
 			return tw.Flush()
 		})
@@ -515,8 +456,7 @@ It prints what a run would get; review it first with --dry-run.`,
 		if err != nil {
 			return err
 		}
-		g, err := playbook.Approve(in, name, d.Meta.Run, time.Now())
-		a.logAudit(in, audit.Entry{Event: "playbook.approve", Subject: name, Outcome: outcome(err), Detail: map[string]any{"hash": playbook.RunHash(d.Meta.Run)}})
+		g, err := playbook.Approve(in, name, d.Meta.Run, time.Now(), a.audit(in))
 		if err != nil {
 			return err
 		}

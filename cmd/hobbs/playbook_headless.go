@@ -32,7 +32,7 @@ func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spe
 		return err
 	}
 	h := launcher.Headless{Plan: p, Grant: spec, Runtime: a.runtime(in, e, runOptions{}, p),
-		Tasks: task.Log{Instance: in}, Remember: rememberLessons(a, in), Status: a.status}
+		Tasks: task.Open(in, a.audit(in)), Remember: rememberLessons(a, in), Status: a.status}
 	code, err := h.Run(ctx)
 	if err != nil {
 		return err

@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs"
-	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -26,6 +24,14 @@ func effectivePolicy(in instance.Instance) (*egress.Policy, error) {
 		return nil, err
 	}
 	return egress.LoadEffective(in.FS(), builtinPolicyName, def, in.Policy())
+}
+
+// policyFile is the instance's policy.yaml as policy allow, deny and rm
+// edit it.
+func (a *app) policyFile(in instance.Instance) egress.PolicyFile {
+	tmpl, _ := fs.ReadFile(hobbs.Templates, "policy.yaml")
+	return egress.PolicyFile{Root: in.FS(), Path: in.Policy(), LockPath: in.Lock("policy"), Name: in.Rel(in.Policy()),
+		Template: tmpl, Audit: a.audit(in)}
 }
 
 func newPolicyCmd(a *app) *cobra.Command {
@@ -64,11 +70,7 @@ func newPolicyShowCmd(a *app) *cobra.Command {
 			fmt.Fprintf(w, "files:\t%s\n", strings.Join(p.Files, ", "))
 			fmt.Fprintln(w, "services:")
 			for _, s := range p.Services {
-				for _, svc := range egress.Services() {
-					if svc.Name == s {
-						fmt.Fprintf(w, "  %s\t%s\n", s, strings.Join(svc.Domains, " "))
-					}
-				}
+				fmt.Fprintf(w, "  %s\t%s\n", s, strings.Join(egress.ServiceDomains(s), " "))
 			}
 			fmt.Fprintln(w, "domains:")
 			for _, r := range p.Domains {
@@ -82,11 +84,7 @@ func newPolicyShowCmd(a *app) *cobra.Command {
 			for _, pre := range p.AllowPrivate {
 				fmt.Fprintf(w, "  %s\n", pre)
 			}
-			var names []string
-			for _, s := range egress.Services() {
-				names = append(names, s.Name)
-			}
-			fmt.Fprintf(w, "available services:\t%s\n", strings.Join(names, ", "))
+			fmt.Fprintf(w, "available services:\t%s\n", strings.Join(egress.ServiceNames(), ", "))
 			return w.Flush()
 		})
 	})
@@ -206,14 +204,12 @@ running proxy reloads it within a second.`, verb, section, what),
 		Example: ex,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-			if err := in.FS().MkdirAll(filepath.Dir(in.Lock("policy")), 0o700); err != nil {
-				return err
+			f := a.policyFile(in)
+			edit := f.Allow
+			if verb == "deny" {
+				edit = f.Deny
 			}
-			tmpl, err := fs.ReadFile(hobbs.Templates, "policy.yaml")
-			if err != nil {
-				return err
-			}
-			pattern, changed, err := egress.Edit(in.FS(), in.Policy(), in.Lock("policy"), section, args[0], tmpl)
+			pattern, changed, err := edit(args[0])
 			if err != nil {
 				return err
 			}
@@ -221,7 +217,6 @@ running proxy reloads it within a second.`, verb, section, what),
 				a.status("%s is already in %s of %s", pattern, section, in.Policy())
 				return nil
 			}
-			a.audit(in).Log(audit.Entry{Event: "policy." + verb, Subject: pattern, Detail: map[string]any{"file": in.Rel(in.Policy())}})
 			a.status("added %s to %s in %s", pattern, section, in.Policy())
 			return nil
 		}),
@@ -241,15 +236,10 @@ or a service stays allowed (hobbs policy check DOMAIN says by what).`,
 		Example: "  hobbs policy rm api.example.com\n  hobbs policy rm '*.example.com'\n  hobbs policy rm localhost:8080",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-			if err := in.FS().MkdirAll(filepath.Dir(in.Lock("policy")), 0o700); err != nil {
-				return err
-			}
-			pattern, sections, err := egress.Unlist(in.FS(), in.Policy(), in.Lock("policy"), args[0])
+			pattern, sections, err := a.policyFile(in).Remove(args[0])
 			if err != nil {
 				return err
 			}
-			a.audit(in).Log(audit.Entry{Event: "policy.rm", Subject: pattern,
-				Detail: map[string]any{"file": in.Rel(in.Policy()), "sections": sections}})
 			a.status("removed %s from %s in %s", pattern, strings.Join(sections, " and "), in.Policy())
 			return nil
 		}),

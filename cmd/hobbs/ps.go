@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -44,6 +43,16 @@ func (a *app) sessionEngine() (engine.CLI, []launcher.SessionInfo, error) {
 	return e, list, err
 }
 
+// runningSession is the instance's engine, once session name is found
+// running there (attach, exec).
+func (a *app) runningSession(name string) (engine.CLI, error) {
+	e, list, err := a.sessionEngine()
+	if err != nil {
+		return e, err
+	}
+	return e, launcher.FindRunning(list, name)
+}
+
 func newPsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ps",
@@ -82,11 +91,4 @@ marked orphan; hobbs stop --all (or the next hobbs run) removes it.`,
 		})
 	}
 	return cmd
-}
-
-func orDash(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "-"
-	}
-	return s
 }

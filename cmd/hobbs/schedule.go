@@ -3,20 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/audit"
-	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/schedule"
-	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 func newScheduleCmd(a *app) *cobra.Command {
@@ -39,35 +32,6 @@ never overlap: a run that finds the previous one still going is refused.`,
 	}
 	cmd.AddCommand(newScheduleAddCmd(a), newScheduleListCmd(a), newScheduleRmCmd(a))
 	return cmd
-}
-
-// scheduler returns the user's scheduler, refusing inside the container:
-// schedules live on the host.
-func (a *app) scheduler() (schedule.Backend, error) {
-	if os.Getenv("HOBBS_CONTEXT") == "container" {
-		return nil, errs.Usagef("schedules live on the host: run hobbs schedule there")
-	}
-	return schedule.Detect(schedule.OptionsFromEnv())
-}
-
-// hobbsBinary is the absolute path schedulers run: the name this hobbs was
-// started as when it resolves to this executable (keeping a stable link
-// such as /usr/local/bin/hobbs), else the executable itself.
-func hobbsBinary() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", errs.Wrap(errs.Failure, err, "find the hobbs binary")
-	}
-	if p, err := exec.LookPath(os.Args[0]); err == nil {
-		if abs, err := filepath.Abs(p); err == nil {
-			fa, errA := os.Stat(abs)
-			fe, errE := os.Stat(exe)
-			if errA == nil && errE == nil && os.SameFile(fa, fe) {
-				return abs, nil
-			}
-		}
-	}
-	return exe, nil
 }
 
 func newScheduleAddCmd(a *app) *cobra.Command {
@@ -100,54 +64,16 @@ The same schedule again changes nothing; a different one replaces it.`,
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
 		name := args[0]
-		spec := schedule.Spec{At: at}
-		if every != "" {
-			d, err := time.ParseDuration(every)
-			if err != nil {
-				return errs.Usagef("--every %q is not a duration", every).WithHint("durations look like 30m, 2h, 24h (a day), 168h (a week)")
-			}
-			spec.Every = d
-		}
-		if err := spec.Check(); err != nil {
-			return err
-		}
-		d, _, err := st.Get(name)
+		spec, err := schedule.ParseSpec(every, at)
 		if err != nil {
 			return err
 		}
-		if err := playbook.CanSchedule(name, d.Meta); err != nil {
-			return err
-		}
-		b, err := a.scheduler()
-		if err != nil {
-			return err
-		}
-		bin, err := hobbsBinary()
-		if err != nil {
-			return err
-		}
-		root, err := filepath.Abs(in.Root)
-		if err != nil {
-			return errs.Wrap(errs.Failure, err, "instance path")
-		}
-		// Scheduling it is approving what it runs with (hobbs playbook
-		// approve): the run: block as it is now.
-		if _, err := playbook.Approve(in, name, d.Meta.Run, time.Now()); err != nil {
-			return err
-		}
-		res, err := b.Add(schedule.Job{Playbook: name, Instance: root, Binary: bin, Spec: spec})
-		if res.Changed || err != nil {
-			a.logAudit(in, audit.Entry{Event: "schedule.add", Subject: name, Outcome: outcome(err),
-				Detail: map[string]any{"when": spec.String(), "backend": b.Name(), "replaced": res.Replaced}})
-		}
+		res, err := schedule.AddPlaybook(schedule.OptionsFromEnv(st.Audit), st, name, spec)
 		if err != nil {
 			return err
 		}
 		return out.print(res, func(w io.Writer) error {
-			where := "cron"
-			if b.Name() == "systemd" {
-				where = "systemd timer " + schedule.UnitName(name) + ".timer"
-			}
+			where := schedule.Where(res.Backend, name)
 			switch {
 			case !res.Changed:
 				a.status("%s is already scheduled %s (%s); nothing changed", name, spec, where)
@@ -165,14 +91,6 @@ The same schedule again changes nothing; a different one replaces it.`,
 	return cmd
 }
 
-// scheduleRow is one schedule in a listing, with the outcome of its last
-// run from the task log.
-type scheduleRow struct {
-	schedule.Entry
-	LastRun     string `json:"last_run"`     // when the last run started, RFC 3339; "" when none
-	LastOutcome string `json:"last_outcome"` // running, ok or failed; "" when none
-}
-
 func newScheduleListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -186,7 +104,7 @@ log.`,
 	}
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		b, err := a.scheduler()
+		b, err := schedule.Detect(schedule.OptionsFromEnv(nil))
 		if err != nil {
 			return err
 		}
@@ -194,20 +112,7 @@ log.`,
 		if err != nil {
 			return err
 		}
-		rows := []scheduleRow{}
-		for _, e := range entries {
-			r := scheduleRow{Entry: e}
-			if in, err := instance.At(e.Instance); err == nil {
-				tasks, _ := task.Log{Instance: in}.List()
-				for _, t := range tasks {
-					if t.Playbook == e.Playbook {
-						r.LastRun, r.LastOutcome = t.Started.Format(time.RFC3339), t.Status
-						break
-					}
-				}
-			}
-			rows = append(rows, r)
-		}
+		rows := schedule.WithLastRuns(entries)
 		return out.print(rows, func(w io.Writer) error {
 			if len(rows) == 0 {
 				a.status("no schedules (%s)", b.Name())
@@ -216,15 +121,11 @@ log.`,
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PLAYBOOK\tWHEN\tNEXT RUN\tLAST RUN\tBACKEND")
 			for _, r := range rows {
-				when := "every " + r.Every
-				if r.At != "" {
-					when = "at " + r.At
-				}
 				last := "-"
 				if r.LastRun != "" {
 					last = r.LastOutcome + " " + r.LastRun
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Playbook, when, dash(r.Next), last, r.Backend)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Playbook, r.When(), orDash(r.Next), last, r.Backend)
 			}
 			return tw.Flush()
 		})
@@ -244,24 +145,11 @@ run in progress finishes. The playbook itself is not changed.`,
 	}
 	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		name := args[0]
-		if !playbook.ValidName(name) {
-			return errs.Usagef("invalid playbook name %q", name)
-		}
-		b, err := a.scheduler()
+		backend, err := schedule.RemovePlaybook(schedule.OptionsFromEnv(a.audit(in)), name)
 		if err != nil {
 			return err
 		}
-		removed, err := b.Remove(name)
-		if removed || err != nil {
-			a.logAudit(in, audit.Entry{Event: "schedule.rm", Subject: name, Outcome: outcome(err), Detail: map[string]any{"backend": b.Name()}})
-		}
-		if err != nil {
-			return err
-		}
-		if !removed {
-			return errs.Failf("%s is not scheduled (%s)", name, b.Name()).WithHint("see the schedules with: hobbs schedule list")
-		}
-		a.status("%s: schedule removed (%s)", name, b.Name())
+		a.status("%s: schedule removed (%s)", name, backend)
 		return nil
 	})
 	return cmd

@@ -24,15 +24,14 @@ func newSessionEnvCmd(a *app) *cobra.Command {
 		Hidden: true,
 		Args:   usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := launcher.ReadSessionEnv(launcher.SessionEnvFile)
+			env, caErr, err := launcher.SessionEnviron(os.TempDir())
 			if err != nil {
-				return errs.Wrap(errs.Failure, err, "session variables")
+				return err
 			}
-			ca, err := launcher.CABundleVars(launcher.SessionCAFile, os.TempDir())
-			if err != nil {
-				a.warn("cannot make the CA bundle (HTTPS to hosts the proxy intercepts will fail): %v", err)
+			if caErr != nil {
+				a.warn("cannot make the CA bundle (HTTPS to hosts the proxy intercepts will fail): %v", caErr)
 			}
-			for _, kv := range append(env, ca...) {
+			for _, kv := range env {
 				k, v, _ := strings.Cut(kv, "=")
 				os.Setenv(k, v)
 			}

@@ -78,9 +78,7 @@ func (a *app) withMemory(body func(cmd *cobra.Command, args []string, s *memory.
 // memoryProblems prints the malformed files s met, with the way to list them.
 func (a *app) memoryProblems(s *memory.Store) {
 	probs := s.Problems()
-	for _, p := range probs {
-		a.warn("%s", p)
-	}
+	a.warnEach(probs, "")
 	if len(probs) > 0 {
 		a.status("hobbs: hint: %d memory file(s) skipped; fix them by hand (hobbs memory lint lists them)", len(probs))
 	}
@@ -97,22 +95,14 @@ func (a *app) withPlaybooks(body func(cmd *cobra.Command, args []string, in inst
 		if err != nil {
 			return errs.Wrap(errs.Failure, err, "read the playbook template")
 		}
-		return body(cmd, args, in, &playbook.Store{Dir: in.Playbooks(), LockPath: in.Lock("playbooks"), Root: in.FS(),
-			ReviewEvery: c.Playbooks.ReviewEveryDays, Template: tpl})
+		return body(cmd, args, in, playbook.Open(in, c.Playbooks.ReviewEveryDays, tpl, a.audit(in)))
 	})
-}
-
-// playbookProblems prints the playbooks that could not be used.
-func (a *app) playbookProblems(ps []playbook.Problem) {
-	for _, p := range ps {
-		a.warn("%s (file left as is)", p)
-	}
 }
 
 // withTasks runs body with the task log of the existing instance.
 func (a *app) withTasks(body func(cmd *cobra.Command, args []string, log task.Log) error) runE {
 	return a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-		return body(cmd, args, task.Log{Instance: in})
+		return body(cmd, args, task.Open(in, a.audit(in)))
 	})
 }
 
@@ -131,15 +121,18 @@ func (a *app) config(in instance.Instance) (*config.Config, error) {
 	return config.Load(in.FS(), in.Config())
 }
 
-// audit returns the audit logger of in.
-func (a *app) audit(in instance.Instance) *audit.Logger { return audit.New(in.FS(), in.AuditLog()) }
+// audit returns the audit logger of in. A line the domain packages cannot
+// record (audit.Logger.Record) is a warning: what was done stays done.
+func (a *app) audit(in instance.Instance) *audit.Logger {
+	l := audit.New(in.FS(), in.AuditLog())
+	l.Failed = func(err error) { a.warn("audit log not written: %v", err) }
+	return l
+}
 
 // logAudit appends e to the audit log of in. A failure does not undo what
 // was done, but it is not silent either: it is a warning on stderr.
 func (a *app) logAudit(in instance.Instance, e audit.Entry) {
-	if err := a.audit(in).Log(e); err != nil {
-		a.warn("audit log not written: %v", err)
-	}
+	a.audit(in).Record(e, nil)
 }
 
 // outcome names an error for the audit log.

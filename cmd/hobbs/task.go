@@ -9,26 +9,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
-	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 // rememberLessons stores each lesson of a retrospective with hobbs memory
-// add's logic: an existing memory with the same text is reinforced.
+// add's logic (memory.Store.Rememberer), saying what it did.
 func rememberLessons(a *app, in instance.Instance) task.Rememberer {
-	s := memory.Open(in, a.audit(in))
-	return func(text string, tags []string, source string) (string, error) {
-		res, err := s.Add(text, memory.AddOptions{Tags: tags, Type: "lesson", Source: source})
-		if err != nil {
-			return "", err
-		}
+	return memory.Open(in, a.audit(in)).Rememberer(func(res *memory.AddResult, text string) {
 		a.status("lesson %s %s: %s", res.Action, res.ID, text)
-		return res.ID, nil
-	}
+	})
 }
 
 func newTaskCmd(a *app) *cobra.Command {
@@ -60,25 +52,11 @@ func newTaskStartCmd(a *app) *cobra.Command {
 	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
 		in := log.Instance
 		if agent != "" {
-			if _, err := agentCatalog(in).Get(agent); err != nil {
+			if _, err := a.agents(in).Get(agent); err != nil {
 				return err
 			}
 		}
-		if pbName != "" {
-			if !playbook.ValidName(pbName) {
-				return errs.Usagef("invalid playbook name %q", pbName).WithHint("hobbs playbook list shows them")
-			}
-			if _, err := in.FS().Stat(in.Playbook(pbName)); err != nil {
-				return errs.Failf("no playbook named %q", pbName).WithHint("hobbs playbook list shows them")
-			}
-		}
 		t, err := log.Start(args[0], agent, pbName)
-		subject := ""
-		if t != nil {
-			subject = t.ID
-		}
-		a.logAudit(in, audit.Entry{Event: "task.start", Subject: subject, Outcome: outcome(err),
-			Detail: map[string]any{"agent": agent, "playbook": pbName}})
 		if err != nil {
 			return err
 		}
@@ -143,18 +121,12 @@ section (nothing is recorded then).`,
 			opts.Remember = rememberLessons(a, in)
 		}
 		t, err := log.Done(args[0], opts)
-		ev := audit.Entry{Event: "task.done", Subject: args[0], Outcome: outcome(err)}
 		if t != nil {
-			ev.Detail = map[string]any{"status": t.Status, "remembered": t.Remembered}
-			if len(t.Skipped) > 0 {
-				ev.Detail["skipped_lessons"] = t.Skipped
-			}
 			for _, sk := range t.Skipped {
 				a.warn("lesson %d not remembered: it looks like a secret (%s), and memories are plaintext loaded into every session; "+
 					"keep the secret in the vault (hobbs vault set NAME, on the host) and remember where it lives", sk.Lesson, sk.Kind)
 			}
 		}
-		a.logAudit(in, ev)
 		if err != nil {
 			return err
 		}
@@ -180,17 +152,8 @@ func newTaskListCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status")
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
-		tasks, probs := log.List()
-		for _, p := range probs {
-			a.warn("%s", p)
-		}
-		list := []*task.Task{}
-		for _, t := range tasks {
-			if status == "" || t.Status == status {
-				t.Body = ""
-				list = append(list, t)
-			}
-		}
+		list, probs := log.Find(task.Filter{Status: status})
+		a.warnEach(probs, "")
 		return out.print(list, func(w io.Writer) error {
 			if len(list) == 0 {
 				a.status("no tasks")
@@ -200,19 +163,12 @@ func newTaskListCmd(a *app) *cobra.Command {
 			fmt.Fprintln(tw, "ID\tSTATUS\tSTARTED\tAGENT\tTITLE")
 			for _, t := range list {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"),
-					dash(t.Agent), t.Title)
+					orDash(t.Agent), t.Title)
 			}
 			return tw.Flush()
 		})
 	})
 	return cmd
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func newTaskShowCmd(a *app) *cobra.Command {
@@ -230,7 +186,7 @@ func newTaskShowCmd(a *app) *cobra.Command {
 		}
 		return out.print(t, func(w io.Writer) error {
 			fmt.Fprintf(w, "id:       %s\ntitle:    %s\nstatus:   %s\nagent:    %s\nplaybook: %s\nstarted:  %s\n",
-				t.ID, t.Title, t.Status, dash(t.Agent), dash(t.Playbook), t.Started.Format(time.RFC3339))
+				t.ID, t.Title, t.Status, orDash(t.Agent), orDash(t.Playbook), t.Started.Format(time.RFC3339))
 			if t.Finished != nil {
 				fmt.Fprintf(w, "finished: %s\n", t.Finished.Format(time.RFC3339))
 			}
@@ -274,11 +230,10 @@ and /review-playbooks suggests the next stage from them.`,
 			verdict = task.ReviewRejected
 		}
 		t, err := log.SetReview(args[0], verdict, note)
-		a.logAudit(log.Instance, audit.Entry{Event: "task.review", Subject: args[0], Outcome: outcome(err), Detail: map[string]any{"review": verdict}})
 		if err != nil {
 			return err
 		}
-		a.status("task %s (%s): %s", t.ID, dash(t.Playbook), verdict)
+		a.status("task %s (%s): %s", t.ID, orDash(t.Playbook), verdict)
 		return nil
 	})
 	return cmd

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -165,36 +164,24 @@ NAME: ` + vault.NameRule + `.`,
 
 // readSecret reads a value from a file, the terminal (hidden) or stdin.
 func (a *app) readSecret(name, fromFile string, raw bool) ([]byte, error) {
-	var data []byte
-	var err error
 	switch {
 	case fromFile != "" && fromFile != "-":
-		var f *os.File
-		if f, err = os.Open(fromFile); err != nil {
+		f, err := os.Open(fromFile)
+		if err != nil {
 			return nil, errs.Wrap(errs.Usage, err, "read value")
 		}
 		defer f.Close()
-		data, err = io.ReadAll(io.LimitReader(f, vault.MaxValueSize+3))
+		return vault.ReadValue(f, raw)
 	case a.stdinIsTTY():
-		f := a.in.(*os.File)
 		fmt.Fprintf(a.errOut, "Value for %s (input hidden): ", name)
-		data, err = term.ReadPassword(int(f.Fd()))
+		data, err := term.ReadPassword(int(a.in.(*os.File).Fd()))
 		fmt.Fprintln(a.errOut)
-		raw = true // nothing to trim: the terminal's Enter is not part of it
-	default:
-		data, err = io.ReadAll(io.LimitReader(a.in, vault.MaxValueSize+3))
-	}
-	if err != nil {
-		return nil, errs.Wrap(errs.Failure, err, "read value")
-	}
-	if !raw {
-		if bytes.HasSuffix(data, []byte("\r\n")) {
-			data = data[:len(data)-2]
-		} else if bytes.HasSuffix(data, []byte("\n")) {
-			data = data[:len(data)-1]
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "read value")
 		}
+		return data, nil // nothing to trim: the terminal's Enter is not part of it
 	}
-	return data, nil
+	return vault.ReadValue(a.in, raw)
 }
 
 func newVaultGetCmd(a *app) *cobra.Command {
@@ -240,7 +227,8 @@ too (without uses: config.yaml is not there).`,
 		for _, p := range ignored {
 			a.warn("%s is not a vault entry (ignored)", p)
 		}
-		listed := vaultUses(a, v, es)
+		cfg, _ := a.config(v.In) // none inside the container, where it is not mounted
+		listed := vault.WithUses(es, cfg)
 		return out.print(listed, func(w io.Writer) error {
 			if len(es) == 0 {
 				a.status("no entries (add one: hobbs vault set NAME)")
@@ -249,63 +237,16 @@ too (without uses: config.yaml is not there).`,
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSIZE\tUPDATED\tUSED BY")
 			for _, e := range listed {
-				var uses []string
-				for _, u := range e.UsedBy {
-					if u.How == "bound" {
-						uses = append(uses, u.Variable+" → "+strings.Join(u.Hosts, ","))
-					} else {
-						uses = append(uses, u.Variable+" (env)")
-					}
+				uses := make([]string, len(e.UsedBy))
+				for i, u := range e.UsedBy {
+					uses[i] = u.String()
 				}
-				use := strings.Join(uses, "; ")
-				if use == "" {
-					use = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Name, e.Size, e.Updated.Format(time.RFC3339), use)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Name, e.Size, e.Updated.Format(time.RFC3339), orDash(strings.Join(uses, "; ")))
 			}
 			return tw.Flush()
 		})
 	})
 	return cmd
-}
-
-// listedEntry is an entry as vault list shows it: with the variables
-// config.yaml maps to it.
-type listedEntry struct {
-	vault.Entry
-	UsedBy []entryUse `json:"used_by"`
-}
-
-// entryUse is one variable using an entry: bound to hosts (secrets:, the
-// agent holds a placeholder) or in the agent's environment (env:).
-type entryUse struct {
-	Variable string   `json:"variable"`
-	How      string   `json:"how"` // "bound" or "env"
-	Hosts    []string `json:"hosts,omitempty"`
-}
-
-// vaultUses pairs entries with their uses in config.yaml (none when it does
-// not load, or inside the container, where it is not mounted).
-func vaultUses(a *app, v *vault.Vault, es []vault.Entry) []listedEntry {
-	out := make([]listedEntry, 0, len(es))
-	cfg, err := a.config(v.In)
-	for _, e := range es {
-		le := listedEntry{Entry: e, UsedBy: []entryUse{}}
-		if err == nil {
-			for _, name := range cfg.BindingNames() {
-				if b := cfg.Secrets[name]; b.Vault == e.Name {
-					le.UsedBy = append(le.UsedBy, entryUse{Variable: name, How: "bound", Hosts: b.Hosts})
-				}
-			}
-			for _, m := range cfg.VaultEnv() {
-				if m[1] == e.Name {
-					le.UsedBy = append(le.UsedBy, entryUse{Variable: m[0], How: "env"})
-				}
-			}
-		}
-		out = append(out, le)
-	}
-	return out
 }
 
 func newVaultRmCmd(a *app) *cobra.Command {
@@ -364,16 +305,8 @@ func (a *app) warnMapped(v *vault.Vault, name, renamedTo string) {
 		a.warn("could not check whether config.yaml maps %s: %s", name, msg)
 		return
 	}
-	for _, k := range cfg.VarsUsing(name) {
-		key, to := "env."+k, "vault:"+renamedTo
-		if _, bound := cfg.Secrets[k]; bound {
-			key, to = "secrets."+k+".vault", renamedTo
-		}
-		fix := "store it again (hobbs vault set " + name + ") or change " + key + " in config.yaml"
-		if renamedTo != "" {
-			fix = "set " + key + " to " + to + " in config.yaml"
-		}
-		a.warn("config.yaml maps %s to vault:%s, which is no longer in the vault: hobbs run will fail; %s", k, name, fix)
+	for _, w := range cfg.Dangling(name, renamedTo) {
+		a.warn("%s", w)
 	}
 }
 

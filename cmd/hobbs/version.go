@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -21,56 +19,7 @@ var version = "dev"
 // launcher.DefaultRepo).
 var imageRepo = ""
 
-func init() { launcher.SetRelease(releaseVersion(), imageRepo) }
-
-// releaseVersion is version, or, when no version was set at link time, the
-// module version Go recorded: `go install …/cmd/hobbs@v1.2.3` makes a
-// release build of v1.2.3 (a local build records "(devel)" or a
-// pseudo-version, which are no releases).
-func releaseVersion() string {
-	if version != "dev" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && launcher.IsReleaseVersion(bi.Main.Version) {
-		return bi.Main.Version
-	}
-	return version
-}
-
-type versionInfo struct {
-	Version  string `json:"version"`
-	Revision string `json:"revision,omitempty"`
-	Go       string `json:"go"`
-	Platform string `json:"platform"`
-	Release  bool   `json:"release"`
-	// Image is what hobbs run uses (ImageFrom: "config.yaml", "published"
-	// or "local build").
-	Image     string `json:"image,omitempty"`
-	ImageFrom string `json:"image_from,omitempty"`
-}
-
-// String is what follows "hobbs ": the version line (version, revision,
-// Go, platform), then the image line.
-func (v versionInfo) String() string {
-	rev := ""
-	if v.Revision != "" {
-		rev = " (" + v.Revision + ")"
-	}
-	return fmt.Sprintf("%s%s %s %s\nimage %s (%s)", v.Version, rev, v.Go, v.Platform, v.Image, v.ImageFrom)
-}
-
-func buildVersion() versionInfo {
-	v := versionInfo{Version: launcher.Version(), Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
-		Release: launcher.IsReleaseVersion(launcher.Version()), Image: launcher.DefaultImage(), ImageFrom: launcher.ImageSource()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v.Revision = s.Value[:12]
-			}
-		}
-	}
-	return v
-}
+func init() { launcher.SetRelease(launcher.ReleaseVersion(version), imageRepo) }
 
 func newVersionCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -87,14 +36,15 @@ same without reading config.yaml.`,
 	}
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		v := buildVersion()
 		// A config.yaml that does not load leaves the default: hobbs run
 		// reports it; the version is printed either way.
+		image := ""
 		if in, err := a.instance(); err == nil && in.Exists() {
-			if cfg, err := a.config(in); err == nil && cfg.Image != "" {
-				v.Image, v.ImageFrom = cfg.Image, "config.yaml"
+			if cfg, err := a.config(in); err == nil {
+				image = cfg.Image
 			}
 		}
+		v := launcher.BuildVersion(image)
 		return out.print(v, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "hobbs %s\n", v)
 			return err

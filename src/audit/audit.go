@@ -11,8 +11,10 @@ package audit
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/safefile"
@@ -34,6 +36,9 @@ type Logger struct {
 	Root  safefile.Root // the directory Path is opened beneath (see New)
 	Actor string        // defaults to Actor()
 	Now   func() time.Time
+	// Failed, when set, is told of each line Record could not write: the
+	// command layer makes it a warning, since what was done stays done.
+	Failed func(error)
 }
 
 // New returns a Logger writing to path, opened beneath root (the
@@ -72,6 +77,27 @@ func (l *Logger) Log(e Entry) error {
 		return safefile.Append(l.Path, line, 0o600)
 	}
 	return l.Root.Append(l.Path, line, 0o600)
+}
+
+// Record logs the event e of an operation that ended with err: outcome "ok"
+// (or e.Outcome when set) without an error; "error", with the error's first
+// line in detail["error"], with one. A nil l records nothing. A line that
+// cannot be written goes to l.Failed, not to the caller: domain packages
+// record what they did and go on.
+func (l *Logger) Record(e Entry, err error) {
+	if l == nil {
+		return
+	}
+	if err != nil {
+		e.Outcome = "error"
+		d := make(map[string]any, len(e.Detail)+1)
+		maps.Copy(d, e.Detail)
+		d["error"], _, _ = strings.Cut(err.Error(), "\n")
+		e.Detail = d
+	}
+	if werr := l.Log(e); werr != nil && l.Failed != nil {
+		l.Failed(werr)
+	}
 }
 
 // MarshalLine encodes v as one redacted JSON line ending in "\n".

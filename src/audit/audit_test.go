@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,4 +107,47 @@ func TestConcurrentLogLinesIntact(t *testing.T) {
 	if n != 40 {
 		t.Fatalf("%d lines", n)
 	}
+}
+
+func TestRecordOutcomeAndError(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "audit.log")
+	l := &Logger{Path: p, Actor: "host:test"}
+	l.Record(Entry{Event: "x.ok", Subject: "a", Detail: map[string]any{"k": "v"}}, nil)
+	detail := map[string]any{"k": "v"}
+	l.Record(Entry{Event: "x.fail", Subject: "b", Detail: detail}, errors.New("first line\nsecond line"))
+	l.Record(Entry{Event: "x.dup", Outcome: "duplicate"}, nil)
+	if len(detail) != 1 {
+		t.Fatalf("Record changed the caller's detail: %v", detail)
+	}
+	b, _ := os.ReadFile(p)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines: %s", len(lines), b)
+	}
+	var ok, fail, dup Entry
+	for i, e := range []*Entry{&ok, &fail, &dup} {
+		if err := json.Unmarshal([]byte(lines[i]), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok.Outcome != "ok" || ok.Detail["k"] != "v" || ok.Detail["error"] != nil {
+		t.Errorf("ok entry %+v", ok)
+	}
+	if fail.Outcome != "error" || fail.Detail["error"] != "first line" || fail.Detail["k"] != "v" {
+		t.Errorf("error entry %+v", fail)
+	}
+	if dup.Outcome != "duplicate" {
+		t.Errorf("outcome not kept: %+v", dup)
+	}
+}
+
+func TestRecordReportsWriteFailure(t *testing.T) {
+	var got error
+	l := &Logger{Path: filepath.Join(t.TempDir(), "missing", "audit.log"), Failed: func(err error) { got = err }}
+	l.Record(Entry{Event: "x"}, nil)
+	if got == nil {
+		t.Fatal("a line that could not be written was not reported")
+	}
+	var nilLogger *Logger
+	nilLogger.Record(Entry{Event: "x"}, nil) // records nothing, does not panic
 }

@@ -11,10 +11,12 @@ package doctor
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 
 	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
@@ -108,4 +110,19 @@ func Summary(rs []Result) (ok, warn, fail int, onlyMissing bool) {
 		}
 	}
 	return ok, warn, fail, onlyMissing && fail > 0
+}
+
+// Verdict is doctor's last line when nothing failed ("N ok, M warnings"),
+// or its error: exit 3 when every failure is a missing dependency, 1
+// otherwise.
+func Verdict(rs []Result) (string, error) {
+	ok, warn, fail, onlyMissing := Summary(rs)
+	if fail == 0 {
+		return fmt.Sprintf("%d ok, %d warnings", ok, warn), nil
+	}
+	code := errs.Failure
+	if onlyMissing {
+		code = errs.Missing
+	}
+	return "", &errs.Error{Code: code, Msg: fmt.Sprintf("%d checks failed (%d ok, %d warnings)", fail, ok, warn)}
 }

@@ -1,6 +1,10 @@
 package doctor
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+)
 
 func TestSummary(t *testing.T) {
 	ok, missing, broken, warn := Result{Status: OK}, Result{Status: Fail, Missing: true}, Result{Status: Fail}, Result{Status: Warn}
@@ -9,16 +13,25 @@ func TestSummary(t *testing.T) {
 		rs             []Result
 		ok, warn, fail int
 		onlyMissing    bool
+		line           string
+		code           int
 	}{
-		{"healthy", []Result{ok, warn}, 1, 1, 0, false},
-		{"only the engine is missing", []Result{ok, missing}, 1, 0, 1, true},
-		{"missing and broken", []Result{missing, broken, ok}, 1, 0, 2, false},
-		{"broken", []Result{broken}, 0, 0, 1, false},
-		{"nothing", nil, 0, 0, 0, false},
+		{"healthy", []Result{ok, warn}, 1, 1, 0, false, "1 ok, 1 warnings", errs.OK},
+		{"only the engine is missing", []Result{ok, missing}, 1, 0, 1, true, "", errs.Missing},
+		{"missing and broken", []Result{missing, broken, ok}, 1, 0, 2, false, "", errs.Failure},
+		{"broken", []Result{broken}, 0, 0, 1, false, "", errs.Failure},
+		{"nothing", nil, 0, 0, 0, false, "0 ok, 0 warnings", errs.OK},
 	} {
 		o, w, f, m := Summary(c.rs)
 		if o != c.ok || w != c.warn || f != c.fail || m != c.onlyMissing {
 			t.Errorf("%s: Summary = %d, %d, %d, %v; want %d, %d, %d, %v", c.name, o, w, f, m, c.ok, c.warn, c.fail, c.onlyMissing)
 		}
+		line, err := Verdict(c.rs)
+		if line != c.line || errs.Code(err) != c.code {
+			t.Errorf("%s: Verdict = %q, %v; want %q, exit %d", c.name, line, err, c.line, c.code)
+		}
+	}
+	if _, err := Verdict([]Result{ok, broken}); err == nil || err.Error() != "1 checks failed (1 ok, 0 warnings)" {
+		t.Errorf("failure message: %v", err)
 	}
 }

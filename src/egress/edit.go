@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"path/filepath"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -35,6 +38,62 @@ func LoadEffective(root safefile.Root, defaultName string, defaultSrc []byte, in
 		return nil, err
 	}
 	return Merge(def, inst), nil
+}
+
+// PolicyFile is the instance's policy file as hobbs policy allow, deny and rm
+// edit it. Each change is recorded in Audit: policy.allow, policy.deny or
+// policy.rm, with the canonical pattern as subject and the file as detail;
+// an entry already there (or a refusal of a bad one) changes nothing and
+// records nothing but the refusal.
+type PolicyFile struct {
+	Root     safefile.Root // the instance's safe-open layer
+	Path     string        // policy.yaml
+	LockPath string        // the lock serialising its writers (its directory is created)
+	Name     string        // the file as the audit log names it ("policy.yaml")
+	Template []byte        // what a missing file starts from
+	Audit    *audit.Logger // nil: no audit entries
+}
+
+// Allow adds entry to the domains list; see Edit.
+func (f PolicyFile) Allow(entry string) (string, bool, error) {
+	return f.add("allow", "domains", entry)
+}
+
+// Deny adds entry to the deny list; see Edit.
+func (f PolicyFile) Deny(entry string) (string, bool, error) { return f.add("deny", "deny", entry) }
+
+func (f PolicyFile) add(verb, section, entry string) (string, bool, error) {
+	pattern, changed, err := "", false, f.Root.MkdirAll(filepath.Dir(f.LockPath), 0o700)
+	if err == nil {
+		pattern, changed, err = Edit(f.Root, f.Path, f.LockPath, section, entry, f.Template)
+	}
+	if changed || err != nil {
+		f.record("policy."+verb, pattern, entry, nil, err)
+	}
+	return pattern, changed, err
+}
+
+// Remove takes entry out of the domains and deny lists; see Unlist.
+func (f PolicyFile) Remove(entry string) (string, []string, error) {
+	pattern, sections, err := "", []string(nil), f.Root.MkdirAll(filepath.Dir(f.LockPath), 0o700)
+	if err == nil {
+		pattern, sections, err = Unlist(f.Root, f.Path, f.LockPath, entry)
+	}
+	var detail map[string]any
+	if err == nil {
+		detail = map[string]any{"sections": sections}
+	}
+	f.record("policy.rm", pattern, entry, detail, err)
+	return pattern, sections, err
+}
+
+func (f PolicyFile) record(event, pattern, entry string, detail map[string]any, err error) {
+	if pattern == "" {
+		pattern = entry
+	}
+	d := map[string]any{"file": f.Name}
+	maps.Copy(d, detail)
+	f.Audit.Record(audit.Entry{Event: event, Subject: pattern, Detail: d}, err)
 }
 
 // Edit adds entry to section ("domains" or "deny") of the policy file at

@@ -2,13 +2,16 @@ package egress
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
@@ -73,5 +76,53 @@ func TestPolicyFileLinksAndFIFOsRefused(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(outside); string(b) != other {
 		t.Fatalf("the link's target changed: %q", b)
+	}
+}
+
+// PolicyFile records each change to the policy (and each refusal), never
+// an entry that was already there.
+func TestPolicyFileEditsAreAudited(t *testing.T) {
+	in := instance.Instance{Root: t.TempDir()}
+	os.MkdirAll(filepath.Dir(in.AuditLog()), 0o755)
+	f := PolicyFile{Root: in.FS(), Path: in.Policy(), LockPath: in.Lock("policy"), Name: "policy.yaml",
+		Audit: audit.New(in.FS(), in.AuditLog())}
+	steps := []func() error{
+		func() error { _, _, err := f.Allow("API.example.com"); return err },
+		func() error { _, _, err := f.Allow("api.example.com"); return err }, // already there
+		func() error { _, _, err := f.Deny("tracker.example.org"); return err },
+		func() error { _, _, err := f.Allow("tracker.example.org"); return err }, // deny wins: refused
+		func() error { _, _, err := f.Remove("api.example.com"); return err },
+		func() error { _, _, err := f.Remove("api.example.com"); return err }, // not listed
+	}
+	wantErr := []bool{false, false, false, true, false, true}
+	for i, step := range steps {
+		if err := step(); (err != nil) != wantErr[i] {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	b, err := os.ReadFile(in.AuditLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e audit.Entry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Detail["file"] != "policy.yaml" {
+			t.Errorf("detail %v", e.Detail)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %v", e.Event, e.Subject, e.Outcome, e.Detail["sections"]))
+	}
+	want := []string{
+		"policy.allow api.example.com ok <nil>",
+		"policy.deny tracker.example.org ok <nil>",
+		"policy.allow tracker.example.org error <nil>",
+		"policy.rm api.example.com ok [domains]",
+		"policy.rm api.example.com error <nil>",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
 	}
 }

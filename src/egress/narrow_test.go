@@ -53,7 +53,7 @@ rules:
 	if len(n.AllowPrivate) != 1 || n.AllowPrivate[0].String() != "10.1.2.0/24" {
 		t.Errorf("allow_private: %v", n.AllowPrivate)
 	}
-	hr := n.RequestRulesFor("api.bank.example", 443, true)
+	hr := n.requestRules("api.bank.example", 443, true)
 	if hr == nil || len(hr.Requests) != 2 || hr.Check("POST", "/v1/x").Allow {
 		t.Errorf("request rules not kept: %+v", hr)
 	}

@@ -226,7 +226,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 				}
 				s := strings.ToLower(strings.TrimSpace(it.Value))
 				if _, ok := catalog[s]; !ok {
-					bad(it, "unknown service %q (known: %s)", it.Value, strings.Join(serviceNames(), ", "))
+					bad(it, "unknown service %q (known: %s)", it.Value, strings.Join(ServiceNames(), ", "))
 					continue
 				}
 				p.Services = append(p.Services, s)

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
 // A Relay forwards connections from a local listener to the proxy. In a
@@ -104,4 +108,47 @@ func (r *Relay) serve(ctx context.Context, c net.Conn) {
 	}()
 	pipe(c, up, &ended)
 	<-done
+}
+
+// RelayListener is the relay's listener: the TCP listener inherited as
+// file descriptor fd (a relay DetachRelay started), or, fd 0, a new one on
+// listen.
+func RelayListener(listen string, fd int) (net.Listener, error) {
+	var ln net.Listener
+	var err error
+	if fd > 0 {
+		ln, err = net.FileListener(os.NewFile(uintptr(fd), "relay"))
+	} else {
+		ln, err = net.Listen("tcp", listen)
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "listen on %s", listen)
+	}
+	return ln, nil
+}
+
+// DetachRelay starts this executable with args in the background, handing
+// it ln, which is already listening (so a client right after this returns
+// is not refused), as file descriptor 3; it returns the process's pid.
+func DetachRelay(ln net.Listener, args ...string) (int, error) {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return 0, errs.Failf("relay listener: not TCP")
+	}
+	f, err := tl.File()
+	if err != nil {
+		return 0, errs.Wrap(errs.Failure, err, "relay listener")
+	}
+	defer f.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return 0, errs.Wrap(errs.Failure, err, "relay")
+	}
+	c := exec.Command(self, args...)
+	c.ExtraFiles = []*os.File{f} // fd 3
+	if err := c.Start(); err != nil {
+		return 0, errs.Wrap(errs.Failure, err, "start the relay")
+	}
+	pid := c.Process.Pid
+	return pid, c.Process.Release()
 }

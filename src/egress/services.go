@@ -45,10 +45,15 @@ func Services() []Service {
 	return out
 }
 
-func serviceNames() []string {
+// ServiceNames is the catalog's service names, sorted.
+func ServiceNames() []string {
 	var names []string
 	for _, s := range Services() {
 		names = append(names, s.Name)
 	}
 	return names
 }
+
+// ServiceDomains is the domains entries of the service name (nil for an
+// unknown name).
+func ServiceDomains(name string) []string { return catalog[name].Domains }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
@@ -65,8 +66,34 @@ type FoundationRedo struct {
 // nothing changes and the error says so. The interview starts from the
 // current text, so what it does not ask about is kept. A foundation.md that
 // cannot be read (a link, a special file) is reported and left as it is.
-// The host-only "foundation" lock serialises reruns.
-func RedoFoundation(in Instance, interview func(current []byte) ([]byte, error), confirm func() (bool, error)) (*FoundationRedo, error) {
+// The host-only "foundation" lock serialises reruns. The audit event
+// init.foundation records whether it changed and where the backup went.
+func RedoFoundation(in Instance, interview func(current []byte) ([]byte, error), confirm func() (bool, error), log *audit.Logger) (*FoundationRedo, error) {
+	res, err := redoFoundation(in, interview, confirm)
+	detail := map[string]any{}
+	if res != nil {
+		detail["changed"] = res.Changed
+		if res.Backup != "" {
+			detail["backup"] = res.Backup
+		}
+	}
+	log.Record(audit.Entry{Event: "init.foundation", Subject: in.Foundation(), Detail: detail}, err)
+	return res, err
+}
+
+// FillTemplateFoundation runs interview over a foundation.md that is still
+// the template (FoundationTemplateOnly), as RedoFoundation does; it does
+// nothing (nil, nil) when the file holds the user's own text or cannot be
+// read (doctor reports that).
+func FillTemplateFoundation(in Instance, interview func(current []byte) ([]byte, error), log *audit.Logger) (*FoundationRedo, error) {
+	cur, err := in.FS().ReadFile(in.Foundation())
+	if err != nil || !FoundationTemplateOnly(cur) {
+		return nil, nil
+	}
+	return RedoFoundation(in, interview, func() (bool, error) { return false, nil }, log)
+}
+
+func redoFoundation(in Instance, interview func(current []byte) ([]byte, error), confirm func() (bool, error)) (*FoundationRedo, error) {
 	res := &FoundationRedo{Root: in.Root}
 	root := in.FS()
 	if err := root.MkdirAll(in.Locks(), 0o700); err != nil {

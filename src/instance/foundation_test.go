@@ -63,7 +63,7 @@ func TestRedoFoundation(t *testing.T) {
 	never := func() (bool, error) { t.Fatal("confirm asked for a template-only foundation"); return false, nil }
 
 	in := redoInstance(t, "## Core Values\n\n<!-- x -->\n")
-	res, err := RedoFoundation(in, fill, never)
+	res, err := RedoFoundation(in, fill, never, nil)
 	if err != nil || !res.Changed || res.Backup != "" {
 		t.Fatalf("template-only: %+v, %v", res, err)
 	}
@@ -74,7 +74,7 @@ func TestRedoFoundation(t *testing.T) {
 	own := "## Core Values\n\n- Mine\n\n## Goals\n\n- Keep me\n"
 	in = redoInstance(t, own)
 	_, err = RedoFoundation(in, func([]byte) ([]byte, error) { t.Fatal("interview after a no"); return nil, nil },
-		func() (bool, error) { return false, nil })
+		func() (bool, error) { return false, nil }, nil)
 	if err == nil || !strings.Contains(err.Error(), "not changed") {
 		t.Fatalf("no: err = %v", err)
 	}
@@ -82,7 +82,7 @@ func TestRedoFoundation(t *testing.T) {
 		t.Fatalf("no: file %q, backups %v", b, backups(t, in))
 	}
 
-	res, err = RedoFoundation(in, fill, func() (bool, error) { return true, nil })
+	res, err = RedoFoundation(in, fill, func() (bool, error) { return true, nil }, nil)
 	if err != nil || !res.Changed || res.Backup == "" {
 		t.Fatalf("yes: %+v, %v", res, err)
 	}
@@ -95,7 +95,7 @@ func TestRedoFoundation(t *testing.T) {
 	}
 
 	in = redoInstance(t, own)
-	res, err = RedoFoundation(in, func(cur []byte) ([]byte, error) { return cur, nil }, func() (bool, error) { return true, nil })
+	res, err = RedoFoundation(in, func(cur []byte) ([]byte, error) { return cur, nil }, func() (bool, error) { return true, nil }, nil)
 	if err != nil || res.Changed || len(backups(t, in)) != 0 {
 		t.Errorf("unchanged answers: %+v, %v, backups %v", res, err, backups(t, in))
 	}
@@ -107,7 +107,7 @@ func TestRedoFoundation(t *testing.T) {
 	if err := os.Symlink(target, in.Foundation()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RedoFoundation(in, fill, func() (bool, error) { return true, nil }); err == nil {
+	if _, err := RedoFoundation(in, fill, func() (bool, error) { return true, nil }, nil); err == nil {
 		t.Error("a linked foundation.md was rewritten")
 	}
 	if fi, err := os.Lstat(in.Foundation()); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -117,7 +117,7 @@ func TestRedoFoundation(t *testing.T) {
 		t.Errorf("link target changed: %q", b)
 	}
 
-	if _, err := RedoFoundation(Instance{Root: t.TempDir()}, fill, never); err == nil {
+	if _, err := RedoFoundation(Instance{Root: t.TempDir()}, fill, never, nil); err == nil {
 		t.Errorf("missing foundation.md: err = %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
@@ -22,6 +23,9 @@ type InitOptions struct {
 	// Foundation, when set, is asked to produce foundation.md from the
 	// template the first time it is created (interactive co-creation).
 	Foundation func(template []byte) ([]byte, error)
+	// Audit, when set, records the run: the event init with what it
+	// created (also when it created nothing, or failed half-way).
+	Audit *audit.Logger
 }
 
 // InitResult says what Init did.
@@ -35,6 +39,14 @@ type InitResult struct {
 // Init creates every missing path of the layout. It never modifies a path
 // that exists: a second run creates only what is missing.
 func Init(in Instance, opt InitOptions) (*InitResult, error) {
+	res, err := initLayout(in, opt)
+	if res != nil {
+		opt.Audit.Record(audit.Entry{Event: "init", Subject: in.Root, Detail: map[string]any{"created": res.Created}}, err)
+	}
+	return res, err
+}
+
+func initLayout(in Instance, opt InitOptions) (*InitResult, error) {
 	res := &InitResult{Root: in.Root, Created: []string{}, Kept: []string{}}
 	root := in.FS()
 	if err := root.MkdirAll(in.Root, 0o700); err != nil {

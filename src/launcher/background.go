@@ -198,18 +198,6 @@ func (b *Background) Attach(ctx context.Context, ready string, t Terminal) (int,
 	return code, nil
 }
 
-// LastLines is the last n lines of s.
-func LastLines(s string, n int) string {
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "")
-}
-
 // StartPlaybookRun starts `hobbs playbook run NAME` (this executable; with
 // --scheduled for a schedule's run) in a process session of its own, in
 // the background, its output in a new file of the user's state directory,

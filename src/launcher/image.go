@@ -19,6 +19,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
@@ -35,6 +36,22 @@ type BuildOptions struct {
 	Tag      string    // image to produce; "" means DefaultTag
 	Binary   string    // explicit binary (--binary / HOBBS_BINARY); "" = this executable
 	Progress io.Writer // build output and status lines
+}
+
+// Defaults fills what o leaves empty from cfg: the runtime base
+// (base_image), the image to build (what hobbs run uses; none for the
+// runtime base itself, which Tag names only when given) and the binary
+// ($HOBBS_BINARY).
+func (o *BuildOptions) Defaults(cfg *config.Config, runtime bool) {
+	if o.Base == "" {
+		o.Base = cfg.BaseImage
+	}
+	if o.Tag == "" && !runtime {
+		o.Tag = ImageRef(cfg.Image)
+	}
+	if o.Binary == "" {
+		o.Binary = os.Getenv(EnvBinary)
+	}
 }
 
 func (o *BuildOptions) tag() string {

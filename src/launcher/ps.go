@@ -3,7 +3,9 @@ package launcher
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -179,4 +181,42 @@ func markRunning(in instance.Instance, s SessionInfo) {
 	if s.Owner != "" && s.OwnerAlive {
 		_ = markStopped(in, s.Name, s.Owner)
 	}
+}
+
+// FindRunning fails unless list has a session name with containers.
+func FindRunning(list []SessionInfo, name string) error {
+	for _, s := range list {
+		if s.Name == name && len(s.Containers) > 0 {
+			return nil
+		}
+	}
+	return errs.Failf("no running session %q in this instance", name).WithHint("list them with: hobbs ps")
+}
+
+// EndedOutput is what the launcher of session name printed, kept after
+// the session ended (SessionLog: sessions started with hobbs run
+// --detach), its last tail lines when tail is a number; ok is false when
+// there is none.
+func EndedOutput(in instance.Instance, name, tail string) (text string, ok bool) {
+	out, err := os.ReadFile(SessionLog(in, name))
+	if err != nil {
+		return "", false
+	}
+	text = string(out)
+	if n, err := strconv.Atoi(tail); err == nil && n >= 0 {
+		text = LastLines(text, n)
+	}
+	return text, true
+}
+
+// LastLines is the last n lines of s.
+func LastLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "")
 }

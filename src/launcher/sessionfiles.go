@@ -247,3 +247,17 @@ var systemBundles = []string{
 	"/etc/ssl/ca-bundle.pem",             // openSUSE
 	"/etc/ssl/cert.pem",                  // Alpine, macOS
 }
+
+// SessionEnviron is what hobbs session-env adds to the environment of the
+// command it runs: the session's variables (SessionEnvFile) and the CA
+// bundle variables for the session CA (CABundleVars, in tmp). caErr says
+// why the bundle could not be made: HTTPS to hosts the proxy intercepts
+// will fail, the rest works.
+func SessionEnviron(tmp string) (env []string, caErr, err error) {
+	env, err = ReadSessionEnv(SessionEnvFile)
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Failure, err, "session variables")
+	}
+	ca, caErr := CABundleVars(SessionCAFile, tmp)
+	return append(env, ca...), caErr, nil
+}

@@ -175,6 +175,21 @@ func contextText(s string) string {
 	return strings.TrimSpace(strings.Join(out, "\n"))
 }
 
+// SessionContext is what hobbs memory context builds: the memories with
+// any of tags (none: all) within budget, after claude.md for the main
+// session (agent ""), or before the agent's operational.md (after the
+// memories, as in hobbs agent context: their room is reserved first).
+func (s *Store) SessionContext(agent string, tags []string, budget int) (ContextOptions, error) {
+	opt := ContextOptions{Tags: tags, Budget: budget}
+	secs, err := s.SessionSections(agent)
+	if agent == "" {
+		opt.Sections = secs
+	} else {
+		opt.After = secs
+	}
+	return opt, err
+}
+
 // SessionSections returns the fixed sections of a context after
 // foundation.md: claude.md for the main session (agent ""), the agent's
 // operational.md for a sub-agent.

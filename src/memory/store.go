@@ -740,3 +740,18 @@ func (s *Store) setTier(id string, t Tier, op string) (*Memory, bool, error) {
 
 // Show returns the memory id with its text.
 func (s *Store) Show(id string) (*Memory, error) { return s.find(id) }
+
+// Rememberer stores each lesson it is given as hobbs memory add does (type
+// lesson; the same text reinforces the memory that has it), tells told of
+// each result, and returns the memory's id: what task.Done takes to turn a
+// retrospective's lessons into memories.
+func (s *Store) Rememberer(told func(res *AddResult, text string)) func(text string, tags []string, source string) (string, error) {
+	return func(text string, tags []string, source string) (string, error) {
+		res, err := s.Add(text, AddOptions{Tags: tags, Type: "lesson", Source: source})
+		if err != nil {
+			return "", err
+		}
+		told(res, text)
+		return res.ID, nil
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
@@ -67,8 +68,15 @@ func LoadGrant(in instance.Instance, name string) (*Grant, error) {
 }
 
 // Approve records r as what runs of playbook name may have (atomic, under
-// the grants lock).
-func Approve(in instance.Instance, name string, r *Run, now time.Time) (*Grant, error) {
+// the grants lock), and logs playbook.approve with r's hash to log: every
+// approval, whichever command makes it.
+func Approve(in instance.Instance, name string, r *Run, now time.Time, log *audit.Logger) (*Grant, error) {
+	g, err := approve(in, name, r, now)
+	log.Record(audit.Entry{Event: "playbook.approve", Subject: name, Detail: map[string]any{"hash": RunHash(r)}}, err)
+	return g, err
+}
+
+func approve(in instance.Instance, name string, r *Run, now time.Time) (*Grant, error) {
 	if !ValidName(name) {
 		return nil, errs.Usagef("invalid playbook name %q", name)
 	}

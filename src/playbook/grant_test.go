@@ -16,7 +16,7 @@ func TestGrant(t *testing.T) {
 	if err := CheckGrant(in, "weekly", run); err == nil || !strings.Contains(err.Error(), "has not been approved") {
 		t.Fatalf("no grant: %v", err)
 	}
-	if _, err := Approve(in, "weekly", run, time.Now()); err != nil {
+	if _, err := Approve(in, "weekly", run, time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := CheckGrant(in, "weekly", run); err != nil {
@@ -50,10 +50,10 @@ func TestGrant(t *testing.T) {
 	// A link in place of the grants directory is not followed.
 	os.RemoveAll(in.Grants())
 	os.Symlink(t.TempDir(), in.Grants())
-	if _, err := Approve(in, "weekly", run, time.Now()); err == nil {
+	if _, err := Approve(in, "weekly", run, time.Now(), nil); err == nil {
 		t.Fatal("approved through a link")
 	}
-	if _, err := Approve(in, "../x", run, time.Now()); err == nil {
+	if _, err := Approve(in, "../x", run, time.Now(), nil); err == nil {
 		t.Fatal("a bad name was approved")
 	}
 }

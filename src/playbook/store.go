@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/frontmatter"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -28,6 +30,20 @@ type Store struct {
 	ReviewEvery int              // default days between reviews (config playbooks.review_every_days)
 	Template    []byte           // templates/playbook.md
 	Now         func() time.Time // defaults to time.Now
+	// In is the instance whose grants AllowHost keeps up to date (an
+	// approved run: block stays approved with the host added); the zero
+	// Instance: no grants.
+	In instance.Instance
+	// Audit records every change (playbook.new, .update, .stage,
+	// .reviewed, .allow, .approve) and every show; nil: no audit entries.
+	Audit *audit.Logger
+}
+
+// Open returns the playbooks of in: reviews every reviewEvery days by
+// default, new ones from template, changes recorded in log.
+func Open(in instance.Instance, reviewEvery int, template []byte, log *audit.Logger) *Store {
+	return &Store{Dir: in.Playbooks(), LockPath: in.Lock("playbooks"), Root: in.FS(), ReviewEvery: reviewEvery,
+		Template: template, In: in, Audit: log}
 }
 
 func (s *Store) now() time.Time {
@@ -89,6 +105,26 @@ func (s *Store) List() ([]Entry, []Problem, error) {
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	return entries, problems, nil
+}
+
+// CheckStage refuses a stage name that is not on the ladder.
+func CheckStage(stage string) error {
+	if StageIndex(stage) < 0 {
+		return errs.Usagef("unknown stage %q", stage).WithHint("stages: %s", strings.Join(Stages, ", "))
+	}
+	return nil
+}
+
+// Select returns the entries due for review (when due) and at stage (when
+// not ""), in their order; never nil.
+func Select(entries []Entry, due bool, stage string) []Entry {
+	out := []Entry{}
+	for _, e := range entries {
+		if (!due || e.Due) && (stage == "" || e.Stage == stage) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // files returns the names of the playbook files in Dir (*.md, not hidden,
@@ -154,6 +190,13 @@ func (s *Store) Get(name string) (*Doc, Entry, error) {
 	return d, s.entry(name, d), nil
 }
 
+// Show is Get for a reader: the playbook, recorded as playbook.show.
+func (s *Store) Show(name string) (*Doc, Entry, error) {
+	d, e, err := s.Get(name)
+	s.Audit.Record(audit.Entry{Event: "playbook.show", Subject: name}, err)
+	return d, e, err
+}
+
 // asUsage turns a *ParseError into an exit-2 error (an invalid input file)
 // that says the file was left alone.
 func asUsage(err error) error {
@@ -174,7 +217,19 @@ type NewOptions struct {
 }
 
 // New creates playbook name and returns its path. It refuses to overwrite.
+// The audit event playbook.new says whether it came from the template or a
+// source.
 func (s *Store) New(name string, opt NewOptions) (string, error) {
+	p, err := s.create(name, opt)
+	from := "template"
+	if opt.Source != nil {
+		from = "source"
+	}
+	s.Audit.Record(audit.Entry{Event: "playbook.new", Subject: name, Detail: map[string]any{"from": from}}, err)
+	return p, err
+}
+
+func (s *Store) create(name string, opt NewOptions) (string, error) {
 	if err := checkName(name); err != nil {
 		return "", err
 	}
@@ -421,8 +476,17 @@ type UpdateOptions struct {
 // Update replaces the content of playbook name with opt.Source, keeping its
 // stage, created and last_reviewed, setting updated to today and appending
 // "- DATE updated[: NOTE]" under Notes. It reports changed=false and writes
-// nothing when the new content equals the old.
-func (s *Store) Update(name string, opt UpdateOptions) (changed bool, err error) {
+// nothing when the new content equals the old. A change (or a refusal) is
+// the audit event playbook.update with the note.
+func (s *Store) Update(name string, opt UpdateOptions) (bool, error) {
+	changed, err := s.replace(name, opt)
+	if changed || err != nil {
+		s.Audit.Record(audit.Entry{Event: "playbook.update", Subject: name, Detail: map[string]any{"note": opt.Note}}, err)
+	}
+	return changed, err
+}
+
+func (s *Store) replace(name string, opt UpdateOptions) (changed bool, err error) {
 	if strings.ContainsAny(opt.Title+opt.Note, "\r\n") {
 		return false, errs.Usagef("the title and the note must be one line")
 	}
@@ -468,7 +532,17 @@ type StageChange struct {
 // SetStage moves playbook name to stage to: up one rung at a time, down any
 // number. It records "- DATE stage FROM → TO: REASON" under Notes and sets
 // updated. Setting the current stage again changes nothing (From == To).
+// A move (or a refusal) is the audit event playbook.stage.
 func (s *Store) SetStage(name, to, reason string) (StageChange, error) {
+	ch, err := s.setStage(name, to, reason)
+	if ch.From != ch.To || err != nil {
+		s.Audit.Record(audit.Entry{Event: "playbook.stage", Subject: name,
+			Detail: map[string]any{"from": ch.From, "to": ch.To, "reason": ch.Reason}}, err)
+	}
+	return ch, err
+}
+
+func (s *Store) setStage(name, to, reason string) (StageChange, error) {
 	reason = strings.TrimSpace(reason)
 	ch := StageChange{Name: name, To: to, Reason: reason, Date: s.today()}
 	if StageIndex(to) < 0 {
@@ -508,8 +582,15 @@ type Review struct {
 }
 
 // Reviewed records a review of playbook name today: last_reviewed and
-// updated become today and "- DATE reviewed[: NOTE]" is appended under Notes.
+// updated become today and "- DATE reviewed[: NOTE]" is appended under Notes,
+// and the audit event playbook.reviewed records it.
 func (s *Store) Reviewed(name, note string) (Review, error) {
+	r, err := s.reviewed(name, note)
+	s.Audit.Record(audit.Entry{Event: "playbook.reviewed", Subject: name, Detail: map[string]any{"note": r.Note}}, err)
+	return r, err
+}
+
+func (s *Store) reviewed(name, note string) (Review, error) {
 	note = strings.TrimSpace(note)
 	r := Review{Name: name, Date: s.today(), Note: note}
 	if strings.ContainsAny(note, "\r\n") {
@@ -575,6 +656,9 @@ type HostAllowed struct {
 	Host    string `json:"host"` // canonical pattern
 	Changed bool   `json:"changed"`
 	Date    string `json:"date"`
+	// ApproveErr is why a run: block the user had approved could not be
+	// approved again with the host added (the host is added all the same).
+	ApproveErr error `json:"-"`
 }
 
 // AllowHost adds host (a policy domains entry) to the run.hosts of playbook
@@ -582,8 +666,28 @@ type HostAllowed struct {
 // appends "- DATE run: allowed host HOST[: REASON]" under Notes. A host
 // already listed changes nothing. The run: block is rewritten whole (in
 // hobbs's layout: a comment inside it is lost); the rest of the file stays
-// byte for byte.
+// byte for byte. A block the user had approved (a grant of s.In) stays
+// approved with the host added; one a session changed stays unapproved. A
+// change (or a refusal) is the audit event playbook.allow.
 func (s *Store) AllowHost(name, host, reason string) (HostAllowed, error) {
+	var approved *Run // the new block, when the old one was approved
+	res, err := s.allowHost(name, host, reason, func(old, updated *Run) {
+		if s.In.Root != "" && old != nil && CheckGrant(s.In, name, old) == nil {
+			approved = updated
+		}
+	})
+	if err == nil && approved != nil {
+		_, res.ApproveErr = Approve(s.In, name, approved, s.now(), s.Audit)
+	}
+	if res.Changed || err != nil {
+		s.Audit.Record(audit.Entry{Event: "playbook.allow", Subject: name, Detail: map[string]any{"host": host, "reason": reason}}, err)
+	}
+	return res, err
+}
+
+// allowHost adds the host; changed is told, under the playbooks lock, the
+// run: block before and after (as it parses from the file written).
+func (s *Store) allowHost(name, host, reason string, changed func(old, updated *Run)) (HostAllowed, error) {
 	reason = strings.TrimSpace(reason)
 	res := HostAllowed{Name: name, Date: s.today()}
 	if strings.ContainsAny(reason, "\r\n") {
@@ -623,6 +727,7 @@ func (s *Store) AllowHost(name, host, reason string) (HostAllowed, error) {
 			text += ": " + reason
 		}
 		res.Changed = true
+		changed(d.Meta.Run, d2.Meta.Run)
 		return appendNote(c, d2.fmEnd, text), nil
 	})
 	return res, err

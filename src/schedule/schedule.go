@@ -23,7 +23,9 @@
 //
 // Every change takes a per-user lock (Options.LockPath). Adding the same
 // schedule again changes nothing; a different schedule for the same
-// playbook replaces it.
+// playbook replaces it. Each change (and each refusal) is recorded in the
+// audit log the backend is detected with (Options.Audit): schedule.add,
+// schedule.rm.
 package schedule
 
 import (
@@ -36,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
@@ -181,11 +184,17 @@ type Options struct {
 	UnitDir   string // default $XDG_CONFIG_HOME/systemd/user
 	LockPath  string // default $XDG_STATE_HOME/hobbs/schedule.lock
 	Now       func() time.Time
+	Audit     *audit.Logger // where Add and Remove record their changes; nil: nowhere
+	// InContainer refuses every scheduler: schedules live on the host, not
+	// in the agent's container (HOBBS_CONTEXT=container).
+	InContainer bool
 }
 
-// OptionsFromEnv reads the options from the environment.
-func OptionsFromEnv() Options {
-	return Options{Scheduler: os.Getenv("HOBBS_SCHEDULER"), Systemctl: os.Getenv("HOBBS_SYSTEMCTL"), Crontab: os.Getenv("HOBBS_CRONTAB")}
+// OptionsFromEnv reads the options from the environment; changes are
+// recorded in log.
+func OptionsFromEnv(log *audit.Logger) Options {
+	return Options{Scheduler: os.Getenv("HOBBS_SCHEDULER"), Systemctl: os.Getenv("HOBBS_SYSTEMCTL"), Crontab: os.Getenv("HOBBS_CRONTAB"),
+		Audit: log, InContainer: os.Getenv("HOBBS_CONTEXT") == "container"}
 }
 
 func (o *Options) fill() error {
@@ -228,24 +237,52 @@ func (o *Options) fill() error {
 // Detect returns the backend: o.Scheduler when set, else systemd when a
 // systemd user manager runs for this user (its runtime directory exists
 // and systemctl --user is-system-running answers running or degraded),
-// else cron.
+// else cron. Its changes are recorded in o.Audit.
 func Detect(o Options) (Backend, error) {
+	if o.InContainer {
+		return nil, errs.Usagef("schedules live on the host: run hobbs schedule there")
+	}
 	if err := o.fill(); err != nil {
 		return nil, err
 	}
+	var b Backend
 	switch o.Scheduler {
 	case "systemd":
-		return &systemd{o}, nil
+		b = &systemd{o}
 	case "cron":
-		return &cron{o}, nil
+		b = &cron{o}
 	case "":
+		b = &cron{o}
+		if systemdRuns(o) {
+			b = &systemd{o}
+		}
 	default:
 		return nil, errs.Usagef("HOBBS_SCHEDULER=%s: expected systemd or cron", o.Scheduler)
 	}
-	if systemdRuns(o) {
-		return &systemd{o}, nil
+	return audited{b, o.Audit}, nil
+}
+
+// audited records a backend's changes in the audit log.
+type audited struct {
+	Backend
+	log *audit.Logger
+}
+
+func (a audited) Add(j Job) (Result, error) {
+	res, err := a.Backend.Add(j)
+	if res.Changed || err != nil {
+		a.log.Record(audit.Entry{Event: "schedule.add", Subject: j.Playbook,
+			Detail: map[string]any{"when": j.Spec.String(), "backend": a.Name(), "replaced": res.Replaced}}, err)
 	}
-	return &cron{o}, nil
+	return res, err
+}
+
+func (a audited) Remove(playbook string) (bool, error) {
+	removed, err := a.Backend.Remove(playbook)
+	if removed || err != nil {
+		a.log.Record(audit.Entry{Event: "schedule.rm", Subject: playbook, Detail: map[string]any{"backend": a.Name()}}, err)
+	}
+	return removed, err
 }
 
 func systemdRuns(o Options) bool {

@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
@@ -393,5 +396,47 @@ func TestSystemdNextFromSystemctl(t *testing.T) {
 	res, err := b.Add(job(Spec{Every: 5 * time.Hour}))
 	if err != nil || res.Next != "2026-11-30T09:00:00Z" {
 		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// Each change of a detected backend, and each refusal, is recorded in the
+// audit log; adding the same schedule again, or removing none, is not.
+func TestChangesAreAudited(t *testing.T) {
+	cmd, _ := fakeCrontab(t, "")
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	b, err := Detect(Options{Scheduler: "cron", Crontab: cmd, LockPath: filepath.Join(t.TempDir(), "s.lock"),
+		Audit: &audit.Logger{Path: logPath}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Add(job(Spec{At: "daily"}))
+	b.Add(job(Spec{At: "daily"}))             // the same: no event
+	b.Add(job(Spec{Every: time.Hour}))        // replaces
+	b.Add(job(Spec{Every: 90 * time.Minute})) // refused by cron
+	b.Remove("weekly-report")
+	b.Remove("weekly-report") // none left: no event
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e audit.Entry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Detail["backend"] != "cron" {
+			t.Errorf("backend %v", e.Detail)
+		}
+		got = append(got, strings.TrimSpace(fmt.Sprintf("%s %s %s %v %v", e.Event, e.Subject, e.Outcome, e.Detail["when"], e.Detail["replaced"])))
+	}
+	want := []string{
+		"schedule.add weekly-report ok at daily",
+		"schedule.add weekly-report ok every 1h at daily",
+		"schedule.add weekly-report error every 1h30m",
+		"schedule.rm weekly-report ok <nil> <nil>",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
 	}
 }

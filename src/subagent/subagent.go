@@ -39,6 +39,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/frontmatter"
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -140,6 +141,20 @@ func toolsString(v any) string {
 type Catalog struct {
 	Instance  instance.Instance
 	Framework fs.FS // src/agents of the binary's assets; may be nil
+	// Templates holds agent.md and operational.md, what New and Learn start
+	// a file from (the binary's templates/); may be nil.
+	Templates fs.FS
+	// Audit records New (agent.new) and Learn (agent.learn); nil: nothing.
+	Audit *audit.Logger
+}
+
+// template is the template file name of c.Templates (nil when none).
+func (c Catalog) template(name string) []byte {
+	if c.Templates == nil {
+		return nil
+	}
+	b, _ := fs.ReadFile(c.Templates, name)
+	return b
 }
 
 // Problem is a definition file that could not be read. It is reported, never
@@ -238,8 +253,21 @@ type NewOptions struct {
 }
 
 // New writes agents/custom/NAME.md from the template and creates the agent's
-// operational.md. It refuses an existing or framework name.
+// operational.md (templates default to c.Templates'). It refuses an
+// existing or framework name. The audit event is agent.new.
 func (c Catalog) New(o NewOptions) (*Definition, error) {
+	if o.Template == nil {
+		o.Template = c.template("agent.md")
+	}
+	if o.Operational == nil {
+		o.Operational = c.template("operational.md")
+	}
+	d, err := c.create(o)
+	c.Audit.Record(audit.Entry{Event: "agent.new", Subject: o.Name}, err)
+	return d, err
+}
+
+func (c Catalog) create(o NewOptions) (*Definition, error) {
 	if err := ValidName(o.Name); err != nil {
 		return nil, err
 	}
@@ -324,6 +352,19 @@ type LearnResult struct {
 }
 
 var learningRe = regexp.MustCompile(`^- (?:\d{4}-\d{2}-\d{2}: )?(.*)$`)
+
+// Learn is the package's Learn for an agent of c (operational.md started
+// from c.Templates'), recorded as agent.learn: outcome "duplicate" when the
+// lesson was already there.
+func (c Catalog) Learn(name, text string, now time.Time) (*LearnResult, error) {
+	r, err := Learn(c.Instance, name, text, now, c.template("operational.md"))
+	e := audit.Entry{Event: "agent.learn", Subject: name}
+	if r != nil && !r.Added {
+		e.Outcome = "duplicate"
+	}
+	c.Audit.Record(e, err)
+	return r, err
+}
 
 // Learn appends "- YYYY-MM-DD: text" to the agent's operational.md unless the
 // same lesson (after normalisation) is already there. It runs under the

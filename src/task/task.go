@@ -24,6 +24,10 @@
 // the Rememberer: memories are plaintext loaded into every session. It is
 // skipped and reported by its number and the secret's kind, never its text,
 // and the task and the other lessons are recorded all the same.
+//
+// Start, Done and SetReview record themselves in the audit log the Log is
+// opened with (task.start, task.done, task.review; the subject is the task
+// id), whoever calls them: a command, or a headless playbook run.
 package task
 
 import (
@@ -40,6 +44,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/frontmatter"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -73,8 +78,12 @@ type Task struct {
 // Log is the task log of an instance.
 type Log struct {
 	Instance instance.Instance
+	Audit    *audit.Logger // nil: no audit entries
 	Now      func() time.Time
 }
+
+// Open returns the task log of in, recording its changes in log.
+func Open(in instance.Instance, log *audit.Logger) Log { return Log{Instance: in, Audit: log} }
 
 func (l Log) now() time.Time {
 	if l.Now != nil {
@@ -106,11 +115,31 @@ func (l Log) lock() (func(), error) {
 	return l.fs().Lock(l.Instance.Lock("tasks"), 30*time.Second)
 }
 
-// Start records a new running task and returns it.
+// Start records a new running task and returns it; playbook, when given,
+// must exist. The audit event task.start names its id, title, agent and
+// playbook.
 func (l Log) Start(title, agent, playbook string) (*Task, error) {
 	title = strings.Join(strings.Fields(title), " ")
+	t, err := l.start(title, agent, playbook)
+	e := audit.Entry{Event: "task.start", Detail: map[string]any{"title": title, "agent": agent, "playbook": playbook}}
+	if t != nil {
+		e.Subject = t.ID
+	}
+	l.Audit.Record(e, err)
+	return t, err
+}
+
+func (l Log) start(title, agent, pb string) (*Task, error) {
 	if title == "" {
 		return nil, errs.Usagef("a task needs a title")
+	}
+	if pb != "" {
+		if !playbook.ValidName(pb) {
+			return nil, errs.Usagef("invalid playbook name %q", pb).WithHint("hobbs playbook list shows them")
+		}
+		if _, err := l.fs().Stat(l.Instance.Playbook(pb)); err != nil {
+			return nil, errs.Failf("no playbook named %q", pb).WithHint("hobbs playbook list shows them")
+		}
 	}
 	if err := l.fs().MkdirAll(l.Instance.Tasks(), 0o755); err != nil {
 		return nil, err
@@ -136,7 +165,7 @@ func (l Log) Start(title, agent, playbook string) (*Task, error) {
 			}
 		}
 	}
-	t := &Task{ID: fmt.Sprintf("task_%s_%03d", day, next), Title: title, Agent: agent, Playbook: playbook,
+	t := &Task{ID: fmt.Sprintf("task_%s_%03d", day, next), Title: title, Agent: agent, Playbook: pb,
 		Status: Running, Started: now.Truncate(time.Second)}
 	t.Body = fmt.Sprintf("\n# %s\n", title)
 	data, err := frontmatter.Encode(t, []byte(t.Body))
@@ -219,6 +248,38 @@ func (l Log) List() ([]*Task, []Problem) {
 	return out, probs
 }
 
+// Filter selects tasks in a listing.
+type Filter struct {
+	Status   string // "": any
+	Playbook string // "": any
+	Runs     bool   // only the records of headless playbook runs (RunTitle)
+	Limit    int    // at most this many, newest first (0: all)
+}
+
+// RunTitle is the title of the task a headless run of playbook records.
+func RunTitle(playbook string) string { return runPrefix + playbook }
+
+const runPrefix = "playbook run: "
+
+// Find returns the tasks f selects, newest first, without their bodies,
+// and the files it could not parse.
+func (l Log) Find(f Filter) ([]*Task, []Problem) {
+	tasks, probs := l.List()
+	out := []*Task{}
+	for _, t := range tasks {
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+		if (f.Status != "" && t.Status != f.Status) || (f.Playbook != "" && t.Playbook != f.Playbook) ||
+			(f.Runs && !strings.HasPrefix(t.Title, runPrefix)) {
+			continue
+		}
+		t.Body = ""
+		out = append(out, t)
+	}
+	return out, probs
+}
+
 // Rememberer stores one lesson as a memory and returns its id.
 type Rememberer func(text string, tags []string, source string) (id string, err error)
 
@@ -245,8 +306,28 @@ type DoneOptions struct {
 	Remember Rememberer // when set, each bullet under a "Lessons" heading becomes a memory
 }
 
-// Done finishes a running task.
+// Done finishes a running task. The audit event task.done names its title,
+// playbook and outcome, the memories its lessons made and the lessons
+// skipped as secrets; an error (the task recorded, a lesson not stored,
+// included) makes its outcome "error".
 func (l Log) Done(id string, o DoneOptions) (*Task, error) {
+	t, err := l.done(id, o)
+	e := audit.Entry{Event: "task.done", Subject: id, Detail: map[string]any{"outcome": o.Outcome}}
+	if t != nil {
+		e.Detail = map[string]any{"title": t.Title, "agent": t.Agent, "playbook": t.Playbook, "outcome": t.Status,
+			"remembered": t.Remembered}
+		if len(t.Skipped) > 0 {
+			e.Detail["skipped_lessons"] = t.Skipped
+		}
+		if t.Review != "" {
+			e.Detail["review"] = t.Review
+		}
+	}
+	l.Audit.Record(e, err)
+	return t, err
+}
+
+func (l Log) done(id string, o DoneOptions) (*Task, error) {
 	if o.Outcome != OK && o.Outcome != Failed {
 		return nil, errs.Usagef("outcome must be ok or failed, not %q", o.Outcome)
 	}
@@ -309,8 +390,15 @@ func (l Log) Done(id string, o DoneOptions) (*Task, error) {
 }
 
 // SetReview records the user's review of a finished task waiting for one:
-// approved or rejected, with a dated line (and note) under "## Review".
+// approved or rejected, with a dated line (and note) under "## Review",
+// and the audit event task.review.
 func (l Log) SetReview(id, verdict, note string) (*Task, error) {
+	t, err := l.setReview(id, verdict, note)
+	l.Audit.Record(audit.Entry{Event: "task.review", Subject: id, Detail: map[string]any{"review": verdict}}, err)
+	return t, err
+}
+
+func (l Log) setReview(id, verdict, note string) (*Task, error) {
 	if verdict != ReviewApproved && verdict != ReviewRejected {
 		return nil, errs.Usagef("a review approves or rejects, not %q", verdict)
 	}

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,14 +11,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
+// newLog is the task log of a new instance with the playbooks weekly and
+// daily.
 func newLog(t *testing.T) Log {
 	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-	return Log{Instance: instance.Instance{Root: t.TempDir()}, Now: func() time.Time { now = now.Add(time.Minute); return now }}
+	in := instance.Instance{Root: t.TempDir()}
+	os.MkdirAll(in.Playbooks(), 0o755)
+	for _, pb := range []string{"weekly", "daily"} {
+		os.WriteFile(in.Playbook(pb), []byte("a playbook"), 0o644)
+	}
+	return Log{Instance: in, Now: func() time.Time { now = now.Add(time.Minute); return now }}
+}
+
+func TestStartNeedsAnExistingPlaybook(t *testing.T) {
+	l := newLog(t)
+	if _, err := l.Start("x", "", "nope"); errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), `no playbook named "nope"`) {
+		t.Errorf("missing playbook: %v", err)
+	}
+	if _, err := l.Start("x", "", "../x"); errs.Code(err) != errs.Usage {
+		t.Errorf("bad name: %v", err)
+	}
+	if list, _ := l.List(); len(list) != 0 {
+		t.Errorf("a refused start recorded %v", list)
+	}
 }
 
 func TestLifecycle(t *testing.T) {
@@ -263,5 +285,97 @@ func TestReview(t *testing.T) {
 	again, _ := l.Get(a.ID)
 	if again.Review != ReviewRejected || strings.Count(again.Body, "## Review") != 1 {
 		t.Fatalf("reread: %+v", again)
+	}
+}
+
+// auditEntries reads the audit log the test's Log wrote.
+func auditEntries(t *testing.T, path string) []audit.Entry {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []audit.Entry
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e audit.Entry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestLifecycleIsAudited(t *testing.T) {
+	l := newLog(t)
+	logPath := filepath.Join(l.Instance.Root, "audit.log")
+	l.Audit = audit.New(safefile.Beneath(l.Instance.Root), logPath)
+	a, err := l.Start("playbook run: weekly", "hobbs", "weekly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Done(a.ID, DoneOptions{Outcome: Failed, Review: ReviewPending}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.SetReview(a.ID, ReviewRejected, "wrong totals"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Done(a.ID, DoneOptions{Outcome: OK}); err == nil {
+		t.Fatal("finished twice")
+	}
+	es := auditEntries(t, logPath)
+	if len(es) != 4 {
+		t.Fatalf("%d entries: %+v", len(es), es)
+	}
+	start, done, review, again := es[0], es[1], es[2], es[3]
+	if start.Event != "task.start" || start.Subject != a.ID || start.Outcome != "ok" ||
+		start.Detail["title"] != "playbook run: weekly" || start.Detail["playbook"] != "weekly" || start.Detail["agent"] != "hobbs" {
+		t.Errorf("start %+v", start)
+	}
+	if done.Event != "task.done" || done.Subject != a.ID || done.Outcome != "ok" || done.Detail["outcome"] != Failed ||
+		done.Detail["playbook"] != "weekly" || done.Detail["title"] != "playbook run: weekly" || done.Detail["review"] != ReviewPending {
+		t.Errorf("done %+v", done)
+	}
+	if review.Event != "task.review" || review.Subject != a.ID || review.Detail["review"] != ReviewRejected {
+		t.Errorf("review %+v", review)
+	}
+	if again.Event != "task.done" || again.Outcome != "error" || again.Detail["outcome"] != OK ||
+		!strings.Contains(fmt.Sprint(again.Detail["error"]), "already finished") {
+		t.Errorf("refused done %+v", again)
+	}
+}
+
+func TestFind(t *testing.T) {
+	l := newLog(t)
+	run1, _ := l.Start(RunTitle("weekly"), "hobbs", "weekly")
+	by, _ := l.Start("by hand", "", "weekly")
+	run2, _ := l.Start(RunTitle("weekly"), "hobbs", "weekly")
+	other, _ := l.Start(RunTitle("daily"), "hobbs", "daily")
+	l.Done(run1.ID, DoneOptions{Outcome: OK})
+	ids := func(ts []*Task) string {
+		var s []string
+		for _, t := range ts {
+			if t.Body != "" {
+				return "with a body"
+			}
+			s = append(s, t.ID)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, c := range []struct {
+		f    Filter
+		want string
+	}{
+		{Filter{}, strings.Join([]string{other.ID, run2.ID, by.ID, run1.ID}, ",")},
+		{Filter{Playbook: "weekly", Runs: true}, run2.ID + "," + run1.ID},
+		{Filter{Playbook: "weekly", Runs: true, Limit: 1}, run2.ID},
+		{Filter{Playbook: "weekly"}, strings.Join([]string{run2.ID, by.ID, run1.ID}, ",")},
+		{Filter{Status: OK}, run1.ID},
+		{Filter{Status: Failed}, ""},
+	} {
+		got, probs := l.Find(c.f)
+		if ids(got) != c.want || len(probs) != 0 {
+			t.Errorf("Find(%+v) = %s (%v), want %s", c.f, ids(got), probs, c.want)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package vault
 
 import (
+	"bytes"
+	"io"
+
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
@@ -42,4 +45,23 @@ func CheckName(name string) error {
 	}
 	return errs.Usagef("invalid vault entry name %q: use %s", shown, NameRule).
 		WithHint("a name is a label, never a path: e.g. github-token, smtp.password")
+}
+
+// ReadValue reads a value to store from r: at most a little more than
+// MaxValueSize (so that Set refuses a longer one rather than this reading
+// it whole), without one trailing newline ("\n" or "\r\n", as echo or an
+// editor adds) unless raw.
+func ReadValue(r io.Reader, raw bool) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxValueSize+3))
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read value")
+	}
+	if !raw {
+		if bytes.HasSuffix(data, []byte("\r\n")) {
+			data = data[:len(data)-2]
+		} else if bytes.HasSuffix(data, []byte("\n")) {
+			data = data[:len(data)-1]
+		}
+	}
+	return data, nil
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
@@ -855,4 +856,25 @@ func (v *Vault) Pending() string {
 		return "dropping the old identity"
 	}
 	return ""
+}
+
+// Listed is an entry as hobbs vault list shows it: with the variables
+// config.yaml gives it to.
+type Listed struct {
+	Entry
+	UsedBy []config.Use `json:"used_by"`
+}
+
+// WithUses pairs entries with their uses in cfg; none when cfg is nil
+// (config.yaml does not load, or is not there: inside the container).
+func WithUses(es []Entry, cfg *config.Config) []Listed {
+	out := make([]Listed, 0, len(es))
+	for _, e := range es {
+		l := Listed{Entry: e, UsedBy: []config.Use{}}
+		if cfg != nil {
+			l.UsedBy = cfg.Uses(e.Name)
+		}
+		out = append(out, l)
+	}
+	return out
 }

@@ -1,0 +1,137 @@
+package schedule
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/task"
+)
+
+// ParseSpec reads the two ways of saying when: every, a Go duration ("30m",
+// "24h"), or at, a calendar spec; exactly one, checked (Spec.Check).
+func ParseSpec(every, at string) (Spec, error) {
+	s := Spec{At: at}
+	if every != "" {
+		d, err := time.ParseDuration(every)
+		if err != nil {
+			return s, errs.Usagef("--every %q is not a duration", every).WithHint("durations look like 30m, 2h, 24h (a day), 168h (a week)")
+		}
+		s.Every = d
+	}
+	return s, s.Check()
+}
+
+// AddPlaybook schedules headless runs of playbook name of st's instance
+// (st.In) with the scheduler o detects. Only a playbook that may run on a
+// schedule (playbook.CanSchedule) is scheduled, and scheduling it approves
+// what it runs with, as hobbs playbook approve does: its run: block as it
+// is now (the approval recorded in st.Audit). The job runs Binary with the
+// instance's absolute path.
+func AddPlaybook(o Options, st *playbook.Store, name string, spec Spec) (Result, error) {
+	d, _, err := st.Get(name)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := playbook.CanSchedule(name, d.Meta); err != nil {
+		return Result{}, err
+	}
+	b, err := Detect(o)
+	if err != nil {
+		return Result{}, err
+	}
+	bin, err := Binary()
+	if err != nil {
+		return Result{}, err
+	}
+	root, err := filepath.Abs(st.In.Root)
+	if err != nil {
+		return Result{}, errs.Wrap(errs.Failure, err, "instance path")
+	}
+	if _, err := playbook.Approve(st.In, name, d.Meta.Run, time.Now(), st.Audit); err != nil {
+		return Result{}, err
+	}
+	return b.Add(Job{Playbook: name, Instance: root, Binary: bin, Spec: spec})
+}
+
+// RemovePlaybook removes the schedule of playbook name from the scheduler
+// o detects and returns the scheduler's name; a playbook that is not
+// scheduled there is an error.
+func RemovePlaybook(o Options, name string) (string, error) {
+	if !playbook.ValidName(name) {
+		return "", errs.Usagef("invalid playbook name %q", name)
+	}
+	b, err := Detect(o)
+	if err != nil {
+		return "", err
+	}
+	removed, err := b.Remove(name)
+	if err == nil && !removed {
+		err = errs.Failf("%s is not scheduled (%s)", name, b.Name()).WithHint("see the schedules with: hobbs schedule list")
+	}
+	return b.Name(), err
+}
+
+// Binary is the absolute path schedulers run: the name this hobbs was
+// started as when it resolves to this executable (keeping a stable link
+// such as /usr/local/bin/hobbs), else the executable itself.
+func Binary() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", errs.Wrap(errs.Failure, err, "find the hobbs binary")
+	}
+	if p, err := exec.LookPath(os.Args[0]); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			fa, errA := os.Stat(abs)
+			fe, errE := os.Stat(exe)
+			if errA == nil && errE == nil && os.SameFile(fa, fe) {
+				return abs, nil
+			}
+		}
+	}
+	return exe, nil
+}
+
+// Where names where backend keeps the schedule of playbook: "cron", or
+// "systemd timer hobbs-playbook-NAME.timer".
+func Where(backend, playbook string) string {
+	if backend == "systemd" {
+		return "systemd timer " + UnitName(playbook) + ".timer"
+	}
+	return backend
+}
+
+// Status is a schedule in a listing, with the last run of its playbook.
+type Status struct {
+	Entry
+	LastRun     string `json:"last_run"`     // when the last run started, RFC 3339; "" when none
+	LastOutcome string `json:"last_outcome"` // running, ok or failed; "" when none
+}
+
+// WithLastRuns pairs each schedule with the newest task of its playbook in
+// its instance's task log (none when the instance is gone).
+func WithLastRuns(entries []Entry) []Status {
+	out := make([]Status, 0, len(entries))
+	for _, e := range entries {
+		s := Status{Entry: e}
+		if in, err := instance.At(e.Instance); err == nil {
+			if last, _ := (task.Log{Instance: in}).Find(task.Filter{Playbook: e.Playbook, Limit: 1}); len(last) == 1 {
+				s.LastRun, s.LastOutcome = last[0].Started.Format(time.RFC3339), last[0].Status
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// When is how a listing shows the schedule: "every 30m" or "at SPEC".
+func (e Entry) When() string {
+	if e.At != "" {
+		return "at " + e.At
+	}
+	return "every " + e.Every
+}

@@ -1,0 +1,65 @@
+package subagent
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/hobbs-agent/hobbs/src/memory"
+)
+
+// noMemoryTag matches no memory (tags cannot contain NUL): an agent without
+// tags gets no memories rather than all of them.
+const noMemoryTag = "\x00"
+
+// ContextOptions is what hobbs agent context builds for d from the
+// memories of s, within budget characters: for hobbs, claude.md before the
+// memories and all of them (the session context); for another agent, the
+// memories carrying its tags. Its operational learnings come after the
+// memories, and BuildContext reserves room for both before ranking. warn
+// says what the user should know: an agent without tags gets no memories.
+func ContextOptions(s *memory.Store, d *Definition, budget int) (opt memory.ContextOptions, warn string, err error) {
+	opt = memory.ContextOptions{Tags: d.Tags, Budget: budget, HookEvent: memory.SubagentStart}
+	if d.Name == Hobbs {
+		opt.HookEvent = memory.SessionStart
+		sec, ok, err := s.FileSection("claude.md", s.In.ClaudeMD())
+		if err != nil {
+			return opt, "", err
+		}
+		if ok {
+			opt.Sections = append(opt.Sections, sec)
+		}
+	} else if len(d.Tags) == 0 {
+		warn = "agent " + d.Name + " has no memory tags: it gets no memories (add tags under hobbs: in its file)"
+		opt.Tags = []string{noMemoryTag}
+	}
+	sec, ok, err := s.FileSection("agents/"+d.Name+"/operational.md", s.In.Operational(d.Name))
+	if err != nil {
+		return opt, "", err
+	}
+	if ok {
+		opt.After = append(opt.After, sec)
+	}
+	return opt, warn, nil
+}
+
+// LinkIntoSession makes a custom agent made inside the container usable in
+// the running session: the link hobbs-init.sh makes at start,
+// $CLAUDE_CONFIG_DIR/agents/NAME.md to the instance file. Claude Code
+// watches that directory (hobbs-init.sh creates it at start) and loads an
+// agent file added to it without a restart. It returns what is true of the
+// new agent's availability.
+func LinkIntoSession(c Catalog, name string) string {
+	next := "Claude Code loads agent " + name + " from the next session, when hobbs-init.sh links it"
+	dir := os.Getenv("CLAUDE_CONFIG_DIR")
+	if os.Getenv("HOBBS_CONTEXT") != "container" || dir == "" {
+		return next
+	}
+	dest := filepath.Join(dir, "agents", name+".md")
+	if st, err := os.Stat(filepath.Dir(dest)); err != nil || !st.IsDir() {
+		return next + " (" + filepath.Dir(dest) + " did not exist at session start)"
+	}
+	if err := os.Symlink(filepath.Join(c.Instance.AgentsCustom(), name+".md"), dest); err != nil {
+		return next + "; not linked now: " + err.Error()
+	}
+	return "linked as " + dest + ": this session's Claude Code finds agent " + name + " within seconds, without a restart"
+}

@@ -1,0 +1,105 @@
+package subagent
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/memory"
+)
+
+var templates = fstest.MapFS{"agent.md": {Data: agentTpl}, "operational.md": {Data: opTpl}}
+
+// New and Learn record themselves; the templates come from the catalog.
+func TestCatalogChangesAreAudited(t *testing.T) {
+	c := newCatalog(t)
+	c.Templates = templates
+	logPath := filepath.Join(c.Instance.Root, "audit.log")
+	c.Audit = &audit.Logger{Path: logPath}
+	if _, err := c.New(NewOptions{Name: "finance", Tags: []string{"money"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.New(NewOptions{Name: "finance", Tags: []string{"money"}}); err == nil {
+		t.Fatal("an existing agent was made again")
+	}
+	for range 2 {
+		if _, err := c.Learn("finance", "CSV exports use ;", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if op, _ := Operational(c.Instance, "finance"); !strings.Contains(op, "Operational learnings: finance") ||
+		!strings.Contains(op, "CSV exports use ;") {
+		t.Fatalf("operational.md from the catalog's template:\n%s", op)
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e audit.Entry
+		json.Unmarshal([]byte(line), &e)
+		got = append(got, e.Event+" "+e.Subject+" "+e.Outcome)
+	}
+	want := "agent.new finance ok|agent.new finance error|agent.learn finance ok|agent.learn finance duplicate"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("events %q, want %s", got, want)
+	}
+}
+
+func TestContextOptions(t *testing.T) {
+	c := newCatalog(t)
+	in := c.Instance
+	os.WriteFile(in.ClaudeMD(), []byte("Be brief.\n"), 0o644)
+	s := memory.Open(in, nil)
+	hobbs, _ := c.Get(Hobbs)
+	opt, warn, err := ContextOptions(s, hobbs, 4000)
+	if err != nil || warn != "" || opt.HookEvent != memory.SessionStart || opt.Budget != 4000 || len(opt.Tags) != 0 ||
+		len(opt.Sections) != 1 || opt.Sections[0].Title != "claude.md" {
+		t.Fatalf("hobbs: %+v %q %v", opt, warn, err)
+	}
+	researcher, _ := c.Get("researcher")
+	if _, err := Learn(in, "researcher", "Cite the page", time.Now(), opTpl); err != nil {
+		t.Fatal(err)
+	}
+	opt, warn, err = ContextOptions(s, researcher, 100)
+	if err != nil || warn != "" || opt.HookEvent != memory.SubagentStart || strings.Join(opt.Tags, ",") != "research" ||
+		len(opt.Sections) != 0 || len(opt.After) != 1 || !strings.Contains(opt.After[0].Text, "Cite the page") {
+		t.Fatalf("researcher: %+v %q %v", opt, warn, err)
+	}
+	untagged := &Definition{Name: "loner"}
+	opt, warn, err = ContextOptions(s, untagged, 100)
+	if err != nil || !strings.Contains(warn, "agent loner has no memory tags") || len(opt.Tags) != 1 || opt.Tags[0] != noMemoryTag {
+		t.Fatalf("untagged: %+v %q %v", opt, warn, err)
+	}
+}
+
+func TestLinkIntoSession(t *testing.T) {
+	c := newCatalog(t)
+	dir := t.TempDir()
+	t.Setenv("CLAUDE_CONFIG_DIR", dir)
+	t.Setenv("HOBBS_CONTEXT", "")
+	if got := LinkIntoSession(c, "finance"); !strings.Contains(got, "from the next session") {
+		t.Errorf("on the host: %s", got)
+	}
+	t.Setenv("HOBBS_CONTEXT", "container")
+	if got := LinkIntoSession(c, "finance"); !strings.Contains(got, "did not exist at session start") {
+		t.Errorf("no agents directory: %s", got)
+	}
+	os.Mkdir(filepath.Join(dir, "agents"), 0o755)
+	if got := LinkIntoSession(c, "finance"); !strings.HasPrefix(got, "linked as ") {
+		t.Errorf("linked: %s", got)
+	}
+	if target, err := os.Readlink(filepath.Join(dir, "agents", "finance.md")); err != nil ||
+		target != filepath.Join(c.Instance.AgentsCustom(), "finance.md") {
+		t.Errorf("link %q %v", target, err)
+	}
+	if got := LinkIntoSession(c, "finance"); !strings.Contains(got, "not linked now") {
+		t.Errorf("link exists: %s", got)
+	}
+}
