@@ -185,6 +185,9 @@ func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec,
 	if o.image == "" {
 		o.image = cfg.Image
 	}
+	if err := launcher.CheckPolicy(in); err != nil {
+		return fail(err)
+	}
 	pol, err := effectivePolicy(in)
 	if err != nil {
 		return fail(err)

@@ -234,7 +234,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err := ValidName(s.Name); err != nil {
 		return 0, err
 	}
-	if err := checkPolicy(s.Instance); err != nil {
+	if err := CheckPolicy(s.Instance); err != nil {
 		return 0, err
 	}
 	if s.Progress == nil {
@@ -405,9 +405,9 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	}
 }
 
-// checkPolicy parses the instance's policy.yaml as the session's proxy will:
+// CheckPolicy parses the instance's policy.yaml as the session's proxy will:
 // an error (file:line) is the user's to fix, before a session starts.
-func checkPolicy(in instance.Instance) error {
+func CheckPolicy(in instance.Instance) error {
 	if _, err := in.FS().Stat(in.Policy()); err != nil {
 		return errs.Missingf("the instance's policy: %v", err).
 			WithHint("the egress proxy needs it: run hobbs init to create it")
