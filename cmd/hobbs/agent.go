@@ -108,19 +108,11 @@ func newAgentShowCmd(a *app) *cobra.Command {
 	}
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-		d, err := a.agents(in).Get(args[0])
+		v, err := a.agents(in).Show(args[0])
 		if err != nil {
 			return err
 		}
-		op, err := subagent.Operational(in, d.Name)
-		if err != nil {
-			return err
-		}
-		v := struct {
-			*subagent.Definition
-			Prompt      string `json:"prompt"`
-			Operational string `json:"operational"`
-		}{d, d.Prompt, op}
+		d, op := v.Definition, v.Operational
 		return out.print(v, func(w io.Writer) error {
 			fmt.Fprintf(w, "name:        %s\nsource:      %s\n", d.Name, d.Source)
 			if d.Path != "" {

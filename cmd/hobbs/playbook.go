@@ -163,19 +163,10 @@ review, lint problems and body.`,
 	}
 	out := a.jsonFlag(cmd, "print metadata and body as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
-		d, e, err := st.Show(args[0])
+		d, v, err := st.Show(args[0])
 		if err != nil {
 			return err
 		}
-		lint := d.Lint
-		if lint == nil {
-			lint = []playbook.Problem{}
-		}
-		v := struct {
-			playbook.Entry
-			Lint []playbook.Problem `json:"lint"`
-			Body string             `json:"body"`
-		}{e, lint, d.Body()}
 		return out.print(v, func(w io.Writer) error {
 			_, err := w.Write(d.Raw())
 			return err

@@ -32,11 +32,7 @@ container uses it; that instance's next hobbs run builds it again.`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed; remove nothing")
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		in, err := a.instance()
-		if err != nil {
-			return err
-		}
-		e, cfg, err := a.engine(in) // the defaults when there is no instance
+		_, e, cfg, err := a.instanceEngine() // the defaults when there is no instance
 		if err != nil {
 			return err
 		}

@@ -22,20 +22,25 @@ func (a *app) engine(in instance.Instance) (engine.CLI, *config.Config, error) {
 		return engine.CLI{}, nil, err
 	}
 	e := engine.New(cfg.Engine)
-	if _, err := e.Path(); err != nil {
-		return e, cfg, err
+	_, err = e.Path()
+	return e, cfg, err
+}
+
+// instanceEngine resolves the instance (which need not exist: its config
+// is the defaults then) and finds its engine.
+func (a *app) instanceEngine() (instance.Instance, engine.CLI, *config.Config, error) {
+	in, err := a.instance()
+	if err != nil {
+		return in, engine.CLI{}, nil, err
 	}
-	return e, cfg, nil
+	e, cfg, err := a.engine(in)
+	return in, e, cfg, err
 }
 
 // sessionEngine resolves the instance and its engine, and lists the
 // instance's sessions, for the session commands (ps, attach, logs).
 func (a *app) sessionEngine() (engine.CLI, []launcher.SessionInfo, error) {
-	in, err := a.instance()
-	if err != nil {
-		return engine.CLI{}, nil, err
-	}
-	e, _, err := a.engine(in)
+	in, e, _, err := a.instanceEngine()
 	if err != nil {
 		return e, nil, err
 	}

@@ -25,11 +25,7 @@ exits 143.`,
 			if all == (len(args) == 1) {
 				return errs.Usagef("give a session NAME or --all")
 			}
-			in, err := a.instance()
-			if err != nil {
-				return err
-			}
-			e, _, err := a.engine(in)
+			in, e, _, err := a.instanceEngine()
 			if err != nil {
 				return err
 			}

@@ -81,8 +81,8 @@ func TestStoreChangesAreAudited(t *testing.T) {
 	if _, err := s.New("weekly", NewOptions{}); err == nil {
 		t.Fatal("overwrote a playbook")
 	}
-	if _, _, err := s.Show("weekly"); err != nil {
-		t.Fatal(err)
+	if d, v, err := s.Show("weekly"); err != nil || v.Name != "weekly" || v.Lint == nil || v.Body != d.Body() {
+		t.Fatalf("show: %+v %v", v, err)
 	}
 	d, _, _ := s.Get("weekly") // a plain Get is not an event
 	if _, err := s.Update("weekly", UpdateOptions{Source: []byte(d.Body() + "\nmore\n"), Note: "more"}); err != nil {

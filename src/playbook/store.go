@@ -190,11 +190,23 @@ func (s *Store) Get(name string) (*Doc, Entry, error) {
 	return d, s.entry(name, d), nil
 }
 
-// Show is Get for a reader: the playbook, recorded as playbook.show.
-func (s *Store) Show(name string) (*Doc, Entry, error) {
+// Shown is a playbook as hobbs playbook show --json prints it: its entry,
+// its lint problems (never null) and its body.
+type Shown struct {
+	Entry
+	Lint []Problem `json:"lint"`
+	Body string    `json:"body"`
+}
+
+// Show is Get for a reader: the playbook and its Shown view, recorded as
+// playbook.show.
+func (s *Store) Show(name string) (*Doc, Shown, error) {
 	d, e, err := s.Get(name)
 	s.Audit.Record(audit.Entry{Event: "playbook.show", Subject: name}, err)
-	return d, e, err
+	if err != nil {
+		return nil, Shown{}, err
+	}
+	return d, Shown{Entry: e, Lint: append([]Problem{}, d.Lint...), Body: d.Body()}, nil
 }
 
 // asUsage turns a *ParseError into an exit-2 error (an invalid input file)

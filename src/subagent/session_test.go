@@ -103,3 +103,22 @@ func TestLinkIntoSession(t *testing.T) {
 		t.Errorf("link exists: %s", got)
 	}
 }
+
+func TestShow(t *testing.T) {
+	c := newCatalog(t)
+	if _, err := Learn(c.Instance, "researcher", "Cite the page", time.Now(), opTpl); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Show("researcher")
+	if err != nil || v.Name != "researcher" || v.Prompt != "You research.\n" && v.Prompt != "You research." ||
+		!strings.Contains(v.Operational, "Cite the page") {
+		t.Fatalf("%+v %v", v, err)
+	}
+	b, _ := json.Marshal(v)
+	if !strings.Contains(string(b), `"prompt":"You research.`) || !strings.Contains(string(b), `"operational":"`) {
+		t.Errorf("json %s", b)
+	}
+	if _, err := c.Show("nobody"); err == nil {
+		t.Error("an unknown agent was shown")
+	}
+}

@@ -243,6 +243,24 @@ func (c Catalog) Get(name string) (*Definition, error) {
 	return nil, errs.Failf("no agent named %q", name).WithHint("known agents: %s (hobbs agent list)", strings.Join(names, ", "))
 }
 
+// Shown is an agent as hobbs agent show prints it: its definition, its
+// prompt and its operational learnings.
+type Shown struct {
+	*Definition
+	Prompt      string `json:"prompt"`
+	Operational string `json:"operational"`
+}
+
+// Show returns agent name with its prompt and operational learnings.
+func (c Catalog) Show(name string) (Shown, error) {
+	d, err := c.Get(name)
+	if err != nil {
+		return Shown{}, err
+	}
+	op, err := Operational(c.Instance, d.Name)
+	return Shown{Definition: d, Prompt: d.Prompt, Operational: op}, err
+}
+
 // NewOptions configures New.
 type NewOptions struct {
 	Name        string
