@@ -91,10 +91,7 @@ from the next session.`,
 		}
 		a.status("created %s", d.Path)
 		a.status("%s", subagent.LinkIntoSession(c, d.Name))
-		return out.print(d, func(w io.Writer) error {
-			fmt.Fprintln(w, d.Name)
-			return nil
-		})
+		return out.printLine(d, d.Name, nil)
 	})
 	return cmd
 }

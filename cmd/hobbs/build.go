@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs"
@@ -68,10 +65,7 @@ without the internet).`,
 		if err != nil {
 			return err
 		}
-		return out.print(res, func(w io.Writer) error {
-			fmt.Fprintln(w, res.Image)
-			return nil
-		})
+		return out.printLine(res, res.Image, nil)
 	})
 	return cmd
 }

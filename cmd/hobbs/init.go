@@ -62,7 +62,7 @@ foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 				a.status("wrote    foundation.md")
 			}
 		}
-		return out.print(res, func(w io.Writer) error {
+		return out.printLine(res, in.Root, func() {
 			for _, p := range res.Created {
 				a.status("created  %s", p)
 			}
@@ -74,8 +74,6 @@ foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 			if res.Git != "" {
 				a.status("git: %s", res.Git)
 			}
-			fmt.Fprintln(w, in.Root)
-			return nil
 		})
 	})
 	return cmd
@@ -127,7 +125,7 @@ func (a *app) redoFoundation(in instance.Instance, git, noInput bool, out *outpu
 	if err != nil {
 		return err
 	}
-	return out.print(redo, func(w io.Writer) error {
+	return out.printLine(redo, in.Foundation(), func() {
 		switch {
 		case !redo.Changed:
 			a.status("foundation.md: no answers, nothing changed")
@@ -136,7 +134,5 @@ func (a *app) redoFoundation(in instance.Instance, git, noInput bool, out *outpu
 		default:
 			a.status("wrote    foundation.md")
 		}
-		fmt.Fprintln(w, in.Foundation())
-		return nil
 	})
 }

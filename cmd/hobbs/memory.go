@@ -36,8 +36,8 @@ never rewritten. See docs/memory.md.`,
 	return cmd
 }
 
-// printAdd prints what add or supersede did: the id on w, the rest on stderr.
-func (a *app) printAdd(w io.Writer, res *memory.AddResult) error {
+// sayAdded says on stderr what add or supersede did (the id goes to stdout).
+func (a *app) sayAdded(res *memory.AddResult) {
 	switch res.Action {
 	case "reinforced":
 		a.status("reinforced %s (now %d): same text as an existing memory", res.ID, res.Reinforced)
@@ -53,8 +53,6 @@ func (a *app) printAdd(w io.Writer, res *memory.AddResult) error {
 	if res.Hint != "" {
 		a.status("hobbs: hint: %s", res.Hint)
 	}
-	fmt.Fprintln(w, res.ID)
-	return nil
 }
 
 func memAddCmd(a *app) *cobra.Command {
@@ -89,7 +87,7 @@ can reinforce or supersede one instead.`,
 		if err != nil {
 			return err
 		}
-		return out.print(res, func(w io.Writer) error { return a.printAdd(w, res) })
+		return out.printLine(res, res.ID, func() { a.sayAdded(res) })
 	})
 	return cmd
 }
@@ -109,11 +107,7 @@ func memReinforceCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return out.print(m, func(w io.Writer) error {
-			a.status("reinforced %s (now %d)", m.ID, m.Reinforced)
-			fmt.Fprintln(w, m.ID)
-			return nil
-		})
+		return out.printLine(m, m.ID, func() { a.status("reinforced %s (now %d)", m.ID, m.Reinforced) })
 	})
 	return cmd
 }
@@ -146,7 +140,7 @@ unless --tag, --type or --source are given. Same as: hobbs memory add TEXT
 		if err != nil {
 			return err
 		}
-		return out.print(res, func(w io.Writer) error { return a.printAdd(w, res) })
+		return out.printLine(res, res.ID, func() { a.sayAdded(res) })
 	})
 	return cmd
 }
@@ -172,14 +166,12 @@ func memTierCmd(a *app, verb string) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return out.print(m, func(w io.Writer) error {
+		return out.printLine(m, m.ID, func() {
 			if changed {
 				a.status("%s: %s, now in %s", m.ID, m.Status, m.Tier)
 			} else {
 				a.status("%s: already %s, nothing changed", m.ID, m.Status)
 			}
-			fmt.Fprintln(w, m.ID)
-			return nil
 		})
 	})
 	return cmd
@@ -211,7 +203,7 @@ The history line and the audit entry name the id, never the text.`,
 		if err != nil {
 			return err
 		}
-		return out.print(res, func(w io.Writer) error {
+		return out.printLine(res, res.ID, func() {
 			if res.Removed {
 				a.status("forgot %s: removed %s", res.ID, res.Path)
 			} else {
@@ -223,8 +215,6 @@ The history line and the audit entry name the id, never the text.`,
 			} else {
 				a.status("memory/history.jsonl still holds its text: hobbs memory forget %s --purge takes it out", res.ID)
 			}
-			fmt.Fprintln(w, res.ID)
-			return nil
 		})
 	})
 	return cmd

@@ -36,6 +36,19 @@ func (o *output) print(v any, text func(w io.Writer) error) error {
 	return text(o.a.out)
 }
 
+// printLine is print for a result whose text is one line on stdout (an
+// id, a path, a key): say prints its status lines on stderr first; both
+// only without --json.
+func (o *output) printLine(v any, line string, say func()) error {
+	return o.print(v, func(w io.Writer) error {
+		if say != nil {
+			say()
+		}
+		fmt.Fprintln(w, line)
+		return nil
+	})
+}
+
 // printJSON writes v as indented JSON on stdout, with <, > and & as they
 // are (it is read by people and programs, not embedded in HTML).
 func (a *app) printJSON(v any) error {

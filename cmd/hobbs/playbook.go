@@ -89,11 +89,7 @@ today, review_every from config). Content without every section is refused.`,
 				return err
 			}
 		}
-		return out.print(e, func(w io.Writer) error {
-			a.status("created playbook %s", args[0])
-			fmt.Fprintln(w, p)
-			return nil
-		})
+		return out.printLine(e, p, func() { a.status("created playbook %s", args[0]) })
 	})
 	return cmd
 }

@@ -60,10 +60,7 @@ func newTaskStartCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return out.print(t, func(w io.Writer) error {
-			fmt.Fprintln(w, t.ID)
-			return nil
-		})
+		return out.printLine(t, t.ID, nil)
 	})
 	return cmd
 }

@@ -412,10 +412,8 @@ passphrase, --no-passphrase stores it unprotected.`,
 		if err != nil {
 			return err
 		}
-		return out.print(res, func(w io.Writer) error {
+		return out.printLine(res, res.NewKey, func() {
 			a.status("re-encrypted %d entries; old identity retired to %s", res.Entries, res.Retired)
-			fmt.Fprintln(w, res.NewKey)
-			return nil
 		})
 	})
 	return cmd
