@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,13 +50,8 @@ func newAgentListCmd(a *app) *cobra.Command {
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		defs, probs := a.agents(in).List()
 		a.warnEach(probs, "")
-		return out.print(defs, func(w io.Writer) error {
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSOURCE\tTAGS\tDESCRIPTION")
-			for _, d := range defs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Source, orDash(strings.Join(d.Tags, ",")), d.Description)
-			}
-			return tw.Flush()
+		return printTable(out, defs, "", "NAME\tSOURCE\tTAGS\tDESCRIPTION", func(d *subagent.Definition) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s", d.Name, d.Source, orDash(strings.Join(d.Tags, ",")), d.Description)
 		})
 	})
 	return cmd

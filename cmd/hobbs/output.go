@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -46,6 +47,24 @@ func (o *output) printLine(v any, line string, say func()) error {
 		}
 		fmt.Fprintln(w, line)
 		return nil
+	})
+}
+
+// printTable is print for a listing: --json the list; else the header and
+// a line per item (cells separated by tabs), aligned, or, for no items,
+// the status line none when there is one.
+func printTable[T any](o *output, list []T, none, header string, row func(T) string) error {
+	return o.print(list, func(w io.Writer) error {
+		if len(list) == 0 && none != "" {
+			o.a.status("%s", none)
+			return nil
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, header)
+		for _, item := range list {
+			fmt.Fprintln(tw, row(item))
+		}
+		return tw.Flush()
 	})
 }
 

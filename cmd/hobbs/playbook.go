@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,24 +123,16 @@ not parse are reported on stderr and skipped.`,
 		}
 		a.warnEach(problems, " (file left as is)")
 		list := playbook.Select(entries, due, stage)
-		return out.print(list, func(w io.Writer) error {
-			if len(list) == 0 {
-				a.status("no playbooks%s", map[bool]string{true: " due for review", false: ""}[due])
-				return nil
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTAGE\tNEXT REVIEW\tTITLE")
-			for _, e := range list {
-				next := e.NextReview
-				if e.Due {
-					next = "DUE"
-					if e.NextReview != "" {
-						next += " (" + e.NextReview + ")"
-					}
+		none := "no playbooks" + map[bool]string{true: " due for review", false: ""}[due]
+		return printTable(out, list, none, "NAME\tSTAGE\tNEXT REVIEW\tTITLE", func(e playbook.Entry) string {
+			next := e.NextReview
+			if e.Due {
+				next = "DUE"
+				if e.NextReview != "" {
+					next += " (" + e.NextReview + ")"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Stage, next, e.Title)
 			}
-			return tw.Flush()
+			return fmt.Sprintf("%s\t%s\t%s\t%s", e.Name, e.Stage, next, e.Title)
 		})
 	})
 	return cmd
@@ -388,17 +379,9 @@ review (pending until hobbs task review ID --approve or --reject).`,
 		}
 		runs, probs := log.Find(task.Filter{Playbook: args[0], Runs: true, Limit: limit})
 		a.warnEach(probs, "")
-		return out.print(runs, func(w io.Writer) error {
-			if len(runs) == 0 {
-				a.status("no runs of %s (start one: hobbs playbook run %s)", args[0], args[0])
-				return nil
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TASK\tSTARTED\tSTATUS\tREVIEW")
-			for _, t := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Started.Local().Format("2006-01-02 15:04"), t.Status, orDash(t.Review))
-			}
-			return tw.Flush()
+		none := fmt.Sprintf("no runs of %s (start one: hobbs playbook run %s)", args[0], args[0])
+		return printTable(out, runs, none, "TASK\tSTARTED\tSTATUS\tREVIEW", func(t *task.Task) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s", t.ID, t.Started.Local().Format("2006-01-02 15:04"), t.Status, orDash(t.Review))
 		})
 	})
 	return cmd

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,25 +72,16 @@ marked orphan; hobbs stop --all (or the next hobbs run) removes it.`,
 		if err != nil {
 			return err
 		}
-		return out.print(list, func(w io.Writer) error {
-			if len(list) == 0 {
-				a.status("no sessions")
-				return nil
+		return printTable(out, list, "no sessions", "NAME\tSTATUS\tCREATED\tWORKSPACE", func(s launcher.SessionInfo) string {
+			st := s.Status
+			if s.Orphan() {
+				st += " (orphan)"
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tWORKSPACE")
-			for _, s := range list {
-				st := s.Status
-				if s.Orphan() {
-					st += " (orphan)"
-				}
-				created := "-"
-				if !s.Created.IsZero() {
-					created = s.Created.Local().Format(time.DateTime)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, st, created, orDash(s.Workspace))
+			created := "-"
+			if !s.Created.IsZero() {
+				created = s.Created.Local().Format(time.DateTime)
 			}
-			return tw.Flush()
+			return fmt.Sprintf("%s\t%s\t%s\t%s", s.Name, st, created, orDash(s.Workspace))
 		})
 	}
 	return cmd

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -113,21 +112,13 @@ log.`,
 			return err
 		}
 		rows := schedule.WithLastRuns(entries)
-		return out.print(rows, func(w io.Writer) error {
-			if len(rows) == 0 {
-				a.status("no schedules (%s)", b.Name())
-				return nil
+		none := "no schedules (" + b.Name() + ")"
+		return printTable(out, rows, none, "PLAYBOOK\tWHEN\tNEXT RUN\tLAST RUN\tBACKEND", func(r schedule.Status) string {
+			last := "-"
+			if r.LastRun != "" {
+				last = r.LastOutcome + " " + r.LastRun
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PLAYBOOK\tWHEN\tNEXT RUN\tLAST RUN\tBACKEND")
-			for _, r := range rows {
-				last := "-"
-				if r.LastRun != "" {
-					last = r.LastOutcome + " " + r.LastRun
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Playbook, r.When(), orDash(r.Next), last, r.Backend)
-			}
-			return tw.Flush()
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.Playbook, r.When(), orDash(r.Next), last, r.Backend)
 		})
 	}
 	return cmd

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -151,18 +150,8 @@ func newTaskListCmd(a *app) *cobra.Command {
 	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
 		list, probs := log.Find(task.Filter{Status: status})
 		a.warnEach(probs, "")
-		return out.print(list, func(w io.Writer) error {
-			if len(list) == 0 {
-				a.status("no tasks")
-				return nil
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tSTARTED\tAGENT\tTITLE")
-			for _, t := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"),
-					orDash(t.Agent), t.Title)
-			}
-			return tw.Flush()
+		return printTable(out, list, "no tasks", "ID\tSTATUS\tSTARTED\tAGENT\tTITLE", func(t *task.Task) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"), orDash(t.Agent), t.Title)
 		})
 	})
 	return cmd

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -229,21 +228,12 @@ too (without uses: config.yaml is not there).`,
 		}
 		cfg, _ := a.config(v.In) // none inside the container, where it is not mounted
 		listed := vault.WithUses(es, cfg)
-		return out.print(listed, func(w io.Writer) error {
-			if len(es) == 0 {
-				a.status("no entries (add one: hobbs vault set NAME)")
-				return nil
+		return printTable(out, listed, "no entries (add one: hobbs vault set NAME)", "NAME\tSIZE\tUPDATED\tUSED BY", func(e vault.Listed) string {
+			uses := make([]string, len(e.UsedBy))
+			for i, u := range e.UsedBy {
+				uses[i] = u.String()
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSIZE\tUPDATED\tUSED BY")
-			for _, e := range listed {
-				uses := make([]string, len(e.UsedBy))
-				for i, u := range e.UsedBy {
-					uses[i] = u.String()
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Name, e.Size, e.Updated.Format(time.RFC3339), orDash(strings.Join(uses, "; ")))
-			}
-			return tw.Flush()
+			return fmt.Sprintf("%s\t%d\t%s\t%s", e.Name, e.Size, e.Updated.Format(time.RFC3339), orDash(strings.Join(uses, "; ")))
 		})
 	})
 	return cmd
