@@ -64,24 +64,22 @@ func (a *app) withExistingInstance(body func(cmd *cobra.Command, args []string, 
 }
 
 // withMemory runs body with the memory store of the existing instance. The
-// malformed files the store met are reported on stderr before the body's
-// result, or when the body ends without printing one.
+// malformed files the store met are reported on stderr, with the way to
+// list them, before the body's result, or when the body ends without
+// printing one.
 func (a *app) withMemory(body func(cmd *cobra.Command, args []string, s *memory.Store) error) runE {
 	return a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		s := memory.Open(in, a.audit(in))
-		a.problems = func() { a.memoryProblems(s) }
+		a.problems = func() {
+			probs := s.Problems()
+			a.warnEach(probs, "")
+			if len(probs) > 0 {
+				a.status("hobbs: hint: %d memory file(s) skipped; fix them by hand (hobbs memory lint lists them)", len(probs))
+			}
+		}
 		defer a.reportProblems()
 		return body(cmd, args, s)
 	})
-}
-
-// memoryProblems prints the malformed files s met, with the way to list them.
-func (a *app) memoryProblems(s *memory.Store) {
-	probs := s.Problems()
-	a.warnEach(probs, "")
-	if len(probs) > 0 {
-		a.status("hobbs: hint: %d memory file(s) skipped; fix them by hand (hobbs memory lint lists them)", len(probs))
-	}
 }
 
 // withPlaybooks runs body with the playbooks of the existing instance.

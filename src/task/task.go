@@ -291,6 +291,13 @@ type SkippedLesson struct {
 	Kind   string `json:"kind"`   // audit.SecretKind's name for it
 }
 
+// String says why the lesson was not remembered and what to do instead,
+// without its text.
+func (s SkippedLesson) String() string {
+	return fmt.Sprintf("lesson %d not remembered: it looks like a secret (%s), and memories are plaintext loaded into every session; "+
+		"keep the secret in the vault (hobbs vault set NAME, on the host) and remember where it lives", s.Lesson, s.Kind)
+}
+
 // Review states of a supervised run.
 const (
 	ReviewPending  = "pending"
