@@ -60,9 +60,6 @@ prints it then.`,
 	return cmd
 }
 
-// lastLines is the last n lines of s.
-var lastLines = launcher.LastLines
-
 // passthrough runs the engine CLI with the app's streams; its exit code
 // becomes ours.
 func (a *app) passthrough(e engine.CLI, args []string) error {

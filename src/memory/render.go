@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -30,7 +31,8 @@ func CheckBudget(budget int, format string) (warn string, err error) {
 
 // RenderContext builds the context opt describes (BuildHook for the hook
 // format) and renders it in format: its text as it is, the hook's JSON or
-// the Context as indented JSON, each of these two with a newline. Like
+// the Context as indented JSON (<, > and & as they are), each of these two
+// with a newline. Like
 // BuildContext it does not update last_accessed (Touch does).
 func (s *Store) RenderContext(opt ContextOptions, format string) (*Context, []byte, error) {
 	if err := CheckFormat(format); err != nil {
@@ -44,8 +46,12 @@ func (s *Store) RenderContext(opt ContextOptions, format string) (*Context, []by
 	if err != nil || format == "text" {
 		return ctx, []byte(ctxText(ctx)), err
 	}
-	b, err := json.MarshalIndent(ctx, "", "  ")
-	return ctx, append(b, '\n'), err
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // read by people and programs, as hobbs's other JSON
+	err = enc.Encode(ctx)
+	return ctx, b.Bytes(), err
 }
 
 func ctxText(c *Context) string {

@@ -12,7 +12,7 @@ import (
 func TestRenderContext(t *testing.T) {
 	s := newStore(t)
 	os.WriteFile(s.In.Foundation(), []byte("# Foundation\n\nBe kind.\n"), 0o644)
-	if _, err := s.Add("The user prefers short answers", AddOptions{}); err != nil {
+	if _, err := s.Add("The user prefers short answers <3 & plain text", AddOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, text, err := s.RenderContext(ContextOptions{}, "text")
@@ -32,7 +32,8 @@ func TestRenderContext(t *testing.T) {
 	}
 	_, js, err := s.RenderContext(ContextOptions{}, "json")
 	var c Context
-	if err != nil || !strings.HasPrefix(string(js), "{\n  \"text\"") || json.Unmarshal(js, &c) != nil || len(c.Memories) != 1 {
+	if err != nil || !strings.HasPrefix(string(js), "{\n  \"text\"") || !strings.Contains(string(js), "<3 & plain") ||
+		json.Unmarshal(js, &c) != nil || len(c.Memories) != 1 {
 		t.Fatalf("json: %s %v", js, err)
 	}
 	if _, _, err := s.RenderContext(ContextOptions{}, "yaml"); errs.Code(err) != errs.Usage {
