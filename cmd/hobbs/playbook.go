@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
@@ -473,27 +472,15 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 	out := a.jsonFlag(cmd, "with --dry-run or --plan: print the run's spec or plan as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
 		name := args[0]
-		d, _, err := st.Get(name)
-		if err != nil {
-			return err
-		}
 		pol, err := effectivePolicy(in)
 		if err != nil {
 			return err
 		}
-		spec, err := playbook.ComputeRunSpec(name, d.Path, d.Meta, pol)
-		if err == nil && scheduled {
-			if err = playbook.CanSchedule(name, d.Meta); err != nil {
-				err = errs.Usagef("%v; this scheduled run is refused", err).
-					WithHint("remove the schedule (hobbs schedule rm %s), or move the playbook back to autonomous", name)
-			}
-		}
+		c, err := st.PrepareRun(name, pol, scheduled, dryRun || plan)
 		if err != nil {
-			if !dryRun && !plan {
-				a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: "refused", Detail: map[string]any{"stage": d.Meta.Stage}})
-			}
 			return err
 		}
+		spec := c.Spec
 		if spec.Notice != "" {
 			a.warn("%s", spec.Notice)
 		}
@@ -501,10 +488,8 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			a.warn("run host %s: %s (allow it with: %s)", x.Host, x.Reason, x.Fix)
 		}
 		if dryRun || plan {
-			if spec.Declared {
-				if err := playbook.CheckGrant(in, name, d.Meta.Run); err != nil {
-					a.warn("%v; approve it with: hobbs playbook approve %s", err, name)
-				}
+			if c.Unapproved != nil {
+				a.warn("%v; approve it with: hobbs playbook approve %s", c.Unapproved, name)
 			}
 			if plan {
 				p, err := a.planPlaybookRun(spec, scheduled, true)
@@ -522,29 +507,18 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 		if out.json {
 			return errs.Usagef("--json goes with --dry-run or --plan")
 		}
-		if spec.Declared {
-			if err := playbook.CheckGrant(in, name, d.Meta.Run); err != nil {
-				if scheduled || !a.stdinIsTTY() {
-					a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: "refused", Detail: map[string]any{"reason": "run: block not approved"}})
-					return err
-				}
-				if !a.approveRunBlock(in, name, d.Meta.Run, spec, err) {
-					return errs.Usagef("not approved; nothing started")
-				}
+		if c.Unapproved != nil {
+			if scheduled || !a.stdinIsTTY() {
+				return st.Refuse(name, "run: block not approved", c.Unapproved)
+			}
+			if !a.approveRunBlock(in, name, c.Run, spec, c.Unapproved) {
+				return errs.Usagef("not approved; nothing started")
 			}
 		}
 		if detach {
 			return a.detachPlaybookRun(in, name, scheduled)
 		}
-		unlock, err := playbook.LockRun(in.FS(), in.Lock(playbook.RunLockName(name)), name)
-		if err != nil {
-			a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: "refused", Detail: map[string]any{"reason": "already running"}})
-			return err
-		}
-		defer unlock()
-		err = a.runPlaybookHeadless(a.ctx, in, spec, scheduled)
-		a.logAudit(in, audit.Entry{Event: "playbook.run", Subject: name, Outcome: outcome(err), Detail: map[string]any{"stage": spec.Stage}})
-		return err
+		return st.RunLocked(name, spec.Stage, func() error { return a.runPlaybookHeadless(a.ctx, in, spec, scheduled) })
 	})
 	return cmd
 }
