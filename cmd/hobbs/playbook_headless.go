@@ -31,7 +31,7 @@ func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spe
 	if err != nil {
 		return err
 	}
-	h := launcher.Headless{Plan: p, Grant: spec, Runtime: a.runtime(in, e, runOptions{}, p),
+	h := launcher.Headless{Plan: p, Grant: spec, Runtime: a.runtime(in, e, runOptions{}),
 		Tasks: task.Open(in, a.audit(in)), Remember: rememberLessons(a, in), Status: a.status}
 	code, err := h.Run(ctx)
 	if err != nil {

@@ -172,21 +172,8 @@ func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec,
 			return fail(err)
 		}
 	}
-	if o.workspace == "" {
-		o.workspace = cfg.Workspace
-	}
-	ws, err := config.ExpandHome(o.workspace)
-	if err != nil {
-		return fail(errs.Wrap(errs.Usage, err, "workspace %q", o.workspace))
-	}
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return fail(errs.Wrap(errs.Failure, err, "create workspace"))
-	}
 	if o.image == "" {
 		o.image = cfg.Image
-	}
-	if err := launcher.CheckPolicy(in); err != nil {
-		return fail(err)
 	}
 	pol, err := effectivePolicy(in)
 	if err != nil {
@@ -194,7 +181,7 @@ func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec,
 	}
 	spec := launcher.RunSpec{Kind: kind, Name: o.name, Image: launcher.ImageRef(o.image), Command: o.command,
 		TTY: o.detached || (grant == nil && a.stdinIsTTY() && stdoutIsTTY(a)), Playbook: grant, Policy: pol}
-	p, err := launcher.PlanRun(in, cfg, e.IsPodman(), ws, spec, a.status)
+	p, err := launcher.PlanRun(in, cfg, e.IsPodman(), o.workspace, spec, a.status)
 	return p, in, e, err
 }
 
@@ -215,41 +202,20 @@ func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return launcher.Execute(ctx, p, a.runtime(in, e, o, p))
+	return launcher.Execute(ctx, p, a.runtime(in, e, o))
 }
 
 // runtime is what Execute needs of this process: the engine, the
-// terminal's streams, the audit log and the image's check.
-func (a *app) runtime(in instance.Instance, e engine.CLI, o runOptions, p *launcher.Plan) launcher.Runtime {
+// terminal's streams, the audit log and how to make the image current.
+func (a *app) runtime(in instance.Instance, e engine.CLI, o runOptions) launcher.Runtime {
 	cfg, err := a.config(in)
 	if err != nil {
 		cfg = config.Default()
 	}
-	if o.base == "" {
-		o.base = cfg.BaseImage
-	}
-	if o.binary == "" {
-		o.binary = os.Getenv(launcher.EnvBinary)
-	}
-	rt := launcher.Runtime{Engine: e, Stdin: a.in, Stdout: a.out, Stderr: a.errOut, Audit: a.audit(in),
-		Progress: func(f string, args ...any) { a.status(f, args...) }, Detached: o.detached, ReadyFile: o.readyFile}
-	image := p.Image
-	// The image is checked (built or pulled when it must be) while the
-	// session's objects are being created.
-	rt.Prepare = func(ctx context.Context) (bool, error) {
-		engine.Tracef("run: ensure image")
-		img, err := launcher.Ensure(ctx, image, launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: o.base, Binary: o.binary, Progress: a.errOut})
-		if err != nil {
-			return false, err
-		}
-		if img.Image != image {
-			return false, errs.Failf("internal: the image is %s, not %s", img.Image, image)
-		}
-		engine.Tracef("run: image ready")
-		a.status("session %s: %s in %s", p.Session, img.Image, p.Workspace)
-		return img.Built || img.Pulled, nil
-	}
-	return rt
+	b := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: o.base, Binary: o.binary, Progress: a.errOut}
+	b.Defaults(cfg, true) // the base and the binary; the image is the plan's
+	return launcher.Runtime{Engine: e, Stdin: a.in, Stdout: a.out, Stderr: a.errOut, Audit: a.audit(in), Build: &b,
+		Progress: a.status, Detached: o.detached, ReadyFile: o.readyFile}
 }
 
 // startBackground starts the session's launcher in the background: this

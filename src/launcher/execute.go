@@ -17,9 +17,12 @@ import (
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
-// PlanRun surveys the host for the run spec describes (Survey: every bind
-// source checked, missing share directories made) and returns its plan.
-// The spec's Host is filled in here; its Name, when empty, is a fresh one.
+// PlanRun prepares the host for the run spec describes and returns its
+// plan: the workspace (workspace, else config.yaml's; ~ expanded) is made
+// when missing, the instance's policy checked as the proxy will read it,
+// and the host surveyed (Survey: every bind source checked, missing share
+// directories made). The spec's Host is filled in here; its Name, when
+// empty, is a fresh one.
 func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace string, spec RunSpec, progress func(string, ...any)) (*Plan, error) {
 	if spec.Name == "" {
 		spec.Name = NewName()
@@ -27,7 +30,20 @@ func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace st
 	if err := ValidName(spec.Name); err != nil {
 		return nil, err
 	}
-	h, err := Survey(in, cfg, podman, workspace, os.Getuid(), os.Getgid(), progress)
+	if workspace == "" {
+		workspace = cfg.Workspace
+	}
+	ws, err := config.ExpandHome(workspace)
+	if err != nil {
+		return nil, errs.Wrap(errs.Usage, err, "workspace %q", workspace)
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "create workspace")
+	}
+	if err := CheckPolicy(in); err != nil {
+		return nil, err
+	}
+	h, err := Survey(in, cfg, podman, ws, os.Getuid(), os.Getgid(), progress)
 	if err != nil {
 		return nil, err
 	}
@@ -46,8 +62,9 @@ type Runtime struct {
 	// Audit, when set, gets the session's start (once its image is ready)
 	// and end.
 	Audit *audit.Logger
-	// Prepare makes sure the plan's image is current (Session.Prepare).
-	Prepare func(ctx context.Context) (changed bool, err error)
+	// Build, when set, is how the plan's image is made current while the
+	// session's objects are created (Ensure: checked, built or pulled).
+	Build *BuildOptions
 	// Detached and ReadyFile: see Session.
 	Detached  bool
 	ReadyFile string
@@ -73,10 +90,23 @@ func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
 	started := false
 	s.Prepare = func(ctx context.Context) (bool, error) {
 		changed := false
-		if rt.Prepare != nil {
-			var err error
-			if changed, err = rt.Prepare(ctx); err != nil {
+		if rt.Build != nil {
+			engine.Tracef("run: ensure image")
+			ref := p.Image
+			if ref == DefaultImage() {
+				ref = "" // a release's published image, or this build's
+			}
+			img, err := Ensure(ctx, ref, *rt.Build)
+			if err != nil {
 				return false, err
+			}
+			if img.Image != p.Image {
+				return false, errs.Failf("internal: the image is %s, not %s", img.Image, p.Image)
+			}
+			engine.Tracef("run: image ready")
+			changed = img.Built || img.Pulled
+			if rt.Progress != nil {
+				rt.Progress("session %s: %s in %s", p.Session, img.Image, p.Workspace)
 			}
 		}
 		started = true

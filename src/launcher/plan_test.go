@@ -259,3 +259,34 @@ func TestPlanRefusesUnknownAndReservedSecrets(t *testing.T) {
 		t.Errorf("reserved env name: %v", err)
 	}
 }
+
+// PlanRun makes a missing workspace, checks the policy as the proxy will
+// read it, and plans from what it surveyed.
+func TestPlanRunPreparesTheHost(t *testing.T) {
+	in, _ := instance.At(t.TempDir())
+	if err := os.WriteFile(in.Policy(), []byte("domains: [\"*\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(t.TempDir(), "new", "ws")
+	spec := RunSpec{Kind: KindSession, Image: "i", Policy: goldenPolicy(t, "{}\n")}
+	_, err := PlanRun(in, config.Default(), false, ws, spec, nil)
+	if err == nil || !strings.Contains(err.Error(), "egress policy is invalid") || !strings.Contains(err.Error(), "policy.yaml:1") {
+		t.Fatalf("an invalid policy: %v", err)
+	}
+	if err := os.WriteFile(in.Policy(), []byte("domains: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanRun(in, config.Default(), false, ws, spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		t.Errorf("the workspace was not made: %v", err)
+	}
+	if err := ValidName(p.Session); err != nil || p.Workspace != ws || p.Agent.Mounts[2].Source != ws {
+		t.Errorf("plan: session %q workspace %q mounts %+v", p.Session, p.Workspace, p.Agent.Mounts[:3])
+	}
+	if !p.hasAgentMount(InstanceDir+"/memory") || p.hasAgentMount(InstanceDir+"/foundation.md") {
+		t.Errorf("the survey's shares: memory made and mounted, a missing foundation.md not: %+v", p.Agent.Mounts)
+	}
+}
