@@ -120,6 +120,7 @@ func TestConnectBypasses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case has its own proxy and targets
 			tg := newTarget(t, "127.0.0.1")
 			tg2 := newTargetOnPort(t, "127.0.0.2", tg.port)
 			e := startProxy(t, basePolicy(tg.port), resolverWithTraps)
@@ -137,10 +138,7 @@ func TestConnectBypasses(t *testing.T) {
 			if code != 403 && code != 400 {
 				t.Fatalf("CONNECT %q: status %d, want 403 or 400: %s", auth, code, body)
 			}
-			tg.assertUntouched(t)
-			if tg2 != nil {
-				tg2.assertUntouched(t)
-			}
+			tg.assertUntouched(t, tg2)
 		})
 	}
 }
@@ -182,6 +180,7 @@ func TestPlainHTTPBypasses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case has its own proxy and targets
 			tg := newTarget(t, "127.0.0.1")
 			tg2 := newTargetOnPort(t, "127.0.0.2", tg.port)
 			e := startProxy(t, basePolicy(tg.port), resolverWithTraps)
@@ -193,8 +192,7 @@ func TestPlainHTTPBypasses(t *testing.T) {
 			if code < 400 || code == 502 {
 				t.Fatalf("%q: status %d, want a refusal: %s", firstLine(req), code, body)
 			}
-			tg.assertUntouched(t)
-			tg2.assertUntouched(t)
+			tg.assertUntouched(t, tg2)
 		})
 	}
 }
@@ -294,6 +292,7 @@ func TestProxyAuth(t *testing.T) {
 	}
 	for name, hdr := range bad {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each case has its own proxy and target
 			tg := newTarget(t, "127.0.0.1")
 			e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.AuthToken = token })
 			code, body := e.tunnel(t, fmt.Sprintf("allowed.test:%d", tg.port), hdr)

@@ -78,6 +78,7 @@ func TestConnectHeadAttacks(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case has its own proxy and target
 			tg := newTarget(t, "127.0.0.1")
 			e := startProxy(t, basePolicy(tg.port), func(o *Options) { o.AuthToken = token })
 			req := fmt.Sprintf(c.req, tg.port, good, wrong)

@@ -126,12 +126,18 @@ func pipeline(t testing.TB, addr, req string, n int) []int {
 	return codes
 }
 
-// assertUntouched fails unless not a single connection or byte reached tg.
-func (tg *target) assertUntouched(t testing.TB) {
+// assertUntouched fails unless not a single connection or byte reached tg
+// (nor any of also, counted after the same pause; nil ones are skipped).
+func (tg *target) assertUntouched(t testing.TB, also ...*target) {
 	t.Helper()
 	time.Sleep(30 * time.Millisecond) // let a leaked dial land before counting
-	if n, b := tg.conns.Load(), tg.bytes.Load(); n != 0 || b != 0 {
-		t.Fatalf("target was reached: %d connections, %d bytes", n, b)
+	for _, x := range append([]*target{tg}, also...) {
+		if x == nil {
+			continue
+		}
+		if n, b := x.conns.Load(), x.bytes.Load(); n != 0 || b != 0 {
+			t.Fatalf("target %s was reached: %d connections, %d bytes", x.ln.Addr(), n, b)
+		}
 	}
 }
 

@@ -18,8 +18,9 @@ func TestIdleTunnelsReaped(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("idle reaping uses TCP_INFO (Linux)")
 	}
-	t.Run("tcp", func(t *testing.T) { testIdleTunnelsReaped(t, startProxy) })
-	t.Run("unix", func(t *testing.T) { testIdleTunnelsReaped(t, startRelayedProxy) })
+	// Each waits out the idle timeout with its own proxy: side by side.
+	t.Run("tcp", func(t *testing.T) { t.Parallel(); testIdleTunnelsReaped(t, startProxy) })
+	t.Run("unix", func(t *testing.T) { t.Parallel(); testIdleTunnelsReaped(t, startRelayedProxy) })
 }
 
 func testIdleTunnelsReaped(t *testing.T, start func(testing.TB, string, func(*Options)) *proxyEnv) {
