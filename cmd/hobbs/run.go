@@ -175,6 +175,10 @@ func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec,
 	if o.image == "" {
 		o.image = cfg.Image
 	}
+	// As the proxy will read it: an invalid policy says so, with file:line.
+	if err := launcher.CheckPolicy(in); err != nil {
+		return fail(err)
+	}
 	pol, err := effectivePolicy(in)
 	if err != nil {
 		return fail(err)
