@@ -103,24 +103,7 @@ func newAgentShowCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		d, op := v.Definition, v.Operational
-		return out.print(v, func(w io.Writer) error {
-			fmt.Fprintf(w, "name:        %s\nsource:      %s\n", d.Name, d.Source)
-			if d.Path != "" {
-				fmt.Fprintf(w, "file:        %s\n", d.Path)
-			}
-			fmt.Fprintf(w, "description: %s\ntags:        %s\n", d.Description, strings.Join(d.Tags, ", "))
-			if d.Tools != "" {
-				fmt.Fprintf(w, "tools:       %s\n", d.Tools)
-			}
-			if d.Prompt != "" {
-				fmt.Fprintf(w, "\n%s\n", d.Prompt)
-			}
-			if op != "" {
-				fmt.Fprintf(w, "\n%s", op)
-			}
-			return nil
-		})
+		return out.print(v, v.WriteSummary)
 	})
 	return cmd
 }

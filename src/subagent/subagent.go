@@ -30,6 +30,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -259,6 +260,28 @@ func (c Catalog) Show(name string) (Shown, error) {
 	}
 	op, err := Operational(c.Instance, d.Name)
 	return Shown{Definition: d, Prompt: d.Prompt, Operational: op}, err
+}
+
+// WriteSummary prints the agent for a reader, as hobbs agent show does:
+// name, source, file (a custom agent's), description, tags, tools (when
+// set), then its prompt and its operational learnings.
+func (v Shown) WriteSummary(w io.Writer) error {
+	d := v.Definition
+	fmt.Fprintf(w, "name:        %s\nsource:      %s\n", d.Name, d.Source)
+	if d.Path != "" {
+		fmt.Fprintf(w, "file:        %s\n", d.Path)
+	}
+	fmt.Fprintf(w, "description: %s\ntags:        %s\n", d.Description, strings.Join(d.Tags, ", "))
+	if d.Tools != "" {
+		fmt.Fprintf(w, "tools:       %s\n", d.Tools)
+	}
+	if v.Prompt != "" {
+		fmt.Fprintf(w, "\n%s\n", v.Prompt)
+	}
+	if v.Operational != "" {
+		fmt.Fprintf(w, "\n%s", v.Operational)
+	}
+	return nil
 }
 
 // NewOptions configures New.
