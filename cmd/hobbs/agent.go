@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,9 +48,7 @@ func newAgentListCmd(a *app) *cobra.Command {
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		defs, probs := a.agents(in).List()
 		a.warnEach(probs, "")
-		return printTable(out, defs, "", "NAME\tSOURCE\tTAGS\tDESCRIPTION", func(d *subagent.Definition) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%s", d.Name, d.Source, orDash(strings.Join(d.Tags, ",")), d.Description)
-		})
+		return printTable(out, defs, "", subagent.ListColumns, (*subagent.Definition).Row)
 	})
 	return cmd
 }

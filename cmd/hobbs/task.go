@@ -147,9 +147,7 @@ func newTaskListCmd(a *app) *cobra.Command {
 	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
 		list, probs := log.Find(task.Filter{Status: status})
 		a.warnEach(probs, "")
-		return printTable(out, list, "no tasks", "ID\tSTATUS\tSTARTED\tAGENT\tTITLE", func(t *task.Task) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"), orDash(t.Agent), t.Title)
-		})
+		return printTable(out, list, "no tasks", task.ListColumns, (*task.Task).Row)
 	})
 	return cmd
 }

@@ -141,3 +141,16 @@ func TestShownWriteSummary(t *testing.T) {
 		t.Errorf("bare:\n%q\nwant:\n%q", sb.String(), want)
 	}
 }
+
+func TestDefinitionRow(t *testing.T) {
+	d := &Definition{Name: "finance", Source: SourceCustom, Tags: []string{"money", "tax"}, Description: "Pays bills"}
+	if got, want := d.Row(), "finance\t"+SourceCustom+"\tmoney,tax\tPays bills"; got != want {
+		t.Errorf("tagged: %q, want %q", got, want)
+	}
+	if got, want := (&Definition{Name: "hobbs", Source: SourceIdentity, Tags: []string{}}).Row(), "hobbs\t"+SourceIdentity+"\t-\t"; got != want {
+		t.Errorf("untagged: %q, want %q", got, want)
+	}
+	if strings.Count(ListColumns, "\t") != strings.Count(d.Row(), "\t") {
+		t.Errorf("header %q and row %q differ in columns", ListColumns, d.Row())
+	}
+}

@@ -262,6 +262,19 @@ func (c Catalog) Show(name string) (Shown, error) {
 	return Shown{Definition: d, Prompt: d.Prompt, Operational: op}, err
 }
 
+// ListColumns is the header of hobbs agent list, the columns of Row.
+const ListColumns = "NAME\tSOURCE\tTAGS\tDESCRIPTION"
+
+// Row is the agent's line of hobbs agent list, tab-separated: name,
+// source, memory tags ("-" for none), description.
+func (d *Definition) Row() string {
+	tags := strings.Join(d.Tags, ",")
+	if strings.TrimSpace(tags) == "" {
+		tags = "-"
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s", d.Name, d.Source, tags, d.Description)
+}
+
 // WriteSummary prints the agent for a reader, as hobbs agent show does:
 // name, source, file (a custom agent's), description, tags, tools (when
 // set), then its prompt and its operational learnings.

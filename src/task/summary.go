@@ -26,6 +26,15 @@ func (t *Task) WriteSummary(w io.Writer) error {
 	return err
 }
 
+// ListColumns is the header of hobbs task list, the columns of Row.
+const ListColumns = "ID\tSTATUS\tSTARTED\tAGENT\tTITLE"
+
+// Row is the task's line of hobbs task list, tab-separated: id, status,
+// start in local time to the minute, agent ("-" for none), title.
+func (t *Task) Row() string {
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"), orDash(t.Agent), t.Title)
+}
+
 // orDash is s, or "-" for a field left empty.
 func orDash(s string) string {
 	if strings.TrimSpace(s) == "" {

@@ -30,3 +30,19 @@ func TestWriteSummary(t *testing.T) {
 		t.Errorf("finished:\n%s\nwant:\n%s", sb.String(), want)
 	}
 }
+
+func TestRow(t *testing.T) {
+	started := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	tk := &Task{ID: "task_20261122_001", Title: "Reconcile October", Status: Running, Started: started}
+	stamp := started.Local().Format("2006-01-02 15:04")
+	if got, want := tk.Row(), "task_20261122_001\trunning\t"+stamp+"\t-\tReconcile October"; got != want {
+		t.Errorf("no agent: %q, want %q", got, want)
+	}
+	tk.Agent = "finance"
+	if got, want := tk.Row(), "task_20261122_001\trunning\t"+stamp+"\tfinance\tReconcile October"; got != want {
+		t.Errorf("agent: %q, want %q", got, want)
+	}
+	if strings.Count(ListColumns, "\t") != strings.Count(tk.Row(), "\t") {
+		t.Errorf("header %q and row %q differ in columns", ListColumns, tk.Row())
+	}
+}
