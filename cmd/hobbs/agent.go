@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,9 +48,7 @@ func newAgentListCmd(a *app) *cobra.Command {
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		defs, probs := a.agents(in).List()
 		a.warnEach(probs, "")
-		return printTable(out, defs, "", "NAME\tSOURCE\tTAGS\tDESCRIPTION", func(d *subagent.Definition) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%s", d.Name, d.Source, orDash(strings.Join(d.Tags, ",")), d.Description)
-		})
+		return printTable(out, defs, "", subagent.ListColumns, (*subagent.Definition).Row)
 	})
 	return cmd
 }
@@ -103,24 +99,7 @@ func newAgentShowCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		d, op := v.Definition, v.Operational
-		return out.print(v, func(w io.Writer) error {
-			fmt.Fprintf(w, "name:        %s\nsource:      %s\n", d.Name, d.Source)
-			if d.Path != "" {
-				fmt.Fprintf(w, "file:        %s\n", d.Path)
-			}
-			fmt.Fprintf(w, "description: %s\ntags:        %s\n", d.Description, strings.Join(d.Tags, ", "))
-			if d.Tools != "" {
-				fmt.Fprintf(w, "tools:       %s\n", d.Tools)
-			}
-			if d.Prompt != "" {
-				fmt.Fprintf(w, "\n%s\n", d.Prompt)
-			}
-			if op != "" {
-				fmt.Fprintf(w, "\n%s", op)
-			}
-			return nil
-		})
+		return out.print(v, v.WriteSummary)
 	})
 	return cmd
 }

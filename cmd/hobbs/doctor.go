@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -37,15 +36,7 @@ that claude is on its PATH.`,
 		env := &doctor.Env{Instance: in, Deep: deep}
 		env.Config, env.ConfigErr = a.config(in)
 		results := doctor.Run(cmd.Context(), env)
-		err := out.print(results, func(w io.Writer) error {
-			for _, r := range results {
-				fmt.Fprintf(w, "%-4s  %-22s %s\n", r.Status, r.Check, r.Message)
-				if r.Fix != "" && r.Status != doctor.OK {
-					fmt.Fprintf(w, "      %-22s fix: %s\n", "", r.Fix)
-				}
-			}
-			return nil
-		})
+		err := out.print(results, func(w io.Writer) error { return doctor.WriteResults(w, results) })
 		if err != nil {
 			return err
 		}

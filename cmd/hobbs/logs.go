@@ -40,18 +40,7 @@ prints it then.`,
 				}
 				return err
 			}
-			target := args[0]
-			if proxy {
-				target = launcher.ProxyName(args[0])
-			}
-			dargs := []string{"logs"}
-			if follow {
-				dargs = append(dargs, "--follow")
-			}
-			if tail != "" {
-				dargs = append(dargs, "--tail", tail)
-			}
-			return a.passthrough(e, append(dargs, target))
+			return a.passthrough(e, launcher.LogsArgs(args[0], proxy, follow, tail))
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep following the output")

@@ -3,10 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -250,15 +246,7 @@ func (f *scopeFlags) add(cmd *cobra.Command) {
 	cmd.MarkFlagsMutuallyExclusive("archive", "all")
 }
 
-func (f *scopeFlags) scope() memory.Scope {
-	switch {
-	case f.all:
-		return memory.ScopeAll
-	case f.archive:
-		return memory.ScopeArchive
-	}
-	return memory.ScopeActive
-}
+func (f *scopeFlags) scope() memory.Scope { return memory.ScopeOf(f.all, f.archive) }
 
 func memListCmd(a *app) *cobra.Command {
 	var sf scopeFlags
@@ -286,12 +274,7 @@ func memListCmd(a *app) *cobra.Command {
 				a.status("no memories")
 				return nil
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tREINFORCED\tTAGS\tTEXT")
-			for _, e := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.ID, e.Status, e.Reinforced, orDash(strings.Join(e.Tags, ",")), e.Summary)
-			}
-			tw.Flush()
+			memory.WriteList(w, list)
 			a.status("%s", plural(len(list), "memory", "memories"))
 			return nil
 		})
@@ -335,7 +318,7 @@ derived data, checked against the files and safe to delete.`,
 			return err
 		}
 		return out.print(hits, func(w io.Writer) error {
-			printHits(w, s.In, hits, files)
+			memory.WriteHits(w, s.In, hits, files)
 			if len(hits) == 0 {
 				a.status("no match")
 			}
@@ -343,24 +326,6 @@ derived data, checked against the files and safe to delete.`,
 		})
 	})
 	return cmd
-}
-
-// printHits prints search hits: one line per matching line, or with
-// filesOnly one per memory.
-func printHits(w io.Writer, in instance.Instance, hits []memory.Hit, filesOnly bool) {
-	for _, h := range hits {
-		id := h.ID
-		if id == "" {
-			id = "?"
-		}
-		if filesOnly {
-			fmt.Fprintf(w, "%s\t%s\n", id, in.Rel(h.Path))
-			continue
-		}
-		for _, l := range h.Lines {
-			fmt.Fprintf(w, "%s\t%s:%d: %s\n", id, in.Rel(h.Path), l.Line, l.Text)
-		}
-	}
 }
 
 func memContextCmd(a *app) *cobra.Command {
@@ -436,7 +401,7 @@ reinforced) days. Nothing is deleted; hobbs memory promote brings one back.`,
 				verb = "would archive"
 			}
 			for _, r := range res {
-				fmt.Fprintf(w, "%s\tidle %dd (limit %dd)\t%s\n", r.ID, r.IdleDays, r.Limit, r.Summary)
+				fmt.Fprintln(w, r)
 			}
 			a.status("%s %d memories", verb, len(res))
 			return nil
@@ -480,19 +445,7 @@ func memStatsCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return out.print(st, func(w io.Writer) error {
-			fmt.Fprintf(w, "total\t%d\n", st.Total)
-			fmt.Fprintf(w, "tier\tactive %d\tarchive %d\n", st.Tiers[memory.Active], st.Tiers[memory.Archive])
-			fmt.Fprintf(w, "status\tactive %d\tarchived %d\tsuperseded %d\n", st.Status[memory.StatusActive],
-				st.Status[memory.StatusArchived], st.Status[memory.StatusSuperseded])
-			for _, t := range slices.Sorted(maps.Keys(st.Tags)) {
-				fmt.Fprintf(w, "tag\t%s\t%d\n", t, st.Tags[t])
-			}
-			if st.Problems > 0 {
-				fmt.Fprintf(w, "problems\t%d\n", st.Problems)
-			}
-			return nil
-		})
+		return out.print(st, st.WriteSummary)
 	})
 	return cmd
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -65,28 +63,7 @@ func newPolicyShowCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return out.print(p, func(stdout io.Writer) error {
-			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "files:\t%s\n", strings.Join(p.Files, ", "))
-			fmt.Fprintln(w, "services:")
-			for _, s := range p.Services {
-				fmt.Fprintf(w, "  %s\t%s\n", s, strings.Join(egress.ServiceDomains(s), " "))
-			}
-			fmt.Fprintln(w, "domains:")
-			for _, r := range p.Domains {
-				fmt.Fprintf(w, "  %s\t%s\n", r.Pattern, r.Source)
-			}
-			fmt.Fprintln(w, "deny:")
-			for _, r := range p.Deny {
-				fmt.Fprintf(w, "  %s\t%s\n", r.Pattern, r.Source)
-			}
-			fmt.Fprintln(w, "allow_private:")
-			for _, pre := range p.AllowPrivate {
-				fmt.Fprintf(w, "  %s\n", pre)
-			}
-			fmt.Fprintf(w, "available services:\t%s\n", strings.Join(egress.ServiceNames(), ", "))
-			return w.Flush()
-		})
+		return out.print(p, p.WriteSummary)
 	})
 	return cmd
 }
@@ -117,73 +94,22 @@ the proxy intercepts HTTPS to it.`,
 		if err != nil {
 			return err
 		}
-		var bindings []egress.Binding
+		bound := map[string][]string{}
 		if cfg, err := a.config(in); err == nil {
-			for _, name := range cfg.BindingNames() {
-				if b, err := egress.NewBinding(name, cfg.Secrets[name].Hosts); err == nil {
-					bindings = append(bindings, b)
-				}
+			for name, b := range cfg.Secrets {
+				bound[name] = b.Hosts
 			}
 		}
-		// A session's proxy always has a session CA: it can intercept.
-		x := p.Explain(t, bindings, true)
-		d := x.Decision
-		c := checkResult{Decision: d, Rules: []string{}, Secrets: append([]string{}, x.Secrets...), Intercepted: x.Intercepted()}
-		if x.Rules != nil {
-			for _, rr := range x.Rules.Requests {
-				c.Rules = append(c.Rules, rr.Text+" ("+rr.Source+")")
-			}
-		}
-		err = out.print(c, func(w io.Writer) error {
-			verdict := "deny"
-			if d.Allow {
-				verdict = "allow"
-			}
-			line := fmt.Sprintf("%s %s by %s", verdict, hostPort(d), d.Rule)
-			if d.Source != "" {
-				line += " (" + d.Source + ")"
-			}
-			if d.Reason != "" {
-				line += ": " + d.Reason
-			}
-			fmt.Fprintln(w, line)
-			for _, r := range c.Rules {
-				fmt.Fprintln(w, "  request rule: "+r)
-			}
-			if len(c.Secrets) > 0 {
-				fmt.Fprintf(w, "  secrets bound here (config.yaml): %s\n", strings.Join(c.Secrets, ", "))
-			}
-			if c.Intercepted {
-				fmt.Fprintln(w, "  HTTPS to this host is intercepted by the proxy (session CA)")
-			}
-			return nil
-		})
-		if err != nil {
+		c := p.Report(t, bound)
+		if err := out.print(c, c.WriteSummary); err != nil {
 			return err
 		}
-		if !d.Allow {
-			return &errs.Error{Code: errs.Failure, Msg: hostPort(d) + " is denied"}
+		if !c.Allow {
+			return &errs.Error{Code: errs.Failure, Msg: c.HostPort() + " is denied"}
 		}
 		return nil
 	})
 	return cmd
-}
-
-// checkResult is what policy check reports: the decision, the host's
-// request rules and the secrets config.yaml binds to it.
-type checkResult struct {
-	egress.Decision
-	Rules       []string `json:"request_rules"`
-	Secrets     []string `json:"secrets"`
-	Intercepted bool     `json:"intercepted"`
-}
-
-func hostPort(d egress.Decision) string {
-	h := d.Host
-	if strings.Contains(h, ":") {
-		h = "[" + h + "]"
-	}
-	return fmt.Sprintf("%s:%d", h, d.Port)
 }
 
 func newPolicyEditCmd(a *app, verb string) *cobra.Command {

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/launcher"
@@ -43,22 +40,7 @@ container uses it; that instance's next hobbs run builds it again.`,
 		if err != nil {
 			return err
 		}
-		return out.print(res, func(w io.Writer) error {
-			verb := "removed"
-			if dryRun {
-				verb = "would remove"
-			}
-			for _, r := range res.Removed {
-				fmt.Fprintf(w, "%s %s\n", verb, r)
-			}
-			for _, k := range res.Kept {
-				fmt.Fprintf(w, "kept %s: %s\n", k.Image, k.Reason)
-			}
-			if len(res.Removed) == 0 && len(res.Kept) == 0 {
-				fmt.Fprintln(w, "nothing to remove")
-			}
-			return nil
-		})
+		return out.print(res, res.WriteSummary)
 	}
 	return cmd
 }

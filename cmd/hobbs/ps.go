@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/config"
@@ -72,17 +69,7 @@ marked orphan; hobbs stop --all (or the next hobbs run) removes it.`,
 		if err != nil {
 			return err
 		}
-		return printTable(out, list, "no sessions", "NAME\tSTATUS\tCREATED\tWORKSPACE", func(s launcher.SessionInfo) string {
-			st := s.Status
-			if s.Orphan() {
-				st += " (orphan)"
-			}
-			created := "-"
-			if !s.Created.IsZero() {
-				created = s.Created.Local().Format(time.DateTime)
-			}
-			return fmt.Sprintf("%s\t%s\t%s\t%s", s.Name, st, created, orDash(s.Workspace))
-		})
+		return printTable(out, list, "no sessions", launcher.SessionColumns, launcher.SessionInfo.Row)
 	}
 	return cmd
 }

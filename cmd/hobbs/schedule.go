@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -113,13 +112,7 @@ log.`,
 		}
 		rows := schedule.WithLastRuns(entries)
 		none := "no schedules (" + b.Name() + ")"
-		return printTable(out, rows, none, "PLAYBOOK\tWHEN\tNEXT RUN\tLAST RUN\tBACKEND", func(r schedule.Status) string {
-			last := "-"
-			if r.LastRun != "" {
-				last = r.LastOutcome + " " + r.LastRun
-			}
-			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.Playbook, r.When(), orDash(r.Next), last, r.Backend)
-		})
+		return printTable(out, rows, none, schedule.StatusColumns, schedule.Status.Row)
 	}
 	return cmd
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -149,9 +147,7 @@ func newTaskListCmd(a *app) *cobra.Command {
 	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
 		list, probs := log.Find(task.Filter{Status: status})
 		a.warnEach(probs, "")
-		return printTable(out, list, "no tasks", "ID\tSTATUS\tSTARTED\tAGENT\tTITLE", func(t *task.Task) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.ID, t.Status, t.Started.Local().Format("2006-01-02 15:04"), orDash(t.Agent), t.Title)
-		})
+		return printTable(out, list, "no tasks", task.ListColumns, (*task.Task).Row)
 	})
 	return cmd
 }
@@ -169,21 +165,7 @@ func newTaskShowCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return out.print(t, func(w io.Writer) error {
-			fmt.Fprintf(w, "id:       %s\ntitle:    %s\nstatus:   %s\nagent:    %s\nplaybook: %s\nstarted:  %s\n",
-				t.ID, t.Title, t.Status, orDash(t.Agent), orDash(t.Playbook), t.Started.Format(time.RFC3339))
-			if t.Finished != nil {
-				fmt.Fprintf(w, "finished: %s\n", t.Finished.Format(time.RFC3339))
-			}
-			if len(t.Remembered) > 0 {
-				fmt.Fprintf(w, "memories: %s\n", strings.Join(t.Remembered, ", "))
-			}
-			if t.Review != "" {
-				fmt.Fprintf(w, "review:   %s\n", t.Review)
-			}
-			fmt.Fprint(w, t.Body)
-			return nil
-		})
+		return out.print(t, t.WriteSummary)
 	})
 	return cmd
 }

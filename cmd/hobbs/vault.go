@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -165,12 +164,7 @@ NAME: ` + vault.NameRule + `.`,
 func (a *app) readSecret(name, fromFile string, raw bool) ([]byte, error) {
 	switch {
 	case fromFile != "" && fromFile != "-":
-		f, err := os.Open(fromFile)
-		if err != nil {
-			return nil, errs.Wrap(errs.Usage, err, "read value")
-		}
-		defer f.Close()
-		return vault.ReadValue(f, raw)
+		return vault.ReadValueFile(fromFile, raw)
 	case a.stdinIsTTY():
 		fmt.Fprintf(a.errOut, "Value for %s (input hidden): ", name)
 		data, err := term.ReadPassword(int(a.in.(*os.File).Fd()))
@@ -228,13 +222,7 @@ too (without uses: config.yaml is not there).`,
 		}
 		cfg, _ := a.config(v.In) // none inside the container, where it is not mounted
 		listed := vault.WithUses(es, cfg)
-		return printTable(out, listed, "no entries (add one: hobbs vault set NAME)", "NAME\tSIZE\tUPDATED\tUSED BY", func(e vault.Listed) string {
-			uses := make([]string, len(e.UsedBy))
-			for i, u := range e.UsedBy {
-				uses[i] = u.String()
-			}
-			return fmt.Sprintf("%s\t%d\t%s\t%s", e.Name, e.Size, e.Updated.Format(time.RFC3339), orDash(strings.Join(uses, "; ")))
-		})
+		return printTable(out, listed, "no entries (add one: hobbs vault set NAME)", vault.ListColumns, vault.Listed.Row)
 	})
 	return cmd
 }
@@ -346,11 +334,7 @@ argument. If interrupted, run the same command again.`,
 		}
 		return out.print(rs, func(w io.Writer) error {
 			for _, r := range rs {
-				if r.Label != "" {
-					fmt.Fprintf(w, "%s  # %s\n", r.Key, r.Label)
-				} else {
-					fmt.Fprintln(w, r.Key)
-				}
+				fmt.Fprintln(w, r)
 			}
 			return nil
 		})

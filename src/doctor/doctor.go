@@ -12,6 +12,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 
@@ -92,6 +93,18 @@ func Run(ctx context.Context, env *Env) []Result {
 		}
 	}
 	return out
+}
+
+// WriteResults prints results for a reader, a line each: status, check and
+// message in columns, and under anything not ok its fix.
+func WriteResults(w io.Writer, rs []Result) error {
+	for _, r := range rs {
+		fmt.Fprintf(w, "%-4s  %-22s %s\n", r.Status, r.Check, r.Message)
+		if r.Fix != "" && r.Status != OK {
+			fmt.Fprintf(w, "      %-22s fix: %s\n", "", r.Fix)
+		}
+	}
+	return nil
 }
 
 // Summary counts results by status and reports whether every failure (at

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -33,5 +34,21 @@ func TestSummary(t *testing.T) {
 	}
 	if _, err := Verdict([]Result{ok, broken}); err == nil || err.Error() != "1 checks failed (1 ok, 0 warnings)" {
 		t.Errorf("failure message: %v", err)
+	}
+}
+
+func TestWriteResults(t *testing.T) {
+	var sb strings.Builder
+	err := WriteResults(&sb, []Result{
+		{Check: "instance.layout", Status: OK, Message: "complete", Fix: "never shown"},
+		{Check: "instance.permissions", Status: Fail, Message: "vault/keys is 0755, must be 0700", Fix: "chmod 0700 vault/keys"},
+		{Check: "engine", Status: Warn, Message: "podman"},
+	})
+	want := "ok    instance.layout        complete\n" +
+		"fail  instance.permissions   vault/keys is 0755, must be 0700\n" +
+		"                             fix: chmod 0700 vault/keys\n" +
+		"warn  engine                 podman\n"
+	if err != nil || sb.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", sb.String(), want)
 	}
 }

@@ -2,6 +2,8 @@ package launcher
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
@@ -19,6 +21,26 @@ type PruneResult struct {
 type KeptImage struct {
 	Image  string `json:"image"`
 	Reason string `json:"reason"`
+}
+
+// WriteSummary prints the result for a reader, a line per image: what was
+// removed (or would be, in a dry run), what the engine kept and why, or
+// that there was nothing to remove.
+func (r *PruneResult) WriteSummary(w io.Writer) error {
+	verb := "removed"
+	if r.DryRun {
+		verb = "would remove"
+	}
+	for _, img := range r.Removed {
+		fmt.Fprintf(w, "%s %s\n", verb, img)
+	}
+	for _, k := range r.Kept {
+		fmt.Fprintf(w, "kept %s: %s\n", k.Image, k.Reason)
+	}
+	if len(r.Removed) == 0 && len(r.Kept) == 0 {
+		fmt.Fprintln(w, "nothing to remove")
+	}
+	return nil
 }
 
 // Prune removes the images Hobbs built (labelled LabelRole) that nothing

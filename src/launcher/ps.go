@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"sort"
 	"strconv"
@@ -181,6 +182,45 @@ func markRunning(in instance.Instance, s SessionInfo) {
 	if s.Owner != "" && s.OwnerAlive {
 		_ = markStopped(in, s.Name, s.Owner)
 	}
+}
+
+// SessionColumns is the header of hobbs ps, the columns of Row.
+const SessionColumns = "NAME\tSTATUS\tCREATED\tWORKSPACE"
+
+// Row is the session's line of hobbs ps, tab-separated: name, status
+// (marked orphan when its hobbs process is gone), creation in local time,
+// workspace ("-" when unknown).
+func (s SessionInfo) Row() string {
+	st := s.Status
+	if s.Orphan() {
+		st += " (orphan)"
+	}
+	created := "-"
+	if !s.Created.IsZero() {
+		created = s.Created.Local().Format(time.DateTime)
+	}
+	ws := s.Workspace
+	if strings.TrimSpace(ws) == "" {
+		ws = "-"
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s", s.Name, st, created, ws)
+}
+
+// LogsArgs is the engine command line that shows session name's output:
+// its agent container's, or with proxy its proxy's; follow keeps
+// following, a tail other than "" shows only that many last lines.
+func LogsArgs(name string, proxy, follow bool, tail string) []string {
+	args := []string{"logs"}
+	if follow {
+		args = append(args, "--follow")
+	}
+	if tail != "" {
+		args = append(args, "--tail", tail)
+	}
+	if proxy {
+		name = ProxyName(name)
+	}
+	return append(args, name)
 }
 
 // FindRunning fails unless list has a session name with containers.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -134,4 +135,21 @@ func (e Entry) When() string {
 		return "at " + e.At
 	}
 	return "every " + e.Every
+}
+
+// StatusColumns is the header of hobbs schedule list, the columns of Row.
+const StatusColumns = "PLAYBOOK\tWHEN\tNEXT RUN\tLAST RUN\tBACKEND"
+
+// Row is the schedule's line of hobbs schedule list, tab-separated:
+// playbook, when it runs, the next run, the last run's outcome and start,
+// the scheduler; "-" for what is not known.
+func (s Status) Row() string {
+	next, last := s.Next, "-"
+	if strings.TrimSpace(next) == "" {
+		next = "-"
+	}
+	if s.LastRun != "" {
+		last = s.LastOutcome + " " + s.LastRun
+	}
+	return strings.Join([]string{s.Playbook, s.When(), next, last, s.Backend}, "\t")
 }

@@ -153,3 +153,18 @@ func TestBinaryIsAbsolute(t *testing.T) {
 		t.Fatalf("%q %v", bin, err)
 	}
 }
+
+func TestStatusRow(t *testing.T) {
+	s := Status{Entry: Entry{Playbook: "report", Backend: "systemd", At: "Mon *-*-* 09:00", Next: "2026-11-23T09:00:00Z"},
+		LastRun: "2026-11-16T09:00:02Z", LastOutcome: task.OK}
+	if got, want := s.Row(), "report\tat Mon *-*-* 09:00\t2026-11-23T09:00:00Z\t"+task.OK+" 2026-11-16T09:00:02Z\tsystemd"; got != want {
+		t.Errorf("ran: %q, want %q", got, want)
+	}
+	s = Status{Entry: Entry{Playbook: "triage", Backend: "cron", Every: "30m"}}
+	if got, want := s.Row(), "triage\tevery 30m\t-\t-\tcron"; got != want {
+		t.Errorf("never ran: %q, want %q", got, want)
+	}
+	if strings.Count(StatusColumns, "\t") != strings.Count(s.Row(), "\t") {
+		t.Errorf("header %q and row %q differ in columns", StatusColumns, s.Row())
+	}
+}

@@ -122,3 +122,35 @@ func TestShow(t *testing.T) {
 		t.Error("an unknown agent was shown")
 	}
 }
+
+func TestShownWriteSummary(t *testing.T) {
+	d := &Definition{Name: "finance", Source: SourceCustom, Path: "/i/agents/custom/finance.md", Description: "Pays bills",
+		Tags: []string{"money", "tax"}, Tools: "Read, Bash"}
+	var sb strings.Builder
+	if err := (Shown{Definition: d, Prompt: "You pay bills.", Operational: "# Learnings\n- Pay early\n"}).WriteSummary(&sb); err != nil {
+		t.Fatal(err)
+	}
+	want := "name:        finance\nsource:      " + SourceCustom + "\nfile:        /i/agents/custom/finance.md\n" +
+		"description: Pays bills\ntags:        money, tax\ntools:       Read, Bash\n\nYou pay bills.\n\n# Learnings\n- Pay early\n"
+	if sb.String() != want {
+		t.Errorf("custom:\n%s\nwant:\n%s", sb.String(), want)
+	}
+	sb.Reset()
+	(Shown{Definition: &Definition{Name: "hobbs", Source: SourceIdentity, Tags: []string{}}}).WriteSummary(&sb)
+	if want := "name:        hobbs\nsource:      " + SourceIdentity + "\ndescription: \ntags:        \n"; sb.String() != want {
+		t.Errorf("bare:\n%q\nwant:\n%q", sb.String(), want)
+	}
+}
+
+func TestDefinitionRow(t *testing.T) {
+	d := &Definition{Name: "finance", Source: SourceCustom, Tags: []string{"money", "tax"}, Description: "Pays bills"}
+	if got, want := d.Row(), "finance\t"+SourceCustom+"\tmoney,tax\tPays bills"; got != want {
+		t.Errorf("tagged: %q, want %q", got, want)
+	}
+	if got, want := (&Definition{Name: "hobbs", Source: SourceIdentity, Tags: []string{}}).Row(), "hobbs\t"+SourceIdentity+"\t-\t"; got != want {
+		t.Errorf("untagged: %q, want %q", got, want)
+	}
+	if strings.Count(ListColumns, "\t") != strings.Count(d.Row(), "\t") {
+		t.Errorf("header %q and row %q differ in columns", ListColumns, d.Row())
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -259,6 +260,41 @@ func (c Catalog) Show(name string) (Shown, error) {
 	}
 	op, err := Operational(c.Instance, d.Name)
 	return Shown{Definition: d, Prompt: d.Prompt, Operational: op}, err
+}
+
+// ListColumns is the header of hobbs agent list, the columns of Row.
+const ListColumns = "NAME\tSOURCE\tTAGS\tDESCRIPTION"
+
+// Row is the agent's line of hobbs agent list, tab-separated: name,
+// source, memory tags ("-" for none), description.
+func (d *Definition) Row() string {
+	tags := strings.Join(d.Tags, ",")
+	if strings.TrimSpace(tags) == "" {
+		tags = "-"
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s", d.Name, d.Source, tags, d.Description)
+}
+
+// WriteSummary prints the agent for a reader, as hobbs agent show does:
+// name, source, file (a custom agent's), description, tags, tools (when
+// set), then its prompt and its operational learnings.
+func (v Shown) WriteSummary(w io.Writer) error {
+	d := v.Definition
+	fmt.Fprintf(w, "name:        %s\nsource:      %s\n", d.Name, d.Source)
+	if d.Path != "" {
+		fmt.Fprintf(w, "file:        %s\n", d.Path)
+	}
+	fmt.Fprintf(w, "description: %s\ntags:        %s\n", d.Description, strings.Join(d.Tags, ", "))
+	if d.Tools != "" {
+		fmt.Fprintf(w, "tools:       %s\n", d.Tools)
+	}
+	if v.Prompt != "" {
+		fmt.Fprintf(w, "\n%s\n", v.Prompt)
+	}
+	if v.Operational != "" {
+		fmt.Fprintf(w, "\n%s", v.Operational)
+	}
+	return nil
 }
 
 // NewOptions configures New.

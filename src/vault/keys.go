@@ -152,6 +152,15 @@ type Recipient struct {
 	Label string `json:"label,omitempty"`
 }
 
+// String is the recipient as hobbs vault recipients list prints it: the
+// key, then "  # label" when it has one.
+func (r Recipient) String() string {
+	if r.Label == "" {
+		return r.Key
+	}
+	return r.Key + "  # " + r.Label
+}
+
 // RecipientsHeader opens every recipients.txt Hobbs writes. It is separated
 // from the first key by a blank line, so it is not that key's label.
 const recipientsHeader = `# Public keys every vault entry is encrypted to, one per line. A "#" line

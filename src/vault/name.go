@@ -3,6 +3,7 @@ package vault
 import (
 	"bytes"
 	"io"
+	"os"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
@@ -45,6 +46,18 @@ func CheckName(name string) error {
 	}
 	return errs.Usagef("invalid vault entry name %q: use %s", shown, NameRule).
 		WithHint("a name is a label, never a path: e.g. github-token, smtp.password")
+}
+
+// ReadValueFile is ReadValue of the file at path, a file of the user's
+// named on the command line (vault set --from-file): one that cannot be
+// opened is a usage error.
+func ReadValueFile(path string, raw bool) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errs.Wrap(errs.Usage, err, "read value")
+	}
+	defer f.Close()
+	return ReadValue(f, raw)
 }
 
 // ReadValue reads a value to store from r: at most a little more than

@@ -878,3 +878,21 @@ func WithUses(es []Entry, cfg *config.Config) []Listed {
 	}
 	return out
 }
+
+// ListColumns is the header of hobbs vault list, the columns of Row.
+const ListColumns = "NAME\tSIZE\tUPDATED\tUSED BY"
+
+// Row is the entry's line of hobbs vault list, tab-separated: name, size
+// of the encrypted file, when the value was last set (RFC 3339), and the
+// variables using it ("; " between them, "-" for none). Never the value.
+func (l Listed) Row() string {
+	uses := make([]string, len(l.UsedBy))
+	for i, u := range l.UsedBy {
+		uses[i] = u.String()
+	}
+	used := strings.Join(uses, "; ")
+	if used == "" {
+		used = "-"
+	}
+	return fmt.Sprintf("%s\t%d\t%s\t%s", l.Name, l.Size, l.Updated.Format(time.RFC3339), used)
+}

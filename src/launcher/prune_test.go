@@ -1,0 +1,23 @@
+package launcher
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPruneResultWriteSummary(t *testing.T) {
+	for _, c := range []struct {
+		res  PruneResult
+		want string
+	}{
+		{PruneResult{Removed: []string{"hobbs:old", "sha256:bbb"}, Kept: []KeptImage{{"hobbs:used", "container 4f2a is using it"}}},
+			"removed hobbs:old\nremoved sha256:bbb\nkept hobbs:used: container 4f2a is using it\n"},
+		{PruneResult{Removed: []string{"hobbs:old"}, DryRun: true}, "would remove hobbs:old\n"},
+		{PruneResult{Removed: []string{}}, "nothing to remove\n"},
+	} {
+		var sb strings.Builder
+		if err := c.res.WriteSummary(&sb); err != nil || sb.String() != c.want {
+			t.Errorf("%+v: %q %v, want %q", c.res, sb.String(), err, c.want)
+		}
+	}
+}
