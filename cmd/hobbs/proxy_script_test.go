@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 //	targethits NAME N      assert the target NAME served exactly N requests
 //	freeport NAME          set $NAME to a free TCP port on 127.0.0.1
 //	waitproxy ADDR [SECS]  wait until the proxy at ADDR answers its health check
+//	waitgrep FILE RE [SECS]  wait until FILE has a line matching RE (a proxy's log)
 //	pause DURATION         sleep
 
 // pause DURATION: sleep (e.g. 1500ms), for reload scenarios.
@@ -35,6 +37,32 @@ func cmdPause(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d)
+}
+
+// waitgrep FILE REGEXP [SECONDS]: wait until FILE (e.g. the stderr of a
+// background proxy, redirected) has a line matching REGEXP (default 10 s, a
+// safety net: it returns as soon as the line is there).
+func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: waitgrep FILE REGEXP [SECONDS]")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	limit := 10 * time.Second
+	if len(args) > 2 {
+		s, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		limit = time.Duration(s) * time.Second
+	}
+	for deadline := time.Now().Add(limit); ; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(ts.MkAbs(args[0]))
+		if re.Match(b) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s has no line matching %q after %v:\n%s", args[0], args[1], limit, b)
+		}
+	}
 }
 
 type scriptTarget struct{ hits atomic.Int64 }
