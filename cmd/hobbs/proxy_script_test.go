@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 )
 
 // Script commands for the proxy scenarios:
@@ -112,14 +113,36 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: freeport NAME")
 	}
-	ts.Setenv(args[0], strconv.Itoa(freePort(ts)))
+	port, release := freePort(ts)
+	ts.Defer(release)
+	ts.Setenv(args[0], strconv.Itoa(port))
 }
 
-func freePort(ts interface{ Check(error) }) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// freePort reserves a free TCP port on 127.0.0.1 until release: a socket
+// bound to it, not listening. A port merely found free (listen, close) can
+// be handed by the kernel to any other program on the machine before the
+// scenario's proxy listens on it (seen: a health probe of a scenario
+// reaching an egress test's target). The kernel gives no program asking for
+// a free port one that is bound; a program that listens on it with
+// SO_REUSEADDR, as Go's net.Listen and so hobbs proxy do, takes it all the
+// same; until then a connection to it is refused, as to a free port.
+func freePort(ts interface{ Check(error) }) (port int, release func()) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	ts.Check(err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	release = func() { unix.Close(fd) }
+	err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err == nil {
+		err = unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}})
+	}
+	var sa unix.Sockaddr
+	if err == nil {
+		sa, err = unix.Getsockname(fd)
+	}
+	if err != nil {
+		release()
+		ts.Check(err)
+	}
+	return sa.(*unix.SockaddrInet4).Port, release
 }
 
 func cmdWaitProxy(ts *testscript.TestScript, neg bool, args []string) {
@@ -172,7 +195,9 @@ func TestProxySIGTERMDrains(t *testing.T) {
 	})}).Serve(ln)
 	pol := filepath.Join(dir, "p.yaml")
 	os.WriteFile(pol, []byte(fmt.Sprintf("domains: [\"localhost:%d\"]\nallow_private: [127.0.0.0/8, \"::1/128\"]\n", tport)), 0o644)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(checker{t}))
+	port, release := freePort(checker{t})
+	defer release()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	var stderr strings.Builder
 	cmd := exec.Command(bin, "proxy", "--listen", addr, "--policy", pol, "--audit", filepath.Join(dir, "audit.log"))
 	cmd.Stderr = &stderr
