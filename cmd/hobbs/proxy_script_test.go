@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 )
 
 // Script commands for the proxy scenarios:
@@ -25,6 +27,7 @@ import (
 //	targethits NAME N      assert the target NAME served exactly N requests
 //	freeport NAME          set $NAME to a free TCP port on 127.0.0.1
 //	waitproxy ADDR [SECS]  wait until the proxy at ADDR answers its health check
+//	waitgrep FILE RE [SECS]  wait until FILE has a line matching RE (a proxy's log)
 //	pause DURATION         sleep
 
 // pause DURATION: sleep (e.g. 1500ms), for reload scenarios.
@@ -35,6 +38,32 @@ func cmdPause(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d)
+}
+
+// waitgrep FILE REGEXP [SECONDS]: wait until FILE (e.g. the stderr of a
+// background proxy, redirected) has a line matching REGEXP (default 10 s, a
+// safety net: it returns as soon as the line is there).
+func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: waitgrep FILE REGEXP [SECONDS]")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	limit := 10 * time.Second
+	if len(args) > 2 {
+		s, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		limit = time.Duration(s) * time.Second
+	}
+	for deadline := time.Now().Add(limit); ; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(ts.MkAbs(args[0]))
+		if re.Match(b) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s has no line matching %q after %v:\n%s", args[0], args[1], limit, b)
+		}
+	}
 }
 
 type scriptTarget struct{ hits atomic.Int64 }
@@ -84,14 +113,36 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: freeport NAME")
 	}
-	ts.Setenv(args[0], strconv.Itoa(freePort(ts)))
+	port, release := freePort(ts)
+	ts.Defer(release)
+	ts.Setenv(args[0], strconv.Itoa(port))
 }
 
-func freePort(ts interface{ Check(error) }) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// freePort reserves a free TCP port on 127.0.0.1 until release: a socket
+// bound to it, not listening. A port merely found free (listen, close) can
+// be handed by the kernel to any other program on the machine before the
+// scenario's proxy listens on it (seen: a health probe of a scenario
+// reaching an egress test's target). The kernel gives no program asking for
+// a free port one that is bound; a program that listens on it with
+// SO_REUSEADDR, as Go's net.Listen and so hobbs proxy do, takes it all the
+// same; until then a connection to it is refused, as to a free port.
+func freePort(ts interface{ Check(error) }) (port int, release func()) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	ts.Check(err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	release = func() { unix.Close(fd) }
+	err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err == nil {
+		err = unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}})
+	}
+	var sa unix.Sockaddr
+	if err == nil {
+		sa, err = unix.Getsockname(fd)
+	}
+	if err != nil {
+		release()
+		ts.Check(err)
+	}
+	return sa.(*unix.SockaddrInet4).Port, release
 }
 
 func cmdWaitProxy(ts *testscript.TestScript, neg bool, args []string) {
@@ -144,7 +195,9 @@ func TestProxySIGTERMDrains(t *testing.T) {
 	})}).Serve(ln)
 	pol := filepath.Join(dir, "p.yaml")
 	os.WriteFile(pol, []byte(fmt.Sprintf("domains: [\"localhost:%d\"]\nallow_private: [127.0.0.0/8, \"::1/128\"]\n", tport)), 0o644)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(checker{t}))
+	port, release := freePort(checker{t})
+	defer release()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	var stderr strings.Builder
 	cmd := exec.Command(bin, "proxy", "--listen", addr, "--policy", pol, "--audit", filepath.Join(dir, "audit.log"))
 	cmd.Stderr = &stderr

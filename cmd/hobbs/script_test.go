@@ -92,6 +92,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"targethits": cmdTargetHits,
 	"freeport":   cmdFreePort,
 	"waitproxy":  cmdWaitProxy,
+	"waitgrep":   cmdWaitGrep,
 	"pause":      cmdPause,
 	// termsafe_test.go
 	"unescape": cmdUnescape,

@@ -3,7 +3,6 @@ package launcher
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,19 +47,14 @@ func TestBuildRuntimeOffline(t *testing.T) {
 	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "DOCKER_HOST"} {
 		t.Setenv(v, "")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	l.Close()
+	closed := refusedAddr(t)
 	saved := onlineHosts
 	t.Cleanup(func() { onlineHosts = saved })
 	onlineHosts = []string{closed}
 
 	e, calls := scriptEngine(t, "exit 0")
 	start := time.Now()
-	_, err = BuildRuntime(context.Background(), BuildOptions{Engine: e, Base: "hobbs-runtime:latest", Progress: os.Stderr})
+	_, err := BuildRuntime(context.Background(), BuildOptions{Engine: e, Base: "hobbs-runtime:latest", Progress: os.Stderr})
 	if err == nil {
 		t.Fatal("built without the internet")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"golang.org/x/sys/unix"
 )
 
 // withRelease makes this test binary a build of version published under
@@ -210,12 +212,7 @@ func TestEnsurePublishedUnreachable(t *testing.T) {
 	t.Cleanup(func() { registryTimeout = saved })
 	registryTimeout = 500 * time.Millisecond
 
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := closed.Addr().String()
-	closed.Close()
+	refused := refusedAddr(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts (the kernel's backlog), never answers
 	if err != nil {
 		t.Fatal(err)
@@ -264,4 +261,26 @@ func TestPullErrors(t *testing.T) {
 			t.Errorf("pull saying %q: %v (hint %q)", c.says, err, errs.Hint(err))
 		}
 	}
+}
+
+// refusedAddr is an address on 127.0.0.1 that refuses connections until the
+// test ends: a port held by a socket that is bound and does not listen. (A
+// port found free and closed again can be given to another program on the
+// machine, which would then answer in its place; the kernel gives no program
+// asking for a free port one that is bound.)
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
 }
