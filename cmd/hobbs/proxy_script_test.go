@@ -198,7 +198,7 @@ func TestProxySIGTERMDrains(t *testing.T) {
 	port, release := freePort(checker{t})
 	defer release()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	var stderr strings.Builder
+	var stderr lockedBuffer
 	cmd := exec.Command(bin, "proxy", "--listen", addr, "--policy", pol, "--audit", filepath.Join(dir, "audit.log"))
 	cmd.Stderr = &stderr
 	cmd.Env = append(os.Environ(), "HOBBS_HOME="+filepath.Join(dir, "hobbs"))
@@ -223,8 +223,14 @@ func TestProxySIGTERMDrains(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	// The open tunnel still works while the proxy drains.
+	// The open tunnel still works while the proxy drains: once it says so
+	// (the bound is a safety net), not after a pause it may not have used.
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "shutting down: draining"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("proxy not draining after SIGTERM\n%s", stderr.String())
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	resp := make([]byte, 4096)
 	n, _ := c.Read(resp)
@@ -245,6 +251,24 @@ func TestProxySIGTERMDrains(t *testing.T) {
 	if !strings.Contains(stderr.String(), "listening on "+addr) || !strings.Contains(stderr.String(), "stopped") {
 		t.Fatalf("stderr:\n%s", stderr.String())
 	}
+}
+
+// lockedBuffer is a process's output, read while the process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type checker struct{ t *testing.T }

@@ -141,8 +141,10 @@ func cmdPtyRun(ts *testscript.TestScript, neg bool, args []string) {
 			if strings.HasSuffix(strings.TrimRight(transcript.String(), "\x1b[FK"), ": ") && len(answers) > 0 && answers[0] != "" {
 				// Type only once the program has turned echo off, as a
 				// person would after reading the prompt; if it never does,
-				// the echoed answer shows in the transcript.
-				for i := 0; i < 400; i++ {
+				// the echoed answer shows in the transcript. (The bound is
+				// a safety net: every prompt here turns echo off, and a
+				// loaded machine can take a while between the two.)
+				for i := 0; i < 2000; i++ {
 					t, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 					if err != nil || t.Lflag&unix.ECHO == 0 {
 						break
