@@ -117,7 +117,12 @@ func RelayListener(listen string, fd int) (net.Listener, error) {
 	var ln net.Listener
 	var err error
 	if fd > 0 {
-		ln, err = net.FileListener(os.NewFile(uintptr(fd), "relay"))
+		// FileListener works on a duplicate: the descriptor itself is
+		// closed here, now, rather than by the file's finalizer at a time
+		// when its number may belong to another socket.
+		f := os.NewFile(uintptr(fd), "relay")
+		ln, err = net.FileListener(f)
+		f.Close()
 	} else {
 		ln, err = net.Listen("tcp", listen)
 	}

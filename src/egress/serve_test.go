@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,7 +126,13 @@ func TestRelayListenerAndDetach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	inherited, err := RelayListener("", int(f.Fd()))
+	// RelayListener takes over the descriptor it is given: a duplicate,
+	// as a process inherits one.
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inherited, err := RelayListener("", fd)
 	if err != nil || inherited.Addr().String() != ln.Addr().String() {
 		t.Fatalf("inherited: %v %v", inherited, err)
 	}
