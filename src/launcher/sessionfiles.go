@@ -34,7 +34,7 @@ const (
 	SessionSecretsFile = SessionDir + "/secrets"      // the proxy's: session CA with its key, bound secrets
 	SessionCAFile      = SessionDir + "/ca.pem"       // the agent's: the session CA's certificate
 	SessionUpstreamCA  = SessionDir + "/upstream.pem" // the proxy's: extra roots (EnvTestUpstreamCA)
-	SessionPolicyFile  = SessionDir + "/policy.yaml"  // the proxy's: a headless run's policy (Session.ProxyPolicy)
+	SessionPolicyFile  = SessionDir + "/policy.yaml"  // the proxy's: a headless run's own policy (Plan.Egress.Policy)
 )
 
 // EnvTestUpstreamCA names a PEM file of roots the proxy trusts, besides the
