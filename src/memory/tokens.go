@@ -1,0 +1,133 @@
+package memory
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The words recall ranks by: runs of letters and digits, case-folded and
+// lower-cased, an apostrophe inside a word kept ("don't", "caroline's"),
+// stop words dropped, English words stemmed (Stem). A word longer than
+// maxTokenBytes is cut there.
+const maxTokenBytes = 64
+
+// tokenizer turns text into terms, caching the stem of each word it meets
+// (a build stems each distinct word once).
+type tokenizer struct {
+	stems map[string]string // word -> stem; "" for a stop word
+	buf   []byte
+}
+
+func newTokenizer() *tokenizer { return &tokenizer{stems: map[string]string{}} }
+
+// term returns the term of the lower-case word w, "" for a stop word.
+func (tk *tokenizer) term(w []byte) string {
+	if s, ok := tk.stems[string(w)]; ok {
+		return s
+	}
+	word := string(w)
+	s := ""
+	if !isStopWord(word) {
+		// An apostrophe Stem keeps ("o'neil") is dropped: the term is
+		// the same however the word was quoted.
+		s = strings.ReplaceAll(Stem(word), "'", "")
+	}
+	tk.stems[word] = s
+	return s
+}
+
+// words calls fn with every lower-cased word of text (stop words included),
+// in order.
+func (tk *tokenizer) words(text []byte, fn func(w []byte)) {
+	b := tk.buf[:0]
+	flush := func() {
+		for len(b) > 0 && b[len(b)-1] == '\'' {
+			b = b[:len(b)-1]
+		}
+		if len(b) > 0 {
+			fn(b)
+		}
+		b = b[:0]
+	}
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			i++
+			switch {
+			case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+			case 'A' <= c && c <= 'Z':
+				c += 'a' - 'A'
+			case c == '\'' && len(b) > 0:
+			default:
+				flush()
+				continue
+			}
+			if len(b) < maxTokenBytes {
+				b = append(b, c)
+			}
+			continue
+		}
+		r, size := utf8.DecodeRune(text[i:])
+		i += size
+		switch {
+		case r == '’' && len(b) > 0:
+			r = '\''
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
+			r = unicode.ToLower(foldRune(r))
+		default:
+			flush()
+			continue
+		}
+		if len(b)+utf8.RuneLen(r) <= maxTokenBytes {
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	flush()
+	tk.buf = b
+}
+
+// terms calls fn with every term of text, in order.
+func (tk *tokenizer) terms(text []byte, fn func(term string)) {
+	tk.words(text, func(w []byte) {
+		if t := tk.term(w); t != "" {
+			fn(t)
+		}
+	})
+}
+
+// Terms returns the terms recall ranks text by, in order (see tokenizer).
+func Terms(text string) []string {
+	var out []string
+	newTokenizer().terms([]byte(text), func(t string) { out = append(out, t) })
+	return out
+}
+
+// isStopWord reports whether w (lower-case) is an English stop word: the
+// Snowball project's English list, which question words ("what", "when",
+// "did") are part of.
+func isStopWord(w string) bool {
+	_, ok := stopWords[strings.ReplaceAll(w, "’", "'")]
+	return ok
+}
+
+// IsStopWord reports whether w, lower-cased, is one of the stop words recall
+// leaves out.
+func IsStopWord(w string) bool { return isStopWord(strings.ToLower(w)) }
+
+var stopWords = func() map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, w := range strings.Fields(`i me my myself we our ours ourselves you your yours yourself yourselves
+		he him his himself she her hers herself it its itself they them their theirs themselves what which who
+		whom this that these those am is are was were be been being have has had having do does did doing would
+		should could ought i'm you're he's she's it's we're they're i've you've we've they've i'd you'd he'd
+		she'd we'd they'd i'll you'll he'll she'll we'll they'll isn't aren't wasn't weren't hasn't haven't
+		hadn't doesn't don't didn't won't wouldn't shan't shouldn't can't cannot couldn't mustn't let's that's
+		who's what's here's there's when's where's why's how's a an the and but if or because as until while of
+		at by for with about against between into through during before after above below to from up down in
+		out on off over under again further then once here there when where why how all any both each few more
+		most other some such no nor not only own same so than too very`) {
+		m[w] = struct{}{}
+	}
+	return m
+}()
