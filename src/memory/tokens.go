@@ -2,6 +2,7 @@ package memory
 
 import (
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -12,30 +13,51 @@ import (
 // maxTokenBytes is cut there.
 const maxTokenBytes = 64
 
-// tokenizer turns text into terms, caching the stem of each word it meets
-// (a build stems each distinct word once).
+// tokenizer turns text into terms. It keeps what it learnt of each word
+// it met (a build stems each distinct word once per tokenizer), by the
+// word's 64-bit hash: two words with the same hash would share a term,
+// which only changes a ranking and is far less likely than one in a
+// billion.
 type tokenizer struct {
-	stems map[string]string // word -> stem; "" for a stop word
+	known map[uint64]int32 // word hash -> index in infos
+	infos []wordInfo
 	buf   []byte
+	all   []termCount // analyse's scratch
 }
 
-func newTokenizer() *tokenizer { return &tokenizer{stems: map[string]string{}} }
+// wordInfo is what a word means to recall.
+type wordInfo struct {
+	term  string // "" for a stop word
+	key   uint64 // termKey(term)
+	month time.Month
+	year  int
+	time  bool // a time expression (timeWord)
+}
 
-// term returns the term of the lower-case word w, "" for a stop word.
-func (tk *tokenizer) term(w []byte) string {
-	if s, ok := tk.stems[string(w)]; ok {
-		return s
+func newTokenizer() *tokenizer { return &tokenizer{known: map[uint64]int32{}} }
+
+// info returns what the lower-case word w means.
+func (tk *tokenizer) info(w []byte) wordInfo {
+	h := termKey(w)
+	if i, ok := tk.known[h]; ok {
+		return tk.infos[i]
 	}
 	word := string(w)
-	s := ""
+	var wi wordInfo
 	if !isStopWord(word) {
 		// An apostrophe Stem keeps ("o'neil") is dropped: the term is
 		// the same however the word was quoted.
-		s = strings.ReplaceAll(Stem(word), "'", "")
+		wi.term = strings.ReplaceAll(Stem(word), "'", "")
+		wi.key = termKey(wi.term)
 	}
-	tk.stems[word] = s
-	return s
+	wi.month, wi.year, wi.time = timeWord(w)
+	tk.known[h] = int32(len(tk.infos))
+	tk.infos = append(tk.infos, wi)
+	return wi
 }
+
+// term returns the term of the lower-case word w, "" for a stop word.
+func (tk *tokenizer) term(w []byte) string { return tk.info(w).term }
 
 // words calls fn with every lower-cased word of text (stop words included),
 // in order.
