@@ -435,6 +435,7 @@ var monthNames = map[string]time.Month{"january": 1, "february": 2, "march": 3, 
 
 var timeWords = map[string]struct{}{
 	"monday": {}, "tuesday": {}, "wednesday": {}, "thursday": {}, "friday": {}, "saturday": {}, "sunday": {},
+	"mondays": {}, "tuesdays": {}, "wednesdays": {}, "thursdays": {}, "fridays": {}, "saturdays": {}, "sundays": {},
 	"yesterday": {}, "today": {}, "tonight": {}, "tomorrow": {}, "ago": {}, "weekend": {}, "weekends": {},
 	"week": {}, "weeks": {}, "month": {}, "months": {}, "year": {}, "years": {}, "recently": {},
 }

@@ -14,9 +14,9 @@
 // tokenizer splits it, on apostrophes; pieces of one letter left out). The
 // turns named in the question's evidence are scored: recall@5 and @10
 // (share of the evidence in the first 5 and 10), MRR@10 (1 / rank of the
-// first evidence turn) and milliseconds per query, each query a process of
-// its own for both (hobbs recall --json, sqlite3 -batch), taking turns at
-// going first.
+// first evidence turn) and milliseconds per query, wall and CPU, each query
+// a process of its own for both (hobbs recall --json, sqlite3 -batch),
+// taking turns at going first.
 //
 // The data is read where it is: it is licensed for non-commercial research
 // and never copied into the repository.
@@ -64,11 +64,11 @@ type question struct {
 type score struct {
 	r5, r10, mrr float64
 	n            int
-	dur          time.Duration
+	dur, cpu     time.Duration
 	byCat        map[int]*[2]float64 // recall@5 sum, count
 }
 
-func (s *score) add(q question, ranked []string, d time.Duration) {
+func (s *score) add(q question, ranked []string, d, cpu time.Duration) {
 	h5, h10, rr := 0, 0, 0.0
 	for k, id := range ranked {
 		if k == 10 {
@@ -90,6 +90,7 @@ func (s *score) add(q question, ranked []string, d time.Duration) {
 	s.mrr += rr
 	s.n++
 	s.dur += d
+	s.cpu += cpu
 	if s.byCat == nil {
 		s.byCat = map[int]*[2]float64{}
 	}
@@ -102,9 +103,10 @@ func (s *score) add(q question, ranked []string, d time.Duration) {
 	c[1]++
 }
 
-func (s *score) metrics() [4]float64 {
+func (s *score) metrics() [5]float64 {
 	n := float64(s.n)
-	return [4]float64{s.r5 / n, s.r10 / n, s.mrr / n, float64(s.dur.Microseconds()) / 1000 / n}
+	return [5]float64{s.r5 / n, s.r10 / n, s.mrr / n, float64(s.dur.Microseconds()) / 1000 / n,
+		float64(s.cpu.Microseconds()) / 1000 / n}
 }
 
 var evidenceRe = regexp.MustCompile(`D:?(\d+):(\d+)`)
@@ -163,7 +165,7 @@ func main() {
 	// build each index once (the first recall does).
 	time.Sleep(memory.RacyWindow + 100*time.Millisecond)
 	for c := range samples {
-		if _, _, err := recall(*hobbs, filepath.Join(dir, fmt.Sprintf("conv%d", c)), "warm up"); err != nil {
+		if _, _, _, err := recall(*hobbs, filepath.Join(dir, fmt.Sprintf("conv%d", c)), "warm up"); err != nil {
 			fail("%v", err)
 		}
 	}
@@ -171,18 +173,18 @@ func main() {
 	for i, q := range qs {
 		home := filepath.Join(dir, fmt.Sprintf("conv%d", q.conv))
 		runH := func() {
-			ids, d, err := recall(*hobbs, home, q.text)
+			ids, d, cpu, err := recall(*hobbs, home, q.text)
 			if err != nil {
 				fail("%v", err)
 			}
-			h.add(q, ids, d)
+			h.add(q, ids, d, cpu)
 		}
 		runF := func() {
-			ids, d, err := fts(*sqlite, filepath.Join(home, "fts.db"), q.text)
+			ids, d, cpu, err := fts(*sqlite, filepath.Join(home, "fts.db"), q.text)
 			if err != nil {
 				fail("%v", err)
 			}
-			f.add(q, ids, d)
+			f.add(q, ids, d, cpu)
 		}
 		if i%2 == 0 {
 			runH()
@@ -195,10 +197,10 @@ func main() {
 	hm, fm := h.metrics(), f.metrics()
 	fmt.Printf("recall bench: LoCoMo %s: %d conversations, %d memories, %d questions of categories 1-4 (%d without evidence left out)\n",
 		filepath.Base(*data), len(samples), memories, len(qs), skipped)
-	fmt.Printf("  %-14s %9s %10s %8s %10s\n", "", "recall@5", "recall@10", "MRR@10", "ms/query")
-	fmt.Printf("  %-14s %9.3f %10.3f %8.3f %10.1f\n", "hobbs recall", hm[0], hm[1], hm[2], hm[3])
-	fmt.Printf("  %-14s %9.3f %10.3f %8.3f %10.1f\n", "FTS5 bm25()", fm[0], fm[1], fm[2], fm[3])
-	fmt.Printf("  %-14s %9.2f %10.2f %8.2f %10.2f\n", "ratio", hm[0]/fm[0], hm[1]/fm[1], hm[2]/fm[2], hm[3]/fm[3])
+	fmt.Printf("  %-14s %9s %10s %8s %10s %14s\n", "", "recall@5", "recall@10", "MRR@10", "ms/query", "CPU ms/query")
+	fmt.Printf("  %-14s %9.3f %10.3f %8.3f %10.1f %14.1f\n", "hobbs recall", hm[0], hm[1], hm[2], hm[3], hm[4])
+	fmt.Printf("  %-14s %9.3f %10.3f %8.3f %10.1f %14.1f\n", "FTS5 bm25()", fm[0], fm[1], fm[2], fm[3], fm[4])
+	fmt.Printf("  %-14s %9.2f %10.2f %8.2f %10.2f %14.2f\n", "ratio", hm[0]/fm[0], hm[1]/fm[1], hm[2]/fm[2], hm[3]/fm[3], hm[4]/fm[4])
 	var cats []int
 	for c := range h.byCat {
 		cats = append(cats, c)
@@ -271,27 +273,38 @@ func writeConversation(hobbs, sqlite, home string, s sample) (int, error) {
 
 func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// recall asks hobbs; it returns the dia ids found, best first.
-func recall(hobbs, home, q string) ([]string, time.Duration, error) {
-	cmd := exec.Command(hobbs, "memory", "recall", "--json", "--limit", "10", q)
-	cmd.Env = append(os.Environ(), "HOBBS_HOME="+home)
+// run runs cmd and returns its output, wall time and CPU time (user and
+// system: on a busy machine the wall time measures the other processes
+// too, the CPU time much less).
+func run(cmd *exec.Cmd) ([]byte, time.Duration, time.Duration, error) {
 	start := time.Now()
 	out, err := cmd.Output()
 	d := time.Since(start)
 	if err != nil {
-		return nil, 0, fmt.Errorf("hobbs memory recall %q: %v", q, err)
+		return nil, 0, 0, err
+	}
+	return out, d, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// recall asks hobbs; it returns the dia ids found, best first.
+func recall(hobbs, home, q string) ([]string, time.Duration, time.Duration, error) {
+	cmd := exec.Command(hobbs, "memory", "recall", "--json", "--limit", "10", q)
+	cmd.Env = append(os.Environ(), "HOBBS_HOME="+home)
+	out, d, cpu, err := run(cmd)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("hobbs memory recall %q: %v", q, err)
 	}
 	var list []struct {
 		ID string `json:"id"`
 	}
 	if err := json.Unmarshal(out, &list); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	ids := make([]string, len(list))
 	for i, m := range list {
 		ids[i] = strings.Replace(m.ID, "_", ":", 1)
 	}
-	return ids, d, nil
+	return ids, d, cpu, nil
 }
 
 // ftsQuery is the question's words minus the stop words, OR-ed.
@@ -313,18 +326,15 @@ func ftsQuery(q string) string {
 }
 
 // fts asks FTS5; it returns the dia ids found, best first.
-func fts(sqlite, db, q string) ([]string, time.Duration, error) {
+func fts(sqlite, db, q string) ([]string, time.Duration, time.Duration, error) {
 	m := ftsQuery(q)
 	if m == "" {
-		return nil, 0, nil
+		return nil, 0, 0, nil
 	}
 	stmt := "SELECT id FROM t WHERE t MATCH " + sqlQuote(m) + " ORDER BY bm25(t) LIMIT 10;"
-	cmd := exec.Command(sqlite, "-batch", db, stmt)
-	start := time.Now()
-	out, err := cmd.Output()
-	d := time.Since(start)
+	out, d, cpu, err := run(exec.Command(sqlite, "-batch", db, stmt))
 	if err != nil {
-		return nil, 0, fmt.Errorf("sqlite3 %q: %v", stmt, err)
+		return nil, 0, 0, fmt.Errorf("sqlite3 %q: %v", stmt, err)
 	}
-	return strings.Fields(string(out)), d, nil
+	return strings.Fields(string(out)), d, cpu, nil
 }
