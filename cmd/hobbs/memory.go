@@ -14,7 +14,7 @@ import (
 func newMemoryCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
-		Short: "Keep long-term memory: add, reinforce, supersede, search, load into context",
+		Short: "Keep long-term memory: add, reinforce, supersede, search, recall, load into context",
 		Long: `Memories are Markdown files with YAML frontmatter in the instance's
 memory/active/ (loaded into every session) and memory/archive/ (searchable).
 Every change is atomic, serialised on a lock, appended to memory/history.jsonl
@@ -24,6 +24,7 @@ the vault). A file hobbs cannot parse is reported (path:line: reason) and
 never rewritten. See docs/memory.md.`,
 		Example: `  hobbs memory add "The user prefers short answers" --tag style
   hobbs memory search "short answers" --all
+  hobbs memory recall "how should answers be written?" --all
   hobbs memory context --format hook`,
 	}
 	cmd.AddCommand(memAddCmd(a), memReinforceCmd(a), memSupersedeCmd(a), memTierCmd(a, "archive"),
