@@ -75,12 +75,11 @@ type query struct {
 
 func parseQuery(q string) query {
 	var out query
-	tk := newTokenizer()
 	var words []string
 	seen := map[string]bool{}
-	tk.words([]byte(q), func(w []byte) {
+	newTokenizer().words([]byte(q), func(w []byte) {
 		words = append(words, string(w))
-		if t := tk.term(w); t != "" && !seen[t] {
+		if t := termOf(w); t != "" && !seen[t] {
 			seen[t] = true
 			out.terms = append(out.terms, t)
 			out.keys = append(out.keys, termKey(t))
@@ -428,9 +427,10 @@ func rank(q query, tiers []*tierRank) []candidate {
 
 // count returns the counts of the term with key k in d.
 func (d *docTerms) count(k uint64) (termCount, bool) {
-	i := sort.Search(len(d.terms), func(i int) bool { return d.terms[i].key >= k })
-	if i < len(d.terms) && d.terms[i].key == k {
-		return d.terms[i], true
+	for _, t := range d.terms {
+		if t.key == k {
+			return t, true
+		}
 	}
 	return termCount{}, false
 }

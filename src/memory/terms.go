@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"encoding/binary"
 	"os"
 	"runtime"
@@ -94,7 +93,7 @@ type posting struct {
 }
 
 // docTerms is one document analysed for recall: its info and its terms
-// with their counts, sorted by key.
+// with their counts, each once.
 type docTerms struct {
 	info  docInfo
 	terms []termCount
@@ -119,32 +118,51 @@ func (tk *tokenizer) analyse(body []byte, tags []string, created int64) docTerms
 	all := tk.all[:0] // one per occurrence, merged below
 	tk.words(body, func(w []byte) {
 		wi := tk.info(w)
-		if wi.time && (wi.month == 0 || wi.month != month) && (wi.year == 0 || wi.year != year) {
+		if wi.time && (wi.month == 0 || time.Month(wi.month) != month) && (wi.year == 0 || int(wi.year) != year) {
 			d.info.timeRefs++
 		}
-		if wi.term != "" {
+		if wi.key != 0 {
 			all = append(all, termCount{key: wi.key, tf: 1})
 			d.info.textLen++
 		}
 	})
 	for _, tag := range tags {
 		tk.words([]byte(tag), func(w []byte) {
-			if wi := tk.info(w); wi.term != "" {
+			if wi := tk.info(w); wi.key != 0 {
 				all = append(all, termCount{key: wi.key, tag: 1})
 				d.info.tagLen++
 			}
 		})
 	}
 	tk.all = all
-	slices.SortFunc(all, func(a, b termCount) int { return cmp.Compare(a.key, b.key) })
-	d.terms = make([]termCount, 0, len(all))
+	// Merge the occurrences of each term (a small hash table of positions
+	// in d.terms, reused).
+	size := 16
+	for size < 2*len(all) {
+		size *= 2
+	}
+	if cap(tk.slots) < size {
+		tk.slots = make([]int32, size)
+	}
+	slots := tk.slots[:size]
+	clear(slots)
+	mask := uint64(size - 1)
+	d.terms = make([]termCount, 0, len(all)/2+1)
 	for _, c := range all {
-		if n := len(d.terms); n > 0 && d.terms[n-1].key == c.key {
-			last := &d.terms[n-1]
-			last.tf, last.tag = addSat(last.tf, c.tf), addSat(last.tag, c.tag)
-			continue
+		i := c.key & mask
+		for {
+			s := slots[i]
+			if s == 0 {
+				d.terms = append(d.terms, c)
+				slots[i] = int32(len(d.terms))
+				break
+			}
+			if t := &d.terms[s-1]; t.key == c.key {
+				t.tf, t.tag = addSat(t.tf, c.tf), addSat(t.tag, c.tag)
+				break
+			}
+			i = (i + 1) & mask
 		}
-		d.terms = append(d.terms, c)
 	}
 	return d
 }

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -19,45 +18,88 @@ const maxTokenBytes = 64
 // which only changes a ranking and is far less likely than one in a
 // billion.
 type tokenizer struct {
-	known map[uint64]int32 // word hash -> index in infos
-	infos []wordInfo
+	known []knownWord // open addressing by word hash, linear probing; len a power of two
+	n     int         // words in known
 	buf   []byte
 	all   []termCount // analyse's scratch
+	slots []int32     // analyse's scratch
 }
 
-// wordInfo is what a word means to recall.
+type knownWord struct {
+	h  uint64 // termKey of the word; 0: empty
+	wi wordInfo
+}
+
+// wordInfo is what a word means to recall (small: a build looks one up for
+// every word it reads).
 type wordInfo struct {
-	term  string // "" for a stop word
-	key   uint64 // termKey(term)
-	month time.Month
-	year  int
-	time  bool // a time expression (timeWord)
+	key   uint64 // termKey of the word's term; 0 for a stop word
+	year  int16  // a year (timeWord)
+	month uint8  // a month (timeWord)
+	time  bool   // a time expression (timeWord)
 }
 
-func newTokenizer() *tokenizer { return &tokenizer{known: map[uint64]int32{}} }
+func newTokenizer() *tokenizer { return &tokenizer{known: make([]knownWord, 1024)} }
 
 // info returns what the lower-case word w means.
 func (tk *tokenizer) info(w []byte) wordInfo {
 	h := termKey(w)
-	if i, ok := tk.known[h]; ok {
-		return tk.infos[i]
+	if h == 0 {
+		return learn(w)
 	}
-	word := string(w)
+	mask := uint64(len(tk.known) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch tk.known[i].h {
+		case h:
+			return tk.known[i].wi
+		case 0:
+			wi := learn(w)
+			tk.known[i] = knownWord{h, wi}
+			if tk.n++; 2*tk.n > len(tk.known) {
+				tk.grow()
+			}
+			return wi
+		}
+	}
+}
+
+func (tk *tokenizer) grow() {
+	old := tk.known
+	tk.known = make([]knownWord, 2*len(old))
+	mask := uint64(len(tk.known) - 1)
+	for _, e := range old {
+		if e.h == 0 {
+			continue
+		}
+		i := e.h & mask
+		for tk.known[i].h != 0 {
+			i = (i + 1) & mask
+		}
+		tk.known[i] = e
+	}
+}
+
+// learn works out what the lower-case word w means.
+func learn(w []byte) wordInfo {
 	var wi wordInfo
-	if !isStopWord(word) {
-		// An apostrophe Stem keeps ("o'neil") is dropped: the term is
-		// the same however the word was quoted.
-		wi.term = strings.ReplaceAll(Stem(word), "'", "")
-		wi.key = termKey(wi.term)
+	if t := termOf(w); t != "" {
+		wi.key = termKey(t)
 	}
-	wi.month, wi.year, wi.time = timeWord(w)
-	tk.known[h] = int32(len(tk.infos))
-	tk.infos = append(tk.infos, wi)
+	m, y, ok := timeWord(w)
+	wi.month, wi.year, wi.time = uint8(m), int16(y), ok
 	return wi
 }
 
-// term returns the term of the lower-case word w, "" for a stop word.
-func (tk *tokenizer) term(w []byte) string { return tk.info(w).term }
+// termOf returns the term of the lower-case word w: its stem, "" for a
+// stop word. An apostrophe Stem keeps ("o'neil") is dropped: the term is
+// the same however the word was quoted.
+func termOf(w []byte) string {
+	word := string(w)
+	if isStopWord(word) {
+		return ""
+	}
+	return strings.ReplaceAll(Stem(word), "'", "")
+}
 
 // words calls fn with every lower-cased word of text (stop words included),
 // in order.
@@ -109,19 +151,14 @@ func (tk *tokenizer) words(text []byte, fn func(w []byte)) {
 	tk.buf = b
 }
 
-// terms calls fn with every term of text, in order.
-func (tk *tokenizer) terms(text []byte, fn func(term string)) {
-	tk.words(text, func(w []byte) {
-		if t := tk.term(w); t != "" {
-			fn(t)
-		}
-	})
-}
-
 // Terms returns the terms recall ranks text by, in order (see tokenizer).
 func Terms(text string) []string {
 	var out []string
-	newTokenizer().terms([]byte(text), func(t string) { out = append(out, t) })
+	newTokenizer().words([]byte(text), func(w []byte) {
+		if t := termOf(w); t != "" {
+			out = append(out, t)
+		}
+	})
 	return out
 }
 
