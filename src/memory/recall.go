@@ -198,13 +198,11 @@ func (s *Store) recall(q query, opt RecallOptions, limit int, full bool) ([]Reca
 			}
 			continue // or gone since the check
 		}
-		m, err := Parse(data, tr.ix.tier)
-		if err != nil || m.ID != r.ID {
-			continue // changed since the check: the next one sees it
-		}
+		// The record says what the file held when the index was checked
+		// (as search takes it); the text is the file's now.
 		seen[r.ID] = true
-		out = append(out, Recalled{ID: m.ID, Status: m.Status, Tier: tr.ix.tier, Path: p,
-			Score: math.Round(c.score*1000) / 1000, Text: strings.TrimSpace(m.Body)})
+		out = append(out, Recalled{ID: r.ID, Status: r.Status, Tier: tr.ix.tier, Path: p,
+			Score: math.Round(c.score*1000) / 1000, Text: strings.TrimSpace(string(bodyOf(data)))})
 	}
 	return out, damaged, nil
 }
