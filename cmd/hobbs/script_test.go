@@ -97,6 +97,8 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"pause":      cmdPause,
 	// termsafe_test.go
 	"unescape": cmdUnescape,
+	// review_script_test.go
+	"provsession": cmdProvSession,
 }
 
 func TestScripts(t *testing.T) {

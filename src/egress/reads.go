@@ -12,9 +12,10 @@ import (
 // targets (host:port) whose responses the proxy passed to session at or
 // after start (less a second, as DeniedSince): allowed connections and
 // requests with bytes down. It is what the host knows of what a session
-// read, for its provenance (src/provenance); lines it cannot read are
-// skipped.
-func ReadSince(r io.Reader, session string, start time.Time) []string {
+// read, for its provenance (src/provenance); lines it cannot parse are
+// skipped, and a log it cannot read to its end is an error (what the
+// session read is then not known).
+func ReadSince(r io.Reader, session string, start time.Time) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	sc := bufio.NewScanner(r)
@@ -29,5 +30,5 @@ func ReadSince(r io.Reader, session string, start time.Time) []string {
 		out = append(out, l.Subject)
 	}
 	sort.Strings(out)
-	return out
+	return out, sc.Err()
 }

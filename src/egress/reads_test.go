@@ -21,9 +21,23 @@ func TestReadSince(t *testing.T) {
 		`{"time":"2026-11-26T09:00:00Z","session":"s1","event":"egress.allow","subject":"old.example:443","detail":{"bytes_down":7}}`,
 		`not json`,
 	}, "\n")
-	got := strings.Join(ReadSince(strings.NewReader(log), "s1", start), " ")
+	hosts, err := ReadSince(strings.NewReader(log), "s1", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(hosts, " ")
 	if want := "api.anthropic.com:443 news.example:443"; got != want {
 		t.Fatalf("ReadSince = %q, want %q", got, want)
+	}
+}
+
+// A line too long to read ends the reading with an error, never with a
+// shorter list.
+func TestReadSinceTooLongLine(t *testing.T) {
+	log := `{"session":"s1","event":"egress.allow","subject":"` + strings.Repeat("a", 2<<20) + `"}` + "\n" +
+		`{"time":"2026-11-26T10:00:05Z","session":"s1","event":"egress.allow","subject":"news.example:443","detail":{"bytes_down":9}}`
+	if _, err := ReadSince(strings.NewReader(log), "s1", time.Time{}); err == nil {
+		t.Fatal("a 2 MiB line was skipped silently")
 	}
 }
 

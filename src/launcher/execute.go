@@ -14,6 +14,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
@@ -82,7 +83,8 @@ func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
 	defer clearValues(env, bindings)
 	s := &Session{Engine: rt.Engine, Instance: p.instance, Name: p.Session, Image: p.Image, Workspace: p.Workspace,
 		Command: p.Claude.Command, UID: p.uid, GID: p.gid, TTY: p.Agent.TTY, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
-		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress}
+		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress,
+		Provenance: provenance.New(p.instance.FS(), rt.Audit)}
 	if rt.Detached {
 		s.Stdin = nil
 	}

@@ -500,7 +500,7 @@ func (p *Plan) proxy(h Host) Container {
 	for _, f := range p.Egress.PolicyFiles {
 		c.Command = append(c.Command, "--policy", f)
 	}
-	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--auth-token-file", SessionTokenFile,
+	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--session", p.Session, "--auth-token-file", SessionTokenFile,
 		"--secrets-file", SessionSecretsFile,
 		// Stopped once the agent is gone: what tunnels are left have no
 		// client; they are closed (and audited) well within proxyStopTime.

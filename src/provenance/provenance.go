@@ -92,6 +92,9 @@ type Session struct {
 	Tainted bool      `json:"tainted"`
 	Why     []string  `json:"why,omitempty"`  // why it is tainted
 	Read    []string  `json:"read,omitempty"` // the hosts whose responses it received
+	// AuditFrom is where its proxy's lines start in the proxy audit log
+	// (the log's size when it began).
+	AuditFrom int64 `json:"audit_from,omitempty"`
 }
 
 // Item is one held change.
@@ -351,7 +354,7 @@ func (s *Store) getObject(h string) ([]byte, error) {
 // launcher owner. With no other session open (sessions whose launcher is
 // gone, as alive tells, are ended first, as tainted), the shares hold only
 // what the owner's sessions and the owner made: they become the baseline.
-func (s *Store) Begin(name string, origin Origin, owner string, alive func(owner string) bool) error {
+func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64, alive func(owner string) bool) error {
 	return s.locked(func(st *state) error {
 		for _, o := range sortedOpen(st) {
 			if o.Name != name && alive != nil && alive(o.Owner) {
@@ -370,7 +373,7 @@ func (s *Store) Begin(name string, origin Origin, owner string, alive func(owner
 			}
 			st.Baseline = cur
 		}
-		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now()}
+		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now(), AuditFrom: auditFrom}
 		if origin.Kind == OriginTrigger {
 			ses.Tainted = true
 			ses.Why = []string{"started by " + origin.String()}
@@ -381,8 +384,9 @@ func (s *Store) Begin(name string, origin Origin, owner string, alive func(owner
 }
 
 // Reads is what a session's proxy passed it: the hosts (host:port) whose
-// responses reached it, found in the proxy's audit log.
-type Reads func(session string, since time.Time) []string
+// responses reached it, found in the proxy's audit log. An error (the log
+// cannot be read) taints the session: what it read is not known.
+type Reads func(Session) ([]string, error)
 
 // Result is what End found.
 type Result struct {
@@ -429,7 +433,12 @@ func taint(o *Session, reads Reads, trusted func(string) bool) {
 	if reads == nil {
 		return
 	}
-	for _, hp := range reads(o.Name, o.Started) {
+	hosts, err := reads(*o)
+	if err != nil {
+		o.Tainted = true
+		o.Why = appendOnce(o.Why, "what it read is not known: "+err.Error())
+	}
+	for _, hp := range hosts {
 		o.Read = appendOnce(o.Read, hp)
 		host := hp
 		if h, _, ok := strings.Cut(hp, ":"); ok && !strings.Contains(h, "[") {

@@ -1,11 +1,11 @@
 package provenance
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -58,14 +58,19 @@ func (f *fixture) read(rel string) (string, bool) {
 
 func (f *fixture) begin(name string, o Origin) {
 	f.t.Helper()
-	if err := f.s.Begin(name, o, "owner-"+name, func(owner string) bool { return !strings.HasSuffix(owner, "-dead") }); err != nil {
+	if err := f.s.Begin(name, o, "owner-"+name, 0, func(owner string) bool { return !strings.HasSuffix(owner, "-dead") }); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
 func (f *fixture) end(name string) Result {
 	f.t.Helper()
-	r, err := f.s.End(name, func(s string, _ time.Time) []string { return f.reads[s] },
+	r, err := f.s.End(name, func(s Session) ([]string, error) {
+		if s.Name == "blind" {
+			return nil, errors.New("permission denied")
+		}
+		return f.reads[s.Name], nil
+	},
 		func(h string) bool { return h == "api.anthropic.com" })
 	if err != nil {
 		f.t.Fatal(err)
@@ -256,11 +261,23 @@ func TestTriggerIsTainted(t *testing.T) {
 	}
 }
 
+// A session whose proxy's audit cannot be read is tainted: what it read is
+// not known.
+func TestUnknownReadsTaint(t *testing.T) {
+	f := newFixture(t)
+	f.begin("blind", terminal)
+	f.write("memory/active/mem_6.md", memFile("mem_6", "2026-01-02", "Unknown origin."))
+	r := f.end("blind")
+	if !r.Session.Tainted || len(r.Held) != 1 || !strings.Contains(r.Session.Why[0], "permission denied") {
+		t.Fatalf("unreadable audit: %+v", r)
+	}
+}
+
 // A session whose launcher died without ending it is ended, as tainted, by
 // the next session's start: its changes are held, never taken as baseline.
 func TestDeadSessionIsEndedAsTainted(t *testing.T) {
 	f := newFixture(t)
-	if err := f.s.Begin("crashed", terminal, "owner-dead", nil); err != nil {
+	if err := f.s.Begin("crashed", terminal, "owner-dead", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.write("agents/custom/spy.md", "---\nname: spy\n---\nSpy.\n")
@@ -296,7 +313,7 @@ func TestUnreadableStateIsLeftAlone(t *testing.T) {
 	f := newFixture(t)
 	bad := "{not json"
 	f.write(filepath.Join(Dir, "state.json"), bad)
-	err := f.s.Begin("s1", terminal, "owner", nil)
+	err := f.s.Begin("s1", terminal, "owner", 0, nil)
 	if err == nil || !strings.Contains(err.Error(), "cannot read it") {
 		t.Fatalf("begin on a broken store: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -110,7 +109,7 @@ func (s *Store) Select(session string) ([]string, error) {
 // A path that changed again since the change was held is refused: review
 // its newer change first.
 func (s *Store) Approve(ids []string) error {
-	return s.decide(ids, Approved, func(st *state, it *Item) error {
+	return s.decide(ids, "approve", Approved, func(st *state, it *Item) error {
 		if err := s.unchangedSince(st, it); err != nil {
 			return err
 		}
@@ -152,7 +151,7 @@ func (s *Store) Approve(ids []string) error {
 // the state before it; the held file stays in the store (provenance/held/ID)
 // for the owner to inspect.
 func (s *Store) Reject(ids []string) error {
-	return s.decide(ids, Rejected, func(*state, *Item) error { return nil })
+	return s.decide(ids, "reject", Rejected, func(*state, *Item) error { return nil })
 }
 
 // unchangedSince refuses to approve it when its path no longer holds what
@@ -167,9 +166,9 @@ func (s *Store) unchangedSince(st *state, it *Item) error {
 		Hint: "review the later change of the same file first, or reject this one"}
 }
 
-func (s *Store) decide(ids []string, to string, apply func(*state, *Item) error) error {
+func (s *Store) decide(ids []string, verb, to string, apply func(*state, *Item) error) error {
 	if len(ids) == 0 {
-		return errs.Usagef("name the changes to %s (hobbs review lists them)", strings.TrimSuffix(to, "d"))
+		return errs.Usagef("name the changes to %s (hobbs review lists them)", verb)
 	}
 	var failed error
 	err := s.locked(func(st *state) error {
@@ -180,14 +179,14 @@ func (s *Store) decide(ids []string, to string, apply func(*state, *Item) error)
 				return err
 			}
 			if it.Status != Waiting {
-				return errs.Usagef("%s was %s on %s", id, it.Status, it.Decided.Format("2006-01-02 15:04"))
+				return errs.Failf("%s was %s on %s", id, it.Status, it.Decided.Format("2006-01-02 15:04"))
 			}
 			items = append(items, it)
 		}
 		sort.Slice(items, func(i, j int) bool { return items[i].Found.Before(items[j].Found) })
 		for _, it := range items {
 			err := apply(st, it)
-			s.Audit.Record(audit.Entry{Event: "provenance." + strings.TrimSuffix(to, "d"), Subject: it.Path,
+			s.Audit.Record(audit.Entry{Event: "provenance." + verb, Subject: it.Path,
 				Detail: map[string]any{"id": it.ID, "change": it.Change, "session": it.Sessions[0].Name}}, err)
 			if err != nil {
 				failed = err // what was decided before it is saved
