@@ -41,7 +41,14 @@ them out for good (their text stays in the instance's provenance/held/).`,
 	})
 	show := &cobra.Command{Use: "show ID", Short: "Print a held change as a diff", Args: usageArgs(cobra.ExactArgs(1)),
 		Example: "  hobbs review show r3"}
-	show.RunE = a.withReview(func(s *provenance.Store, args []string) error { return s.Show(a.out, args[0]) })
+	showOut := a.jsonFlag(show, "print the change and both texts as JSON")
+	show.RunE = a.withReview(func(s *provenance.Store, args []string) error {
+		c, err := s.Change(args[0])
+		if err != nil {
+			return err
+		}
+		return showOut.print(c, c.WriteDiff)
+	})
 	cmd.AddCommand(show, newReviewDecideCmd(a, "approve"), newReviewDecideCmd(a, "reject"))
 	return cmd
 }

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/hobbs-agent/hobbs/src/termsafe"
 )
+
+// The printers write the instance's text as it is: the command layer's
+// writers escape it on a terminal (src/termsafe).
 
 // WriteList prints held changes, one line each, with the session that
 // ended when each was found and why it is held.
@@ -28,40 +29,49 @@ func WriteList(w io.Writer, items []Item) error {
 			status = " [" + it.Status + "]"
 		}
 		if _, err := fmt.Fprintf(w, "%-5s %-8s %-8s %s%s\n      session %s (%s, %s): %s\n", it.ID, it.Kind, it.Change,
-			termsafe.String(it.Path), status, ses.Name, ses.Origin, it.Found.Format("2006-01-02 15:04"), termsafe.String(strings.Join(why, "; "))); err != nil {
+			it.Path, status, ses.Name, ses.Origin, it.Found.Format("2006-01-02 15:04"), strings.Join(why, "; ")); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Show prints held change id as a diff (WriteDiff).
-func (s *Store) Show(w io.Writer, id string) error {
+// Change is a held change with the text before and after it.
+type Change struct {
+	Item
+	BeforeText string `json:"before_text"`
+	AfterText  string `json:"after_text"`
+}
+
+// Change returns held change id with its texts.
+func (s *Store) Change(id string) (Change, error) {
 	st, err := s.read()
 	if err != nil {
-		return err
+		return Change{}, err
 	}
 	it, err := find(st, id)
 	if err != nil {
-		return err
+		return Change{}, err
 	}
 	before, after, err := s.Content(id)
-	if err != nil {
-		return err
-	}
-	return WriteDiff(w, *it, before, after)
+	return Change{Item: *it, BeforeText: string(before), AfterText: string(after)}, err
+}
+
+// WriteDiff prints c as a line diff (WriteDiff).
+func (c Change) WriteDiff(w io.Writer) error {
+	return WriteDiff(w, c.Item, []byte(c.BeforeText), []byte(c.AfterText))
 }
 
 // WriteDiff prints the change from before to after as a line diff (- and
-// + lines, unchanged lines indented), the text escaped for a terminal.
+// + lines, unchanged lines indented).
 func WriteDiff(w io.Writer, it Item, before, after []byte) error {
-	fmt.Fprintf(w, "%s: %s %s (session %s)\n", it.ID, it.Change, termsafe.String(it.Path), it.Sessions[0].Name)
+	fmt.Fprintf(w, "%s: %s %s (session %s)\n", it.ID, it.Change, it.Path, it.Sessions[0].Name)
 	if strings.HasPrefix(it.After, "large:") || strings.HasPrefix(it.After, "special:") {
 		_, err := fmt.Fprintf(w, "(not text that can be shown: %s; it is kept in provenance/held/%s)\n", it.After, it.ID)
 		return err
 	}
 	for _, l := range lineDiff(splitLines(before), splitLines(after)) {
-		if _, err := fmt.Fprintln(w, termsafe.String(l)); err != nil {
+		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err
 		}
 	}
