@@ -268,18 +268,18 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	// The session's note (records.go), before anything exists to be left.
 	// Without one, every later run looks for leftovers.
 	recorded, _ := record(s.Instance, s.Name, s.owner)
+	// The session's provenance record begins while its objects are
+	// created; the agent starts only once it has. Its end is deferred
+	// before the cleanup, so it runs after it: once the containers are
+	// gone and the proxy's audit is complete.
+	var began *future
 	if s.Provenance != nil {
-		if err := s.beginProvenance(); err != nil {
-			if recorded {
-				unrecord(s.Instance, s.Name)
+		began = spawn(s.beginProvenance)
+		defer func() {
+			if <-began.done; began.err == nil {
+				s.endProvenance()
 			}
-			s.removeSessionFiles()
-			release()
-			return 0, err
-		}
-		// Deferred before the cleanup, so it runs after it: once the
-		// containers are gone and the proxy's audit is complete.
-		defer s.endProvenance()
+		}()
 	}
 
 	// Leftovers of crashed sessions of this instance are removed meanwhile
@@ -342,6 +342,11 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		return 0, err
 	}
 	engine.Tracef("session: created")
+	if began != nil {
+		if <-began.done; began.err != nil {
+			return 0, began.err
+		}
+	}
 	proxyStart := make(chan error, 1)
 	go func() { proxyStart <- s.startProxy(ctx) }()
 	var agent *agentRun

@@ -35,7 +35,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -128,11 +127,17 @@ type fileState struct {
 	Ctime int64  `json:"ctime"`
 	Mtime int64  `json:"mtime"`
 	Mode  uint32 `json:"mode"`
+	Racy  bool   `json:"racy,omitempty"` // changed within racyWindow of its scan
 }
 
 func (a fileState) sameInode(b fileState) bool {
-	return a.Size == b.Size && a.Ino == b.Ino && a.Ctime == b.Ctime && a.Mtime == b.Mtime && a.Mode == b.Mode
+	return !a.Racy && a.Size == b.Size && a.Ino == b.Ino && a.Ctime == b.Ctime && a.Mtime == b.Mtime && a.Mode == b.Mode
 }
+
+// racyWindow: a file changed this close to the scan that read it may change
+// again within the same tick of the file system's clock, keeping its
+// inode facts; its content is read again at the next scan.
+const racyWindow = 2 * time.Second
 
 // state is provenance/state.json.
 type state struct {
@@ -141,6 +146,11 @@ type state struct {
 	Open     map[string]*Session  `json:"open"` // sessions begun and not ended
 	Items    []*Item              `json:"items"`
 	Next     int                  `json:"next"` // the next item's number
+	// Objects locate each kept content (by hash) in the packs.
+	Objects map[string]objRef `json:"objects"`
+	Packs   int               `json:"packs"` // packs written so far
+
+	pack *packWriter // what this change of the state keeps
 }
 
 // Store is an instance's provenance store.
@@ -169,9 +179,10 @@ func (s *Store) now() time.Time {
 }
 
 // locked runs f with the store's state loaded, under its lock, and saves
-// the state when f returns without error.
+// the state when f returns without error: first the pack of the contents
+// f kept (synced), then the state naming them (atomically).
 func (s *Store) locked(f func(st *state) error) error {
-	if err := s.Root.MkdirAll(s.rel("objects"), 0o700); err != nil {
+	if err := s.Root.MkdirAll(s.rel("packs"), 0o700); err != nil {
 		return errs.Wrap(errs.Failure, err, "provenance store")
 	}
 	if err := s.Root.MkdirAll(filepath.Dir(s.LockPath), 0o700); err != nil {
@@ -186,21 +197,32 @@ func (s *Store) locked(f func(st *state) error) error {
 	if err != nil {
 		return err
 	}
+	st.pack = &packWriter{s: s, st: st}
+	defer st.pack.abort()
 	if err := f(st); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(st, "", " ")
+	if err := st.pack.finish(); err != nil {
+		return err
+	}
+	unused := s.prune(st)
+	b, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	syncFS(s.rel("objects"))
-	return s.Root.Write(s.rel("state.json"), append(b, '\n'), 0o600)
+	if err := s.Root.Write(s.rel("state.json"), append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	for _, n := range unused {
+		_ = s.Root.Remove(s.packPath(n)) // a pack left behind only takes room
+	}
+	return nil
 }
 
 // load reads state.json; a missing one is an empty store. One it cannot
 // read is reported and left as it is.
 func (s *Store) load() (*state, error) {
-	st := &state{Version: 1, Baseline: map[string]fileState{}, Open: map[string]*Session{}}
+	st := &state{Version: 1, Baseline: map[string]fileState{}, Open: map[string]*Session{}, Objects: map[string]objRef{}}
 	b, err := s.Root.ReadFile(s.rel("state.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
@@ -217,6 +239,9 @@ func (s *Store) load() (*state, error) {
 	}
 	if st.Open == nil {
 		st.Open = map[string]*Session{}
+	}
+	if st.Objects == nil {
+		st.Objects = map[string]objRef{}
 	}
 	return st, nil
 }
@@ -242,8 +267,9 @@ func Watched(rel string) (kind string, ok bool) {
 // scan returns the state of every watched file, reading only those whose
 // inode facts differ from prev's, and copying each new content into the
 // object store when keep is set.
-func (s *Store) scan(prev map[string]fileState, keep bool) (map[string]fileState, error) {
+func (s *Store) scan(st *state, prev map[string]fileState, keep bool) (map[string]fileState, error) {
 	cur := map[string]fileState{}
+	start := time.Now()
 	for _, share := range Shares {
 		err := s.Root.Walk(share, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -269,10 +295,11 @@ func (s *Store) scan(prev map[string]fileState, keep bool) (map[string]fileState
 				cur[rel] = old
 				return nil
 			}
-			fst.Hash, err = s.hash(rel, fi, keep)
+			fst.Hash, err = s.hash(st, rel, fi, keep)
 			if err != nil {
 				return err
 			}
+			fst.Racy = fst.Racy || fst.Ctime >= start.Add(-racyWindow).UnixNano()
 			cur[rel] = fst
 			return nil
 		})
@@ -285,18 +312,21 @@ func (s *Store) scan(prev map[string]fileState, keep bool) (map[string]fileState
 
 func statOf(fi fs.FileInfo) fileState {
 	f := fileState{Size: fi.Size(), Mode: uint32(fi.Mode())}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		f.Ino = st.Ino
-		f.Ctime = st.Ctim.Nano()
-		f.Mtime = st.Mtim.Nano()
+	switch st := fi.Sys().(type) {
+	case *unix.Stat_t: // safefile's
+		f.Ino, f.Ctime, f.Mtime = st.Ino, st.Ctim.Nano(), st.Mtim.Nano()
+	case *syscall.Stat_t: // os's
+		f.Ino, f.Ctime, f.Mtime = st.Ino, st.Ctim.Nano(), st.Mtim.Nano()
+	default:
+		f.Racy = true // without inode facts, always read the content
 	}
 	return f
 }
 
 // hash names a file's content: the SHA-256 of a regular file no larger
-// than maxFile (copied into the object store when keep is set), else a name
+// than maxFile (kept in the store's pack when keep is set), else a name
 // that no content has, so that the file always counts as changed.
-func (s *Store) hash(rel string, fi fs.FileInfo, keep bool) (string, error) {
+func (s *Store) hash(st *state, rel string, fi fs.FileInfo, keep bool) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return fmt.Sprintf("special:%s:%d", fi.Mode().Type(), fi.Size()), nil
 	}
@@ -313,41 +343,27 @@ func (s *Store) hash(rel string, fi fs.FileInfo, keep bool) (string, error) {
 	sum := sha256.Sum256(b)
 	h := hex.EncodeToString(sum[:])
 	if keep {
-		if err := s.putObject(h, b); err != nil {
+		if err := st.pack.put(h, b); err != nil {
 			return "", err
 		}
 	}
 	return h, nil
 }
 
-func (s *Store) object(h string) string { return s.rel("objects", h[:2], h) }
-
-// putObject stores b under its hash (atomically; a present object is kept).
-// The store syncs its file system once when it saves its state.
-func (s *Store) putObject(h string, b []byte) error {
-	p := s.object(h)
-	if s.Root.Exists(p) {
+// keepFile puts the content of the file at rel, which must hash to h, in
+// the store's pack.
+func (s *Store) keepFile(st *state, rel, h string) error {
+	if _, ok := st.Objects[h]; ok || len(h) != 64 {
 		return nil
 	}
-	if err := s.Root.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+	b, err := s.Root.ReadFile(rel)
+	if err != nil {
 		return err
 	}
-	return s.Root.Write(p, b, 0o600)
-}
-
-// getObject returns the content stored under h, checked against it.
-func (s *Store) getObject(h string) ([]byte, error) {
-	if len(h) != 64 {
-		return nil, fmt.Errorf("no copy of content %s is kept", h)
-	}
-	b, err := s.Root.ReadFile(s.object(h))
-	if err != nil {
-		return nil, err
-	}
 	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != h {
-		return nil, fmt.Errorf("the copy of %s is damaged", h)
+		return fmt.Errorf("%s changed while it was read", rel)
 	}
-	return b, nil
+	return st.pack.put(h, b)
 }
 
 // Begin records that session name starts, started as origin by the
@@ -367,7 +383,7 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 			}
 		}
 		if len(st.Open) == 0 {
-			cur, err := s.scan(st.Baseline, true)
+			cur, err := s.scan(st, st.Baseline, true)
 			if err != nil {
 				return err
 			}
@@ -484,7 +500,7 @@ func (s *Store) settle(st *state, ses *Session) (int, []string, error) {
 		live = append(live, *o)
 		tainted = tainted || o.Tainted
 	}
-	cur, err := s.scan(st.Baseline, true)
+	cur, err := s.scan(st, st.Baseline, false)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -494,9 +510,13 @@ func (s *Store) settle(st *state, ses *Session) (int, []string, error) {
 		b, had := st.Baseline[p]
 		a, has := cur[p]
 		switch {
-		case had && has && s.bookkeeping(p, b, a):
+		case had && has && s.bookkeeping(st, p, b, a):
 			st.Baseline[p] = a
 		case !tainted && has:
+			if err := s.keepFile(st, p, a.Hash); err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
 			st.Baseline[p], kept = a, kept+1
 		case !tainted:
 			delete(st.Baseline, p)
@@ -546,19 +566,20 @@ func changedPaths(a, b map[string]fileState) []string {
 
 // bookkeeping reports whether a memory file changed only in last_accessed,
 // which every session's context load updates: not a change to review.
-func (s *Store) bookkeeping(p string, b, a fileState) bool {
+func (s *Store) bookkeeping(st *state, p string, b, a fileState) bool {
 	if kind, _ := Watched(p); kind != "memory" {
 		return false
 	}
-	old, err := s.getObject(b.Hash)
+	old, err := s.getObject(st, b.Hash)
 	if err != nil {
 		return false
 	}
-	cur, err := s.getObject(a.Hash)
-	if err != nil {
+	cur, err := s.Root.ReadFile(p)
+	if err != nil || !bytes.Equal(withoutAccess(old), withoutAccess(cur)) {
 		return false
 	}
-	return bytes.Equal(withoutAccess(old), withoutAccess(cur))
+	sum := sha256.Sum256(cur)
+	return hex.EncodeToString(sum[:]) == a.Hash && st.pack.put(a.Hash, cur) == nil
 }
 
 // withoutAccess is a memory file without its frontmatter's last_accessed line.
@@ -608,7 +629,7 @@ func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileStat
 		}
 	}
 	if had {
-		if err := s.restore(p, b.Hash); err != nil {
+		if err := s.restore(st, p, b.Hash); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "put back %s as it was before the session", p)
 		}
 	} else {
@@ -620,8 +641,8 @@ func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileStat
 }
 
 // restore writes the content stored under h at p.
-func (s *Store) restore(p, h string) error {
-	b, err := s.getObject(h)
+func (s *Store) restore(st *state, p, h string) error {
+	b, err := s.getObject(st, h)
 	if err != nil {
 		return err
 	}
@@ -639,15 +660,4 @@ func (s *Store) removeEmptyParents(p string) {
 			return
 		}
 	}
-}
-
-// syncFS flushes the file system holding dir, so the objects written
-// without a sync of their own are on disk before the state names them.
-func syncFS(dir string) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_ = unix.Syncfs(int(f.Fd()))
 }

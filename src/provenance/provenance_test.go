@@ -2,6 +2,7 @@ package provenance
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -332,5 +333,54 @@ func TestWatched(t *testing.T) {
 		if _, got := Watched(p); got != want {
 			t.Errorf("Watched(%s) = %v, want %v", p, got, want)
 		}
+	}
+}
+
+// Contents no longer needed are forgotten and their packs removed, and what
+// is kept still restores a file exactly.
+func TestPacksArePruned(t *testing.T) {
+	f := newFixture(t)
+	for i := range 5 {
+		name := fmt.Sprintf("s%d", i)
+		f.begin(name, terminal)
+		f.write("playbooks/weekly.md", fmt.Sprintf("# Weekly v%d\n", i))
+		f.end(name)
+	}
+	f.begin("last", terminal) // the baseline's copy of v4 is kept by this start
+	f.reads["last"] = []string{"evil.example:443"}
+	f.write("playbooks/weekly.md", "# Weekly, evil\n")
+	f.end("last")
+	if b, _ := f.read("playbooks/weekly.md"); b != "# Weekly v4\n" {
+		t.Fatalf("restored %q", b)
+	}
+	packs, err := os.ReadDir(filepath.Join(f.dir, Dir, "packs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(packs) > 3 {
+		t.Errorf("%d packs kept after 6 sessions, want at most 3: %v", len(packs), packs)
+	}
+}
+
+// A change that keeps the file's size and inode (written in place) is
+// found: the store compares the inode's change time, which no process can
+// set, and reads again what changed near a scan.
+func TestSameSizeChangeInPlace(t *testing.T) {
+	f := newFixture(t)
+	f.begin("s1", terminal)
+	f.reads["s1"] = []string{"evil.example:443"}
+	p := filepath.Join(f.dir, "playbooks/weekly.md")
+	if err := os.WriteFile(p, []byte("# Wiekly\n"), 0o644); err != nil { // same size, same inode
+		t.Fatal(err)
+	}
+	if r := f.end("s1"); len(r.Held) != 1 {
+		t.Fatalf("an in-place change of the same size was not found: %+v", r)
+	}
+	st, err := f.s.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := st.Baseline["playbooks/weekly.md"]; b.Ino == 0 || b.Ctime == 0 {
+		t.Errorf("the baseline has no inode facts: %+v", b)
 	}
 }

@@ -58,7 +58,7 @@ func (s *Store) Content(id string) (before, after []byte, err error) {
 		return nil, nil, err
 	}
 	if it.Before != "" {
-		if before, err = s.getObject(it.Before); err != nil {
+		if before, err = s.getObject(st, it.Before); err != nil {
 			return nil, nil, errs.Wrap(errs.Failure, err, "%s: the content before", id)
 		}
 	}
@@ -133,14 +133,8 @@ func (s *Store) Approve(ids []string) error {
 		}
 		fst := statOf(fi)
 		fst.Hash = it.After
-		if len(it.After) == 64 {
-			b, err := s.Root.ReadFile(it.Path)
-			if err != nil {
-				return err
-			}
-			if err := s.putObject(it.After, b); err != nil {
-				return err
-			}
+		if err := s.keepFile(st, it.Path, it.After); err != nil {
+			return err
 		}
 		st.Baseline[it.Path] = fst
 		return nil
