@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -109,7 +110,7 @@ func Default() *Config {
 // link or special file there is refused) over the defaults, then applies
 // environment overrides. A missing file yields the defaults.
 func Load(root safefile.Root, path string) (*Config, error) {
-	data, err := root.ReadFile(path)
+	data, err := root.ReadFile(path, instance.MaxTextFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		c := Default()
 		c.applyEnv()

@@ -54,7 +54,7 @@ func checkLayout(_ context.Context, env *Env) []Result {
 // the user's values and goals. A missing file is instance.layout's to
 // report, a link or special file instance.files'.
 func checkFoundation(_ context.Context, env *Env) []Result {
-	data, err := env.Instance.FS().ReadFile(env.Instance.Foundation())
+	data, err := env.Instance.FS().ReadFile(env.Instance.Foundation(), instance.MaxTextFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, safefile.ErrUnsafe):
 		return nil

@@ -52,7 +52,7 @@ func LoadGrant(in instance.Instance, name string) (*Grant, error) {
 	if !ValidName(name) {
 		return nil, errs.Usagef("invalid playbook name %q", name)
 	}
-	data, err := in.FS().ReadFile(grantPath(in, name))
+	data, err := in.FS().ReadFile(grantPath(in, name), instance.MaxGrantFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

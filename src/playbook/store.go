@@ -160,12 +160,17 @@ func (s *Store) entry(name string, d *Doc) Entry {
 }
 
 func (s *Store) load(path string) (*Doc, error) {
-	data, err := s.fs().ReadFile(path)
+	data, err := s.fs().ReadFile(path, instance.MaxPlaybookFile)
 	var ue *safefile.UnsafeError
-	if errors.As(err, &ue) && ue.Path == path {
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.As(err, &ue) && ue.Path == path:
 		// A link or special file planted in playbooks/: reported like a
 		// file that does not parse (listed, never followed nor rewritten).
 		return nil, &ParseError{Problem{Path: path, Reason: strings.TrimPrefix(ue.Error(), ue.Path+" ")}}
+	case errors.As(err, &tl):
+		// A file over the cap: the same, unread.
+		return nil, &ParseError{Problem{Path: path, Reason: strings.TrimPrefix(tl.Error(), tl.Path+" ")}}
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read playbook")
