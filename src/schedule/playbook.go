@@ -30,8 +30,9 @@ func ParseSpec(every, at string) (Spec, error) {
 // AddPlaybook schedules headless runs of playbook name of st's instance
 // (st.In) with the scheduler o detects. Only a playbook that may run on a
 // schedule (playbook.CanSchedule) is scheduled, and scheduling it approves
-// what it runs with, as hobbs playbook approve does: its run: block as it
-// is now (the approval recorded in st.Audit). The job runs Binary with the
+// what it runs, as hobbs playbook approve does: the playbook's text as read
+// here and the skills and sub-agents it names (the approval recorded in
+// st.Audit). The job runs Binary with the
 // instance's absolute path.
 func AddPlaybook(o Options, st *playbook.Store, name string, spec Spec) (Result, error) {
 	d, _, err := st.Get(name)
@@ -53,7 +54,7 @@ func AddPlaybook(o Options, st *playbook.Store, name string, spec Spec) (Result,
 	if err != nil {
 		return Result{}, errs.Wrap(errs.Failure, err, "instance path")
 	}
-	if _, err := playbook.Approve(st.In, name, d.Meta.Run, time.Now(), st.Audit); err != nil {
+	if _, err := playbook.Approve(st.In, name, d, time.Now(), st.Audit); err != nil {
 		return Result{}, err
 	}
 	return b.Add(Job{Playbook: name, Instance: root, Binary: bin, Spec: spec})

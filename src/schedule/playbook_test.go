@@ -99,7 +99,7 @@ func TestAddAndRemovePlaybook(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	d, _, _ := st.Get("report")
-	if err := playbook.CheckGrant(in, "report", d.Meta.Run); err != nil {
+	if err := playbook.CheckGrant(in, "report", d); err != nil {
 		t.Errorf("scheduling did not approve the run: block: %v", err)
 	}
 	data, _ := os.ReadFile(table)
