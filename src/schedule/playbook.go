@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
-	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 // ParseSpec reads the two ways of saying when: every, a Go duration ("30m",
@@ -54,10 +52,13 @@ func AddPlaybook(o Options, st *playbook.Store, name string, spec Spec) (Result,
 	if err != nil {
 		return Result{}, errs.Wrap(errs.Failure, err, "instance path")
 	}
+	if err := CanFire(o, b.Name()); err != nil {
+		return Result{}, err
+	}
 	if _, err := playbook.Approve(st.In, name, d, time.Now(), st.Audit); err != nil {
 		return Result{}, err
 	}
-	return b.Add(Job{Playbook: name, Instance: root, Binary: bin, Spec: spec})
+	return b.Add(Job{Playbook: name, Instance: root, Binary: bin, Spec: spec, Added: time.Now().UTC().Truncate(time.Second)})
 }
 
 // RemovePlaybook removes the schedule of playbook name from the scheduler
@@ -107,29 +108,6 @@ func Where(backend, playbook string) string {
 	return backend
 }
 
-// Status is a schedule in a listing, with the last run of its playbook.
-type Status struct {
-	Entry
-	LastRun     string `json:"last_run"`     // when the last run started, RFC 3339; "" when none
-	LastOutcome string `json:"last_outcome"` // running, ok or failed; "" when none
-}
-
-// WithLastRuns pairs each schedule with the newest task of its playbook in
-// its instance's task log (none when the instance is gone).
-func WithLastRuns(entries []Entry) []Status {
-	out := make([]Status, 0, len(entries))
-	for _, e := range entries {
-		s := Status{Entry: e}
-		if in, err := instance.At(e.Instance); err == nil {
-			if last, _ := (task.Log{Instance: in}).Find(task.Filter{Playbook: e.Playbook, Limit: 1}); len(last) == 1 {
-				s.LastRun, s.LastOutcome = last[0].Started.Format(time.RFC3339), last[0].Status
-			}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 // When is how a listing shows the schedule: "every 30m" or "at SPEC".
 func (e Entry) When() string {
 	if e.At != "" {
@@ -142,15 +120,16 @@ func (e Entry) When() string {
 const StatusColumns = "PLAYBOOK\tWHEN\tNEXT RUN\tLAST RUN\tBACKEND"
 
 // Row is the schedule's line of hobbs schedule list, tab-separated:
-// playbook, when it runs, the next run, the last run's outcome and start,
-// the scheduler; "-" for what is not known.
+// playbook, when it runs, the next run, the last run's outcome and start
+// (and "MISSED at TIME" after it when a due run did not happen), the
+// scheduler; "-" for what is not known.
 func (s Status) Row() string {
-	next, last := s.Next, "-"
-	if strings.TrimSpace(next) == "" {
-		next = "-"
-	}
+	last := "-"
 	if s.LastRun != "" {
 		last = s.LastOutcome + " " + s.LastRun
 	}
-	return strings.Join([]string{s.Playbook, s.When(), next, last, s.Backend}, "\t")
+	if s.Missed != "" {
+		last += " MISSED at " + s.Missed
+	}
+	return strings.Join([]string{s.Playbook, s.When(), orDash(s.Next), last, s.Backend}, "\t")
 }

@@ -303,6 +303,54 @@ func (l Log) Find(f Filter) ([]*Task, []Problem) {
 	return out, probs
 }
 
+// LastRun returns the newest record of a headless run of playbook
+// (RunTitle) started at or after since, nil when there is none. It reads
+// only the records of since's day and later, newest first, and stops at
+// the first it finds: cheap enough for every command (the missed-run
+// check of package schedule). Files it cannot read are skipped.
+func (l Log) LastRun(playbook string, since time.Time) *Task {
+	ents, err := l.fs().ReadDir(l.Instance.Tasks())
+	if err != nil {
+		return nil
+	}
+	type rec struct {
+		day  string
+		seq  int
+		name string
+	}
+	from := since.UTC().Format("20060102")
+	var recs []rec
+	for _, e := range ents {
+		m := idRe.FindStringSubmatch(strings.TrimSuffix(e.Name(), ".md"))
+		if m == nil || !strings.HasSuffix(e.Name(), ".md") || m[1] < from {
+			continue
+		}
+		if n, err := instance.ParseSeq(m[2]); err == nil {
+			recs = append(recs, rec{m[1], n, e.Name()})
+		}
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].day != recs[j].day {
+			return recs[i].day > recs[j].day
+		}
+		return recs[i].seq > recs[j].seq
+	})
+	for _, r := range recs {
+		p := filepath.Join(l.Instance.Tasks(), r.name)
+		data, err := l.fs().ReadFile(p, instance.MaxTaskFile)
+		if err != nil {
+			continue
+		}
+		t, err := parse(p, data)
+		if err != nil || t.Playbook != playbook || t.Title != RunTitle(playbook) || t.Started.Before(since) {
+			continue
+		}
+		t.Body = ""
+		return t
+	}
+	return nil
+}
+
 // Rememberer stores one lesson as a memory and returns its id.
 type Rememberer func(text string, tags []string, source string) (id string, err error)
 
