@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/config"
@@ -113,12 +114,14 @@ func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
 		p.logStart(rt.Audit)
 		return changed, nil
 	}
+	p.neutralise(rt, "start")
 	if p.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
 		defer cancel()
 	}
 	code, err := s.Run(ctx)
+	p.neutralise(rt, "end")
 	if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		code, err = errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: fmt.Sprintf("session %s stopped at its time limit (%v)", p.Session, p.Timeout)}
 	}
@@ -134,6 +137,26 @@ func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
 		_ = rt.Audit.Log(audit.Entry{Event: "session.end", Subject: p.Session, Outcome: out, Detail: map[string]any{"exit": code}})
 	}
 	return code, err
+}
+
+// neutralise moves what host tools act on (a .git, an .envrc:
+// instance.HostTrusted) out of the instance's shares into its quarantine,
+// saying what it moved (and audited by instance.Neutralise): before the
+// session starts (what an earlier one left, a crashed launcher's too) and
+// once it has ended, its containers gone. A share it could not walk whole
+// is a warning; the session goes on.
+func (p *Plan) neutralise(rt Runtime, when string) {
+	moved, err := p.instance.Neutralise(p.Session+"-"+when, time.Now(), rt.Audit)
+	say := rt.Progress
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	for _, m := range moved {
+		say("hobbs: moved %s out of the shares to %s: host tools (git, direnv, editors) act on what it holds; inspect it there (hobbs doctor lists it)", m.From, m.To)
+	}
+	if err != nil {
+		say("hobbs: warning: the shares were not all checked for what host tools act on (%v); hobbs doctor names what is there", err)
+	}
 }
 
 // logStart audits the session's start: what it runs and the names of the

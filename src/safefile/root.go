@@ -921,3 +921,71 @@ func ignoringEINTR(f func() (int, error)) (int, error) {
 		}
 	}
 }
+
+// ErrTooDeep is what FindNames reports for a tree deeper than it walks.
+var ErrTooDeep = errors.New("too deep")
+
+// FindNames walks the directory dir and calls found with the path (beneath
+// the root, absolute) of every entry whose name is in names, whatever its
+// type, without descending into it. It follows no link, opens each
+// directory relative to the one above it with O_NOFOLLOW, and stats no
+// entry (the directory's own entry types decide what to descend into), so
+// a tree of many files costs one getdents a directory. It descends at most
+// maxDepth levels below dir: a directory deeper than that is not walked
+// and is reported, after the rest, by an error wrapping ErrTooDeep naming
+// it. found may rename or remove the entry it is given.
+func (r Root) FindNames(dir string, names map[string]bool, maxDepth int, found func(path string) error) error {
+	d, err := r.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	var tooDeep string
+	err = r.findNames(d, names, maxDepth, found, &tooDeep)
+	if err == nil && tooDeep != "" {
+		err = &fs.PathError{Op: "walk", Path: tooDeep, Err: fmt.Errorf("%w: more than %d levels below %s", ErrTooDeep, maxDepth, r.abs(mustRel(r, dir)))}
+	}
+	return err
+}
+
+// findNames is FindNames below the open directory d (closed on return).
+func (r Root) findNames(d *os.File, names map[string]bool, depth int, found func(string) error, tooDeep *string) error {
+	ents, err := d.ReadDir(-1)
+	if err != nil {
+		d.Close()
+		return &fs.PathError{Op: "readdir", Path: d.Name(), Err: err}
+	}
+	var subdirs []string
+	for _, e := range ents {
+		p := filepath.Join(d.Name(), e.Name())
+		switch {
+		case names[e.Name()]:
+			if err := found(p); err != nil {
+				d.Close()
+				return err
+			}
+		case e.Type().IsDir():
+			subdirs = append(subdirs, e.Name())
+		}
+	}
+	defer d.Close()
+	for _, n := range subdirs {
+		p := filepath.Join(d.Name(), n)
+		if depth == 0 {
+			if *tooDeep == "" {
+				*tooDeep = p
+			}
+			continue
+		}
+		fd, err := ignoringEINTR(func() (int, error) { return unix.Openat(int(d.Fd()), n, dirFlags, 0) })
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed meanwhile
+			}
+			return r.explain(int(d.Fd()), n, p, "open", err, true)
+		}
+		if err := r.findNames(os.NewFile(uintptr(fd), p), names, depth-1, found, tooDeep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
