@@ -374,10 +374,12 @@ func (e *TooLargeError) Error() string {
 
 func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
 
-// FormatSize says n bytes in the largest whole binary unit: "1 MiB",
+// FormatSize says n bytes in the largest whole binary unit: "1 GiB",
 // "256 KiB", "1000 bytes".
 func FormatSize(n int64) string {
 	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
 	case n >= 1<<10 && n%(1<<10) == 0:

@@ -1578,7 +1578,7 @@ func TestRootReadFileCap(t *testing.T) {
 	if _, err := readAtMost(&growing{File: f}, 1000); !errors.As(err, &tl) || tl.Size != 1001 {
 		t.Fatalf("growing file: %v", err)
 	}
-	for n, want := range map[int64]string{1 << 20: "1 MiB", 256 << 10: "256 KiB", 1000: "1000 bytes", 3 << 20: "3 MiB"} {
+	for n, want := range map[int64]string{1 << 30: "1 GiB", 1 << 20: "1 MiB", 256 << 10: "256 KiB", 1000: "1000 bytes", 3 << 20: "3 MiB"} {
 		if got := FormatSize(n); got != want {
 			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
