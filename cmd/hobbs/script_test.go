@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 			vault.SetTestScryptWorkFactor(testScryptWorkFactor)
 			os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
+		"maxrss": func() { os.Exit(maxRSSMain(os.Args[1:])) }, // bounded_script_test.go
 	})
 }
 

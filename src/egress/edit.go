@@ -13,6 +13,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -26,7 +27,7 @@ func LoadEffective(root safefile.Root, defaultName string, defaultSrc []byte, in
 	if err != nil {
 		return nil, err
 	}
-	data, err := root.ReadFile(instancePath)
+	data, err := root.ReadFile(instancePath, instance.MaxTextFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Merge(def), nil
 	}
@@ -121,7 +122,7 @@ func Edit(fsys safefile.Root, path, lockPath, section, entry string, template []
 		return "", false, errs.Wrap(errs.Timeout, err, "policy is locked")
 	}
 	defer unlock()
-	data, err := fsys.ReadFile(path)
+	data, err := fsys.ReadFile(path, instance.MaxTextFile)
 	perm := fs.FileMode(0o644)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -218,7 +219,7 @@ func Unlist(fsys safefile.Root, path, lockPath, entry string) (string, []string,
 		return "", nil, errs.Wrap(errs.Timeout, err, "policy is locked")
 	}
 	defer unlock()
-	data, err := fsys.ReadFile(path)
+	data, err := fsys.ReadFile(path, instance.MaxTextFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil, errs.Missingf("%s is not listed in %s (there is no such file)", rule.Pattern, path)
 	}

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -143,7 +144,7 @@ func allowPortOK(connect bool) func(*Rule, int) bool {
 // directory (the instance root, or /etc/hobbs in the proxy's container):
 // a link or special file in its place is refused, never followed.
 func ParseFile(path string) (*Policy, error) {
-	data, err := safefile.Beneath(filepath.Dir(path)).ReadFile(filepath.Base(path))
+	data, err := safefile.Beneath(filepath.Dir(path)).ReadFile(filepath.Base(path), instance.MaxTextFile)
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read policy")
 	}

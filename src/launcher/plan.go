@@ -103,6 +103,9 @@ type Plan struct {
 		Agent []string `json:"agent"`
 		Proxy []string `json:"proxy"`
 	} `json:"create"`
+	// DiskWatch is what the launcher watches while the run is live: it
+	// stops the run before the disk holding the agent's writes fills.
+	DiskWatch DiskWatch `json:"disk_watch"`
 	// Timeout stops the run (exit 124); 0: none.
 	Timeout time.Duration `json:"-"`
 	// TimeoutText is Timeout as text, for JSON ("" for none).
@@ -278,6 +281,7 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 		p.Timeout, p.TimeoutText = grant.Timeout, grant.Timeout.String()
 	}
 	p.WorkspaceGitReadOnly = h.WorkspaceGit && cfg.GitReadOnly()
+	p.DiskWatch = diskWatch(cfg, in, h)
 	p.Agent = p.agent(cfg, spec, h)
 	p.Proxy = p.proxy(h)
 	p.AgentVars = p.agentVars()

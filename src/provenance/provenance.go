@@ -60,6 +60,10 @@ var Shares = []string{"memory", "playbooks", "skills", "agents"}
 // baseline.
 const maxFile = 8 << 20
 
+// maxState caps provenance/state.json (host-only; about 300 bytes per
+// watched file).
+const maxState = 512 << 20
+
 // Origin says who started a session.
 type Origin struct {
 	Kind string `json:"kind"`           // OriginTerminal, OriginCommand, OriginSchedule, OriginTrigger
@@ -223,7 +227,7 @@ func (s *Store) locked(f func(st *state) error) error {
 // read is reported and left as it is.
 func (s *Store) load() (*state, error) {
 	st := &state{Version: 1, Baseline: map[string]fileState{}, Open: map[string]*Session{}, Objects: map[string]objRef{}}
-	b, err := s.Root.ReadFile(s.rel("state.json"))
+	b, err := s.Root.ReadFile(s.rel("state.json"), maxState)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -333,7 +337,7 @@ func (s *Store) hash(st *state, rel string, fi fs.FileInfo, keep bool) (string, 
 	if fi.Size() > maxFile {
 		return fmt.Sprintf("large:%d:%d", fi.Size(), statOf(fi).Ctime), nil
 	}
-	b, err := s.Root.ReadFile(rel)
+	b, err := s.Root.ReadFile(rel, maxFile)
 	if err != nil {
 		return "", err
 	}
@@ -356,7 +360,7 @@ func (s *Store) keepFile(st *state, rel, h string) error {
 	if _, ok := st.Objects[h]; ok || len(h) != 64 {
 		return nil
 	}
-	b, err := s.Root.ReadFile(rel)
+	b, err := s.Root.ReadFile(rel, maxFile)
 	if err != nil {
 		return err
 	}
@@ -574,7 +578,7 @@ func (s *Store) bookkeeping(st *state, p string, b, a fileState) bool {
 	if err != nil {
 		return false
 	}
-	cur, err := s.Root.ReadFile(p)
+	cur, err := s.Root.ReadFile(p, maxFile)
 	if err != nil || !bytes.Equal(withoutAccess(old), withoutAccess(cur)) {
 		return false
 	}

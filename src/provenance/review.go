@@ -63,7 +63,7 @@ func (s *Store) Content(id string) (before, after []byte, err error) {
 		}
 	}
 	if it.After != "" {
-		if after, err = s.Root.ReadFile(s.rel("held", it.ID)); err != nil {
+		if after, err = s.Root.ReadFile(s.rel("held", it.ID), maxFile); err != nil {
 			return nil, nil, errs.Wrap(errs.Failure, err, "%s: the held content", id)
 		}
 	}
