@@ -24,7 +24,6 @@ the vault). A file hobbs cannot parse is reported (path:line: reason) and
 never rewritten. See docs/memory.md.`,
 		Example: `  hobbs memory add "The user prefers short answers" --tag style
   hobbs memory search "short answers" --all
-  hobbs memory recall "how should answers be written?" --all
   hobbs memory context --format hook`,
 	}
 	cmd.AddCommand(memAddCmd(a), memReinforceCmd(a), memSupersedeCmd(a), memTierCmd(a, "archive"),
@@ -331,34 +330,29 @@ derived data, checked against the files and safe to delete.`,
 
 func memRecallCmd(a *app) *cobra.Command {
 	var sf scopeFlags
-	var opt memory.RecallOptions
+	opt := memory.RecallOptions{Limit: memory.DefaultRecallLimit}
 	cmd := &cobra.Command{
 		Use:   "recall QUERY",
 		Short: "Find the memories most likely to answer a question, best first",
-		Long: `recall ranks memories by the words of QUERY (stemmed, stop words left out)
-in their text and tags, with BM25; a question about when favours memories that
-say when. Prints id, score, path and first line. Active memories by default.
-For an exact name or text, use search. See docs/memory.md.`,
+		Long: `recall ranks memories by the words of QUERY in any form (stop words left out)
+in their text and tags; a question about when favours memories that say when.
+Prints id, score, path, first line. For an exact name, use search. See docs/memory.md.`,
 		Example: `  hobbs memory recall "what did I decide about the car insurance?"
   hobbs memory recall "when did we move to Lyon" --all --limit 5 --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 	}
 	sf.add(cmd)
 	cmd.Flags().StringArrayVar(&opt.Tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
-	cmd.Flags().IntVar(&opt.Limit, "limit", memory.DefaultRecallLimit, "at most this many memories")
+	cmd.Flags().IntVar(&opt.Limit, "limit", opt.Limit, "at most this many memories (0: all that match)")
 	out := a.jsonFlag(cmd, "print as JSON (id, status, tier, path, score, text)")
 	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
 		opt.Query, opt.Scope = args[0], sf.scope()
-		if opt.Limit < 1 {
-			return errs.Usagef("--limit must be >= 1")
-		}
 		list, err := s.Recall(opt)
 		if err != nil {
 			return err
 		}
 		return out.print(list, func(w io.Writer) error {
-			memory.WriteRecalled(w, s.In, list)
-			if len(list) == 0 {
+			if memory.WriteRecalled(w, s.In, list) == 0 {
 				a.status("nothing recalled")
 			}
 			return nil

@@ -177,7 +177,7 @@ func BenchmarkRecall(b *testing.B) {
 	q := benchQuery(b, in)
 	loop(b, func() {
 		s := &Store{In: in}
-		got, err := s.Recall(RecallOptions{Query: q, Scope: ScopeAll})
+		got, err := s.Recall(RecallOptions{Query: q, Scope: ScopeAll, Limit: DefaultRecallLimit})
 		if err != nil || len(got) != DefaultRecallLimit {
 			b.Fatalf("%d recalled, %v", len(got), err)
 		}
@@ -190,7 +190,7 @@ func BenchmarkRecallActive(b *testing.B) {
 	q := benchQuery(b, in)
 	loop(b, func() {
 		s := &Store{In: in}
-		if _, err := s.Recall(RecallOptions{Query: q}); err != nil {
+		if _, err := s.Recall(RecallOptions{Query: q, Limit: DefaultRecallLimit}); err != nil {
 			b.Fatal(err)
 		}
 	})

@@ -21,7 +21,7 @@ type RecallOptions struct {
 	Query string
 	Scope Scope
 	Tags  []string // keep memories with any of these tags
-	Limit int      // 0: DefaultRecallLimit
+	Limit int      // at most this many (0: every memory that matches)
 }
 
 // Recalled is a memory Recall found.
@@ -139,9 +139,12 @@ func (s *Store) Recall(opt RecallOptions) ([]Recalled, error) {
 		return nil, errs.Usagef("nothing to recall by in %q: no word but stop words", opt.Query).
 			WithHint("name what to look for, e.g. hobbs memory recall \"car insurance\"; for an exact text: hobbs memory search")
 	}
+	if opt.Limit < 0 {
+		return nil, errs.Usagef("--limit must be >= 0")
+	}
 	limit := opt.Limit
-	if limit <= 0 {
-		limit = DefaultRecallLimit
+	if limit == 0 {
+		limit = math.MaxInt
 	}
 	out, damaged, err := s.recall(q, opt, limit, false)
 	if err == nil && damaged {
@@ -443,8 +446,10 @@ func floorDiv(a, b int64) int64 {
 
 // WriteRecalled prints recalled memories for a reader: id, score, path
 // (relative to the instance) and the first line of the text, tab-separated.
-func WriteRecalled(w io.Writer, in instance.Instance, list []Recalled) {
+// It returns how many it printed.
+func WriteRecalled(w io.Writer, in instance.Instance, list []Recalled) int {
 	for _, r := range list {
 		fmt.Fprintf(w, "%s\t%.2f\t%s: %s\n", r.ID, r.Score, in.Rel(r.Path), summary(r.Text, 100))
 	}
+	return len(list)
 }
