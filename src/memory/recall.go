@@ -229,37 +229,50 @@ func (tr *tierRank) gather(s *Store, q query) {
 		}
 	}
 	isDirty := func(ord int) bool {
-		return brute || ord >= tf.n || ix.flags[ord]&(flagUnindexed|flagRacy) != 0
+		return ord >= tf.n || ix.flags[ord]&(flagUnindexed|flagRacy) != 0
 	}
-	var dirty []int
+	clean := func(ord int) bool { return ord < ix.n() && ix.live(ord) && !isDirty(ord) }
 	if !brute {
-		tr.textLen = tf.textTotal
-	}
-	for ord := 0; ord < ix.n(); ord++ {
-		clean := ix.live(ord) && !isDirty(ord)
-		if !brute && ord < tf.n && !clean {
-			tr.textLen -= uint64(tf.doc(ord).textLen) // counted below if read again
+		// What the terms file holds of the documents changed since is
+		// taken out (they are read again below); the entries of the
+		// others the lists name are read.
+		want := make([]bool, len(tf.docs))
+		for ord := 0; ord < tf.n; ord++ {
+			if !clean(ord) {
+				want[blockOf(ord)] = true
+			}
 		}
-		if !ix.live(ord) {
-			continue
-		}
-		tr.n++
-		if !clean {
-			dirty = append(dirty, ord)
-		}
-	}
-	if brute {
-		tr.lists = nil
-	} else {
 		for i, l := range tr.lists {
 			kept := l[:0]
 			for _, p := range l {
-				if o := int(p.ord); o < ix.n() && ix.live(o) && !isDirty(o) {
+				if o := int(p.ord); clean(o) {
+					want[blockOf(o)] = true
 					kept = append(kept, p)
 				}
 			}
 			tr.lists[i] = kept
 		}
+		if brute = !tf.need(want); !brute {
+			tr.textLen = tf.textTotal
+			for ord := 0; ord < tf.n; ord++ {
+				if !clean(ord) {
+					tr.textLen -= uint64(tf.doc(ord).textLen)
+				}
+			}
+		}
+	}
+	var dirty []int
+	for ord := 0; ord < ix.n(); ord++ {
+		if !ix.live(ord) {
+			continue
+		}
+		tr.n++
+		if brute || isDirty(ord) {
+			dirty = append(dirty, ord)
+		}
+	}
+	if brute {
+		tr.lists, tr.textLen = nil, 0
 	}
 	// The changed documents, read again (a check has just read some).
 	read := make([]*docTerms, len(dirty))
@@ -333,18 +346,38 @@ func rank(q query, tiers []*tierRank) []candidate {
 	for ti, tr := range tiers {
 		// Clean documents: term by term through the lists.
 		first := len(cands)
-		var at []int32 // ordinal -> 1 + index in cands
-		if tr.lists != nil {
+		total := 0
+		for _, l := range tr.lists {
+			total += len(l)
+		}
+		// ordinal -> 1 + index in cands: an array when the lists name many
+		// of the documents, else a map.
+		var at []int32
+		var atMap map[int]int
+		if 8*total > tr.n {
 			at = make([]int32, tr.ix.terms.n)
+		} else {
+			atMap = make(map[int]int, total)
 		}
 		var matched []int
 		for i, l := range tr.lists {
 			for _, p := range l {
 				o := int(p.ord)
-				k := int(at[o]) - 1
+				var k int
+				if at != nil {
+					k = int(at[o]) - 1
+				} else if v, ok := atMap[o]; ok {
+					k = v
+				} else {
+					k = -1
+				}
 				if k < 0 {
 					k = len(cands)
-					at[o] = int32(k + 1)
+					if at != nil {
+						at[o] = int32(k + 1)
+					} else {
+						atMap[o] = k
+					}
 					cands = append(cands, candidate{tier: ti, ord: o, info: tr.ix.terms.doc(o)})
 					matched = append(matched, 0)
 				}

@@ -286,7 +286,7 @@ func TestRecallIndexRebuild(t *testing.T) {
 	check("index deleted")
 	terms := filepath.Join(c.in.MemoryIndex(), "archive.terms")
 	old, _ := os.ReadFile(terms)
-	os.WriteFile(terms, []byte("HMEMTRM01\ngarbage"), 0o644)
+	os.WriteFile(terms, []byte(termsMagic + "garbage"), 0o644)
 	check("terms garbled")
 	os.RemoveAll(c.in.MemoryIndex())
 	if _, err := s.Search(SearchOptions{Query: "alpha", Scope: ScopeAll}); err != nil {
@@ -295,12 +295,17 @@ func TestRecallIndexRebuild(t *testing.T) {
 	os.WriteFile(terms, old, 0o644) // a terms file of another build
 	os.Remove(filepath.Join(c.in.MemoryIndex(), "active.terms"))
 	check("terms stale or missing")
-	// Damage inside a posting list: the files are read instead.
+	// Damage inside a posting list, or in the document entries: the files
+	// are read instead.
 	b, _ := os.ReadFile(terms)
 	b[len(b)-3] ^= 0xff
 	os.WriteFile(terms, b, 0o644)
+	active := filepath.Join(c.in.MemoryIndex(), "active.terms")
+	b, _ = os.ReadFile(active)
+	b[termsHeader+4+docEntry+1] ^= 0xff // the second document's entry
+	os.WriteFile(active, b, 0o644)
 	if got := c.recalled(q); !reflect.DeepEqual(got, want) {
-		t.Fatalf("damaged list: recall = %v\nwant %v", got, want)
+		t.Fatalf("damaged list and document entry: recall = %v\nwant %v", got, want)
 	}
 }
 
@@ -411,6 +416,9 @@ func TestTermsFile(t *testing.T) {
 	if !ok || !tf.load() || tf.stamp != 42 || tf.n != 3 || tf.textTotal != 6+4 || tf.tagTotal != 1 {
 		t.Fatalf("header: %+v", tf)
 	}
+	if !tf.need([]bool{true}) {
+		t.Fatal("document entries cannot be read")
+	}
 	if d := tf.doc(2); d.reinforced != 4 || d.flags != docSuperseded || d.textLen != 4 || d.created != 0 {
 		t.Errorf("doc 2: %+v", d)
 	}
@@ -428,14 +436,14 @@ func TestTermsFile(t *testing.T) {
 		t.Errorf("absent term: %v %v", l, ok)
 	}
 	// Damage is detected, never used.
-	for _, at := range []int{termsHeader + 3, len(data) - 1} {
+	for _, at := range []int{termsHeader + 3, termsHeader + 4 + 20, len(data) - 1} {
 		bad := append([]byte(nil), data...)
 		bad[at] ^= 0x55
 		tf, ok := openTerms(nil, bad, int64(len(bad)))
 		if !ok {
 			continue
 		}
-		if !tf.load() {
+		if !tf.load() || !tf.need([]bool{true}) {
 			continue
 		}
 		noticed := false

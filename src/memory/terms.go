@@ -19,7 +19,8 @@ import (
 // documents and ordinals as the tri file it is built with (same stamp):
 //
 //	header  magic, stamp, documents, keys, blocks, CRC of the block index,
-//	        CRC of the document table, total text and tag terms
+//	        CRC of the document sums, total text and tag terms
+//	sums    per block of docBlock documents: CRC of its entries
 //	docs    per document: created (unix seconds), text terms, reinforced,
 //	        tag terms, time expressions, flags (docEntry)
 //	blocks  per block of termBlock keys: first key, first list offset, CRC
@@ -29,17 +30,18 @@ import (
 //	        text, count in the tags
 //
 // The header is read when the index is opened for recall; the document
-// table and block index when a query needs them; then one block and one
-// list per query term. Every part carries a CRC-32C: a damaged part is
+// sums and block index when a query needs them; then one block and one
+// list per query term, and the blocks of documents its lists name. Every part carries a CRC-32C: a damaged part is
 // not used (recall then reads the files themselves), never trusted.
 //
 // Two terms with the same 64-bit hash would share a list: they are
 // counted as one term, which only changes a ranking and only with a
 // probability far below one in a billion for a million distinct terms.
 const (
-	termsMagic  = "HMEMTRM01\n"
+	termsMagic  = "HMEMTRM02\n"
 	termsHeader = len(termsMagic) + 44
 	docEntry    = 16
+	docBlock    = 256 // documents per checksum
 	termBlock   = 256
 	termSparse  = 16
 	termEntry   = 20
@@ -281,22 +283,27 @@ func buildTerms(stamp uint64, docs []docTerms) []byte {
 		binary.LittleEndian.PutUint32(e[16:], crc(blob.b[start:]))
 	}
 	nblocks := (len(keys) + termBlock - 1) / termBlock
+	sums := make([]byte, 0, 4*((len(docs)+docBlock-1)/docBlock))
+	for a := 0; a < len(docs); a += docBlock {
+		sums = binary.LittleEndian.AppendUint32(sums, crc(docTable[docEntry*a:docEntry*min(a+docBlock, len(docs))]))
+	}
 	sparse := make([]byte, 0, termSparse*nblocks)
 	for j := 0; j < nblocks; j++ {
 		block := table[termEntry*termBlock*j : termEntry*min(termBlock*(j+1), len(keys))]
 		sparse = append(sparse, block[:12]...) // first key and offset
 		sparse = binary.LittleEndian.AppendUint32(sparse, crc(block))
 	}
-	out := make([]byte, 0, termsHeader+len(docTable)+len(sparse)+len(table)+len(blob.b))
+	out := make([]byte, 0, termsHeader+len(sums)+len(docTable)+len(sparse)+len(table)+len(blob.b))
 	out = append(out, termsMagic...)
 	out = binary.LittleEndian.AppendUint64(out, stamp)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(docs)))
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(keys)))
 	out = binary.LittleEndian.AppendUint32(out, uint32(nblocks))
 	out = binary.LittleEndian.AppendUint32(out, crc(sparse))
-	out = binary.LittleEndian.AppendUint32(out, crc(docTable))
+	out = binary.LittleEndian.AppendUint32(out, crc(sums))
 	out = binary.LittleEndian.AppendUint64(out, textTotal)
 	out = binary.LittleEndian.AppendUint64(out, tagTotal)
+	out = append(out, sums...)
 	out = append(out, docTable...)
 	out = append(out, sparse...)
 	out = append(out, table...)
@@ -307,11 +314,13 @@ func buildTerms(stamp uint64, docs []docTerms) []byte {
 type termsFile struct {
 	stamp               uint64
 	n, nkeys, nblocks   int
-	sparseSum, docsSum  uint32
+	sparseSum, sumsSum  uint32
 	textTotal, tagTotal uint64
-	docsAt, sparseAt    int64
+	sumsAt, docsAt      int64
+	sparseAt            int64
 	tableAt, blobAt     int64
-	docs, sparse        []byte // read when first needed
+	sums, sparse        []byte   // read when first needed
+	docs                [][]byte // blocks of document entries, read when needed
 	data                []byte // the whole file, when held in memory
 	f                   *os.File
 	size                int64
@@ -327,13 +336,14 @@ func openTerms(f *os.File, data []byte, size int64) (*termsFile, bool) {
 	p := h[len(termsMagic):]
 	tf.stamp = binary.LittleEndian.Uint64(p)
 	n, nkeys, nblocks := int64(binary.LittleEndian.Uint32(p[8:])), int64(binary.LittleEndian.Uint32(p[12:])), int64(binary.LittleEndian.Uint32(p[16:]))
-	tf.sparseSum, tf.docsSum = binary.LittleEndian.Uint32(p[20:]), binary.LittleEndian.Uint32(p[24:])
+	tf.sparseSum, tf.sumsSum = binary.LittleEndian.Uint32(p[20:]), binary.LittleEndian.Uint32(p[24:])
 	tf.textTotal, tf.tagTotal = binary.LittleEndian.Uint64(p[28:]), binary.LittleEndian.Uint64(p[36:])
 	if n > maxRecords || nkeys > 1<<28 || nblocks != (nkeys+termBlock-1)/termBlock {
 		return nil, false
 	}
 	tf.n, tf.nkeys, tf.nblocks = int(n), int(nkeys), int(nblocks)
-	tf.docsAt = int64(termsHeader)
+	tf.sumsAt = int64(termsHeader)
+	tf.docsAt = tf.sumsAt + 4*((n+docBlock-1)/docBlock)
 	tf.sparseAt = tf.docsAt + docEntry*n
 	tf.tableAt = tf.sparseAt + termSparse*nblocks
 	tf.blobAt = tf.tableAt + termEntry*nkeys
@@ -360,15 +370,15 @@ func (tf *termsFile) close() {
 	}
 }
 
-// load reads the document table and the block index, false when they
+// load reads the document sums and the block index, false when they
 // cannot be read or do not match their checksums.
 func (tf *termsFile) load() bool {
-	if tf.docs != nil {
+	if tf.sums != nil {
 		return true
 	}
-	docs, ok1 := tf.read(tf.docsAt, docEntry*int64(tf.n))
+	sums, ok1 := tf.read(tf.sumsAt, tf.docsAt-tf.sumsAt)
 	sparse, ok2 := tf.read(tf.sparseAt, termSparse*int64(tf.nblocks))
-	if !ok1 || !ok2 || crc(docs) != tf.docsSum || crc(sparse) != tf.sparseSum {
+	if !ok1 || !ok2 || crc(sums) != tf.sumsSum || crc(sparse) != tf.sparseSum {
 		return false
 	}
 	for j := 1; j < tf.nblocks; j++ { // first keys and offsets rise
@@ -377,11 +387,55 @@ func (tf *termsFile) load() bool {
 			return false
 		}
 	}
-	tf.docs, tf.sparse = docs, sparse
+	tf.sums, tf.sparse = sums, sparse
+	tf.docs = make([][]byte, len(sums)/4)
 	return true
 }
 
-func (tf *termsFile) doc(ord int) docInfo { return getDoc(tf.docs[docEntry*ord:]) }
+// need reads the blocks of document entries that hold the documents
+// marked in want (a bit per block), false when one cannot be read or does
+// not match its checksum. load must have succeeded. Many blocks are read
+// in one go, a few one by one.
+func (tf *termsFile) need(want []bool) bool {
+	var blocks []int
+	for b, w := range want {
+		if w && tf.docs[b] == nil {
+			blocks = append(blocks, b)
+		}
+	}
+	var all []byte
+	if 8*len(blocks) > len(tf.docs) {
+		var ok bool
+		if all, ok = tf.read(tf.docsAt, docEntry*int64(tf.n)); !ok {
+			return false
+		}
+	}
+	for _, b := range blocks {
+		a, z := b*docBlock, min((b+1)*docBlock, tf.n)
+		var raw []byte
+		if all != nil {
+			raw = all[docEntry*a : docEntry*z]
+		} else {
+			var ok bool
+			if raw, ok = tf.read(tf.docsAt+docEntry*int64(a), docEntry*int64(z-a)); !ok {
+				return false
+			}
+		}
+		if crc(raw) != binary.LittleEndian.Uint32(tf.sums[4*b:]) {
+			return false
+		}
+		tf.docs[b] = raw
+	}
+	return true
+}
+
+// blockOf is the block of document entries holding ord.
+func blockOf(ord int) int { return ord / docBlock }
+
+// doc returns the entry of document ord, whose block need has read.
+func (tf *termsFile) doc(ord int) docInfo {
+	return getDoc(tf.docs[ord/docBlock][docEntry*(ord%docBlock):])
+}
 
 // postings returns the list of the term with key k (nil if no document
 // has it); false when it cannot be used (cut short or damaged). load must
