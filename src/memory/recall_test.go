@@ -286,7 +286,7 @@ func TestRecallIndexRebuild(t *testing.T) {
 	check("index deleted")
 	terms := filepath.Join(c.in.MemoryIndex(), "archive.terms")
 	old, _ := os.ReadFile(terms)
-	os.WriteFile(terms, []byte(termsMagic + "garbage"), 0o644)
+	os.WriteFile(terms, []byte(termsMagic+"garbage"), 0o644)
 	check("terms garbled")
 	os.RemoveAll(c.in.MemoryIndex())
 	if _, err := s.Search(SearchOptions{Query: "alpha", Scope: ScopeAll}); err != nil {

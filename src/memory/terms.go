@@ -321,7 +321,7 @@ type termsFile struct {
 	tableAt, blobAt     int64
 	sums, sparse        []byte   // read when first needed
 	docs                [][]byte // blocks of document entries, read when needed
-	data                []byte // the whole file, when held in memory
+	data                []byte   // the whole file, when held in memory
 	f                   *os.File
 	size                int64
 }

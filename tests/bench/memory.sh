@@ -5,6 +5,7 @@
 #   search:  hobbs memory search LITERAL --all -l   vs  rg -il LITERAL active archive
 #   context: hobbs memory context                   vs  rg -c status active
 #   recall:  hobbs memory recall QUESTION --all     (goal: <= 50 ms)
+#   and hobbs --version, the cost of starting the process
 # and checks that search and rg report the same files. Prints medians and
 # ratios (goal: search <= 0.25x rg, context <= 1.5x rg). With BASELINE (a
 # hobbs binary) or BASELINE_REF (a git ref to build one from, e.g. main), it
@@ -49,7 +50,7 @@ sleep 3
 "$bin" memory context >/dev/null   # first context of the day updates last_accessed
 
 # A question: the rare word and three words of an archived memory.
-QUESTION="what do I know about $LITERAL and $(awk 'NR==11 {print $1, $2, $3; exit}' "archive/$(ls archive | sed -n 500p)")"
+QUESTION="what do I know about $LITERAL and $(awk 'f == 2 && NF {print $1, $2, $3; exit} /^---$/ {f++}' "archive/$(ls archive | sed -n 500p)")"
 "$bin" memory recall "$QUESTION" --all >/dev/null
 
 # Same hits.
@@ -65,23 +66,25 @@ echo "memory bench: same $(wc -l <"$work/rg.hits") hits as rg" >&2
 ms() { local a b; a=$(date +%s%N); "$@" >/dev/null; b=$(date +%s%N); echo $(( (b - a) / 100000 )); } # 0.1 ms
 median() { sort -n | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.1f", m/10}'; }
 
-: >"$work/s.h"; : >"$work/s.r"; : >"$work/c.h"; : >"$work/c.r"; : >"$work/r.h"
+: >"$work/s.h"; : >"$work/s.r"; : >"$work/c.h"; : >"$work/c.r"; : >"$work/r.h"; : >"$work/v.h"
 for _ in $(seq "$RUNS"); do
+  ms "$bin" --version >>"$work/v.h"
   ms rg -il "$LITERAL" active archive >>"$work/s.r" || true
   ms "$bin" memory search "$LITERAL" --all -l >>"$work/s.h"
   ms rg -c status active >>"$work/c.r"
   ms "$bin" memory context >>"$work/c.h"
   ms "$bin" memory recall "$QUESTION" --all >>"$work/r.h"
 done
-sh=$(median <"$work/s.h"); sr=$(median <"$work/s.r"); ch=$(median <"$work/c.h"); cr=$(median <"$work/c.r"); rh=$(median <"$work/r.h")
+sh=$(median <"$work/s.h"); sr=$(median <"$work/s.r"); ch=$(median <"$work/c.h"); cr=$(median <"$work/c.r"); rh=$(median <"$work/r.h"); vh=$(median <"$work/v.h")
 # A search right after the trust period ran out checks every archived file.
 full=$( { for _ in 1 2 3; do ms "$bin" memory search "$LITERAL" --all -l --full; done; } | median)
-awk -v sh="$sh" -v sr="$sr" -v ch="$ch" -v cr="$cr" -v rh="$rh" -v full="$full" -v a="$ARCHIVE" -v n="$ACTIVE" -v runs="$RUNS" 'BEGIN {
+awk -v sh="$sh" -v sr="$sr" -v ch="$ch" -v cr="$cr" -v rh="$rh" -v vh="$vh" -v full="$full" -v a="$ARCHIVE" -v n="$ACTIVE" -v runs="$RUNS" 'BEGIN {
   printf "memory bench (%d archived + %d active, median of %d interleaved runs)\n", a, n, runs
   printf "  search  hobbs %7.1f ms   rg -il %7.1f ms   ratio %.3f  (goal <= 0.25)\n", sh, sr, sh / sr
   printf "  context hobbs %7.1f ms   rg -c  %7.1f ms   ratio %.3f  (goal <= 1.5)\n", ch, cr, ch / cr
   printf "  search --full (every file checked) %.1f ms   ratio %.3f to rg -il\n", full, full / sr
   printf "  recall --all  hobbs %7.1f ms   (goal <= 50 ms)   ratio %.3f to search --all\n", rh, rh / sh
+  printf "  process start (hobbs --version) %.1f ms: part of every figure above\n", vh
 }'
 [ -n "${BASELINE:-}" ] || exit 0
 
