@@ -16,7 +16,8 @@
 // (share of the evidence in the first 5 and 10), MRR@10 (1 / rank of the
 // first evidence turn) and milliseconds per query, wall and CPU, each query
 // a process of its own for both (hobbs recall --json, sqlite3 -batch),
-// taking turns at going first.
+// taking turns at going first; and hobbs --version, the cost of starting
+// hobbs at all.
 //
 // The data is read where it is: it is licensed for non-commercial research
 // and never copied into the repository.
@@ -170,7 +171,13 @@ func main() {
 		}
 	}
 	var h, f score
+	var start, startCPU time.Duration // hobbs --version: starting the process
 	for i, q := range qs {
+		_, d, cpu, err := run(exec.Command(*hobbs, "--version"))
+		if err != nil {
+			fail("hobbs --version: %v", err)
+		}
+		start, startCPU = start+d, startCPU+cpu
 		home := filepath.Join(dir, fmt.Sprintf("conv%d", q.conv))
 		runH := func() {
 			ids, d, cpu, err := recall(*hobbs, home, q.text)
@@ -201,6 +208,10 @@ func main() {
 	fmt.Printf("  %-14s %9.3f %10.3f %8.3f %10.1f %14.1f\n", "hobbs recall", hm[0], hm[1], hm[2], hm[3], hm[4])
 	fmt.Printf("  %-14s %9.3f %10.3f %8.3f %10.1f %14.1f\n", "FTS5 bm25()", fm[0], fm[1], fm[2], fm[3], fm[4])
 	fmt.Printf("  %-14s %9.2f %10.2f %8.2f %10.2f %14.2f\n", "ratio", hm[0]/fm[0], hm[1]/fm[1], hm[2]/fm[2], hm[3]/fm[3], hm[4]/fm[4])
+	n := float64(len(qs))
+	fmt.Printf("  %-14s %9s %10s %8s %10.1f %14.1f\n", "hobbs start", "", "", "",
+		float64(start.Microseconds())/1000/n, float64(startCPU.Microseconds())/1000/n)
+	fmt.Printf("  (hobbs start: hobbs --version, the cost of starting the process, part of hobbs recall's figures)\n")
 	var cats []int
 	for c := range h.byCat {
 		cats = append(cats, c)
