@@ -5,7 +5,7 @@
 #   search:  hobbs memory search LITERAL --all -l   vs  rg -il LITERAL active archive
 #   context: hobbs memory context                   vs  rg -c status active
 #   recall:  hobbs memory recall QUESTION --all     (goal: <= 50 ms)
-#   and hobbs --version, the cost of starting the process
+#   and hobbs version, the cost of starting the process
 # and checks that search and rg report the same files. Prints medians and
 # ratios (goal: search <= 0.25x rg, context <= 1.5x rg). With BASELINE (a
 # hobbs binary) or BASELINE_REF (a git ref to build one from, e.g. main), it
@@ -68,7 +68,7 @@ median() { sort -n | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1
 
 : >"$work/s.h"; : >"$work/s.r"; : >"$work/c.h"; : >"$work/c.r"; : >"$work/r.h"; : >"$work/v.h"
 for _ in $(seq "$RUNS"); do
-  ms "$bin" --version >>"$work/v.h"
+  ms "$bin" version >>"$work/v.h"
   ms rg -il "$LITERAL" active archive >>"$work/s.r" || true
   ms "$bin" memory search "$LITERAL" --all -l >>"$work/s.h"
   ms rg -c status active >>"$work/c.r"
@@ -84,7 +84,7 @@ awk -v sh="$sh" -v sr="$sr" -v ch="$ch" -v cr="$cr" -v rh="$rh" -v vh="$vh" -v f
   printf "  context hobbs %7.1f ms   rg -c  %7.1f ms   ratio %.3f  (goal <= 1.5)\n", ch, cr, ch / cr
   printf "  search --full (every file checked) %.1f ms   ratio %.3f to rg -il\n", full, full / sr
   printf "  recall --all  hobbs %7.1f ms   (goal <= 50 ms)   ratio %.3f to search --all\n", rh, rh / sh
-  printf "  process start (hobbs --version) %.1f ms: part of every figure above\n", vh
+  printf "  process start (hobbs version) %.1f ms: part of every figure above\n", vh
 }'
 [ -n "${BASELINE:-}" ] || exit 0
 

@@ -16,7 +16,7 @@
 // (share of the evidence in the first 5 and 10), MRR@10 (1 / rank of the
 // first evidence turn) and milliseconds per query, wall and CPU, each query
 // a process of its own for both (hobbs recall --json, sqlite3 -batch),
-// taking turns at going first; and hobbs --version, the cost of starting
+// taking turns at going first; and hobbs version, the cost of starting
 // hobbs at all.
 //
 // The data is read where it is: it is licensed for non-commercial research
@@ -171,11 +171,11 @@ func main() {
 		}
 	}
 	var h, f score
-	var start, startCPU time.Duration // hobbs --version: starting the process
+	var start, startCPU time.Duration // hobbs version: starting the process
 	for i, q := range qs {
-		_, d, cpu, err := run(exec.Command(*hobbs, "--version"))
+		_, d, cpu, err := run(exec.Command(*hobbs, "version"))
 		if err != nil {
-			fail("hobbs --version: %v", err)
+			fail("hobbs version: %v", err)
 		}
 		start, startCPU = start+d, startCPU+cpu
 		home := filepath.Join(dir, fmt.Sprintf("conv%d", q.conv))
@@ -211,7 +211,7 @@ func main() {
 	n := float64(len(qs))
 	fmt.Printf("  %-14s %9s %10s %8s %10.1f %14.1f\n", "hobbs start", "", "", "",
 		float64(start.Microseconds())/1000/n, float64(startCPU.Microseconds())/1000/n)
-	fmt.Printf("  (hobbs start: hobbs --version, the cost of starting the process, part of hobbs recall's figures)\n")
+	fmt.Printf("  (hobbs start: hobbs version, the cost of starting the process, part of hobbs recall's figures)\n")
 	var cats []int
 	for c := range h.byCat {
 		cats = append(cats, c)
