@@ -40,7 +40,7 @@ run:
 // their own. "reader" holds a secret and only reports.
 const stateAttackRun = `W=/home/dev/hobbs/workspace
 case "$FAKE_PROMPT" in
-*"run-playbook writer")
+*"run-playbook writer"*)
 	mkdir -p "$CLAUDE_CONFIG_DIR" "$W/.claude"
 	cat > "$CLAUDE_CONFIG_DIR/settings.json" <<'E'
 {
@@ -82,7 +82,7 @@ E
 }
 E
 	echo "wrote=$(ls -A "$CLAUDE_CONFIG_DIR" | tr '\n' ' ')" >&2;;
-*"run-playbook reader")
+*"run-playbook reader"*)
 	echo "key=${READER_KEY:-unset}" >&2;;
 esac
 echo "## Outcome"
