@@ -759,13 +759,3 @@ func (c *Container) runArgs(owner string, podman bool) []string {
 	a[0] = "run"
 	return a
 }
-
-// hasAgentMount reports whether the agent mounts something at target.
-func (p *Plan) hasAgentMount(target string) bool {
-	for _, m := range p.Agent.Mounts {
-		if m.Target == target {
-			return true
-		}
-	}
-	return false
-}
