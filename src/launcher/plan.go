@@ -529,8 +529,11 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 		// A run's own Claude Code directory, owned by the session's user,
 		// and its sign-in (filled in by the seed); the framework skills'
 		// allow rules covered: a run gets only its block's tools.
-		c.Tmpfs = append(c.Tmpfs, fmt.Sprintf("%s:%s,uid=%d,gid=%d", ClaudeDir, claudeStateTmpfs, p.uid, p.gid),
-			ManagedSettingsDir+":ro,size=4k,mode=0555")
+		owner := fmt.Sprintf("uid=%d,gid=%d", p.uid, p.gid)
+		if p.podman {
+			owner = "U" // podman takes no uid=: U gives the tmpfs to the container's user
+		}
+		c.Tmpfs = append(c.Tmpfs, ClaudeDir+":"+claudeStateTmpfs+","+owner, ManagedSettingsDir+":ro,size=4k,mode=0555")
 		c.Mounts = append(c.Mounts, p.sessionFile("claude-credentials", SessionClaudeCredentials, RoleAgent,
 			"Claude Code's sign-in, read from the state volume "+st.Volume+" by the seed (empty when it has none); copied into "+ClaudeDir+" at start"))
 		return c

@@ -285,7 +285,8 @@ func (p *Plan) checkClaudeState(t *testing.T) {
 		t.Errorf("%s: no fresh state with a hardened, read-only seed: %+v %+v", p.Kind, st, p.Seed)
 	}
 	tmpfs := strings.Join(p.Agent.Tmpfs, " ")
-	if !strings.Contains(tmpfs, ClaudeDir+":rw,") || !strings.Contains(tmpfs, ManagedSettingsDir+":ro,") {
+	owner := map[bool]string{false: ",uid=1000,gid=1000", true: ",U"}[p.podman]
+	if !strings.Contains(tmpfs, ClaudeDir+":rw,") || !strings.Contains(tmpfs, owner+" ") || !strings.Contains(tmpfs, ManagedSettingsDir+":ro,") {
 		t.Errorf("%s: agent tmpfs %q lacks the fresh state or the covered allow rules", p.Kind, p.Agent.Tmpfs)
 	}
 	if !p.hasAgentMount(SessionClaudeCredentials) {

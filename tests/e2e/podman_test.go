@@ -122,6 +122,7 @@ func TestPodmanSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = bytes.Replace(b, []byte("\nimage: \"\"\n"), []byte("\nimage: \""+ref+"\"\n"), 1)
+	b = bytes.Replace(b, []byte("\nworkspace: \"~/hobbs-workspace\"\n"), []byte("\nworkspace: \""+ws+"\"\n"), 1)
 	if err := os.WriteFile(cfg, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
