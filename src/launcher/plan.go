@@ -109,6 +109,9 @@ type Plan struct {
 		Proxy []string `json:"proxy"`
 		Seed  []string `json:"seed,omitempty"`
 	} `json:"create"`
+	// DiskWatch is what the launcher watches while the run is live: it
+	// stops the run before the disk holding the agent's writes fills.
+	DiskWatch DiskWatch `json:"disk_watch"`
 	// Timeout stops the run (exit 124); 0: none.
 	Timeout time.Duration `json:"-"`
 	// TimeoutText is Timeout as text, for JSON ("" for none).
@@ -332,6 +335,7 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 		p.Timeout, p.TimeoutText = grant.Timeout, grant.Timeout.String()
 	}
 	p.WorkspaceGitReadOnly = h.WorkspaceGit && cfg.GitReadOnly()
+	p.DiskWatch = diskWatch(cfg, in, h)
 	p.Agent = p.agent(cfg, spec, h)
 	p.Proxy = p.proxy(h)
 	if p.Claude.State.Fresh {
@@ -600,7 +604,7 @@ func (p *Plan) proxy(h Host) Container {
 	for _, f := range p.Egress.PolicyFiles {
 		c.Command = append(c.Command, "--policy", f)
 	}
-	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--auth-token-file", SessionTokenFile,
+	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--session", p.Session, "--auth-token-file", SessionTokenFile,
 		"--secrets-file", SessionSecretsFile,
 		// Stopped once the agent is gone: what tunnels are left have no
 		// client; they are closed (and audited) well within proxyStopTime.
