@@ -89,12 +89,22 @@ func HookAgentType(r io.Reader) (string, error) {
 	}
 	if err := json.Unmarshal(data, &in); err != nil {
 		return "", errs.Usagef("the hook's input is not JSON: %v", err).
-			WithHint("--hook-input reads what Claude Code gives a SubagentStart hook on standard input")
+			WithHint("hobbs agent context - reads what Claude Code gives a SubagentStart hook on standard input")
 	}
 	if in.Event != "" && in.Event != memory.SubagentStart {
 		return "", errs.Usagef("the hook's input is a %s event, not SubagentStart", in.Event)
 	}
 	return in.AgentType, nil
+}
+
+// HookContext is the context a SubagentStart hook gives the sub-agent
+// whose hook input r holds (HookAgentType, HookContextOptions).
+func HookContext(s *memory.Store, c Catalog, r io.Reader, budget int) (memory.ContextOptions, error) {
+	name, err := HookAgentType(r)
+	if err != nil {
+		return memory.ContextOptions{}, err
+	}
+	return HookContextOptions(s, c, name, budget), nil
 }
 
 // HookContextOptions is the context a SubagentStart hook gives a sub-agent

@@ -197,8 +197,8 @@ func TestImageClaudeLayout(t *testing.T) {
 		t.Errorf("managed settings: the locks against the agent are not all set: %+v", ms)
 	}
 	if sa := ms.Hooks["SubagentStart"]; len(sa) != 1 || sa[0].Matcher != "" || len(sa[0].Hooks) != 1 ||
-		sa[0].Hooks[0].Command != "hobbs agent context --hook-input" {
-		t.Errorf("managed settings: no SubagentStart hook running `hobbs agent context --hook-input` for every sub-agent: %+v", sa)
+		sa[0].Hooks[0].Command != "hobbs agent context - --format hook" {
+		t.Errorf("managed settings: no SubagentStart hook running `hobbs agent context - --format hook` for every sub-agent: %+v", sa)
 	}
 	// The context is loaded when a conversation starts empty or was
 	// cleared or compacted; on resume (and fork) the conversation already
