@@ -15,16 +15,26 @@ import (
 const maxSubstBody = 64 << 10
 
 // leakError is a request that carries a secret (or its placeholder) to a
-// host it is not bound to.
+// host it is not bound to, or in a position its binding does not allow.
 type leakError struct {
-	n    needle
-	host string
+	n     needle
+	host  string
+	pos   Position  // where it was found; 0: in the target host name
+	place Placement // the binding's, when the host is bound
+	bound bool
 }
 
 func (e *leakError) Error() string {
 	what := "the placeholder of " + e.n.secret
 	if e.n.value {
 		what = "the value of " + e.n.secret
+	}
+	if e.pos != 0 {
+		what += " in its " + e.pos.String()
+	}
+	if e.bound {
+		return fmt.Sprintf("request carries %s, where its binding does not put it: %s goes to %s only in %s (config.yaml secrets.%s)",
+			what, e.n.secret, e.host, e.place, e.n.secret)
 	}
 	return fmt.Sprintf("request carries %s, which is not bound to %s", what, e.host)
 }
@@ -65,43 +75,66 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 	}
 	// What comes back is masked (maskResponse), which needs it unencoded.
 	r.Header.Set("Accept-Encoding", "identity")
-	var bound []*Secret
+	path, query := r.URL.EscapedPath(), r.URL.RawQuery
+	// Where each secret may go in this request: nowhere unless it is bound
+	// to the host, then where its binding puts it.
+	var mayBuf [8]Position
+	may := mayBuf[:0]
+	var to Position // the positions some secret goes in
 	for _, x := range sec {
+		m := Position(0)
 		if ex.bound(x.Name) {
-			bound = append(bound, x)
+			m = x.place.allowed(r.Method, path)
 		}
+		may = append(may, m)
+		to |= m
 	}
-	needles := leakNeedles(sec, func(x *Secret) bool { return ex.bound(x.Name) })
-	leak := func(n needle) int {
+	needles := leakNeedles(sec, func(i int) bool { return ex.bound(sec[i].Name) }, func(i int) Position { return may[i] })
+	leakErr := func(n needle, pos Position) error {
+		le := &leakError{n: n, host: rec.host, pos: pos}
+		for _, x := range sec {
+			if x.Name == n.secret && ex.bound(x.Name) {
+				le.bound, le.place = true, x.place
+			}
+		}
+		return le
+	}
+	leak := func(n needle, pos Position) int {
+		le := leakErr(n, pos)
 		rec.allow, rec.leak = false, n.secret
 		rec.rule = "leak-detection"
-		rec.reason = (&leakError{n, rec.host}).Error()
+		rec.reason = le.Error()
 		return http.StatusForbidden
 	}
 	// Leaks first, on the request as the agent sent it.
-	if n, ok := findLeak(r.Method, needles); ok {
-		return leak(n)
+	if n, ok := findLeak(r.Method, needles, InMethod); ok {
+		return leak(n, InMethod)
 	}
 	for name, vs := range r.Header {
+		if n, ok := findLeak(name, needles, InHeader); ok {
+			return leak(n, InHeader)
+		}
 		for _, v := range vs {
-			if n, ok := findLeak(v, needles); ok {
-				return leak(n)
-			}
-			if n, ok := findLeak(name, needles); ok {
-				return leak(n)
+			if n, ok := findLeak(v, needles, InHeader); ok {
+				return leak(n, InHeader)
 			}
 		}
 	}
-	rawURL := r.URL.EscapedPath()
-	if r.URL.RawQuery != "" {
-		rawURL += "?" + r.URL.RawQuery
+	if n, ok := findLeak(path, needles, InPath); ok {
+		return leak(n, InPath)
 	}
-	if n, ok := findLeak(rawURL, needles); ok {
-		return leak(n)
+	if n, ok := findLeak(query, needles, InQuery); ok {
+		return leak(n, InQuery)
+	}
+	var bodyNeedles []needle
+	for _, n := range needles {
+		if n.not&InBody != 0 {
+			bodyNeedles = append(bodyNeedles, n)
+		}
 	}
 	var body []byte
 	whole := false
-	if r.Body != nil && r.Body != http.NoBody && (len(bound) > 0 || len(needles) > 0) {
+	if r.Body != nil && r.Body != http.NoBody && (to&InBody != 0 || len(bodyNeedles) > 0) {
 		if r.ContentLength >= 0 && r.ContentLength <= maxSubstBody || r.ContentLength < 0 {
 			b, err := io.ReadAll(io.LimitReader(r.Body, maxSubstBody+1))
 			if err != nil {
@@ -111,32 +144,49 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 			body, whole = b, len(b) <= maxSubstBody
 		}
 		if whole {
-			if n, ok := findLeak(string(body), needles); ok {
-				return leak(n)
+			if n, ok := findLeak(string(body), bodyNeedles, InBody); ok {
+				return leak(n, InBody)
 			}
 		}
 	}
-	// Then the bound secrets go in.
+	// Then the bound secrets go in, each where it may.
 	var used []string
-	if len(bound) > 0 {
-		for name, vs := range r.Header {
-			for i, v := range vs {
-				nv, u := substituteHeader(name, v, bound)
-				vs[i] = nv
+	if to != 0 {
+		in := func(pos Position) []*Secret {
+			var out []*Secret
+			for i, x := range sec {
+				if may[i]&pos != 0 {
+					out = append(out, x)
+				}
+			}
+			return out
+		}
+		if xs := in(InHeader); xs != nil {
+			for name, vs := range r.Header {
+				for i, v := range vs {
+					nv, u := substituteHeader(name, v, xs)
+					vs[i] = nv
+					used = append(used, u...)
+				}
+			}
+		}
+		if xs := in(InPath); xs != nil {
+			if np, u := substituteURL(path, xs); u != nil {
+				if err := setEscapedPath(r, np); err != nil {
+					rec.err = err.Error()
+					return http.StatusBadRequest
+				}
 				used = append(used, u...)
 			}
 		}
-		if nu, u := substituteURL(rawURL, bound); u != nil {
-			path, query, _ := strings.Cut(nu, "?")
-			if err := setEscapedPath(r, path); err != nil {
-				rec.err = err.Error()
-				return http.StatusBadRequest
+		if xs := in(InQuery); xs != nil {
+			if nq, u := substituteURL(query, xs); u != nil {
+				r.URL.RawQuery = nq
+				used = append(used, u...)
 			}
-			r.URL.RawQuery = query
-			used = append(used, u...)
 		}
-		if whole && body != nil {
-			nb, u := substituteBody(body, r.Header.Get("Content-Type"), bound)
+		if xs := in(InBody); xs != nil && whole && body != nil {
+			nb, u := substituteBody(body, r.Header.Get("Content-Type"), xs)
 			body = nb
 			used = append(used, u...)
 		}
@@ -153,9 +203,10 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 	}
-	if !whole && r.Body != nil && r.Body != http.NoBody && len(needles) > 0 {
+	if !whole && r.Body != nil && r.Body != http.NoBody && len(bodyNeedles) > 0 {
 		// Kept across reads: a needle written with every byte escaped.
-		r.Body = &scanBody{rc: r.Body, needles: needles, host: rec.host, keep: 3*maxNeedle(needles) - 1}
+		r.Body = &scanBody{rc: r.Body, needles: bodyNeedles, keep: 3*maxNeedle(bodyNeedles) - 1,
+			leak: func(n needle) error { return leakErr(n, InBody) }}
 	}
 	rec.secrets = dedupe(used)
 	return 0
@@ -223,8 +274,8 @@ func dedupe(xs []string) []string {
 type scanBody struct {
 	rc      io.ReadCloser
 	needles []needle
-	host    string
 	keep    int
+	leak    func(needle) error // the error a needle found is
 	tail    []byte
 	err     error
 }
@@ -240,7 +291,7 @@ func (b *scanBody) Read(p []byte) (int, error) {
 		for _, form := range []string{text, decodeAll(text), decodeAll(strings.ReplaceAll(text, "+", " "))} {
 			for _, nd := range b.needles {
 				if strings.Contains(form, nd.text) {
-					b.err = &leakError{nd, b.host}
+					b.err = b.leak(nd)
 					return 0, b.err
 				}
 			}

@@ -17,13 +17,19 @@ import (
 
 // Secret is a vault value bound to the hosts that may receive it. The
 // agent's environment holds Placeholder; the proxy puts Value in its place
-// in requests to Hosts only, and refuses a request to any other host that
-// carries Placeholder (or, where the proxy sees plaintext, Value).
+// in requests to Hosts only, in the positions In names (headers when nil)
+// of the Requests it names (every request when nil), and refuses a request
+// that carries Placeholder anywhere else (or, where the proxy sees
+// plaintext, Value to any other host).
 type Secret struct {
-	Name        string   `json:"name"`        // the variable, e.g. GITHUB_TOKEN
-	Placeholder string   `json:"placeholder"` // what the agent holds
-	Value       string   `json:"value"`       // the vault's value
-	Hosts       []string `json:"hosts"`       // policy domains forms
+	Name        string   `json:"name"`               // the variable, e.g. GITHUB_TOKEN
+	Placeholder string   `json:"placeholder"`        // what the agent holds
+	Value       string   `json:"value"`              // the vault's value
+	Hosts       []string `json:"hosts"`              // policy domains forms
+	In          []string `json:"in,omitempty"`       // positions (placement.go); nil: DefaultIn
+	Requests    []string `json:"requests,omitempty"` // "METHODS PATH" rules; nil: every request
+
+	place Placement
 }
 
 // SessionSecrets is what the launcher hands the proxy for one session, in a
@@ -86,6 +92,9 @@ func (ss *SessionSecrets) prepare() error {
 		if err != nil {
 			return fmt.Errorf("secret %s: %v", s.Name, err)
 		}
+		if s.place, err = ParsePlacement(s.In, s.Requests); err != nil {
+			return fmt.Errorf("secret %s: %v", s.Name, err)
+		}
 		if len(s.Placeholder) < 16 || seen[s.Placeholder] || s.Value == "" || strings.Contains(s.Value, s.Placeholder) {
 			return fmt.Errorf("secret %s: bad placeholder", s.Name)
 		}
@@ -93,7 +102,7 @@ func (ss *SessionSecrets) prepare() error {
 			return fmt.Errorf("secret %s: named twice", s.Name)
 		}
 		seen[s.Placeholder], names[s.Name] = true, true
-		ss.bindings = append(ss.bindings, Binding{Name: s.Name, rules: rules})
+		ss.bindings = append(ss.bindings, Binding{Name: s.Name, rules: rules, Place: s.place})
 	}
 	return nil
 }
@@ -374,35 +383,49 @@ func substituteBody(body []byte, contentType string, secrets []*Secret) ([]byte,
 	return body, used
 }
 
-// needles are the strings whose presence in a request to a host makes it a
-// leak: the placeholders of secrets not bound to that host, and their
-// values when long enough to look for.
+// needles are the strings whose presence in a request makes it a leak:
+// the placeholders of secrets, in the positions where they may not go
+// (everywhere for a host they are not bound to), and the values of secrets
+// not bound to the host, when long enough to look for.
 type needle struct {
 	secret string
 	text   string
-	value  bool // the real value, not the placeholder
+	value  bool     // the real value, not the placeholder
+	not    Position // the positions where it is a leak
 }
 
-// leakNeedles are the needles of the secrets that bound does not admit.
-func leakNeedles(secrets []*Secret, bound func(*Secret) bool) []needle {
+// leakNeedles are the needles of secrets for one request: may(i) is where
+// secret i may go in it (0 for a secret not bound to its host), bound(i)
+// whether it is bound to the host at all.
+func leakNeedles(secrets []*Secret, bound func(int) bool, may func(int) Position) []needle {
 	var out []needle
-	for _, s := range secrets {
-		if bound(s) {
+	for i, s := range secrets {
+		if bound(i) {
+			if not := everywhere &^ may(i); not != 0 {
+				out = append(out, needle{s.Name, s.Placeholder, false, not})
+			}
 			continue
 		}
-		out = append(out, needle{s.Name, s.Placeholder, false})
+		out = append(out, needle{s.Name, s.Placeholder, false, everywhere})
 		if len(s.Value) >= MinValueScan {
-			out = append(out, needle{s.Name, s.Value, true})
+			out = append(out, needle{s.Name, s.Value, true, everywhere})
 		}
 	}
 	return out
 }
 
-// findLeak reports the first needle found in text, as it is, with its
-// percent-encodings decoded, or (for an Authorization header) inside a
-// Basic credential.
-func findLeak(text string, needles []needle) (needle, bool) {
+// findLeak reports the first needle that is a leak in position pos found
+// in text, as it is, with its percent-encodings decoded, or (for an
+// Authorization header) inside a Basic credential.
+func findLeak(text string, needles []needle, pos Position) (needle, bool) {
 	if text == "" {
+		return needle{}, false
+	}
+	any := false
+	for _, n := range needles {
+		any = any || n.not&pos != 0
+	}
+	if !any {
 		return needle{}, false
 	}
 	forms := []string{text}
@@ -421,6 +444,9 @@ func findLeak(text string, needles []needle) (needle, bool) {
 		}
 	}
 	for _, n := range needles {
+		if n.not&pos == 0 {
+			continue
+		}
 		for _, f := range forms {
 			if strings.Contains(f, n.text) {
 				return n, true
@@ -445,10 +471,10 @@ func hostLeak(hostText string, secrets []*Secret) (needle, bool) {
 	h := strings.ToLower(hostText)
 	for _, s := range secrets {
 		if strings.Contains(h, strings.ToLower(s.Placeholder)) {
-			return needle{s.Name, s.Placeholder, false}, true
+			return needle{s.Name, s.Placeholder, false, everywhere}, true
 		}
 		if len(s.Value) >= MinValueScan && strings.Contains(h, strings.ToLower(s.Value)) {
-			return needle{s.Name, s.Value, true}, true
+			return needle{s.Name, s.Value, true, everywhere}, true
 		}
 	}
 	return needle{}, false

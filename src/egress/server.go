@@ -489,7 +489,7 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 		return nil, Explanation{}, http.StatusBadRequest
 	}
 	if n, ok := hostLeak(hostText, s.secrets()); ok {
-		rec.rule, rec.leak, rec.reason = "leak-detection", n.secret, (&leakError{n, "a host name"}).Error()
+		rec.rule, rec.leak, rec.reason = "leak-detection", n.secret, (&leakError{n: n, host: "a host name"}).Error()
 		return nil, Explanation{}, http.StatusForbidden
 	}
 	p := s.policy.Load()

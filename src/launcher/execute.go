@@ -164,7 +164,7 @@ func (p *Plan) values() (env []string, bindings []Binding, err error) {
 		mapping = append(mapping, [2]string{e.Name, e.Vault})
 	}
 	for _, b := range p.Secrets {
-		if _, err := egress.ParseSecretHosts(b.Hosts); err != nil {
+		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
 			return nil, nil, errs.Usagef("config.yaml: secrets.%s.%v", b.Name, err)
 		}
 		mapping = append(mapping, [2]string{b.Name, b.Vault})
@@ -176,7 +176,8 @@ func (p *Plan) values() (env []string, bindings []Binding, err error) {
 	env = all[:len(p.Env)]
 	for i, kv := range all[len(p.Env):] {
 		_, value, _ := strings.Cut(kv, "=")
-		bindings = append(bindings, Binding{Name: p.Secrets[i].Name, Value: value, Hosts: p.Secrets[i].Hosts})
+		b := p.Secrets[i]
+		bindings = append(bindings, Binding{Name: b.Name, Value: value, Hosts: b.Hosts, In: b.In, Requests: b.Requests})
 	}
 	return env, bindings, nil
 }

@@ -195,11 +195,15 @@ type EnvSecret struct {
 }
 
 // BoundSecret is a config.yaml secrets: entry: the agent gets a
-// placeholder, the proxy puts the value in requests to Hosts only.
+// placeholder, the proxy puts the value in requests to Hosts only, in the
+// positions In names (header unless config.yaml's in: says otherwise), of
+// the Requests named (every request when there are none).
 type BoundSecret struct {
-	Name  string   `json:"name"`
-	Vault string   `json:"vault"`
-	Hosts []string `json:"hosts"`
+	Name     string   `json:"name"`
+	Vault    string   `json:"vault"`
+	Hosts    []string `json:"hosts"`
+	In       []string `json:"in"`
+	Requests []string `json:"requests,omitempty"`
 }
 
 // SessionFile is one file of the session's private directory.
@@ -314,11 +318,12 @@ func (p *Plan) secrets(cfg *config.Config, grant *playbook.RunSpec) error {
 			continue
 		}
 		b := cfg.Secrets[n]
-		if _, err := egress.ParseSecretHosts(b.Hosts); err != nil {
+		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
 			return errs.Usagef("config.yaml: secrets.%s.%v", n, err).
-				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443")
+				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443; in: header, path, query, body (docs/vault.md)")
 		}
-		p.Secrets = append(p.Secrets, BoundSecret{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...)})
+		p.Secrets = append(p.Secrets, BoundSecret{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...),
+			In: b.Positions(), Requests: append([]string(nil), b.Requests...)})
 		names = append(names, n+"=")
 	}
 	return CheckSecretNames(names)

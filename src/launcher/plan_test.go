@@ -75,6 +75,8 @@ secrets:
   BANK_TOKEN:
     vault: bank
     hosts: ["api.bank.example"]
+    in: [header, body]
+    requests: ["POST /oauth/token"]
 `
 
 // TestGoldenPlans pins the plans of representative runs: what each agent

@@ -55,7 +55,11 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		env = append(env, v.Name+" (vault:"+v.Vault+")")
 	}
 	for _, b := range p.Secrets {
-		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " "))
+		where := strings.Join(b.In, ", ")
+		if len(b.Requests) > 0 {
+			where += " (" + strings.Join(b.Requests, ", ") + ")"
+		}
+		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " ")+" in "+where)
 	}
 	row("env secrets", "%s", list(env))
 	row("bound secrets", "%s", list(bound))

@@ -46,9 +46,10 @@ const EnvTestUpstreamCA = "HOBBS_TEST_UPSTREAM_CA"
 // Binding is a secret bound to hosts (config secrets:), its value
 // decrypted: the agent gets Placeholder, the proxy Value.
 type Binding struct {
-	Name, Value string
-	Hosts       []string
-	Placeholder string // made by the session
+	Name, Value  string
+	Hosts        []string
+	In, Requests []string // where in requests the value goes (BoundSecret)
+	Placeholder  string   // made by the session
 }
 
 // sessionFilesBase is where the session's private directory is made: a
@@ -117,7 +118,8 @@ func (s *Session) secretFiles() (map[string][]byte, error) {
 		if b.Placeholder, err = egress.NewPlaceholder(b.Value); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", b.Name)
 		}
-		ss.Secrets = append(ss.Secrets, &egress.Secret{Name: b.Name, Placeholder: b.Placeholder, Value: b.Value, Hosts: b.Hosts})
+		ss.Secrets = append(ss.Secrets, &egress.Secret{Name: b.Name, Placeholder: b.Placeholder, Value: b.Value,
+			Hosts: b.Hosts, In: b.In, Requests: b.Requests})
 	}
 	sec, err := json.Marshal(ss)
 	if err != nil {
