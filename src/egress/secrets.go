@@ -2,17 +2,13 @@ package egress
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
-	"unicode"
 )
 
 // Secret is a vault value bound to the hosts that may receive it. The
@@ -127,100 +123,6 @@ func boundTo(rules []*Rule, host string, port int, connect bool) bool {
 func isIPLiteral(host string) bool {
 	h, err := NormalizeHost(host)
 	return err == nil && h.IsIP()
-}
-
-// NewPlaceholder returns a random stand-in for value of the same shape, so
-// that tools which check a token's form accept it: a leading prefix such as
-// "ghp_", "sk-", "xoxb-" or "github_pat_" is kept, and every other letter
-// or digit is replaced by a random one of its class (lower, upper, digit);
-// other characters stay. A value with too few letters and digits to hide
-// 96 bits gets a generic placeholder instead. The result never contains
-// the value.
-func NewPlaceholder(value string) (string, error) {
-	prefix, rest := placeholderPrefix(value)
-	n := 0
-	for _, c := range rest {
-		if c < unicode.MaxASCII && (unicode.IsLetter(c) || unicode.IsDigit(c)) {
-			n++
-		}
-	}
-	for range 8 {
-		var ph string
-		var err error
-		if n >= 20 {
-			ph, err = reshape(prefix, rest)
-		} else {
-			ph, err = randomFrom("abcdefghijklmnopqrstuvwxyz0123456789", 32)
-			ph = "hobbs_ph_" + ph
-		}
-		if err != nil {
-			return "", err
-		}
-		if ph != value && !strings.Contains(ph, value) && !strings.Contains(value, ph) {
-			return ph, nil
-		}
-	}
-	return "", errors.New("cannot make a placeholder")
-}
-
-// placeholderPrefix splits off a token-type prefix, kept as it is: up to 16
-// bytes of segments of 2-8 lower-case letters and at most two digits, each
-// ended by "_" or "-" ("ghp_", "sk-ant-oat01-", "github_pat_", "xoxb-"). A
-// segment of hex digits only ("deadbeef-" in a hex UUID) is part of the
-// secret, not a type: the prefix ends before it.
-func placeholderPrefix(v string) (string, string) {
-	m := tokenPrefix.FindString(v)
-	n := 0
-	for n < len(m) {
-		end := strings.IndexAny(m[n:], "_-") + n + 1
-		if end > 16 || !strings.ContainsFunc(m[n:end], func(r rune) bool { return r >= 'g' && r <= 'z' }) {
-			break
-		}
-		n = end
-	}
-	return v[:n], v[n:]
-}
-
-var tokenPrefix = regexp.MustCompile(`^(?:[a-z]{2,8}[0-9]{0,2}[_-])+`)
-
-func reshape(prefix, rest string) (string, error) {
-	const lower, upper, digit = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"
-	var b strings.Builder
-	b.WriteString(prefix)
-	for _, c := range rest {
-		set := ""
-		switch {
-		case c >= 'a' && c <= 'z':
-			set = lower
-		case c >= 'A' && c <= 'Z':
-			set = upper
-		case c >= '0' && c <= '9':
-			set = digit
-		}
-		if set == "" {
-			b.WriteRune(c)
-			continue
-		}
-		r, err := randomFrom(set, 1)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString(r)
-	}
-	return b.String(), nil
-}
-
-func randomFrom(set string, n int) (string, error) {
-	out := make([]byte, n)
-	max := big.NewInt(int64(len(set)))
-	for i := range out {
-		k, err := rand.Int(rand.Reader, max)
-		if err != nil {
-			return "", err
-		}
-		out[i] = set[k.Int64()]
-	}
-	return string(out), nil
 }
 
 // The forms a secret takes in a request. A header value or a body holds it
