@@ -27,12 +27,15 @@ import (
 // letter case, reversed, percent-decoded, JSON-unescaped, hex-decoded,
 // base64-decoded (standard or URL-safe, at any offset), gunzipped; each
 // decoding also looked into again.
-func revealed(b []byte, v string) string {
-	return revealedDepth(b, strings.ToLower(v), 0)
+func revealed(b []byte, v string) string { return revealedUpTo(b, v, 2) }
+
+// revealedUpTo is revealed with at most maxDepth decodings in a row.
+func revealedUpTo(b []byte, v string, maxDepth int) string {
+	return revealedDepth(b, strings.ToLower(v), 0, maxDepth)
 }
 
-func revealedDepth(b []byte, v string, depth int) string {
-	if depth > 2 || len(b) < len(v)/2 {
+func revealedDepth(b []byte, v string, depth, maxDepth int) string {
+	if depth > maxDepth || len(b) < len(v)/2 {
 		return ""
 	}
 	low := strings.ToLower(string(b))
@@ -84,7 +87,7 @@ func revealedDepth(b []byte, v string, depth int) string {
 		}
 	}
 	for _, d := range decoded {
-		if form := revealedDepth(d, v, depth+1); form != "" {
+		if form := revealedDepth(d, v, depth+1, maxDepth); form != "" {
 			return "decoded, then " + form
 		}
 	}
