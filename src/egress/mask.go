@@ -38,18 +38,22 @@ type maskPattern struct {
 	fold bool // matched in any ASCII letter case
 }
 
-// masker replaces values in text. Built once per server (the secrets do
-// not change while it runs).
+// masker replaces values in text, in one pass: tables of the bytes a
+// pattern may start with and of its first two bytes (in lower case) say
+// where one may start, and only there are the patterns compared. Built
+// once per server (the secrets do not change while it runs).
 type masker struct {
 	pats    []maskPattern
+	short   []maskPattern // shorter than two bytes: looked for one by one
 	longest int
-	fold    bool // some pattern folds case
+	start   [256]bool             // bytes a pattern may start with
+	first2  *[1 << 16 / 64]uint64 // patterns' first two bytes, lower case
 }
 
 // newMasker builds the masker that replaces each secret's value, in each
 // of its forms, by what repl gives for that secret and form.
 func newMasker(secrets []*Secret, repl func(x *Secret, f maskForm) string) *masker {
-	m := &masker{}
+	m := &masker{first2: new([1 << 16 / 64]uint64)}
 	for _, x := range secrets {
 		for _, f := range maskForms(x.Value) {
 			find := f.of(x.Value)
@@ -61,15 +65,25 @@ func newMasker(secrets []*Secret, repl func(x *Secret, f maskForm) string) *mask
 				p.find = lowerASCII(p.find)
 			}
 			dup := false
-			for _, q := range m.pats {
+			for _, q := range append(m.pats, m.short...) {
 				dup = dup || bytes.Equal(q.find, p.find) && q.fold == p.fold
 			}
 			if dup {
 				continue
 			}
-			m.pats = append(m.pats, p)
 			m.longest = max(m.longest, len(p.find))
-			m.fold = m.fold || p.fold
+			if len(p.find) < 2 {
+				m.short = append(m.short, p)
+				continue
+			}
+			m.pats = append(m.pats, p)
+			k := uint16(lowerByte(p.find[0]))<<8 | uint16(lowerByte(p.find[1]))
+			m.first2[k/64] |= 1 << (k % 64)
+			for c := range 256 {
+				if byte(c) == p.find[0] || p.fold && lowerByte(byte(c)) == p.find[0] {
+					m.start[c] = true
+				}
+			}
 		}
 	}
 	return m
@@ -171,45 +185,68 @@ func standIn(x *Secret) string {
 	return strings.Repeat(ph, len(x.Value)/len(ph)+1)[:len(x.Value)]
 }
 
-// replace returns b with every pattern replaced (b itself when none is
-// found).
+// replace returns b with every pattern replaced, the leftmost match
+// first (b itself when none is found).
 func (m *masker) replace(b []byte) []byte {
-	if m == nil || len(m.pats) == 0 || len(b) == 0 {
+	if m == nil || len(b) == 0 {
 		return b
 	}
-	var low []byte
-	if m.fold {
-		low = lowerASCII(b)
+	for _, p := range m.short {
+		b = bytes.ReplaceAll(b, p.find, p.repl)
 	}
-	for _, p := range m.pats {
-		hay := b
-		if p.fold {
-			hay = low
-		}
-		i := bytes.Index(hay, p.find)
-		if i < 0 {
+	if len(m.pats) == 0 {
+		return b
+	}
+	var out []byte
+	last := 0
+	for i := 0; i+1 < len(b); i++ {
+		if !m.start[b[i]] {
 			continue
 		}
-		var nb, nl []byte
-		last := 0
-		for i >= 0 {
-			nb = append(append(nb, b[last:last+i]...), p.repl...)
-			if low != nil {
-				nl = append(append(nl, low[last:last+i]...), lowerASCII(p.repl)...)
-			}
-			last += i + len(p.find)
-			i = bytes.Index(hay[last:], p.find)
+		if k := uint16(lowerByte(b[i]))<<8 | uint16(lowerByte(b[i+1])); m.first2[k/64]&(1<<(k%64)) == 0 {
+			continue
 		}
-		b = append(nb, b[last:]...)
-		if low != nil {
-			low = append(nl, low[last:]...)
+		for _, p := range m.pats {
+			if !p.matchAt(b, i) {
+				continue
+			}
+			out = append(append(out, b[last:i]...), p.repl...)
+			last = i + len(p.find)
+			i = last - 1
+			break
 		}
 	}
-	return b
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+// matchAt reports whether the pattern is in b at i.
+func (p *maskPattern) matchAt(b []byte, i int) bool {
+	if i+len(p.find) > len(b) {
+		return false
+	}
+	if !p.fold {
+		return bytes.Equal(b[i:i+len(p.find)], p.find)
+	}
+	for j, c := range p.find {
+		if lowerByte(b[i+j]) != c {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerByte(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func (m *masker) replaceString(s string) string {
-	if m == nil || len(m.pats) == 0 {
+	if m == nil || len(m.pats)+len(m.short) == 0 {
 		return s
 	}
 	return string(m.replace([]byte(s)))
@@ -218,10 +255,7 @@ func (m *masker) replaceString(s string) string {
 func lowerASCII(b []byte) []byte {
 	out := make([]byte, len(b))
 	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out[i] = c
+		out[i] = lowerByte(c)
 	}
 	return out
 }
