@@ -171,7 +171,7 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 			}
 		}
 		if xs := in(InPath); xs != nil {
-			if np, u := substituteURL(path, xs); u != nil {
+			if np, u := substituteURL(path, xs, pathEscape); u != nil {
 				if err := setEscapedPath(r, np); err != nil {
 					rec.err = err.Error()
 					return http.StatusBadRequest
@@ -180,7 +180,7 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 			}
 		}
 		if xs := in(InQuery); xs != nil {
-			if nq, u := substituteURL(query, xs); u != nil {
+			if nq, u := substituteURL(query, xs, urlEscape); u != nil {
 				r.URL.RawQuery = nq
 				used = append(used, u...)
 			}

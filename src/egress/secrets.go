@@ -142,6 +142,23 @@ func urlEscape(v string) string {
 	return b.String()
 }
 
+// pathEscape is v as a path segment holds it: unreserved characters, ":"
+// and "@" as they are (a Telegram bot token's ":" stays a ":"), every
+// other byte percent-encoded ("/" and ";" among them, which would change
+// how the path is read).
+func pathEscape(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if isUnreserved(c) || c == ':' || c == '@' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
 func isUnreserved(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
 }
@@ -204,16 +221,16 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// substituteURL puts the value of each secret in secrets in place of its
-// placeholder in a URL's escaped path and query (rawURL is path?query).
+// substituteURL puts the value of each secret in secrets, escaped with
+// escape, in place of its placeholder in a URL's escaped path or query.
 // Percent-encoded unreserved characters are decoded first, so a
 // placeholder written partly encoded is still found.
-func substituteURL(rawURL string, secrets []*Secret) (string, []string) {
+func substituteURL(rawURL string, secrets []*Secret, escape func(string) string) (string, []string) {
 	var used []string
 	norm := decodeUnreserved(rawURL)
 	for _, s := range secrets {
 		if strings.Contains(norm, s.Placeholder) {
-			norm = strings.ReplaceAll(norm, s.Placeholder, urlEscape(s.Value))
+			norm = strings.ReplaceAll(norm, s.Placeholder, escape(s.Value))
 			used = append(used, s.Name)
 		}
 	}

@@ -70,7 +70,7 @@ func FuzzSubstitute(f *testing.F) {
 		if _, err := url.PathUnescape(in); err != nil {
 			return
 		}
-		gotURL, usedURL := substituteURL(in, secrets)
+		gotURL, usedURL := substituteURL(in, secrets, urlEscape)
 		dec, _ := url.PathUnescape(gotURL)
 		ref, _ := url.PathUnescape(decodeUnreserved(in))
 		if want := strings.ReplaceAll(ref, ph, value); dec != want {

@@ -538,3 +538,32 @@ func TestInterceptShutdown(t *testing.T) {
 		t.Fatalf("Shutdown took %v (until its deadline) with %d tunnels left", time.Since(start), e.srv.ActiveTunnels())
 	}
 }
+
+// TestSecretInPath: a Telegram bot token (in: [path]) goes into the path
+// of https://api.telegram.org/bot<token>/METHOD with its ":" as written,
+// and only there.
+func TestSecretInPath(t *testing.T) {
+	const token = "123456789:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
+	ph, err := NewPlaceholder(token)
+	if err != nil || !regexp.MustCompile(`^[0-9]{9}:[A-Za-z0-9_-]{34}$`).MatchString(ph) {
+		t.Fatalf("placeholder %q (%v): not a bot token's shape", ph, err)
+	}
+	e := startSecretEnvTB(t, "", func(x *Secret) {
+		if x.Name == "GITHUB_TOKEN" {
+			x.Value, x.Placeholder, x.In = token, ph, []string{"path"}
+		}
+	})
+	c := e.client()
+	base := "https://example.com:" + e.boundPort
+	if code, body := do(t, c, "POST", base+"/bot"+ph+"/sendMessage", "", `{"chat_id":1,"text":"hi"}`, "application/json"); code != 200 {
+		t.Fatalf("status %d %q", code, body)
+	}
+	if got, want := e.seenBound.last(t), "POST /bot"+token+"/sendMessage |  | {\"chat_id\":1,\"text\":\"hi\"}"; got != want {
+		t.Fatalf("upstream got %q, want %q", got, want)
+	}
+	for _, tc := range []struct{ path, auth string }{{"/x?token=" + ph, ""}, {"/x", "Bearer " + ph}} {
+		if code, body := do(t, c, "GET", base+tc.path, tc.auth, "", ""); code != 403 || !strings.Contains(body, "GITHUB_TOKEN") {
+			t.Errorf("%s %s: %d %q, want a 403 naming GITHUB_TOKEN", tc.path, tc.auth, code, body)
+		}
+	}
+}
