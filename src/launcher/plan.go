@@ -651,13 +651,3 @@ func (m Mount) flag(files string, label func(string) string) string {
 func (p *Plan) Args() (agent, proxy []string) {
 	return p.Agent.args(shownFiles, shownOwner, p.podman), p.Proxy.args(shownFiles, shownOwner, p.podman)
 }
-
-// hasAgentMount reports whether the agent mounts something at target.
-func (p *Plan) hasAgentMount(target string) bool {
-	for _, m := range p.Agent.Mounts {
-		if m.Target == target {
-			return true
-		}
-	}
-	return false
-}

@@ -292,3 +292,13 @@ func TestPlanRunPreparesTheHost(t *testing.T) {
 		t.Errorf("the survey's shares: memory made and mounted, a missing foundation.md not: %+v", p.Agent.Mounts)
 	}
 }
+
+// hasAgentMount reports whether the agent mounts something at target.
+func (p *Plan) hasAgentMount(target string) bool {
+	for _, m := range p.Agent.Mounts {
+		if m.Target == target {
+			return true
+		}
+	}
+	return false
+}
