@@ -97,7 +97,7 @@ the proxy intercepts HTTPS to it.`,
 		bound := map[string]egress.BindingSpec{}
 		if cfg, err := a.config(in); err == nil {
 			for name, b := range cfg.Secrets {
-				bound[name] = egress.BindingSpec{Hosts: b.Hosts, In: b.In, Requests: b.Requests}
+				bound[name] = egress.BindingSpec{Hosts: b.Hosts, In: b.In, Requests: b.Requests, Kind: b.Kind}
 			}
 		}
 		c := p.Report(t, bound)

@@ -82,7 +82,20 @@ type Binding struct {
 	Hosts    []string `yaml:"hosts" json:"hosts"`
 	In       []string `yaml:"in,omitempty" json:"in,omitempty"`
 	Requests []string `yaml:"requests,omitempty" json:"requests,omitempty"`
+	// Kind is empty for a value sent as it is, or KindAWSSigV4: the vault
+	// entry holds an AWS access key id and secret access key (two lines),
+	// the agent gets placeholders of both, and the proxy signs the
+	// agent's SigV4 requests again with the real keys.
+	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
 }
+
+// KindAWSSigV4 is the binding kind of an AWS key pair. Its variable is
+// AWS_ACCESS_KEY_ID; the agent also gets AWSSecretKeyVar.
+const (
+	KindAWSSigV4    = "aws-sigv4"
+	AWSKeyIDVar     = "AWS_ACCESS_KEY_ID"
+	AWSSecretKeyVar = "AWS_SECRET_ACCESS_KEY"
+)
 
 // cleanPrefix is path.Clean keeping a trailing slash.
 func cleanPrefix(p string) string {
@@ -358,6 +371,14 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 			bad([]string{"secrets", k, "vault"}, "%q is not a vault entry name", b.Vault)
 		case len(b.Hosts) == 0:
 			bad([]string{"secrets", k, "hosts"}, "name at least one host that may receive the secret, e.g. hosts: [api.github.com]")
+		case b.Kind != "" && b.Kind != KindAWSSigV4:
+			bad([]string{"secrets", k, "kind"}, "%q is not a kind: leave kind: out, or write aws-sigv4", b.Kind)
+		case b.Kind == KindAWSSigV4 && k != AWSKeyIDVar:
+			bad([]string{"secrets", k}, "an aws-sigv4 binding is named %s (the agent gets %s too)", AWSKeyIDVar, AWSSecretKeyVar)
+		case b.Kind == KindAWSSigV4 && b.In != nil:
+			bad([]string{"secrets", k, "in"}, "an aws-sigv4 binding puts no value in requests: the proxy signs them; leave in: out")
+		case b.Kind == KindAWSSigV4 && (c.Env[AWSSecretKeyVar] != "" || c.Secrets[AWSSecretKeyVar].Vault != ""):
+			bad([]string{"secrets", k}, "%s is also mapped under env or secrets; the aws-sigv4 binding gives the agent its placeholder", AWSSecretKeyVar)
 		default:
 			if key, why := b.checkPlacement(); key != "" {
 				bad([]string{"secrets", k, key}, "%s", why)

@@ -16,13 +16,14 @@ type Use struct {
 	// (Binding.Where).
 	In       []string `json:"in,omitempty"`
 	Requests []string `json:"requests,omitempty"`
+	Kind     string   `json:"kind,omitempty"`
 }
 
 // String is how hobbs vault list shows u: "VAR → host,host in header" or
 // "VAR (env)".
 func (u Use) String() string {
 	if u.How == "bound" {
-		return u.Variable + " → " + strings.Join(u.Hosts, ",") + " in " + Binding{In: u.In, Requests: u.Requests}.Where()
+		return u.Variable + " → " + strings.Join(u.Hosts, ",") + " " + Binding{In: u.In, Requests: u.Requests, Kind: u.Kind}.Where()
 	}
 	return u.Variable + " (env)"
 }
@@ -42,10 +43,13 @@ func (b Binding) Positions() []string {
 	return out
 }
 
-// Where says where in a request the binding's value goes: "header",
-// "path", "body (POST /token)".
+// Where says where in a request the binding's value goes: "in header",
+// "in path", "in body (POST /token)", "signing requests (aws-sigv4)".
 func (b Binding) Where() string {
-	s := strings.Join(b.Positions(), ", ")
+	s := "in " + strings.Join(b.Positions(), ", ")
+	if b.Kind == KindAWSSigV4 {
+		s = "signing requests (aws-sigv4)"
+	}
 	if len(b.Requests) > 0 {
 		s += " (" + strings.Join(b.Requests, ", ") + ")"
 	}
@@ -58,7 +62,7 @@ func (c *Config) Uses(name string) []Use {
 	out := []Use{}
 	for _, v := range c.BindingNames() {
 		if b := c.Secrets[v]; b.Vault == name {
-			out = append(out, Use{Variable: v, How: "bound", Hosts: b.Hosts, In: b.Positions(), Requests: b.Requests})
+			out = append(out, Use{Variable: v, How: "bound", Hosts: b.Hosts, In: b.Positions(), Requests: b.Requests, Kind: b.Kind})
 		}
 	}
 	for _, m := range c.VaultEnv() {

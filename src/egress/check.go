@@ -38,6 +38,9 @@ func (p *Policy) Report(t Target, bound map[string]BindingSpec) CheckReport {
 		if b, err := NewBinding(n, bound[n]); err == nil {
 			bindings = append(bindings, b)
 			where[n] = b.Place.String()
+			if k := bound[n].Kind; k != "" {
+				where[n] = "signing requests (" + k + ")"
+			}
 		}
 	}
 	x := p.Explain(t, bindings, true)
@@ -76,7 +79,11 @@ func (c CheckReport) WriteSummary(w io.Writer) error {
 	if len(c.Secrets) > 0 {
 		named := make([]string, len(c.Secrets))
 		for i, n := range c.Secrets {
-			named[i] = n + " (in " + c.SecretsIn[n] + ")"
+			w := c.SecretsIn[n]
+			if !strings.HasPrefix(w, "signing") {
+				w = "in " + w
+			}
+			named[i] = n + " (" + w + ")"
 		}
 		fmt.Fprintf(w, "  secrets bound here (config.yaml): %s\n", strings.Join(named, ", "))
 	}

@@ -75,6 +75,7 @@ type BindingSpec struct {
 	Hosts    []string `json:"hosts"`
 	In       []string `json:"in,omitempty"`
 	Requests []string `json:"requests,omitempty"`
+	Kind     string   `json:"kind,omitempty"` // "" or "aws-sigv4" (sigv4.go)
 }
 
 // NewBinding parses a binding.

@@ -126,22 +126,45 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 	if n, ok := findLeak(query, needles, InQuery); ok {
 		return leak(n, InQuery)
 	}
+	// A SigV4 request to a host an aws-sigv4 binding signs for is signed
+	// again with the real keys (sigv4.go), once it is otherwise final.
+	var sv *sigv4Request
+	if keyID, secretKey := sigv4Keys(sec); keyID != nil && strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256") {
+		for i, x := range sec {
+			if x == keyID && may[i] != 0 {
+				var err error
+				if sv, err = sigv4Check(r, keyID, secretKey); err != nil {
+					rec.allow, rec.rule, rec.reason = false, "aws-sigv4", err.Error()
+					return http.StatusForbidden
+				}
+			}
+		}
+	}
 	var bodyNeedles []needle
 	for _, n := range needles {
 		if n.not&InBody != 0 {
 			bodyNeedles = append(bodyNeedles, n)
 		}
 	}
+	limit := int64(maxSubstBody)
+	if sv != nil {
+		limit = maxSignBody
+	}
 	var body []byte
-	whole := false
-	if r.Body != nil && r.Body != http.NoBody && (to&InBody != 0 || len(bodyNeedles) > 0) {
-		if r.ContentLength >= 0 && r.ContentLength <= maxSubstBody || r.ContentLength < 0 {
-			b, err := io.ReadAll(io.LimitReader(r.Body, maxSubstBody+1))
+	whole := sv != nil && (r.Body == nil || r.Body == http.NoBody)
+	if r.Body != nil && r.Body != http.NoBody && (to&InBody != 0 || len(bodyNeedles) > 0 || sv != nil) {
+		if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {
+			b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 			if err != nil {
 				rec.err = "read request body: " + err.Error()
 				return http.StatusBadRequest
 			}
-			body, whole = b, len(b) <= maxSubstBody
+			body, whole = b, int64(len(b)) <= limit
+		}
+		if sv != nil && !whole {
+			rec.allow, rec.rule = false, "aws-sigv4"
+			rec.reason = fmt.Sprintf("the body is longer than %d MiB: the proxy signs only a body it hashes itself", maxSignBody>>20)
+			return http.StatusForbidden
 		}
 		if whole {
 			if n, ok := findLeak(string(body), bodyNeedles, InBody); ok {
@@ -207,6 +230,17 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 		// Kept across reads: a needle written with every byte escaped.
 		r.Body = &scanBody{rc: r.Body, needles: bodyNeedles, keep: 3*maxNeedle(bodyNeedles) - 1,
 			leak: func(n needle) error { return leakErr(n, InBody) }}
+	}
+	if sv != nil {
+		scheme := "http"
+		if t.Connect {
+			scheme = "https"
+		}
+		if err := sv.sign(r, body, scheme, (&route{Target: t}).authority()); err != nil {
+			rec.allow, rec.rule, rec.reason = false, "aws-sigv4", err.Error()
+			return http.StatusForbidden
+		}
+		used = append(used, sv.keyID.Name, sv.secretKey.Name)
 	}
 	rec.secrets = dedupe(used)
 	return 0

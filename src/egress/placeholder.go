@@ -62,7 +62,7 @@ func placeholderFor(value string) (string, error) {
 	if ph, ok, err := checksumPlaceholder(value); ok || err != nil {
 		return ph, err
 	}
-	if m := awsKeyID.FindStringSubmatch(value); m != nil {
+	if m := awsKeyIDRe.FindStringSubmatch(value); m != nil {
 		r, err := randomFrom("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", len(value)-4)
 		return m[1] + r, err
 	}
@@ -98,9 +98,9 @@ func placeholderFor(value string) (string, error) {
 	return prefix + a + rest[keepFrom:keepTo] + b, err
 }
 
-// awsKeyID is an AWS access key id: a four-letter type and sixteen
+// awsKeyIDRe is an AWS access key id: a four-letter type and sixteen
 // characters of the base32 alphabet.
-var awsKeyID = regexp.MustCompile(`^(A3T[A-Z0-9]|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z2-7]{16}$`)
+var awsKeyIDRe = regexp.MustCompile(`^(A3T[A-Z0-9]|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z2-7]{16}$`)
 
 // jwtPlaceholder: for a JWT (header.claims.signature, base64url, the
 // header a JSON object), the same header and claims with a random

@@ -24,6 +24,9 @@ type Secret struct {
 	Hosts       []string `json:"hosts"`              // policy domains forms
 	In          []string `json:"in,omitempty"`       // positions (placement.go); nil: DefaultIn
 	Requests    []string `json:"requests,omitempty"` // "METHODS PATH" rules; nil: every request
+	// Kind is "" for a value sent as it is, or one part of an aws-sigv4
+	// binding (KindAWSKeyID, KindAWSSecretKey: sigv4.go).
+	Kind string `json:"kind,omitempty"`
 
 	place Placement
 }
@@ -91,6 +94,13 @@ func (ss *SessionSecrets) prepare() error {
 		if s.place, err = ParsePlacement(s.In, s.Requests); err != nil {
 			return fmt.Errorf("secret %s: %v", s.Name, err)
 		}
+		switch s.Kind {
+		case "", KindAWSKeyID:
+		case KindAWSSecretKey:
+			s.place.in = 0 // signs; never sent
+		default:
+			return fmt.Errorf("secret %s: unknown kind %q", s.Name, s.Kind)
+		}
 		if len(s.Placeholder) < 16 || seen[s.Placeholder] || s.Value == "" || strings.Contains(s.Value, s.Placeholder) {
 			return fmt.Errorf("secret %s: bad placeholder", s.Name)
 		}
@@ -99,6 +109,15 @@ func (ss *SessionSecrets) prepare() error {
 		}
 		seen[s.Placeholder], names[s.Name] = true, true
 		ss.bindings = append(ss.bindings, Binding{Name: s.Name, rules: rules, Place: s.place})
+	}
+	var kinds []string
+	for _, s := range ss.Secrets {
+		if s.Kind != "" {
+			kinds = append(kinds, s.Kind)
+		}
+	}
+	if len(kinds) != 0 && (len(kinds) != 2 || kinds[0] == kinds[1]) {
+		return errors.New("an aws-sigv4 binding is one access key id and one secret key")
 	}
 	return nil
 }

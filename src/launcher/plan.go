@@ -204,6 +204,9 @@ type BoundSecret struct {
 	Hosts    []string `json:"hosts"`
 	In       []string `json:"in"`
 	Requests []string `json:"requests,omitempty"`
+	// Kind is config.KindAWSSigV4 for an AWS key pair: the agent also gets
+	// config.AWSSecretKeyVar, and the proxy signs its requests again.
+	Kind string `json:"kind,omitempty"`
 }
 
 // SessionFile is one file of the session's private directory.
@@ -323,8 +326,11 @@ func (p *Plan) secrets(cfg *config.Config, grant *playbook.RunSpec) error {
 				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443; in: header, path, query, body (docs/vault.md)")
 		}
 		p.Secrets = append(p.Secrets, BoundSecret{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...),
-			In: b.Positions(), Requests: append([]string(nil), b.Requests...)})
+			In: b.Positions(), Requests: append([]string(nil), b.Requests...), Kind: b.Kind})
 		names = append(names, n+"=")
+		if b.Kind == config.KindAWSSigV4 {
+			names = append(names, config.AWSSecretKeyVar+"=")
+		}
 	}
 	return CheckSecretNames(names)
 }
@@ -532,6 +538,9 @@ func (p *Plan) agentVars() []string {
 	}
 	for _, b := range p.Secrets {
 		vars = append(vars, b.Name+"=<placeholder>")
+		if b.Kind == config.KindAWSSigV4 {
+			vars = append(vars, config.AWSSecretKeyVar+"=<placeholder>")
+		}
 	}
 	return vars
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hobbs-agent/hobbs/src/config"
 )
 
 // WriteSummary prints the plan for a reader: who runs what, as whom, with
@@ -55,11 +57,8 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		env = append(env, v.Name+" (vault:"+v.Vault+")")
 	}
 	for _, b := range p.Secrets {
-		where := strings.Join(b.In, ", ")
-		if len(b.Requests) > 0 {
-			where += " (" + strings.Join(b.Requests, ", ") + ")"
-		}
-		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " ")+" in "+where)
+		where := config.Binding{In: b.In, Requests: b.Requests, Kind: b.Kind}.Where()
+		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " ")+" "+where)
 	}
 	row("env secrets", "%s", list(env))
 	row("bound secrets", "%s", list(bound))

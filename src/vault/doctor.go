@@ -238,7 +238,7 @@ func checkEnvSecrets(_ context.Context, env *doctor.Env) []doctor.Result {
 	for _, name := range env.Config.BindingNames() {
 		b := env.Config.Secrets[name]
 		out = append(out, doctor.Result{Status: doctor.OK,
-			Message: fmt.Sprintf("secrets.%s goes only to %s, in %s", name, strings.Join(b.Hosts, ", "), b.Where())})
+			Message: fmt.Sprintf("secrets.%s goes only to %s, %s", name, strings.Join(b.Hosts, ", "), b.Where())})
 	}
 	return out
 }
