@@ -41,7 +41,8 @@ func (e *leakError) Error() string {
 
 // inspect is the pipeline's check of a request the policy allowed t (ex
 // says what applies there): protocol upgrades, the host's request rules,
-// leak detection and secret substitution. It changes r in place (headers,
+// leak detection (a placeholder where its binding does not put it), secret
+// substitution where it does, and SigV4 signing for an aws-sigv4 binding. It changes r in place (headers,
 // URL, body) and returns 0, or the status to refuse it with (rec says why).
 func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation) int {
 	rec.path = r.URL.Path

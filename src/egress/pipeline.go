@@ -22,7 +22,8 @@ import (
 // an intercepted tunnel (from that tunnel's HTTP server, over the session
 // CA's TLS) — goes through serveRequest, and nothing else forwards a
 // request: the policy's verdict (Explain, with the policy in force), then
-// inspect (protocol upgrades, request rules, leak detection, substitution),
+// inspect (protocol upgrades, request rules, leak detection, substitution
+// by position, SigV4 signing),
 // then one httputil.ReverseProxy (Server.rp) that sends it on over one
 // transport to the checked addresses only, masks the response (headers,
 // body, trailers, informational responses) and writes the audit line. The
