@@ -231,12 +231,34 @@ func TestSecretsSection(t *testing.T) {
 	if got := c.VarsUsing("github-token"); len(got) != 1 || got[0] != "GITHUB_TOKEN" {
 		t.Fatalf("VarsUsing: %v", got)
 	}
+	for _, ok := range []string{
+		"secrets:\n  T:\n    vault: t\n    hosts: [api.telegram.org]\n    in: [path]\n",
+		"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body, header]\n    requests: [\"POST /token\", \"GET,POST /oauth/\", \"* /x\"]\n",
+		"secrets:\n  AWS_ACCESS_KEY_ID:\n    vault: aws\n    hosts: [\"*.amazonaws.com\"]\n    kind: aws-sigv4\n    requests: [\"GET /\"]\n",
+	} {
+		if _, err := Parse("config.yaml", []byte(ok)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"secrets:\n  T:\n    vault: t\n", "config.yaml:2: secrets.T.hosts: name at least one host"},
 		{"secrets:\n  T:\n    vault: Bad/Name\n    hosts: [a.com]\n", "secrets.T.vault: \"Bad/Name\" is not a vault entry name"},
 		{"env:\n  T: vault:t\nsecrets:\n  T:\n    vault: t\n    hosts: [a.com]\n", "secrets.T: also mapped under env"},
 		{"secrets:\n  1T:\n    vault: t\n    hosts: [a.com]\n", "secrets.1T: not a valid environment variable name"},
 		{"secrets:\n  T:\n    vault: t\n    host: [a.com]\n", "unknown key \"host\""},
+		// Where the value may go: body and query need requests.
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body]\n", "config.yaml:5: secrets.T.in: body and query carry data"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [path, query]\n", "config.yaml:5: secrets.T.in: body and query carry data"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [cookie]\n", "config.yaml:5: secrets.T.in: \"cookie\" is not a position"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: []\n", "config.yaml:5: secrets.T.in: name at least one position"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body]\n    requests: [\"post /token\"]\n", "config.yaml:6: secrets.T.requests: \"post /token\": write METHODS PATH"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body]\n    requests: [\"POST\"]\n", "secrets.T.requests: \"POST\": write METHODS PATH"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body]\n    requests: [\"POST /a/../token\"]\n", "secrets.T.requests: \"POST /a/../token\""},
+		// An AWS key pair.
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    kind: aws\n", "config.yaml:5: secrets.T.kind: \"aws\" is not a kind"},
+		{"secrets:\n  AWS_KEY:\n    vault: t\n    hosts: [a.com]\n    kind: aws-sigv4\n", "config.yaml:2: secrets.AWS_KEY: an aws-sigv4 binding is named AWS_ACCESS_KEY_ID"},
+		{"secrets:\n  AWS_ACCESS_KEY_ID:\n    vault: t\n    hosts: [a.com]\n    kind: aws-sigv4\n    in: [header]\n", "config.yaml:6: secrets.AWS_ACCESS_KEY_ID.in: an aws-sigv4 binding puts no value in requests"},
+		{"env:\n  AWS_SECRET_ACCESS_KEY: vault:x\nsecrets:\n  AWS_ACCESS_KEY_ID:\n    vault: t\n    hosts: [a.com]\n    kind: aws-sigv4\n", "secrets.AWS_ACCESS_KEY_ID: AWS_SECRET_ACCESS_KEY is also mapped"},
 	} {
 		_, err := Parse("config.yaml", []byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -204,11 +204,18 @@ type EnvSecret struct {
 }
 
 // BoundSecret is a config.yaml secrets: entry: the agent gets a
-// placeholder, the proxy puts the value in requests to Hosts only.
+// placeholder, the proxy puts the value in requests to Hosts only, in the
+// positions In names (header unless config.yaml's in: says otherwise), of
+// the Requests named (every request when there are none).
 type BoundSecret struct {
-	Name  string   `json:"name"`
-	Vault string   `json:"vault"`
-	Hosts []string `json:"hosts"`
+	Name     string   `json:"name"`
+	Vault    string   `json:"vault"`
+	Hosts    []string `json:"hosts"`
+	In       []string `json:"in"`
+	Requests []string `json:"requests,omitempty"`
+	// Kind is config.KindAWSSigV4 for an AWS key pair: the agent also gets
+	// config.AWSSecretKeyVar, and the proxy signs its requests again.
+	Kind string `json:"kind,omitempty"`
 }
 
 // SessionFile is one file of the session's private directory.
@@ -375,12 +382,16 @@ func (p *Plan) secrets(cfg *config.Config, grant *playbook.RunSpec) error {
 			continue
 		}
 		b := cfg.Secrets[n]
-		if _, err := egress.ParseSecretHosts(b.Hosts); err != nil {
+		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
 			return errs.Usagef("config.yaml: secrets.%s.%v", n, err).
-				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443")
+				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443; in: header, path, query, body (docs/vault.md)")
 		}
-		p.Secrets = append(p.Secrets, BoundSecret{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...)})
+		p.Secrets = append(p.Secrets, BoundSecret{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...),
+			In: b.Positions(), Requests: append([]string(nil), b.Requests...), Kind: b.Kind})
 		names = append(names, n+"=")
+		if b.Kind == config.KindAWSSigV4 {
+			names = append(names, config.AWSSecretKeyVar+"=")
+		}
 	}
 	return CheckSecretNames(names)
 }
@@ -631,6 +642,9 @@ func (p *Plan) agentVars() []string {
 	}
 	for _, b := range p.Secrets {
 		vars = append(vars, b.Name+"=<placeholder>")
+		if b.Kind == config.KindAWSSigV4 {
+			vars = append(vars, config.AWSSecretKeyVar+"=<placeholder>")
+		}
 	}
 	return vars
 }

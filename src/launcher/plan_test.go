@@ -76,6 +76,12 @@ secrets:
   BANK_TOKEN:
     vault: bank
     hosts: ["api.bank.example"]
+    in: [header, body]
+    requests: ["POST /oauth/token"]
+  AWS_ACCESS_KEY_ID:
+    vault: aws
+    kind: aws-sigv4
+    hosts: ["*.amazonaws.com"]
 `
 
 // TestGoldenPlans pins the plans of representative runs: what each agent

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -72,7 +73,8 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		env = append(env, v.Name+" (vault:"+v.Vault+")")
 	}
 	for _, b := range p.Secrets {
-		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " "))
+		where := config.Binding{In: b.In, Requests: b.Requests, Kind: b.Kind}.Where()
+		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " ")+" "+where)
 	}
 	row("env secrets", "%s", list(env))
 	row("bound secrets", "%s", list(bound))

@@ -219,6 +219,9 @@ func (s *Session) AgentEnv() []string {
 	env = append(env, s.Secrets...)
 	for _, b := range s.Bindings {
 		env = append(env, b.Name+"="+b.Placeholder)
+		if b.SecretPlaceholder != "" {
+			env = append(env, config.AWSSecretKeyVar+"="+b.SecretPlaceholder)
+		}
 	}
 	return env
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
@@ -50,9 +51,14 @@ const EnvTestUpstreamCA = "HOBBS_TEST_UPSTREAM_CA"
 // Binding is a secret bound to hosts (config secrets:), its value
 // decrypted: the agent gets Placeholder, the proxy Value.
 type Binding struct {
-	Name, Value string
-	Hosts       []string
-	Placeholder string // made by the session
+	Name, Value  string
+	Hosts        []string
+	In, Requests []string // where in requests the value goes (BoundSecret)
+	Placeholder  string   // made by the session
+	// An aws-sigv4 binding: Value is the access key id, SecretKey the
+	// secret access key (config.AWSSecretKeyVar holds SecretPlaceholder).
+	Kind                         string
+	SecretKey, SecretPlaceholder string
 }
 
 // sessionFilesBase is where the session's private directory is made: a
@@ -124,7 +130,17 @@ func (s *Session) secretFiles() (map[string][]byte, error) {
 		if b.Placeholder, err = egress.NewPlaceholder(b.Value); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", b.Name)
 		}
-		ss.Secrets = append(ss.Secrets, &egress.Secret{Name: b.Name, Placeholder: b.Placeholder, Value: b.Value, Hosts: b.Hosts})
+		if b.Kind != config.KindAWSSigV4 {
+			ss.Secrets = append(ss.Secrets, &egress.Secret{Name: b.Name, Placeholder: b.Placeholder, Value: b.Value,
+				Hosts: b.Hosts, In: b.In, Requests: b.Requests})
+			continue
+		}
+		if b.SecretPlaceholder, err = egress.NewPlaceholder(b.SecretKey); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", config.AWSSecretKeyVar)
+		}
+		ss.Secrets = append(ss.Secrets,
+			&egress.Secret{Name: b.Name, Kind: egress.KindAWSKeyID, Placeholder: b.Placeholder, Value: b.Value, Hosts: b.Hosts, Requests: b.Requests},
+			&egress.Secret{Name: config.AWSSecretKeyVar, Kind: egress.KindAWSSecretKey, Placeholder: b.SecretPlaceholder, Value: b.SecretKey, Hosts: b.Hosts})
 	}
 	sec, err := json.Marshal(ss)
 	if err != nil {

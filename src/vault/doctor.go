@@ -174,10 +174,10 @@ func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 	for _, name := range env.Config.BindingNames() {
 		b := env.Config.Secrets[name]
 		maps = append(maps, [2]string{name, b.Vault})
-		if _, err := egress.ParseSecretHosts(b.Hosts); err != nil {
+		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
 			out = append(out, doctor.Result{Status: doctor.Fail,
 				Message: fmt.Sprintf("config.yaml secrets.%s.%v: hobbs run will fail", name, err),
-				Fix:     "hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443"})
+				Fix:     "hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443; in: header, path, query, body (docs/vault.md)"})
 		}
 	}
 	if len(maps) == 0 {
@@ -233,6 +233,12 @@ func checkEnvSecrets(_ context.Context, env *doctor.Env) []doctor.Result {
 	if len(out) == 0 && len(env.Config.Secrets) > 0 {
 		out = append(out, doctor.Result{Status: doctor.OK,
 			Message: fmt.Sprintf("%d secrets bound to hosts; none in the agent's environment", len(env.Config.Secrets))})
+	}
+	// Where each bound secret may go.
+	for _, name := range env.Config.BindingNames() {
+		b := env.Config.Secrets[name]
+		out = append(out, doctor.Result{Status: doctor.OK,
+			Message: fmt.Sprintf("secrets.%s goes only to %s, %s", name, strings.Join(b.Hosts, ", "), b.Where())})
 	}
 	return out
 }
