@@ -22,6 +22,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/style"
 	"github.com/hobbs-agent/hobbs/src/termsafe"
 )
 
@@ -85,12 +86,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return int(status)
 	}
 	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(stderr, "hobbs: %s\n", line)
+		style.Fprint(stderr, style.Fail, "hobbs:")
+		fmt.Fprintf(stderr, " %s\n", line)
 	}
-	if h := errs.Hint(err); h != "" {
-		fmt.Fprintf(stderr, "hobbs: hint: %s\n", h)
-	} else if code == errs.Usage && !isConfigError(err) {
-		fmt.Fprintf(stderr, "hobbs: hint: see 'hobbs %s --help'\n", commandPath(root, args))
+	h := errs.Hint(err)
+	if h == "" && code == errs.Usage && !isConfigError(err) {
+		h = fmt.Sprintf("see 'hobbs %s --help'", commandPath(root, args))
+	}
+	if h != "" {
+		style.Fprint(stderr, style.Hint, "hobbs: hint:")
+		fmt.Fprintf(stderr, " %s\n", h)
 	}
 	return code
 }

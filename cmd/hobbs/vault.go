@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/style"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
@@ -387,7 +388,7 @@ passphrase, --no-passphrase stores it unprotected.`,
 			return err
 		}
 		return out.printLine(res, res.NewKey, func() {
-			a.status("re-encrypted %d entries; old identity retired to %s", res.Entries, res.Retired)
+			a.status("re-encrypted %s; old identity retired to %s", style.N(res.Entries, "entry", "entries"), res.Retired)
 		})
 	})
 	return cmd

@@ -21,6 +21,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 // MaxValueSize is the largest value an entry may hold (1 MiB): the vault is
@@ -563,7 +564,7 @@ func (v *Vault) Init(opt InitOptions) (res *InitResult, err error) {
 			WithHint("restore identity.txt from your backup; init will not guess")
 	}
 	if names, _, _ := v.list(); len(names) > 0 && !opt.Force {
-		return nil, errs.Failf("vault/data holds %d entries but there is no identity to read them", len(names)).
+		return nil, errs.Failf("vault/data holds %s but there is no identity to read them", style.N(len(names), "entry", "entries")).
 			WithHint("restore vault/keys/identity.txt from your backup, or run hobbs vault init --force to start a new identity (those entries stay unreadable)")
 	}
 	id, err := age.GenerateX25519Identity()
