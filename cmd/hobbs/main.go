@@ -167,11 +167,7 @@ HOBBS_HOME or --instance to choose another.`,
 	root.AddCommand(newProxyCmd(a), newSessionEnvCmd(a))
 	root.AddCommand(newVersionCmd(a))
 	addCompletion(root)
-	// cobra itself rejects an unknown command under the root.
-	root.Annotations = map[string]string{groupAnnotation: "true"}
-	for _, c := range root.Commands() {
-		rejectUnknownSubcommands(c)
-	}
+	rejectUnknownSubcommands(root)
 	return root
 }
 
@@ -232,7 +228,7 @@ const groupAnnotation = "hobbs.group"
 // isGroup reports whether c only holds subcommands.
 func isGroup(c *cobra.Command) bool { return c.Annotations[groupAnnotation] == "true" }
 
-// rejectUnknownSubcommands makes every command group below c (a command
+// rejectUnknownSubcommands makes every command group from c down (a command
 // that only holds subcommands) fail with exit 2 on an unknown subcommand,
 // where cobra alone would print the help and exit 0 ('hobbs memory bogus').
 // A group called without arguments still prints its help.
@@ -248,7 +244,7 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			e := errs.Usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			e := errs.Usagef("unknown command %q for %q", args[0], cmd.CommandPath()).WithHint("see '%s --help'", cmd.CommandPath())
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				e.WithHint("did you mean %s? (see '%s --help')", strings.Join(s, " or "), cmd.CommandPath())
 			}
