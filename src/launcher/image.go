@@ -434,7 +434,7 @@ func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) 
 	fmt.Fprintf(opt.Progress, "building %s FROM %s (inputs %s)\n", tag, in.base, in.hash[:12])
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile"), "--build-arg", "BASE=" + in.base,
 		"--label", LabelInputs + "=" + in.hash, "--label", LabelRole + "=" + RoleImage, "--label", LabelVersion + "=" + Version(),
-		"-t", tag, dir}
+		"--label", LabelUser + "=" + BuildUser(), "-t", tag, dir}
 	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
 		return nil, err
 	}
@@ -481,7 +481,7 @@ func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 	}
 	fmt.Fprintf(opt.Progress, "building runtime base %s\n", opt.Base)
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile.runtime"),
-		"--label", LabelRole + "=" + RoleRuntime, "-t", opt.Base, dir}
+		"--label", LabelRole + "=" + RoleRuntime, "--label", LabelUser + "=" + BuildUser(), "-t", opt.Base, dir}
 	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
 		if e, ok := err.(*errs.Error); ok && e.Code == errs.Failure && e.Hint == "" {
 			e.Hint = offlineHint

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,17 +113,25 @@ func TestBuildWhatRunUses(t *testing.T) {
 	}
 }
 
-// TestPrune: on the real engine, hobbs prune finds the images Hobbs built
-// by their label (named and unnamed), and leaves the image run uses and
-// images Hobbs did not build. It runs with --dry-run: a real prune would
-// remove Hobbs images of whoever else uses this engine.
+// TestPrune: on the real engine, hobbs prune finds the images this user's
+// hobbs built by their labels (named and unnamed), and leaves the image run
+// uses, images Hobbs did not build, and the images another user's hobbs
+// built, which it names. It runs with --dry-run: a real prune would remove
+// the test user's Hobbs images of other runs on this engine.
 func TestPrune(t *testing.T) {
 	e := newEnv(t)
 	cur := "hobbs-e2e-" + runID + ":prune-cur"
 	old := "hobbs-e2e-" + runID + ":prune-old"
 	mine := "hobbs-e2e-" + runID + ":prune-mine"
+	other := "hobbs-e2e-" + runID + ":prune-other-user"
 	var made []string
-	t.Cleanup(func() { removeImages(append([]string{cur, old, mine}, made...)) })
+	t.Cleanup(func() { removeImages(append([]string{cur, old, mine, other}, made...)) })
+	// Another user's hobbs image: its labels, another uid.
+	b := exec.Command("docker", "build", "-q", "-t", other, "-")
+	b.Stdin = strings.NewReader(fmt.Sprintf("FROM %s\nLABEL dev.hobbs.role=image dev.hobbs.user=%d\n", baseImage, testUID+100000))
+	if out, err := b.CombinedOutput(); err != nil {
+		t.Fatalf("docker build %s: %v\n%s", other, err, out)
+	}
 	base2 := "hobbs-e2e-" + runID + ":prune-base2"
 	docker(t, "tag", baseImage, base2)
 	made = append(made, base2)
@@ -151,9 +160,17 @@ func TestPrune(t *testing.T) {
 	}
 	var res struct {
 		Removed []string `json:"removed"`
+		Left    []string `json:"left"`
+		User    string   `json:"user"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if slices.Contains(res.Removed, other) || !slices.Contains(res.Left, other) || res.User != fmt.Sprint(testUID) {
+		t.Errorf("another user's image %s: removed %v, left %v, user %q", other, res.Removed, res.Left, res.User)
+	}
+	if text := e.hobbs(nil, "prune", "--dry-run"); !strings.Contains(text.stdout, other) || !strings.Contains(text.stdout, "left ") {
+		t.Errorf("prune --dry-run does not say it left %s:\n%s", other, text.stdout)
 	}
 	for _, want := range []string{old, held} {
 		if !slices.Contains(res.Removed, want) {
