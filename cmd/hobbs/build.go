@@ -11,14 +11,16 @@ import (
 
 func newBuildCmd(a *app) *cobra.Command {
 	var base, tag, binary string
-	var runtimeBase bool
+	var runtimeBase, verbose bool
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the Hobbs image from the binary's embedded assets",
 		Long: `Build the Hobbs image: dist/Dockerfile on top of a runtime base, with this
 binary's embedded identity, skills, templates and policy, and a static linux
 hobbs binary (this one when it is one; else --binary FILE or HOBBS_BINARY).
-The repository is not needed. Build output is streamed to stderr.
+The repository is not needed. stderr shows a line per Dockerfile step (on a
+terminal each replaces the last), --verbose the builder's whole output; the
+whole output of the last build is in $XDG_STATE_HOME/hobbs/logs/build.log.
 
 It builds the image hobbs run uses: --tag, else image from config.yaml, else
 this binary's default (hobbs version prints it): for a development build
@@ -45,6 +47,7 @@ without the internet).`,
 	cmd.Flags().StringVar(&tag, "tag", "", "image name to build (default image from config.yaml, else the image hobbs version prints)")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary to put in the image (default: this one, or $HOBBS_BINARY)")
 	cmd.Flags().BoolVar(&runtimeBase, "runtime", false, "build the runtime base image (needs the internet) instead")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show the builder's whole output, not a line per step")
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		cfg, err := a.config(in)
@@ -55,7 +58,7 @@ without the internet).`,
 		if _, err := e.ServerVersion(cmd.Context()); err != nil {
 			return err
 		}
-		opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut}
+		opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut, Verbose: verbose}
 		opt.Defaults(cfg, runtimeBase)
 		build := launcher.Build
 		if runtimeBase {

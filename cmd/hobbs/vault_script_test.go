@@ -127,7 +127,7 @@ func cmdPtyRun(ts *testscript.TestScript, neg bool, args []string) {
 	cmd.Args[0] = args[1]
 	cmd.Dir = ts.MkAbs(".")
 	for _, k := range []string{"PATH", "HOME", "USER", "TMPDIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
-		"XDG_STATE_HOME", "HOBBS_HOME", "HOBBS_CONTEXT", vault.EnvPassphraseFile, "NO_COLOR"} {
+		"XDG_STATE_HOME", "HOBBS_HOME", "HOBBS_CONTEXT", "HOBBS_DOCKER", vault.EnvPassphraseFile, "NO_COLOR"} {
 		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
 	}
 	if t := ts.Getenv("TERM"); t != "" {

@@ -33,8 +33,17 @@ var sgr = map[Kind]string{OK: "\x1b[32m", Warn: "\x1b[33m", Fail: "\x1b[31m", Hi
 
 const reset = "\x1b[0m"
 
-// terminal is the terminal w writes to, or nil: w itself, or the stream
-// a termsafe.Writer (or another writer with Unwrap) wraps.
+// Terminal is the terminal w writes to, or nil: w itself, or the stream a
+// termsafe.Writer (or another writer with Unwrap) wraps. Control sequences
+// Hobbs writes itself (colour, rewriting a progress line) go to it; text
+// goes through w.
+func Terminal(w io.Writer) *os.File {
+	if f, ok := terminal(w).(*os.File); ok {
+		return f
+	}
+	return nil
+}
+
 func terminal(w io.Writer) io.Writer {
 	for w != nil {
 		if termsafe.IsTerminal(w) {

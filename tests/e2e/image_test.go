@@ -77,6 +77,7 @@ func TestBuildWhatRunUses(t *testing.T) {
 	}
 	first := imageID(img)
 	made = append(made, first)
+	checkBuildOutput(t, e, r.stderr)
 	r = e.hobbs(nil, "run", "--workspace", e.ws, "--name", sessionName(t, "cfg"), "--", "true")
 	if r.code != 0 {
 		t.Fatalf("hobbs run: exit %d\n%s", r.code, r.stderr)
@@ -185,5 +186,28 @@ func TestPrune(t *testing.T) {
 	}
 	if imageID(old) == "" || imageID(held) == "" {
 		t.Errorf("--dry-run removed an image")
+	}
+}
+
+// checkBuildOutput: what hobbs build printed on the real engine is a line
+// per Dockerfile step and the summary, not the builder's output (kept in
+// the build log), and no deprecation banner.
+func checkBuildOutput(t *testing.T, e *env, stderr string) {
+	t.Helper()
+	steps := regexp.MustCompile(`(?m)^\[(\d+)/(\d+)\] `).FindAllStringSubmatch(stderr, -1)
+	if len(steps) < 5 || steps[0][1] != "1" || steps[len(steps)-1][1] != steps[len(steps)-1][2] {
+		t.Errorf("hobbs build: no line per step:\n%s", stderr)
+	}
+	for _, noise := range []string{"DEPRECATED", "--->", "Running in", "Removing intermediate", "Sending build context"} {
+		if strings.Contains(stderr, noise) {
+			t.Errorf("hobbs build shows %q:\n%s", noise, stderr)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^built \S+ in \S+ \(\d+ steps; full log: (\S+)\)$`).FindStringSubmatch(stderr)
+	if m == nil || m[1] != filepath.Join(e.home, ".local", "state", "hobbs", "logs", "build.log") {
+		t.Fatalf("hobbs build: no summary naming the build log:\n%s", stderr)
+	}
+	if log, err := os.ReadFile(m[1]); err != nil || !strings.Contains(string(log), "Step 1/") && !strings.Contains(string(log), "#1 ") {
+		t.Errorf("the build log %s does not hold the builder's output: %v\n%s", m[1], err, log)
 	}
 }
