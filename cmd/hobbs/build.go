@@ -11,7 +11,7 @@ import (
 
 func newBuildCmd(a *app) *cobra.Command {
 	var base, tag, binary string
-	var runtimeBase, verbose bool
+	var runtimeBase, fromDebian, verbose bool
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the Hobbs image from the binary's embedded assets",
@@ -36,9 +36,17 @@ removed, unless a container still uses it (hobbs prune removes it later).
 Debian, Node.js, Claude Code, git, gh, ripgrep, jq, sqlite3, tini) under the
 base image name. It downloads from the internet, and fails at once with a
 hint when this machine cannot reach it (docs/setup.md says how to get a base
-without the internet).`,
+without the internet).
+
+--base-from-debian makes a runtime base, under the same name, where the
+internet is limited to a Debian package mirror: apt downloads the Debian
+packages of --runtime's tools (Node.js, git, gh, ripgrep, jq, sqlite3, tini
+and a shell) from this machine's own sources, and the engine imports their
+files (Debian and Ubuntu hosts; no root needed). Claude Code is not in it:
+it comes only from its own registry (npm).`,
 		Example: `  hobbs build                          # what hobbs run uses, FROM base_image (config.yaml)
   hobbs build --runtime                # the runtime base first (once)
+  hobbs build --base-from-debian       # or one from this machine's Debian packages (no Claude Code)
   hobbs build --base debian-node:1 --tag hobbs:test
   HOBBS_BINARY=./hobbs-linux-arm64 hobbs build   # from a macOS host`,
 		Args: usageArgs(cobra.NoArgs),
@@ -47,6 +55,8 @@ without the internet).`,
 	cmd.Flags().StringVar(&tag, "tag", "", "image name to build (default image from config.yaml, else the image hobbs version prints)")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary to put in the image (default: this one, or $HOBBS_BINARY)")
 	cmd.Flags().BoolVar(&runtimeBase, "runtime", false, "build the runtime base image (needs the internet) instead")
+	cmd.Flags().BoolVar(&fromDebian, "base-from-debian", false, "build the runtime base from this machine's Debian packages instead (no Claude Code)")
+	cmd.MarkFlagsMutuallyExclusive("runtime", "base-from-debian")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show the builder's whole output, not a line per step")
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
@@ -59,10 +69,13 @@ without the internet).`,
 			return err
 		}
 		opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut, Verbose: verbose}
-		opt.Defaults(cfg, runtimeBase)
+		opt.Defaults(cfg, runtimeBase || fromDebian)
 		build := launcher.Build
-		if runtimeBase {
+		switch {
+		case runtimeBase:
 			build = launcher.BuildRuntime
+		case fromDebian:
+			build = launcher.BuildFromDebian
 		}
 		res, err := build(cmd.Context(), opt)
 		if err != nil {
