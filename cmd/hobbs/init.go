@@ -75,6 +75,7 @@ foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 			if res.Git != "" {
 				a.status("git: %s", res.Git)
 			}
+			a.status("next: hobbs doctor (checks the instance, config and engine), then hobbs run (starts a session)")
 		})
 	})
 	return cmd
