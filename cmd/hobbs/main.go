@@ -114,12 +114,8 @@ func exitCode(err error) int {
 	if errors.As(err, &e) {
 		return e.Code
 	}
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least",
-		"requires at most", "invalid argument", "flag needs an argument", "required flag", "if any flags in the group"} {
-		if strings.Contains(msg, p) {
-			return errs.Usage
-		}
+	if errs.IsUsageMessage(err.Error()) {
+		return errs.Usage
 	}
 	return errs.Failure
 }
@@ -260,6 +256,13 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 func (a *app) stdinIsTTY() bool {
 	f, ok := a.in.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// onTerminal reports whether stdin and stdout are both a terminal (stdout
+// itself, not through termsafe: the commands that hand the terminal on).
+func (a *app) onTerminal() bool {
+	f, ok := a.out.(*os.File)
+	return a.stdinIsTTY() && ok && term.IsTerminal(int(f.Fd()))
 }
 
 // usageArgs wraps a cobra positional-args validator so its errors exit 2.
