@@ -428,7 +428,7 @@ func memLintCmd(a *app) *cobra.Command {
 			return err
 		}
 		return a.printLint(out, probs, errs.Failf("%s in memory files", style.N(len(probs), "problem", "problems")).
-			WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse"), style.N(n, "memory", "memories")+", no problems")
+			WithHint("fix the files by hand; Hobbs never rewrites a file it cannot parse"), style.N(n, "memory", "memories")+", no problems")
 	})
 	return cmd
 }

@@ -15,6 +15,6 @@ func RefuseRoot() error {
 		return nil
 	}
 	return errs.Usagef("hobbs run will not run the agent as root").
-		WithHint("run hobbs as an ordinary user allowed to use the engine, e.g.: useradd -m -G docker hobbs; " +
+		WithHint("run Hobbs as an ordinary user allowed to use the engine, e.g.: useradd -m -G docker hobbs; " +
 			"then, as that user (su - hobbs): hobbs init && hobbs run (docs/setup.md, \"Running as root\")")
 }
