@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 func TestParseInst(t *testing.T) {
@@ -91,12 +93,7 @@ func mkdeb(t *testing.T, name string, files map[string]string) string {
 // have a path gives it, the caller's files win and get their directories,
 // and the CA bundle is made from the packages' certificates.
 func TestWriteRootFS(t *testing.T) {
-	if _, err := exec.LookPath("dpkg-deb"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("dpkg-deb not found; CI runs on Debian")
-		}
-		t.Skip("dpkg-deb not installed (Debian's dpkg package)")
-	}
+	tooltest.Need(t, "dpkg-deb")
 	a := mkdeb(t, "a", map[string]string{"bin/dash": "#dash", "bin/sh": "->dash", "etc/passwd": "pkg's passwd\n",
 		"usr/share/ca-certificates/mozilla/B.crt": "CERT B\n", "usr/share/ca-certificates/mozilla/A.crt": "CERT A"})
 	b := mkdeb(t, "b", map[string]string{"bin/dash": "#other dash", "usr/bin/tool": "tool",
