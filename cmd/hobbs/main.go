@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -22,6 +23,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/schedule"
 	"github.com/hobbs-agent/hobbs/src/style"
 	"github.com/hobbs-agent/hobbs/src/termsafe"
 )
@@ -54,6 +56,13 @@ type app struct {
 // decide about a terminal from them).
 var terminalCommands = map[string]bool{"hobbs run": true, "hobbs attach": true}
 
+// quietCommands do not report missed scheduled runs (schedule.MissedRuns),
+// which every other command does: the proxy and the session's
+// environment run in containers, schedule and doctor show them
+// themselves.
+var quietCommands = map[string]bool{"proxy": true, "session-env": true, "completion": true, "__complete": true,
+	"version": true, "schedule": true, "doctor": true}
+
 // Main runs hobbs with args and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -67,6 +76,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if c, _, err := root.Find(args); err == nil && terminalCommands[c.CommandPath()] {
 		stdout, stderr = rawOut, rawErr
 		a.out, a.errOut = rawOut, rawErr
+	}
+	if c, _, err := root.Find(args); err == nil && !quietCommands[strings.Fields(c.CommandPath() + " x")[1]] {
+		a.warnMissed(schedule.MissedRuns(schedule.OptionsFromEnv(nil), time.Now()))
 	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -156,7 +168,7 @@ HOBBS_HOME or --instance to choose another.`,
 	// On the host: set up the instance, check it, run sessions.
 	root.AddCommand(newInitCmd(a), newDoctorCmd(a), newConfigCmd(a), newPolicyCmd(a))
 	root.AddCommand(newBuildCmd(a), newPruneCmd(a), newRunCmd(a), newPsCmd(a), newAttachCmd(a), newExecCmd(a), newLogsCmd(a), newStopCmd(a))
-	root.AddCommand(newScheduleCmd(a))
+	root.AddCommand(newScheduleCmd(a), newReviewCmd(a))
 	// The toolkit the agent uses in its container (and you on the host).
 	root.AddCommand(newMemoryCmd(a), newPlaybookCmd(a), newAgentCmd(a), newTaskCmd(a), newVaultCmd(a))
 	// What the images run: the egress proxy and the session's environment.

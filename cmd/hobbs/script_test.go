@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 			vault.SetTestScryptWorkFactor(testScryptWorkFactor)
 			os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
+		"maxrss": func() { os.Exit(maxRSSMain(os.Args[1:])) }, // bounded_script_test.go
 	})
 }
 
@@ -98,6 +99,8 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"pause":      cmdPause,
 	// termsafe_test.go
 	"unescape": cmdUnescape,
+	// review_script_test.go
+	"provsession": cmdProvSession,
 }
 
 func TestScripts(t *testing.T) {

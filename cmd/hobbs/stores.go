@@ -94,7 +94,9 @@ func (a *app) withPlaybooks(body func(cmd *cobra.Command, args []string, in inst
 		if err != nil {
 			return errs.Wrap(errs.Failure, err, "read the playbook template")
 		}
-		return body(cmd, args, in, playbook.Open(in, c.Playbooks.ReviewEveryDays, tpl, a.audit(in)))
+		st := playbook.Open(in, c.Playbooks.ReviewEveryDays, tpl, a.audit(in))
+		st.Warn = a.warn
+		return body(cmd, args, in, st)
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -42,11 +43,43 @@ type Config struct {
 	Playbooks            Playbooks          `yaml:"playbooks" json:"playbooks"`
 }
 
-// Resources are limits for the agent container.
+// Resources are limits for the agent container, and the free disk the
+// launcher keeps on the host while a session is live.
 type Resources struct {
 	Memory string `yaml:"memory" json:"memory"`
 	PIDs   int    `yaml:"pids" json:"pids"`
 	CPUs   string `yaml:"cpus" json:"cpus"`
+	// MinFreeDisk: the launcher stops a session when a filesystem holding
+	// the agent's shares or workspace has less free space ("1g", "512m";
+	// "0": never).
+	MinFreeDisk string `yaml:"min_free_disk" json:"min_free_disk"`
+}
+
+// DefaultMinFreeDisk is resources.min_free_disk when config.yaml leaves it
+// out: room for the session to end cleanly and its record to be written.
+const DefaultMinFreeDisk = "1g"
+
+// MinFreeDiskBytes is MinFreeDisk in bytes (0: no watch); a value Validate
+// refuses counts as the default.
+func (r Resources) MinFreeDiskBytes() int64 {
+	v := r.MinFreeDisk
+	if v == "" || !memSizeRe.MatchString(v) {
+		v = DefaultMinFreeDisk
+	}
+	mult := int64(1)
+	switch v[len(v)-1] {
+	case 'k', 'K':
+		mult = 1 << 10
+	case 'm', 'M':
+		mult = 1 << 20
+	case 'g', 'G':
+		mult = 1 << 30
+	}
+	n, err := strconv.ParseInt(strings.TrimRight(v, "bkmgBKMG"), 10, 64)
+	if err != nil || n > (1<<62)/mult {
+		return 0
+	}
+	return n * mult
 }
 
 // Memory configures the memory tools.
@@ -96,7 +129,7 @@ func Default() *Config {
 		EgressNet: EgressDefault,
 		Env:       map[string]string{},
 		Secrets:   map[string]Binding{},
-		Resources: Resources{Memory: "4g", PIDs: 512},
+		Resources: Resources{Memory: "4g", PIDs: 512, MinFreeDisk: DefaultMinFreeDisk},
 		Memory:    Memory{ContextBudget: 9500, TidyAfterDays: 90},
 		Playbooks: Playbooks{ReviewEveryDays: 30},
 
@@ -109,7 +142,7 @@ func Default() *Config {
 // link or special file there is refused) over the defaults, then applies
 // environment overrides. A missing file yields the defaults.
 func Load(root safefile.Root, path string) (*Config, error) {
-	data, err := root.ReadFile(path)
+	data, err := root.ReadFile(path, instance.MaxTextFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		c := Default()
 		c.applyEnv()
@@ -326,6 +359,9 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 	}
 	if c.Resources.Memory != "" && !memSizeRe.MatchString(c.Resources.Memory) {
 		bad([]string{"resources", "memory"}, "%q is not a size like 4g or 512m", c.Resources.Memory)
+	}
+	if c.Resources.MinFreeDisk != "" && !memSizeRe.MatchString(c.Resources.MinFreeDisk) {
+		bad([]string{"resources", "min_free_disk"}, "%q is not a size like 1g or 512m (0: no watch)", c.Resources.MinFreeDisk)
 	}
 	if c.Resources.CPUs != "" {
 		if f, err := strconv.ParseFloat(c.Resources.CPUs, 64); err != nil || f <= 0 {

@@ -64,6 +64,7 @@ func TestErrorsNameFileAndLine(t *testing.T) {
 		{"budget", "memory:\n  context_budget: 10\n", `c.yaml:2: memory.context_budget`},
 		{"egress network", "image: x\negress_network: \"--privileged\"\n", `c.yaml:2: egress_network: "--privileged" is neither`},
 		{"egress network empty", "egress_network: \"\"\n", `c.yaml:1: egress_network`},
+		{"min free disk", "resources:\n  min_free_disk: lots\n", `c.yaml:2: resources.min_free_disk: "lots" is not a size like 1g or 512m (0: no watch)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -103,6 +103,9 @@ type Plan struct {
 		Agent []string `json:"agent"`
 		Proxy []string `json:"proxy"`
 	} `json:"create"`
+	// DiskWatch is what the launcher watches while the run is live: it
+	// stops the run before the disk holding the agent's writes fills.
+	DiskWatch DiskWatch `json:"disk_watch"`
 	// Timeout stops the run (exit 124); 0: none.
 	Timeout time.Duration `json:"-"`
 	// TimeoutText is Timeout as text, for JSON ("" for none).
@@ -278,6 +281,7 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 		p.Timeout, p.TimeoutText = grant.Timeout, grant.Timeout.String()
 	}
 	p.WorkspaceGitReadOnly = h.WorkspaceGit && cfg.GitReadOnly()
+	p.DiskWatch = diskWatch(cfg, in, h)
 	p.Agent = p.agent(cfg, spec, h)
 	p.Proxy = p.proxy(h)
 	p.AgentVars = p.agentVars()
@@ -500,7 +504,7 @@ func (p *Plan) proxy(h Host) Container {
 	for _, f := range p.Egress.PolicyFiles {
 		c.Command = append(c.Command, "--policy", f)
 	}
-	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--auth-token-file", SessionTokenFile,
+	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--session", p.Session, "--auth-token-file", SessionTokenFile,
 		"--secrets-file", SessionSecretsFile,
 		// Stopped once the agent is gone: what tunnels are left have no
 		// client; they are closed (and audited) well within proxyStopTime.
@@ -645,14 +649,4 @@ func (m Mount) flag(files string, label func(string) string) string {
 // the session's private directory and the owner label as placeholders.
 func (p *Plan) Args() (agent, proxy []string) {
 	return p.Agent.args(shownFiles, shownOwner, p.podman), p.Proxy.args(shownFiles, shownOwner, p.podman)
-}
-
-// hasAgentMount reports whether the agent mounts something at target.
-func (p *Plan) hasAgentMount(target string) bool {
-	for _, m := range p.Agent.Mounts {
-		if m.Target == target {
-			return true
-		}
-	}
-	return false
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +218,10 @@ func TestPlanInvariants(t *testing.T) {
 			t.Errorf("%s: agent network %q", spec.Kind, p.Agent.Network)
 		}
 		for _, m := range p.Agent.Mounts {
+			// Every host directory the agent writes is under the disk watch.
+			if p.DiskWatch.MinFree > 0 && m.Type == MountBind && !m.ReadOnly && !slices.Contains(p.DiskWatch.Paths, m.Source) {
+				t.Errorf("%s: the agent writes %s, which the disk watch does not cover (%v)", spec.Kind, m.Source, p.DiskWatch.Paths)
+			}
 			if m.Source == p.Instance || strings.HasPrefix(m.Source, p.Instance+"/vault") || strings.HasPrefix(m.Source, p.Instance+"/grants") ||
 				m.Source == p.Instance+"/logs" || strings.HasPrefix(m.Source, p.Instance+"/logs/egress") {
 				t.Errorf("%s: the agent mounts %s", spec.Kind, m.Source)
@@ -289,4 +294,14 @@ func TestPlanRunPreparesTheHost(t *testing.T) {
 	if !p.hasAgentMount(InstanceDir+"/memory") || p.hasAgentMount(InstanceDir+"/foundation.md") {
 		t.Errorf("the survey's shares: memory made and mounted, a missing foundation.md not: %+v", p.Agent.Mounts)
 	}
+}
+
+// hasAgentMount reports whether the agent mounts something at target.
+func (p *Plan) hasAgentMount(target string) bool {
+	for _, m := range p.Agent.Mounts {
+		if m.Target == target {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // WriteSummary prints the plan for a reader: who runs what, as whom, with
@@ -74,6 +76,9 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 	}
 	if p.TimeoutText != "" {
 		row("timeout", "%s", p.TimeoutText)
+	}
+	if w := p.DiskWatch; w.MinFree > 0 {
+		row("disk watch", "stops the run below %s free where the agent writes (%d paths; --json lists them)", safefile.FormatSize(w.MinFree), len(w.Paths))
 	}
 	return tw.Flush()
 }

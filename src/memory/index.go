@@ -797,7 +797,7 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 		case errors.As(err, &tl):
 			// Kept as a record that does not parse: reported with the
 			// others, not read again while it stays the same.
-			results[k] = record{Name: j.name, Stamp: j.st, ErrReason: strings.TrimPrefix(tl.Error(), tl.path+" ")}
+			results[k] = record{Name: j.name, Stamp: j.st, ErrReason: strings.TrimPrefix(tl.Error(), tl.Path+" ")}
 			readOK[k] = true
 			return
 		case err != nil:

@@ -239,6 +239,22 @@ func TestAuditOfTunnelOpenAtExit(t *testing.T) {
 	t.Run("session", func(t *testing.T) { testAuditOfTunnelOpenAtExit(t, "session") })
 }
 
+// waitProxyLog waits until the proxy container's log holds want.
+func waitProxyLog(t *testing.T, proxy, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		logs, _ := exec.Command("docker", "logs", proxy).CombinedOutput()
+		if strings.Contains(string(logs), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy's log never said %q:\n%s", want, logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func testAuditOfTunnelOpenAtExit(t *testing.T, mode string) {
 	e := newEnv(t)
 	writeFile(t, filepath.Join(e.inst, "config.yaml"), "egress_network: "+mode+"\n")
@@ -273,8 +289,11 @@ func testAuditOfTunnelOpenAtExit(t *testing.T, mode string) {
 		}
 	}
 	target := fmt.Sprintf("%s:%d", gw, port)
-	// The proxy reloads the policy; the probe asks again while it is denied.
+	// The proxy reloads the policy that allows target; the probe dials only
+	// once the proxy says it has (its log's "policy reloaded" line with the
+	// one domain), so the tunnel never races the reload.
 	writeFile(t, policy, "domains:\n  - \""+target+"\"\n"+privateRanges)
+	waitProxyLog(t, name+"-proxy", "domains=1 deny=0 allow_private=3 ")
 	writeFile(t, filepath.Join(e.ws, ".hold"), target)
 	if err := c.Wait(); err != nil {
 		t.Fatalf("session: %v\n%s\n%s", err, out.String(), errb.String())
