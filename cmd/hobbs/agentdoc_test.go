@@ -25,6 +25,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/agentdoc"
+	"github.com/hobbs-agent/hobbs/src/clitree"
 )
 
 // resolveCommand checks args (the words after "hobbs") against the command
@@ -70,7 +71,7 @@ func resolveCommand(root *cobra.Command, args []string) (*cobra.Command, error) 
 // checkGroup fails when a positional word follows a command that only groups
 // subcommands (it would be an unknown subcommand).
 func checkGroup(cmd *cobra.Command, walking bool, word string) error {
-	if word == "" || !walking || !isGroup(cmd) {
+	if word == "" || !walking || !clitree.IsGroup(cmd) {
 		return nil
 	}
 	var names []string
