@@ -7,6 +7,7 @@ package main
 // assets — exactly what goes into the image.
 
 import (
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -330,6 +331,50 @@ func TestSkillsAllowTheirCommands(t *testing.T) {
 				t.Errorf("%s:%d: %q is not covered by allowed-tools %q", p, c.Line, c.String(), s.AllowedTools)
 			}
 		}
+	}
+}
+
+// Claude Code's allowed-tools lasts only the turn that invokes a skill
+// (https://code.claude.com/docs/en/skills, "Pre-approve tools for a skill"):
+// every hobbs command a framework skill runs is allowed for the whole
+// session by the image's managed settings drop-in, which a headless run's
+// plan covers (TestPlanInvariants).
+func TestManagedSettingsAllowSkillCommands(t *testing.T) {
+	data, err := fs.ReadFile(hobbs.Assets, "dist/managed-settings.d/50-framework-skills.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms struct {
+		Permissions struct {
+			Allow []string `json:"allow"`
+		} `json:"permissions"`
+	}
+	if err := json.Unmarshal(data, &ms); err != nil || len(ms.Permissions.Allow) == 0 {
+		t.Fatalf("the drop-in has no permissions.allow: %v", err)
+	}
+	des, err := fs.ReadDir(hobbs.Assets, "src/skills")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range des {
+		p := "src/skills/" + d.Name() + "/SKILL.md"
+		md, err := fs.ReadFile(hobbs.Assets, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range agentdoc.Commands(md) {
+			if len(c.Args) == 0 {
+				continue
+			}
+			n++
+			if !agentdoc.BashAllows(ms.Permissions.Allow, c.String()) {
+				t.Errorf("%s:%d: %q is not allowed by the managed settings %q", p, c.Line, c.String(), ms.Permissions.Allow)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no hobbs command found in the framework skills")
 	}
 }
 

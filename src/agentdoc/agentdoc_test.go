@@ -192,6 +192,7 @@ func TestSkillInvalid(t *testing.T) {
 		{"x", "---\nname: x\ndescription: use <b>me</b>\n---\nbody\n", "XML"},
 		{"x", "---\nname: x\ndescription: d\nargument-hint: \"[a]\"\n---\nno args\n", "never uses $ARGUMENTS"},
 		{"x", "---\nname: x\ndescription: d\n---\nuse $ARGUMENTS\n", "give an argument-hint"},
+		{"x", "---\nname: x\ndescription: d\n---\nuse $0\n", "give an argument-hint"},
 		{"x", "---\nname: x\ndescription: d\n---\n\n", "body is empty"},
 		{"x", "---\nname: x\ndescription: d\nallowed-tools: Bash(git add:*, Read\n---\nb\n", "not a tool name"},
 		{"x", "---\nname: x\ndescription: d\nallowed-tools: Bash(git add:*)\n---\nb\n", `write "Bash(git add *)"`},
