@@ -9,6 +9,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/provenance"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func newReviewCmd(a *app) *cobra.Command {
@@ -73,7 +74,7 @@ func newReviewDecideCmd(a *app, verb string) *cobra.Command {
 		if err := decide(ids); err != nil {
 			return err
 		}
-		a.status("%s %s", map[string]string{"approve": "approved", "reject": "rejected"}[verb], plural(len(ids), "change", "changes"))
+		a.status("%s %s", map[string]string{"approve": "approved", "reject": "rejected"}[verb], style.N(len(ids), "change", "changes"))
 		return nil
 	})
 	return cmd

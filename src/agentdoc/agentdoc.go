@@ -13,6 +13,9 @@
 //     (fenced blocks and inline code), split into shell words, so a test can
 //     resolve each against the CLI's real command tree.
 //   - Headings lists the headings, to check required sections.
+//   - Hints finds the hints in Go source (what errors and doctor tell the
+//     user to do next), and TextCommands the hobbs commands a hint names,
+//     so that they are held to the same rule.
 //
 // The package knows Markdown and shell words, not the CLI: it never imports
 // cobra. The resolution lives in cmd/hobbs's tests.

@@ -1,7 +1,7 @@
 // Package config loads and validates an instance's config.yaml.
 //
-// templates/config.yaml is the reference: every key is documented there and
-// a test keeps the two in step. Decoding is strict: an unknown key or a value
+// templates/config.yaml is the reference: every key is documented there (and
+// listed from it by hobbs config keys) and a test keeps the two in step. Decoding is strict: an unknown key or a value
 // of the wrong type is an error naming file:line (exit code 2). A config file
 // that does not exist means "all defaults".
 package config
@@ -221,7 +221,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	c := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(path, syntaxError(data, err))
+		return nil, yamlError(path, syntaxError(data, err), nil)
 	}
 	if len(root.Content) == 0 { // empty or comments only
 		return c, nil
@@ -229,7 +229,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil {
-		return nil, yamlError(path, err)
+		return nil, yamlError(path, err, root.Content[0])
 	}
 	if c.Env == nil {
 		c.Env = map[string]string{}
@@ -292,8 +292,10 @@ func syntaxError(data []byte, err error) error {
 // once): a config.yaml is a few dozen lines.
 const maxSyntaxScan = 2000
 
-// yamlError turns yaml.v3's errors into "path:line: message" lines.
-func yamlError(path string, err error) error {
+// yamlError turns yaml.v3's errors into "path:line: message" lines; an
+// unknown key gets the nearest known key of its mapping (root: the
+// document's mapping, nil for a syntax error).
+func yamlError(path string, err error, root *yaml.Node) error {
 	var msgs []string
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
@@ -309,6 +311,11 @@ func yamlError(path string, err error) error {
 		}
 		if sm := unknownRe.FindStringSubmatch(text); sm != nil {
 			text = fmt.Sprintf("unknown key %q", sm[1])
+			if n, err := strconv.Atoi(line); err == nil {
+				if s := suggestKey(root, n, sm[1]); s != "" {
+					text += fmt.Sprintf(" (did you mean %s?)", s)
+				}
+			}
 		} else if sm := wrongTypeRe.FindStringSubmatch(text); sm != nil {
 			got := kindName(sm[1])
 			if sm[2] != "" {
@@ -323,7 +330,7 @@ func yamlError(path string, err error) error {
 		}
 	}
 	return &errs.Error{Code: errs.Usage, Msg: strings.Join(out, "\n"),
-		Hint: "correct that line of config.yaml; every key is documented in its comments and in templates/config.yaml"}
+		Hint: "correct that line of config.yaml; `hobbs config keys` lists every key with its default and meaning"}
 }
 
 func kindName(tag string) string {

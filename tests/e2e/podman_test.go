@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 // podmanUser is the account TestPodmanSession runs rootless podman as.
@@ -32,13 +34,9 @@ func TestPodmanSession(t *testing.T) {
 	if setupErr != nil {
 		t.Fatalf("setup failed: %v", setupErr)
 	}
-	if _, err := exec.LookPath("podman"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("podman not installed (.ci/run installs podman and catatonit)")
-		}
-		t.Skip("podman not installed")
-	}
+	tooltest.Need(t, "podman")
 	if os.Getuid() != 0 {
+		tooltest.Note(t.Name(), "needs root (makes the user "+podmanUser+" and opens /dev/net/tun to it)", "run the e2e tests as root, as CI does")
 		t.Skip("needs root: makes the user " + podmanUser + " and opens /dev/net/tun to it")
 	}
 	t0 := time.Now()
