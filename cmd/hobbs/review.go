@@ -61,21 +61,11 @@ func newReviewDecideCmd(a *app, verb string) *cobra.Command {
 		Example: "  hobbs review " + verb + " r3 r4\n  hobbs review " + verb + " --all-from hobbs-20261126-101500"}
 	cmd.Flags().StringVar(&from, "all-from", "", "every waiting change found while SESSION was live")
 	cmd.RunE = a.withReview(func(s *provenance.Store, ids []string) error {
-		if (from == "") == (len(ids) == 0) {
-			return errs.Usagef("name the changes (IDs) or --all-from SESSION, not both")
+		n, err := s.Decide(verb, ids, from)
+		if err == nil {
+			a.status("%s %s", map[string]string{"approve": "approved", "reject": "rejected"}[verb], style.N(n, "change", "changes"))
 		}
-		if from != "" {
-			var err error
-			if ids, err = s.Select(from); err != nil {
-				return err
-			}
-		}
-		decide := map[string]func([]string) error{"approve": s.Approve, "reject": s.Reject}[verb]
-		if err := decide(ids); err != nil {
-			return err
-		}
-		a.status("%s %s", map[string]string{"approve": "approved", "reject": "rejected"}[verb], style.N(len(ids), "change", "changes"))
-		return nil
+		return err
 	})
 	return cmd
 }

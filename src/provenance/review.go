@@ -104,6 +104,25 @@ func (s *Store) Select(session string) ([]string, error) {
 	return ids, nil
 }
 
+// Decide approves or rejects (verb) the held changes ids, or, with
+// session set instead, every waiting change found while it was live, and
+// returns how many.
+func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
+	if (session == "") == (len(ids) == 0) {
+		return 0, errs.Usagef("name the changes (IDs) or --all-from SESSION, not both")
+	}
+	if session != "" {
+		var err error
+		if ids, err = s.Select(session); err != nil {
+			return 0, err
+		}
+	}
+	if verb == "approve" {
+		return len(ids), s.Approve(ids)
+	}
+	return len(ids), s.Reject(ids)
+}
+
 // Approve puts each held change in effect: the held file goes back in
 // place (or, for a removal, the file is removed) and becomes the baseline.
 // A path that changed again since the change was held is refused: review
