@@ -15,7 +15,7 @@ import (
 func newMemoryCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
-		Short: "Keep long-term memory: add, reinforce, supersede, search, load into context",
+		Short: "Keep long-term memory: add, reinforce, supersede, search, recall, load into context",
 		Long: `Memories are Markdown files with YAML frontmatter in the instance's
 memory/active/ (loaded into every session) and memory/archive/ (searchable).
 Every change is atomic, serialised on a lock, appended to memory/history.jsonl
@@ -28,7 +28,7 @@ never rewritten. See docs/memory.md.`,
   hobbs memory context --format hook`,
 	}
 	cmd.AddCommand(memAddCmd(a), memReinforceCmd(a), memSupersedeCmd(a), memTierCmd(a, "archive"),
-		memTierCmd(a, "promote"), memForgetCmd(a), memShowCmd(a), memListCmd(a), memSearchCmd(a), memContextCmd(a),
+		memTierCmd(a, "promote"), memForgetCmd(a), memShowCmd(a), memListCmd(a), memSearchCmd(a), memRecallCmd(a), memContextCmd(a),
 		memTidyCmd(a), memLintCmd(a), memStatsCmd(a))
 	return cmd
 }
@@ -322,6 +322,39 @@ derived data, checked against the files and safe to delete.`,
 			memory.WriteHits(w, s.In, hits, files)
 			if len(hits) == 0 {
 				a.status("no match")
+			}
+			return nil
+		})
+	})
+	return cmd
+}
+
+func memRecallCmd(a *app) *cobra.Command {
+	var sf scopeFlags
+	opt := memory.RecallOptions{Limit: memory.DefaultRecallLimit}
+	cmd := &cobra.Command{
+		Use:   "recall QUERY",
+		Short: "Find the memories most likely to answer a question, best first",
+		Long: `recall ranks memories by the words of QUERY in any form (stop words left out)
+in their text and tags; a question about when favours memories that say when.
+Prints id, score, path, first line. For an exact name, use search. See docs/memory.md.`,
+		Example: `  hobbs memory recall "what did I decide about the car insurance?"
+  hobbs memory recall "when did we move to Lyon" --all --limit 5 --json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	sf.add(cmd)
+	cmd.Flags().StringArrayVar(&opt.Tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
+	cmd.Flags().IntVar(&opt.Limit, "limit", opt.Limit, "at most this many memories (0: all that match)")
+	out := a.jsonFlag(cmd, "print as JSON (id, status, tier, path, score, text)")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		opt.Query, opt.Scope = args[0], sf.scope()
+		list, err := s.Recall(opt)
+		if err != nil {
+			return err
+		}
+		return out.print(list, func(w io.Writer) error {
+			if memory.WriteRecalled(w, s.In, list) == 0 {
+				a.status("nothing recalled")
 			}
 			return nil
 		})
