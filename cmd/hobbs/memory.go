@@ -9,6 +9,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func newMemoryCmd(a *app) *cobra.Command {
@@ -47,7 +48,7 @@ func (a *app) sayAdded(res *memory.AddResult) {
 		a.status("similar: %s (%.2f) %s", c.ID, c.Similarity, c.Summary)
 	}
 	if res.Hint != "" {
-		a.status("hobbs: hint: %s", res.Hint)
+		a.hint("%s", res.Hint)
 	}
 }
 
@@ -206,8 +207,8 @@ The history line and the audit entry name the id, never the text.`,
 				a.status("%s: no file left to remove", res.ID)
 			}
 			if res.Purged {
-				a.status("purged its text from %d history line(s), dropped %d unreadable line(s) naming it; search index dropped",
-					res.HistoryLines, res.HistoryDropped)
+				a.status("purged its text from %s, dropped %s naming it; search index dropped",
+					style.N(res.HistoryLines, "history line", "history lines"), style.N(res.HistoryDropped, "unreadable line", "unreadable lines"))
 			} else {
 				a.status("memory/history.jsonl still holds its text: hobbs memory forget %s --purge takes it out", res.ID)
 			}
@@ -275,7 +276,7 @@ func memListCmd(a *app) *cobra.Command {
 				return nil
 			}
 			memory.WriteList(w, list)
-			a.status("%s", plural(len(list), "memory", "memories"))
+			a.status("%s", style.N(len(list), "memory", "memories"))
 			return nil
 		})
 	})
@@ -436,7 +437,7 @@ reinforced) days. Nothing is deleted; hobbs memory promote brings one back.`,
 			for _, r := range res {
 				fmt.Fprintln(w, r)
 			}
-			a.status("%s %d memories", verb, len(res))
+			a.status("%s %s", verb, style.N(len(res), "memory", "memories"))
 			return nil
 		})
 	})
@@ -459,8 +460,8 @@ func memLintCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return a.printLint(out, probs, errs.Failf("%d problem(s) in memory files", len(probs)).
-			WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse"), fmt.Sprintf("%d memories, no problems", n))
+		return a.printLint(out, probs, errs.Failf("%s in memory files", style.N(len(probs), "problem", "problems")).
+			WithHint("fix the files by hand; Hobbs never rewrites a file it cannot parse"), style.N(n, "memory", "memories")+", no problems")
 	})
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/style"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
@@ -278,7 +279,7 @@ found.`,
 		if err != nil {
 			return err
 		}
-		return a.printLint(out, problems, errs.Failf("%d problem(s) in %d playbook(s)", len(problems), n), fmt.Sprintf("%d playbook(s) ok", n))
+		return a.printLint(out, problems, errs.Failf("%s in %s", style.N(len(problems), "problem", "problems"), style.N(n, "playbook", "playbooks")), style.N(n, "playbook", "playbooks")+" ok")
 	})
 	return cmd
 }
@@ -317,7 +318,7 @@ approve) stays approved, as written with the host added.`,
 			}
 			if pol, err := effectivePolicy(in); err == nil {
 				if d, err := pol.Check(res.Host); err == nil && !d.Allow && !strings.HasPrefix(res.Host, "*.") {
-					a.status("hobbs: hint: the instance policy does not allow %s yet: hobbs policy allow %s", res.Host, res.Host)
+					a.hint("the instance policy does not allow %s yet: hobbs policy allow %s", res.Host, res.Host)
 				}
 			}
 			return nil

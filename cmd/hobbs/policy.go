@@ -94,10 +94,10 @@ the proxy intercepts HTTPS to it.`,
 		if err != nil {
 			return err
 		}
-		bound := map[string][]string{}
+		bound := map[string]egress.BindingSpec{}
 		if cfg, err := a.config(in); err == nil {
 			for name, b := range cfg.Secrets {
-				bound[name] = b.Hosts
+				bound[name] = egress.BindingSpec{Hosts: b.Hosts, In: b.In, Requests: b.Requests, Kind: b.Kind}
 			}
 		}
 		c := p.Report(t, bound)

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"io"
-	"os"
-
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/provenance"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func newReviewCmd(a *app) *cobra.Command {
@@ -16,12 +13,11 @@ func newReviewCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "review",
 		Short: "List the changes of tainted sessions that wait for your review",
-		Long: `A session that read from a host you do not trust (policy.yaml trusted:,
-hobbs policy trust) or was started by an outside event is tainted: what it
-changed in memory, playbooks, skills and agents was taken out of effect at
-its end and waits here (docs/memory.md, "Provenance and quarantine").
-show prints a change as a diff; approve puts changes in effect; reject keeps
-them out for good (their text stays in the instance's provenance/held/).`,
+		Long: `A session that read from a host you do not trust (policy.yaml trusted:, hobbs policy
+trust) or was started by an outside event is tainted: what it changed in memory,
+playbooks, skills and agents was taken out of effect at its end and waits here
+(docs/memory.md). show prints a change as a diff; approve puts changes in effect;
+reject keeps them out for good (their text stays in the instance's provenance/held/).`,
 		Example: `  hobbs review
   hobbs review show r3
   hobbs review approve r3 r4
@@ -37,7 +33,7 @@ them out for good (their text stays in the instance's provenance/held/).`,
 		if err != nil {
 			return err
 		}
-		return out.print(items, func(w io.Writer) error { return provenance.WriteList(w, items) })
+		return out.print(items, items.Write)
 	})
 	show := &cobra.Command{Use: "show ID", Short: "Print a held change as a diff", Args: usageArgs(cobra.ExactArgs(1)),
 		Example: "  hobbs review show r3"}
@@ -60,32 +56,22 @@ func newReviewDecideCmd(a *app, verb string) *cobra.Command {
 		Example: "  hobbs review " + verb + " r3 r4\n  hobbs review " + verb + " --all-from hobbs-20261126-101500"}
 	cmd.Flags().StringVar(&from, "all-from", "", "every waiting change found while SESSION was live")
 	cmd.RunE = a.withReview(func(s *provenance.Store, ids []string) error {
-		if (from == "") == (len(ids) == 0) {
-			return errs.Usagef("name the changes (IDs) or --all-from SESSION, not both")
+		n, err := s.Decide(verb, ids, from)
+		if err == nil {
+			a.status("%s %s", map[string]string{"approve": "approved", "reject": "rejected"}[verb], style.N(n, "change", "changes"))
 		}
-		if from != "" {
-			var err error
-			if ids, err = s.Select(from); err != nil {
-				return err
-			}
-		}
-		decide := map[string]func([]string) error{"approve": s.Approve, "reject": s.Reject}[verb]
-		if err := decide(ids); err != nil {
-			return err
-		}
-		a.status("%s %s", map[string]string{"approve": "approved", "reject": "rejected"}[verb], plural(len(ids), "change", "changes"))
-		return nil
+		return err
 	})
 	return cmd
 }
 
-// withReview runs body with the instance's provenance store, on the host
-// only: a session has no store to review, nor the right to.
+// withReview runs body with the instance's provenance store (host only).
 func (a *app) withReview(body func(s *provenance.Store, args []string) error) runE {
 	return a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-		if os.Getenv("HOBBS_CONTEXT") == "container" {
-			return errs.Usagef("hobbs review runs on the host: a session cannot review its own changes")
+		s, err := provenance.OnHost(in.FS(), a.audit(in))
+		if err == nil {
+			err = body(s, args)
 		}
-		return body(provenance.New(in.FS(), a.audit(in)), args)
+		return err
 	})
 }

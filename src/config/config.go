@@ -1,7 +1,7 @@
 // Package config loads and validates an instance's config.yaml.
 //
-// templates/config.yaml is the reference: every key is documented there and
-// a test keeps the two in step. Decoding is strict: an unknown key or a value
+// templates/config.yaml is the reference: every key is documented there (and
+// listed from it by hobbs config keys) and a test keeps the two in step. Decoding is strict: an unknown key or a value
 // of the wrong type is an error naming file:line (exit code 2). A config file
 // that does not exist means "all defaults".
 package config
@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,11 +106,65 @@ const EnvEngine = "HOBBS_DOCKER"
 
 // Binding binds a vault entry to the hosts that may receive it (secrets:):
 // the agent gets a placeholder, the proxy puts the value in its place in
-// requests to those hosts only. Hosts take the policy's domains forms,
-// checked by the egress package where the session starts.
+// requests to those hosts only, in request headers unless In names other
+// positions (path, query, body; the last two only for the Requests named,
+// "METHODS PATH"). Hosts take the policy's domains forms, checked by the
+// egress package where the session starts.
 type Binding struct {
-	Vault string   `yaml:"vault" json:"vault"`
-	Hosts []string `yaml:"hosts" json:"hosts"`
+	Vault    string   `yaml:"vault" json:"vault"`
+	Hosts    []string `yaml:"hosts" json:"hosts"`
+	In       []string `yaml:"in,omitempty" json:"in,omitempty"`
+	Requests []string `yaml:"requests,omitempty" json:"requests,omitempty"`
+	// Kind is empty for a value sent as it is, or KindAWSSigV4: the vault
+	// entry holds an AWS access key id and secret access key (two lines),
+	// the agent gets placeholders of both, and the proxy signs the
+	// agent's SigV4 requests again with the real keys.
+	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
+}
+
+// KindAWSSigV4 is the binding kind of an AWS key pair. Its variable is
+// AWS_ACCESS_KEY_ID; the agent also gets AWSSecretKeyVar.
+const (
+	KindAWSSigV4    = "aws-sigv4"
+	AWSKeyIDVar     = "AWS_ACCESS_KEY_ID"
+	AWSSecretKeyVar = "AWS_SECRET_ACCESS_KEY"
+)
+
+// cleanPrefix is path.Clean keeping a trailing slash.
+func cleanPrefix(p string) string {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// Positions are the request positions a binding's in: may name.
+var Positions = []string{"header", "path", "query", "body"}
+
+// checkPlacement reports what is wrong with a binding's in: and requests:
+// (the key and the reason), or "".
+func (b Binding) checkPlacement() (key, why string) {
+	if b.In != nil && len(b.In) == 0 {
+		return "in", "name at least one position: header, path, query, body (or leave in: out for header)"
+	}
+	data := false
+	for _, p := range b.In {
+		if !slices.Contains(Positions, p) {
+			return "in", fmt.Sprintf("%q is not a position: write header, path, query or body", p)
+		}
+		data = data || p == "body" || p == "query"
+	}
+	for _, r := range b.Requests {
+		f := strings.Fields(r)
+		if !requestRe.MatchString(r) || len(f) != 2 || cleanPrefix(f[1]) != f[1] {
+			return "requests", fmt.Sprintf("%q: write METHODS PATH, e.g. \"POST /token\" (methods comma-separated or *, a path prefix)", r)
+		}
+	}
+	if data && len(b.Requests) == 0 {
+		return "in", "body and query carry data, which a host may store and serve back: name the requests that may carry the secret there, e.g. requests: [\"POST /token\"]"
+	}
+	return "", ""
 }
 
 // VaultPrefix marks an env value that names a vault entry.
@@ -165,7 +221,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	c := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(path, syntaxError(data, err))
+		return nil, yamlError(path, syntaxError(data, err), nil)
 	}
 	if len(root.Content) == 0 { // empty or comments only
 		return c, nil
@@ -173,7 +229,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil {
-		return nil, yamlError(path, err)
+		return nil, yamlError(path, err, root.Content[0])
 	}
 	if c.Env == nil {
 		c.Env = map[string]string{}
@@ -195,6 +251,9 @@ var (
 	vaultEntryRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 	memSizeRe    = regexp.MustCompile(`^[0-9]+[bkmgBKMG]?$`)
 	networkRe    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
+	// requestRe is a binding's request (egress.ParsePlacement reads it):
+	// upper-case methods or *, a plain path prefix.
+	requestRe = regexp.MustCompile(`^(\*|[A-Z]+(,[A-Z]+)*) +/[^\s?#%\\]*$`)
 )
 
 // syntaxError gives a YAML syntax error of data the line where the text
@@ -233,8 +292,10 @@ func syntaxError(data []byte, err error) error {
 // once): a config.yaml is a few dozen lines.
 const maxSyntaxScan = 2000
 
-// yamlError turns yaml.v3's errors into "path:line: message" lines.
-func yamlError(path string, err error) error {
+// yamlError turns yaml.v3's errors into "path:line: message" lines; an
+// unknown key gets the nearest known key of its mapping (root: the
+// document's mapping, nil for a syntax error).
+func yamlError(path string, err error, root *yaml.Node) error {
 	var msgs []string
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
@@ -250,6 +311,11 @@ func yamlError(path string, err error) error {
 		}
 		if sm := unknownRe.FindStringSubmatch(text); sm != nil {
 			text = fmt.Sprintf("unknown key %q", sm[1])
+			if n, err := strconv.Atoi(line); err == nil {
+				if s := suggestKey(root, n, sm[1]); s != "" {
+					text += fmt.Sprintf(" (did you mean %s?)", s)
+				}
+			}
 		} else if sm := wrongTypeRe.FindStringSubmatch(text); sm != nil {
 			got := kindName(sm[1])
 			if sm[2] != "" {
@@ -264,7 +330,7 @@ func yamlError(path string, err error) error {
 		}
 	}
 	return &errs.Error{Code: errs.Usage, Msg: strings.Join(out, "\n"),
-		Hint: "correct that line of config.yaml; every key is documented in its comments and in templates/config.yaml"}
+		Hint: "correct that line of config.yaml; `hobbs config keys` lists every key with its default and meaning"}
 }
 
 func kindName(tag string) string {
@@ -345,6 +411,18 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 			bad([]string{"secrets", k, "vault"}, "%q is not a vault entry name", b.Vault)
 		case len(b.Hosts) == 0:
 			bad([]string{"secrets", k, "hosts"}, "name at least one host that may receive the secret, e.g. hosts: [api.github.com]")
+		case b.Kind != "" && b.Kind != KindAWSSigV4:
+			bad([]string{"secrets", k, "kind"}, "%q is not a kind: leave kind: out, or write aws-sigv4", b.Kind)
+		case b.Kind == KindAWSSigV4 && k != AWSKeyIDVar:
+			bad([]string{"secrets", k}, "an aws-sigv4 binding is named %s (the agent gets %s too)", AWSKeyIDVar, AWSSecretKeyVar)
+		case b.Kind == KindAWSSigV4 && b.In != nil:
+			bad([]string{"secrets", k, "in"}, "an aws-sigv4 binding puts no value in requests: the proxy signs them; leave in: out")
+		case b.Kind == KindAWSSigV4 && (c.Env[AWSSecretKeyVar] != "" || c.Secrets[AWSSecretKeyVar].Vault != ""):
+			bad([]string{"secrets", k}, "%s is also mapped under env or secrets; the aws-sigv4 binding gives the agent its placeholder", AWSSecretKeyVar)
+		default:
+			if key, why := b.checkPlacement(); key != "" {
+				bad([]string{"secrets", k, key}, "%s", why)
+			}
 		}
 	}
 	if c.Resources.PIDs < 0 {

@@ -53,6 +53,9 @@ func TestErrorsNameFileAndLine(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
 		{"unknown top", "image: x\nbogus: 1\n", `c.yaml:2: unknown key "bogus"`},
 		{"unknown nested", "memory:\n  context_budget: 5000\n  budjet: 3\n", `c.yaml:3: unknown key "budjet"`},
+		{"did you mean", "image: x\nworkspce: ~/w\n", `c.yaml:2: unknown key "workspce" (did you mean workspace?)`},
+		{"did you mean nested", "resources:\n  memroy: 2g\n", `c.yaml:2: unknown key "memroy" (did you mean memory?)`},
+		{"did you mean in a binding", "secrets:\n  T:\n    vualt: t\n    hosts: [a.b]\n", `c.yaml:3: unknown key "vualt" (did you mean vault?)`},
 		{"wrong type", "resources:\n  pids: many\n", `c.yaml:2: wrong type: string "many" where an integer is expected`},
 		{"wrong type map", "env: [a, b]\n", `c.yaml:1: wrong type`},
 		{"syntax", "image: [unclosed\n", `c.yaml:`},
@@ -231,16 +234,105 @@ func TestSecretsSection(t *testing.T) {
 	if got := c.VarsUsing("github-token"); len(got) != 1 || got[0] != "GITHUB_TOKEN" {
 		t.Fatalf("VarsUsing: %v", got)
 	}
+	for _, ok := range []string{
+		"secrets:\n  T:\n    vault: t\n    hosts: [api.telegram.org]\n    in: [path]\n",
+		"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body, header]\n    requests: [\"POST /token\", \"GET,POST /oauth/\", \"* /x\"]\n",
+		"secrets:\n  AWS_ACCESS_KEY_ID:\n    vault: aws\n    hosts: [\"*.amazonaws.com\"]\n    kind: aws-sigv4\n    requests: [\"GET /\"]\n",
+	} {
+		if _, err := Parse("config.yaml", []byte(ok)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"secrets:\n  T:\n    vault: t\n", "config.yaml:2: secrets.T.hosts: name at least one host"},
 		{"secrets:\n  T:\n    vault: Bad/Name\n    hosts: [a.com]\n", "secrets.T.vault: \"Bad/Name\" is not a vault entry name"},
 		{"env:\n  T: vault:t\nsecrets:\n  T:\n    vault: t\n    hosts: [a.com]\n", "secrets.T: also mapped under env"},
 		{"secrets:\n  1T:\n    vault: t\n    hosts: [a.com]\n", "secrets.1T: not a valid environment variable name"},
 		{"secrets:\n  T:\n    vault: t\n    host: [a.com]\n", "unknown key \"host\""},
+		// Where the value may go: body and query need requests.
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body]\n", "config.yaml:5: secrets.T.in: body and query carry data"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [path, query]\n", "config.yaml:5: secrets.T.in: body and query carry data"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [cookie]\n", "config.yaml:5: secrets.T.in: \"cookie\" is not a position"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: []\n", "config.yaml:5: secrets.T.in: name at least one position"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body]\n    requests: [\"post /token\"]\n", "config.yaml:6: secrets.T.requests: \"post /token\": write METHODS PATH"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body]\n    requests: [\"POST\"]\n", "secrets.T.requests: \"POST\": write METHODS PATH"},
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    in: [body]\n    requests: [\"POST /a/../token\"]\n", "secrets.T.requests: \"POST /a/../token\""},
+		// An AWS key pair.
+		{"secrets:\n  T:\n    vault: t\n    hosts: [a.com]\n    kind: aws\n", "config.yaml:5: secrets.T.kind: \"aws\" is not a kind"},
+		{"secrets:\n  AWS_KEY:\n    vault: t\n    hosts: [a.com]\n    kind: aws-sigv4\n", "config.yaml:2: secrets.AWS_KEY: an aws-sigv4 binding is named AWS_ACCESS_KEY_ID"},
+		{"secrets:\n  AWS_ACCESS_KEY_ID:\n    vault: t\n    hosts: [a.com]\n    kind: aws-sigv4\n    in: [header]\n", "config.yaml:6: secrets.AWS_ACCESS_KEY_ID.in: an aws-sigv4 binding puts no value in requests"},
+		{"env:\n  AWS_SECRET_ACCESS_KEY: vault:x\nsecrets:\n  AWS_ACCESS_KEY_ID:\n    vault: t\n    hosts: [a.com]\n    kind: aws-sigv4\n", "secrets.AWS_ACCESS_KEY_ID: AWS_SECRET_ACCESS_KEY is also mapped"},
 	} {
 		_, err := Parse("config.yaml", []byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// An unknown key far from every known one gets no guess, and the hint names
+// hobbs config keys, not a file only the repository has.
+func TestUnknownKeyHint(t *testing.T) {
+	_, err := Parse("c.yaml", []byte("zzzzzz: 1\n"))
+	if err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Fatalf("error %v", err)
+	}
+	if h := errs.Hint(err); !strings.Contains(h, "hobbs config keys") || strings.Contains(h, "templates/") {
+		t.Fatalf("hint %q", h)
+	}
+}
+
+// Keys lists every setting of Config from the template, with its default
+// and its comment.
+func TestKeys(t *testing.T) {
+	data, err := os.ReadFile("../../templates/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := Keys(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Key{}
+	for _, k := range keys {
+		got[k.Name] = k
+		if k.Doc == "" {
+			t.Errorf("%s: no comment in the template", k.Name)
+		}
+	}
+	var want []string
+	var leaves func(rt reflect.Type, prefix string)
+	leaves = func(rt reflect.Type, prefix string) {
+		for i := 0; i < rt.NumField(); i++ {
+			f := rt.Field(i)
+			if f.Type.Kind() == reflect.Struct {
+				leaves(f.Type, prefix+yamlName(f)+".")
+				continue
+			}
+			want = append(want, prefix+yamlName(f))
+		}
+	}
+	leaves(reflect.TypeOf(Config{}), "")
+	for _, w := range want {
+		if _, ok := got[w]; !ok {
+			t.Errorf("Keys lacks %s", w)
+		}
+	}
+	if len(keys) != len(want) {
+		t.Errorf("Keys has %d keys, Config %d: %v", len(keys), len(want), keys)
+	}
+	for name, def := range map[string]string{"base_image": "hobbs-runtime:latest", "resources.pids": "512", "env": "{}", "image": ""} {
+		if got[name].Default != def {
+			t.Errorf("%s: default %q, want %q", name, got[name].Default, def)
+		}
+	}
+	if d := got["resources.memory"].Doc; d != "docker --memory" {
+		t.Errorf("a line comment: %q", d)
+	}
+	if s := got["workspace"].Summary(); s != "Host directory mounted at ~/hobbs/workspace in the agent container." {
+		t.Errorf("summary: %q", s)
+	}
+	if d := got["env"].Doc; strings.Contains(d, "GITHUB_TOKEN") {
+		t.Errorf("the example is not prose: %q", d)
 	}
 }

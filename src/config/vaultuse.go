@@ -1,6 +1,9 @@
 package config
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Use is one variable config.yaml gives a vault entry to: bound to hosts
 // (secrets:, the agent holds a placeholder) or in the agent's environment
@@ -9,14 +12,48 @@ type Use struct {
 	Variable string   `json:"variable"`
 	How      string   `json:"how"` // "bound" or "env"
 	Hosts    []string `json:"hosts,omitempty"`
+	// In and Requests say where in requests to Hosts a bound value goes
+	// (Binding.Where).
+	In       []string `json:"in,omitempty"`
+	Requests []string `json:"requests,omitempty"`
+	Kind     string   `json:"kind,omitempty"`
 }
 
-// String is how hobbs vault list shows u: "VAR → host,host" or "VAR (env)".
+// String is how hobbs vault list shows u: "VAR → host,host in header" or
+// "VAR (env)".
 func (u Use) String() string {
 	if u.How == "bound" {
-		return u.Variable + " → " + strings.Join(u.Hosts, ",")
+		return u.Variable + " → " + strings.Join(u.Hosts, ",") + " " + Binding{In: u.In, Requests: u.Requests, Kind: u.Kind}.Where()
 	}
 	return u.Variable + " (env)"
+}
+
+// Positions are the positions the binding's value may go in, in the order
+// of Positions: its in:, or header when it has none.
+func (b Binding) Positions() []string {
+	if b.In == nil {
+		return []string{"header"}
+	}
+	var out []string
+	for _, p := range Positions {
+		if slices.Contains(b.In, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Where says where in a request the binding's value goes: "in header",
+// "in path", "in body (POST /token)", "signing requests (aws-sigv4)".
+func (b Binding) Where() string {
+	s := "in " + strings.Join(b.Positions(), ", ")
+	if b.Kind == KindAWSSigV4 {
+		s = "signing requests (aws-sigv4)"
+	}
+	if len(b.Requests) > 0 {
+		s += " (" + strings.Join(b.Requests, ", ") + ")"
+	}
+	return s
 }
 
 // Uses returns the variables using vault entry name: the bound ones, then
@@ -25,7 +62,7 @@ func (c *Config) Uses(name string) []Use {
 	out := []Use{}
 	for _, v := range c.BindingNames() {
 		if b := c.Secrets[v]; b.Vault == name {
-			out = append(out, Use{Variable: v, How: "bound", Hosts: b.Hosts})
+			out = append(out, Use{Variable: v, How: "bound", Hosts: b.Hosts, In: b.Positions(), Requests: b.Requests, Kind: b.Kind})
 		}
 	}
 	for _, m := range c.VaultEnv() {

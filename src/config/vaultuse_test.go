@@ -8,16 +8,20 @@ import (
 
 func TestUsesAndDangling(t *testing.T) {
 	c := &Config{
-		Env:     map[string]string{"GH_TOKEN": "vault:github", "OTHER": "vault:other", "PLAIN": "github"},
-		Secrets: map[string]Binding{"GITHUB_TOKEN": {Vault: "github", Hosts: []string{"api.github.com", "github.com"}}},
+		Env: map[string]string{"GH_TOKEN": "vault:github", "OTHER": "vault:other", "PLAIN": "github"},
+		Secrets: map[string]Binding{"GITHUB_TOKEN": {Vault: "github", Hosts: []string{"api.github.com", "github.com"}},
+			"OAUTH": {Vault: "oauth", Hosts: []string{"auth.example"}, In: []string{"body", "header"}, Requests: []string{"POST /token"}}},
 	}
 	uses := c.Uses("github")
-	want := []Use{{Variable: "GITHUB_TOKEN", How: "bound", Hosts: []string{"api.github.com", "github.com"}}, {Variable: "GH_TOKEN", How: "env"}}
+	want := []Use{{Variable: "GITHUB_TOKEN", How: "bound", Hosts: []string{"api.github.com", "github.com"}, In: []string{"header"}}, {Variable: "GH_TOKEN", How: "env"}}
 	if !reflect.DeepEqual(uses, want) {
 		t.Fatalf("uses %+v", uses)
 	}
-	if uses[0].String() != "GITHUB_TOKEN → api.github.com,github.com" || uses[1].String() != "GH_TOKEN (env)" {
+	if uses[0].String() != "GITHUB_TOKEN → api.github.com,github.com in header" || uses[1].String() != "GH_TOKEN (env)" {
 		t.Errorf("strings %q %q", uses[0], uses[1])
+	}
+	if got := c.Uses("oauth")[0].String(); got != "OAUTH → auth.example in header, body (POST /token)" {
+		t.Errorf("oauth: %q", got)
 	}
 	if got := c.Uses("none"); got == nil || len(got) != 0 {
 		t.Errorf("no uses: %#v", got)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func init() {
@@ -127,13 +128,13 @@ func checkFiles(_ context.Context, env *Env) []Result {
 	var out []Result
 	if len(found) > 0 {
 		out = append(out, Result{Status: Fail,
-			Message: fmt.Sprintf("%d untrusted entries in the instance (hobbs refuses them): %s", len(found), capList(found)),
+			Message: fmt.Sprintf("%s in the instance (hobbs refuses them): %s", style.N(len(found), "untrusted entry", "untrusted entries"), capList(found)),
 			Fix: "inspect each (ls -l); an agent may have planted it: move what it points to back in place if it " +
 				"is yours, remove the entry, then run hobbs doctor again"})
 	}
 	if len(unreadable) > 0 {
 		out = append(out, Result{Status: Warn,
-			Message: fmt.Sprintf("%d paths could not be read: %s", len(unreadable), capList(unreadable)),
+			Message: fmt.Sprintf("%s could not be read: %s", style.N(len(unreadable), "path", "paths"), capList(unreadable)),
 			Fix:     "give your user read access to the instance (chmod u+rX)"})
 	}
 	if len(out) == 0 {

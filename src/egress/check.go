@@ -13,30 +13,42 @@ import (
 // the secrets bound to it.
 type CheckReport struct {
 	Decision
-	Rules       []string `json:"request_rules"`
-	Secrets     []string `json:"secrets"`
-	Intercepted bool     `json:"intercepted"`
+	Rules   []string `json:"request_rules"`
+	Secrets []string `json:"secrets"`
+	// SecretsIn says, for each bound secret, where in a request the proxy
+	// puts it (Placement.String).
+	SecretsIn   map[string]string `json:"secrets_in"`
+	Intercepted bool              `json:"intercepted"`
 }
 
 // Report explains t as a session's proxy does: it always has a session CA,
 // so it can intercept. bound maps each variable config.yaml's secrets:
-// binds to its hosts; a binding whose hosts do not parse is left out
-// (config validation reports it). Rules and Secrets are never nil, so the
-// JSON holds lists.
-func (p *Policy) Report(t Target, bound map[string][]string) CheckReport {
+// binds to its binding; a binding that does not parse is left out (config
+// validation reports it). Rules and Secrets are never nil, so the JSON
+// holds lists.
+func (p *Policy) Report(t Target, bound map[string]BindingSpec) CheckReport {
 	names := make([]string, 0, len(bound))
 	for n := range bound {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	var bindings []Binding
+	where := map[string]string{}
 	for _, n := range names {
 		if b, err := NewBinding(n, bound[n]); err == nil {
 			bindings = append(bindings, b)
+			where[n] = b.Place.String()
+			if k := bound[n].Kind; k != "" {
+				where[n] = "signing requests (" + k + ")"
+			}
 		}
 	}
 	x := p.Explain(t, bindings, true)
-	c := CheckReport{Decision: x.Decision, Rules: []string{}, Secrets: append([]string{}, x.Secrets...), Intercepted: x.Intercepted()}
+	c := CheckReport{Decision: x.Decision, Rules: []string{}, Secrets: append([]string{}, x.Secrets...),
+		SecretsIn: map[string]string{}, Intercepted: x.Intercepted()}
+	for _, n := range x.Secrets {
+		c.SecretsIn[n] = where[n]
+	}
 	if x.Rules != nil {
 		for _, rr := range x.Rules.Requests {
 			c.Rules = append(c.Rules, rr.Text+" ("+rr.Source+")")
@@ -65,7 +77,15 @@ func (c CheckReport) WriteSummary(w io.Writer) error {
 		fmt.Fprintln(w, "  request rule: "+r)
 	}
 	if len(c.Secrets) > 0 {
-		fmt.Fprintf(w, "  secrets bound here (config.yaml): %s\n", strings.Join(c.Secrets, ", "))
+		named := make([]string, len(c.Secrets))
+		for i, n := range c.Secrets {
+			w := c.SecretsIn[n]
+			if !strings.HasPrefix(w, "signing") {
+				w = "in " + w
+			}
+			named[i] = n + " (" + w + ")"
+		}
+		fmt.Fprintf(w, "  secrets bound here (config.yaml): %s\n", strings.Join(named, ", "))
 	}
 	if c.Intercepted {
 		fmt.Fprintln(w, "  HTTPS to this host is intercepted by the proxy (session CA)")

@@ -16,14 +16,18 @@ rules:
   ruled.example.com:
     - allow GET /repos/
 `)
-	bound := map[string][]string{
-		"ZED":  {"api.example.com"},
-		"ALFA": {"api.example.com"},
-		"BAD":  {"exa mple.com"}, // does not parse: left out
+	bound := map[string]BindingSpec{
+		"ZED":  {Hosts: []string{"api.example.com"}, In: []string{"path", "header"}},
+		"ALFA": {Hosts: []string{"api.example.com"}, In: []string{"body"}, Requests: []string{"POST /token"}},
+		"BAD":  {Hosts: []string{"exa mple.com"}},                          // does not parse: left out
+		"BODY": {Hosts: []string{"api.example.com"}, In: []string{"body"}}, // body without requests: left out
 	}
 	c := p.Report(Target{"api.example.com", 443, true}, bound)
 	if !c.Allow || !c.Intercepted || !reflect.DeepEqual(c.Secrets, []string{"ALFA", "ZED"}) || len(c.Rules) != 0 || c.Rules == nil {
 		t.Fatalf("api.example.com: %+v", c)
+	}
+	if want := map[string]string{"ALFA": "body (POST /token)", "ZED": "header, path"}; !reflect.DeepEqual(c.SecretsIn, want) {
+		t.Fatalf("api.example.com: secrets go in %v, want %v", c.SecretsIn, want)
 	}
 	c = p.Report(Target{"ruled.example.com", 443, true}, nil)
 	if !reflect.DeepEqual(c.Rules, []string{"allow GET /repos/ (p.yaml:7)"}) || c.Secrets == nil || len(c.Secrets) != 0 {
@@ -43,10 +47,10 @@ rules:
 func TestReportWriteSummary(t *testing.T) {
 	p := mustParse(t, "domains:\n  - api.example.com\nrules:\n  api.example.com:\n    - deny DELETE\n")
 	var sb strings.Builder
-	p.Report(Target{"api.example.com", 443, true}, map[string][]string{"TOKEN": {"api.example.com"}}).WriteSummary(&sb)
+	p.Report(Target{"api.example.com", 443, true}, map[string]BindingSpec{"TOKEN": {Hosts: []string{"api.example.com"}}}).WriteSummary(&sb)
 	want := "allow api.example.com:443 by domains api.example.com (p.yaml:2)\n" +
 		"  request rule: deny DELETE (p.yaml:5)\n" +
-		"  secrets bound here (config.yaml): TOKEN\n" +
+		"  secrets bound here (config.yaml): TOKEN (in header)\n" +
 		"  HTTPS to this host is intercepted by the proxy (session CA)\n"
 	if sb.String() != want {
 		t.Errorf("allowed:\n%s\nwant:\n%s", sb.String(), want)

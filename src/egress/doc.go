@@ -41,12 +41,16 @@
 //     the policy's verdict, request rules, leak detection, substitution,
 //     then one httputil.ReverseProxy that forwards it to the checked
 //     addresses and masks the response.
-//   - Secrets (secrets.go): a session's vault values bound to hosts. The
-//     agent holds a placeholder of the same shape; the proxy puts the value
-//     in its place in requests to the bound hosts only, and refuses (and
-//     audits as a leak) a request to any other host that carries a
-//     placeholder, or a value where the proxy reads plaintext. HTTPS to a
-//     bound host is intercepted with a certificate from the session CA;
+//   - Secrets (secrets.go, placement.go, placeholder.go, mask.go,
+//     sigv4.go): a session's vault values bound to hosts. The agent holds
+//     a placeholder of the same structure; the proxy puts the value in its
+//     place in requests to the bound hosts only, in the positions the
+//     binding allows (headers unless it names others), and refuses (and
+//     audits as a leak) a request that carries a placeholder anywhere
+//     else, or a value to another host where the proxy reads plaintext.
+//     Responses have every value masked in the forms hosts give it back
+//     in. An AWS key pair is not substituted but signed (SigV4). HTTPS to
+//     a bound host is intercepted with a certificate from the session CA;
 //     every other host stays an opaque tunnel.
 //   - Request rules (rules.go): allow or deny by method and path prefix
 //     for a host, applied to every request the proxy reads (plain HTTP, and
@@ -56,5 +60,7 @@
 // tunnel is not inspected, so exfiltration to an allowed host and domain
 // fronting through an allowed CDN remain possible; leak detection finds a
 // placeholder or value only where it reads plaintext, as written or
-// percent- or Basic-encoded, not otherwise transformed.
+// percent- or Basic-encoded, not otherwise transformed; masking cannot
+// recognise a value a host hands back reversed, encrypted or otherwise
+// transformed beyond the forms mask.go lists.
 package egress

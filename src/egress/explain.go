@@ -61,20 +61,34 @@ func ParseTarget(target string) (Target, error) {
 	return Target{Host: h.String(), Port: port, Connect: connect}, nil
 }
 
-// Binding is a secret's name and the hosts it is bound to: all Explain
-// knows of a secret (never its value).
+// Binding is a secret's name, the hosts it is bound to and where in their
+// requests it may go: all Explain knows of a secret (never its value).
 type Binding struct {
 	Name  string
+	Place Placement
 	rules []*Rule
 }
 
-// NewBinding parses a binding's hosts (the policy's domains forms).
-func NewBinding(name string, hosts []string) (Binding, error) {
-	rules, err := ParseSecretHosts(hosts)
+// BindingSpec is a binding as config.yaml writes it (secrets:): hosts in
+// the policy's domains forms, and where in their requests the value may go.
+type BindingSpec struct {
+	Hosts    []string `json:"hosts"`
+	In       []string `json:"in,omitempty"`
+	Requests []string `json:"requests,omitempty"`
+	Kind     string   `json:"kind,omitempty"` // "" or "aws-sigv4" (sigv4.go)
+}
+
+// NewBinding parses a binding.
+func NewBinding(name string, spec BindingSpec) (Binding, error) {
+	rules, err := ParseSecretHosts(spec.Hosts)
 	if err != nil {
 		return Binding{}, err
 	}
-	return Binding{Name: name, rules: rules}, nil
+	pl, err := ParsePlacement(spec.In, spec.Requests)
+	if err != nil {
+		return Binding{}, err
+	}
+	return Binding{Name: name, rules: rules, Place: pl}, nil
 }
 
 // BoundTo reports whether the secret may be sent to t. A bare host admits

@@ -10,7 +10,7 @@ import (
 
 func mustBinding(t *testing.T, name string, hosts ...string) Binding {
 	t.Helper()
-	b, err := NewBinding(name, hosts)
+	b, err := NewBinding(name, BindingSpec{Hosts: hosts})
 	if err != nil {
 		t.Fatalf("NewBinding(%s, %v): %v", name, hosts, err)
 	}

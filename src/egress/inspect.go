@@ -15,10 +15,13 @@ import (
 const maxSubstBody = 64 << 10
 
 // leakError is a request that carries a secret (or its placeholder) to a
-// host it is not bound to.
+// host it is not bound to, or in a position its binding does not allow.
 type leakError struct {
-	n    needle
-	host string
+	n     needle
+	host  string
+	pos   Position  // where it was found; 0: in the target host name
+	place Placement // the binding's, when the host is bound
+	bound bool
 }
 
 func (e *leakError) Error() string {
@@ -26,12 +29,20 @@ func (e *leakError) Error() string {
 	if e.n.value {
 		what = "the value of " + e.n.secret
 	}
+	if e.pos != 0 {
+		what += " in its " + e.pos.String()
+	}
+	if e.bound {
+		return fmt.Sprintf("request carries %s, where its binding does not put it: %s goes to %s only in %s (config.yaml secrets.%s)",
+			what, e.n.secret, e.host, e.place, e.n.secret)
+	}
 	return fmt.Sprintf("request carries %s, which is not bound to %s", what, e.host)
 }
 
 // inspect is the pipeline's check of a request the policy allowed t (ex
 // says what applies there): protocol upgrades, the host's request rules,
-// leak detection and secret substitution. It changes r in place (headers,
+// leak detection (a placeholder where its binding does not put it), secret
+// substitution where it does, and SigV4 signing for an aws-sigv4 binding. It changes r in place (headers,
 // URL, body) and returns 0, or the status to refuse it with (rec says why).
 func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation) int {
 	rec.path = r.URL.Path
@@ -65,78 +76,141 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 	}
 	// What comes back is masked (maskResponse), which needs it unencoded.
 	r.Header.Set("Accept-Encoding", "identity")
-	var bound []*Secret
+	path, query := r.URL.EscapedPath(), r.URL.RawQuery
+	// Where each secret may go in this request: nowhere unless it is bound
+	// to the host, then where its binding puts it.
+	var mayBuf [8]Position
+	may := mayBuf[:0]
+	var to Position // the positions some secret goes in
 	for _, x := range sec {
+		m := Position(0)
 		if ex.bound(x.Name) {
-			bound = append(bound, x)
+			m = x.place.allowed(r.Method, path)
 		}
+		may = append(may, m)
+		to |= m
 	}
-	needles := leakNeedles(sec, func(x *Secret) bool { return ex.bound(x.Name) })
-	leak := func(n needle) int {
+	needles := leakNeedles(sec, func(i int) bool { return ex.bound(sec[i].Name) }, func(i int) Position { return may[i] })
+	leakErr := func(n needle, pos Position) error {
+		le := &leakError{n: n, host: rec.host, pos: pos}
+		for _, x := range sec {
+			if x.Name == n.secret && ex.bound(x.Name) {
+				le.bound, le.place = true, x.place
+			}
+		}
+		return le
+	}
+	leak := func(n needle, pos Position) int {
+		le := leakErr(n, pos)
 		rec.allow, rec.leak = false, n.secret
 		rec.rule = "leak-detection"
-		rec.reason = (&leakError{n, rec.host}).Error()
+		rec.reason = le.Error()
 		return http.StatusForbidden
 	}
 	// Leaks first, on the request as the agent sent it.
-	if n, ok := findLeak(r.Method, needles); ok {
-		return leak(n)
+	if n, ok := findLeak(r.Method, needles, InMethod); ok {
+		return leak(n, InMethod)
 	}
 	for name, vs := range r.Header {
+		if n, ok := findLeak(name, needles, InHeader); ok {
+			return leak(n, InHeader)
+		}
 		for _, v := range vs {
-			if n, ok := findLeak(v, needles); ok {
-				return leak(n)
-			}
-			if n, ok := findLeak(name, needles); ok {
-				return leak(n)
+			if n, ok := findLeak(v, needles, InHeader); ok {
+				return leak(n, InHeader)
 			}
 		}
 	}
-	rawURL := r.URL.EscapedPath()
-	if r.URL.RawQuery != "" {
-		rawURL += "?" + r.URL.RawQuery
+	if n, ok := findLeak(path, needles, InPath); ok {
+		return leak(n, InPath)
 	}
-	if n, ok := findLeak(rawURL, needles); ok {
-		return leak(n)
+	if n, ok := findLeak(query, needles, InQuery); ok {
+		return leak(n, InQuery)
+	}
+	// A SigV4 request to a host an aws-sigv4 binding signs for is signed
+	// again with the real keys (sigv4.go), once it is otherwise final.
+	var sv *sigv4Request
+	if keyID, secretKey := sigv4Keys(sec); keyID != nil && strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256") {
+		for i, x := range sec {
+			if x == keyID && may[i] != 0 {
+				var err error
+				if sv, err = sigv4Check(r, keyID, secretKey); err != nil {
+					rec.allow, rec.rule, rec.reason = false, "aws-sigv4", err.Error()
+					return http.StatusForbidden
+				}
+			}
+		}
+	}
+	var bodyNeedles []needle
+	for _, n := range needles {
+		if n.not&InBody != 0 {
+			bodyNeedles = append(bodyNeedles, n)
+		}
+	}
+	limit := int64(maxSubstBody)
+	if sv != nil {
+		limit = maxSignBody
 	}
 	var body []byte
-	whole := false
-	if r.Body != nil && r.Body != http.NoBody && (len(bound) > 0 || len(needles) > 0) {
-		if r.ContentLength >= 0 && r.ContentLength <= maxSubstBody || r.ContentLength < 0 {
-			b, err := io.ReadAll(io.LimitReader(r.Body, maxSubstBody+1))
+	whole := sv != nil && (r.Body == nil || r.Body == http.NoBody)
+	if r.Body != nil && r.Body != http.NoBody && (to&InBody != 0 || len(bodyNeedles) > 0 || sv != nil) {
+		if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {
+			b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 			if err != nil {
 				rec.err = "read request body: " + err.Error()
 				return http.StatusBadRequest
 			}
-			body, whole = b, len(b) <= maxSubstBody
+			body, whole = b, int64(len(b)) <= limit
+		}
+		if sv != nil && !whole {
+			rec.allow, rec.rule = false, "aws-sigv4"
+			rec.reason = fmt.Sprintf("the body is longer than %d MiB: the proxy signs only a body it hashes itself", maxSignBody>>20)
+			return http.StatusForbidden
 		}
 		if whole {
-			if n, ok := findLeak(string(body), needles); ok {
-				return leak(n)
+			if n, ok := findLeak(string(body), bodyNeedles, InBody); ok {
+				return leak(n, InBody)
 			}
 		}
 	}
-	// Then the bound secrets go in.
+	// Then the bound secrets go in, each where it may.
 	var used []string
-	if len(bound) > 0 {
-		for name, vs := range r.Header {
-			for i, v := range vs {
-				nv, u := substituteHeader(name, v, bound)
-				vs[i] = nv
+	if to != 0 {
+		in := func(pos Position) []*Secret {
+			var out []*Secret
+			for i, x := range sec {
+				if may[i]&pos != 0 {
+					out = append(out, x)
+				}
+			}
+			return out
+		}
+		if xs := in(InHeader); xs != nil {
+			for name, vs := range r.Header {
+				for i, v := range vs {
+					nv, u := substituteHeader(name, v, xs)
+					vs[i] = nv
+					used = append(used, u...)
+				}
+			}
+		}
+		if xs := in(InPath); xs != nil {
+			if np, u := substituteURL(path, xs, pathEscape); u != nil {
+				if err := setEscapedPath(r, np); err != nil {
+					rec.err = err.Error()
+					return http.StatusBadRequest
+				}
 				used = append(used, u...)
 			}
 		}
-		if nu, u := substituteURL(rawURL, bound); u != nil {
-			path, query, _ := strings.Cut(nu, "?")
-			if err := setEscapedPath(r, path); err != nil {
-				rec.err = err.Error()
-				return http.StatusBadRequest
+		if xs := in(InQuery); xs != nil {
+			if nq, u := substituteURL(query, xs, urlEscape); u != nil {
+				r.URL.RawQuery = nq
+				used = append(used, u...)
 			}
-			r.URL.RawQuery = query
-			used = append(used, u...)
 		}
-		if whole && body != nil {
-			nb, u := substituteBody(body, r.Header.Get("Content-Type"), bound)
+		if xs := in(InBody); xs != nil && whole && body != nil {
+			nb, u := substituteBody(body, r.Header.Get("Content-Type"), xs)
 			body = nb
 			used = append(used, u...)
 		}
@@ -153,9 +227,21 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 	}
-	if !whole && r.Body != nil && r.Body != http.NoBody && len(needles) > 0 {
+	if !whole && r.Body != nil && r.Body != http.NoBody && len(bodyNeedles) > 0 {
 		// Kept across reads: a needle written with every byte escaped.
-		r.Body = &scanBody{rc: r.Body, needles: needles, host: rec.host, keep: 3*maxNeedle(needles) - 1}
+		r.Body = &scanBody{rc: r.Body, needles: bodyNeedles, keep: 3*maxNeedle(bodyNeedles) - 1,
+			leak: func(n needle) error { return leakErr(n, InBody) }}
+	}
+	if sv != nil {
+		scheme := "http"
+		if t.Connect {
+			scheme = "https"
+		}
+		if err := sv.sign(r, body, scheme, (&route{Target: t}).authority()); err != nil {
+			rec.allow, rec.rule, rec.reason = false, "aws-sigv4", err.Error()
+			return http.StatusForbidden
+		}
+		used = append(used, sv.keyID.Name, sv.secretKey.Name)
 	}
 	rec.secrets = dedupe(used)
 	return 0
@@ -223,8 +309,8 @@ func dedupe(xs []string) []string {
 type scanBody struct {
 	rc      io.ReadCloser
 	needles []needle
-	host    string
 	keep    int
+	leak    func(needle) error // the error a needle found is
 	tail    []byte
 	err     error
 }
@@ -240,7 +326,7 @@ func (b *scanBody) Read(p []byte) (int, error) {
 		for _, form := range []string{text, decodeAll(text), decodeAll(strings.ReplaceAll(text, "+", " "))} {
 			for _, nd := range b.needles {
 				if strings.Contains(form, nd.text) {
-					b.err = &leakError{nd, b.host}
+					b.err = b.leak(nd)
 					return 0, b.err
 				}
 			}

@@ -82,7 +82,7 @@ func (s *Server) runIntercept(t *tunnel, client net.Conn, rt *route, rec *record
 func (s *Server) serveIntercepted(w http.ResponseWriter, r *http.Request, rt *route, client string) {
 	s.handlers.Add(1)
 	defer s.handlers.Done()
-	rec := &record{start: time.Now(), client: client, method: r.Method, host: rt.Host, port: rt.Port}
+	rec := &record{start: time.Now(), client: client, method: r.Method, host: rt.Host, port: rt.Port, hasBody: r.ContentLength != 0}
 	if r.Host != "" && !hostMatches(withDefaultPort(r.Host, 443), rt.Host, rt.Port) {
 		rec.rule, rec.reason = "host-mismatch", "the Host header does not name the host of the CONNECT"
 		s.refuse(w, rec, http.StatusBadRequest)

@@ -22,7 +22,8 @@ import (
 // an intercepted tunnel (from that tunnel's HTTP server, over the session
 // CA's TLS) — goes through serveRequest, and nothing else forwards a
 // request: the policy's verdict (Explain, with the policy in force), then
-// inspect (protocol upgrades, request rules, leak detection, substitution),
+// inspect (protocol upgrades, request rules, leak detection, substitution
+// by position, SigV4 signing),
 // then one httputil.ReverseProxy (Server.rp) that sends it on over one
 // transport to the checked addresses only, masks the response (headers,
 // body, trailers, informational responses) and writes the audit line. The
@@ -165,14 +166,12 @@ func modifyResponse(resp *http.Response) error {
 		x.s.logOnce(x.rec)
 		return nil
 	}
-	if !x.s.maskResponse(resp) {
-		return errCompressedResponse
-	}
-	return nil
+	return x.s.maskResponse(resp)
 }
 
 // forwardError answers a request that could not be forwarded: 403 when
-// its body carried a leak (found as it streamed), 502 otherwise.
+// its body carried a leak (found as it streamed), 502 otherwise (the host
+// could not be reached, or its answer cannot be passed on).
 func forwardError(w http.ResponseWriter, r *http.Request, err error) {
 	x := exchangeOf(r.Context())
 	rec := x.rec
@@ -183,12 +182,18 @@ func forwardError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	rec.err = err.Error()
+	var ce *contentEncodingError
+	rec.badAnswer = errors.As(err, &ce) || errors.Is(err, errUnrequestedUpgrade)
 	x.s.refuse(w, rec, http.StatusBadGateway)
 }
 
 // refuse writes rec's audit line, then answers with code and the reason.
 // A 400 closes the connection (what follows may be framed otherwise than
-// the proxy read it), except for a target the proxy would not forward.
+// the proxy read it), except for a target the proxy would not forward. So
+// does the refusal of a request that announced a body: the HTTP server
+// would otherwise read that body before it answers, and a client that
+// sends it only once answered (an upgrade waiting for its 101) would wait
+// for an answer that never comes.
 func (s *Server) refuse(w http.ResponseWriter, rec *record, code int) {
 	s.logOnce(rec) // before answering: once the client has its answer, the line is queued
 	h := w.Header()
@@ -196,7 +201,7 @@ func (s *Server) refuse(w http.ResponseWriter, rec *record, code int) {
 	if code == http.StatusProxyAuthRequired {
 		h.Set("Proxy-Authenticate", `Basic realm="hobbs"`)
 	}
-	if code == http.StatusBadRequest && rec.rule != "bad-target" {
+	if code == http.StatusBadRequest && rec.rule != "bad-target" || rec.hasBody {
 		h.Set("Connection", "close")
 	}
 	w.WriteHeader(code)

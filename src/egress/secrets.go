@@ -2,28 +2,33 @@ package egress
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
-	"unicode"
 )
 
 // Secret is a vault value bound to the hosts that may receive it. The
 // agent's environment holds Placeholder; the proxy puts Value in its place
-// in requests to Hosts only, and refuses a request to any other host that
-// carries Placeholder (or, where the proxy sees plaintext, Value).
+// in requests to Hosts only, in the positions In names (headers when nil)
+// of the Requests it names (every request when nil), and refuses a request
+// that carries Placeholder anywhere else (or, where the proxy sees
+// plaintext, Value to any other host).
 type Secret struct {
-	Name        string   `json:"name"`        // the variable, e.g. GITHUB_TOKEN
-	Placeholder string   `json:"placeholder"` // what the agent holds
-	Value       string   `json:"value"`       // the vault's value
-	Hosts       []string `json:"hosts"`       // policy domains forms
+	Name        string   `json:"name"`               // the variable, e.g. GITHUB_TOKEN
+	Placeholder string   `json:"placeholder"`        // what the agent holds
+	Value       string   `json:"value"`              // the vault's value
+	Hosts       []string `json:"hosts"`              // policy domains forms
+	In          []string `json:"in,omitempty"`       // positions (placement.go); nil: DefaultIn
+	Requests    []string `json:"requests,omitempty"` // "METHODS PATH" rules; nil: every request
+	// Kind is "" for a value sent as it is, or one part of an aws-sigv4
+	// binding (KindAWSKeyID, KindAWSSecretKey: sigv4.go).
+	Kind string `json:"kind,omitempty"`
+
+	place Placement
 }
 
 // SessionSecrets is what the launcher hands the proxy for one session, in a
@@ -86,6 +91,16 @@ func (ss *SessionSecrets) prepare() error {
 		if err != nil {
 			return fmt.Errorf("secret %s: %v", s.Name, err)
 		}
+		if s.place, err = ParsePlacement(s.In, s.Requests); err != nil {
+			return fmt.Errorf("secret %s: %v", s.Name, err)
+		}
+		switch s.Kind {
+		case "", KindAWSKeyID:
+		case KindAWSSecretKey:
+			s.place.in = 0 // signs; never sent
+		default:
+			return fmt.Errorf("secret %s: unknown kind %q", s.Name, s.Kind)
+		}
 		if len(s.Placeholder) < 16 || seen[s.Placeholder] || s.Value == "" || strings.Contains(s.Value, s.Placeholder) {
 			return fmt.Errorf("secret %s: bad placeholder", s.Name)
 		}
@@ -93,7 +108,16 @@ func (ss *SessionSecrets) prepare() error {
 			return fmt.Errorf("secret %s: named twice", s.Name)
 		}
 		seen[s.Placeholder], names[s.Name] = true, true
-		ss.bindings = append(ss.bindings, Binding{Name: s.Name, rules: rules})
+		ss.bindings = append(ss.bindings, Binding{Name: s.Name, rules: rules, Place: s.place})
+	}
+	var kinds []string
+	for _, s := range ss.Secrets {
+		if s.Kind != "" {
+			kinds = append(kinds, s.Kind)
+		}
+	}
+	if len(kinds) != 0 && (len(kinds) != 2 || kinds[0] == kinds[1]) {
+		return errors.New("an aws-sigv4 binding is one access key id and one secret key")
 	}
 	return nil
 }
@@ -120,100 +144,6 @@ func isIPLiteral(host string) bool {
 	return err == nil && h.IsIP()
 }
 
-// NewPlaceholder returns a random stand-in for value of the same shape, so
-// that tools which check a token's form accept it: a leading prefix such as
-// "ghp_", "sk-", "xoxb-" or "github_pat_" is kept, and every other letter
-// or digit is replaced by a random one of its class (lower, upper, digit);
-// other characters stay. A value with too few letters and digits to hide
-// 96 bits gets a generic placeholder instead. The result never contains
-// the value.
-func NewPlaceholder(value string) (string, error) {
-	prefix, rest := placeholderPrefix(value)
-	n := 0
-	for _, c := range rest {
-		if c < unicode.MaxASCII && (unicode.IsLetter(c) || unicode.IsDigit(c)) {
-			n++
-		}
-	}
-	for range 8 {
-		var ph string
-		var err error
-		if n >= 20 {
-			ph, err = reshape(prefix, rest)
-		} else {
-			ph, err = randomFrom("abcdefghijklmnopqrstuvwxyz0123456789", 32)
-			ph = "hobbs_ph_" + ph
-		}
-		if err != nil {
-			return "", err
-		}
-		if ph != value && !strings.Contains(ph, value) && !strings.Contains(value, ph) {
-			return ph, nil
-		}
-	}
-	return "", errors.New("cannot make a placeholder")
-}
-
-// placeholderPrefix splits off a token-type prefix, kept as it is: up to 16
-// bytes of segments of 2-8 lower-case letters and at most two digits, each
-// ended by "_" or "-" ("ghp_", "sk-ant-oat01-", "github_pat_", "xoxb-"). A
-// segment of hex digits only ("deadbeef-" in a hex UUID) is part of the
-// secret, not a type: the prefix ends before it.
-func placeholderPrefix(v string) (string, string) {
-	m := tokenPrefix.FindString(v)
-	n := 0
-	for n < len(m) {
-		end := strings.IndexAny(m[n:], "_-") + n + 1
-		if end > 16 || !strings.ContainsFunc(m[n:end], func(r rune) bool { return r >= 'g' && r <= 'z' }) {
-			break
-		}
-		n = end
-	}
-	return v[:n], v[n:]
-}
-
-var tokenPrefix = regexp.MustCompile(`^(?:[a-z]{2,8}[0-9]{0,2}[_-])+`)
-
-func reshape(prefix, rest string) (string, error) {
-	const lower, upper, digit = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"
-	var b strings.Builder
-	b.WriteString(prefix)
-	for _, c := range rest {
-		set := ""
-		switch {
-		case c >= 'a' && c <= 'z':
-			set = lower
-		case c >= 'A' && c <= 'Z':
-			set = upper
-		case c >= '0' && c <= '9':
-			set = digit
-		}
-		if set == "" {
-			b.WriteRune(c)
-			continue
-		}
-		r, err := randomFrom(set, 1)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString(r)
-	}
-	return b.String(), nil
-}
-
-func randomFrom(set string, n int) (string, error) {
-	out := make([]byte, n)
-	max := big.NewInt(int64(len(set)))
-	for i := range out {
-		k, err := rand.Int(rand.Reader, max)
-		if err != nil {
-			return "", err
-		}
-		out[i] = set[k.Int64()]
-	}
-	return string(out), nil
-}
-
 // The forms a secret takes in a request. A header value or a body holds it
 // as is (or, in a form body, percent-encoded); a URL holds it with every
 // byte that is not unreserved percent-encoded, which is valid in a path and
@@ -223,6 +153,23 @@ func urlEscape(v string) string {
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if isUnreserved(c) {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// pathEscape is v as a path segment holds it: unreserved characters, ":"
+// and "@" as they are (a Telegram bot token's ":" stays a ":"), every
+// other byte percent-encoded ("/" and ";" among them, which would change
+// how the path is read).
+func pathEscape(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if isUnreserved(c) || c == ':' || c == '@' {
 			b.WriteByte(c)
 		} else {
 			fmt.Fprintf(&b, "%%%02X", c)
@@ -293,16 +240,16 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// substituteURL puts the value of each secret in secrets in place of its
-// placeholder in a URL's escaped path and query (rawURL is path?query).
+// substituteURL puts the value of each secret in secrets, escaped with
+// escape, in place of its placeholder in a URL's escaped path or query.
 // Percent-encoded unreserved characters are decoded first, so a
 // placeholder written partly encoded is still found.
-func substituteURL(rawURL string, secrets []*Secret) (string, []string) {
+func substituteURL(rawURL string, secrets []*Secret, escape func(string) string) (string, []string) {
 	var used []string
 	norm := decodeUnreserved(rawURL)
 	for _, s := range secrets {
 		if strings.Contains(norm, s.Placeholder) {
-			norm = strings.ReplaceAll(norm, s.Placeholder, urlEscape(s.Value))
+			norm = strings.ReplaceAll(norm, s.Placeholder, escape(s.Value))
 			used = append(used, s.Name)
 		}
 	}
@@ -374,35 +321,49 @@ func substituteBody(body []byte, contentType string, secrets []*Secret) ([]byte,
 	return body, used
 }
 
-// needles are the strings whose presence in a request to a host makes it a
-// leak: the placeholders of secrets not bound to that host, and their
-// values when long enough to look for.
+// needles are the strings whose presence in a request makes it a leak:
+// the placeholders of secrets, in the positions where they may not go
+// (everywhere for a host they are not bound to), and the values of secrets
+// not bound to the host, when long enough to look for.
 type needle struct {
 	secret string
 	text   string
-	value  bool // the real value, not the placeholder
+	value  bool     // the real value, not the placeholder
+	not    Position // the positions where it is a leak
 }
 
-// leakNeedles are the needles of the secrets that bound does not admit.
-func leakNeedles(secrets []*Secret, bound func(*Secret) bool) []needle {
+// leakNeedles are the needles of secrets for one request: may(i) is where
+// secret i may go in it (0 for a secret not bound to its host), bound(i)
+// whether it is bound to the host at all.
+func leakNeedles(secrets []*Secret, bound func(int) bool, may func(int) Position) []needle {
 	var out []needle
-	for _, s := range secrets {
-		if bound(s) {
+	for i, s := range secrets {
+		if bound(i) {
+			if not := everywhere &^ may(i); not != 0 {
+				out = append(out, needle{s.Name, s.Placeholder, false, not})
+			}
 			continue
 		}
-		out = append(out, needle{s.Name, s.Placeholder, false})
+		out = append(out, needle{s.Name, s.Placeholder, false, everywhere})
 		if len(s.Value) >= MinValueScan {
-			out = append(out, needle{s.Name, s.Value, true})
+			out = append(out, needle{s.Name, s.Value, true, everywhere})
 		}
 	}
 	return out
 }
 
-// findLeak reports the first needle found in text, as it is, with its
-// percent-encodings decoded, or (for an Authorization header) inside a
-// Basic credential.
-func findLeak(text string, needles []needle) (needle, bool) {
+// findLeak reports the first needle that is a leak in position pos found
+// in text, as it is, with its percent-encodings decoded, or (for an
+// Authorization header) inside a Basic credential.
+func findLeak(text string, needles []needle, pos Position) (needle, bool) {
 	if text == "" {
+		return needle{}, false
+	}
+	any := false
+	for _, n := range needles {
+		any = any || n.not&pos != 0
+	}
+	if !any {
 		return needle{}, false
 	}
 	forms := []string{text}
@@ -421,6 +382,9 @@ func findLeak(text string, needles []needle) (needle, bool) {
 		}
 	}
 	for _, n := range needles {
+		if n.not&pos == 0 {
+			continue
+		}
 		for _, f := range forms {
 			if strings.Contains(f, n.text) {
 				return n, true
@@ -445,10 +409,10 @@ func hostLeak(hostText string, secrets []*Secret) (needle, bool) {
 	h := strings.ToLower(hostText)
 	for _, s := range secrets {
 		if strings.Contains(h, strings.ToLower(s.Placeholder)) {
-			return needle{s.Name, s.Placeholder, false}, true
+			return needle{s.Name, s.Placeholder, false, everywhere}, true
 		}
 		if len(s.Value) >= MinValueScan && strings.Contains(h, strings.ToLower(s.Value)) {
-			return needle{s.Name, s.Value, true}, true
+			return needle{s.Name, s.Value, true, everywhere}, true
 		}
 	}
 	return needle{}, false

@@ -71,16 +71,26 @@ type secretEnv struct {
 	boundPort    string
 }
 
-func startSecretEnv(t *testing.T, rules string) *secretEnv { return startSecretEnvTB(t, rules) }
+func startSecretEnv(t *testing.T, rules string) *secretEnv { return startSecretEnvTB(t, rules, nil) }
+
+// startSecretEnvIn is startSecretEnv with GITHUB_TOKEN's binding putting
+// it in the positions in of the requests named (config.yaml in:, requests:).
+func startSecretEnvIn(t *testing.T, in []string, requests ...string) *secretEnv {
+	return startSecretEnvTB(t, "", func(x *Secret) {
+		if x.Name == "GITHUB_TOKEN" {
+			x.In, x.Requests = in, requests
+		}
+	})
+}
 
 // startSecretEnvB is startSecretEnv for benchmarks (no operational log).
 func startSecretEnvB(b *testing.B) *secretEnv {
-	e := startSecretEnvTB(b, "")
+	e := startSecretEnvTB(b, "", nil)
 	e.srv.opts.Logf = func(string, ...any) {}
 	return e
 }
 
-func startSecretEnvTB(t testing.TB, rules string) *secretEnv {
+func startSecretEnvTB(t testing.TB, rules string, mod func(*Secret)) *secretEnv {
 	t.Helper()
 	e := &secretEnv{seenBound: &seen{}, seenOther: &seen{}, seenPlain: &seen{}}
 	handler := func(s *seen) http.HandlerFunc {
@@ -102,6 +112,11 @@ func startSecretEnvTB(t testing.TB, rules string) *secretEnv {
 		{Name: "GITHUB_TOKEN", Placeholder: e.ph, Value: testValue, Hosts: []string{"example.com:" + e.boundPort}},
 		{Name: "OTHER_KEY", Placeholder: e.ph2, Value: "other-Secret-Value-0123456789", Hosts: []string{"plain.test:" + port(e.plain)}},
 	}}
+	if mod != nil {
+		for _, x := range ss.Secrets {
+			mod(x)
+		}
+	}
 	roots := x509.NewCertPool()
 	roots.AddCert(e.bound.Certificate())
 	roots.AddCert(e.other.Certificate())
@@ -161,44 +176,104 @@ func do(t *testing.T, c *http.Client, method, u, auth, body, ctype string) (int,
 	return resp.StatusCode, string(b)
 }
 
+// TestSecretSubstitution: a binding puts its value in request headers (a
+// Basic credential decoded and encoded again); in the path, the query and
+// the body only where its in: says, the last two for the requests its
+// requests: names.
 func TestSecretSubstitution(t *testing.T) {
-	e := startSecretEnv(t, "")
-	c := e.client()
-	base := "https://example.com:" + e.boundPort
 	basic := func(user, pass string) string {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
 	}
-	enc := "%" + fmt.Sprintf("%02X", e.ph[0]) + e.ph[1:] // first byte percent-encoded
-	cases := []struct {
+	type tcase struct {
 		name, method, path, auth, body, ctype, want string
-	}{
-		{"bearer header", "GET", "/repos/x", "Bearer " + e.ph, "", "", "GET /repos/x | Bearer " + testValue + " | "},
-		{"basic credential", "GET", "/", basic("x-access-token", e.ph), "", "", "GET / | " + basic("x-access-token", testValue) + " | "},
-		{"query", "GET", "/q?token=" + e.ph + "&again=" + e.ph, "", "", "", "GET /q?token=" + testValue + "&again=" + testValue + " |  | "},
-		{"percent-encoded placeholder", "GET", "/p/" + enc, "", "", "", "GET /p/" + testValue + " |  | "},
-		{"json body", "POST", "/b", "", `{"t":"` + e.ph + `"}`, "application/json", "POST /b |  | {\"t\":\"" + testValue + "\"}"},
-		{"form body", "POST", "/f", "", "a=1&t=" + e.ph, "application/x-www-form-urlencoded", "POST /f |  | a=1&t=" + url.QueryEscape(testValue)},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			code, body := do(t, c, tc.method, base+tc.path, tc.auth, tc.body, tc.ctype)
-			if code != 200 || body != "upstream-ok" {
-				t.Fatalf("status %d body %q", code, body)
-			}
-			if got := e.seenBound.last(t); got != tc.want {
-				t.Fatalf("upstream got\n  %q\nwant\n  %q", got, tc.want)
-			}
+	run := func(t *testing.T, e *secretEnv, cases []tcase) {
+		c := e.client()
+		base := "https://example.com:" + e.boundPort
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				code, body := do(t, c, tc.method, base+tc.path, tc.auth, tc.body, tc.ctype)
+				if code != 200 || body != "upstream-ok" {
+					t.Fatalf("status %d body %q", code, body)
+				}
+				if got := e.seenBound.last(t); got != tc.want {
+					t.Fatalf("upstream got\n  %q\nwant\n  %q", got, tc.want)
+				}
+			})
+		}
+		// One line per request (and one for the tunnel they share).
+		waitFor(10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), `"secrets":["GITHUB_TOKEN"]`) >= len(cases) })
+		log := readFile(t, e.audit)
+		if strings.Contains(log, testValue) {
+			t.Fatal("the audit log holds the secret's value")
+		}
+		first, _, _ := strings.Cut(cases[0].path, "?")
+		if !strings.Contains(log, `"secrets":["GITHUB_TOKEN"]`) || !strings.Contains(log, `"path":"`+first+`"`) {
+			t.Fatalf("audit lines do not name the secret put in or the path:\n%s", log)
+		}
+	}
+	t.Run("headers by default", func(t *testing.T) {
+		e := startSecretEnv(t, "")
+		run(t, e, []tcase{
+			{"bearer header", "GET", "/repos/x", "Bearer " + e.ph, "", "", "GET /repos/x | Bearer " + testValue + " | "},
+			{"basic credential", "GET", "/", basic("x-access-token", e.ph), "", "", "GET / | " + basic("x-access-token", testValue) + " | "},
 		})
+	})
+	t.Run("path, query and body where in: says", func(t *testing.T) {
+		e := startSecretEnvIn(t, []string{"path", "query", "body"}, "GET /q", "GET /p/", "POST /b", "POST /f")
+		enc := "%" + fmt.Sprintf("%02X", e.ph[0]) + e.ph[1:] // first byte percent-encoded
+		run(t, e, []tcase{
+			{"query", "GET", "/q?token=" + e.ph + "&again=" + e.ph, "", "", "", "GET /q?token=" + testValue + "&again=" + testValue + " |  | "},
+			{"percent-encoded placeholder", "GET", "/p/" + enc, "", "", "", "GET /p/" + testValue + " |  | "},
+			{"json body", "POST", "/b", "", `{"t":"` + e.ph + `"}`, "application/json", "POST /b |  | {\"t\":\"" + testValue + "\"}"},
+			{"form body", "POST", "/f", "", "a=1&t=" + e.ph, "application/x-www-form-urlencoded", "POST /f |  | a=1&t=" + url.QueryEscape(testValue)},
+		})
+	})
+}
+
+// TestSecretPositionRefused: a placeholder in a position its binding does
+// not allow, or in a request its requests: do not name, is refused with a
+// 403 naming the variable and the position, audited as egress.leak, and
+// nothing reaches the host.
+func TestSecretPositionRefused(t *testing.T) {
+	check := func(t *testing.T, e *secretEnv, method, path, auth, body, ctype, where string) {
+		t.Helper()
+		before := e.seenBound.count()
+		code, got := do(t, e.client(), method, "https://example.com:"+e.boundPort+path, auth, body, ctype)
+		if code != 403 || !strings.Contains(got, "placeholder of GITHUB_TOKEN in its "+where) || strings.Contains(got, testValue) {
+			t.Errorf("%s %s: status %d %q, want 403 naming GITHUB_TOKEN in its %s", method, path, code, got, where)
+		}
+		// A body longer than the proxy reads whole is cut where the
+		// placeholder appears: its head reaches the host.
+		if e.seenBound.count() != before && len(body) <= maxSubstBody {
+			t.Errorf("%s %s reached the host", method, path)
+		}
 	}
-	// One line per request (and one for the tunnel they share).
-	waitFor(10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), `"secrets":["GITHUB_TOKEN"]`) >= len(cases) })
-	log := readFile(t, e.audit)
-	if strings.Contains(log, testValue) {
-		t.Fatal("the audit log holds the secret's value")
-	}
-	if !strings.Contains(log, `"secrets":["GITHUB_TOKEN"]`) || !strings.Contains(log, `"path":"/repos/x"`) {
-		t.Fatalf("audit lines do not name the secret put in or the path:\n%s", log)
-	}
+	t.Run("default", func(t *testing.T) {
+		e := startSecretEnv(t, "")
+		check(t, e, "GET", "/q?token="+e.ph, "", "", "", "query")
+		check(t, e, "GET", "/p/"+e.ph, "", "", "", "path")
+		check(t, e, "POST", "/b", "", `{"t":"`+e.ph+`"}`, "application/json", "body")
+		check(t, e, "POST", "/b", "", "data="+url.QueryEscape(e.ph), "application/x-www-form-urlencoded", "body")
+		check(t, e, "POST", "/b", "", strings.Repeat("x", maxSubstBody)+e.ph, "text/plain", "body") // streamed
+		waitFor(10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), `"event":"egress.leak"`) >= 5 })
+		log := readFile(t, e.audit)
+		if strings.Count(log, `"event":"egress.leak"`) < 5 || !strings.Contains(log, `"leak":"GITHUB_TOKEN"`) || strings.Contains(log, testValue) {
+			t.Errorf("want 5 egress.leak lines naming GITHUB_TOKEN, without its value:\n%s", log)
+		}
+	})
+	t.Run("requests", func(t *testing.T) {
+		e := startSecretEnvIn(t, []string{"body"}, "POST /token")
+		check(t, e, "POST", "/tokens", "", "secret="+e.ph, "application/x-www-form-urlencoded", "body")
+		check(t, e, "PUT", "/token", "", "secret="+e.ph, "application/x-www-form-urlencoded", "body")
+		check(t, e, "POST", "/token", "Bearer "+e.ph, "", "", "header") // in: names only the body
+		if code, got := do(t, e.client(), "POST", "https://example.com:"+e.boundPort+"/token", "", "secret="+e.ph, "application/x-www-form-urlencoded"); code != 200 {
+			t.Fatalf("POST /token: %d %s", code, got)
+		}
+		if got, want := e.seenBound.last(t), "POST /token |  | secret="+url.QueryEscape(testValue); got != want {
+			t.Errorf("upstream got %q, want %q", got, want)
+		}
+	})
 }
 
 func TestSecretLeakRefused(t *testing.T) {
@@ -461,5 +536,34 @@ func TestInterceptShutdown(t *testing.T) {
 	e.srv.Shutdown(ctx)
 	if ctx.Err() != nil || e.srv.ActiveTunnels() != 0 {
 		t.Fatalf("Shutdown took %v (until its deadline) with %d tunnels left", time.Since(start), e.srv.ActiveTunnels())
+	}
+}
+
+// TestSecretInPath: a Telegram bot token (in: [path]) goes into the path
+// of https://api.telegram.org/bot<token>/METHOD with its ":" as written,
+// and only there.
+func TestSecretInPath(t *testing.T) {
+	const token = "123456789:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
+	ph, err := NewPlaceholder(token)
+	if err != nil || !regexp.MustCompile(`^[0-9]{9}:[A-Za-z0-9_-]{34}$`).MatchString(ph) {
+		t.Fatalf("placeholder %q (%v): not a bot token's shape", ph, err)
+	}
+	e := startSecretEnvTB(t, "", func(x *Secret) {
+		if x.Name == "GITHUB_TOKEN" {
+			x.Value, x.Placeholder, x.In = token, ph, []string{"path"}
+		}
+	})
+	c := e.client()
+	base := "https://example.com:" + e.boundPort
+	if code, body := do(t, c, "POST", base+"/bot"+ph+"/sendMessage", "", `{"chat_id":1,"text":"hi"}`, "application/json"); code != 200 {
+		t.Fatalf("status %d %q", code, body)
+	}
+	if got, want := e.seenBound.last(t), "POST /bot"+token+"/sendMessage |  | {\"chat_id\":1,\"text\":\"hi\"}"; got != want {
+		t.Fatalf("upstream got %q, want %q", got, want)
+	}
+	for _, tc := range []struct{ path, auth string }{{"/x?token=" + ph, ""}, {"/x", "Bearer " + ph}} {
+		if code, body := do(t, c, "GET", base+tc.path, tc.auth, "", ""); code != 403 || !strings.Contains(body, "GITHUB_TOKEN") {
+			t.Errorf("%s %s: %d %q, want a 403 naming GITHUB_TOKEN", tc.path, tc.auth, code, body)
+		}
 	}
 }

@@ -85,6 +85,8 @@ type Server struct {
 	stopped    atomic.Bool
 
 	issuer *leafIssuer // the session CA's signer; nil without Options.Secrets
+	// agentMask and auditMask replace the secrets' values (mask.go).
+	agentMask, auditMask *masker
 }
 
 // NewServer loads the policy files and builds a server. It fails (exit 2
@@ -137,6 +139,7 @@ func NewServer(opts Options) (*Server, error) {
 			return nil, errs.Usagef("secrets: %v", err)
 		}
 	}
+	s.buildMasks()
 	s.dns = dnsCache{lookup: opts.LookupNetIP, ttl: opts.DNSCacheTTL}
 	s.policy.Store(p)
 	s.audit = newAuditLog(opts.AuditPath, opts.Logf)
@@ -410,6 +413,12 @@ type record struct {
 	path    string
 	secrets []string
 	leak    string
+	// badAnswer: the host answered, with what the proxy does not pass on
+	// (err says why).
+	badAnswer bool
+	// hasBody: the request announced a body (refuse closes the connection
+	// rather than wait for a body the client may send only once answered).
+	hasBody bool
 	logged  atomic.Bool // a read request's line is written (logOnce)
 }
 
@@ -491,7 +500,7 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 		return nil, Explanation{}, http.StatusBadRequest
 	}
 	if n, ok := hostLeak(hostText, s.secrets()); ok {
-		rec.rule, rec.leak, rec.reason = "leak-detection", n.secret, (&leakError{n, "a host name"}).Error()
+		rec.rule, rec.leak, rec.reason = "leak-detection", n.secret, (&leakError{n: n, host: "a host name"}).Error()
 		return nil, Explanation{}, http.StatusForbidden
 	}
 	p := s.policy.Load()
@@ -558,6 +567,9 @@ func refusal(code int, rec *record) string {
 	case http.StatusProxyAuthRequired:
 		return "hobbs proxy: proxy authentication required\n"
 	case http.StatusBadGateway:
+		if rec.badAnswer {
+			return fmt.Sprintf("hobbs proxy: refused the answer of %s: %s\n", net.JoinHostPort(rec.host, strconv.Itoa(rec.port)), rec.err)
+		}
 		return fmt.Sprintf("hobbs proxy: cannot reach %s: %s\n", net.JoinHostPort(rec.host, strconv.Itoa(rec.port)), rec.err)
 	case http.StatusServiceUnavailable:
 		return "hobbs proxy: shutting down\n"
@@ -669,7 +681,7 @@ func refusalBytes(code int, body string) []byte {
 // HTTP server (the host tap has it, and it must name the same host), and
 // the forwarded request names the URL's host.
 func (s *Server) servePlain(w http.ResponseWriter, r *http.Request) {
-	rec := &record{start: time.Now(), client: r.RemoteAddr, method: r.Method}
+	rec := &record{start: time.Now(), client: r.RemoteAddr, method: r.Method, hasBody: r.ContentLength != 0}
 	if !s.authorized(r) {
 		rec.host, rec.rule, rec.reason = r.URL.Host, "proxy-auth", "missing or wrong proxy credentials"
 		s.refuse(w, rec, http.StatusProxyAuthRequired)

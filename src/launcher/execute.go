@@ -229,7 +229,7 @@ func (p *Plan) values() (env []string, bindings []Binding, err error) {
 		mapping = append(mapping, [2]string{e.Name, e.Vault})
 	}
 	for _, b := range p.Secrets {
-		if _, err := egress.ParseSecretHosts(b.Hosts); err != nil {
+		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
 			return nil, nil, errs.Usagef("config.yaml: secrets.%s.%v", b.Name, err)
 		}
 		mapping = append(mapping, [2]string{b.Name, b.Vault})
@@ -241,9 +241,35 @@ func (p *Plan) values() (env []string, bindings []Binding, err error) {
 	env = all[:len(p.Env)]
 	for i, kv := range all[len(p.Env):] {
 		_, value, _ := strings.Cut(kv, "=")
-		bindings = append(bindings, Binding{Name: p.Secrets[i].Name, Value: value, Hosts: p.Secrets[i].Hosts})
+		b := p.Secrets[i]
+		nb := Binding{Name: b.Name, Value: value, Hosts: b.Hosts, In: b.In, Requests: b.Requests, Kind: b.Kind}
+		if b.Kind == config.KindAWSSigV4 {
+			id, secret, ok := awsKeyPair(value)
+			if !ok {
+				return nil, nil, errs.Usagef("vault entry %q (bound as %s, kind aws-sigv4) does not hold an AWS access key id and secret access key on two lines", b.Vault, b.Name).
+					WithHint("store it again: printf '%%s\\n%%s\\n' KEY_ID SECRET_KEY | hobbs vault set %s", b.Vault)
+			}
+			nb.Value, nb.SecretKey = id, secret
+		}
+		bindings = append(bindings, nb)
 	}
 	return env, bindings, nil
+}
+
+// awsKeyPair reads an aws-sigv4 vault entry: the access key id and the
+// secret access key, each on its own line (blank lines and spaces around
+// them ignored).
+func awsKeyPair(v string) (id, secret string, ok bool) {
+	var f []string
+	for _, l := range strings.Split(v, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			f = append(f, l)
+		}
+	}
+	if len(f) != 2 || strings.ContainsAny(f[0]+f[1], " \t") {
+		return "", "", false
+	}
+	return f[0], f[1], true
 }
 
 // clearValues drops the references to the secrets' values once the session
@@ -254,6 +280,6 @@ func clearValues(env []string, bindings []Binding) {
 		env[i] = ""
 	}
 	for i := range bindings {
-		bindings[i].Value = ""
+		bindings[i].Value, bindings[i].SecretKey = "", ""
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -907,5 +908,45 @@ func TestWorkspaceClaims(t *testing.T) {
 	release()
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 { // the lock file
 		t.Errorf("notes left: %v", ents)
+	}
+}
+
+// TestAWSSigV4SessionFiles: an aws-sigv4 binding gives the agent the
+// placeholders of both keys and the proxy both values, as the two kinds of
+// secret its re-signing needs; neither value is in the agent's variables.
+func TestAWSSigV4SessionFiles(t *testing.T) {
+	const id, secret = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	gotID, gotSecret, ok := awsKeyPair("  " + id + "\r\n\n" + secret + "\n")
+	if !ok || gotID != id || gotSecret != secret {
+		t.Fatalf("awsKeyPair: %q %q %v", gotID, gotSecret, ok)
+	}
+	for _, bad := range []string{id, id + "\n" + secret + "\nthird", id + " " + secret, ""} {
+		if _, _, ok := awsKeyPair(bad); ok {
+			t.Errorf("awsKeyPair(%q) accepted", bad)
+		}
+	}
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	s := testSession(t)
+	s.Bindings = []Binding{{Name: config.AWSKeyIDVar, Kind: config.KindAWSSigV4, Value: id, SecretKey: secret, Hosts: []string{"*.amazonaws.com"}}}
+	if err := s.writeSessionFiles(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.removeSessionFiles()
+	ss, err := egress.LoadSessionSecrets(filepath.Join(s.filesDir, "secrets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss.Secrets) != 2 || ss.Secrets[0].Kind != egress.KindAWSKeyID || ss.Secrets[0].Value != id ||
+		ss.Secrets[1].Kind != egress.KindAWSSecretKey || ss.Secrets[1].Value != secret || ss.Secrets[1].Name != config.AWSSecretKeyVar {
+		t.Fatalf("proxy secrets: %+v", ss.Secrets)
+	}
+	env := strings.Join(s.AgentEnv(), "\n")
+	for _, want := range []string{config.AWSKeyIDVar + "=" + ss.Secrets[0].Placeholder, config.AWSSecretKeyVar + "=" + ss.Secrets[1].Placeholder} {
+		if !strings.Contains(env, want) {
+			t.Errorf("agent env lacks %q", want)
+		}
+	}
+	if strings.Contains(env, id) || strings.Contains(env, secret) {
+		t.Error("a key's value is in the agent's variables")
 	}
 }

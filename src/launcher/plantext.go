@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -32,6 +34,20 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 	for _, m := range a.Mounts {
 		row("  mount", "%s", m.describe())
 	}
+	for _, t := range a.Tmpfs {
+		row("  tmpfs", "%s", t)
+	}
+	if st := p.Claude.State; st.Fresh {
+		row("claude state", "%s of its own (tmpfs, discarded); %s copied from volume %s, read-only", st.Dir, list(st.Seed), st.Volume)
+	} else {
+		row("claude state", "volume %s at %s, kept", st.Volume, st.Dir)
+	}
+	if sd := p.Seed; sd != nil {
+		row("seed", "user %s, network %s: %s %s", sd.User, sd.Network, sd.Entrypoint, quoteArgs(sd.Command))
+		for _, m := range sd.Mounts {
+			row("  mount", "%s", m.describe())
+		}
+	}
 	x := p.Proxy
 	row("proxy", "user %s, network %s, cap-drop %s", x.User, orDefault(x.Network), list(x.CapDrop))
 	for _, m := range x.Mounts {
@@ -57,7 +73,8 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		env = append(env, v.Name+" (vault:"+v.Vault+")")
 	}
 	for _, b := range p.Secrets {
-		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " "))
+		where := config.Binding{In: b.In, Requests: b.Requests, Kind: b.Kind}.Where()
+		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " ")+" "+where)
 	}
 	row("env secrets", "%s", list(env))
 	row("bound secrets", "%s", list(bound))
@@ -72,7 +89,14 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		if c.AllowedTools != nil {
 			row("  allowed", "%s", list(c.AllowedTools))
 		}
+		row("  denied", "%s", list(c.DisallowedTools))
+		row("  permissions", "%s, settings from %s", c.PermissionMode, c.SettingSources)
 		row("  max turns", "%d", c.MaxTurns)
+		cost := "no cap"
+		if c.MaxCostUSD > 0 {
+			cost = "$" + playbook.FormatUSD(c.MaxCostUSD)
+		}
+		row("  max cost", "%s", cost)
 	}
 	if p.TimeoutText != "" {
 		row("timeout", "%s", p.TimeoutText)

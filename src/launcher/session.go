@@ -219,6 +219,9 @@ func (s *Session) AgentEnv() []string {
 	env = append(env, s.Secrets...)
 	for _, b := range s.Bindings {
 		env = append(env, b.Name+"="+b.Placeholder)
+		if b.SecretPlaceholder != "" {
+			env = append(env, config.AWSSecretKeyVar+"="+b.SecretPlaceholder)
+		}
 	}
 	return env
 }
@@ -349,6 +352,10 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	}
 	proxyStart := make(chan error, 1)
 	go func() { proxyStart <- s.startProxy(ctx) }()
+	if err := s.seedClaude(ctx); err != nil {
+		<-proxyStart
+		return 0, err
+	}
 	var agent *agentRun
 	if s.ReadyFile != "" {
 		agent, err = s.awaitAgent(ev)
@@ -489,8 +496,8 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 		return s.createNetwork(ctx, "egress", EgressNetwork(s.Name), reaped)
 	})
 	volume := spawn(func() error {
-		if s.mountsCreateVolumes() {
-			return nil // the agent's create does
+		if s.mountsCreateVolumes() || s.claudeVolume() == "" {
+			return nil // the agent's create does, or a run has its own state
 		}
 		// Podman refuses to create a volume that exists (Docker hands it
 		// over): the state volume exists from the second session on.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
@@ -35,6 +36,10 @@ const (
 	SessionCAFile      = SessionDir + "/ca.pem"       // the agent's: the session CA's certificate
 	SessionUpstreamCA  = SessionDir + "/upstream.pem" // the proxy's: extra roots (EnvTestUpstreamCA)
 	SessionPolicyFile  = SessionDir + "/policy.yaml"  // the proxy's: a headless run's own policy (Plan.Egress.Policy)
+	// SessionClaudeCredentials is the agent's, in a headless run: Claude
+	// Code's sign-in read by the seed (ClaudeState), empty when there is
+	// none; hobbs session-env copies it into the run's own state.
+	SessionClaudeCredentials = SessionDir + "/claude-credentials.json"
 )
 
 // EnvTestUpstreamCA names a PEM file of roots the proxy trusts, besides the
@@ -46,9 +51,14 @@ const EnvTestUpstreamCA = "HOBBS_TEST_UPSTREAM_CA"
 // Binding is a secret bound to hosts (config secrets:), its value
 // decrypted: the agent gets Placeholder, the proxy Value.
 type Binding struct {
-	Name, Value string
-	Hosts       []string
-	Placeholder string // made by the session
+	Name, Value  string
+	Hosts        []string
+	In, Requests []string // where in requests the value goes (BoundSecret)
+	Placeholder  string   // made by the session
+	// An aws-sigv4 binding: Value is the access key id, SecretKey the
+	// secret access key (config.AWSSecretKeyVar holds SecretPlaceholder).
+	Kind                         string
+	SecretKey, SecretPlaceholder string
 }
 
 // sessionFilesBase is where the session's private directory is made: a
@@ -94,6 +104,9 @@ func (s *Session) writeSessionFiles() error {
 	if s.plan.proxyPol != nil {
 		files["policy.yaml"] = s.plan.proxyPol
 	}
+	if s.plan.Seed != nil {
+		files["claude-credentials"] = nil // filled in by seedClaude, before the agent starts
+	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return errs.Wrap(errs.Failure, err, "session files")
@@ -117,7 +130,17 @@ func (s *Session) secretFiles() (map[string][]byte, error) {
 		if b.Placeholder, err = egress.NewPlaceholder(b.Value); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", b.Name)
 		}
-		ss.Secrets = append(ss.Secrets, &egress.Secret{Name: b.Name, Placeholder: b.Placeholder, Value: b.Value, Hosts: b.Hosts})
+		if b.Kind != config.KindAWSSigV4 {
+			ss.Secrets = append(ss.Secrets, &egress.Secret{Name: b.Name, Placeholder: b.Placeholder, Value: b.Value,
+				Hosts: b.Hosts, In: b.In, Requests: b.Requests})
+			continue
+		}
+		if b.SecretPlaceholder, err = egress.NewPlaceholder(b.SecretKey); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", config.AWSSecretKeyVar)
+		}
+		ss.Secrets = append(ss.Secrets,
+			&egress.Secret{Name: b.Name, Kind: egress.KindAWSKeyID, Placeholder: b.Placeholder, Value: b.Value, Hosts: b.Hosts, Requests: b.Requests},
+			&egress.Secret{Name: config.AWSSecretKeyVar, Kind: egress.KindAWSSecretKey, Placeholder: b.SecretPlaceholder, Value: b.SecretKey, Hosts: b.Hosts})
 	}
 	sec, err := json.Marshal(ss)
 	if err != nil {
@@ -252,11 +275,15 @@ var systemBundles = []string{
 // command it runs: the session's variables (SessionEnvFile) and the CA
 // bundle variables for the session CA (CABundleVars, in tmp). caErr says
 // why the bundle could not be made: HTTPS to hosts the proxy intercepts
-// will fail, the rest works.
+// will fail, the rest works. In a headless run it first copies the run's
+// sign-in into Claude Code's fresh directory (SeedClaudeState).
 func SessionEnviron(tmp string) (env []string, caErr, err error) {
 	env, err = ReadSessionEnv(SessionEnvFile)
 	if err != nil {
 		return nil, nil, errs.Wrap(errs.Failure, err, "session variables")
+	}
+	if err := SeedClaudeState(os.Getenv("CLAUDE_CONFIG_DIR")); err != nil {
+		return nil, nil, errs.Wrap(errs.Failure, err, "copy the run's Claude Code sign-in")
 	}
 	ca, caErr := CABundleVars(SessionCAFile, tmp)
 	return append(env, ca...), caErr, nil

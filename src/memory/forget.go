@@ -61,7 +61,7 @@ func (s *Store) Forget(id string, purge bool) (*ForgetResult, error) {
 		// cause (a failure to read or to open the index does).
 		if errors.As(err, &e) && e.Code == errs.Failure && e.Err == nil {
 			return nil, &errs.Error{Code: e.Code, Msg: e.Msg, Err: e.Err,
-				Hint: fmt.Sprintf("hobbs does not remove a file it cannot read: delete it by hand, then run "+
+				Hint: fmt.Sprintf("Hobbs does not remove a file it cannot read: delete it by hand, then run "+
 					"hobbs memory forget %s --purge to take its text out of the history", id)}
 		}
 		return nil, err

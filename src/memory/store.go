@@ -78,7 +78,7 @@ func (s *Store) lock() (func(), error) {
 	unlock, err := root.Lock(s.In.Lock("memory"), timeout)
 	if errors.Is(err, safefile.ErrLockTimeout) {
 		return nil, &errs.Error{Code: errs.Timeout, Msg: "memory is locked by another process", Err: err,
-			Hint: "another hobbs memory command is still running; try again"}
+			Hint: "another memory command, here or in a session, still holds memory/.lock; try again"}
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "memory lock")
@@ -111,7 +111,7 @@ func (s *Store) readFile(path string, tier Tier) (*Memory, error) {
 		}
 		s.report(p)
 		return nil, &errs.Error{Code: errs.Failure, Msg: p.String(),
-			Hint: "fix the file by hand (hobbs never rewrites a file it cannot parse); hobbs memory lint lists every problem"}
+			Hint: "fix the file by hand (Hobbs never rewrites a file it cannot parse); hobbs memory lint lists every problem"}
 	}
 	m.Path, m.raw = path, data
 	return m, nil

@@ -3,22 +3,40 @@ package provenance
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
+
+// OnHost returns the store of the instance at root for review, which only
+// the host may do: a session has no store to review, nor the right to.
+func OnHost(root safefile.Root, log *audit.Logger) (*Store, error) {
+	if os.Getenv("HOBBS_CONTEXT") == "container" {
+		return nil, errs.Usagef("hobbs review runs on the host: a session cannot review its own changes")
+	}
+	return New(root, log), nil
+}
+
+// Items are held changes.
+type Items []Item
+
+// Write prints the list (WriteList).
+func (l Items) Write(w io.Writer) error { return WriteList(w, l) }
 
 // List returns the held changes, oldest first: only those waiting unless
 // all is set.
-func (s *Store) List(all bool) ([]Item, error) {
+func (s *Store) List(all bool) (Items, error) {
 	st, err := s.read()
 	if err != nil {
 		return nil, err
 	}
-	var out []Item
+	var out Items
 	for _, it := range st.Items {
 		if all || it.Status == Waiting {
 			out = append(out, *it)
@@ -102,6 +120,25 @@ func (s *Store) Select(session string) ([]string, error) {
 		return nil, &errs.Error{Code: errs.Usage, Msg: "no change of session " + session + " waits", Hint: "hobbs review lists what waits, with its sessions"}
 	}
 	return ids, nil
+}
+
+// Decide approves or rejects (verb) the held changes ids, or, with
+// session set instead, every waiting change found while it was live, and
+// returns how many.
+func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
+	if (session == "") == (len(ids) == 0) {
+		return 0, errs.Usagef("name the changes (IDs) or --all-from SESSION, not both")
+	}
+	if session != "" {
+		var err error
+		if ids, err = s.Select(session); err != nil {
+			return 0, err
+		}
+	}
+	if verb == "approve" {
+		return len(ids), s.Approve(ids)
+	}
+	return len(ids), s.Reject(ids)
 }
 
 // Approve puts each held change in effect: the held file goes back in

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 // ---- helpers ---------------------------------------------------------------
@@ -792,6 +794,7 @@ var specials = []special{
 	}},
 	{"device", fs.ModeDevice | fs.ModeCharDevice, func(t *testing.T, p string) {
 		if os.Getuid() != 0 && os.Getenv("CI") != "true" {
+			tooltest.Note(t.Name(), "making a device node needs root", "run the tests as root (CI=true runs it regardless)")
 			t.Skip("making a device node needs root (CI=true runs it regardless)")
 		}
 		// /dev/null's numbers: harmless should it be opened, and openable

@@ -147,7 +147,7 @@ func (s Status) MissedLine() string {
 }
 
 // MissedHint is what to do about a missed run.
-const MissedHint = "a run the scheduler started but hobbs refused is in the instance's audit log (event playbook.run, outcome refused); " +
+const MissedHint = "a run the scheduler started but Hobbs refused is in the instance's audit log (event playbook.run, outcome refused); " +
 	"the scheduler's own log has its output (systemd: journalctl --user -u hobbs-playbook-NAME.service; cron: the mail cron sends you); " +
 	"hobbs doctor checks that the scheduler runs"
 

@@ -234,7 +234,7 @@ func (c Catalog) Get(name string) (*Definition, error) {
 	for _, p := range probs {
 		if strings.HasSuffix(p.Path, "/"+name+".md") {
 			return nil, errs.Failf("agent %q cannot be read: %s", name, p).
-				WithHint("fix the file by hand; hobbs never rewrites a file it cannot parse")
+				WithHint("fix the file by hand; Hobbs never rewrites a file it cannot parse")
 		}
 	}
 	var names []string

@@ -69,6 +69,12 @@ type Task struct {
 	// Review is a supervised playbook run's review: pending until the
 	// user approves or rejects its result (hobbs task review).
 	Review string `yaml:"review,omitempty" json:"review,omitempty"`
+	// ClaudeResult, Turns and CostUSD are what Claude Code's result said of
+	// a headless playbook run: its subtype (success, error_max_turns, …),
+	// the turns it took and what it cost, in US dollars.
+	ClaudeResult string  `yaml:"claude_result,omitempty" json:"claude_result,omitempty"`
+	Turns        int     `yaml:"turns,omitempty" json:"turns,omitempty"`
+	CostUSD      float64 `yaml:"cost_usd,omitempty" json:"cost_usd,omitempty"`
 	// Skipped lists the lessons Done did not remember because they look
 	// like a secret; reported by the command, not kept in the file.
 	Skipped []SkippedLesson `yaml:"-" json:"skipped_lessons,omitempty"`
@@ -382,6 +388,11 @@ type DoneOptions struct {
 	Outcome  string     // OK or Failed
 	Retro    string     // retrospective Markdown, may be empty
 	Remember Rememberer // when set, each bullet under a "Lessons" heading becomes a memory
+	// ClaudeResult, Turns and CostUSD record a headless run's figures
+	// (Task's fields of those names).
+	ClaudeResult string
+	Turns        int
+	CostUSD      float64
 }
 
 // Done finishes a running task. The audit event task.done names its title,
@@ -431,6 +442,7 @@ func (l Log) done(id string, o DoneOptions) (*Task, error) {
 	}
 	now := l.now().Truncate(time.Second)
 	t.Status, t.Finished, t.Review = o.Outcome, &now, o.Review
+	t.ClaudeResult, t.Turns, t.CostUSD = o.ClaudeResult, o.Turns, o.CostUSD
 	head := t.Body
 	if r := strings.TrimSpace(o.Retro); r != "" {
 		head = strings.TrimRight(t.Body, "\n") + "\n\n## Retrospective\n\n"

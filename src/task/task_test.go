@@ -80,6 +80,13 @@ func TestLifecycle(t *testing.T) {
 	if len(list) != 2 || len(probs) != 0 || list[0].ID != b.ID {
 		t.Fatalf("list %v %v", list, probs)
 	}
+	// A headless run's figures are kept in the record.
+	if _, err := l.Done(b.ID, DoneOptions{Outcome: Failed, ClaudeResult: "error_max_turns", Turns: 7, CostUSD: 0.42}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Get(b.ID); err != nil || got.ClaudeResult != "error_max_turns" || got.Turns != 7 || got.CostUSD != 0.42 {
+		t.Fatalf("run figures %+v %v", got, err)
+	}
 }
 
 func TestDoneValidation(t *testing.T) {

@@ -59,7 +59,7 @@ func TestListedRow(t *testing.T) {
 	cfg := &config.Config{Env: map[string]string{"GH_TOKEN": "vault:github"},
 		Secrets: map[string]config.Binding{"API": {Vault: "github", Hosts: []string{"api.github.com", "uploads.github.com"}}}}
 	got := WithUses([]Entry{{Name: "github", Size: 321, Updated: updated}, {Name: "unused", Size: 200, Updated: updated}}, cfg)
-	if want := "github\t321\t2026-11-22T09:30:00Z\tAPI → api.github.com,uploads.github.com; GH_TOKEN (env)"; got[0].Row() != want {
+	if want := "github\t321\t2026-11-22T09:30:00Z\tAPI → api.github.com,uploads.github.com in header; GH_TOKEN (env)"; got[0].Row() != want {
 		t.Errorf("used: %q, want %q", got[0].Row(), want)
 	}
 	if want := "unused\t200\t2026-11-22T09:30:00Z\t-"; got[1].Row() != want {

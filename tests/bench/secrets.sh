@@ -2,15 +2,52 @@
 # The cost of interception (secrets bound to a host): HTTPS requests through
 # the proxy to a local TLS server, the host an opaque tunnel (the anchor) or
 # intercepted (TLS with the session CA, placeholder replaced, response
-# masked, TLS again). Go benchmark BenchmarkHTTPSRequest, ROUNDS rounds in
-# one run; prints the median ns/op of each and the ratio to the tunnel.
+# masked, TLS again). Go benchmark BenchmarkHTTPSRequest, ROUNDS rounds;
+# prints the median us/req of each and the ratio to the tunnel.
+#
+# BASELINE_REF=REF (e.g. BASELINE_REF=main) builds the same benchmark from
+# a git ref too and runs the two alternately, round by round, on the same
+# machine; it then prints each one's medians and the ratio of this tree's
+# intercepted requests to the baseline's (the regression check: interception
+# must stay within 1.2x of the baseline).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-5}
-out=$(go test -run '^$' -bench 'HTTPSRequest' -benchtime 500x -count "$ROUNDS" ./src/egress/ 2>/dev/null | grep '^BenchmarkHTTPSRequest')
+GO=${GO:-go}
+tmp=$(mktemp -d /tmp/hobbs-secretsbench-XXXXXX)
+cleanup() {
+  [ -n "${worktree:-}" ] && git worktree remove --force "$worktree" >/dev/null 2>&1
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+$GO test -c -o "$tmp/current.test" ./src/egress/
+if [ -n "${BASELINE_REF:-}" ]; then
+  worktree=$tmp/baseline-src
+  git worktree add --detach -q "$worktree" "$BASELINE_REF"
+  (cd "$worktree" && $GO test -c -o "$tmp/baseline.test" ./src/egress/)
+fi
+
+run() { # BIN: one round, the benchmark lines
+  "$1" -test.run '^$' -test.bench 'HTTPSRequest' -test.benchtime 500x -test.count 1 2>/dev/null | grep '^BenchmarkHTTPSRequest'
+}
+: > "$tmp/current.out"
+: > "$tmp/baseline.out"
+for r in $(seq "$ROUNDS"); do
+  run "$tmp/current.test" >> "$tmp/current.out"
+  if [ -n "${BASELINE_REF:-}" ]; then
+    run "$tmp/baseline.test" >> "$tmp/baseline.out"
+  fi
+done
+
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+med() { grep "$2/$3" "$tmp/$1.out" | awk '{print $3}' | median; }
 for conn in keepalive new; do
-  t=$(echo "$out" | grep "tunnel/$conn" | awk '{print $3}' | median)
-  i=$(echo "$out" | grep "intercepted/$conn" | awk '{print $3}' | median)
+  t=$(med current tunnel "$conn"); i=$(med current intercepted "$conn")
   awk -v c="$conn" -v t="$t" -v i="$i" 'BEGIN {printf "%-10s tunnel %8.0f us/req  intercepted %8.0f us/req  ratio %.2fx\n", c, t/1000, i/1000, i/t}'
+  if [ -n "${BASELINE_REF:-}" ]; then
+    bt=$(med baseline tunnel "$conn"); bi=$(med baseline intercepted "$conn")
+    awk -v c="$conn" -v t="$bt" -v i="$bi" -v ref="$BASELINE_REF" 'BEGIN {printf "%-10s tunnel %8.0f us/req  intercepted %8.0f us/req  ratio %.2fx  (%s)\n", c, t/1000, i/1000, i/t, ref}'
+    awk -v c="$conn" -v i="$i" -v b="$bi" -v ref="$BASELINE_REF" 'BEGIN {printf "%-10s intercepted, this tree / %s: %.2fx\n", c, ref, i/b}'
+  fi
 done

@@ -12,6 +12,13 @@
 //	netprobe req METHOD URL [HEADER: VALUE]
 //	                          a request through $HTTP(S)_PROXY, trusting
 //	                          $SSL_CERT_FILE: "status=N body=…" or "error=…"
+//	netprobe fetch [-k] [-o FILE] [-H 'K: V']... [-d BODY] METHOD URL
+//	                          a request through $HTTP(S)_PROXY, trusting
+//	                          $SSL_CERT_FILE (-k: any certificate, as a
+//	                          client inside an opaque tunnel may), no
+//	                          redirects, no decompression: "status=N
+//	                          ce=ENCODINGS raw=BASE64 OF THE BODY" or
+//	                          "error=…"; -o also writes the body to FILE
 //	netprobe tunnel HOST:PORT CONNECT through $HTTPS_PROXY (asking again while
 //	                          it answers 403, for 15 s: a policy being
 //	                          reloaded), send "held-bytes\n", print
@@ -21,6 +28,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -33,6 +41,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "fetch" {
+		fetch(os.Args[2:])
+		return
+	}
 	if len(os.Args) >= 4 && os.Args[1] == "req" {
 		request(os.Args[2], os.Args[3], os.Args[4:])
 		return
@@ -110,6 +122,77 @@ func request(method, u string, headers []string) {
 	}
 	c := &http.Client{Timeout: 8 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
 	report(c.Do(req))
+}
+
+// fetch sends one request as the arguments say and prints the body it got
+// back byte for byte (base64), with its Content-Encoding headers.
+func fetch(args []string) {
+	var hdrs []string
+	var body, out string
+	hasBody, insecure := false, false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case "-k":
+			insecure = true
+			args = args[1:]
+			continue
+		}
+		if len(args) < 2 {
+			fmt.Println("error=usage")
+			return
+		}
+		switch args[0] {
+		case "-H":
+			hdrs = append(hdrs, args[1])
+		case "-d":
+			body, hasBody = args[1], true
+		case "-o":
+			out = args[1]
+		default:
+			fmt.Println("error=unknown flag " + args[0])
+			return
+		}
+		args = args[2:]
+	}
+	if len(args) != 2 {
+		fmt.Println("error=usage: fetch [flags] METHOD URL")
+		return
+	}
+	var rb io.Reader
+	if hasBody {
+		rb = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(args[0], args[1], rb)
+	if err != nil {
+		fmt.Printf("error=%s\n", oneLine(err.Error()))
+		return
+	}
+	for _, h := range hdrs {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, DisableCompression: true}
+	if insecure {
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	}
+	c := &http.Client{Timeout: 8 * time.Second, Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		fmt.Printf("error=%s\n", oneLine(err.Error()))
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		fmt.Printf("error=%s\n", oneLine(err.Error()))
+		return
+	}
+	if out != "" {
+		os.WriteFile(out, b, 0o600)
+	}
+	fmt.Printf("status=%d ce=%s raw=%s\n", resp.StatusCode, strings.Join(resp.Header.Values("Content-Encoding"), ","),
+		base64.StdEncoding.EncodeToString(b))
 }
 
 // report prints a response's status and the start of its body, or the
