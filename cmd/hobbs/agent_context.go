@@ -20,10 +20,13 @@ memory.context_budget in config.yaml), then the agent's operational learnings.
 
 For "hobbs" itself it is the session context: claude.md and its learnings with
 all active memories. --format hook prints the JSON a Claude Code SubagentStart
-hook returns (SessionStart for hobbs).`,
+hook returns (SessionStart for hobbs). NAME "-" is that hook, as the image's
+managed settings run it for every sub-agent: the agent's type comes from the
+hook's JSON on stdin; a built-in or unknown one gets the foundation alone.`,
 		Example: `  hobbs agent context researcher
   hobbs agent context finance --budget 4000
-  hobbs agent context reviewer --format json | jq '.memories[].id'`,
+  hobbs agent context reviewer --format json | jq '.memories[].id'
+  echo '{"agent_type":"researcher"}' | hobbs agent context - --format hook`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			return memory.CheckFormat(format)
@@ -32,11 +35,18 @@ hook returns (SessionStart for hobbs).`,
 	cmd.Flags().IntVar(&budget, "budget", 0, "characters at most (default: memory.context_budget)")
 	cmd.Flags().StringVar(&format, "format", "text", "text, hook (hook JSON) or json")
 	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
-		d, err := a.agents(s.In).Get(args[0])
+		limit, err := a.contextBudget(cmd, s, format, budget)
 		if err != nil {
 			return err
 		}
-		limit, err := a.contextBudget(cmd, s, format, budget)
+		if args[0] == "-" {
+			opt, err := subagent.HookContext(s, a.agents(s.In), cmd.InOrStdin(), limit)
+			if err != nil {
+				return err
+			}
+			return a.printContext(s, opt, format)
+		}
+		d, err := a.agents(s.In).Get(args[0])
 		if err != nil {
 			return err
 		}

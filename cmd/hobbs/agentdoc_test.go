@@ -7,7 +7,11 @@ package main
 // assets — exactly what goes into the image.
 
 import (
+	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path"
@@ -22,6 +26,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/agentdoc"
+	"github.com/hobbs-agent/hobbs/src/clitree"
 )
 
 // resolveCommand checks args (the words after "hobbs") against the command
@@ -67,7 +72,7 @@ func resolveCommand(root *cobra.Command, args []string) (*cobra.Command, error) 
 // checkGroup fails when a positional word follows a command that only groups
 // subcommands (it would be an unknown subcommand).
 func checkGroup(cmd *cobra.Command, walking bool, word string) error {
-	if word == "" || !walking || !isGroup(cmd) {
+	if word == "" || !walking || !clitree.IsGroup(cmd) {
 		return nil
 	}
 	var names []string
@@ -329,6 +334,50 @@ func TestSkillsAllowTheirCommands(t *testing.T) {
 	}
 }
 
+// Claude Code's allowed-tools lasts only the turn that invokes a skill
+// (https://code.claude.com/docs/en/skills, "Pre-approve tools for a skill"):
+// every hobbs command a framework skill runs is allowed for the whole
+// session by the image's managed settings drop-in, which a headless run's
+// plan covers (TestPlanInvariants).
+func TestManagedSettingsAllowSkillCommands(t *testing.T) {
+	data, err := fs.ReadFile(hobbs.Assets, "dist/managed-settings.d/50-framework-skills.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms struct {
+		Permissions struct {
+			Allow []string `json:"allow"`
+		} `json:"permissions"`
+	}
+	if err := json.Unmarshal(data, &ms); err != nil || len(ms.Permissions.Allow) == 0 {
+		t.Fatalf("the drop-in has no permissions.allow: %v", err)
+	}
+	des, err := fs.ReadDir(hobbs.Assets, "src/skills")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range des {
+		p := "src/skills/" + d.Name() + "/SKILL.md"
+		md, err := fs.ReadFile(hobbs.Assets, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range agentdoc.Commands(md) {
+			if len(c.Args) == 0 {
+				continue
+			}
+			n++
+			if !agentdoc.BashAllows(ms.Permissions.Allow, c.String()) {
+				t.Errorf("%s:%d: %q is not allowed by the managed settings %q", p, c.Line, c.String(), ms.Permissions.Allow)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no hobbs command found in the framework skills")
+	}
+}
+
 // The example in /capture-playbook is what the model imitates: run it for
 // real and check it creates a playbook that passes lint.
 func TestCapturePlaybookExampleWorks(t *testing.T) {
@@ -376,8 +425,11 @@ func TestCapturePlaybookExampleWorks(t *testing.T) {
 
 // The user documentation is held to the same rule as the agent's: every
 // hobbs command quoted in README.md and docs/*.md names a real command and
-// real flags, so the docs cannot drift from the tool.
+// real flags, so the docs cannot drift from the tool. So is every hint in
+// the Go source (errors' hints, doctor's fixes): each hobbs command it
+// names, in backquotes or not, is a real command with real flags.
 func TestDocCommandsExist(t *testing.T) {
+	t.Run("hints", testHintCommandsExist)
 	files, _ := filepath.Glob("../../docs/*.md")
 	files = append(files, "../../README.md")
 	root := newRoot(&app{})
@@ -397,5 +449,77 @@ func TestDocCommandsExist(t *testing.T) {
 	}
 	if total < 100 {
 		t.Fatalf("only %d commands found in %d files", total, len(files))
+	}
+}
+
+// testHintCommandsExist resolves the hobbs commands the hints of every
+// package (cmd/hobbs and src/*) name (agentdoc.Hints, TextCommands).
+func testHintCommandsExist(t *testing.T) {
+	dirs, _ := filepath.Glob("../../src/*")
+	root := newRoot(&app{})
+	total := 0
+	for _, dir := range append(dirs, ".") {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pkg := range pkgs {
+			files := make([]*ast.File, 0, len(pkg.Files))
+			for _, f := range pkg.Files {
+				files = append(files, f)
+			}
+			for _, h := range agentdoc.Hints(fset, files) {
+				for _, c := range agentdoc.TextCommands(h.Text) {
+					total++
+					if _, err := resolveCommand(root, c.Args); err != nil {
+						t.Errorf("%s: hint %q: %s: %v", strings.TrimPrefix(h.Pos, "../../"), h.Text, c, err)
+					}
+				}
+			}
+		}
+	}
+	if total < 80 {
+		t.Fatalf("only %d commands found in hints", total)
+	}
+}
+
+// The README says, before anything else, what each install route needs
+// from the network and where to go without it: a paragraph "Offline? …"
+// naming each route's hosts, whose quoted sections are headings of
+// docs/setup.md.
+func TestReadmeSaysWhatInstallNeedsOffline(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	intro, _, _ := strings.Cut(string(readme), "\n## ")
+	i := strings.Index(intro, "\nOffline? ")
+	if i < 0 {
+		t.Fatal("README.md has no paragraph \"Offline? …\" before its first section")
+	}
+	para, _, _ := strings.Cut(intro[i+1:], "\n\n")
+	for _, route := range []string{"github.com", "ghcr.io", "`go install", "`make install`", "Go module proxy", "`hobbs build --runtime`",
+		"registry.npmjs.org", "docs/setup.md"} {
+		if !strings.Contains(para, route) {
+			t.Errorf("the offline paragraph does not name %s:\n%s", route, para)
+		}
+	}
+	setup, err := os.ReadFile("../../docs/setup.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := map[string]bool{}
+	for _, h := range agentdoc.Headings(setup) {
+		headings[strings.TrimLeft(h, "# ")] = true
+	}
+	quoted := regexp.MustCompile(`"([^"]+)"`).FindAllStringSubmatch(para, -1)
+	if len(quoted) < 2 {
+		t.Errorf("the offline paragraph names no sections of docs/setup.md:\n%s", para)
+	}
+	for _, q := range quoted {
+		if !headings[q[1]] {
+			t.Errorf("docs/setup.md has no section %q", q[1])
+		}
 	}
 }

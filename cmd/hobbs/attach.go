@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/launcher"
@@ -12,8 +14,11 @@ func newAttachCmd(a *app) *cobra.Command {
 		Use:   "attach NAME",
 		Short: "Attach your terminal to a running session",
 		Long: `Attach your terminal to the agent of a running session (docker attach: detach
-again with Ctrl-P Ctrl-Q). --shell opens a new shell in the agent container
-instead, as the session's user, with the same environment.`,
+again with Ctrl-P Ctrl-Q, which it says on a terminal). When the session
+ends while attached (hobbs stop from elsewhere, or its command ends), it
+says so and exits with the agent's exit code (1 for 0). --shell opens a
+new shell in the agent container instead, as the session's user, with the
+same environment.`,
 		Example: "  hobbs attach hobbs-3f9a2c\n  hobbs attach --shell hobbs-3f9a2c",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -21,19 +26,27 @@ instead, as the session's user, with the same environment.`,
 			if err != nil {
 				return err
 			}
-			var dargs []string
 			if shell {
-				dargs = []string{"exec", "-i", "-w", launcher.WorkspaceDir}
+				dargs := []string{"exec", "-i", "-w", launcher.WorkspaceDir}
 				if a.stdinIsTTY() {
 					dargs = append(dargs, "-t")
 				}
 				// With the session's variables (the proxy, mapped secrets),
 				// which are not in the container's configuration.
-				dargs = append(dargs, args[0], "hobbs", "session-env", "--", "/bin/sh", "-l")
-			} else {
-				dargs = []string{"attach", args[0]}
+				return a.passthrough(e, append(dargs, args[0], "hobbs", "session-env", "--", "/bin/sh", "-l"))
 			}
-			return a.passthrough(e, dargs)
+			if a.stdinIsTTY() {
+				a.status("%s", launcher.DetachNote(args[0]))
+			}
+			var code exitStatus
+			if err := a.passthrough(e, []string{"attach", args[0]}); err != nil && !errors.As(err, &code) {
+				return err
+			}
+			msg, err := launcher.AfterAttach(a.ctx, e, args[0], int(code))
+			if msg != "" {
+				a.status("%s", msg)
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&shell, "shell", false, "open a new login shell in the agent container instead")

@@ -11,14 +11,16 @@ import (
 
 func newBuildCmd(a *app) *cobra.Command {
 	var base, tag, binary string
-	var runtimeBase bool
+	var runtimeBase, fromDebian, verbose bool
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the Hobbs image from the binary's embedded assets",
 		Long: `Build the Hobbs image: dist/Dockerfile on top of a runtime base, with this
 binary's embedded identity, skills, templates and policy, and a static linux
 hobbs binary (this one when it is one; else --binary FILE or HOBBS_BINARY).
-The repository is not needed. Build output is streamed to stderr.
+The repository is not needed. stderr shows a line per Dockerfile step (on a
+terminal each replaces the last), --verbose the builder's whole output; the
+whole output of the last build is in $XDG_STATE_HOME/hobbs/logs/build.log.
 
 It builds the image hobbs run uses: --tag, else image from config.yaml, else
 this binary's default (hobbs version prints it): for a development build
@@ -34,9 +36,17 @@ removed, unless a container still uses it (hobbs prune removes it later).
 Debian, Node.js, Claude Code, git, gh, ripgrep, jq, sqlite3, tini) under the
 base image name. It downloads from the internet, and fails at once with a
 hint when this machine cannot reach it (docs/setup.md says how to get a base
-without the internet).`,
+without the internet).
+
+--base-from-debian makes a runtime base, under the same name, where the
+internet is limited to a Debian package mirror: apt downloads the Debian
+packages of --runtime's tools (Node.js, git, gh, ripgrep, jq, sqlite3, tini
+and a shell) from this machine's own sources, and the engine imports their
+files (Debian and Ubuntu hosts; no root needed). Claude Code is not in it:
+it comes only from its own registry (npm).`,
 		Example: `  hobbs build                          # what hobbs run uses, FROM base_image (config.yaml)
   hobbs build --runtime                # the runtime base first (once)
+  hobbs build --base-from-debian       # or one from this machine's Debian packages (no Claude Code)
   hobbs build --base debian-node:1 --tag hobbs:test
   HOBBS_BINARY=./hobbs-linux-arm64 hobbs build   # from a macOS host`,
 		Args: usageArgs(cobra.NoArgs),
@@ -45,6 +55,9 @@ without the internet).`,
 	cmd.Flags().StringVar(&tag, "tag", "", "image name to build (default image from config.yaml, else the image hobbs version prints)")
 	cmd.Flags().StringVar(&binary, "binary", "", "static linux hobbs binary to put in the image (default: this one, or $HOBBS_BINARY)")
 	cmd.Flags().BoolVar(&runtimeBase, "runtime", false, "build the runtime base image (needs the internet) instead")
+	cmd.Flags().BoolVar(&fromDebian, "base-from-debian", false, "build the runtime base from this machine's Debian packages instead (no Claude Code)")
+	cmd.MarkFlagsMutuallyExclusive("runtime", "base-from-debian")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show the builder's whole output, not a line per step")
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		cfg, err := a.config(in)
@@ -55,11 +68,14 @@ without the internet).`,
 		if _, err := e.ServerVersion(cmd.Context()); err != nil {
 			return err
 		}
-		opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut}
-		opt.Defaults(cfg, runtimeBase)
+		opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut, Verbose: verbose}
+		opt.Defaults(cfg, runtimeBase || fromDebian)
 		build := launcher.Build
-		if runtimeBase {
+		switch {
+		case runtimeBase:
 			build = launcher.BuildRuntime
+		case fromDebian:
+			build = launcher.BuildFromDebian
 		}
 		res, err := build(cmd.Context(), opt)
 		if err != nil {

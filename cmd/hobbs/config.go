@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
@@ -15,9 +18,10 @@ func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Show and validate the instance configuration",
-		Long: `config.yaml holds the instance settings; templates/config.yaml (copied at
-init) documents every key. Unknown keys and wrong types are errors.`,
-		Example: "  hobbs config show\n  hobbs config validate",
+		Long: `config.yaml holds the instance settings, each documented in its comments
+(hobbs init writes it); hobbs config keys lists them. Unknown keys and wrong
+types are errors.`,
+		Example: "  hobbs config show\n  hobbs config validate\n  hobbs config keys",
 	}
 	show := &cobra.Command{
 		Use:     "show",
@@ -54,6 +58,24 @@ init) documents every key. Unknown keys and wrong types are errors.`,
 			return nil
 		}),
 	}
-	cmd.AddCommand(show, validate)
+	keys := &cobra.Command{
+		Use:     "keys",
+		Short:   "List every key config.yaml takes, with its default and what it does",
+		Example: "  hobbs config keys\n  hobbs config keys --json | jq -r '.[].key'",
+		Args:    usageArgs(cobra.NoArgs),
+	}
+	keysOut := a.jsonFlag(keys, "print the keys, defaults and their whole comments as JSON")
+	keys.RunE = func(cmd *cobra.Command, args []string) error {
+		tpl, err := fs.ReadFile(hobbs.Templates, "config.yaml")
+		if err != nil {
+			return err
+		}
+		list, err := config.Keys(tpl)
+		if err != nil {
+			return err
+		}
+		return printTable(keysOut, list, "", "KEY\tDEFAULT\tWHAT", func(k config.Key) string { return k.Name + "\t" + cmp.Or(k.Default, `""`) + "\t" + k.Summary() })
+	}
+	cmd.AddCommand(show, validate, keys)
 	return cmd
 }

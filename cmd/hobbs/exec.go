@@ -24,7 +24,7 @@ hobbs exec's. A terminal is passed on when you are on one.`,
 				return err
 			}
 			dargs := []string{"exec", "-i", "-w", launcher.WorkspaceDir}
-			if a.stdinIsTTY() && stdoutIsTTY(a) {
+			if a.onTerminal() {
 				dargs = append(dargs, "-t")
 			}
 			dargs = append(dargs, args[0], "hobbs", "session-env", "--")

@@ -13,6 +13,7 @@ import (
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func newInitCmd(a *app) *cobra.Command {
@@ -67,13 +68,14 @@ foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 				a.status("created  %s", p)
 			}
 			if len(res.Created) == 0 {
-				a.status("%s: already complete, nothing changed (%d paths kept)", in.Root, len(res.Kept))
+				a.status("%s: already complete, nothing changed (%s kept)", in.Root, style.N(len(res.Kept), "path", "paths"))
 			} else if len(res.Kept) > 0 {
 				a.status("kept     %s", strings.Join(res.Kept, ", "))
 			}
 			if res.Git != "" {
 				a.status("git: %s", res.Git)
 			}
+			a.status("next: hobbs doctor (checks the instance, config and engine), then hobbs run (starts a session)")
 		})
 	})
 	return cmd

@@ -14,14 +14,15 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/hobbs-agent/hobbs/src/clitree"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/launcher"
-	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/schedule"
 	"github.com/hobbs-agent/hobbs/src/termsafe"
 )
 
@@ -53,6 +54,13 @@ type app struct {
 // decide about a terminal from them).
 var terminalCommands = map[string]bool{"hobbs run": true, "hobbs attach": true}
 
+// quietCommands do not report missed scheduled runs (schedule.MissedRuns),
+// which every other command does: the proxy and the session's
+// environment run in containers, schedule and doctor show them
+// themselves.
+var quietCommands = map[string]bool{"proxy": true, "session-env": true, "completion": true, "__complete": true,
+	"version": true, "schedule": true, "doctor": true}
+
 // Main runs hobbs with args and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -67,6 +75,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stdout, stderr = rawOut, rawErr
 		a.out, a.errOut = rawOut, rawErr
 	}
+	if c, _, err := root.Find(args); err == nil && !quietCommands[strings.Fields(c.CommandPath() + " x")[1]] {
+		a.warnMissed(schedule.MissedRuns(schedule.OptionsFromEnv(nil), time.Now()))
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -75,7 +86,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return errs.OK
 	}
-	code := exitCode(err)
+	code := clitree.ExitCode(err)
 	if code == errs.Interrupted || ctx.Err() != nil {
 		fmt.Fprintln(stderr, "hobbs: interrupted")
 		return errs.Interrupted
@@ -84,47 +95,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &status) { // another process's exit code (hobbs run)
 		return int(status)
 	}
-	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(stderr, "hobbs: %s\n", line)
-	}
-	if h := errs.Hint(err); h != "" {
-		fmt.Fprintf(stderr, "hobbs: hint: %s\n", h)
-	} else if code == errs.Usage && !isConfigError(err) {
-		fmt.Fprintf(stderr, "hobbs: hint: see 'hobbs %s --help'\n", commandPath(root, args))
-	}
+	clitree.Report(stderr, root, args, err)
 	return code
-}
-
-func isConfigError(err error) bool { return strings.Contains(err.Error(), ".yaml:") }
-
-// exitCode maps cobra's own usage errors (unknown command, bad arg count) to
-// exit 2 and a lock still held by another process to 124, however the
-// domain package wrapped it; everything else carries its code in the errs
-// chain.
-func exitCode(err error) int {
-	if errors.Is(err, safefile.ErrLockTimeout) {
-		return errs.Timeout
-	}
-	var e *errs.Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least",
-		"requires at most", "invalid argument", "flag needs an argument", "required flag", "if any flags in the group"} {
-		if strings.Contains(msg, p) {
-			return errs.Usage
-		}
-	}
-	return errs.Failure
-}
-
-func commandPath(root *cobra.Command, args []string) string {
-	c, _, err := root.Find(args)
-	if err != nil || c == nil || c == root {
-		return "<command>"
-	}
-	return strings.TrimPrefix(c.CommandPath(), "hobbs ")
 }
 
 // newRoot builds the command tree: every top-level command, grouped by
@@ -151,108 +123,17 @@ HOBBS_HOME or --instance to choose another.`,
 	}
 	root.SetVersionTemplate("hobbs {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.instanceFlag, "instance", "", "instance directory (default $HOBBS_HOME or $XDG_DATA_HOME/hobbs)")
-	root.SetFlagErrorFunc(flagError)
 	// On the host: set up the instance, check it, run sessions.
 	root.AddCommand(newInitCmd(a), newDoctorCmd(a), newConfigCmd(a), newPolicyCmd(a))
 	root.AddCommand(newBuildCmd(a), newPruneCmd(a), newRunCmd(a), newPsCmd(a), newAttachCmd(a), newExecCmd(a), newLogsCmd(a), newStopCmd(a))
-	root.AddCommand(newScheduleCmd(a))
+	root.AddCommand(newScheduleCmd(a), newReviewCmd(a))
 	// The toolkit the agent uses in its container (and you on the host).
 	root.AddCommand(newMemoryCmd(a), newPlaybookCmd(a), newAgentCmd(a), newTaskCmd(a), newVaultCmd(a))
 	// What the images run: the egress proxy and the session's environment.
 	root.AddCommand(newProxyCmd(a), newSessionEnvCmd(a))
 	root.AddCommand(newVersionCmd(a))
-	addCompletion(root)
-	// cobra itself rejects an unknown command under the root.
-	root.Annotations = map[string]string{groupAnnotation: "true"}
-	for _, c := range root.Commands() {
-		rejectUnknownSubcommands(c)
-	}
+	clitree.Setup(root)
 	return root
-}
-
-// flagError makes a flag parsing error a usage error (exit 2) and, for an
-// unknown flag, suggests the closest flag c takes (cobra suggests commands,
-// not flags).
-func flagError(c *cobra.Command, err error) error {
-	e := &errs.Error{Code: errs.Usage, Msg: err.Error()}
-	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
-	if !ok {
-		return e
-	}
-	if s := closestFlag(c, name); s != "" {
-		e.WithHint("did you mean --%s? (see '%s --help')", s, c.CommandPath())
-	}
-	return e
-}
-
-// closestFlag is the name of c's visible flag (its own or inherited)
-// nearest to name (errs.Closest), "" when none is close.
-func closestFlag(c *cobra.Command, name string) string {
-	var names []string
-	c.Flags().VisitAll(func(f *pflag.Flag) {
-		if !f.Hidden {
-			names = append(names, f.Name)
-		}
-	})
-	return errs.Closest(name, names)
-}
-
-// addCompletion adds cobra's completion command when the tree is built, not at
-// Execute, so that it follows the same conventions as the others (examples,
-// unknown subcommands rejected).
-func addCompletion(root *cobra.Command) {
-	root.InitDefaultCompletionCmd()
-	c, _, err := root.Find([]string{"completion"})
-	if err != nil || c == root {
-		return
-	}
-	c.Example = "  source <(hobbs completion bash)\n  hobbs completion zsh > \"${fpath[1]}/_hobbs\""
-	examples := map[string]string{
-		"bash":       "  source <(hobbs completion bash)\n  hobbs completion bash > /etc/bash_completion.d/hobbs",
-		"zsh":        "  hobbs completion zsh > \"${fpath[1]}/_hobbs\"",
-		"fish":       "  hobbs completion fish > ~/.config/fish/completions/hobbs.fish",
-		"powershell": "  hobbs completion powershell | Out-String | Invoke-Expression",
-	}
-	for _, sub := range c.Commands() {
-		if sub.Example == "" {
-			sub.Example = examples[sub.Name()]
-		}
-	}
-}
-
-// groupAnnotation marks a command that only holds subcommands (its RunE
-// only rejects unknown ones).
-const groupAnnotation = "hobbs.group"
-
-// isGroup reports whether c only holds subcommands.
-func isGroup(c *cobra.Command) bool { return c.Annotations[groupAnnotation] == "true" }
-
-// rejectUnknownSubcommands makes every command group below c (a command
-// that only holds subcommands) fail with exit 2 on an unknown subcommand,
-// where cobra alone would print the help and exit 0 ('hobbs memory bogus').
-// A group called without arguments still prints its help.
-func rejectUnknownSubcommands(c *cobra.Command) {
-	if c.HasSubCommands() && !c.Runnable() {
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[groupAnnotation] = "true"
-		c.Args = cobra.ArbitraryArgs
-		c.SuggestionsMinimumDistance = 2
-		c.RunE = func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cmd.Help()
-			}
-			e := errs.Usagef("unknown command %q for %q", args[0], cmd.CommandPath())
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				e.WithHint("did you mean %s? (see '%s --help')", strings.Join(s, " or "), cmd.CommandPath())
-			}
-			return e
-		}
-	}
-	for _, sub := range c.Commands() {
-		rejectUnknownSubcommands(sub)
-	}
 }
 
 // stdinIsTTY reports whether stdin is an interactive terminal.
@@ -261,15 +142,15 @@ func (a *app) stdinIsTTY() bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// usageArgs wraps a cobra positional-args validator so its errors exit 2.
-func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := v(cmd, args); err != nil {
-			return &errs.Error{Code: errs.Usage, Msg: err.Error()}
-		}
-		return nil
-	}
+// onTerminal reports whether stdin and stdout are both a terminal (stdout
+// itself, not through termsafe: the commands that hand the terminal on).
+func (a *app) onTerminal() bool {
+	f, ok := a.out.(*os.File)
+	return a.stdinIsTTY() && ok && term.IsTerminal(int(f.Fd()))
 }
+
+// usageArgs wraps a cobra positional-args validator so its errors exit 2.
+var usageArgs = clitree.UsageArgs
 
 // textArg returns the text given as arguments (joined by spaces), or read
 // from stdin when the only argument is "-", or when there is none and stdin

@@ -9,12 +9,13 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func newMemoryCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
-		Short: "Keep long-term memory: add, reinforce, supersede, search, load into context",
+		Short: "Keep long-term memory: add, reinforce, supersede, search, recall, load into context",
 		Long: `Memories are Markdown files with YAML frontmatter in the instance's
 memory/active/ (loaded into every session) and memory/archive/ (searchable).
 Every change is atomic, serialised on a lock, appended to memory/history.jsonl
@@ -27,7 +28,7 @@ never rewritten. See docs/memory.md.`,
   hobbs memory context --format hook`,
 	}
 	cmd.AddCommand(memAddCmd(a), memReinforceCmd(a), memSupersedeCmd(a), memTierCmd(a, "archive"),
-		memTierCmd(a, "promote"), memForgetCmd(a), memShowCmd(a), memListCmd(a), memSearchCmd(a), memContextCmd(a),
+		memTierCmd(a, "promote"), memForgetCmd(a), memShowCmd(a), memListCmd(a), memSearchCmd(a), memRecallCmd(a), memContextCmd(a),
 		memTidyCmd(a), memLintCmd(a), memStatsCmd(a))
 	return cmd
 }
@@ -47,7 +48,7 @@ func (a *app) sayAdded(res *memory.AddResult) {
 		a.status("similar: %s (%.2f) %s", c.ID, c.Similarity, c.Summary)
 	}
 	if res.Hint != "" {
-		a.status("hobbs: hint: %s", res.Hint)
+		a.hint("%s", res.Hint)
 	}
 }
 
@@ -206,8 +207,8 @@ The history line and the audit entry name the id, never the text.`,
 				a.status("%s: no file left to remove", res.ID)
 			}
 			if res.Purged {
-				a.status("purged its text from %d history line(s), dropped %d unreadable line(s) naming it; search index dropped",
-					res.HistoryLines, res.HistoryDropped)
+				a.status("purged its text from %s, dropped %s naming it; search index dropped",
+					style.N(res.HistoryLines, "history line", "history lines"), style.N(res.HistoryDropped, "unreadable line", "unreadable lines"))
 			} else {
 				a.status("memory/history.jsonl still holds its text: hobbs memory forget %s --purge takes it out", res.ID)
 			}
@@ -275,7 +276,7 @@ func memListCmd(a *app) *cobra.Command {
 				return nil
 			}
 			memory.WriteList(w, list)
-			a.status("%s", plural(len(list), "memory", "memories"))
+			a.status("%s", style.N(len(list), "memory", "memories"))
 			return nil
 		})
 	})
@@ -321,6 +322,39 @@ derived data, checked against the files and safe to delete.`,
 			memory.WriteHits(w, s.In, hits, files)
 			if len(hits) == 0 {
 				a.status("no match")
+			}
+			return nil
+		})
+	})
+	return cmd
+}
+
+func memRecallCmd(a *app) *cobra.Command {
+	var sf scopeFlags
+	opt := memory.RecallOptions{Limit: memory.DefaultRecallLimit}
+	cmd := &cobra.Command{
+		Use:   "recall QUERY",
+		Short: "Find the memories most likely to answer a question, best first",
+		Long: `recall ranks memories by the words of QUERY in any form (stop words left out)
+in their text and tags; a question about when favours memories that say when.
+Prints id, score, path, first line. For an exact name, use search. See docs/memory.md.`,
+		Example: `  hobbs memory recall "what did I decide about the car insurance?"
+  hobbs memory recall "when did we move to Lyon" --all --limit 5 --json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	sf.add(cmd)
+	cmd.Flags().StringArrayVar(&opt.Tags, "tag", nil, "only memories with this tag (repeatable: any of them)")
+	cmd.Flags().IntVar(&opt.Limit, "limit", opt.Limit, "at most this many memories (0: all that match)")
+	out := a.jsonFlag(cmd, "print as JSON (id, status, tier, path, score, text)")
+	cmd.RunE = a.withMemory(func(cmd *cobra.Command, args []string, s *memory.Store) error {
+		opt.Query, opt.Scope = args[0], sf.scope()
+		list, err := s.Recall(opt)
+		if err != nil {
+			return err
+		}
+		return out.print(list, func(w io.Writer) error {
+			if memory.WriteRecalled(w, s.In, list) == 0 {
+				a.status("nothing recalled")
 			}
 			return nil
 		})
@@ -403,7 +437,7 @@ reinforced) days. Nothing is deleted; hobbs memory promote brings one back.`,
 			for _, r := range res {
 				fmt.Fprintln(w, r)
 			}
-			a.status("%s %d memories", verb, len(res))
+			a.status("%s %s", verb, style.N(len(res), "memory", "memories"))
 			return nil
 		})
 	})
@@ -426,8 +460,8 @@ func memLintCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return a.printLint(out, probs, errs.Failf("%d problem(s) in memory files", len(probs)).
-			WithHint("fix the files by hand; hobbs never rewrites a file it cannot parse"), fmt.Sprintf("%d memories, no problems", n))
+		return a.printLint(out, probs, errs.Failf("%s in memory files", style.N(len(probs), "problem", "problems")).
+			WithHint("fix the files by hand; Hobbs never rewrites a file it cannot parse"), style.N(n, "memory", "memories")+", no problems")
 	})
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/frontmatter"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 // output prints a command's result: as indented JSON with --json, else as
@@ -83,7 +84,14 @@ func (a *app) status(format string, args ...any) { fmt.Fprintf(a.errOut, format+
 // warn prints a warning on stderr: something was skipped or not recorded,
 // and the command went on.
 func (a *app) warn(format string, args ...any) {
-	fmt.Fprintf(a.errOut, "hobbs: warning: "+format+"\n", args...)
+	style.Fprint(a.errOut, style.Warn, "hobbs: warning:")
+	fmt.Fprintf(a.errOut, " "+format+"\n", args...)
+}
+
+// hint prints the next step on stderr, as Main prints an error's hint.
+func (a *app) hint(format string, args ...any) {
+	style.Fprint(a.errOut, style.Hint, "hobbs: hint:")
+	fmt.Fprintf(a.errOut, " "+format+"\n", args...)
 }
 
 // reportProblems runs, once, the report a store helper left in a.problems
@@ -126,14 +134,6 @@ func (a *app) printLint(out *output, probs []frontmatter.Problem, fail error, ok
 	}
 	a.status("%s", ok)
 	return nil
-}
-
-// plural is "1 memory", "2 memories".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // orDash is s, or "-" for an empty field of a table.

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/style"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
@@ -280,7 +279,7 @@ found.`,
 		if err != nil {
 			return err
 		}
-		return a.printLint(out, problems, errs.Failf("%d problem(s) in %d playbook(s)", len(problems), n), fmt.Sprintf("%d playbook(s) ok", n))
+		return a.printLint(out, problems, errs.Failf("%s in %s", style.N(len(problems), "problem", "problems"), style.N(n, "playbook", "playbooks")), style.N(n, "playbook", "playbooks")+" ok")
 	})
 	return cmd
 }
@@ -298,8 +297,8 @@ is 'hobbs policy allow HOST'.
 
 The run: block is rewritten in hobbs's layout (a comment inside it is lost);
 updated becomes today and a dated line goes under Notes. A host already
-listed changes nothing. A block you had approved (hobbs playbook approve)
-stays approved with the host added.`,
+listed changes nothing. A playbook you had approved (hobbs playbook
+approve) stays approved, as written with the host added.`,
 		Example: `  hobbs playbook allow weekly-invoices api.bank.example --reason "the statements API"
   hobbs playbook allow weekly-invoices '*.files.bank.example'`,
 		Args: usageArgs(cobra.ExactArgs(2)),
@@ -311,9 +310,6 @@ stays approved with the host added.`,
 		if err != nil {
 			return err
 		}
-		if res.ApproveErr != nil {
-			a.warn("%s: the run: block changed but its approval was not updated: %v", args[0], res.ApproveErr)
-		}
 		return out.print(res, func(w io.Writer) error {
 			if !res.Changed {
 				a.status("%s: runs already allow %s; nothing changed", res.Name, res.Host)
@@ -322,7 +318,7 @@ stays approved with the host added.`,
 			}
 			if pol, err := effectivePolicy(in); err == nil {
 				if d, err := pol.Check(res.Host); err == nil && !d.Allow && !strings.HasPrefix(res.Host, "*.") {
-					a.status("hobbs: hint: the instance policy does not allow %s yet: hobbs policy allow %s", res.Host, res.Host)
+					a.hint("the instance policy does not allow %s yet: hobbs policy allow %s", res.Host, res.Host)
 				}
 			}
 			return nil
@@ -331,17 +327,19 @@ stays approved with the host added.`,
 	return cmd
 }
 
-// approveRunBlock shows what a run would get and asks, on the terminal,
-// whether to approve the run: block.
-func (a *app) approveRunBlock(in instance.Instance, name string, r *playbook.Run, spec playbook.RunSpec, why error) bool {
-	a.warn("%v", why)
-	spec.WriteSummary(a.errOut)
-	fmt.Fprintf(a.errOut, "Approve this run: block for %s's headless runs? [y/N] ", name)
+// approveRunBlock shows what changed since the approval and what a run
+// would get, and asks, on the terminal, whether to approve the playbook as
+// it was checked.
+func (a *app) approveRunBlock(st *playbook.Store, name string, c playbook.RunCheck) bool {
+	a.warn("%v", c.Unapproved)
+	_, _ = playbook.WriteDiff(a.errOut, st.In, name, c.Doc)
+	c.Spec.WriteSummary(a.errOut)
+	fmt.Fprintf(a.errOut, "Approve %s, as shown, for its headless runs? [y/N] ", name)
 	line, _ := bufio.NewReader(a.in).ReadString('\n')
 	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
 		return false
 	}
-	if _, err := playbook.Approve(in, name, r, time.Now(), a.audit(in)); err != nil {
+	if err := st.ApproveChecked(name, c); err != nil {
 		a.warn("approval not recorded: %v", err)
 		return false
 	}
@@ -387,51 +385,52 @@ review (pending until hobbs task review ID --approve or --reject).`,
 }
 
 func newPlaybookApproveCmd(a *app) *cobra.Command {
+	var diff bool
 	cmd := &cobra.Command{
 		Use:   "approve NAME",
-		Short: "Approve a playbook's run: block for its headless runs (on the host)",
-		Long: `Record the run: block of playbooks/NAME.md as what its headless runs may
-have. Sessions can edit playbooks, so hobbs playbook run gives a run only a
-block you approved on the host: a block that changed since (a host, secret,
-tool or limit added by anyone) is refused until you approve it again. The
-approval is kept in the instance's grants/ directory, which no session
-mounts. hobbs schedule add approves the block it schedules; a run on a
-terminal asks.
+		Short: "Approve a playbook for its headless runs (on the host)",
+		Long: `Record playbooks/NAME.md, as it is now, as what its headless runs carry
+out: its whole text (the run: block and the steps) and every file of the
+instance's skills and sub-agents it names. Sessions can edit playbooks and
+skills, so hobbs playbook run runs only what you approved on the host: a
+playbook that changed since in one byte, or whose named skills or
+sub-agents changed, is refused until you approve it again. The approval
+is kept in the instance's grants/ directory, which no session mounts.
+hobbs schedule add approves what it schedules; a run on a terminal asks;
+allow, stage, reviewed and update on the host keep an approved playbook
+approved as they write it.
 
-It prints what a run would get; review it first with --dry-run.`,
-		Example: `  hobbs playbook run weekly-invoices --dry-run
+It prints what changed since the last approval (on stderr) and what a run
+would get. --diff prints what changed (on stdout) and approves nothing:
+exit 0 when nothing did, 1 otherwise.`,
+		Example: `  hobbs playbook approve weekly-invoices --diff
   hobbs playbook approve weekly-invoices`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 	}
+	cmd.Flags().BoolVar(&diff, "diff", false, "print what changed since the approval; approve nothing")
 	out := a.jsonFlag(cmd, "print the grant as JSON")
 	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
-		if os.Getenv("HOBBS_CONTEXT") == "container" {
-			return errs.Usagef("hobbs playbook approve runs on the host, not in the agent's container")
+		w := a.errOut // the output is the grant
+		if diff {
+			w = a.out
 		}
-		name := args[0]
-		d, _, err := st.Get(name)
-		if err != nil {
+		if changed, err := st.Diff(w, args[0]); err != nil || diff {
+			if err == nil && changed {
+				err = errs.Failf("%s changed since its approval", args[0]).WithHint("approve it: hobbs playbook approve %s", args[0])
+			}
 			return err
-		}
-		if d.Meta.Run == nil {
-			return errs.Usagef("%s has no run: block to approve", name).
-				WithHint("declare what a run needs under run: (docs/playbooks.md), or hobbs playbook allow %s HOST", name)
 		}
 		pol, err := effectivePolicy(in)
 		if err != nil {
 			return err
 		}
-		spec, err := playbook.ComputeRunSpec(name, d.Path, d.Meta, pol)
-		if err != nil {
-			return err
-		}
-		g, err := playbook.Approve(in, name, d.Meta.Run, time.Now(), a.audit(in))
+		g, spec, err := st.ApproveRuns(args[0], pol)
 		if err != nil {
 			return err
 		}
 		return out.print(g, func(w io.Writer) error {
 			spec.WriteSummary(w)
-			a.status("approved the run: block of %s", name)
+			a.status("approved %s for its headless runs", args[0])
 			return nil
 		})
 	})
@@ -489,7 +488,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 		}
 		if dryRun || plan {
 			if c.Unapproved != nil {
-				a.warn("%v; approve it with: hobbs playbook approve %s", c.Unapproved, name)
+				a.warn("%v (%s)", c.Unapproved, errs.Hint(c.Unapproved))
 			}
 			if plan {
 				p, err := a.planPlaybookRun(spec, scheduled, true)
@@ -511,7 +510,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			if scheduled || !a.stdinIsTTY() {
 				return st.Refuse(name, "run: block not approved", c.Unapproved)
 			}
-			if !a.approveRunBlock(in, name, c.Run, spec, c.Unapproved) {
+			if !a.approveRunBlock(st, name, c) {
 				return errs.Usagef("not approved; nothing started")
 			}
 		}

@@ -46,7 +46,7 @@ See docs/egress.md for the format and the services catalog.`,
   hobbs policy deny gist.github.com`,
 	}
 	cmd.AddCommand(newPolicyShowCmd(a), newPolicyCheckCmd(a), newPolicyEditCmd(a, "allow"), newPolicyEditCmd(a, "deny"),
-		newPolicyRmCmd(a))
+		newPolicyEditCmd(a, "trust"), newPolicyRmCmd(a))
 	return cmd
 }
 
@@ -115,9 +115,13 @@ the proxy intercepts HTTPS to it.`,
 func newPolicyEditCmd(a *app, verb string) *cobra.Command {
 	section, what := "domains", "allows"
 	ex := "  hobbs policy allow api.example.com\n  hobbs policy allow '*.example.com'     # subdomains, not example.com itself\n  hobbs policy allow localhost:8080"
-	if verb == "deny" {
+	switch verb {
+	case "deny":
 		section, what = "deny", "denies (deny wins over any allow)"
 		ex = "  hobbs policy deny tracker.example.com\n  hobbs policy deny '*.ads.example.com'"
+	case "trust":
+		section, what = "trusted", "lists the hosts whose responses do not make a session's changes wait for\nhobbs review (docs/memory.md, \"Provenance and quarantine\")"
+		ex = "  hobbs policy trust docs.example.com"
 	}
 	return &cobra.Command{
 		Use:   verb + " DOMAIN",
@@ -125,16 +129,13 @@ func newPolicyEditCmd(a *app, verb string) *cobra.Command {
 		Long: fmt.Sprintf(`%s adds DOMAIN to the %s list of the instance's policy.yaml, which %s.
 DOMAIN is an exact host, "*.example.com" for its subdomains (not the apex), or
 either with a port ("localhost:8080"); without a port, 443 (and 80 for plain
-HTTP) is meant. The file is rewritten atomically with its comments kept; a
-running proxy reloads it within a second.`, verb, section, what),
+HTTP) is meant (trusted: ignores the port). The file is rewritten atomically
+with its comments kept; a running proxy reloads it within a second.`, verb, section, what),
 		Example: ex,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 			f := a.policyFile(in)
-			edit := f.Allow
-			if verb == "deny" {
-				edit = f.Deny
-			}
+			edit := map[string]func(string) (string, bool, error){"allow": f.Allow, "deny": f.Deny, "trust": f.Trust}[verb]
 			pattern, changed, err := edit(args[0])
 			if err != nil {
 				return err
@@ -152,8 +153,8 @@ running proxy reloads it within a second.`, verb, section, what),
 func newPolicyRmCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rm DOMAIN",
-		Short: "Remove DOMAIN from the instance's policy.yaml (undoes allow or deny)",
-		Long: `rm removes DOMAIN from the domains and deny lists of the instance's
+		Short: "Remove DOMAIN from the instance's policy.yaml (undoes allow, deny or trust)",
+		Long: `rm removes DOMAIN from the domains, deny and trusted lists of the instance's
 policy.yaml, the way allow and deny add it: the file is rewritten atomically
 with its comments kept, and a running proxy reloads it within a second.
 DOMAIN is matched in canonical form ("API.Example.com." is api.example.com).

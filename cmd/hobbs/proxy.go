@@ -50,6 +50,7 @@ requests and tunnels (up to --grace) and exits 0.`,
 	f.StringVar(&c.Listen, "listen", "0.0.0.0:3128", "address to listen on: HOST:PORT or unix:PATH")
 	f.StringArrayVar(&c.Policies, "policy", nil, "policy file, repeatable; merged in order (default "+egress.ImagePolicy+")")
 	f.StringVar(&c.AuditPath, "audit", "", "append one JSON line per decision to this file")
+	f.StringVar(&c.Session, "session", "", "the session whose traffic this is, named in each audit line")
 	f.StringVar(&c.TokenFile, "auth-token-file", "", "file holding the proxy token; clients must send it (user hobbs)")
 	f.StringVar(&c.TokenEnv, "auth-token-env", "", "environment variable holding the proxy token (removed from the environment once read)")
 	cmd.MarkFlagsMutuallyExclusive("auth-token-file", "auth-token-env")

@@ -10,15 +10,17 @@ func newPruneCmd(a *app) *cobra.Command {
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "prune",
-		Short: "Remove the images Hobbs built that nothing uses",
-		Long: `Remove the images hobbs build and hobbs run made (labelled dev.hobbs.role)
-that are no longer used: Hobbs images of older hobbs versions or other names,
-and those a rebuild replaced. It keeps the image hobbs run uses now (image in
-config.yaml, else this binary's hobbs:local-<version>), every runtime base
-that has a name (base_image of any instance), images with a registry name,
-and every image a container still uses or another image is built on: the
-engine refuses those, and prune lists them as kept. Images you built
-yourself, without Hobbs's label, are never touched.
+		Short: "Remove the images your hobbs built that nothing uses",
+		Long: `Remove the images your hobbs build and hobbs run made (labelled
+dev.hobbs.role, and dev.hobbs.user with your uid) that are no longer used:
+Hobbs images of older hobbs versions or other names, and those a rebuild
+replaced. It keeps the image hobbs run uses now (image in config.yaml, else
+this binary's hobbs:local-<version>), every runtime base that has a name
+(base_image of any instance), images with a registry name, and every image
+a container still uses or another image is built on: the engine refuses
+those, and prune lists them as kept. Images you built yourself, without
+Hobbs's label, are never touched. Hobbs images of other users on the same
+engine (or of a hobbs that did not label its user) are left, and named.
 
 An image another instance's config.yaml names is removed too when no
 container uses it; that instance's next hobbs run builds it again.`,

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/audit"
@@ -91,7 +90,7 @@ whole. A plan never holds a secret's value or the proxy's token.`,
 			}
 			var code int
 			var err error
-			if !detachedChild && a.stdinIsTTY() && stdoutIsTTY(a) {
+			if !detachedChild && a.onTerminal() {
 				code, err = a.runOnTerminal(cmd.Context(), o)
 			} else {
 				code, err = a.runSession(cmd.Context(), o)
@@ -151,7 +150,7 @@ func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec,
 	if err != nil && (!planOnly || cfg == nil) {
 		return fail(err)
 	}
-	if err := refuseRoot(); err != nil && !planOnly {
+	if err := launcher.RefuseRoot(); err != nil && !planOnly {
 		return fail(err)
 	} else if err != nil {
 		a.warn("as root, hobbs run refuses to start this run; the plan shows it as uid 0 would get it")
@@ -184,7 +183,7 @@ func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec,
 		return fail(err)
 	}
 	spec := launcher.RunSpec{Kind: kind, Name: o.name, Image: launcher.ImageRef(o.image), Command: o.command,
-		TTY: o.detached || (grant == nil && a.stdinIsTTY() && stdoutIsTTY(a)), Playbook: grant, Policy: pol}
+		TTY: o.detached || (grant == nil && a.onTerminal()), Playbook: grant, Policy: pol}
 	p, err := launcher.PlanRun(in, cfg, e.IsPodman(), o.workspace, spec, a.status)
 	return p, in, e, err
 }
@@ -231,7 +230,7 @@ func (a *app) startBackground(o runOptions, extra ...string) (*launcher.Backgrou
 	if err := launcher.ValidName(o.name); err != nil {
 		return nil, instance.Instance{}, err
 	}
-	if err := refuseRoot(); err != nil {
+	if err := launcher.RefuseRoot(); err != nil {
 		return nil, instance.Instance{}, err
 	}
 	in, err := a.instance()
@@ -285,22 +284,4 @@ func (a *app) runOnTerminal(ctx context.Context, o runOptions) (int, error) {
 		return 0, err
 	}
 	return b.Attach(ctx, ready, a.terminal())
-}
-
-// refuseRoot refuses to start a session as root: the agent writes the
-// instance and the workspace with the launcher's uid, so as root every file
-// it makes on the host would be root's, and a container escape would start
-// as root.
-func refuseRoot() error {
-	if os.Getuid() != 0 {
-		return nil
-	}
-	return errs.Usagef("hobbs run will not run the agent as root").
-		WithHint("run hobbs as an ordinary user allowed to use the engine, e.g.: useradd -m -G docker hobbs; " +
-			"then, as that user (su - hobbs): hobbs init && hobbs run (docs/setup.md, \"Running as root\")")
-}
-
-func stdoutIsTTY(a *app) bool {
-	f, ok := a.out.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

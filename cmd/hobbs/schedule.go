@@ -2,9 +2,12 @@ package main
 
 import (
 	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/schedule"
@@ -39,7 +42,8 @@ func newScheduleAddCmd(a *app) *cobra.Command {
 		Short: "Schedule headless runs of an autonomous playbook",
 		Long: `Schedule 'hobbs playbook run NAME' for the instance, with the absolute path of
 this hobbs binary. Only an autonomous playbook with a run: block can be
-scheduled.
+scheduled, and only where the scheduler can fire it (a cron daemon runs, a
+systemd user manager answers); it approves the playbook as it is.
 
 --every takes a Go duration of at least 1m (30m, 2h, 24h, 168h). One that
 divides an hour or a day, or is a day or a week, runs on the clock (every
@@ -95,26 +99,33 @@ func newScheduleListCmd(a *app) *cobra.Command {
 		Short: "List the scheduled playbooks, their next run and last outcome",
 		Long: `List the schedules hobbs made in your scheduler (every instance's), with the
 next run and the outcome of the last run recorded in the instance's task
-log.`,
+log; a due run that did not happen is flagged MISSED.`,
 		Example: `  hobbs schedule list
   hobbs schedule list --json`,
 		Args: usageArgs(cobra.NoArgs),
 	}
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		b, err := schedule.Detect(schedule.OptionsFromEnv(nil))
+		l, err := schedule.ListStatus(schedule.OptionsFromEnv(nil), time.Now())
 		if err != nil {
 			return err
 		}
-		entries, err := b.List()
-		if err != nil {
-			return err
+		if l.CannotFire != nil {
+			a.warn("%v (fix: %s)", l.CannotFire, errs.Hint(l.CannotFire))
 		}
-		rows := schedule.WithLastRuns(entries)
-		none := "no schedules (" + b.Name() + ")"
-		return printTable(out, rows, none, schedule.StatusColumns, schedule.Status.Row)
+		a.warnMissed(l.Rows)
+		return printTable(out, l.Rows, "no schedules ("+l.Backend+")", schedule.StatusColumns, schedule.Status.Row)
 	}
 	return cmd
+}
+
+// warnMissed warns of each schedule whose due run did not happen.
+func (a *app) warnMissed(rows []schedule.Status) {
+	for _, s := range rows {
+		if s.Missed != "" {
+			a.warn("%s (%s)", s.MissedLine(), strings.ReplaceAll(schedule.MissedHint, "NAME", s.Playbook))
+		}
+	}
 }
 
 func newScheduleRmCmd(a *app) *cobra.Command {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 			vault.SetTestScryptWorkFactor(testScryptWorkFactor)
 			os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
+		"maxrss": func() { os.Exit(maxRSSMain(os.Args[1:])) }, // bounded_script_test.go
 	})
 }
 
@@ -97,6 +99,8 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"pause":      cmdPause,
 	// termsafe_test.go
 	"unescape": cmdUnescape,
+	// review_script_test.go
+	"provsession": cmdProvSession,
 }
 
 func TestScripts(t *testing.T) {
@@ -276,15 +280,20 @@ func cmdCountLines(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // require TOOL...: in CI, which installs every tool the scenarios use (see
-// .ci/run), a missing one fails the scenario. Scenarios follow it with
-// "[!exec:TOOL] skip" for machines without the tool outside CI.
+// .ci/run), a missing one fails the scenario. Elsewhere the skip is noted
+// (tooltest.Note: make test lists it at its end), and the scenario's
+// "[!exec:TOOL] skip" or "[exec:TOOL]" conditions skip what needs the tool.
 func cmdRequire(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
 		ts.Fatalf("usage: require TOOL...")
 	}
 	for _, tool := range args {
-		if _, err := exec.LookPath(tool); err != nil && os.Getenv("CI") != "" {
-			ts.Fatalf("%s not found; CI installs it (.ci/run)", tool)
+		if _, err := exec.LookPath(tool); err != nil {
+			if tooltest.InCI() {
+				ts.Fatalf("%s not found; CI installs it (.ci/run): %s", tool, tooltest.Install(tool))
+			}
+			name := strings.TrimPrefix(filepath.Base(ts.Getenv("WORK")), "script-")
+			tooltest.Note("TestScripts/"+name, tool+" not installed (the steps that need it)", tooltest.Install(tool))
 		}
 	}
 }

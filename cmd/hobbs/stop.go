@@ -7,6 +7,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func newStopCmd(a *app) *cobra.Command {
@@ -35,7 +36,7 @@ exits 143.`,
 					fmt.Fprintln(a.out, n)
 				}
 				if err == nil {
-					a.status("stopped %d sessions", len(names))
+					a.status("stopped %s", style.N(len(names), "session", "sessions"))
 				}
 				return err
 			}

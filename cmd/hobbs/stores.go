@@ -17,6 +17,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/style"
 	"github.com/hobbs-agent/hobbs/src/task"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
@@ -74,7 +75,7 @@ func (a *app) withMemory(body func(cmd *cobra.Command, args []string, s *memory.
 			probs := s.Problems()
 			a.warnEach(probs, "")
 			if len(probs) > 0 {
-				a.status("hobbs: hint: %d memory file(s) skipped; fix them by hand (hobbs memory lint lists them)", len(probs))
+				a.hint("%s skipped; fix by hand (hobbs memory lint lists them)", style.N(len(probs), "memory file", "memory files"))
 			}
 		}
 		defer a.reportProblems()
@@ -93,7 +94,9 @@ func (a *app) withPlaybooks(body func(cmd *cobra.Command, args []string, in inst
 		if err != nil {
 			return errs.Wrap(errs.Failure, err, "read the playbook template")
 		}
-		return body(cmd, args, in, playbook.Open(in, c.Playbooks.ReviewEveryDays, tpl, a.audit(in)))
+		st := playbook.Open(in, c.Playbooks.ReviewEveryDays, tpl, a.audit(in))
+		st.Warn = a.warn
+		return body(cmd, args, in, st)
 	})
 }
 

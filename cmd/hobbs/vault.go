@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/style"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
@@ -21,10 +22,14 @@ func newVaultCmd(a *app) *cobra.Command {
 vault/data/NAME.age, readable with the identity in vault/keys/identity.txt.
 
 vault/keys never enters the agent container: the agent can list entry names
-but not decrypt them. A secret reaches a session only when config.yaml maps an
-environment variable to it (env: {GITHUB_TOKEN: vault:github-token}); hobbs run
-decrypts it on the host in memory. Values are never taken from the command
-line, and every access is recorded in the audit log by name.
+but not decrypt them. A secret reaches a session only when config.yaml names
+it: bound to hosts under secrets: (secrets: {GITHUB_TOKEN: {vault:
+github-token, hosts: [api.github.com]}}: the agent holds a placeholder, the
+egress proxy puts the value into requests to those hosts only), or as an
+environment variable under env: (env: {GITHUB_TOKEN: vault:github-token}: the
+agent holds the value). hobbs run decrypts it on the host in memory. Values
+are never taken from the command line, and every access is recorded in the
+audit log by name.
 
 Entry names: ` + vault.NameRule + `.
 A passphrase-protected identity asks on the terminal; scripts can set
@@ -183,7 +188,8 @@ func newVaultGetCmd(a *app) *cobra.Command {
 		Short: "Print a secret on stdout (exactly, no newline added)",
 		Long: `Decrypt vault/data/NAME.age and write the value to stdout byte for byte, with
 no trailing newline added. Needs vault/keys, so it fails inside the agent
-container: there, secrets arrive only through the env mapping in config.yaml.`,
+container: there, secrets arrive only as config.yaml names them (secrets:
+bound to hosts, or env:).`,
 		Example: `  hobbs vault get github-token | gh auth login --with-token
   export API_KEY="$(hobbs vault get api-key)"`,
 		Args: entryNames(cobra.ExactArgs(1)),
@@ -387,7 +393,7 @@ passphrase, --no-passphrase stores it unprotected.`,
 			return err
 		}
 		return out.printLine(res, res.NewKey, func() {
-			a.status("re-encrypted %d entries; old identity retired to %s", res.Entries, res.Retired)
+			a.status("re-encrypted %s; old identity retired to %s", style.N(res.Entries, "entry", "entries"), res.Retired)
 		})
 	})
 	return cmd

@@ -97,14 +97,20 @@ func cmdTreeContains(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Logf("searched %d files under %s", n, args[0])
 }
 
-// ptyrun ANSWERS CMD [ARGS...]: run CMD in a new session whose controlling
-// terminal (and stdin and stderr) is a fresh pseudo-terminal, as a user at a
-// terminal would. Each time the terminal shows a prompt (output ending in
-// ": "), the next line of the file ANSWERS is typed. The terminal transcript
-// becomes stderr, CMD's stdout stays stdout. With "!", CMD must fail.
+// ptyrun [-stdout] ANSWERS CMD [ARGS...]: run CMD in a new session whose
+// controlling terminal (and stdin and stderr) is a fresh pseudo-terminal, as
+// a user at a terminal would. Each time the terminal shows a prompt (output
+// ending in ": "), the next line of the file ANSWERS is typed. The terminal
+// transcript becomes stderr, CMD's stdout stays stdout; with -stdout, stdout
+// is the terminal too. TERM is the scenario's, else dumb. With "!", CMD must
+// fail.
 func cmdPtyRun(ts *testscript.TestScript, neg bool, args []string) {
+	allTTY := len(args) > 0 && args[0] == "-stdout"
+	if allTTY {
+		args = args[1:]
+	}
 	if len(args) < 2 {
-		ts.Fatalf("usage: ptyrun ANSWERS CMD [ARGS...]")
+		ts.Fatalf("usage: ptyrun [-stdout] ANSWERS CMD [ARGS...]")
 	}
 	answers := strings.SplitAfter(ts.ReadFile(args[0]), "\n")
 	master, slave, err := openPTY()
@@ -121,12 +127,19 @@ func cmdPtyRun(ts *testscript.TestScript, neg bool, args []string) {
 	cmd.Args[0] = args[1]
 	cmd.Dir = ts.MkAbs(".")
 	for _, k := range []string{"PATH", "HOME", "USER", "TMPDIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
-		"XDG_STATE_HOME", "HOBBS_HOME", "HOBBS_CONTEXT", vault.EnvPassphraseFile, "NO_COLOR"} {
+		"XDG_STATE_HOME", "HOBBS_HOME", "HOBBS_CONTEXT", "HOBBS_DOCKER", vault.EnvPassphraseFile, "NO_COLOR"} {
 		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
 	}
-	cmd.Env = append(cmd.Env, "TERM=dumb")
+	if t := ts.Getenv("TERM"); t != "" {
+		cmd.Env = append(cmd.Env, "TERM="+t)
+	} else {
+		cmd.Env = append(cmd.Env, "TERM=dumb")
+	}
 	var stdout strings.Builder
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &stdout, slave
+	if allTTY {
+		cmd.Stdout = slave
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	ts.Check(cmd.Start())
 

@@ -6,13 +6,16 @@
 //   - ParseSkill and ValidateSkill check a SKILL.md's frontmatter against
 //     Claude Code's rules (name kebab-case ≤ 64 characters and equal to the
 //     directory, description ≤ 1024, every key one Claude Code documents,
-//     $ARGUMENTS used exactly when an argument-hint is given).
+//     $ARGUMENTS or $N used exactly when an argument-hint is given).
 //   - ParseAgent and ValidateAgent do the same for a sub-agent file.
 //   - BashAllows says whether a skill's allowed-tools pre-approve a command.
 //   - Commands extracts every `hobbs …` command line quoted in the text
 //     (fenced blocks and inline code), split into shell words, so a test can
 //     resolve each against the CLI's real command tree.
 //   - Headings lists the headings, to check required sections.
+//   - Hints finds the hints in Go source (what errors and doctor tell the
+//     user to do next), and TextCommands the hobbs commands a hint names,
+//     so that they are held to the same rule.
 //
 // The package knows Markdown and shell words, not the CLI: it never imports
 // cobra. The resolution lives in cmd/hobbs's tests.
@@ -69,6 +72,11 @@ const (
 	kTools  = "tools" // a comma-separated string or a list of strings
 	kAny    = "any"
 )
+
+// argIndexRe is an indexed argument placeholder of a skill's body: $0 is
+// the first argument, $1 the second (Claude Code's skills docs, "Available
+// string substitutions").
+var argIndexRe = regexp.MustCompile(`\$[0-9]`)
 
 // skillKeys are the frontmatter keys Claude Code documents for skills
 // (https://code.claude.com/docs/en/skills).
@@ -253,12 +261,12 @@ func ValidateSkill(dir string, s *Skill) []Problem {
 	if strings.TrimSpace(s.Body) == "" {
 		probs = append(probs, Problem{s.BodyLine, "the body is empty"})
 	}
-	uses := strings.Contains(s.Body, "$ARGUMENTS")
+	uses := strings.Contains(s.Body, "$ARGUMENTS") || argIndexRe.MatchString(s.Body)
 	if s.ArgumentHint != "" && !uses {
-		probs = append(probs, Problem{s.BodyLine, "argument-hint is set but the body never uses $ARGUMENTS"})
+		probs = append(probs, Problem{s.BodyLine, "argument-hint is set but the body never uses $ARGUMENTS or $N"})
 	}
 	if uses && s.ArgumentHint == "" {
-		add("the body uses $ARGUMENTS: give an argument-hint")
+		add("the body uses $ARGUMENTS or $N: give an argument-hint")
 	}
 	return probs
 }

@@ -2,6 +2,9 @@ package agentdoc
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,6 +192,7 @@ func TestSkillInvalid(t *testing.T) {
 		{"x", "---\nname: x\ndescription: use <b>me</b>\n---\nbody\n", "XML"},
 		{"x", "---\nname: x\ndescription: d\nargument-hint: \"[a]\"\n---\nno args\n", "never uses $ARGUMENTS"},
 		{"x", "---\nname: x\ndescription: d\n---\nuse $ARGUMENTS\n", "give an argument-hint"},
+		{"x", "---\nname: x\ndescription: d\n---\nuse $0\n", "give an argument-hint"},
 		{"x", "---\nname: x\ndescription: d\n---\n\n", "body is empty"},
 		{"x", "---\nname: x\ndescription: d\nallowed-tools: Bash(git add:*, Read\n---\nb\n", "not a tool name"},
 		{"x", "---\nname: x\ndescription: d\nallowed-tools: Bash(git add:*)\n---\nb\n", `write "Bash(git add *)"`},
@@ -226,4 +230,55 @@ func FuzzCommands(f *testing.F) {
 			ValidateSkill("x", s)
 		}
 	})
+}
+
+func TestTextCommands(t *testing.T) {
+	for text, want := range map[string][]string{
+		"run: hobbs vault init — or restore vault/keys/identity.txt":      {"hobbs vault init"},
+		"build it once with `hobbs build --runtime` (needs the internet)": {"hobbs build --runtime"},
+		"hobbs logs %s shows its output, hobbs ps what still runs":        {"hobbs logs VALUE shows its output", "hobbs ps what still runs"},
+		"did you mean --%s? (see 'hobbs memory --help')":                  {"hobbs memory --help"},
+		"pass --base IMAGE or set base_image in config.yaml":              nil,
+		"run hobbs init --foundation in a terminal, or edit %s directly":  {"hobbs init --foundation in a terminal"},
+		"(hobbs memory lint lists them)":                                  {"hobbs memory lint lists them"},
+		"hobbs run --%s x":                                                {"hobbs run"},
+		"Hobbs never rewrites a file it cannot parse":                     nil,
+	} {
+		var got []string
+		for _, c := range TextCommands(text) {
+			got = append(got, c.String())
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("TextCommands(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+func TestHints(t *testing.T) {
+	src := `package p
+const offlineHint = "offline: see ` + "`hobbs build --runtime`" + `"
+func f(e *E, a *A) {
+	e.WithHint("run: hobbs vault init")
+	e.WithHint("%s", offlineHint)
+	e.WithHint(fmt.Sprintf("hobbs stop %s", n) + ", then retry")
+	a.hint("hobbs memory lint")
+	_ = Result{Status: OK, Fix: "run: " + "hobbs doctor"}
+	_ = &Error{Hint: offlineHint}
+	e.WithHint(msg)
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range Hints(fset, []*ast.File{f}) {
+		got = append(got, h.Pos+" "+h.Text)
+	}
+	want := []string{"p.go:2 offline: see `hobbs build --runtime`", "p.go:4 run: hobbs vault init", "p.go:6 hobbs stop %s, then retry",
+		"p.go:7 hobbs memory lint", "p.go:8 run: hobbs doctor", "p.go:9 offline: see `hobbs build --runtime`"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Hints:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -1,7 +1,7 @@
 // Package config loads and validates an instance's config.yaml.
 //
-// templates/config.yaml is the reference: every key is documented there and
-// a test keeps the two in step. Decoding is strict: an unknown key or a value
+// templates/config.yaml is the reference: every key is documented there (and
+// listed from it by hobbs config keys) and a test keeps the two in step. Decoding is strict: an unknown key or a value
 // of the wrong type is an error naming file:line (exit code 2). A config file
 // that does not exist means "all defaults".
 package config
@@ -23,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -44,11 +45,43 @@ type Config struct {
 	Playbooks            Playbooks          `yaml:"playbooks" json:"playbooks"`
 }
 
-// Resources are limits for the agent container.
+// Resources are limits for the agent container, and the free disk the
+// launcher keeps on the host while a session is live.
 type Resources struct {
 	Memory string `yaml:"memory" json:"memory"`
 	PIDs   int    `yaml:"pids" json:"pids"`
 	CPUs   string `yaml:"cpus" json:"cpus"`
+	// MinFreeDisk: the launcher stops a session when a filesystem holding
+	// the agent's shares or workspace has less free space ("1g", "512m";
+	// "0": never).
+	MinFreeDisk string `yaml:"min_free_disk" json:"min_free_disk"`
+}
+
+// DefaultMinFreeDisk is resources.min_free_disk when config.yaml leaves it
+// out: room for the session to end cleanly and its record to be written.
+const DefaultMinFreeDisk = "1g"
+
+// MinFreeDiskBytes is MinFreeDisk in bytes (0: no watch); a value Validate
+// refuses counts as the default.
+func (r Resources) MinFreeDiskBytes() int64 {
+	v := r.MinFreeDisk
+	if v == "" || !memSizeRe.MatchString(v) {
+		v = DefaultMinFreeDisk
+	}
+	mult := int64(1)
+	switch v[len(v)-1] {
+	case 'k', 'K':
+		mult = 1 << 10
+	case 'm', 'M':
+		mult = 1 << 20
+	case 'g', 'G':
+		mult = 1 << 30
+	}
+	n, err := strconv.ParseInt(strings.TrimRight(v, "bkmgBKMG"), 10, 64)
+	if err != nil || n > (1<<62)/mult {
+		return 0
+	}
+	return n * mult
 }
 
 // Memory configures the memory tools.
@@ -152,7 +185,7 @@ func Default() *Config {
 		EgressNet: EgressDefault,
 		Env:       map[string]string{},
 		Secrets:   map[string]Binding{},
-		Resources: Resources{Memory: "4g", PIDs: 512},
+		Resources: Resources{Memory: "4g", PIDs: 512, MinFreeDisk: DefaultMinFreeDisk},
 		Memory:    Memory{ContextBudget: 9500, TidyAfterDays: 90},
 		Playbooks: Playbooks{ReviewEveryDays: 30},
 
@@ -165,7 +198,7 @@ func Default() *Config {
 // link or special file there is refused) over the defaults, then applies
 // environment overrides. A missing file yields the defaults.
 func Load(root safefile.Root, path string) (*Config, error) {
-	data, err := root.ReadFile(path)
+	data, err := root.ReadFile(path, instance.MaxTextFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		c := Default()
 		c.applyEnv()
@@ -188,7 +221,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	c := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(path, syntaxError(data, err))
+		return nil, yamlError(path, syntaxError(data, err), nil)
 	}
 	if len(root.Content) == 0 { // empty or comments only
 		return c, nil
@@ -196,7 +229,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil {
-		return nil, yamlError(path, err)
+		return nil, yamlError(path, err, root.Content[0])
 	}
 	if c.Env == nil {
 		c.Env = map[string]string{}
@@ -259,8 +292,10 @@ func syntaxError(data []byte, err error) error {
 // once): a config.yaml is a few dozen lines.
 const maxSyntaxScan = 2000
 
-// yamlError turns yaml.v3's errors into "path:line: message" lines.
-func yamlError(path string, err error) error {
+// yamlError turns yaml.v3's errors into "path:line: message" lines; an
+// unknown key gets the nearest known key of its mapping (root: the
+// document's mapping, nil for a syntax error).
+func yamlError(path string, err error, root *yaml.Node) error {
 	var msgs []string
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
@@ -276,6 +311,11 @@ func yamlError(path string, err error) error {
 		}
 		if sm := unknownRe.FindStringSubmatch(text); sm != nil {
 			text = fmt.Sprintf("unknown key %q", sm[1])
+			if n, err := strconv.Atoi(line); err == nil {
+				if s := suggestKey(root, n, sm[1]); s != "" {
+					text += fmt.Sprintf(" (did you mean %s?)", s)
+				}
+			}
 		} else if sm := wrongTypeRe.FindStringSubmatch(text); sm != nil {
 			got := kindName(sm[1])
 			if sm[2] != "" {
@@ -290,7 +330,7 @@ func yamlError(path string, err error) error {
 		}
 	}
 	return &errs.Error{Code: errs.Usage, Msg: strings.Join(out, "\n"),
-		Hint: "correct that line of config.yaml; every key is documented in its comments and in templates/config.yaml"}
+		Hint: "correct that line of config.yaml; `hobbs config keys` lists every key with its default and meaning"}
 }
 
 func kindName(tag string) string {
@@ -390,6 +430,9 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 	}
 	if c.Resources.Memory != "" && !memSizeRe.MatchString(c.Resources.Memory) {
 		bad([]string{"resources", "memory"}, "%q is not a size like 4g or 512m", c.Resources.Memory)
+	}
+	if c.Resources.MinFreeDisk != "" && !memSizeRe.MatchString(c.Resources.MinFreeDisk) {
+		bad([]string{"resources", "min_free_disk"}, "%q is not a size like 1g or 512m (0: no watch)", c.Resources.MinFreeDisk)
 	}
 	if c.Resources.CPUs != "" {
 		if f, err := strconv.ParseFloat(c.Resources.CPUs, 64); err != nil || f <= 0 {

@@ -53,6 +53,9 @@ func TestErrorsNameFileAndLine(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
 		{"unknown top", "image: x\nbogus: 1\n", `c.yaml:2: unknown key "bogus"`},
 		{"unknown nested", "memory:\n  context_budget: 5000\n  budjet: 3\n", `c.yaml:3: unknown key "budjet"`},
+		{"did you mean", "image: x\nworkspce: ~/w\n", `c.yaml:2: unknown key "workspce" (did you mean workspace?)`},
+		{"did you mean nested", "resources:\n  memroy: 2g\n", `c.yaml:2: unknown key "memroy" (did you mean memory?)`},
+		{"did you mean in a binding", "secrets:\n  T:\n    vualt: t\n    hosts: [a.b]\n", `c.yaml:3: unknown key "vualt" (did you mean vault?)`},
 		{"wrong type", "resources:\n  pids: many\n", `c.yaml:2: wrong type: string "many" where an integer is expected`},
 		{"wrong type map", "env: [a, b]\n", `c.yaml:1: wrong type`},
 		{"syntax", "image: [unclosed\n", `c.yaml:`},
@@ -61,6 +64,7 @@ func TestErrorsNameFileAndLine(t *testing.T) {
 		{"budget", "memory:\n  context_budget: 10\n", `c.yaml:2: memory.context_budget`},
 		{"egress network", "image: x\negress_network: \"--privileged\"\n", `c.yaml:2: egress_network: "--privileged" is neither`},
 		{"egress network empty", "egress_network: \"\"\n", `c.yaml:1: egress_network`},
+		{"min free disk", "resources:\n  min_free_disk: lots\n", `c.yaml:2: resources.min_free_disk: "lots" is not a size like 1g or 512m (0: no watch)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -263,5 +267,72 @@ func TestSecretsSection(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// An unknown key far from every known one gets no guess, and the hint names
+// hobbs config keys, not a file only the repository has.
+func TestUnknownKeyHint(t *testing.T) {
+	_, err := Parse("c.yaml", []byte("zzzzzz: 1\n"))
+	if err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Fatalf("error %v", err)
+	}
+	if h := errs.Hint(err); !strings.Contains(h, "hobbs config keys") || strings.Contains(h, "templates/") {
+		t.Fatalf("hint %q", h)
+	}
+}
+
+// Keys lists every setting of Config from the template, with its default
+// and its comment.
+func TestKeys(t *testing.T) {
+	data, err := os.ReadFile("../../templates/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := Keys(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Key{}
+	for _, k := range keys {
+		got[k.Name] = k
+		if k.Doc == "" {
+			t.Errorf("%s: no comment in the template", k.Name)
+		}
+	}
+	var want []string
+	var leaves func(rt reflect.Type, prefix string)
+	leaves = func(rt reflect.Type, prefix string) {
+		for i := 0; i < rt.NumField(); i++ {
+			f := rt.Field(i)
+			if f.Type.Kind() == reflect.Struct {
+				leaves(f.Type, prefix+yamlName(f)+".")
+				continue
+			}
+			want = append(want, prefix+yamlName(f))
+		}
+	}
+	leaves(reflect.TypeOf(Config{}), "")
+	for _, w := range want {
+		if _, ok := got[w]; !ok {
+			t.Errorf("Keys lacks %s", w)
+		}
+	}
+	if len(keys) != len(want) {
+		t.Errorf("Keys has %d keys, Config %d: %v", len(keys), len(want), keys)
+	}
+	for name, def := range map[string]string{"base_image": "hobbs-runtime:latest", "resources.pids": "512", "env": "{}", "image": ""} {
+		if got[name].Default != def {
+			t.Errorf("%s: default %q, want %q", name, got[name].Default, def)
+		}
+	}
+	if d := got["resources.memory"].Doc; d != "docker --memory" {
+		t.Errorf("a line comment: %q", d)
+	}
+	if s := got["workspace"].Summary(); s != "Host directory mounted at ~/hobbs/workspace in the agent container." {
+		t.Errorf("summary: %q", s)
+	}
+	if d := got["env"].Doc; strings.Contains(d, "GITHUB_TOKEN") {
+		t.Errorf("the example is not prose: %q", d)
 	}
 }

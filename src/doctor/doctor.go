@@ -19,6 +19,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 // Status of a check result.
@@ -95,11 +96,13 @@ func Run(ctx context.Context, env *Env) []Result {
 	return out
 }
 
-// WriteResults prints results for a reader, a line each: status, check and
-// message in columns, and under anything not ok its fix.
+// WriteResults prints results for a reader, a line each: status (in its
+// colour on a terminal), check and message in columns, and under anything
+// not ok its fix.
 func WriteResults(w io.Writer, rs []Result) error {
 	for _, r := range rs {
-		fmt.Fprintf(w, "%-4s  %-22s %s\n", r.Status, r.Check, r.Message)
+		style.Fprint(w, map[Status]style.Kind{OK: style.OK, Warn: style.Warn, Fail: style.Fail}[r.Status], fmt.Sprintf("%-4s", r.Status))
+		fmt.Fprintf(w, "  %-22s %s\n", r.Check, r.Message)
 		if r.Fix != "" && r.Status != OK {
 			fmt.Fprintf(w, "      %-22s fix: %s\n", "", r.Fix)
 		}
@@ -131,11 +134,11 @@ func Summary(rs []Result) (ok, warn, fail int, onlyMissing bool) {
 func Verdict(rs []Result) (string, error) {
 	ok, warn, fail, onlyMissing := Summary(rs)
 	if fail == 0 {
-		return fmt.Sprintf("%d ok, %d warnings", ok, warn), nil
+		return fmt.Sprintf("%d ok, %s", ok, style.N(warn, "warning", "warnings")), nil
 	}
 	code := errs.Failure
 	if onlyMissing {
 		code = errs.Missing
 	}
-	return "", &errs.Error{Code: code, Msg: fmt.Sprintf("%d checks failed (%d ok, %d warnings)", fail, ok, warn)}
+	return "", &errs.Error{Code: code, Msg: fmt.Sprintf("%s failed (%d ok, %s)", style.N(fail, "check", "checks"), ok, style.N(warn, "warning", "warnings"))}
 }

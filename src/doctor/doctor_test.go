@@ -17,7 +17,7 @@ func TestSummary(t *testing.T) {
 		line           string
 		code           int
 	}{
-		{"healthy", []Result{ok, warn}, 1, 1, 0, false, "1 ok, 1 warnings", errs.OK},
+		{"healthy", []Result{ok, warn}, 1, 1, 0, false, "1 ok, 1 warning", errs.OK},
 		{"only the engine is missing", []Result{ok, missing}, 1, 0, 1, true, "", errs.Missing},
 		{"missing and broken", []Result{missing, broken, ok}, 1, 0, 2, false, "", errs.Failure},
 		{"broken", []Result{broken}, 0, 0, 1, false, "", errs.Failure},
@@ -32,7 +32,7 @@ func TestSummary(t *testing.T) {
 			t.Errorf("%s: Verdict = %q, %v; want %q, exit %d", c.name, line, err, c.line, c.code)
 		}
 	}
-	if _, err := Verdict([]Result{ok, broken}); err == nil || err.Error() != "1 checks failed (1 ok, 0 warnings)" {
+	if _, err := Verdict([]Result{ok, broken}); err == nil || err.Error() != "1 check failed (1 ok, 0 warnings)" {
 		t.Errorf("failure message: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func init() {
@@ -19,6 +20,7 @@ func init() {
 	Register(Check{Name: "instance.files", Order: 15, Run: checkFiles})
 	Register(Check{Name: "instance.foundation", Order: 16, Run: checkFoundation})
 	Register(Check{Name: "instance.permissions", Order: 20, Run: checkPermissions})
+	Register(Check{Name: "instance.quarantine", Order: 17, Run: checkQuarantine})
 	Register(Check{Name: "config", Order: 30, Run: checkConfig})
 }
 
@@ -54,7 +56,7 @@ func checkLayout(_ context.Context, env *Env) []Result {
 // the user's values and goals. A missing file is instance.layout's to
 // report, a link or special file instance.files'.
 func checkFoundation(_ context.Context, env *Env) []Result {
-	data, err := env.Instance.FS().ReadFile(env.Instance.Foundation())
+	data, err := env.Instance.FS().ReadFile(env.Instance.Foundation(), instance.MaxTextFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, safefile.ErrUnsafe):
 		return nil
@@ -94,9 +96,14 @@ func checkFiles(_ context.Context, env *Env) []Result {
 			return nil
 		}
 		rel := filepath.ToSlash(in.Rel(p))
+		if rel == "quarantine" {
+			return fs.SkipDir // hostile by definition: instance.quarantine lists it
+		}
 		why := untrusted(d)
 		switch {
 		case why != "":
+		case instance.TrustedIn(rel) != "":
+			why = instance.TrustedIn(rel)
 		case d.Name() == ".git" && rel != ".git":
 			// git on the host uses it when run there, or from the
 			// instance's own repository (an embedded repository).
@@ -121,19 +128,35 @@ func checkFiles(_ context.Context, env *Env) []Result {
 	var out []Result
 	if len(found) > 0 {
 		out = append(out, Result{Status: Fail,
-			Message: fmt.Sprintf("%d untrusted entries in the instance (hobbs refuses them): %s", len(found), capList(found)),
+			Message: fmt.Sprintf("%s in the instance (hobbs refuses them): %s", style.N(len(found), "untrusted entry", "untrusted entries"), capList(found)),
 			Fix: "inspect each (ls -l); an agent may have planted it: move what it points to back in place if it " +
 				"is yours, remove the entry, then run hobbs doctor again"})
 	}
 	if len(unreadable) > 0 {
 		out = append(out, Result{Status: Warn,
-			Message: fmt.Sprintf("%d paths could not be read: %s", len(unreadable), capList(unreadable)),
+			Message: fmt.Sprintf("%s could not be read: %s", style.N(len(unreadable), "path", "paths"), capList(unreadable)),
 			Fix:     "give your user read access to the instance (chmod u+rX)"})
 	}
 	if len(out) == 0 {
 		out = append(out, Result{Status: OK, Message: "no links, FIFOs, sockets, devices or setuid/setgid files"})
 	}
 	return out
+}
+
+// checkQuarantine names what a session's start or end moved out of the
+// shares (instance.Neutralise): kept for the user to inspect, where no
+// session reaches it.
+func checkQuarantine(_ context.Context, env *Env) []Result {
+	list, err := env.Instance.QuarantineList()
+	switch {
+	case err != nil:
+		return []Result{{Status: Warn, Message: "the quarantine could not be read: " + err.Error(), Fix: "inspect " + env.Instance.Quarantine()}}
+	case len(list) == 0:
+		return []Result{{Status: OK, Message: "nothing moved out of the shares"}}
+	}
+	return []Result{{Status: Warn,
+		Message: fmt.Sprintf("%d entries a session left in the shares for host tools (a .git, an .envrc…) were moved aside: %s", len(list), capList(list)),
+		Fix:     "inspect them (never with git or direnv there: read the files), then remove " + env.Instance.Quarantine()}}
 }
 
 // inDirShare reports whether rel (slash-separated, relative to the root)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
@@ -130,12 +131,14 @@ func TestCheckFilesGitAndHardLinks(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(in.Data(), "a"), []byte("x"), 0o644)
 	os.Link(filepath.Join(in.Data(), "a"), filepath.Join(in.Data(), "b"))
+	os.WriteFile(filepath.Join(in.Data(), ".envrc"), []byte("x"), 0o644)
 	res := filesResult(t, in)
 	msg := ""
 	for _, r := range res {
 		msg += r.Message + "\n"
 	}
-	for _, want := range []string{"memory/sub/.git (a git repository", "policy.yaml (2 hard links"} {
+	for _, want := range []string{"memory/sub/.git (.git in a share the agent writes (git runs its hooks", "policy.yaml (2 hard links",
+		"data/.envrc (.envrc in a share the agent writes (direnv loads it"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("check does not name %q:\n%s", want, msg)
 		}
@@ -160,5 +163,25 @@ func TestCheckFoundation(t *testing.T) {
 	os.WriteFile(in.Foundation(), []byte("## Core Values\n\n- Honesty\n"), 0o644)
 	if rs := checkFoundation(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != OK {
 		t.Errorf("filled: %+v", rs)
+	}
+}
+
+// What a session's end moved aside is named, and not counted again as
+// untrusted entries of the instance.
+func TestCheckQuarantine(t *testing.T) {
+	in := instance.Instance{Root: t.TempDir()}
+	if rs := checkQuarantine(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != OK {
+		t.Fatalf("empty: %+v", rs)
+	}
+	os.MkdirAll(filepath.Join(in.MemoryDir(), "notes", ".git"), 0o755)
+	if _, err := in.Neutralise("s", time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	rs := checkQuarantine(context.Background(), &Env{Instance: in})
+	if len(rs) != 1 || rs[0].Status != Warn || !strings.Contains(rs[0].Message, "/memory/notes/.git.quarantined") {
+		t.Fatalf("after a move: %+v", rs)
+	}
+	if rs := filesResult(t, in); rs[0].Status != OK {
+		t.Errorf("the quarantine counted as untrusted entries: %+v", rs)
 	}
 }

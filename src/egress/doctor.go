@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
+	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
 func init() {
@@ -18,7 +19,7 @@ func init() {
 // after the image's default.
 func checkPolicy(_ context.Context, env *doctor.Env) []doctor.Result {
 	path := env.Instance.Policy()
-	data, err := env.Instance.FS().ReadFile(path)
+	data, err := env.Instance.FS().ReadFile(path, instance.MaxTextFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []doctor.Result{{Status: doctor.OK, Message: "no policy.yaml: the default policy applies"}}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -26,7 +27,7 @@ func LoadEffective(root safefile.Root, defaultName string, defaultSrc []byte, in
 	if err != nil {
 		return nil, err
 	}
-	data, err := root.ReadFile(instancePath)
+	data, err := root.ReadFile(instancePath, instance.MaxTextFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Merge(def), nil
 	}
@@ -57,6 +58,11 @@ type PolicyFile struct {
 // Allow adds entry to the domains list; see Edit.
 func (f PolicyFile) Allow(entry string) (string, bool, error) {
 	return f.add("allow", "domains", entry)
+}
+
+// Trust adds entry to the trusted list; see Edit.
+func (f PolicyFile) Trust(entry string) (string, bool, error) {
+	return f.add("trust", "trusted", entry)
 }
 
 // Deny adds entry to the deny list; see Edit.
@@ -104,7 +110,7 @@ func (f PolicyFile) record(event, pattern, entry string, detail map[string]any, 
 // reported and never rewritten. It returns the canonical pattern and whether
 // the file changed (false when the entry was already there).
 func Edit(fsys safefile.Root, path, lockPath, section, entry string, template []byte) (string, bool, error) {
-	if section != "domains" && section != "deny" {
+	if section != "domains" && section != "deny" && section != "trusted" {
 		return "", false, fmt.Errorf("egress: cannot edit section %q", section)
 	}
 	rule, err := ParseRule(entry)
@@ -116,7 +122,7 @@ func Edit(fsys safefile.Root, path, lockPath, section, entry string, template []
 		return "", false, errs.Wrap(errs.Timeout, err, "policy is locked")
 	}
 	defer unlock()
-	data, err := fsys.ReadFile(path)
+	data, err := fsys.ReadFile(path, instance.MaxTextFile)
 	perm := fs.FileMode(0o644)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -132,14 +138,14 @@ func Edit(fsys safefile.Root, path, lockPath, section, entry string, template []
 	if err != nil {
 		return "", false, err
 	}
-	for _, r := range append(append([]*Rule{}, cur.Domains...), cur.Deny...) {
+	for _, r := range append(append(append([]*Rule{}, cur.Domains...), cur.Deny...), cur.Trusted...) {
 		if r.Pattern != rule.Pattern {
 			continue
 		}
 		if r.section == section {
 			return rule.Pattern, false, nil
 		}
-		if section == "domains" {
+		if section == "domains" && r.section == "deny" {
 			return "", false, errs.Usagef("%s is listed under deny at %s; deny wins", rule.Pattern, r.Source).
 				WithHint("remove it from deny in %s first", path)
 		}
@@ -197,7 +203,7 @@ func Edit(fsys safefile.Root, path, lockPath, section, entry string, template []
 	return rule.Pattern, true, nil
 }
 
-// Unlist removes entry from the domains and deny lists of the policy file at
+// Unlist removes entry from the domains, deny and trusted lists of the policy file at
 // path, under lockPath, keeping the file's comments and layout, replacing it
 // atomically; both paths are opened beneath fsys. The file is validated
 // before and after; an invalid file is reported and never rewritten. It
@@ -213,7 +219,7 @@ func Unlist(fsys safefile.Root, path, lockPath, entry string) (string, []string,
 		return "", nil, errs.Wrap(errs.Timeout, err, "policy is locked")
 	}
 	defer unlock()
-	data, err := fsys.ReadFile(path)
+	data, err := fsys.ReadFile(path, instance.MaxTextFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil, errs.Missingf("%s is not listed in %s (there is no such file)", rule.Pattern, path)
 	}
@@ -236,7 +242,7 @@ func Unlist(fsys safefile.Root, path, lockPath, entry string) (string, []string,
 		root := doc.Content[0]
 		for i := 0; i+1 < len(root.Content); i += 2 {
 			section, seq := root.Content[i].Value, root.Content[i+1]
-			if (section != "domains" && section != "deny") || seq.Kind != yaml.SequenceNode {
+			if (section != "domains" && section != "deny" && section != "trusted") || seq.Kind != yaml.SequenceNode {
 				continue
 			}
 			kept := seq.Content[:0]

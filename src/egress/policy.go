@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -44,10 +45,13 @@ type Policy struct {
 	Deny         []*Rule        `json:"deny"`
 	AllowPrivate []netip.Prefix `json:"allow_private"`
 	Rules        []*HostRules   `json:"rules"`
-	Files        []string       `json:"files"`
+	// Trusted are the hosts whose responses do not taint a session
+	// (besides the claude service's, always trusted): src/provenance.
+	Trusted []*Rule  `json:"trusted"`
+	Files   []string `json:"files"`
 
-	allow, deny, rules ruleIndex
-	rulesOf            map[*Rule]*HostRules
+	allow, deny, rules, trusted ruleIndex
+	rulesOf                     map[*Rule]*HostRules
 }
 
 type ruleIndex struct {
@@ -140,7 +144,7 @@ func allowPortOK(connect bool) func(*Rule, int) bool {
 // directory (the instance root, or /etc/hobbs in the proxy's container):
 // a link or special file in its place is refused, never followed.
 func ParseFile(path string) (*Policy, error) {
-	data, err := safefile.Beneath(filepath.Dir(path)).ReadFile(filepath.Base(path))
+	data, err := safefile.Beneath(filepath.Dir(path)).ReadFile(filepath.Base(path), instance.MaxTextFile)
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read policy")
 	}
@@ -188,7 +192,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 		problems = append(problems, fmt.Sprintf("%s:%d: %s", name, n.Line, fmt.Sprintf(format, args...)))
 	}
 	if root.Kind != yaml.MappingNode {
-		bad(root, "a policy is a mapping with keys services, domains, deny, allow_private, rules")
+		bad(root, "a policy is a mapping with keys services, domains, deny, allow_private, rules, trusted")
 		return nil, errs.Usagef("%s", strings.Join(problems, "\n"))
 	}
 	seen := map[string]bool{}
@@ -208,7 +212,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 			if k.Value == "rules" {
 				break
 			}
-			if k.Value == "services" || k.Value == "domains" || k.Value == "deny" || k.Value == "allow_private" {
+			if k.Value == "services" || k.Value == "domains" || k.Value == "deny" || k.Value == "allow_private" || k.Value == "trusted" {
 				bad(v, "%s must be a list", k.Value)
 				continue
 			}
@@ -231,7 +235,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 				}
 				p.Services = append(p.Services, s)
 			}
-		case "domains", "deny":
+		case "domains", "deny", "trusted":
 			for _, it := range items {
 				if it.Kind != yaml.ScalarNode {
 					continue
@@ -242,10 +246,13 @@ func Parse(name string, data []byte) (*Policy, error) {
 					continue
 				}
 				r.Source, r.section = fmt.Sprintf("%s:%d", name, it.Line), k.Value
-				if k.Value == "domains" {
+				switch k.Value {
+				case "domains":
 					p.Domains = append(p.Domains, r)
-				} else {
+				case "deny":
 					p.Deny = append(p.Deny, r)
+				default:
+					p.Trusted = append(p.Trusted, r)
 				}
 			}
 		case "rules":
@@ -269,7 +276,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 				p.AllowPrivate = append(p.AllowPrivate, pre.Masked())
 			}
 		default:
-			bad(k, "unknown key %q (known: services, domains, deny, allow_private, rules)", k.Value)
+			bad(k, "unknown key %q (known: services, domains, deny, allow_private, rules, trusted)", k.Value)
 		}
 	}
 	if len(problems) > 0 {
@@ -374,6 +381,7 @@ func Merge(ps ...*Policy) *Policy {
 		m.Deny = append(m.Deny, p.Deny...)
 		m.AllowPrivate = append(m.AllowPrivate, p.AllowPrivate...)
 		m.Rules = append(m.Rules, p.Rules...)
+		m.Trusted = append(m.Trusted, p.Trusted...)
 	}
 	m.build()
 	return m
@@ -397,6 +405,13 @@ func (p *Policy) build() {
 	for _, r := range p.Deny {
 		p.deny.add(r)
 	}
+	p.trusted = ruleIndex{}
+	for _, r := range p.Trusted {
+		p.trusted.add(r)
+	}
+	if p.Trusted == nil {
+		p.Trusted = []*Rule{}
+	}
 	if p.Services == nil {
 		p.Services = []string{}
 	}
@@ -413,6 +428,26 @@ func (p *Policy) build() {
 		p.Rules = []*HostRules{}
 	}
 	p.buildRules()
+}
+
+// AlwaysTrusted is the service whose hosts are trusted in every policy:
+// Claude's own API, which every session talks to.
+const AlwaysTrusted = "claude"
+
+// Trusts reports whether host's responses leave a session untainted: a host
+// of the claude service, or one the trusted: list names (an entry's port is
+// not considered).
+func (p *Policy) Trusts(host string) bool {
+	h, err := NormalizeHost(host)
+	if err != nil {
+		return false
+	}
+	for _, d := range catalog[AlwaysTrusted].Domains {
+		if d == h.String() {
+			return true
+		}
+	}
+	return p.trusted.find(h.String(), h.IsIP(), 0, func(*Rule, int) bool { return true }) != nil
 }
 
 // Summary is one line describing p, for the proxy's start-up log.
@@ -446,6 +481,7 @@ func (p *Policy) MarshalJSON() ([]byte, error) {
 		Deny         []*Rule      `json:"deny"`
 		AllowPrivate []string     `json:"allow_private"`
 		Rules        []*HostRules `json:"rules"`
-	}{p.Files, svcs, p.Domains, p.Deny, prefixes, p.Rules})
+		Trusted      []*Rule      `json:"trusted"`
+	}{p.Files, svcs, p.Domains, p.Deny, prefixes, p.Rules, p.Trusted})
 	return bytes.TrimSpace(buf.Bytes()), err
 }

@@ -27,6 +27,7 @@ type ProxyConfig struct {
 	Listen      string   // HOST:PORT or unix:PATH
 	Policies    []string // default: ImagePolicy
 	AuditPath   string
+	Session     string // named in each audit line
 	TokenFile   string // the proxy token's file, or
 	TokenEnv    string // the variable holding it (removed once read)
 	SecretsFile string // the session's CA and bound secrets
@@ -53,7 +54,7 @@ func (c *ProxyConfig) options() (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	opts := Options{PolicyFiles: c.Policies, AuthToken: token, AuditPath: c.AuditPath, Logf: c.Logf, IdleTimeout: c.Idle}
+	opts := Options{PolicyFiles: c.Policies, AuthToken: token, AuditPath: c.AuditPath, Session: c.Session, Logf: c.Logf, IdleTimeout: c.Idle}
 	if c.SecretsFile != "" {
 		if opts.Secrets, err = LoadSessionSecrets(c.SecretsFile); err != nil {
 			return opts, errs.Wrap(errs.Usage, err, "secrets file")

@@ -40,6 +40,7 @@ type Options struct {
 	PolicyFiles []string // merged in order; at least one
 	AuthToken   string   // when set, clients must send Basic Proxy-Authorization hobbs:AuthToken
 	AuditPath   string   // JSONL audit log; empty: no audit
+	Session     string   // the session whose traffic this is, named in each audit line
 	// LookupNetIP resolves a name; nil uses the system resolver. Tests pass
 	// a fake (real DNS is not available to them).
 	LookupNetIP   func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -426,6 +427,7 @@ type record struct {
 type auditLine struct {
 	Time    time.Time   `json:"time"`
 	Actor   string      `json:"actor"`
+	Session string      `json:"session,omitempty"` // the session whose traffic it is (Options.Session)
 	Event   string      `json:"event"`
 	Subject string      `json:"subject"`
 	Outcome string      `json:"outcome"`
@@ -466,7 +468,7 @@ func (s *Server) log(rec *record) {
 
 // auditLine is rec's audit line.
 func (s *Server) auditLine(rec *record) auditLine {
-	l := auditLine{Time: rec.start.UTC(), Actor: "proxy", Event: "egress.deny", Outcome: "denied",
+	l := auditLine{Time: rec.start.UTC(), Actor: "proxy", Session: s.opts.Session, Event: "egress.deny", Outcome: "denied",
 		Subject: net.JoinHostPort(rec.host, strconv.Itoa(rec.port)),
 		Detail: auditDetail{Client: clientName(rec.client), Method: rec.method, IP: rec.ip, Rule: rec.rule, Reason: rec.reason,
 			Error: rec.err, Path: rec.path, Secrets: rec.secrets, Leak: rec.leak,

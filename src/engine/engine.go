@@ -6,10 +6,12 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -173,8 +175,58 @@ func (u *UnreachableError) Unwrap() error { return u.err }
 
 func (c CLI) unreachable(msg string) *UnreachableError {
 	e := (&errs.Error{Code: errs.Missing, Msg: fmt.Sprintf("container engine not reachable: %s: %s", c.Bin, firstLine(msg))}).
-		WithHint("start the engine (sudo systemctl start docker) and check you may use it (docker info)")
+		WithHint("%s", c.UnreachableHint())
 	return &UnreachableError{err: e}
+}
+
+// UnreachableHint is the fix for an engine the CLI could not reach. When a
+// setting chose where the engine is (DOCKER_HOST, then DOCKER_CONTEXT or
+// the docker CLI's current context; CONTAINER_HOST for podman), the engine
+// it names is the one that did not answer, and the hint names the setting:
+// starting the local engine would not help. Otherwise it is the local
+// engine that is not running, or not the user's to use.
+func (c CLI) UnreachableHint() string {
+	if c.IsPodman() {
+		if h := os.Getenv("CONTAINER_HOST"); h != "" {
+			return fmt.Sprintf("CONTAINER_HOST is set (%s) and no engine answers there: correct it, or unset it to use the local podman (unset CONTAINER_HOST); podman info checks", h)
+		}
+		return "check that podman answers (podman info; on macOS: podman machine start)"
+	}
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		return fmt.Sprintf("DOCKER_HOST is set (%s) and no engine answers there: correct it, or unset it to use the local engine (unset DOCKER_HOST); docker info checks", h)
+	}
+	if ctx := dockerContext(); ctx != "" && ctx != "default" {
+		return fmt.Sprintf("the docker context %q is in use and its engine does not answer: start that engine, or go back to the local one (docker context use default); docker context ls lists them", ctx)
+	}
+	return "start the engine (sudo systemctl start docker) and check you may use it (docker info)"
+}
+
+// dockerContext is the docker CLI's context when DOCKER_HOST is not set:
+// DOCKER_CONTEXT, else currentContext in the CLI's config.json
+// ($DOCKER_CONFIG, else ~/.docker); "" when neither names one.
+func dockerContext() string {
+	if c := os.Getenv("DOCKER_CONTEXT"); c != "" {
+		return c
+	}
+	dir := os.Getenv("DOCKER_CONFIG")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".docker")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return ""
+	}
+	var cfg struct {
+		CurrentContext string `json:"currentContext"`
+	}
+	if json.Unmarshal(b, &cfg) != nil {
+		return ""
+	}
+	return cfg.CurrentContext
 }
 
 // Unreachable returns the UnreachableError in err's chain (or in any error
@@ -220,7 +272,7 @@ func (c CLI) ServerVersion(ctx context.Context) (string, error) {
 			return "", err
 		}
 		return "", errs.Wrap(errs.Missing, err, "container engine not reachable").(*errs.Error).
-			WithHint("start the engine (sudo systemctl start docker) and check you may use it (docker info)")
+			WithHint("%s", c.UnreachableHint())
 	}
 	if v == "" {
 		return "", errs.Missingf("container engine not reachable: %s reported no server version", c.Bin).

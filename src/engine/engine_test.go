@@ -117,3 +117,57 @@ func TestPathHints(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableHintNamesTheSetting: when DOCKER_HOST, DOCKER_CONTEXT or
+// the CLI's current context chose the engine, the hint names it; starting
+// the local engine is the fix only when none did.
+func TestUnreachableHintNamesTheSetting(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("DOCKER_CONFIG", "")
+	t.Setenv("DOCKER_CONTEXT", "")
+	t.Setenv("DOCKER_HOST", "")
+	t.Setenv("CONTAINER_HOST", "")
+	docker, podman := New("docker"), New("podman")
+	local := docker.UnreachableHint()
+	if !strings.Contains(local, "sudo systemctl start docker") {
+		t.Errorf("no setting: %q", local)
+	}
+
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+	if h := docker.UnreachableHint(); !strings.Contains(h, "DOCKER_HOST is set (unix:///nonexistent.sock)") || strings.Contains(h, "systemctl") {
+		t.Errorf("DOCKER_HOST: %q", h)
+	}
+	t.Setenv("DOCKER_HOST", "")
+
+	// The CLI's config.json names a context; DOCKER_CONTEXT wins over it;
+	// "default" is the local engine.
+	if err := os.MkdirAll(filepath.Join(home, ".docker"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".docker", "config.json"), []byte(`{"auths": {}, "currentContext": "remote-box"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h := docker.UnreachableHint(); !strings.Contains(h, `docker context "remote-box"`) || strings.Contains(h, "systemctl") {
+		t.Errorf("config.json's context: %q", h)
+	}
+	t.Setenv("DOCKER_CONTEXT", "other")
+	if h := docker.UnreachableHint(); !strings.Contains(h, `docker context "other"`) {
+		t.Errorf("DOCKER_CONTEXT: %q", h)
+	}
+	t.Setenv("DOCKER_CONTEXT", "default")
+	if h := docker.UnreachableHint(); h != local {
+		t.Errorf("the default context: %q", h)
+	}
+	t.Setenv("DOCKER_CONTEXT", "")
+
+	// Podman: CONTAINER_HOST, never docker's settings or systemctl.
+	t.Setenv("DOCKER_HOST", "tcp://elsewhere:2375")
+	if h := podman.UnreachableHint(); strings.Contains(h, "DOCKER_HOST") || strings.Contains(h, "systemctl") {
+		t.Errorf("podman: %q", h)
+	}
+	t.Setenv("CONTAINER_HOST", "ssh://me@box/run/podman.sock")
+	if h := podman.UnreachableHint(); !strings.Contains(h, "CONTAINER_HOST is set (ssh://me@box/run/podman.sock)") {
+		t.Errorf("CONTAINER_HOST: %q", h)
+	}
+}

@@ -53,7 +53,9 @@ func ProblemOf(path string, err error) Problem {
 	if errors.As(err, &pe) {
 		return Problem{Path: pe.Path, Line: pe.Line, Reason: pe.Reason}
 	}
-	return Problem{Path: path, Reason: err.Error()}
+	// An error that starts with the path (the safe-open layer's refusals)
+	// says it once.
+	return Problem{Path: path, Reason: strings.TrimPrefix(err.Error(), path+" ")}
 }
 
 const delim = "---"

@@ -86,7 +86,7 @@ func RedoFoundation(in Instance, interview func(current []byte) ([]byte, error),
 // nothing (nil, nil) when the file holds the user's own text or cannot be
 // read (doctor reports that).
 func FillTemplateFoundation(in Instance, interview func(current []byte) ([]byte, error), log *audit.Logger) (*FoundationRedo, error) {
-	cur, err := in.FS().ReadFile(in.Foundation())
+	cur, err := in.FS().ReadFile(in.Foundation(), MaxTextFile)
 	if err != nil || !FoundationTemplateOnly(cur) {
 		return nil, nil
 	}
@@ -104,7 +104,7 @@ func redoFoundation(in Instance, interview func(current []byte) ([]byte, error),
 		return nil, errs.Wrap(errs.Failure, err, "lock foundation.md")
 	}
 	defer unlock()
-	cur, err := root.ReadFile(in.Foundation())
+	cur, err := root.ReadFile(in.Foundation(), MaxTextFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errs.Failf("%s does not exist", in.Foundation()).WithHint("run: hobbs init")

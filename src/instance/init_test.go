@@ -10,6 +10,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 // A directory of the layout moved aside and replaced by a link to it (an
@@ -40,10 +41,7 @@ func TestInitRefusesLinkedDirectories(t *testing.T) {
 // init --git keeps only a .git it made: one it did not make (a directory, a
 // link, a gitdir file) is refused, naming it, and none of its config runs.
 func TestInitGitRefusesForeignRepository(t *testing.T) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
+	git := tooltest.Need(t, "git")
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	t.Setenv("HOME", t.TempDir())
 	in := Instance{Root: filepath.Join(t.TempDir(), "h")}

@@ -172,6 +172,7 @@ func (b *Background) Attach(ctx context.Context, ready string, t Terminal) (int,
 	if err != nil {
 		return 0, err
 	}
+	t.Status("%s", DetachNote(b.Name))
 	c.Stdin, c.Stdout, c.Stderr = t.In, t.Out, t.ErrOut
 	started := make(chan error, 1)
 	go func() { started <- c.Run() }()

@@ -97,8 +97,9 @@ var DefaultBase = config.Default().BaseImage
 func MissingBase(e engine.CLI, ref string) *errs.Error {
 	err := errs.Missingf("runtime base image %s not found", ref)
 	if ref == DefaultBase {
-		return err.WithHint("build it once with `hobbs build --runtime` (needs the internet; offline see docs/setup.md, " +
-			"\"A runtime base without the internet\"), or set base_image in config.yaml to an image you have")
+		return err.WithHint("build it once with `hobbs build --runtime` (needs the internet; with a Debian package mirror only, " +
+			"`hobbs build --base-from-debian`, without Claude Code; see docs/setup.md, \"A runtime base without the internet\"), " +
+			"or set base_image in config.yaml to an image you have")
 	}
 	return err.WithHint("the engine has no image %s: pull it (%s pull %s) or load it (%s load), or check the name (%s images); "+
 		"a runtime base needs Node.js and Claude Code: `hobbs build --runtime` makes one as %s", ref, e.Bin, ref, e.Bin, e.Bin, DefaultBase)

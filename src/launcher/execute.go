@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/config"
@@ -14,6 +15,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
@@ -68,6 +70,9 @@ type Runtime struct {
 	// Detached and ReadyFile: see Session.
 	Detached  bool
 	ReadyFile string
+	// DiskFree measures the free space of the filesystem holding a path
+	// for the plan's DiskWatch; nil: statfs.
+	DiskFree func(path string) (int64, error)
 }
 
 // Execute carries out plan p: it decrypts the values of the secrets the
@@ -82,7 +87,8 @@ func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
 	defer clearValues(env, bindings)
 	s := &Session{Engine: rt.Engine, Instance: p.instance, Name: p.Session, Image: p.Image, Workspace: p.Workspace,
 		Command: p.Claude.Command, UID: p.uid, GID: p.gid, TTY: p.Agent.TTY, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
-		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress}
+		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress,
+		Provenance: provenance.New(p.instance.FS(), rt.Audit)}
 	if rt.Detached {
 		s.Stdin = nil
 	}
@@ -113,14 +119,20 @@ func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
 		p.logStart(rt.Audit)
 		return changed, nil
 	}
+	p.neutralise(rt, "start")
 	if p.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
 		defer cancel()
 	}
+	ctx, diskFull := p.watchDisk(ctx, rt)
 	code, err := s.Run(ctx)
+	p.neutralise(rt, "end")
 	if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		code, err = errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: fmt.Sprintf("session %s stopped at its time limit (%v)", p.Session, p.Timeout)}
+	}
+	if full := diskFull(); full != nil {
+		code, err = errs.Failure, diskFullError(p.Session, full)
 	}
 	engine.Tracef("run: session returned")
 	if started && rt.Audit != nil {
@@ -134,6 +146,59 @@ func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
 		_ = rt.Audit.Log(audit.Entry{Event: "session.end", Subject: p.Session, Outcome: out, Detail: map[string]any{"exit": code}})
 	}
 	return code, err
+}
+
+// watchDisk watches the plan's DiskWatch while the session runs: the
+// context it returns is cancelled, which ends the session as an interrupt
+// does (the agent gets SIGTERM, then the containers go), when a
+// filesystem the agent writes has less free space than the run keeps.
+// full reports, once the session has ended, whether that stopped it.
+func (p *Plan) watchDisk(ctx context.Context, rt Runtime) (context.Context, func() *DiskFullError) {
+	if p.DiskWatch.MinFree <= 0 {
+		return ctx, func() *DiskFullError { return nil }
+	}
+	free := rt.DiskFree
+	if free == nil {
+		free = freeSpace
+	}
+	wctx, stop := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var hit *DiskFullError
+	go func() {
+		defer close(done)
+		if err := watchDisk(wctx, p.DiskWatch, free, diskWatchInterval); err != nil {
+			hit, _ = err.(*DiskFullError)
+			if rt.Progress != nil {
+				rt.Progress("hobbs: stopping session %s: %v", p.Session, err)
+			}
+			stop(err)
+		}
+	}()
+	return wctx, func() *DiskFullError {
+		stop(nil) // the session has ended: the watch ends too
+		<-done
+		return hit
+	}
+}
+
+// neutralise moves what host tools act on (a .git, an .envrc:
+// instance.HostTrusted) out of the instance's shares into its quarantine,
+// saying what it moved (and audited by instance.Neutralise): before the
+// session starts (what an earlier one left, a crashed launcher's too) and
+// once it has ended, its containers gone. A share it could not walk whole
+// is a warning; the session goes on.
+func (p *Plan) neutralise(rt Runtime, when string) {
+	moved, err := p.instance.Neutralise(p.Session+"-"+when, time.Now(), rt.Audit)
+	say := rt.Progress
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	for _, m := range moved {
+		say("hobbs: moved %s out of the shares to %s: host tools (git, direnv, editors) act on what it holds; inspect it there (hobbs doctor lists it)", m.From, m.To)
+	}
+	if err != nil {
+		say("hobbs: warning: the shares were not all checked for what host tools act on (%v); hobbs doctor names what is there", err)
+	}
 }
 
 // logStart audits the session's start: what it runs and the names of the

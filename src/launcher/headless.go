@@ -18,11 +18,13 @@ import (
 // (NewPlan, KindPlaybook or KindScheduled) has Claude Code in print mode
 // carry out the playbook with the run-playbook skill, within the approved
 // grant: its proxy enforces a policy of the run's own, it gets only the
-// declared secrets, Claude Code the declared tools and turn limit, and the
-// session is stopped at the time limit (exit 124). The run is a task in the
-// task log: started before the session, finished with its outcome, the
-// hosts the proxy refused it (each with the command that would allow it),
-// and the final message, whose Lessons become memories.
+// declared secrets, Claude Code its own fresh state, the declared tools and
+// turn and cost limits, and the session is stopped at the time limit (exit
+// 124). The run is a task in the task log: started before the session,
+// finished with the outcome the run's JSON result and report decide
+// (RunOutcome), Claude Code's figures (result, turns, cost), the hosts the
+// proxy refused it (each with the command that would allow it), and the
+// final message, whose Lessons become memories.
 
 // maxTranscript is how much of the run's output the task record keeps
 // (the end of it: the final message comes last).
@@ -42,7 +44,8 @@ type Headless struct {
 
 // Run carries the run out as a task and returns the session's exit code
 // and error; the task is finished either way (a failure to finish it is a
-// warning on Status).
+// warning on Status). A run whose outcome is failed though Claude Code
+// exited 0 returns exit code 1.
 func (h Headless) Run(ctx context.Context) (int, error) {
 	in, spec := h.Plan.instance, h.Grant
 	t, err := h.Tasks.Start("playbook run: "+spec.Playbook, "hobbs", spec.Playbook)
@@ -61,43 +64,62 @@ func (h Headless) Run(ctx context.Context) (int, error) {
 	start := time.Now()
 	code, runErr := Execute(ctx, h.Plan, rt)
 
-	outcome := task.OK
-	if runErr != nil || code != 0 {
-		outcome = task.Failed
-	}
-	transcript := out.String()
-	report := runReport(in, spec, start, code, runErr, transcript)
+	o := RunOutcome(code, runErr, []byte(out.String()))
+	report := runReport(in, spec, start, code, runErr, o)
 	var lessons task.Rememberer
-	if len(task.Lessons(transcript)) > 0 {
+	if len(task.Lessons(o.Report)) > 0 {
 		lessons = h.Remember
-		report += "\n" + lessonsSection(transcript)
+		report += "\n" + lessonsSection(o.Report)
 	}
 	review := ""
 	if spec.Stage == "supervised" {
 		review = task.ReviewPending // a supervised run's result waits for the user
 	}
-	if _, err := h.Tasks.Done(t.ID, task.DoneOptions{Outcome: outcome, Retro: report, Remember: lessons, Review: review}); err != nil {
+	done := task.DoneOptions{Outcome: o.Status, Retro: report, Remember: lessons, Review: review}
+	if r := o.Result; r != nil {
+		done.ClaudeResult, done.Turns, done.CostUSD = r.Subtype, r.NumTurns, r.TotalCostUSD
+	}
+	if _, err := h.Tasks.Done(t.ID, done); err != nil {
 		h.Status("hobbs: warning: task %s: %v", t.ID, err)
 	}
-	h.Status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, t.ID, outcome, t.ID)
+	what := o.Status
+	if o.Why != "" {
+		what += " (" + o.Why + ")"
+	}
+	h.Status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, t.ID, what, t.ID)
 	if review != "" {
 		h.Status("playbook %s is supervised: review the run, then hobbs task review %s --approve (or --reject)", spec.Playbook, t.ID)
+	}
+	if runErr == nil && code == 0 && o.Status != task.OK {
+		code = 1
 	}
 	return code, runErr
 }
 
 // runReport is the run's part of its task record.
-func runReport(in instance.Instance, spec playbook.RunSpec, start time.Time, code int, runErr error, transcript string) string {
+func runReport(in instance.Instance, spec playbook.RunSpec, start time.Time, code int, runErr error, o Outcome) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Run\n\n- playbook: %s (%s)\n- exit: %d\n", spec.Playbook, spec.Stage, code)
 	if runErr != nil {
 		fmt.Fprintf(&b, "- error: %s\n", firstLine(runErr.Error()))
 	}
+	fmt.Fprintf(&b, "- outcome: %s", o.Status)
+	if o.Why != "" {
+		fmt.Fprintf(&b, " — %s", o.Why)
+	}
+	b.WriteString("\n")
+	if r := o.Result; r != nil {
+		fmt.Fprintf(&b, "- claude: %s, %d turns, $%s, session %s\n", r.Subtype, r.NumTurns, playbook.FormatUSD(r.TotalCostUSD), orDash(r.SessionID))
+	}
+	cost := "no cap"
+	if spec.MaxCostUSD > 0 {
+		cost = "$" + playbook.FormatUSD(spec.MaxCostUSD)
+	}
 	if !spec.Declared {
-		b.WriteString("- limits: the instance defaults (the playbook has no run: block)\n")
+		fmt.Fprintf(&b, "- limits: the instance defaults (the playbook has no run: block); max_turns %d; timeout %s\n", spec.MaxTurns, spec.TimeoutText)
 	} else {
-		fmt.Fprintf(&b, "- limits: hosts %s; secrets %s; tools %s; max_turns %d; timeout %s\n",
-			listOrNone(spec.Hosts), listOrNone(spec.Secrets), listOrNone(spec.Tools), spec.MaxTurns, spec.TimeoutText)
+		fmt.Fprintf(&b, "- limits: hosts %s; secrets %s; tools %s; max_turns %d; max_cost_usd %s; timeout %s\n",
+			listOrNone(spec.Hosts), listOrNone(spec.Secrets), listOrNone(spec.Tools), spec.MaxTurns, cost, spec.TimeoutText)
 	}
 	if denied := deniedSince(in, start); len(denied) > 0 {
 		b.WriteString("\n## Denied by the proxy\n\n")
@@ -105,7 +127,7 @@ func runReport(in instance.Instance, spec playbook.RunSpec, start time.Time, cod
 			fmt.Fprintf(&b, "- %s — to allow it: %s\n", d.Target, strings.Join(spec.AllowCommands(d.Host, d.Port), " ; "))
 		}
 	}
-	if t := strings.TrimSpace(transcript); t != "" {
+	if t := strings.TrimSpace(o.Report); t != "" {
 		b.WriteString("\n## Final output\n\n```\n" + strings.ReplaceAll(t, "```", "'''") + "\n```\n")
 	}
 	return b.String()

@@ -35,7 +35,8 @@ type BuildOptions struct {
 	Base     string    // runtime base image (FROM)
 	Tag      string    // image to produce; "" means DefaultTag
 	Binary   string    // explicit binary (--binary / HOBBS_BINARY); "" = this executable
-	Progress io.Writer // build output and status lines
+	Progress io.Writer // build progress and status lines
+	Verbose  bool      // the builder's whole output on Progress, not a line per step
 }
 
 // Defaults fills what o leaves empty from cfg: the runtime base
@@ -434,8 +435,11 @@ func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) 
 	fmt.Fprintf(opt.Progress, "building %s FROM %s (inputs %s)\n", tag, in.base, in.hash[:12])
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile"), "--build-arg", "BASE=" + in.base,
 		"--label", LabelInputs + "=" + in.hash, "--label", LabelRole + "=" + RoleImage, "--label", LabelVersion + "=" + Version(),
-		"-t", tag, dir}
-	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
+		"--label", LabelUser + "=" + BuildUser(), "-t", tag, dir}
+	out := newBuildLog(opt.Progress, opt.Verbose)
+	err = opt.Engine.Stream(ctx, out, buildEnv(ctx, opt.Engine), args...)
+	out.finish(tag, err)
+	if err != nil {
 		return nil, err
 	}
 	removeReplaced(ctx, opt, in.oldID, tag)
@@ -481,8 +485,11 @@ func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 	}
 	fmt.Fprintf(opt.Progress, "building runtime base %s\n", opt.Base)
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile.runtime"),
-		"--label", LabelRole + "=" + RoleRuntime, "-t", opt.Base, dir}
-	if err := opt.Engine.Stream(ctx, opt.Progress, buildEnv(ctx, opt.Engine), args...); err != nil {
+		"--label", LabelRole + "=" + RoleRuntime, "--label", LabelUser + "=" + BuildUser(), "-t", opt.Base, dir}
+	out := newBuildLog(opt.Progress, opt.Verbose)
+	err = opt.Engine.Stream(ctx, out, buildEnv(ctx, opt.Engine), args...)
+	out.finish("runtime base "+opt.Base, err)
+	if err != nil {
 		if e, ok := err.(*errs.Error); ok && e.Code == errs.Failure && e.Hint == "" {
 			e.Hint = offlineHint
 		}

@@ -32,6 +32,7 @@ const (
 	RoleNetwork = "network"
 	RoleRun     = "run" // the session's socket volume
 	RoleClaude  = "claude-state"
+	RoleSeed    = "seed"    // a headless run's reading of the sign-in (Plan.Seed)
 	RoleImage   = "image"   // the Hobbs image (hobbs build, hobbs run)
 	RoleRuntime = "runtime" // a runtime base (hobbs build --runtime)
 )

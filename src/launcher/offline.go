@@ -15,7 +15,7 @@ import (
 
 // offlineHint is the hint of a runtime base build that failed: it needs the
 // internet, and docs/setup.md says how to get a base without it.
-const offlineHint = "building the runtime base needs the internet (Debian's image and packages, npm); offline, load a base image saved elsewhere (docker save / docker load) or point base_image in config.yaml at a local image with Node.js and Claude Code: see docs/setup.md, \"A runtime base without the internet\""
+const offlineHint = "building the runtime base needs the internet (Debian's image and packages, npm); with only a Debian package mirror, hobbs build --base-from-debian makes one without Claude Code; offline, load a base image saved elsewhere (docker save / docker load) or point base_image in config.yaml at a local image with Node.js and Claude Code: see docs/setup.md, \"A runtime base without the internet\""
 
 // onlineHosts are the hosts dist/Dockerfile.runtime downloads from, with
 // the ports it uses.

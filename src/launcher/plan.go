@@ -97,12 +97,21 @@ type Plan struct {
 	// the container each is mounted into.
 	SessionFiles []SessionFile `json:"session_files"`
 	Claude       Claude        `json:"claude"`
-	// Create are both containers' create commands as the engine gets
-	// them, but for the session's private directory and the owner label.
+	// Seed is the container a headless run starts before the agent to
+	// read Claude Code's sign-in out of the state volume, read-only (see
+	// ClaudeState); nil for a session.
+	Seed *Container `json:"seed,omitempty"`
+	// Create are the containers' create commands as the engine gets them,
+	// but for the session's private directory and the owner label (Seed's
+	// is a run: it ends when the copy is read).
 	Create struct {
 		Agent []string `json:"agent"`
 		Proxy []string `json:"proxy"`
+		Seed  []string `json:"seed,omitempty"`
 	} `json:"create"`
+	// DiskWatch is what the launcher watches while the run is live: it
+	// stops the run before the disk holding the agent's writes fills.
+	DiskWatch DiskWatch `json:"disk_watch"`
 	// Timeout stops the run (exit 124); 0: none.
 	Timeout time.Duration `json:"-"`
 	// TimeoutText is Timeout as text, for JSON ("" for none).
@@ -118,7 +127,7 @@ type Plan struct {
 // Container is one container's configuration, rendered into the engine's
 // create command by args.
 type Container struct {
-	Name        string    `json:"name"`
+	Name        string    `json:"name"` // "": the engine names it
 	Role        string    `json:"role"`
 	Hostname    string    `json:"hostname"`
 	User        string    `json:"user"`
@@ -217,23 +226,71 @@ type SessionFile struct {
 	Holds     string `json:"holds"`
 }
 
-// Claude is how Claude Code runs in the agent container.
+// Claude is how Claude Code runs in the agent container. For a headless
+// run each field is a flag of its command line (playbook.ClaudeCommand).
 type Claude struct {
 	Command []string `json:"command"`
 	// Tools is --tools (the built-in tools the run has at all), nil for
-	// Claude Code's defaults; AllowedTools is --allowedTools.
-	Tools        []string `json:"tools"`
-	AllowedTools []string `json:"allowed_tools"`
-	MaxTurns     int      `json:"max_turns,omitempty"`
-	// Settings are the settings files the image fixes (managed, read-only).
+	// Claude Code's defaults; AllowedTools is --allowedTools,
+	// DisallowedTools --disallowedTools.
+	Tools           []string `json:"tools"`
+	AllowedTools    []string `json:"allowed_tools"`
+	DisallowedTools []string `json:"disallowed_tools"`
+	// PermissionMode, OutputFormat and SettingSources are
+	// --permission-mode, --output-format and --setting-sources.
+	PermissionMode string  `json:"permission_mode,omitempty"`
+	OutputFormat   string  `json:"output_format,omitempty"`
+	SettingSources string  `json:"setting_sources,omitempty"`
+	MaxTurns       int     `json:"max_turns,omitempty"`
+	MaxCostUSD     float64 `json:"max_cost_usd,omitempty"` // --max-budget-usd; 0: no cap
+	// Settings are the settings files the image fixes (managed, read-only)
+	// that the run reads.
 	Settings []string `json:"settings"`
 	// Print: Claude Code runs in print mode (-p), with no one to approve.
-	Print bool `json:"print"`
+	Print bool        `json:"print"`
+	State ClaudeState `json:"state"`
+}
+
+// ClaudeState is where Claude Code keeps its state (CLAUDE_CONFIG_DIR:
+// user settings, the sign-in, transcripts, links to the instance's skills
+// and agents) in the agent container. A session mounts the instance's
+// state volume there, writable, and keeps it from one session to the next.
+// A headless run never mounts it writable: it gets a directory of its own
+// (a tmpfs), empty at the start and discarded with the container, into
+// which only the sign-in is copied (Seed, read from the volume read-only
+// by the plan's Seed container), so nothing a run writes reaches another
+// run or a later session through Claude Code's state.
+type ClaudeState struct {
+	Dir    string `json:"dir"`
+	Volume string `json:"volume"` // the instance's state volume
+	Fresh  bool   `json:"fresh"`  // the run's own directory, not the volume
+	// Seed are the files copied from Volume into the fresh directory
+	// before Claude Code starts.
+	Seed []string `json:"seed,omitempty"`
 }
 
 // ManagedSettings is where the image keeps Claude Code's managed settings
-// and the identity (dist/Dockerfile).
+// and the identity (dist/Dockerfile); ManagedSettingsDir holds the drop-in
+// that allows the framework skills' commands for sessions, which a
+// headless run's plan covers.
 var ManagedSettings = []string{"/etc/claude-code/managed-settings.json", "/etc/claude-code/CLAUDE.md"}
+
+// Claude Code paths (https://code.claude.com/docs/en/managed-settings,
+// https://code.claude.com/docs/en/authentication: on Linux the sign-in is
+// .credentials.json in the config directory).
+const (
+	ManagedSettingsDir = "/etc/claude-code/managed-settings.d"
+	ClaudeCredentials  = ".credentials.json"
+	// SeedDir is where the seed container mounts the state volume.
+	SeedDir = "/seed"
+	// maxSeed bounds the sign-in the launcher takes from the seed.
+	maxSeed = 64 << 10
+)
+
+// claudeStateTmpfs are the options of a run's own Claude Code directory:
+// the session's user owns it, no one else reads it; its size bounds what a
+// run can keep there in memory.
+const claudeStateTmpfs = "rw,size=64m,mode=0700"
 
 // runVolumeOpts are the socket volume's tmpfs options: small, sticky and
 // open to all like /tmp (the engine mounts it as root, and both containers
@@ -279,16 +336,20 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 	if err := p.egress(cfg, spec, grant); err != nil {
 		return nil, err
 	}
-	p.claude(spec, grant)
+	p.claude(cfg, spec, grant)
 	if grant != nil {
 		p.Playbook = grant.Playbook
 		p.Timeout, p.TimeoutText = grant.Timeout, grant.Timeout.String()
 	}
 	p.WorkspaceGitReadOnly = h.WorkspaceGit && cfg.GitReadOnly()
+	p.DiskWatch = diskWatch(cfg, in, h)
 	p.Agent = p.agent(cfg, spec, h)
 	p.Proxy = p.proxy(h)
+	if p.Claude.State.Fresh {
+		p.Seed = p.seed()
+	}
 	p.AgentVars = p.agentVars()
-	p.Create.Agent, p.Create.Proxy = p.Args()
+	p.Create.Agent, p.Create.Proxy, p.Create.Seed = p.Args()
 	return p, nil
 }
 
@@ -391,9 +452,15 @@ func (p *Plan) egress(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec)
 
 // claude is the agent's command: the spec's, or a headless run's Claude
 // Code in print mode.
-func (p *Plan) claude(spec RunSpec, grant *playbook.RunSpec) {
+func (p *Plan) claude(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec) {
 	c := &p.Claude
 	c.Settings = ManagedSettings
+	c.State = ClaudeState{Dir: ClaudeDir, Volume: ClaudeVolume(p.instance, cfg.ClaudeVolume)}
+	if grant != nil {
+		c.State.Fresh, c.State.Seed = true, []string{ClaudeCredentials}
+	} else {
+		c.Settings = append(append([]string{}, ManagedSettings...), ManagedSettingsDir)
+	}
 	if grant == nil {
 		c.Command = append([]string{}, spec.Command...)
 		if len(c.Command) == 0 {
@@ -401,9 +468,10 @@ func (p *Plan) claude(spec RunSpec, grant *playbook.RunSpec) {
 		}
 		return
 	}
-	c.Command, c.Print, c.MaxTurns = playbook.ClaudeCommand(*grant), true, grant.MaxTurns
+	c.Command, c.Print, c.MaxTurns, c.MaxCostUSD = playbook.ClaudeCommand(*grant), true, grant.MaxTurns, grant.MaxCostUSD
+	c.PermissionMode, c.OutputFormat, c.SettingSources = playbook.PermissionMode, playbook.OutputFormat, playbook.SettingSources
+	c.AllowedTools, c.DisallowedTools = grant.AllowedTools(), grant.DisallowedTools()
 	if grant.Declared {
-		c.AllowedTools = grant.AllowedTools()
 		c.Tools = playbook.BuiltinTools(c.AllowedTools)
 	}
 }
@@ -471,11 +539,47 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 		c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: filepath.Join(p.Instance, filepath.FromSlash(sh.Rel)),
 			Target: InstanceDir + "/" + sh.Rel, ReadOnly: sh.ReadOnly})
 	}
-	claude := Mount{Type: MountVolume, Source: ClaudeVolume(p.instance, cfg.ClaudeVolume), Target: ClaudeDir}
-	if !p.podman {
-		claude.Labels = []string{LabelRole + "=" + RoleClaude, LabelInstance + "=" + InstanceID(p.instance)}
+	c.Mounts = append(c.Mounts, p.runMount(true))
+	if st := p.Claude.State; st.Fresh {
+		// A run's own Claude Code directory, owned by the session's user,
+		// and its sign-in (filled in by the seed); the framework skills'
+		// allow rules covered: a run gets only its block's tools.
+		owner := fmt.Sprintf("uid=%d,gid=%d", p.uid, p.gid)
+		if p.podman {
+			owner = "U" // podman takes no uid=: U gives the tmpfs to the container's user
+		}
+		c.Tmpfs = append(c.Tmpfs, ClaudeDir+":"+claudeStateTmpfs+","+owner, ManagedSettingsDir+":ro,size=4k,mode=0555")
+		c.Mounts = append(c.Mounts, p.sessionFile("claude-credentials", SessionClaudeCredentials, RoleAgent,
+			"Claude Code's sign-in, read from the state volume "+st.Volume+" by the seed (empty when it has none); copied into "+ClaudeDir+" at start"))
+		return c
 	}
-	c.Mounts = append(c.Mounts, p.runMount(true), claude)
+	c.Mounts = append(c.Mounts, p.claudeVolume(false, ClaudeDir))
+	return c
+}
+
+// claudeVolume is the instance's Claude state volume mounted at target.
+// The engine makes a missing one (Docker) with these labels.
+func (p *Plan) claudeVolume(readonly bool, target string) Mount {
+	m := Mount{Type: MountVolume, Source: p.Claude.State.Volume, Target: target, ReadOnly: readonly}
+	if !p.podman {
+		m.Labels = []string{LabelRole + "=" + RoleClaude, LabelInstance + "=" + InstanceID(p.instance)}
+	}
+	return m
+}
+
+// seed is the container that reads a run's sign-in out of the state
+// volume, mounted read-only, before the agent starts: it prints the file
+// (cat, from the image: no file of the agent's runs) and ends. It has no
+// network, and nothing it could write outlives it (--rm). The launcher
+// takes at most maxSeed bytes of a JSON object from it (Execute).
+func (p *Plan) seed() *Container {
+	c := &Container{Role: RoleSeed, Hostname: "seed", Network: "none", Remove: true, Image: p.Image,
+		Entrypoint: "cat", Command: []string{SeedDir + "/" + ClaudeCredentials}}
+	c.Labels = sessionLabels(p.Session, InstanceID(p.instance), shownOwner, RoleSeed, "")
+	p.hardening(c)
+	c.Resources = Resources{PIDs: 16, Memory: "64m"}
+	c.Env = []string{"HOME=" + HomeDir}
+	c.Mounts = []Mount{p.claudeVolume(true, SeedDir)}
 	return c
 }
 
@@ -511,7 +615,7 @@ func (p *Plan) proxy(h Host) Container {
 	for _, f := range p.Egress.PolicyFiles {
 		c.Command = append(c.Command, "--policy", f)
 	}
-	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--auth-token-file", SessionTokenFile,
+	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--session", p.Session, "--auth-token-file", SessionTokenFile,
 		"--secrets-file", SessionSecretsFile,
 		// Stopped once the agent is gone: what tunnels are left have no
 		// client; they are closed (and audited) well within proxyStopTime.
@@ -576,7 +680,10 @@ func (c Container) args(files, owner string, podman bool) []string {
 	if c.Remove {
 		a = append(a, "--rm")
 	}
-	a = append(a, "--name", c.Name, "--hostname", c.Hostname)
+	if c.Name != "" {
+		a = append(a, "--name", c.Name)
+	}
+	a = append(a, "--hostname", c.Hostname)
 	if c.Interactive {
 		a = append(a, "-i")
 	}
@@ -655,8 +762,21 @@ func (m Mount) flag(files string, label func(string) string) string {
 	return f
 }
 
-// Args are the create commands of both containers as the plan shows them:
+// Args are the create commands of the containers as the plan shows them:
 // the session's private directory and the owner label as placeholders.
-func (p *Plan) Args() (agent, proxy []string) {
-	return p.Agent.args(shownFiles, shownOwner, p.podman), p.Proxy.args(shownFiles, shownOwner, p.podman)
+func (p *Plan) Args() (agent, proxy, seed []string) {
+	return p.Agent.args(shownFiles, shownOwner, p.podman), p.Proxy.args(shownFiles, shownOwner, p.podman),
+		p.Seed.runArgs(shownOwner, p.podman)
+}
+
+// runArgs is the engine's run command of a container that ends on its own
+// (the seed): its create command as a run, without a terminal. Nil for no
+// container.
+func (c *Container) runArgs(owner string, podman bool) []string {
+	if c == nil {
+		return nil
+	}
+	a := c.args("", owner, podman)
+	a[0] = "run"
+	return a
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ secrets:
 func TestGoldenPlans(t *testing.T) {
 	bankPolicy := "domains: [\"api.bank.example\", \"*.files.bank.example:8443\", \"news.example\"]\ndeny: [\"gist.github.com\"]\n"
 	run := &playbook.Run{Hosts: []string{"api.bank.example", "*.files.bank.example:8443", "not-allowed.example"},
-		Secrets: []string{"BANK_TOKEN"}, Tools: []string{"Read", "Bash(hobbs *)", "mcp__mail__send"}, MaxTurns: 30, Timeout: "20m"}
+		Secrets: []string{"BANK_TOKEN"}, Tools: []string{"Read", "Bash(hobbs *)", "mcp__mail__send"}, MaxTurns: 30, Timeout: "20m", MaxCostUSD: 2.5}
 	cases := []struct {
 		name   string
 		config string
@@ -198,9 +199,13 @@ func TestPlanInvariants(t *testing.T) {
 	pol := goldenPolicy(t, "domains: [\"api.bank.example\"]\n")
 	cfg := goldenConfig(t, secretsConfig)
 	run := &playbook.Run{Hosts: []string{"api.bank.example"}, Secrets: []string{"BANK_TOKEN"}, Tools: []string{"Read"}, Timeout: "5m"}
+	podman := goldenHost()
+	podman.Podman = true
 	specs := []RunSpec{
 		{Kind: KindSession, Name: "a", Image: "i", Policy: pol, Host: goldenHost()},
 		{Kind: KindPlaybook, Name: "b", Image: "i", Policy: pol, Host: goldenHost(), Playbook: goldenGrant(t, pol, "supervised", run)},
+		{Kind: KindPlaybook, Name: "c", Image: "i", Policy: pol, Host: goldenHost(), Playbook: goldenGrant(t, pol, "supervised", nil)},
+		{Kind: KindScheduled, Name: "d", Image: "i", Policy: pol, Host: podman, Playbook: goldenGrant(t, pol, "autonomous", run)},
 	}
 	for _, spec := range specs {
 		p, err := NewPlan(cfg, spec)
@@ -223,6 +228,10 @@ func TestPlanInvariants(t *testing.T) {
 			t.Errorf("%s: agent network %q", spec.Kind, p.Agent.Network)
 		}
 		for _, m := range p.Agent.Mounts {
+			// Every host directory the agent writes is under the disk watch.
+			if p.DiskWatch.MinFree > 0 && m.Type == MountBind && !m.ReadOnly && !slices.Contains(p.DiskWatch.Paths, m.Source) {
+				t.Errorf("%s: the agent writes %s, which the disk watch does not cover (%v)", spec.Kind, m.Source, p.DiskWatch.Paths)
+			}
 			if m.Source == p.Instance || strings.HasPrefix(m.Source, p.Instance+"/vault") || strings.HasPrefix(m.Source, p.Instance+"/grants") ||
 				m.Source == p.Instance+"/logs" || strings.HasPrefix(m.Source, p.Instance+"/logs/egress") {
 				t.Errorf("%s: the agent mounts %s", spec.Kind, m.Source)
@@ -233,7 +242,8 @@ func TestPlanInvariants(t *testing.T) {
 				}
 			}
 		}
-		if spec.Kind == KindPlaybook {
+		p.checkClaudeState(t)
+		if spec.Kind == KindPlaybook && spec.Playbook.Declared {
 			if len(p.Env) != 0 || len(p.Secrets) != 1 || p.Secrets[0].Name != "BANK_TOKEN" {
 				t.Errorf("a run: block naming BANK_TOKEN gets env %v, secrets %v", p.Env, p.Secrets)
 			}
@@ -246,6 +256,58 @@ func TestPlanInvariants(t *testing.T) {
 		}
 		if strings.Contains(string(js), "<vault:github>") && spec.Kind == KindPlaybook {
 			t.Errorf("a playbook run's plan names a secret its block does not")
+		}
+	}
+}
+
+// checkClaudeState checks what every plan keeps of Claude Code's state: a
+// session mounts the instance's state volume writable and nothing else of
+// it; a headless run never mounts it writable in any container, has a
+// fresh directory of its own, the framework skills' allow rules covered,
+// its sign-in from a seed that mounts the volume read-only and has no
+// network, and a command line that loads no workspace settings, asks no
+// one, reports JSON and saves no session.
+func (p *Plan) checkClaudeState(t *testing.T) {
+	t.Helper()
+	vol := p.Claude.State.Volume
+	var volMounts []Mount
+	for _, c := range []*Container{&p.Agent, &p.Proxy, p.Seed} {
+		if c == nil {
+			continue
+		}
+		for _, m := range c.Mounts {
+			if m.Type == MountVolume && m.Source == vol {
+				volMounts = append(volMounts, m)
+				if p.Kind != KindSession && (!m.ReadOnly || c.Role != RoleSeed) {
+					t.Errorf("%s: the %s container mounts the shared Claude state volume %s (read-only %v)", p.Kind, c.Role, vol, m.ReadOnly)
+				}
+			}
+		}
+	}
+	if p.Kind == KindSession {
+		if len(volMounts) != 1 || volMounts[0].ReadOnly || volMounts[0].Target != ClaudeDir || p.Seed != nil || p.Claude.State.Fresh {
+			t.Errorf("session: the state volume is not its Claude Code state: %+v", volMounts)
+		}
+		return
+	}
+	st := p.Claude.State
+	if !st.Fresh || p.Seed == nil || len(volMounts) != 1 || p.Seed.Network != "none" || !p.Seed.Remove ||
+		len(p.Seed.CapDrop) != 1 || p.Seed.User != p.Agent.User || strings.Join(p.Create.Seed, " ") == "" || p.Create.Seed[0] != "run" {
+		t.Errorf("%s: no fresh state with a hardened, read-only seed: %+v %+v", p.Kind, st, p.Seed)
+	}
+	tmpfs := strings.Join(p.Agent.Tmpfs, " ")
+	owner := map[bool]string{false: ",uid=1000,gid=1000", true: ",U"}[p.podman]
+	if !strings.Contains(tmpfs, ClaudeDir+":rw,") || !strings.Contains(tmpfs, owner+" ") || !strings.Contains(tmpfs, ManagedSettingsDir+":ro,") {
+		t.Errorf("%s: agent tmpfs %q lacks the fresh state or the covered allow rules", p.Kind, p.Agent.Tmpfs)
+	}
+	if !p.hasAgentMount(SessionClaudeCredentials) {
+		t.Errorf("%s: no sign-in session file", p.Kind)
+	}
+	cmd := strings.Join(p.Claude.Command, " ")
+	for _, want := range []string{"-p /run-playbook " + p.Playbook + " ", "--permission-mode dontAsk", "--output-format json",
+		"--no-session-persistence", "--setting-sources user", "--strict-mcp-config", "--max-turns "} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("%s: the command line lacks %q: %s", p.Kind, want, cmd)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // WriteSummary prints the plan for a reader: who runs what, as whom, with
@@ -31,6 +33,20 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 	row("agent limits", "pids %s, memory %s, cpus %s", orNone(a.Resources.PIDs), orDash(a.Resources.Memory), orDash(a.Resources.CPUs))
 	for _, m := range a.Mounts {
 		row("  mount", "%s", m.describe())
+	}
+	for _, t := range a.Tmpfs {
+		row("  tmpfs", "%s", t)
+	}
+	if st := p.Claude.State; st.Fresh {
+		row("claude state", "%s of its own (tmpfs, discarded); %s copied from volume %s, read-only", st.Dir, list(st.Seed), st.Volume)
+	} else {
+		row("claude state", "volume %s at %s, kept", st.Volume, st.Dir)
+	}
+	if sd := p.Seed; sd != nil {
+		row("seed", "user %s, network %s: %s %s", sd.User, sd.Network, sd.Entrypoint, quoteArgs(sd.Command))
+		for _, m := range sd.Mounts {
+			row("  mount", "%s", m.describe())
+		}
 	}
 	x := p.Proxy
 	row("proxy", "user %s, network %s, cap-drop %s", x.User, orDefault(x.Network), list(x.CapDrop))
@@ -73,10 +89,20 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		if c.AllowedTools != nil {
 			row("  allowed", "%s", list(c.AllowedTools))
 		}
+		row("  denied", "%s", list(c.DisallowedTools))
+		row("  permissions", "%s, settings from %s", c.PermissionMode, c.SettingSources)
 		row("  max turns", "%d", c.MaxTurns)
+		cost := "no cap"
+		if c.MaxCostUSD > 0 {
+			cost = "$" + playbook.FormatUSD(c.MaxCostUSD)
+		}
+		row("  max cost", "%s", cost)
 	}
 	if p.TimeoutText != "" {
 		row("timeout", "%s", p.TimeoutText)
+	}
+	if w := p.DiskWatch; w.MinFree > 0 {
+		row("disk watch", "stops the run below %s free where the agent writes (%d paths; --json lists them)", safefile.FormatSize(w.MinFree), len(w.Paths))
 	}
 	return tw.Flush()
 }

@@ -197,9 +197,9 @@ func matchVersion(ref, have string, published bool) error {
 	case c < 0 && published:
 		return e.WithHint("update the image: it is older than this hobbs; remove it (docker image rm %s) and run again to pull the published one, or rebuild it with `hobbs build`", ref)
 	case c < 0:
-		return e.WithHint("update the image: set image in config.yaml (or --image) to %s, or leave it empty to run this hobbs's own; or install hobbs %s to match the image", own, have)
+		return e.WithHint("update the image: set image in config.yaml (or --image) to %s, or leave it empty to run this hobbs's own; or install that release (%s) to match the image", own, have)
 	default:
-		return e.WithHint("update hobbs: the image is newer; install hobbs %s (docs/setup.md, \"Install\"), or run %s (--image, or image in config.yaml)", have, own)
+		return e.WithHint("update hobbs: the image is newer; install its release %s (docs/setup.md, \"Install\"), or run %s (--image, or image in config.yaml)", have, own)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -70,6 +71,11 @@ type Session struct {
 	// changed what Image names (built or pulled it): the containers are
 	// then made again. Its error ends the session (after cleanup).
 	Prepare func(ctx context.Context) (changed bool, err error)
+
+	// Provenance, when set, records the session's origin before the agent
+	// can write and, at its end, holds what a tainted session changed in
+	// the shares for review (provenance.go).
+	Provenance *provenance.Store
 
 	mu               sync.Mutex
 	created          map[string]bool // what this run made: int, egress, proxy, agent
@@ -265,6 +271,19 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	// The session's note (records.go), before anything exists to be left.
 	// Without one, every later run looks for leftovers.
 	recorded, _ := record(s.Instance, s.Name, s.owner)
+	// The session's provenance record begins while its objects are
+	// created; the agent starts only once it has. Its end is deferred
+	// before the cleanup, so it runs after it: once the containers are
+	// gone and the proxy's audit is complete.
+	var began *future
+	if s.Provenance != nil {
+		began = spawn(s.beginProvenance)
+		defer func() {
+			if <-began.done; began.err == nil {
+				s.endProvenance()
+			}
+		}()
+	}
 
 	// Leftovers of crashed sessions of this instance are removed meanwhile
 	// (when a note says there may be some); a name clash waits for that
@@ -326,8 +345,17 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		return 0, err
 	}
 	engine.Tracef("session: created")
+	if began != nil {
+		if <-began.done; began.err != nil {
+			return 0, began.err
+		}
+	}
 	proxyStart := make(chan error, 1)
 	go func() { proxyStart <- s.startProxy(ctx) }()
+	if err := s.seedClaude(ctx); err != nil {
+		<-proxyStart
+		return 0, err
+	}
 	var agent *agentRun
 	if s.ReadyFile != "" {
 		agent, err = s.awaitAgent(ev)
@@ -468,8 +496,8 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 		return s.createNetwork(ctx, "egress", EgressNetwork(s.Name), reaped)
 	})
 	volume := spawn(func() error {
-		if s.mountsCreateVolumes() {
-			return nil // the agent's create does
+		if s.mountsCreateVolumes() || s.claudeVolume() == "" {
+			return nil // the agent's create does, or a run has its own state
 		}
 		// Podman refuses to create a volume that exists (Docker hands it
 		// over): the state volume exists from the second session on.

@@ -36,6 +36,10 @@ const (
 	SessionCAFile      = SessionDir + "/ca.pem"       // the agent's: the session CA's certificate
 	SessionUpstreamCA  = SessionDir + "/upstream.pem" // the proxy's: extra roots (EnvTestUpstreamCA)
 	SessionPolicyFile  = SessionDir + "/policy.yaml"  // the proxy's: a headless run's own policy (Plan.Egress.Policy)
+	// SessionClaudeCredentials is the agent's, in a headless run: Claude
+	// Code's sign-in read by the seed (ClaudeState), empty when there is
+	// none; hobbs session-env copies it into the run's own state.
+	SessionClaudeCredentials = SessionDir + "/claude-credentials.json"
 )
 
 // EnvTestUpstreamCA names a PEM file of roots the proxy trusts, besides the
@@ -99,6 +103,9 @@ func (s *Session) writeSessionFiles() error {
 	files["env"], files["token"], files["owner"] = env, []byte(s.token+"\n"), []byte(s.owner+"\n")
 	if s.plan.proxyPol != nil {
 		files["policy.yaml"] = s.plan.proxyPol
+	}
+	if s.plan.Seed != nil {
+		files["claude-credentials"] = nil // filled in by seedClaude, before the agent starts
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
@@ -268,11 +275,15 @@ var systemBundles = []string{
 // command it runs: the session's variables (SessionEnvFile) and the CA
 // bundle variables for the session CA (CABundleVars, in tmp). caErr says
 // why the bundle could not be made: HTTPS to hosts the proxy intercepts
-// will fail, the rest works.
+// will fail, the rest works. In a headless run it first copies the run's
+// sign-in into Claude Code's fresh directory (SeedClaudeState).
 func SessionEnviron(tmp string) (env []string, caErr, err error) {
 	env, err = ReadSessionEnv(SessionEnvFile)
 	if err != nil {
 		return nil, nil, errs.Wrap(errs.Failure, err, "session variables")
+	}
+	if err := SeedClaudeState(os.Getenv("CLAUDE_CONFIG_DIR")); err != nil {
+		return nil, nil, errs.Wrap(errs.Failure, err, "copy the run's Claude Code sign-in")
 	}
 	ca, caErr := CABundleVars(SessionCAFile, tmp)
 	return append(env, ca...), caErr, nil

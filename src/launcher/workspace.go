@@ -114,7 +114,7 @@ func (s *Session) claimWorkspace(dir, ws string, gitCovered bool) (release func(
 		if !strings.HasSuffix(e.Name(), ".json") || e.Name() == s.Name+".json" {
 			continue
 		}
-		b, err := root.ReadFile(e.Name())
+		b, err := root.ReadFile(e.Name(), 64<<10)
 		var c wsClaim
 		if err != nil || json.Unmarshal(b, &c) != nil || !OwnerAlive(c.Owner) {
 			_ = root.Remove(e.Name())

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -150,6 +152,46 @@ func BenchmarkList(b *testing.B) {
 		l, err := s.List(ListOptions{})
 		if err != nil || len(l) == 0 {
 			b.Fatalf("%d, %v", len(l), err)
+		}
+	})
+}
+
+// benchQuery is a question over the benchmark corpus: the rare word and
+// three words of one archived memory.
+func benchQuery(b *testing.B, in instance.Instance) string {
+	names, err := os.ReadDir(in.MemoryArchive())
+	if err != nil || len(names) == 0 {
+		b.Fatalf("archive: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(in.MemoryArchive(), names[len(names)/2].Name()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	words := strings.Fields(string(bodyOf(data)))
+	return "what do I know about " + benchRare + " and " + strings.Join(words[:3], " ") + "?"
+}
+
+// hobbs memory recall QUESTION --all
+func BenchmarkRecall(b *testing.B) {
+	in := benchInstance(b)
+	q := benchQuery(b, in)
+	loop(b, func() {
+		s := &Store{In: in}
+		got, err := s.Recall(RecallOptions{Query: q, Scope: ScopeAll, Limit: DefaultRecallLimit})
+		if err != nil || len(got) != DefaultRecallLimit {
+			b.Fatalf("%d recalled, %v", len(got), err)
+		}
+	})
+}
+
+// hobbs memory recall QUESTION (the active tier)
+func BenchmarkRecallActive(b *testing.B) {
+	in := benchInstance(b)
+	q := benchQuery(b, in)
+	loop(b, func() {
+		s := &Store{In: in}
+		if _, err := s.Recall(RecallOptions{Query: q, Limit: DefaultRecallLimit}); err != nil {
+			b.Fatal(err)
 		}
 	})
 }

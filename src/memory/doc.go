@@ -96,13 +96,24 @@
 // updates their last_accessed, batched: at most one rewrite per memory per
 // day, all under one lock after the context is produced.
 //
+// # Recall
+//
+// Recall ranks memories for a question: BM25F over the stemmed words (Stem,
+// the Snowball English stemmer; Snowball's English stop words left out) of
+// their text and tags, scaled by the share of the question's words matched,
+// raised by the best score of the memories created the same day, by stated
+// times for a question about when and by a date the query names; then
+// reinforcement and supersession (recall.go, docs/memory.md).
+//
 // # Index
 //
-// memory/.index holds derived data that makes listing, context and search fast
-// on large archives; deleting it is always safe. For each tier it keeps the
-// parsed frontmatter of every file with the file's size, mtime, ctime and inode
-// (<tier>.meta) and a trigram index of the case-folded file contents
-// (<tier>.tri). A search takes the trigrams of its literal (or of the longest
+// memory/.index holds derived data that makes listing, context, search and
+// recall fast on large archives; deleting it is always safe. For each tier it
+// keeps the parsed frontmatter of every file with the file's size, mtime,
+// ctime and inode (<tier>.meta), a trigram index of the case-folded file
+// contents (<tier>.tri) and, built with it from the same contents, the terms
+// recall ranks by (<tier>.terms, terms.go). Only recall reads the terms file,
+// and rebuilds the tier's index when it is missing or of another build. A search takes the trigrams of its literal (or of the longest
 // literal a regular expression requires), intersects their posting lists, adds
 // the files changed since the postings were built, and verifies every
 // candidate against the real file, so a stale index can cost time but never

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func init() {
@@ -55,7 +56,7 @@ func checkMemory(_ context.Context, env *doctor.Env) []doctor.Result {
 	}
 	msg := fmt.Sprintf("%d active, %d archived (%d superseded)", st.Tiers[Active], st.Tiers[Archive], st.Status[StatusSuperseded])
 	if st.Problems > 0 {
-		return []doctor.Result{{Status: doctor.Warn, Message: fmt.Sprintf("%s; %d file(s) cannot be used", msg, st.Problems),
+		return []doctor.Result{{Status: doctor.Warn, Message: fmt.Sprintf("%s; %s cannot be used", msg, style.N(st.Problems, "file", "files")),
 			Fix: "run: hobbs memory lint (then fix the files it names by hand)"}}
 	}
 	return []doctor.Result{{Status: doctor.OK, Message: msg}}

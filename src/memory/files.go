@@ -2,12 +2,11 @@ package memory
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
 
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -22,7 +21,7 @@ import (
 // MaxFileSize is the largest memory file read: a bigger one is a Problem
 // (a memory is a few lines; this only stops a planted giant file from
 // exhausting the host's memory).
-var MaxFileSize int64 = 4 << 20
+var MaxFileSize int64 = instance.MaxMemoryFile
 
 // maxIndexSize bounds an index file read (a larger one is ignored and
 // rebuilt in memory).
@@ -32,49 +31,13 @@ var maxIndexSize int64 = 1 << 30
 func (s *Store) fs() safefile.Root { return s.In.FS() }
 
 // tooLargeError is a file over the size limit.
-type tooLargeError struct {
-	path      string
-	size, max int64
-}
-
-func (e *tooLargeError) Error() string {
-	return fmt.Sprintf("%s is larger than %d MiB (%d bytes): not read", e.path, e.max>>20, e.size)
-}
+type tooLargeError = safefile.TooLargeError
 
 // readLimited reads the regular file path through root, at most max bytes
 // (a larger file is a *tooLargeError). A file that shrinks while it is read
 // gives what could be read.
 func readLimited(root safefile.Root, path string, max int64) ([]byte, error) {
-	f, err := root.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	size := fi.Size()
-	if size > max {
-		return nil, &tooLargeError{path: path, size: size, max: max}
-	}
-	b := make([]byte, 0, size+1)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if int64(len(b)) > max {
-			return nil, &tooLargeError{path: path, size: int64(len(b)), max: max}
-		}
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	return root.ReadFile(path, max)
 }
 
 // readMemFile reads one memory file.
@@ -97,7 +60,7 @@ func problemOf(path string, err error) Problem {
 	}
 	var tl *tooLargeError
 	if errors.As(err, &tl) {
-		return Problem{Path: tl.path, Reason: strings.TrimPrefix(tl.Error(), tl.path+" ")}
+		return Problem{Path: tl.Path, Reason: strings.TrimPrefix(tl.Error(), tl.Path+" ")}
 	}
 	return Problem{Path: path, Reason: err.Error()}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
 // ForgetResult says what Forget did.
@@ -60,7 +61,7 @@ func (s *Store) Forget(id string, purge bool) (*ForgetResult, error) {
 		// cause (a failure to read or to open the index does).
 		if errors.As(err, &e) && e.Code == errs.Failure && e.Err == nil {
 			return nil, &errs.Error{Code: e.Code, Msg: e.Msg, Err: e.Err,
-				Hint: fmt.Sprintf("hobbs does not remove a file it cannot read: delete it by hand, then run "+
+				Hint: fmt.Sprintf("Hobbs does not remove a file it cannot read: delete it by hand, then run "+
 					"hobbs memory forget %s --purge to take its text out of the history", id)}
 		}
 		return nil, err
@@ -109,7 +110,7 @@ func (s *Store) Forget(id string, purge bool) (*ForgetResult, error) {
 
 // historyNames reports whether memory/history.jsonl has a line about id.
 func (s *Store) historyNames(id string) (bool, error) {
-	data, err := s.fs().ReadFile(s.In.MemoryHistory())
+	data, err := s.fs().ReadFile(s.In.MemoryHistory(), instance.MaxHistoryFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -156,7 +157,7 @@ func (s *Store) purgeHistory(id string, h HistoryEntry) (cleaned, dropped int, e
 		return 0, 0, errs.Wrap(errs.Failure, err, "memory history")
 	}
 	defer unlock()
-	data, err := root.ReadFile(path)
+	data, err := root.ReadFile(path, instance.MaxHistoryFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, 0, errs.Wrap(errs.Failure, err, "memory history")
 	}
@@ -228,7 +229,7 @@ func (s *Store) dropIndex() error {
 // forgottenIDs returns the ids memory/history.jsonl records as forgotten.
 func (s *Store) forgottenIDs() map[string]bool {
 	out := map[string]bool{}
-	data, err := s.fs().ReadFile(s.In.MemoryHistory())
+	data, err := s.fs().ReadFile(s.In.MemoryHistory(), instance.MaxHistoryFile)
 	if err != nil {
 		return out
 	}

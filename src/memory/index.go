@@ -217,10 +217,12 @@ type tierIndex struct {
 	winAt    int64
 	decoded  []*record
 	tri      *triFile
+	terms    *termsFile     // recall's postings (with useTerms), same stamp as tri
 	contents map[int][]byte // folded contents read during this run
 	problems []Problem      // links and special files met (tier files or index files)
 	trusted  bool           // used as it is, without a check (the archive's fast path)
 	records  bool           // the caller uses every record: read them all at once
+	recall   bool           // the caller ranks: the terms file is needed
 	good     []uint64       // records of recsRaw whose checksum was verified
 }
 
@@ -231,6 +233,7 @@ type use int
 const (
 	useSome    use = iota // a few records (a search's candidates)
 	useRecords            // every record
+	useTerms              // a few records and the terms file (recall)
 )
 
 // intact reports whether the records ords can be read and match their
@@ -376,6 +379,8 @@ func (t *tierIndex) forget() {
 		t.tri.f.Close()
 	}
 	t.tri = nil
+	t.terms.close()
+	t.terms = nil
 }
 
 // loadRecs reads every record at once (before all of them are needed). If
@@ -443,6 +448,7 @@ func (t *tierIndex) close() {
 		t.tri.f.Close()
 		t.tri.f = nil
 	}
+	t.terms.close()
 }
 
 // dropMeta closes the meta file once the records live in memory.
@@ -555,6 +561,26 @@ func (t *tierIndex) loadTri() {
 		return
 	}
 	t.tri = tf
+	if t.recall && !t.loadTerms() {
+		// Postings without the terms built with them: rebuild both.
+		t.tri.f.Close()
+		t.tri = nil
+	}
+}
+
+// loadTerms opens the terms file built with the tri file (its header only).
+func (t *tierIndex) loadTerms() bool {
+	f, size, ok := t.openDerived(".terms")
+	if !ok {
+		return false
+	}
+	tf, ok := openTerms(f, nil, size)
+	if !ok || tf.stamp != t.triStamp {
+		f.Close()
+		return false
+	}
+	t.terms = tf
+	return true
 }
 
 // readState reads the archive's state file (small: read whole).
@@ -628,7 +654,7 @@ const (
 //
 // A caller that uses every record (useRecords) gets them read at once.
 func openTier(root safefile.Root, dir, idxDir string, tier Tier, now time.Time, forceFull bool, u use) (*tierIndex, error) {
-	t := &tierIndex{root: root, tier: tier, dir: dir, idxDir: idxDir, records: u == useRecords}
+	t := &tierIndex{root: root, tier: tier, dir: dir, idxDir: idxDir, records: u == useRecords, recall: u == useTerms}
 	d, err := root.OpenDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -797,7 +823,7 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 		case errors.As(err, &tl):
 			// Kept as a record that does not parse: reported with the
 			// others, not read again while it stays the same.
-			results[k] = record{Name: j.name, Stamp: j.st, ErrReason: strings.TrimPrefix(tl.Error(), tl.path+" ")}
+			results[k] = record{Name: j.name, Stamp: j.st, ErrReason: strings.TrimPrefix(tl.Error(), tl.Path+" ")}
 			readOK[k] = true
 			return
 		case err != nil:
@@ -1086,14 +1112,19 @@ func (t *tierIndex) rebuildTri(recs []record, flags []byte, now time.Time) ([]re
 	t.contents = newContents
 	stamp := newStamp()
 	data := buildTri(stamp, docs)
+	terms := buildTerms(stamp, analyseAll(docs, newRecs))
 	if err := t.root.MkdirAll(t.idxDir, 0o755); err == nil {
-		_ = writeDerived(t.root, t.path(".tri"), data) // else: the postings from memory serve this run
+		// Else the postings from memory serve this run.
+		_ = writeDerived(t.root, t.path(".tri"), data)
+		_ = writeDerived(t.root, t.path(".terms"), terms)
 	}
 	if t.tri != nil && t.tri.f != nil {
 		t.tri.f.Close()
 	}
+	t.terms.close()
 	t.triStamp = stamp
 	t.tri, _ = parseTri(data)
+	t.terms, _ = openTerms(nil, terms, int64(len(terms)))
 	return newRecs, newFlags
 }
 

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 // TestSearchParityWithRipgrep: for literal queries, hobbs memory search finds
@@ -16,13 +17,7 @@ import (
 // benchmark's "same hits" rule), Unicode case folding included. ripgrep is
 // installed by .ci/run; outside CI the test skips without it.
 func TestSearchParityWithRipgrep(t *testing.T) {
-	rg, err := exec.LookPath("rg")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ripgrep (rg) is required in CI: .ci/run installs it")
-		}
-		t.Skip("ripgrep (rg) not installed")
-	}
+	rg := tooltest.Need(t, "rg")
 	withIndexTimes(t, 30*time.Millisecond, time.Hour)
 	c := newCorpus(t, 21)
 	c.add(Archive, 200)

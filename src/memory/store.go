@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -79,7 +78,7 @@ func (s *Store) lock() (func(), error) {
 	unlock, err := root.Lock(s.In.Lock("memory"), timeout)
 	if errors.Is(err, safefile.ErrLockTimeout) {
 		return nil, &errs.Error{Code: errs.Timeout, Msg: "memory is locked by another process", Err: err,
-			Hint: "another hobbs memory command is still running; try again"}
+			Hint: "another memory command, here or in a session, still holds memory/.lock; try again"}
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "memory lock")
@@ -112,7 +111,7 @@ func (s *Store) readFile(path string, tier Tier) (*Memory, error) {
 		}
 		s.report(p)
 		return nil, &errs.Error{Code: errs.Failure, Msg: p.String(),
-			Hint: "fix the file by hand (hobbs never rewrites a file it cannot parse); hobbs memory lint lists every problem"}
+			Hint: "fix the file by hand (Hobbs never rewrites a file it cannot parse); hobbs memory lint lists every problem"}
 	}
 	m.Path, m.raw = path, data
 	return m, nil
@@ -611,7 +610,7 @@ func (s *Store) create(m *Memory, activeIDs []string) error {
 	// A forgotten memory's id is never given again: the history and other
 	// memories' links still name it.
 	gone := s.forgottenIDs()
-	for tries := 0; tries < 100000; tries++ {
+	for tries := 0; tries < 100000 && next+tries <= instance.MaxSeq; tries++ {
 		id := fmt.Sprintf("%s%03d", prefix, next+tries)
 		if gone[id] {
 			continue
@@ -634,11 +633,15 @@ func (s *Store) create(m *Memory, activeIDs []string) error {
 	return errs.Failf("no free memory id for %s", prefix)
 }
 
+// idNumber is the sequence number of id, a memory id of the day prefix
+// names. An id whose number is out of range (instance.ParseSeq: the agent
+// names files in memory/) is not one of the day's: it never wraps the
+// next.
 func idNumber(id, prefix string) (int, bool) {
 	if !strings.HasPrefix(id, prefix) {
 		return 0, false
 	}
-	n, err := strconv.Atoi(id[len(prefix):])
+	n, err := instance.ParseSeq(id[len(prefix):])
 	return n, err == nil
 }
 

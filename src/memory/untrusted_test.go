@@ -473,3 +473,23 @@ func TestIndexRecordNamesStayInTier(t *testing.T) {
 		t.Errorf("good record: %+v", r)
 	}
 }
+
+// Attack: a memory file named with a number past int64's. The next memory
+// gets the next id of the day, never a wrapped one.
+func TestOverflowingMemoryIDIgnored(t *testing.T) {
+	s := newStore(t)
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	s.Now = func() time.Time { return now }
+	bad := filepath.Join(s.In.MemoryActive(), "mem_20261122_9223372036854775807.md")
+	os.WriteFile(bad, []byte("---\nid: mem_20261122_9223372036854775807\nstatus: active\n---\n\nplanted\n"), 0o644)
+	res := mustAdd(t, s, "The user lives in Lyon.")
+	if res.ID != "mem_20261122_001" {
+		t.Fatalf("id %s, want mem_20261122_001", res.ID)
+	}
+	if _, ok := idNumber("mem_20261122_1000000", "mem_20261122_"); ok {
+		t.Error("a 7-digit number parsed")
+	}
+	if n, ok := idNumber("mem_20261122_999999", "mem_20261122_"); !ok || n != 999999 {
+		t.Errorf("999999: %d %v", n, ok)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func init() {
@@ -25,7 +26,7 @@ func checkPlaybooks(_ context.Context, env *doctor.Env) []doctor.Result {
 	}
 	if len(problems) > 0 {
 		return []doctor.Result{{Status: doctor.Warn,
-			Message: fmt.Sprintf("%d problem(s) in %d playbook(s), first: %s", len(problems), n, problems[0]),
+			Message: fmt.Sprintf("%s in %s, first: %s", style.N(len(problems), "problem", "problems"), style.N(n, "playbook", "playbooks"), problems[0]),
 			Fix:     "run: hobbs playbook lint"}}
 	}
 	entries, _, _ := s.List()
@@ -35,5 +36,5 @@ func checkPlaybooks(_ context.Context, env *doctor.Env) []doctor.Result {
 			due++
 		}
 	}
-	return []doctor.Result{{Status: doctor.OK, Message: fmt.Sprintf("%d playbook(s), %d due for review", n, due)}}
+	return []doctor.Result{{Status: doctor.OK, Message: fmt.Sprintf("%s, %d due for review", style.N(n, "playbook", "playbooks"), due)}}
 }

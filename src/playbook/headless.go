@@ -61,7 +61,7 @@ func CanSchedule(name string, m Meta) error {
 // DefaultsNotice is what a run of a playbook without a run: block says: it
 // gets the instance defaults, not least privilege.
 func DefaultsNotice(name string) string {
-	return fmt.Sprintf("%s has no run: block: it runs with the instance defaults (the whole egress policy, every secret config.yaml maps, Claude Code's default tools, %d turns, %s); declare what it needs under run: to narrow it",
+	return fmt.Sprintf("%s has no run: block: it runs with the instance defaults (the whole egress policy, every secret config.yaml maps, no tool use approved beyond reading the playbook, %d turns, %s); declare what it needs under run: to narrow it",
 		name, DefaultMaxTurns, DefaultTimeout)
 }
 
@@ -91,7 +91,10 @@ type RunSpec struct {
 	Secrets  []string       `json:"secrets"` // variable names; only these reach the run
 	Tools    []string       `json:"tools"`   // Claude Code --allowedTools; [] allows none beyond the defaults that need no permission
 	MaxTurns int            `json:"max_turns"`
-	Timeout  time.Duration  `json:"-"`
+	// MaxCostUSD is run.max_cost_usd: Claude Code's --max-budget-usd (0:
+	// no cap).
+	MaxCostUSD float64       `json:"max_cost_usd,omitempty"`
+	Timeout    time.Duration `json:"-"`
 	// TimeoutText is Timeout as text, for JSON.
 	TimeoutText string `json:"timeout"`
 
@@ -128,6 +131,7 @@ func ComputeRunSpec(name, path string, m Meta, pol *egress.Policy) (RunSpec, err
 		return s, nil
 	}
 	s.Declared = true
+	s.MaxCostUSD = m.Run.MaxCostUSD
 	s.Secrets = append([]string{}, m.Run.Secrets...)
 	s.Tools = append([]string{}, m.Run.Tools...)
 	var allowed []*egress.Rule

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -506,5 +507,27 @@ func TestPlantedLinksAndFIFOsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(elsewhere, "playbooks", "fresh.md")); err == nil {
 		t.Fatal("new wrote through the linked playbooks/")
+	}
+}
+
+// Attack: a playbook the agent made huge (sparse) is a problem named in
+// list and lint, refused by get, and never read.
+func TestOversizePlaybookRefused(t *testing.T) {
+	s := newStore(t)
+	writeGood(t, s, "real")
+	writeGood(t, s, "huge")
+	if err := os.Truncate(s.Path("huge"), instance.MaxPlaybookFile+1); err != nil {
+		t.Fatal(err)
+	}
+	entries, problems, err := s.List()
+	if err != nil || len(entries) != 1 || entries[0].Name != "real" || len(problems) != 1 ||
+		!strings.Contains(fmt.Sprint(problems), "huge.md: is larger than 1 MiB (1048577 bytes): not read") {
+		t.Fatalf("list: %v %v %v", entries, problems, err)
+	}
+	if lint, _, err := s.Lint(); err != nil || len(lint) != 1 {
+		t.Fatalf("lint: %v %v", lint, err)
+	}
+	if _, _, err := s.Get("huge"); err == nil || !strings.Contains(err.Error(), "is larger than 1 MiB") {
+		t.Fatalf("get: %v", err)
 	}
 }

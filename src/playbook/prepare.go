@@ -1,9 +1,12 @@
 package playbook
 
 import (
+	"io"
+
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
 // RunCheck is what PrepareRun found: the run's grant and, for a run: block,
@@ -11,8 +14,10 @@ import (
 type RunCheck struct {
 	Spec RunSpec
 	Run  *Run // the run: block as the file has it; nil without one
-	// Unapproved is why the run: block may not run yet (CheckGrant), nil
-	// when it may or there is none.
+	Doc  *Doc // the playbook as read: what an approval approves
+	// Unapproved is why the playbook may not run yet (CheckGrant: its text
+	// or what it names changed since the approval), nil when it may or it
+	// has no run: block.
 	Unapproved error
 }
 
@@ -39,9 +44,9 @@ func (s *Store) PrepareRun(name string, pol *egress.Policy, scheduled, look bool
 		}
 		return RunCheck{}, err
 	}
-	c := RunCheck{Spec: spec, Run: d.Meta.Run}
+	c := RunCheck{Spec: spec, Run: d.Meta.Run, Doc: d}
 	if spec.Declared && s.In.Root != "" {
-		c.Unapproved = CheckGrant(s.In, name, d.Meta.Run)
+		c.Unapproved = CheckGrant(s.In, name, d)
 	}
 	return c, nil
 }
@@ -69,5 +74,55 @@ func (s *Store) RunLocked(name, stage string, run func() error) error {
 	defer unlock()
 	err = run()
 	s.Audit.Record(audit.Entry{Event: "playbook.run", Subject: name, Outcome: "ok", Detail: map[string]any{"stage": stage}}, err)
+	return err
+}
+
+// ApproveRuns approves playbook name for its headless runs as it is now —
+// the bytes read, under the playbooks lock, and the skills and sub-agents
+// they name (Approve) — and returns the grant and what a run gets under
+// the instance's effective policy pol. A playbook without a run: block has
+// nothing to approve; one that may not run headless is refused.
+func (s *Store) ApproveRuns(name string, pol *egress.Policy) (*Grant, RunSpec, error) {
+	if err := checkName(name); err != nil {
+		return nil, RunSpec{}, err
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, RunSpec{}, err
+	}
+	defer unlock()
+	d, _, err := s.Get(name)
+	if err != nil {
+		return nil, RunSpec{}, err
+	}
+	if d.Meta.Run == nil {
+		return nil, RunSpec{}, errs.Usagef("%s has no run: block to approve", name).
+			WithHint("declare what a run needs under run: (docs/playbooks.md), or hobbs playbook allow %s HOST", name)
+	}
+	spec, err := ComputeRunSpec(name, d.Path, d.Meta, pol)
+	if err != nil {
+		return nil, RunSpec{}, err
+	}
+	g, err := Approve(s.In, name, d, s.now(), s.Audit)
+	return g, spec, err
+}
+
+// Diff prints what changed in playbook name since its approval (WriteDiff)
+// and reports whether anything did.
+func (s *Store) Diff(w io.Writer, name string) (bool, error) {
+	if instance.InContainer() {
+		return false, errs.Usagef("hobbs playbook approve runs on the host, not in the agent's container: approvals live in grants/, which no session mounts")
+	}
+	d, _, err := s.Get(name)
+	if err != nil {
+		return false, err
+	}
+	return WriteDiff(w, s.In, name, d)
+}
+
+// ApproveChecked approves c's playbook as PrepareRun read it (the prompt
+// of a run on a terminal): the bytes it checked, not the file again.
+func (s *Store) ApproveChecked(name string, c RunCheck) error {
+	_, err := Approve(s.In, name, c.Doc, s.now(), s.Audit)
 	return err
 }

@@ -49,7 +49,7 @@ func TestPrepareRunAndRunLocked(t *testing.T) {
 	if _, err := s.PrepareRun("inv", nil, true, false); err == nil || !strings.Contains(err.Error(), "this scheduled run is refused") {
 		t.Errorf("a schedule's run of a supervised playbook: %v", err)
 	}
-	if _, err := Approve(in, "inv", c.Run, time.Now(), nil); err != nil {
+	if _, err := Approve(in, "inv", c.Doc, time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if c, err = s.PrepareRun("inv", nil, false, false); err != nil || c.Unapproved != nil {

@@ -21,13 +21,22 @@ import (
 //	  tools: ["Read", "Bash(hobbs *)", "mcp__mail__send"]  # Claude Code tool names or patterns
 //	  max_turns: 30                                        # > 0; default DefaultMaxTurns
 //	  timeout: 20m                                         # Go duration > 0; default DefaultTimeout
+//	  max_cost_usd: 2.50                                   # > 0; default none (Claude Code's --max-budget-usd)
 type Run struct {
 	Hosts    []string `json:"hosts"`   // canonical policy patterns (egress.ParseRule)
 	Secrets  []string `json:"secrets"` // environment variable names
 	Tools    []string `json:"tools"`
 	MaxTurns int      `json:"max_turns,omitempty"` // 0: DefaultMaxTurns
 	Timeout  string   `json:"timeout,omitempty"`   // a Go duration as written; "": DefaultTimeout
+	// MaxCostUSD caps what the run may spend on API calls, in US dollars
+	// (0: no cap). Omitted from JSON when unset, so the hash of a block
+	// written before the key existed (RunHash) stays the same.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
+
+// MaxCostLimit is the largest max_cost_usd a run: block may set: a typo
+// (a missing decimal point) is refused rather than turned into no cap.
+const MaxCostLimit = 10000
 
 // Defaults of a run whose run: block leaves a limit out, or that has none.
 const (
@@ -36,7 +45,7 @@ const (
 )
 
 // runKeys are the keys of a run: block.
-var runKeys = []string{"hosts", "secrets", "tools", "max_turns", "timeout"}
+var runKeys = []string{"hosts", "secrets", "tools", "max_turns", "timeout", "max_cost_usd"}
 
 var (
 	secretRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -136,6 +145,12 @@ func parseRun(path string, v *yaml.Node) (*Run, []Problem, error) {
 				return fail(k, "timeout must be a duration greater than 0 such as 20m or 1h30m, got %q", n.Value)
 			}
 			r.Timeout = n.Value
+		case "max_cost_usd":
+			v, perr := strconv.ParseFloat(n.Value, 64)
+			if n.Kind != yaml.ScalarNode || perr != nil || !(v > 0 && v <= MaxCostLimit) {
+				return fail(k, "max_cost_usd must be a number of US dollars greater than 0 and at most %d, such as 2.50, got %q", MaxCostLimit, n.Value)
+			}
+			r.MaxCostUSD = v
 		default:
 			probs = append(probs, Problem{Path: path, Line: k.Line + 1,
 				Reason: fmt.Sprintf("run: unknown key %q (known: %s)", k.Value, strings.Join(runKeys, ", "))})
@@ -186,5 +201,12 @@ func (r *Run) yamlBlock(eol string) string {
 	if r.Timeout != "" {
 		b.WriteString("  timeout: " + quote(r.Timeout) + eol)
 	}
+	if r.MaxCostUSD > 0 {
+		b.WriteString("  max_cost_usd: " + FormatUSD(r.MaxCostUSD) + eol)
+	}
 	return b.String()
 }
+
+// FormatUSD writes a dollar amount as YAML and Claude Code's
+// --max-budget-usd take it: the shortest decimal that reads back equal.
+func FormatUSD(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

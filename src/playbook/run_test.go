@@ -23,6 +23,7 @@ const runBlock = `run:
   tools: ["Read", "Bash(hobbs *)", "mcp__mail__send"]
   max_turns: 20
   timeout: 15m
+  max_cost_usd: 2.5
 `
 
 func withFrontmatter(stage, extra string) string {
@@ -35,12 +36,16 @@ func TestParseRunBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Run{Hosts: []string{"api.bank.example", "*.files.example:8443"}, Secrets: []string{"BANK_TOKEN"},
-		Tools: []string{"Read", "Bash(hobbs *)", "mcp__mail__send"}, MaxTurns: 20, Timeout: "15m"}
+		Tools: []string{"Read", "Bash(hobbs *)", "mcp__mail__send"}, MaxTurns: 20, Timeout: "15m", MaxCostUSD: 2.5}
 	if !reflect.DeepEqual(d.Meta.Run, want) || len(d.Lint) != 0 {
 		t.Fatalf("run = %+v lint %v", d.Meta.Run, d.Lint)
 	}
 	if d.Meta.Run.TimeoutDuration() != 15*time.Minute || d.Meta.Run.Turns() != 20 {
 		t.Fatal("limits")
+	}
+	// A block without max_cost_usd hashes as it did before the key existed.
+	if b, _ := json.Marshal(&Run{Hosts: []string{}, Secrets: []string{}, Tools: []string{}}); strings.Contains(string(b), "max_cost") {
+		t.Errorf("an unset cost cap is in the block's JSON: %s", b)
 	}
 	var none *Run
 	if none.Turns() != DefaultMaxTurns || none.TimeoutDuration() != DefaultTimeout {
@@ -60,6 +65,11 @@ func TestParseRunBlockErrors(t *testing.T) {
 		{"run:\n  max_turns: ten\n", "max_turns must be"},
 		{"run:\n  timeout: -5m\n", "timeout must be a duration greater than 0"},
 		{"run:\n  timeout: 10\n", "timeout must be a duration"},
+		{"run:\n  max_cost_usd: 0\n", "p.md:10: run: max_cost_usd must be a number of US dollars greater than 0"},
+		{"run:\n  max_cost_usd: -1\n", "max_cost_usd must be"},
+		{"run:\n  max_cost_usd: five\n", "max_cost_usd must be"},
+		{"run:\n  max_cost_usd: 25000\n", "at most 10000"},
+		{"run:\n  max_cost_usd: .nan\n", "max_cost_usd must be"},
 	} {
 		_, err := Parse("p.md", []byte(withFrontmatter("supervised", c.block)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -163,10 +173,11 @@ func TestAllowHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"api.bank.example", "*.files.example:8443", "*.cdn.example"}
-	if !reflect.DeepEqual(d.Meta.Run.Hosts, want) || d.Meta.Run.MaxTurns != 20 || d.Meta.Run.Timeout != "15m" || d.Meta.Title != "Weekly invoices" {
+	if !reflect.DeepEqual(d.Meta.Run.Hosts, want) || d.Meta.Run.MaxTurns != 20 || d.Meta.Run.Timeout != "15m" ||
+		d.Meta.Run.MaxCostUSD != 2.5 || d.Meta.Title != "Weekly invoices" {
 		t.Fatalf("meta %+v run %+v", d.Meta, d.Meta.Run)
 	}
-	if !strings.Contains(string(d.Raw()), "  timeout: \"15m\"\n# my comment\ncreated:") {
+	if !strings.Contains(string(d.Raw()), "  timeout: \"15m\"\n  max_cost_usd: 2.5\n# my comment\ncreated:") {
 		t.Fatalf("file:\n%s", d.Raw())
 	}
 	// A bad host is refused; an unparsable file is never rewritten.

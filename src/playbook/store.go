@@ -37,6 +37,9 @@ type Store struct {
 	// Audit records every change (playbook.new, .update, .stage,
 	// .reviewed, .allow, .approve) and every show; nil: no audit entries.
 	Audit *audit.Logger
+	// Warn, when set, is told what a change could not do beside it (an
+	// approved playbook not approved again); nil: nothing is told.
+	Warn func(format string, args ...any)
 }
 
 // Open returns the playbooks of in: reviews every reviewEvery days by
@@ -160,12 +163,17 @@ func (s *Store) entry(name string, d *Doc) Entry {
 }
 
 func (s *Store) load(path string) (*Doc, error) {
-	data, err := s.fs().ReadFile(path)
+	data, err := s.fs().ReadFile(path, instance.MaxPlaybookFile)
 	var ue *safefile.UnsafeError
-	if errors.As(err, &ue) && ue.Path == path {
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.As(err, &ue) && ue.Path == path:
 		// A link or special file planted in playbooks/: reported like a
 		// file that does not parse (listed, never followed nor rewritten).
 		return nil, &ParseError{Problem{Path: path, Reason: strings.TrimPrefix(ue.Error(), ue.Path+" ")}}
+	case errors.As(err, &tl):
+		// A file over the cap: the same, unread.
+		return nil, &ParseError{Problem{Path: path, Reason: strings.TrimPrefix(tl.Error(), tl.Path+" ")}}
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read playbook")
@@ -439,32 +447,45 @@ func firstH1(body string) string {
 	return ""
 }
 
+// lock takes the playbooks lock, which every writer holds.
+func (s *Store) lock() (func(), error) {
+	if err := s.fs().MkdirAll(filepath.Dir(s.LockPath), 0o755); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "create lock directory")
+	}
+	unlock, err := s.fs().Lock(s.LockPath, 30*time.Second)
+	if err != nil {
+		if errors.Is(err, safefile.ErrLockTimeout) {
+			return nil, errs.Wrap(errs.Timeout, err, "playbooks are busy")
+		}
+		return nil, errs.Wrap(errs.Failure, err, "lock playbooks")
+	}
+	return unlock, nil
+}
+
 // update loads name under the lock, lets change compute the new content and
 // writes it atomically. change returns nil content for "no change".
 func (s *Store) update(name string, change func(d *Doc) ([]byte, error)) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	if err := s.fs().MkdirAll(filepath.Dir(s.LockPath), 0o755); err != nil {
-		return errs.Wrap(errs.Failure, err, "create lock directory")
-	}
-	unlock, err := s.fs().Lock(s.LockPath, 30*time.Second)
+	unlock, err := s.lock()
 	if err != nil {
-		if errors.Is(err, safefile.ErrLockTimeout) {
-			return errs.Wrap(errs.Timeout, err, "playbooks are busy")
-		}
-		return errs.Wrap(errs.Failure, err, "lock playbooks")
+		return err
 	}
 	defer unlock()
 	d, _, err := s.Get(name)
 	if err != nil {
 		return err
 	}
+	// A change on the host to a playbook whose text was approved as it was
+	// read is approved too: exactly the bytes written, under the lock.
+	approved := s.In.Root != "" && !instance.InContainer() && CheckGrant(s.In, name, d) == nil
 	content, err := change(d)
 	if err != nil || content == nil {
 		return err
 	}
-	if _, err := Parse(d.Path, content); err != nil {
+	nd, err := Parse(d.Path, content)
+	if err != nil {
 		return errs.Wrap(errs.Failure, err, "internal error: the updated playbook would not parse; nothing written")
 	}
 	fi, err := s.fs().Stat(d.Path)
@@ -474,6 +495,11 @@ func (s *Store) update(name string, change func(d *Doc) ([]byte, error)) error {
 	}
 	if err := s.fs().Write(d.Path, content, perm); err != nil {
 		return errs.Wrap(errs.Failure, err, "write playbook")
+	}
+	if approved {
+		if _, err := Approve(s.In, name, nd, s.now(), s.Audit); err != nil && s.Warn != nil {
+			s.Warn("%s changed but its approval was not renewed: %v (approve it: hobbs playbook approve %s)", name, err, name)
+		}
 	}
 	return nil
 }
@@ -668,9 +694,6 @@ type HostAllowed struct {
 	Host    string `json:"host"` // canonical pattern
 	Changed bool   `json:"changed"`
 	Date    string `json:"date"`
-	// ApproveErr is why a run: block the user had approved could not be
-	// approved again with the host added (the host is added all the same).
-	ApproveErr error `json:"-"`
 }
 
 // AllowHost adds host (a policy domains entry) to the run.hosts of playbook
@@ -678,28 +701,20 @@ type HostAllowed struct {
 // appends "- DATE run: allowed host HOST[: REASON]" under Notes. A host
 // already listed changes nothing. The run: block is rewritten whole (in
 // hobbs's layout: a comment inside it is lost); the rest of the file stays
-// byte for byte. A block the user had approved (a grant of s.In) stays
-// approved with the host added; one a session changed stays unapproved. A
-// change (or a refusal) is the audit event playbook.allow.
+// byte for byte. A playbook the user had approved (a grant of s.In) stays
+// approved as written, with the host added (update); one a session changed
+// stays unapproved. A change (or a refusal) is the audit event
+// playbook.allow.
 func (s *Store) AllowHost(name, host, reason string) (HostAllowed, error) {
-	var approved *Run // the new block, when the old one was approved
-	res, err := s.allowHost(name, host, reason, func(old, updated *Run) {
-		if s.In.Root != "" && old != nil && CheckGrant(s.In, name, old) == nil {
-			approved = updated
-		}
-	})
-	if err == nil && approved != nil {
-		_, res.ApproveErr = Approve(s.In, name, approved, s.now(), s.Audit)
-	}
+	res, err := s.allowHost(name, host, reason)
 	if res.Changed || err != nil {
 		s.Audit.Record(audit.Entry{Event: "playbook.allow", Subject: name, Detail: map[string]any{"host": host, "reason": reason}}, err)
 	}
 	return res, err
 }
 
-// allowHost adds the host; changed is told, under the playbooks lock, the
-// run: block before and after (as it parses from the file written).
-func (s *Store) allowHost(name, host, reason string, changed func(old, updated *Run)) (HostAllowed, error) {
+// allowHost adds the host.
+func (s *Store) allowHost(name, host, reason string) (HostAllowed, error) {
 	reason = strings.TrimSpace(reason)
 	res := HostAllowed{Name: name, Date: s.today()}
 	if strings.ContainsAny(reason, "\r\n") {
@@ -739,7 +754,6 @@ func (s *Store) allowHost(name, host, reason string, changed func(old, updated *
 			text += ": " + reason
 		}
 		res.Changed = true
-		changed(d.Meta.Run, d2.Meta.Run)
 		return appendNote(c, d2.fmEnd, text), nil
 	})
 	return res, err

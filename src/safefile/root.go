@@ -351,30 +351,94 @@ func (r Root) OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error
 // Open opens the regular file path for reading.
 func (r Root) Open(path string) (*os.File, error) { return r.OpenFile(path, os.O_RDONLY, 0) }
 
-// MaxRead is the largest file ReadFile reads: every file of an instance is
-// small, and one the agent made huge (a sparse file costs it nothing) must
-// not exhaust the host's memory.
+// MaxRead is the largest cap a caller of ReadFile may give: every file of
+// an instance is small, and one the agent made huge (a sparse file costs it
+// nothing) must not exhaust the host's memory. Each kind of file has a cap
+// of its own, far below (instance.Max*).
 const MaxRead = 256 << 20
 
-// ErrTooLarge is returned by ReadFile for a file over MaxRead.
+// ErrTooLarge is what a *TooLargeError wraps.
 var ErrTooLarge = errors.New("file too large")
 
-// ReadFile reads the regular file path whole (MaxRead at most).
-func (r Root) ReadFile(path string) ([]byte, error) {
+// TooLargeError is a file over the cap of its kind: refused, never read.
+type TooLargeError struct {
+	Path string // absolute
+	Size int64  // its size when refused (at least Max+1)
+	Max  int64  // the cap
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is larger than %s (%d bytes): not read (hobbs bounds every file it reads from the instance: inspect it, then shorten or remove it)",
+		e.Path, FormatSize(e.Max), e.Size)
+}
+
+func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
+
+// FormatSize says n bytes in the largest whole binary unit: "1 GiB",
+// "256 KiB", "1000 bytes".
+func FormatSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// ReadFile reads the regular file path whole, max bytes at most (a cap
+// over MaxRead counts as MaxRead). A larger file is a *TooLargeError,
+// refused after one fstat without reading it; one that grows while it is
+// read is refused too. It never holds more than max+1 bytes of the file.
+func (r Root) ReadFile(path string, max int64) ([]byte, error) {
 	f, err := r.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	tooLarge := &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w: over %d MiB", ErrTooLarge, MaxRead>>20)}
-	if fi, err := f.Stat(); err == nil && fi.Size() > MaxRead {
-		return nil, tooLarge
+	return readAtMost(f, max)
+}
+
+// openFile is what readAtMost needs of an open file.
+type openFile interface {
+	io.Reader
+	Stat() (fs.FileInfo, error)
+	Name() string
+}
+
+// readAtMost reads the open regular file f whole, max bytes at most.
+func readAtMost(f openFile, max int64) ([]byte, error) {
+	max = min(max, MaxRead)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxRead+1)) // it may grow meanwhile
-	if err == nil && len(b) > MaxRead {
-		return nil, tooLarge
+	if fi.Size() > max {
+		return nil, &TooLargeError{Path: f.Name(), Size: fi.Size(), Max: max}
 	}
-	return b, err
+	// Room for the size fstat gave and one byte more, to see the end; a
+	// file that grew meanwhile is read into a buffer that grows to max+1.
+	b := make([]byte, 0, fi.Size()+1)
+	for {
+		if len(b) == cap(b) {
+			nb := make([]byte, len(b), min(2*int64(cap(b))+512, max+1))
+			copy(nb, b)
+			b = nb
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > max {
+			return nil, &TooLargeError{Path: f.Name(), Size: int64(len(b)), Max: max}
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: f.Name(), Err: err}
+		}
+	}
 }
 
 // OpenDir opens the directory path (the root for "." or the root's path).
@@ -858,4 +922,72 @@ func ignoringEINTR(f func() (int, error)) (int, error) {
 			return fd, err
 		}
 	}
+}
+
+// ErrTooDeep is what FindNames reports for a tree deeper than it walks.
+var ErrTooDeep = errors.New("too deep")
+
+// FindNames walks the directory dir and calls found with the path (beneath
+// the root, absolute) of every entry whose name is in names, whatever its
+// type, without descending into it. It follows no link, opens each
+// directory relative to the one above it with O_NOFOLLOW, and stats no
+// entry (the directory's own entry types decide what to descend into), so
+// a tree of many files costs one getdents a directory. It descends at most
+// maxDepth levels below dir: a directory deeper than that is not walked
+// and is reported, after the rest, by an error wrapping ErrTooDeep naming
+// it. found may rename or remove the entry it is given.
+func (r Root) FindNames(dir string, names map[string]bool, maxDepth int, found func(path string) error) error {
+	d, err := r.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	var tooDeep string
+	err = r.findNames(d, names, maxDepth, found, &tooDeep)
+	if err == nil && tooDeep != "" {
+		err = &fs.PathError{Op: "walk", Path: tooDeep, Err: fmt.Errorf("%w: more than %d levels below %s", ErrTooDeep, maxDepth, r.abs(mustRel(r, dir)))}
+	}
+	return err
+}
+
+// findNames is FindNames below the open directory d (closed on return).
+func (r Root) findNames(d *os.File, names map[string]bool, depth int, found func(string) error, tooDeep *string) error {
+	ents, err := d.ReadDir(-1)
+	if err != nil {
+		d.Close()
+		return &fs.PathError{Op: "readdir", Path: d.Name(), Err: err}
+	}
+	var subdirs []string
+	for _, e := range ents {
+		p := filepath.Join(d.Name(), e.Name())
+		switch {
+		case names[e.Name()]:
+			if err := found(p); err != nil {
+				d.Close()
+				return err
+			}
+		case e.Type().IsDir():
+			subdirs = append(subdirs, e.Name())
+		}
+	}
+	defer d.Close()
+	for _, n := range subdirs {
+		p := filepath.Join(d.Name(), n)
+		if depth == 0 {
+			if *tooDeep == "" {
+				*tooDeep = p
+			}
+			continue
+		}
+		fd, err := ignoringEINTR(func() (int, error) { return unix.Openat(int(d.Fd()), n, dirFlags, 0) })
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed meanwhile
+			}
+			return r.explain(int(d.Fd()), n, p, "open", err, true)
+		}
+		if err := r.findNames(os.NewFile(uintptr(fd), p), names, depth-1, found, tooDeep); err != nil {
+			return err
+		}
+	}
+	return nil
 }

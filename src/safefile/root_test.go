@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -26,6 +27,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 // ---- helpers ---------------------------------------------------------------
@@ -322,7 +325,7 @@ var rootOps = []rootOp{
 		return nil, err
 	}},
 	{name: "ReadFile", kind: fileP, run: func(t *testing.T, f linkFixture, p string) (any, error) {
-		b, err := f.r.ReadFile(p)
+		b, err := f.r.ReadFile(p, MaxRead)
 		if bytes.Contains(b, []byte(secret)) {
 			t.Errorf("ReadFile(%s) read the link's target: %q", p, b)
 		}
@@ -696,7 +699,7 @@ func TestRootMissing(t *testing.T) {
 		// Methods that read or act on an existing entry.
 		checks := map[string]func() error{
 			"Open":      func() error { f, err := r.Open(p); closeIf(f); return err },
-			"ReadFile":  func() error { _, err := r.ReadFile(p); return err },
+			"ReadFile":  func() error { _, err := r.ReadFile(p, MaxRead); return err },
 			"OpenFile":  func() error { f, err := r.OpenFile(p, os.O_RDWR, 0); closeIf(f); return err },
 			"OpenDir":   func() error { f, err := r.OpenDir(p); closeIf(f); return err },
 			"ReadDir":   func() error { _, err := r.ReadDir(p); return err },
@@ -791,6 +794,7 @@ var specials = []special{
 	}},
 	{"device", fs.ModeDevice | fs.ModeCharDevice, func(t *testing.T, p string) {
 		if os.Getuid() != 0 && os.Getenv("CI") != "true" {
+			tooltest.Note(t.Name(), "making a device node needs root", "run the tests as root (CI=true runs it regardless)")
 			t.Skip("making a device node needs root (CI=true runs it regardless)")
 		}
 		// /dev/null's numbers: harmless should it be opened, and openable
@@ -828,7 +832,7 @@ func TestRootSpecialFiles(t *testing.T) {
 	}
 	checks := []check{
 		{"Open", func(r Root) error { f, err := r.Open("x"); closeIf(f); return err }, "x"},
-		{"ReadFile", func(r Root) error { _, err := r.ReadFile("x"); return err }, "x"},
+		{"ReadFile", func(r Root) error { _, err := r.ReadFile("x", MaxRead); return err }, "x"},
 		{"OpenFile-create-write", func(r Root) error {
 			f, err := r.OpenFile("x", os.O_CREATE|os.O_WRONLY, 0o600)
 			closeIf(f)
@@ -988,7 +992,7 @@ func TestRootFIFOWithPeer(t *testing.T) {
 	r := Beneath(root)
 	within(t, "Append, ReadFile, Lock", func() {
 		wantUnsafe(t, "Append", r.Append("x", []byte("line\n"), 0o600), p)
-		_, err := r.ReadFile("x")
+		_, err := r.ReadFile("x", MaxRead)
 		wantUnsafe(t, "ReadFile", err, p)
 		u, err := r.Lock("x", time.Second)
 		unlockIf(u)
@@ -1071,7 +1075,7 @@ func TestRootSpecialSwapRace(t *testing.T) {
 			switch i % 3 {
 			case 0:
 				var b []byte
-				b, err = r.ReadFile("x")
+				b, err = r.ReadFile("x", MaxRead)
 				if err == nil && string(b) != "regular" {
 					t.Errorf("ReadFile returned %q: read the FIFO", b)
 					return
@@ -1140,7 +1144,7 @@ func TestRootRefusesPathsOutside(t *testing.T) {
 	for _, p := range paths {
 		ops := map[string]func() error{
 			"Open":        func() error { f, err := r.Open(p); closeIf(f); return err },
-			"ReadFile":    func() error { _, err := r.ReadFile(p); return err },
+			"ReadFile":    func() error { _, err := r.ReadFile(p, MaxRead); return err },
 			"OpenFile":    func() error { f, err := r.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o600); closeIf(f); return err },
 			"OpenDir":     func() error { f, err := r.OpenDir(p); closeIf(f); return err },
 			"ReadDir":     func() error { _, err := r.ReadDir(p); return err },
@@ -1194,7 +1198,7 @@ func TestRootRefusesPathsOutside(t *testing.T) {
 	unchanged(t, "paths outside", base, before)
 	// Paths that clean to somewhere inside are fine.
 	for _, p := range []string{"a/f", "./a/f", "a/../a/f", "a//f", filepath.Join(root, "a", "f"), root + "/./a/../a/f"} {
-		if b, err := r.ReadFile(p); err != nil || string(b) != "inside" {
+		if b, err := r.ReadFile(p, MaxRead); err != nil || string(b) != "inside" {
 			t.Errorf("ReadFile(%s) = %q, %v", p, b, err)
 		}
 	}
@@ -1234,7 +1238,7 @@ func TestRootHeldDirectoryIgnoresSwap(t *testing.T) {
 	mustSymlink(t, outside, filepath.Join(root, "d"))
 
 	// The path now leads through the link: refused from scratch.
-	_, err = r.ReadFile("d/f")
+	_, err = r.ReadFile("d/f", MaxRead)
 	wantUnsafe(t, "ReadFile after the swap", err, filepath.Join(root, "d"))
 	// The held directory is the real one.
 	f, err := r.openLeaf(dirfd, name, r.abs("d/f"), os.O_RDWR|os.O_APPEND, 0, false, true)
@@ -1357,7 +1361,7 @@ func TestRootDirSwapRace(t *testing.T) {
 				break
 			}
 		}
-		b, err := r.ReadFile("d/f")
+		b, err := r.ReadFile("d/f", MaxRead)
 		if bytes.Contains(b, []byte(secret)) {
 			t.Fatalf("ReadFile returned the outside file: %q", b)
 		}
@@ -1432,7 +1436,7 @@ func TestRootThroughLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	u()
-	if b, err := r.ReadFile(filepath.Join(link, "d/e/f")); err != nil || string(b) != "one" {
+	if b, err := r.ReadFile(filepath.Join(link, "d/e/f"), MaxRead); err != nil || string(b) != "one" {
 		t.Errorf("ReadFile via the link's path: %q %v", b, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(real, "d", "g")); string(b) != "two" {
@@ -1531,13 +1535,13 @@ func TestRootReadFileLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := Beneath(dir).ReadFile("huge"); !errors.Is(err, ErrTooLarge) {
+	if _, err := Beneath(dir).ReadFile("huge", MaxRead); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
 	}
 	if err := os.Truncate(filepath.Join(dir, "huge"), 10); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := Beneath(dir).ReadFile("huge"); err != nil || len(b) != 10 {
+	if b, err := Beneath(dir).ReadFile("huge", MaxRead); err != nil || len(b) != 10 {
 		t.Fatalf("small file: %d bytes, %v", len(b), err)
 	}
 	// The root's own Stat reports it, whatever kind of path leads there.
@@ -1545,3 +1549,64 @@ func TestRootReadFileLimit(t *testing.T) {
 		t.Fatalf("Stat(.) = %v, %v", fi, err)
 	}
 }
+
+// Each read names its cap: a file over it is refused without being read
+// (the error names it and the cap), one at the cap is read whole, and a
+// file growing past the cap while it is read is refused too.
+func TestRootReadFileCap(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Beneath(dir)
+	if b, err := r.ReadFile("f", 4096); err != nil || len(b) != 4096 {
+		t.Fatalf("at the cap: %d bytes, %v", len(b), err)
+	}
+	_, err := r.ReadFile("f", 4095)
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || !errors.Is(err, ErrTooLarge) || tl.Path != p || tl.Size != 4096 || tl.Max != 4095 {
+		t.Fatalf("over the cap: %v", err)
+	}
+	if !strings.Contains(err.Error(), p+" is larger than 4095 bytes (4096 bytes): not read") {
+		t.Errorf("message %q", err)
+	}
+	// Growing while read: readAtMost reads a file whose fstat said 0 bytes
+	// but that holds more (as one another process appends to would).
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := readAtMost(&growing{File: f}, 1000); !errors.As(err, &tl) || tl.Size != 1001 {
+		t.Fatalf("growing file: %v", err)
+	}
+	for n, want := range map[int64]string{1 << 30: "1 GiB", 1 << 20: "1 MiB", 256 << 10: "256 KiB", 1000: "1000 bytes", 3 << 20: "3 MiB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// growing is a file that says it is empty and reads 1 MiB of zeros: a file
+// that grows between the fstat and the read.
+type growing struct {
+	*os.File
+	n int
+}
+
+func (g *growing) Stat() (fs.FileInfo, error) { return zeroSize{}, nil }
+
+func (g *growing) Read(b []byte) (int, error) {
+	if g.n >= 1<<20 {
+		return 0, io.EOF
+	}
+	n := min(len(b), 1<<20-g.n)
+	clear(b[:n])
+	g.n += n
+	return n, nil
+}
+
+type zeroSize struct{ fs.FileInfo }
+
+func (zeroSize) Size() int64 { return 0 }

@@ -252,6 +252,29 @@ func (c calendar) next(from time.Time) time.Time {
 	return time.Time{}
 }
 
+// prev returns the last minute at or before at that c matches, in at's
+// location; the zero time when there is none within 5 years.
+func (c calendar) prev(at time.Time) time.Time {
+	t := at.Truncate(time.Minute)
+	end := at.AddDate(-5, 0, 0)
+	for t.After(end) {
+		if !in(c.month, int(t.Month())) || !in(c.dom, t.Day()) || !in(c.dow, int(t.Weekday())) {
+			t = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, t.Location()).Add(-time.Minute)
+			continue
+		}
+		if !in(c.hour, t.Hour()) {
+			t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, t.Location()).Add(-time.Minute)
+			continue
+		}
+		if !in(c.minute, t.Minute()) {
+			t = t.Add(-time.Minute)
+			continue
+		}
+		return t
+	}
+	return time.Time{}
+}
+
 // everyCalendar returns the calendar for "every d" when d divides an hour
 // (whole minutes), a day (whole hours) or is a day or a week: then systemd
 // runs it on the clock (and catches up a missed run) and cron can express

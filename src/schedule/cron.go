@@ -173,8 +173,7 @@ func lockSchedules(path string) (func(), error) {
 
 func (c *cron) Add(j Job) (Result, error) {
 	res := Result{Backend: c.Name()}
-	lines, err := CronLines(j)
-	if err != nil {
+	if _, err := CronLines(j); err != nil {
 		return res, err
 	}
 	unlock, err := c.lock()
@@ -183,6 +182,15 @@ func (c *cron) Add(j Job) (Result, error) {
 	}
 	defer unlock()
 	t, err := c.read()
+	if err != nil {
+		return res, err
+	}
+	for _, o := range t.jobs {
+		if o.Playbook == j.Playbook && o.Spec == j.Spec && o.Instance == j.Instance && o.Binary == j.Binary {
+			j.Added = o.Added // the same schedule: made when it was first
+		}
+	}
+	lines, err := CronLines(j)
 	if err != nil {
 		return res, err
 	}

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
-	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 // ParseSpec reads the two ways of saying when: every, a Go duration ("30m",
@@ -30,8 +28,9 @@ func ParseSpec(every, at string) (Spec, error) {
 // AddPlaybook schedules headless runs of playbook name of st's instance
 // (st.In) with the scheduler o detects. Only a playbook that may run on a
 // schedule (playbook.CanSchedule) is scheduled, and scheduling it approves
-// what it runs with, as hobbs playbook approve does: its run: block as it
-// is now (the approval recorded in st.Audit). The job runs Binary with the
+// what it runs, as hobbs playbook approve does: the playbook's text as read
+// here and the skills and sub-agents it names (the approval recorded in
+// st.Audit). The job runs Binary with the
 // instance's absolute path.
 func AddPlaybook(o Options, st *playbook.Store, name string, spec Spec) (Result, error) {
 	d, _, err := st.Get(name)
@@ -53,10 +52,13 @@ func AddPlaybook(o Options, st *playbook.Store, name string, spec Spec) (Result,
 	if err != nil {
 		return Result{}, errs.Wrap(errs.Failure, err, "instance path")
 	}
-	if _, err := playbook.Approve(st.In, name, d.Meta.Run, time.Now(), st.Audit); err != nil {
+	if err := CanFire(o, b.Name()); err != nil {
 		return Result{}, err
 	}
-	return b.Add(Job{Playbook: name, Instance: root, Binary: bin, Spec: spec})
+	if _, err := playbook.Approve(st.In, name, d, time.Now(), st.Audit); err != nil {
+		return Result{}, err
+	}
+	return b.Add(Job{Playbook: name, Instance: root, Binary: bin, Spec: spec, Added: time.Now().UTC().Truncate(time.Second)})
 }
 
 // RemovePlaybook removes the schedule of playbook name from the scheduler
@@ -106,29 +108,6 @@ func Where(backend, playbook string) string {
 	return backend
 }
 
-// Status is a schedule in a listing, with the last run of its playbook.
-type Status struct {
-	Entry
-	LastRun     string `json:"last_run"`     // when the last run started, RFC 3339; "" when none
-	LastOutcome string `json:"last_outcome"` // running, ok or failed; "" when none
-}
-
-// WithLastRuns pairs each schedule with the newest task of its playbook in
-// its instance's task log (none when the instance is gone).
-func WithLastRuns(entries []Entry) []Status {
-	out := make([]Status, 0, len(entries))
-	for _, e := range entries {
-		s := Status{Entry: e}
-		if in, err := instance.At(e.Instance); err == nil {
-			if last, _ := (task.Log{Instance: in}).Find(task.Filter{Playbook: e.Playbook, Limit: 1}); len(last) == 1 {
-				s.LastRun, s.LastOutcome = last[0].Started.Format(time.RFC3339), last[0].Status
-			}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 // When is how a listing shows the schedule: "every 30m" or "at SPEC".
 func (e Entry) When() string {
 	if e.At != "" {
@@ -141,15 +120,16 @@ func (e Entry) When() string {
 const StatusColumns = "PLAYBOOK\tWHEN\tNEXT RUN\tLAST RUN\tBACKEND"
 
 // Row is the schedule's line of hobbs schedule list, tab-separated:
-// playbook, when it runs, the next run, the last run's outcome and start,
-// the scheduler; "-" for what is not known.
+// playbook, when it runs, the next run, the last run's outcome and start
+// (and "MISSED at TIME" after it when a due run did not happen), the
+// scheduler; "-" for what is not known.
 func (s Status) Row() string {
-	next, last := s.Next, "-"
-	if strings.TrimSpace(next) == "" {
-		next = "-"
-	}
+	last := "-"
 	if s.LastRun != "" {
 		last = s.LastOutcome + " " + s.LastRun
 	}
-	return strings.Join([]string{s.Playbook, s.When(), next, last, s.Backend}, "\t")
+	if s.Missed != "" {
+		last += " MISSED at " + s.Missed
+	}
+	return strings.Join([]string{s.Playbook, s.When(), orDash(s.Next), last, s.Backend}, "\t")
 }

@@ -86,7 +86,8 @@ func scheduledInstance(t *testing.T) (instance.Instance, *playbook.Store) {
 func TestAddAndRemovePlaybook(t *testing.T) {
 	in, st := scheduledInstance(t)
 	cmd, table := fakeCrontab(t, "")
-	o := Options{Scheduler: "cron", Crontab: cmd, LockPath: filepath.Join(t.TempDir(), "s.lock"), Audit: st.Audit}
+	o := Options{Scheduler: "cron", Crontab: cmd, LockPath: filepath.Join(t.TempDir(), "s.lock"), Audit: st.Audit,
+		ProcDir: fakeProc(t, "systemd", "cron")}
 	if _, err := AddPlaybook(o, st, "draft", Spec{Every: time.Hour}); errs.Code(err) != errs.Usage ||
 		!strings.Contains(err.Error(), "only autonomous playbooks can be scheduled") {
 		t.Fatalf("manual playbook: %v", err)
@@ -99,7 +100,7 @@ func TestAddAndRemovePlaybook(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	d, _, _ := st.Get("report")
-	if err := playbook.CheckGrant(in, "report", d.Meta.Run); err != nil {
+	if err := playbook.CheckGrant(in, "report", d); err != nil {
 		t.Errorf("scheduling did not approve the run: block: %v", err)
 	}
 	data, _ := os.ReadFile(table)
@@ -140,7 +141,7 @@ func TestWithLastRuns(t *testing.T) {
 	}
 	entries := []Entry{{Playbook: "report", Instance: in.Root}, {Playbook: "draft", Instance: in.Root},
 		{Playbook: "report", Instance: filepath.Join(in.Root, "gone")}}
-	got := WithLastRuns(entries)
+	got := WithLastRuns(entries, time.Now())
 	if len(got) != 3 || got[0].LastOutcome != task.Running || got[0].LastRun == "" ||
 		got[1].LastRun != "" || got[2].LastRun != "" {
 		t.Fatalf("%+v", got)

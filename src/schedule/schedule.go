@@ -83,6 +83,9 @@ type Job struct {
 	Instance string // absolute instance directory, passed as --instance
 	Binary   string // absolute path of hobbs
 	Spec     Spec
+	// Added is when the schedule was made (kept when the same schedule is
+	// added again); zero for a schedule made before hobbs recorded it.
+	Added time.Time
 }
 
 // Command is what the scheduler runs. --scheduled makes the run refuse a
@@ -99,6 +102,7 @@ type meta struct {
 	At       string `json:"at,omitempty"`
 	Instance string `json:"instance"`
 	Binary   string `json:"binary"`
+	Added    string `json:"added,omitempty"` // RFC 3339
 }
 
 func (j Job) meta() meta {
@@ -106,11 +110,21 @@ func (j Job) meta() meta {
 	if j.Spec.Every != 0 {
 		m.Every = FormatDuration(j.Spec.Every)
 	}
+	if !j.Added.IsZero() {
+		m.Added = j.Added.UTC().Format(time.RFC3339)
+	}
 	return m
 }
 
 func (m meta) job() (Job, error) {
 	j := Job{Playbook: m.Playbook, Instance: m.Instance, Binary: m.Binary, Spec: Spec{At: m.At}}
+	if m.Added != "" {
+		t, err := time.Parse(time.RFC3339, m.Added)
+		if err != nil {
+			return j, err
+		}
+		j.Added = t
+	}
 	if m.Every != "" {
 		d, err := time.ParseDuration(m.Every)
 		if err != nil {
@@ -152,11 +166,15 @@ type Entry struct {
 	Command  []string `json:"command"`
 	Next     string   `json:"next"` // RFC 3339, or as the scheduler reports it; "" when unknown
 	Unit     string   `json:"unit,omitempty"`
+	Added    string   `json:"added,omitempty"` // when the schedule was made, RFC 3339; "" when not recorded
+
+	job Job
 }
 
 func (j Job) entry(backend string) Entry {
 	m := j.meta()
-	return Entry{Playbook: j.Playbook, Backend: backend, Every: m.Every, At: m.At, Instance: j.Instance, Command: j.Command()}
+	return Entry{Playbook: j.Playbook, Backend: backend, Every: m.Every, At: m.At, Instance: j.Instance, Command: j.Command(),
+		Added: m.Added, job: j}
 }
 
 // Result says what Add did.
@@ -183,6 +201,12 @@ type Options struct {
 	Crontab   string // the crontab command (HOBBS_CRONTAB, default crontab)
 	UnitDir   string // default $XDG_CONFIG_HOME/systemd/user
 	LockPath  string // default $XDG_STATE_HOME/hobbs/schedule.lock
+	// ProcDir is where CanFire looks for a cron daemon's process
+	// (HOBBS_PROC, default /proc).
+	ProcDir string
+	// StatePath is where the missed runs already reported are kept
+	// (default $XDG_STATE_HOME/hobbs/missed-runs.json).
+	StatePath string
 	Now       func() time.Time
 	Audit     *audit.Logger // where Add and Remove record their changes; nil: nowhere
 	// InContainer refuses every scheduler: schedules live on the host, not
@@ -194,7 +218,7 @@ type Options struct {
 // recorded in log.
 func OptionsFromEnv(log *audit.Logger) Options {
 	return Options{Scheduler: os.Getenv("HOBBS_SCHEDULER"), Systemctl: os.Getenv("HOBBS_SYSTEMCTL"), Crontab: os.Getenv("HOBBS_CRONTAB"),
-		Audit: log, InContainer: os.Getenv("HOBBS_CONTEXT") == "container"}
+		ProcDir: os.Getenv("HOBBS_PROC"), Audit: log, InContainer: os.Getenv("HOBBS_CONTEXT") == "container"}
 }
 
 func (o *Options) fill() error {
@@ -221,12 +245,20 @@ func (o *Options) fill() error {
 		}
 		o.UnitDir = filepath.Join(d, "systemd", "user")
 	}
-	if o.LockPath == "" {
+	if o.LockPath == "" || o.StatePath == "" {
 		d, err := xdg("XDG_STATE_HOME", filepath.Join(".local", "state"))
 		if err != nil {
 			return err
 		}
-		o.LockPath = filepath.Join(d, "hobbs", "schedule.lock")
+		if o.LockPath == "" {
+			o.LockPath = filepath.Join(d, "hobbs", "schedule.lock")
+		}
+		if o.StatePath == "" {
+			o.StatePath = filepath.Join(d, "hobbs", "missed-runs.json")
+		}
+	}
+	if o.ProcDir == "" {
+		o.ProcDir = "/proc"
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 func TestParseCalendarToCron(t *testing.T) {
@@ -155,12 +156,7 @@ func TestUnits(t *testing.T) {
 // TestUnitsVerify checks the generated units with systemd-analyze verify
 // where it is installed.
 func TestUnitsVerify(t *testing.T) {
-	if _, err := exec.LookPath("systemd-analyze"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("systemd-analyze not found; CI installs it (.ci/run)")
-		}
-		t.Skip("systemd-analyze not installed")
-	}
+	tooltest.Need(t, "systemd-analyze")
 	exe, _ := os.Executable()
 	for _, spec := range []Spec{{At: "Mon..Fri *-*-* 09:00"}, {Every: 90 * time.Minute}, {Every: time.Hour}} {
 		dir := t.TempDir()

@@ -73,7 +73,7 @@ func (s *systemd) lock() (func(), error) { return lockSchedules(s.o.LockPath) }
 func (s *systemd) systemctl(args ...string) error {
 	_, err := run(nil, s.o.Systemctl, append([]string{"--user"}, args...)...)
 	if err != nil {
-		return errs.Wrap(errs.Failure, err, "systemctl")
+		return systemctlError(err)
 	}
 	return nil
 }
@@ -85,8 +85,7 @@ func (s *systemd) Add(j Job) (Result, error) {
 			return res, err
 		}
 	}
-	svc, tmr, err := Units(j)
-	if err != nil {
+	if _, _, err := Units(j); err != nil {
 		return res, err
 	}
 	unlock, err := s.lock()
@@ -95,8 +94,15 @@ func (s *systemd) Add(j Job) (Result, error) {
 	}
 	defer unlock()
 	svcPath, tmrPath := s.paths(j.Playbook)
-	oldSvc, errS := os.ReadFile(svcPath)
-	oldTmr, errT := os.ReadFile(tmrPath)
+	oldSvc, errS := readUnit(svcPath)
+	oldTmr, errT := readUnit(tmrPath)
+	if o, ok := readMeta(oldTmr); errT == nil && ok && o.Spec == j.Spec && o.Instance == j.Instance && o.Binary == j.Binary {
+		j.Added = o.Added // the same schedule: made when it was first
+	}
+	svc, tmr, err := Units(j)
+	if err != nil {
+		return res, err
+	}
 	if errS == nil && errT == nil && bytes.Equal(oldSvc, svc) && bytes.Equal(oldTmr, tmr) {
 		// Unchanged; enabling again is harmless and repairs a timer a
 		// failed add left disabled.
@@ -156,6 +162,12 @@ func checkCalendar(spec string) error {
 	return nil
 }
 
+// readUnit reads a unit file (a unit hobbs writes is a few hundred bytes;
+// 64 KiB bounds what a file put in its place makes hobbs read).
+func readUnit(path string) ([]byte, error) {
+	return safefile.Beneath(filepath.Dir(path)).ReadFile(filepath.Base(path), 64<<10)
+}
+
 func readMeta(unit []byte) (Job, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(unit))
 	for sc.Scan() {
@@ -189,7 +201,7 @@ func (s *systemd) Remove(name string) (bool, error) {
 	}
 	defer unlock()
 	svcPath, tmrPath := s.paths(name)
-	data, err := os.ReadFile(tmrPath)
+	data, err := readUnit(tmrPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -213,6 +225,16 @@ func (s *systemd) Remove(name string) (bool, error) {
 }
 
 func (s *systemd) List() ([]Entry, error) {
+	out, err := s.jobs()
+	for i := range out {
+		out[i].Next = s.next(out[i].job)
+	}
+	return out, err
+}
+
+// jobs lists the schedules from the unit files alone (List without
+// asking systemctl for the next runs).
+func (s *systemd) jobs() ([]Entry, error) {
 	des, err := os.ReadDir(s.o.UnitDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Entry{}, nil
@@ -226,7 +248,7 @@ func (s *systemd) List() ([]Entry, error) {
 		if !strings.HasPrefix(n, "hobbs-playbook-") || !strings.HasSuffix(n, ".timer") || !de.Type().IsRegular() {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(s.o.UnitDir, n))
+		data, err := readUnit(filepath.Join(s.o.UnitDir, n))
 		if err != nil {
 			continue
 		}
@@ -236,7 +258,6 @@ func (s *systemd) List() ([]Entry, error) {
 		}
 		e := j.entry(s.Name())
 		e.Unit = UnitName(j.Playbook) + ".timer"
-		e.Next = s.next(j)
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, k int) bool { return out[i].Playbook < out[k].Playbook })

@@ -1,9 +1,12 @@
 package subagent
 
 import (
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/memory"
 )
 
@@ -62,4 +65,60 @@ func LinkIntoSession(c Catalog, name string) string {
 		return next + "; not linked now: " + err.Error()
 	}
 	return "linked as " + dest + ": this session's Claude Code finds agent " + name + " within seconds, without a restart"
+}
+
+// maxHookInput bounds what a SubagentStart hook reads of its input: Claude
+// Code sends a small JSON object (session and agent ids, the agent type).
+const maxHookInput = 64 << 10
+
+// HookAgentType reads the JSON input Claude Code gives a SubagentStart hook
+// on its standard input and returns its agent_type: the built-in agent's
+// name (Explore, Plan, general-purpose) or a custom agent's frontmatter
+// name (https://code.claude.com/docs/en/hooks, "SubagentStart input").
+func HookAgentType(r io.Reader) (string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
+	if err != nil {
+		return "", errs.Wrap(errs.Failure, err, "read the hook's input")
+	}
+	if len(data) > maxHookInput {
+		return "", errs.Usagef("the hook's input is larger than %d bytes", maxHookInput)
+	}
+	var in struct {
+		Event     string `json:"hook_event_name"`
+		AgentType string `json:"agent_type"`
+	}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return "", errs.Usagef("the hook's input is not JSON: %v", err).
+			WithHint("hobbs agent context - reads what Claude Code gives a SubagentStart hook on standard input")
+	}
+	if in.Event != "" && in.Event != memory.SubagentStart {
+		return "", errs.Usagef("the hook's input is a %s event, not SubagentStart", in.Event)
+	}
+	return in.AgentType, nil
+}
+
+// HookContext is the context a SubagentStart hook gives the sub-agent
+// whose hook input r holds (HookAgentType, HookContextOptions).
+func HookContext(s *memory.Store, c Catalog, r io.Reader, budget int) (memory.ContextOptions, error) {
+	name, err := HookAgentType(r)
+	if err != nil {
+		return memory.ContextOptions{}, err
+	}
+	return HookContextOptions(s, c, name, budget), nil
+}
+
+// HookContextOptions is the context a SubagentStart hook gives a sub-agent
+// of Claude Code's agentType: a Hobbs agent's own (ContextOptions: its
+// tagged memories and learnings); for a built-in agent, or any name Hobbs
+// does not know or cannot read, the foundation alone (no tags, no
+// learnings: a name from outside never names a file).
+func HookContextOptions(s *memory.Store, c Catalog, agentType string, budget int) memory.ContextOptions {
+	if agentType != Hobbs && ValidName(agentType) == nil {
+		if d, err := c.Get(agentType); err == nil {
+			if opt, _, err := ContextOptions(s, d, budget); err == nil {
+				return opt
+			}
+		}
+	}
+	return memory.ContextOptions{Tags: []string{noMemoryTag}, Budget: budget, HookEvent: memory.SubagentStart}
 }

@@ -154,3 +154,33 @@ func TestDefinitionRow(t *testing.T) {
 		t.Errorf("header %q and row %q differ in columns", ListColumns, d.Row())
 	}
 }
+
+// A SubagentStart hook reads the agent's type from Claude Code's input: a
+// Hobbs agent gets its own context; a built-in agent, an unknown name, a
+// name that would be a path and "hobbs" itself get the foundation alone,
+// as a SubagentStart hook's JSON.
+func TestHookContextOptions(t *testing.T) {
+	c := newCatalog(t)
+	s := memory.Open(c.Instance, nil)
+	in := `{"session_id":"abc","transcript_path":"/x.jsonl","cwd":"/w","hook_event_name":"SubagentStart","agent_id":"agent-1","agent_type":"researcher"}`
+	name, err := HookAgentType(strings.NewReader(in))
+	if err != nil || name != "researcher" {
+		t.Fatalf("agent type %q %v", name, err)
+	}
+	opt := HookContextOptions(s, c, name, 1000)
+	if opt.HookEvent != memory.SubagentStart || strings.Join(opt.Tags, ",") != "research" || opt.Budget != 1000 {
+		t.Errorf("researcher: %+v", opt)
+	}
+	for _, other := range []string{"Explore", "general-purpose", "nobody", "../../vault/x", Hobbs, ""} {
+		opt := HookContextOptions(s, c, other, 1000)
+		if opt.HookEvent != memory.SubagentStart || len(opt.Tags) != 1 || opt.Tags[0] != noMemoryTag ||
+			len(opt.Sections) != 0 || len(opt.After) != 0 {
+			t.Errorf("%q: %+v, want the foundation alone", other, opt)
+		}
+	}
+	for _, bad := range []string{"not json", `{"hook_event_name":"PreToolUse","agent_type":"x"}`, strings.Repeat(" ", maxHookInput+1)} {
+		if _, err := HookAgentType(strings.NewReader(bad)); err == nil {
+			t.Errorf("input %.40q accepted", bad)
+		}
+	}
+}

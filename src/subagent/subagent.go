@@ -205,7 +205,7 @@ func (c Catalog) List() ([]*Definition, []Problem) {
 			probs = append(probs, Problem{Path: p, Reason: fmt.Sprintf("%q is a framework agent's name; this file is ignored", name)})
 			continue
 		}
-		data, err := c.Instance.FS().ReadFile(p)
+		data, err := c.Instance.FS().ReadFile(p, instance.MaxAgentFile)
 		if err == nil {
 			var d *Definition
 			if d, err = Parse(p, data, name); err == nil {
@@ -234,7 +234,7 @@ func (c Catalog) Get(name string) (*Definition, error) {
 	for _, p := range probs {
 		if strings.HasSuffix(p.Path, "/"+name+".md") {
 			return nil, errs.Failf("agent %q cannot be read: %s", name, p).
-				WithHint("fix the file by hand; hobbs never rewrites a file it cannot parse")
+				WithHint("fix the file by hand; Hobbs never rewrites a file it cannot parse")
 		}
 	}
 	var names []string
@@ -389,7 +389,7 @@ func ensureOperational(in instance.Instance, name string, tpl []byte) error {
 
 // Operational returns the agent's operational.md ("" when it has none).
 func Operational(in instance.Instance, name string) (string, error) {
-	b, err := in.FS().ReadFile(in.Operational(name))
+	b, err := in.FS().ReadFile(in.Operational(name), instance.MaxAgentFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -440,7 +440,7 @@ func Learn(in instance.Instance, name, text string, now time.Time, tpl []byte) (
 		return nil, err
 	}
 	p := in.Operational(name)
-	data, err := in.FS().ReadFile(p)
+	data, err := in.FS().ReadFile(p, instance.MaxAgentFile)
 	if err != nil {
 		return nil, err
 	}

@@ -243,3 +243,26 @@ func TestPlantedLinksAndFIFOsRefused(t *testing.T) {
 		t.Fatal("new wrote through the linked agents/")
 	}
 }
+
+// Attack: a definition and an operational.md the agent made huge (sparse)
+// are refused unread and named; the other agents are listed.
+func TestOversizeAgentFilesRefused(t *testing.T) {
+	c := newCatalog(t)
+	if _, err := c.New(NewOptions{Name: "finance", Tags: []string{"money"}, Description: "Bills.", Template: agentTpl, Operational: opTpl}); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(c.Instance.AgentsCustom(), "huge.md")
+	os.WriteFile(huge, []byte("---\nname: huge\ndescription: x\n---\n"), 0o644)
+	os.Truncate(huge, instance.MaxAgentFile+1)
+	defs, probs := c.List()
+	if len(defs) != 3 || len(probs) != 1 || probs[0].Path != huge || !strings.HasPrefix(probs[0].Reason, "is larger than 1 MiB") {
+		t.Fatalf("list: %d defs, problems %+v", len(defs), probs)
+	}
+	os.Truncate(c.Instance.Operational("finance"), instance.MaxAgentFile+1)
+	if _, err := Operational(c.Instance, "finance"); !errors.Is(err, safefile.ErrTooLarge) {
+		t.Errorf("operational: %v", err)
+	}
+	if _, err := Learn(c.Instance, "finance", "a lesson", time.Now(), opTpl); !errors.Is(err, safefile.ErrTooLarge) {
+		t.Errorf("learn: %v", err)
+	}
+}

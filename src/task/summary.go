@@ -3,13 +3,15 @@ package task
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // WriteSummary prints the record for a reader, as hobbs task show does:
-// one field a line (an unset agent or playbook as "-"; finished, memories
-// and review only when set), then the body.
+// one field a line (an unset agent or playbook as "-"; finished, memories,
+// review and a headless run's Claude Code figures only when set), then the
+// body.
 func (t *Task) WriteSummary(w io.Writer) error {
 	fmt.Fprintf(w, "id:       %s\ntitle:    %s\nstatus:   %s\nagent:    %s\nplaybook: %s\nstarted:  %s\n",
 		t.ID, t.Title, t.Status, orDash(t.Agent), orDash(t.Playbook), t.Started.Format(time.RFC3339))
@@ -21,6 +23,9 @@ func (t *Task) WriteSummary(w io.Writer) error {
 	}
 	if t.Review != "" {
 		fmt.Fprintf(w, "review:   %s\n", t.Review)
+	}
+	if t.ClaudeResult != "" {
+		fmt.Fprintf(w, "claude:   %s, %d turns, $%s\n", t.ClaudeResult, t.Turns, strconv.FormatFloat(t.CostUSD, 'f', -1, 64))
 	}
 	_, err := fmt.Fprint(w, t.Body)
 	return err

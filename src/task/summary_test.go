@@ -29,6 +29,14 @@ func TestWriteSummary(t *testing.T) {
 	if sb.String() != want {
 		t.Errorf("finished:\n%s\nwant:\n%s", sb.String(), want)
 	}
+	// A headless run's figures from Claude Code's result.
+	tk.Remembered, tk.Review, tk.Status = nil, "", Failed
+	tk.ClaudeResult, tk.Turns, tk.CostUSD = "error_max_turns", 7, 0.0125
+	sb.Reset()
+	tk.WriteSummary(&sb)
+	if !strings.Contains(sb.String(), "finished: 2026-11-22T10:30:00Z\nclaude:   error_max_turns, 7 turns, $0.0125\n\n## Log\n") {
+		t.Errorf("a run's figures:\n%s", sb.String())
+	}
 }
 
 func TestRow(t *testing.T) {

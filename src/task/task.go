@@ -39,6 +39,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -68,6 +69,12 @@ type Task struct {
 	// Review is a supervised playbook run's review: pending until the
 	// user approves or rejects its result (hobbs task review).
 	Review string `yaml:"review,omitempty" json:"review,omitempty"`
+	// ClaudeResult, Turns and CostUSD are what Claude Code's result said of
+	// a headless playbook run: its subtype (success, error_max_turns, …),
+	// the turns it took and what it cost, in US dollars.
+	ClaudeResult string  `yaml:"claude_result,omitempty" json:"claude_result,omitempty"`
+	Turns        int     `yaml:"turns,omitempty" json:"turns,omitempty"`
+	CostUSD      float64 `yaml:"cost_usd,omitempty" json:"cost_usd,omitempty"`
 	// Skipped lists the lessons Done did not remember because they look
 	// like a secret; reported by the command, not kept in the file.
 	Skipped []SkippedLesson `yaml:"-" json:"skipped_lessons,omitempty"`
@@ -92,10 +99,22 @@ func (l Log) now() time.Time {
 	return time.Now().UTC()
 }
 
-var idRe = regexp.MustCompile(`^task_(\d{8})_(\d{3,})$`)
+// idRe is a task id: the day and its sequence number, 3 to 6 digits (at
+// most instance.MaxSeq). A file name with a longer number is not a task:
+// the agent names files in logs/tasks, and such a number must not wrap
+// into the next id.
+var idRe = regexp.MustCompile(`^task_(\d{8})_(\d{3,6})$`)
+
+// outOfRangeRe is a name shaped like a task id whose number is longer
+// than an id's: refused and named (List), never parsed.
+var outOfRangeRe = regexp.MustCompile(`^task_\d{8}_\d{7,}$`)
 
 // ValidID checks the shape of a task id (it also keeps ids from naming paths).
 func ValidID(id string) error {
+	if outOfRangeRe.MatchString(id) {
+		return errs.Usagef("invalid task id %q: its number is out of range (at most %d)", id, instance.MaxSeq).
+			WithHint("ids look like task_20261122_001 (hobbs task list)")
+	}
 	if !idRe.MatchString(id) {
 		return errs.Usagef("invalid task id %q", id).WithHint("ids look like task_20261122_001 (hobbs task list)")
 	}
@@ -157,13 +176,16 @@ func (l Log) start(title, agent, pb string) (*Task, error) {
 		return nil, err
 	}
 	for _, e := range ents {
-		var n int
+		// A name that is not an id (a number out of range included) is
+		// not a task: it takes no part in the count, and List names it.
 		if m := idRe.FindStringSubmatch(strings.TrimSuffix(e.Name(), ".md")); m != nil && m[1] == day {
-			fmt.Sscanf(m[2], "%d", &n)
-			if n >= next {
+			if n, err := instance.ParseSeq(m[2]); err == nil && n >= next {
 				next = n + 1
 			}
 		}
+	}
+	if next > instance.MaxSeq {
+		return nil, errs.Failf("no task id left for %s: a day holds at most %d tasks", now.Format("2006-01-02"), instance.MaxSeq)
 	}
 	t := &Task{ID: fmt.Sprintf("task_%s_%03d", day, next), Title: title, Agent: agent, Playbook: pb,
 		Status: Running, Started: now.Truncate(time.Second)}
@@ -185,7 +207,7 @@ func (l Log) Get(id string) (*Task, error) {
 		return nil, err
 	}
 	p := l.path(id)
-	data, err := l.fs().ReadFile(p)
+	data, err := l.fs().ReadFile(p, instance.MaxTaskFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errs.Failf("no task %s", id).WithHint("hobbs task list shows the task ids")
 	}
@@ -216,7 +238,10 @@ func parse(p string, data []byte) (*Task, error) {
 // Problem is a task file that could not be read; it is reported and left alone.
 type Problem = frontmatter.Problem
 
-// List returns all tasks, newest first, and the files it could not parse.
+// List returns all tasks, newest first, without their bodies, and the
+// files it could not parse (a file over instance.MaxTaskFile, or named like
+// a task with a number out of range, among them). It holds one file's
+// bytes at a time.
 func (l Log) List() ([]*Task, []Problem) {
 	var out []*Task
 	var probs []Problem
@@ -229,10 +254,15 @@ func (l Log) List() ([]*Task, []Problem) {
 			continue
 		}
 		p := filepath.Join(l.Instance.Tasks(), e.Name())
-		data, err := l.fs().ReadFile(p)
+		if outOfRangeRe.MatchString(strings.TrimSuffix(e.Name(), ".md")) {
+			probs = append(probs, Problem{Path: p, Reason: fmt.Sprintf("not a task record: its id's number is out of range (at most %d); inspect it, then remove it", instance.MaxSeq)})
+			continue
+		}
+		data, err := l.fs().ReadFile(p, instance.MaxTaskFile)
 		if err == nil {
 			var t *Task
 			if t, err = parse(p, data); err == nil {
+				t.Body = ""
 				out = append(out, t)
 				continue
 			}
@@ -262,7 +292,7 @@ func RunTitle(playbook string) string { return runPrefix + playbook }
 const runPrefix = "playbook run: "
 
 // Find returns the tasks f selects, newest first, without their bodies,
-// and the files it could not parse.
+// and the files it could not parse (List).
 func (l Log) Find(f Filter) ([]*Task, []Problem) {
 	tasks, probs := l.List()
 	out := []*Task{}
@@ -274,10 +304,57 @@ func (l Log) Find(f Filter) ([]*Task, []Problem) {
 			(f.Runs && !strings.HasPrefix(t.Title, runPrefix)) {
 			continue
 		}
-		t.Body = ""
 		out = append(out, t)
 	}
 	return out, probs
+}
+
+// LastRun returns the newest record of a headless run of playbook
+// (RunTitle) started at or after since, nil when there is none. It reads
+// only the records of since's day and later, newest first, and stops at
+// the first it finds: cheap enough for every command (the missed-run
+// check of package schedule). Files it cannot read are skipped.
+func (l Log) LastRun(playbook string, since time.Time) *Task {
+	ents, err := l.fs().ReadDir(l.Instance.Tasks())
+	if err != nil {
+		return nil
+	}
+	type rec struct {
+		day  string
+		seq  int
+		name string
+	}
+	from := since.UTC().Format("20060102")
+	var recs []rec
+	for _, e := range ents {
+		m := idRe.FindStringSubmatch(strings.TrimSuffix(e.Name(), ".md"))
+		if m == nil || !strings.HasSuffix(e.Name(), ".md") || m[1] < from {
+			continue
+		}
+		if n, err := instance.ParseSeq(m[2]); err == nil {
+			recs = append(recs, rec{m[1], n, e.Name()})
+		}
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].day != recs[j].day {
+			return recs[i].day > recs[j].day
+		}
+		return recs[i].seq > recs[j].seq
+	})
+	for _, r := range recs {
+		p := filepath.Join(l.Instance.Tasks(), r.name)
+		data, err := l.fs().ReadFile(p, instance.MaxTaskFile)
+		if err != nil {
+			continue
+		}
+		t, err := parse(p, data)
+		if err != nil || t.Playbook != playbook || t.Title != RunTitle(playbook) || t.Started.Before(since) {
+			continue
+		}
+		t.Body = ""
+		return t
+	}
+	return nil
 }
 
 // Rememberer stores one lesson as a memory and returns its id.
@@ -311,6 +388,11 @@ type DoneOptions struct {
 	Outcome  string     // OK or Failed
 	Retro    string     // retrospective Markdown, may be empty
 	Remember Rememberer // when set, each bullet under a "Lessons" heading becomes a memory
+	// ClaudeResult, Turns and CostUSD record a headless run's figures
+	// (Task's fields of those names).
+	ClaudeResult string
+	Turns        int
+	CostUSD      float64
 }
 
 // Done finishes a running task. The audit event task.done names its title,
@@ -360,8 +442,11 @@ func (l Log) done(id string, o DoneOptions) (*Task, error) {
 	}
 	now := l.now().Truncate(time.Second)
 	t.Status, t.Finished, t.Review = o.Outcome, &now, o.Review
+	t.ClaudeResult, t.Turns, t.CostUSD = o.ClaudeResult, o.Turns, o.CostUSD
+	head := t.Body
 	if r := strings.TrimSpace(o.Retro); r != "" {
-		t.Body = strings.TrimRight(t.Body, "\n") + "\n\n## Retrospective\n\n" + demoteTopHeading(r) + "\n"
+		head = strings.TrimRight(t.Body, "\n") + "\n\n## Retrospective\n\n"
+		t.Body = head + demoteTopHeading(r) + "\n"
 	}
 	source := "task:" + t.ID
 	tags := []string{"task"}
@@ -386,7 +471,7 @@ func (l Log) done(id string, o DoneOptions) (*Task, error) {
 		}
 		t.Remembered = append(t.Remembered, mid)
 	}
-	data, err := frontmatter.Encode(t, []byte(t.Body))
+	data, err := fitRecord(t, head)
 	if err != nil {
 		return nil, err
 	}
@@ -394,6 +479,27 @@ func (l Log) done(id string, o DoneOptions) (*Task, error) {
 		return nil, err
 	}
 	return t, rememberErr
+}
+
+// fitRecord encodes t, its retrospective (what follows head in its body)
+// cut at the end when the record would be over instance.MaxTaskFile, with
+// a line saying so: the outcome is recorded whatever the run printed.
+func fitRecord(t *Task, head string) ([]byte, error) {
+	data, err := frontmatter.Encode(t, []byte(t.Body))
+	if err != nil || len(data) <= instance.MaxTaskFile {
+		return data, err
+	}
+	retro := strings.TrimPrefix(t.Body, head)
+	note := fmt.Sprintf("\n\n[… the rest (%d bytes) is not kept: a task record holds at most %s]\n", len(retro), safefile.FormatSize(instance.MaxTaskFile))
+	keep := len(retro) - (len(data) - instance.MaxTaskFile) - len(note) - 64
+	if keep < 0 {
+		return nil, errs.Failf("task %s: the record would be larger than %s", t.ID, safefile.FormatSize(instance.MaxTaskFile))
+	}
+	for keep > 0 && !utf8.RuneStart(retro[keep]) {
+		keep--
+	}
+	t.Body = head + retro[:keep] + note
+	return frontmatter.Encode(t, []byte(t.Body))
 }
 
 // SetReview records the user's review of a finished task waiting for one:

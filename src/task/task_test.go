@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -78,6 +79,13 @@ func TestLifecycle(t *testing.T) {
 	list, probs := l.List()
 	if len(list) != 2 || len(probs) != 0 || list[0].ID != b.ID {
 		t.Fatalf("list %v %v", list, probs)
+	}
+	// A headless run's figures are kept in the record.
+	if _, err := l.Done(b.ID, DoneOptions{Outcome: Failed, ClaudeResult: "error_max_turns", Turns: 7, CostUSD: 0.42}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Get(b.ID); err != nil || got.ClaudeResult != "error_max_turns" || got.Turns != 7 || got.CostUSD != 0.42 {
+		t.Fatalf("run figures %+v %v", got, err)
 	}
 }
 
@@ -380,5 +388,89 @@ func TestFind(t *testing.T) {
 		if ids(got) != c.want || len(probs) != 0 {
 			t.Errorf("Find(%+v) = %s (%v), want %s", c.f, ids(got), probs, c.want)
 		}
+	}
+}
+
+// Attack: the agent names a task file with a number past int64's. The next
+// task gets the next id of the day, never a wrapped one; the file is
+// named as a problem, not listed; its id is refused.
+func TestOverflowingIDRefused(t *testing.T) {
+	l := newLog(t)
+	os.MkdirAll(l.Instance.Tasks(), 0o755)
+	bad := filepath.Join(l.Instance.Tasks(), "task_20261122_9223372036854775807.md")
+	os.WriteFile(bad, []byte("---\nid: task_20261122_9223372036854775807\ntitle: x\nstatus: running\nstarted: 2026-11-22T09:00:00Z\n---\n"), 0o644)
+	os.WriteFile(filepath.Join(l.Instance.Tasks(), "task_20261122_999999.md"), []byte("---\nid: task_20261122_999999\ntitle: last\nstatus: ok\nstarted: 2026-11-22T09:00:00Z\n---\n"), 0o644)
+	if _, err := l.Start("one more", "", ""); err == nil || !strings.Contains(err.Error(), "no task id left for 2026-11-22") {
+		t.Fatalf("past the last id of the day: %v", err)
+	}
+	os.Remove(filepath.Join(l.Instance.Tasks(), "task_20261122_999999.md"))
+	tk, err := l.Start("run", "", "weekly")
+	if err != nil || tk.ID != "task_20261122_001" {
+		t.Fatalf("start beside the planted file: %+v %v", tk, err)
+	}
+	if _, err := l.Done(tk.ID, DoneOptions{Outcome: OK}); err != nil {
+		t.Fatalf("done: %v", err)
+	}
+	list, probs := l.List()
+	if len(list) != 1 || list[0].ID != tk.ID || list[0].Status != OK {
+		t.Errorf("list = %v", list)
+	}
+	if len(probs) != 1 || probs[0].Path != bad || !strings.Contains(probs[0].Reason, "out of range (at most 999999)") {
+		t.Errorf("problems = %+v", probs)
+	}
+	if err := ValidID("task_20261122_9223372036854775807"); errs.Code(err) != errs.Usage || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("ValidID = %v", err)
+	}
+	if _, err := l.Get("task_20261122_9223372036854775807"); errs.Code(err) != errs.Usage {
+		t.Errorf("Get = %v", err)
+	}
+}
+
+// Attack: a task file the agent made huge (sparse) is refused unread and
+// named; the others are listed, without their bodies.
+func TestOversizeTaskFileRefused(t *testing.T) {
+	l := newLog(t)
+	tk, err := l.Start("ok one", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(l.Instance.Tasks(), "task_20261122_002.md")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("---\nid: task_20261122_002\ntitle: big\nstatus: ok\nstarted: 2026-11-22T09:00:00Z\n---\n")
+	f.Truncate(instance.MaxTaskFile + 1)
+	f.Close()
+	list, probs := l.List()
+	if len(list) != 1 || list[0].ID != tk.ID || list[0].Body != "" {
+		t.Errorf("list = %+v", list)
+	}
+	if len(probs) != 1 || probs[0].Path != big || !strings.HasPrefix(probs[0].Reason, "is larger than 1 MiB (1048577 bytes): not read") {
+		t.Errorf("problems = %+v", probs)
+	}
+	if _, err := l.Get("task_20261122_002"); !errors.Is(err, safefile.ErrTooLarge) {
+		t.Errorf("Get = %v", err)
+	}
+}
+
+// A retrospective too long for a record is cut at its end, with a line
+// saying so: the outcome is recorded, and the record can be read again.
+func TestDoneKeepsTheRecordWithinItsCap(t *testing.T) {
+	l := newLog(t)
+	tk, _ := l.Start("long run", "", "")
+	retro := "## Run\n\n- exit: 0\n\n" + strings.Repeat("é output line\n", instance.MaxTaskFile/8)
+	got, err := l.Done(tk.ID, DoneOptions{Outcome: Failed, Retro: retro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(got.Path)
+	if fi.Size() > instance.MaxTaskFile {
+		t.Fatalf("record of %d bytes", fi.Size())
+	}
+	back, err := l.Get(tk.ID)
+	if err != nil || back.Status != Failed || !strings.Contains(back.Body, "- exit: 0") ||
+		!strings.Contains(back.Body, "is not kept: a task record holds at most 1 MiB]") || !utf8.ValidString(back.Body) {
+		t.Fatalf("read back: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 func init() {
@@ -42,7 +43,7 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 		}
 		if len(es) > 0 {
 			return []doctor.Result{{Status: doctor.Fail,
-				Message: fmt.Sprintf("%d vault entries but no identity at %s", len(es), v.rel(in.VaultIdentity())),
+				Message: fmt.Sprintf("%s but no identity at %s", style.N(len(es), "vault entry", "vault entries"), v.rel(in.VaultIdentity())),
 				Fix:     "restore vault/keys/identity.txt from your backup"}}
 		}
 		return []doctor.Result{{Status: doctor.OK, Message: "vault not initialised (hobbs vault init creates a key)"}}
@@ -94,7 +95,7 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 				Message: "recipients.txt does not list the vault identity " + self,
 				Fix:     "add it back: hobbs vault recipients add " + self + " --label '" + SelfLabel + "'"})
 		} else {
-			out = append(out, doctor.Result{Status: doctor.OK, Message: fmt.Sprintf("recipients.txt parses (%d keys)", len(rs))})
+			out = append(out, doctor.Result{Status: doctor.OK, Message: fmt.Sprintf("recipients.txt parses (%s)", style.N(len(rs), "key", "keys"))})
 		}
 	}
 	if p := v.Pending(); p != "" {
@@ -121,7 +122,7 @@ func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 			Fix:     "move them out of vault/data; entries are NAME.age with " + NameRule})
 	}
 	if !env.Deep || len(es) == 0 {
-		msg := fmt.Sprintf("%d entries", len(es))
+		msg := style.N(len(es), "entry", "entries")
 		if len(es) > 0 {
 			msg += " (--deep decrypts each)"
 		}
@@ -129,7 +130,7 @@ func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 	}
 	if has, _ := v.exists(env.Instance.VaultIdentity()); InContainer() && !has {
 		return append(out, doctor.Result{Status: doctor.OK,
-			Message: fmt.Sprintf("%d entries (not decryptable inside the container, by design)", len(es))})
+			Message: style.N(len(es), "entry", "entries") + " (not decryptable inside the container, by design)"})
 	}
 	rec, err := v.loadRecord("vault doctor")
 	if err != nil {
@@ -155,7 +156,7 @@ func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 		}
 	}
 	if len(bad) == 0 {
-		out = append(out, doctor.Result{Status: doctor.OK, Message: fmt.Sprintf("all %d entries decrypt", len(es))})
+		out = append(out, doctor.Result{Status: doctor.OK, Message: style.N(len(es), "entry", "entries") + " decrypted"})
 	}
 	return out
 }
@@ -210,7 +211,7 @@ func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 	}
 	if len(out) == 0 {
 		out = append(out, doctor.Result{Status: doctor.OK,
-			Message: fmt.Sprintf("the %d entries config.yaml maps are in the vault", len(maps))})
+			Message: fmt.Sprintf("the %s config.yaml maps %s in the vault", style.N(len(maps), "entry", "entries"), map[bool]string{true: "is", false: "are"}[len(maps) == 1])})
 	}
 	return out
 }
@@ -232,7 +233,7 @@ func checkEnvSecrets(_ context.Context, env *doctor.Env) []doctor.Result {
 	}
 	if len(out) == 0 && len(env.Config.Secrets) > 0 {
 		out = append(out, doctor.Result{Status: doctor.OK,
-			Message: fmt.Sprintf("%d secrets bound to hosts; none in the agent's environment", len(env.Config.Secrets))})
+			Message: fmt.Sprintf("%s bound to hosts; none in the agent's environment", style.N(len(env.Config.Secrets), "secret", "secrets"))})
 	}
 	// Where each bound secret may go.
 	for _, name := range env.Config.BindingNames() {

@@ -144,7 +144,7 @@ func TestDoctorChecks(t *testing.T) {
 	}
 	mustSet(t, v, "a", "1")
 	got = runChecks(t, v, true)
-	if statusOf(got["vault.keys"]) != "ok" || !strings.Contains(got["vault.entries"][0].Message, "all 1 entries decrypt") {
+	if statusOf(got["vault.keys"]) != "ok" || !strings.Contains(got["vault.entries"][0].Message, "1 entry decrypted") {
 		t.Fatalf("healthy: %+v", got)
 	}
 	// A corrupt entry: only --deep finds it, and names it.

@@ -21,6 +21,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/style"
 )
 
 // MaxValueSize is the largest value an entry may hold (1 MiB): the vault is
@@ -134,8 +135,9 @@ func (v *Vault) lock() (func(), error) {
 func (v *Vault) missingKey(what string) error {
 	if InContainer() {
 		return errs.Failf("%s: the vault is not available inside the agent container", what).
-			WithHint("secrets reach the agent only through the env mapping in config.yaml " +
-				"(env: {NAME: vault:ENTRY}), decrypted on the host by hobbs run")
+			WithHint("secrets reach the agent only as config.yaml names them, decrypted on the host by hobbs run: " +
+				"bound to hosts (secrets: {NAME: {vault: ENTRY, hosts: [HOST]}}: the agent holds a placeholder) " +
+				"or in its environment (env: {NAME: vault:ENTRY})")
 	}
 	return errs.Failf("%s: no vault identity at %s", what, v.rel(v.In.VaultIdentity())).
 		WithHint("run: hobbs vault init — or restore vault/keys/identity.txt from your backup")
@@ -295,9 +297,9 @@ func (v *Vault) readRecipients(what string) ([]Recipient, error) {
 	if err != nil {
 		var le *LineError
 		if errors.As(err, &le) {
-			return nil, errs.Failf("%s:%d: %v", p, le.Line, le.Err).WithHint("fix that line by hand; hobbs never rewrites a file it cannot parse")
+			return nil, errs.Failf("%s:%d: %v", p, le.Line, le.Err).WithHint("fix that line by hand; Hobbs never rewrites a file it cannot parse")
 		}
-		return nil, errs.Failf("%s: %v", p, err).WithHint("fix that line by hand; hobbs never rewrites a file it cannot parse")
+		return nil, errs.Failf("%s: %v", p, err).WithHint("fix that line by hand; Hobbs never rewrites a file it cannot parse")
 	}
 	return rs, nil
 }
@@ -563,7 +565,7 @@ func (v *Vault) Init(opt InitOptions) (res *InitResult, err error) {
 			WithHint("restore identity.txt from your backup; init will not guess")
 	}
 	if names, _, _ := v.list(); len(names) > 0 && !opt.Force {
-		return nil, errs.Failf("vault/data holds %d entries but there is no identity to read them", len(names)).
+		return nil, errs.Failf("vault/data holds %s but there is no identity to read them", style.N(len(names), "entry", "entries")).
 			WithHint("restore vault/keys/identity.txt from your backup, or run hobbs vault init --force to start a new identity (those entries stay unreadable)")
 	}
 	id, err := age.GenerateX25519Identity()

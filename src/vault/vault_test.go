@@ -19,6 +19,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 func init() { scryptWorkFactor = 10 } // fast passphrase tests; real files use age's default
@@ -257,14 +258,14 @@ func TestErrorsNameTheEntry(t *testing.T) {
 	if !strings.Contains(errs.Hint(err), "hobbs vault init") {
 		t.Fatalf("missing key hint: %q", errs.Hint(err))
 	}
-	// Missing key inside the container: the env-mapping message.
+	// Missing key inside the container: how secrets reach a session instead.
 	t.Setenv("HOBBS_CONTEXT", "container")
 	_, err = v.Get("tok")
 	if errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), "not available inside the agent container") ||
-		!strings.Contains(errs.Hint(err), "only through the env mapping in config.yaml") {
+		!strings.Contains(errs.Hint(err), "only as config.yaml names them") {
 		t.Fatalf("container: %v / %s", err, errs.Hint(err))
 	}
-	if _, err := v.Set("tok", []byte("x")); err == nil || !strings.Contains(errs.Hint(err), "env mapping") {
+	if _, err := v.Set("tok", []byte("x")); err == nil || !strings.Contains(errs.Hint(err), "env: {NAME: vault:ENTRY}") {
 		t.Fatalf("container set: %v", err)
 	}
 	if _, err := v.Init(InitOptions{}); err == nil || !strings.Contains(err.Error(), "runs on the host") {
@@ -516,17 +517,10 @@ func TestNoTerminalPassphrase(t *testing.T) {
 }
 
 // ageCLI returns the age binary; CI installs it (.ci/run), so it is required
-// there.
+// there (tooltest).
 func ageCLI(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("age")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("age CLI not found (CI installs the Debian package age)")
-		}
-		t.Skip("age CLI not installed")
-	}
-	return p
+	return tooltest.Need(t, "age")
 }
 
 func TestAgeCLIInterop(t *testing.T) {

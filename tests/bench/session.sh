@@ -9,7 +9,9 @@
 # RUNS=N changes the number of rounds (default 7). BASELINE=FILE adds another
 # hobbs binary (e.g. one built from main) to every round, on the same image,
 # for an A/B comparison. HOBBS_TRACE=1 on a single `hobbs run` shows where its
-# time goes (one line per engine call, with timestamps).
+# time goes (one line per engine call, with timestamps). MEMORIES=N seeds N
+# active memories (tests/bench/memgen) before the rounds: the launcher's
+# provenance record reads the shares at each session's start and end.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-7}
@@ -68,6 +70,11 @@ mkdir -p "$work/ws"
 [ "$(id -u)" = 0 ] && chown 4242:4242 "$work/ws"
 
 run_hobbs init --no-input >/dev/null 2>&1
+if [ "${MEMORIES:-0}" -gt 0 ]; then
+	go run ./tests/bench/memgen -dir "$work/instance/memory" -active "$MEMORIES" -archive 0 >/dev/null
+	[ "$(id -u)" = 0 ] && chown -R 4242:4242 "$work/instance/memory"
+	echo "seeded $MEMORIES active memories" >&2
+fi
 inst_id=$(printf %s "$work/instance" | sha256sum | cut -c1-12)
 echo "building the image (not timed)" >&2
 run_hobbs build --base "$base" --tag "$tag" >/dev/null 2>&1

@@ -1,38 +1,52 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
+	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
-// makeBase builds the test base image offline: Debian's busybox-static
-// (apt-get download, cached), a root filesystem with its applet links,
-// /etc/passwd, the fake claude and netprobe, imported with `docker import`. The tag
-// carries a hash of the inputs, so later runs reuse it.
+// makeBase builds the test base image offline, the way hobbs build
+// --base-from-debian makes a runtime base (launcher.DebianDebs and
+// launcher.ImportRootFS): Debian's busybox-static (downloaded with apt,
+// cached), with its applet links, /etc/passwd, the fake claude and
+// netprobe, imported with `docker import`. The tag carries a hash of the
+// inputs, so later runs reuse it.
 func makeBase(netprobe string) (string, error) {
-	cache := os.Getenv("HOBBS_E2E_CACHE")
-	if cache == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			c = os.TempDir()
-		}
-		cache = filepath.Join(c, "hobbs-e2e")
-	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
-	}
-	deb, err := busyboxDeb(cache)
+	cache, err := e2eCache()
 	if err != nil {
 		return "", err
 	}
+	get := func() ([]string, error) {
+		return launcher.DebianDebs(context.Background(), filepath.Join(cache, "debian"), []string{"busybox-static"}, io.Discard)
+	}
+	debs, err := get()
+	if err != nil && os.Getuid() == 0 { // CI, on a machine whose package lists are empty
+		if out, uerr := exec.Command("apt-get", "update", "-qq").CombinedOutput(); uerr != nil {
+			return "", fmt.Errorf("apt-get update: %v\n%s", uerr, out)
+		}
+		debs, err = get()
+	}
+	if err != nil {
+		return "", fmt.Errorf("busybox-static: %v (%s)", err, errs.Hint(err))
+	}
+	if len(debs) != 1 {
+		return "", fmt.Errorf("busybox-static comes as %d packages: %v", len(debs), debs)
+	}
+	deb := debs[0]
 	fake, err := os.ReadFile("fake-claude.sh")
 	if err != nil {
 		return "", err
@@ -49,11 +63,12 @@ func makeBase(netprobe string) (string, error) {
 	h.Write(debData)
 	h.Write(fake)
 	h.Write(probe)
-	h.Write([]byte(passwd + group + "v1"))
+	h.Write([]byte(passwd + group + "v2"))
 	tag := "hobbs-e2e-base:" + hex.EncodeToString(h.Sum(nil))[:16]
 	if exec.Command("docker", "image", "inspect", tag).Run() == nil {
 		return tag, nil
 	}
+	// The applets busybox has: it lists them itself.
 	x, err := os.MkdirTemp("", "hobbs-e2e-deb-")
 	if err != nil {
 		return "", err
@@ -62,48 +77,31 @@ func makeBase(netprobe string) (string, error) {
 	if out, err := exec.Command("dpkg-deb", "-x", deb, x).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("dpkg-deb -x: %v\n%s", err, out)
 	}
-	bb := filepath.Join(x, "bin", "busybox")
-	list, err := exec.Command(bb, "--list").Output()
+	list, err := exec.Command(filepath.Join(x, "bin", "busybox"), "--list").Output()
 	if err != nil {
 		return "", fmt.Errorf("busybox --list: %v", err)
 	}
-	bin, err := os.ReadFile(bb)
-	if err != nil {
-		return "", err
+	var files []launcher.BaseFile
+	for _, d := range []string{"etc", "home", "root", "usr/bin", "usr/local/bin", "run", "var", "proc", "sys", "dev"} {
+		files = append(files, launcher.BaseFile{Path: d, Dir: true, Mode: 0o755})
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	dir := func(name string, mode int64) {
-		_ = tw.WriteHeader(&tar.Header{Name: name + "/", Mode: mode, Typeflag: tar.TypeDir})
-	}
-	file := func(name string, mode int64, data []byte) {
-		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), Typeflag: tar.TypeReg})
-		_, _ = tw.Write(data)
-	}
-	for _, d := range []string{"bin", "etc", "home", "root", "usr", "usr/bin", "usr/local", "usr/local/bin", "run", "var", "proc", "sys", "dev"} {
-		dir(d, 0o755)
-	}
-	dir("tmp", 0o1777)
-	file("bin/busybox", 0o755, bin)
+	files = append(files, launcher.BaseFile{Path: "tmp", Dir: true, Mode: 0o1777})
 	applets := strings.Fields(string(list))
 	sort.Strings(applets)
 	for _, a := range applets {
-		if a == "busybox" {
-			continue
+		if a != "busybox" {
+			files = append(files, launcher.BaseFile{Path: "bin/" + a, Link: "busybox", Mode: 0o777})
 		}
-		_ = tw.WriteHeader(&tar.Header{Name: "bin/" + a, Linkname: "busybox", Typeflag: tar.TypeSymlink, Mode: 0o777})
 	}
-	file("etc/passwd", 0o644, []byte(passwd))
-	file("etc/group", 0o644, []byte(group))
-	file("usr/local/bin/claude", 0o755, fake)
-	file("usr/local/bin/netprobe", 0o755, probe)
-	if err := tw.Close(); err != nil {
-		return "", err
-	}
-	imp := exec.Command("docker", "import", "--change", "ENV PATH=/usr/local/bin:/usr/bin:/bin", "-", tag)
-	imp.Stdin = &buf
-	if out, err := imp.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("docker import: %v\n%s", err, out)
+	files = append(files,
+		launcher.BaseFile{Path: "etc/passwd", Mode: 0o644, Data: []byte(passwd)},
+		launcher.BaseFile{Path: "etc/group", Mode: 0o644, Data: []byte(group)},
+		launcher.BaseFile{Path: "usr/local/bin/claude", Mode: 0o755, Data: fake},
+		launcher.BaseFile{Path: "usr/local/bin/netprobe", Mode: 0o755, Data: probe})
+	err = launcher.ImportRootFS(context.Background(), engine.New("docker"), tag, []string{deb}, files,
+		[]string{"ENV PATH=/usr/local/bin:/usr/bin:/bin"})
+	if err != nil {
+		return "", fmt.Errorf("import the base: %v", err)
 	}
 	return tag, nil
 }
@@ -111,35 +109,68 @@ func makeBase(netprobe string) (string, error) {
 const passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
 const group = "root:x:0:\nnogroup:x:65534:\n"
 
-// busyboxDeb returns the cached busybox-static .deb, downloading it with
-// apt-get (after apt-get update when the package lists are empty).
-func busyboxDeb(cache string) (string, error) {
-	find := func() string {
-		m, _ := filepath.Glob(filepath.Join(cache, "busybox-static_*.deb"))
-		sort.Strings(m)
-		if len(m) > 0 {
-			return m[len(m)-1]
+// e2eCache is where the suite keeps what it downloads between runs:
+// $HOBBS_E2E_CACHE, else hobbs-e2e in the user's cache directory.
+func e2eCache() (string, error) {
+	cache := os.Getenv("HOBBS_E2E_CACHE")
+	if cache == "" {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			c = os.TempDir()
 		}
-		return ""
+		cache = filepath.Join(c, "hobbs-e2e")
 	}
-	if p := find(); p != "" {
-		return p, nil
+	return cache, os.MkdirAll(cache, 0o755)
+}
+
+// TestBaseFromDebian: hobbs build --base-from-debian, run as the test user
+// (no root), makes a runtime base from this machine's Debian packages; the
+// Hobbs layer builds on it and a session runs its tools: node, git, gh,
+// rg, jq, sqlite3, tini, curl with the CA bundle. Claude Code is not in it,
+// and the command says so. The packages are kept between runs in a cache
+// directory of the test user's in TMPDIR (the suite's cache may be in
+// root's home, which the test user cannot enter).
+func TestBaseFromDebian(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.removeVolume(t)
+	xdgCache := filepath.Join(os.TempDir(), fmt.Sprintf("hobbs-e2e-cache-%d", testUID))
+	mkdirs(t, xdgCache)
+	base := "hobbs-e2e-" + runID + ":debian-base"
+	img := "hobbs-e2e-" + runID + ":debian"
+	t.Cleanup(func() { removeImages([]string{img, base}) })
+	env := []string{"HOBBS_HOME=" + e.inst, "XDG_CACHE_HOME=" + xdgCache}
+
+	r := hobbsAs(nil, e.home, env, "build", "--base-from-debian", "--base", base)
+	t.Logf("hobbs build --base-from-debian: exit %d\n%s", r.code, r.stderr)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != base {
+		t.Fatalf("hobbs build --base-from-debian: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 	}
-	dl := func() ([]byte, error) {
-		c := exec.Command("apt-get", "download", "busybox-static")
-		c.Dir = cache
-		return c.CombinedOutput()
+	if !strings.Contains(r.stderr, "Claude Code is not in this base") || !regexp.MustCompile(`built runtime base \S+ from \d+ Debian packages`).MatchString(r.stderr) {
+		t.Errorf("the build does not say what it made and that Claude Code is missing:\n%s", r.stderr)
 	}
-	if _, err := dl(); err != nil {
-		if uout, uerr := exec.Command("apt-get", "update", "-qq").CombinedOutput(); uerr != nil {
-			return "", fmt.Errorf("apt-get update: %v\n%s", uerr, uout)
+	labels := docker(t, "image", "inspect", "--format", "{{json .Config.Labels}}", base)
+	if !strings.Contains(labels, `"dev.hobbs.role":"runtime"`) || !strings.Contains(labels, fmt.Sprintf(`"dev.hobbs.user":"%d"`, testUID)) {
+		t.Errorf("the base's labels: %s", labels)
+	}
+
+	check := `set -e
+node -e 'console.log("node", process.version)'
+git --version
+gh --version | head -n 1
+rg --version | head -n 1
+echo '{"a":1}' | jq -c .a
+sqlite3 :memory: 'select 40+2'
+tini --version
+test -s /etc/ssl/certs/ca-certificates.crt && echo ca-bundle
+command -v claude || echo no-claude`
+	r = hobbsAs(nil, e.home, env, "run", "--image", img, "--base", base, "--workspace", e.ws, "--name", sessionName(t, "debian"), "--", "sh", "-c", check)
+	if r.code != 0 {
+		t.Fatalf("a session on the base: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"node v", "git version", "gh version", "ripgrep", "\n1\n", "42", "tini version", "ca-bundle", "no-claude"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the session's output lacks %q:\n%s", want, r.stdout)
 		}
-		if out, err := dl(); err != nil {
-			return "", fmt.Errorf("apt-get download busybox-static: %v\n%s", err, out)
-		}
 	}
-	if p := find(); p != "" {
-		return p, nil
-	}
-	return "", fmt.Errorf("apt-get download left no .deb in %s", cache)
 }

@@ -34,6 +34,7 @@ var lockedEnv = []string{
 	"DISABLE_AUTOUPDATER=1",
 	"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1",
 	"ENABLE_CLAUDEAI_MCP_SERVERS=false",
+	"CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1",
 }
 
 // frameworkSkills and frameworkAgents are what the repository ships: every
@@ -158,11 +159,21 @@ func TestImageClaudeLayout(t *testing.T) {
 		t.Errorf("/home/dev/hobbs/.claude still exists in the image")
 	}
 
-	// Managed settings: the memory hook, auto memory off, connectors off.
+	same(managedDir+"/managed-settings.d/50-framework-skills.json", "dist/managed-settings.d/50-framework-skills.json")
+
+	// Managed settings: the memory and sub-agent hooks, the locks that
+	// hold against the agent, auto memory off, connectors off.
 	var ms struct {
-		AutoMemoryEnabled         *bool `json:"autoMemoryEnabled"`
-		DisableClaudeAiConnectors *bool `json:"disableClaudeAiConnectors"`
-		Hooks                     map[string][]struct {
+		AutoMemoryEnabled          *bool `json:"autoMemoryEnabled"`
+		DisableClaudeAiConnectors  *bool `json:"disableClaudeAiConnectors"`
+		AllowManagedHooksOnly      *bool `json:"allowManagedHooksOnly"`
+		DisableSkillShellExecution *bool `json:"disableSkillShellExecution"`
+		StrictKnownMarketplaces    []any `json:"strictKnownMarketplaces"`
+		Permissions                struct {
+			DisableBypassPermissionsMode string `json:"disableBypassPermissionsMode"`
+			DisableAutoMode              string `json:"disableAutoMode"`
+		} `json:"permissions"`
+		Hooks map[string][]struct {
 			Matcher string `json:"matcher"`
 			Hooks   []struct {
 				Type    string `json:"type"`
@@ -179,6 +190,15 @@ func TestImageClaudeLayout(t *testing.T) {
 	}
 	if ms.DisableClaudeAiConnectors == nil || !*ms.DisableClaudeAiConnectors {
 		t.Errorf("managed settings: disableClaudeAiConnectors is not true")
+	}
+	if ms.AllowManagedHooksOnly == nil || !*ms.AllowManagedHooksOnly || ms.DisableSkillShellExecution == nil ||
+		!*ms.DisableSkillShellExecution || ms.StrictKnownMarketplaces == nil || len(ms.StrictKnownMarketplaces) != 0 ||
+		ms.Permissions.DisableBypassPermissionsMode != "disable" || ms.Permissions.DisableAutoMode != "disable" {
+		t.Errorf("managed settings: the locks against the agent are not all set: %+v", ms)
+	}
+	if sa := ms.Hooks["SubagentStart"]; len(sa) != 1 || sa[0].Matcher != "" || len(sa[0].Hooks) != 1 ||
+		sa[0].Hooks[0].Command != "hobbs agent context - --format hook" {
+		t.Errorf("managed settings: no SubagentStart hook running `hobbs agent context - --format hook` for every sub-agent: %+v", sa)
 	}
 	// The context is loaded when a conversation starts empty or was
 	// cleared or compacted; on resume (and fork) the conversation already

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 // TestCompose checks dist/docker-compose.yml: it validates, and brought up it
@@ -165,7 +166,7 @@ func composeCommand(t *testing.T) (string, []string) {
 		return "docker-compose", nil
 	}
 	if exec.Command("docker", "compose", "version").Run() != nil {
-		t.Fatalf("neither docker-compose nor docker compose is installed (.ci/run installs docker-compose)")
+		tooltest.Skip(t, "neither docker-compose nor docker compose is installed", tooltest.Install("docker-compose"))
 	}
 	return "docker", []string{"compose"}
 }

@@ -70,12 +70,19 @@ type terminalRun struct {
 
 func startTerminalRun(t *testing.T, e *env, name string, cmd ...string) *terminalRun {
 	t.Helper()
+	return startTerminal(t, e, e.runArgs(name, cmd...)...)
+}
+
+// startTerminal starts hobbs with args on a terminal, as startTerminalRun
+// does hobbs run.
+func startTerminal(t *testing.T, e *env, args ...string) *terminalRun {
+	t.Helper()
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		t.Fatalf("script(1) is needed to give hobbs a terminal: %v", err)
 	}
 	line := hobbsBin
-	for _, a := range e.runArgs(name, cmd...) {
+	for _, a := range args {
 		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	r := &terminalRun{c: commandAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst}, "-qefc", line, "/dev/null")}
@@ -138,6 +145,9 @@ func TestTerminalDetach(t *testing.T) {
 	t.Cleanup(func() { e.hobbs(nil, "stop", name) })
 	r := startTerminalRun(t, e, name, "sh", "-c", "echo agent-up; sleep 600")
 	r.waitFor(t, "agent-up", 90*time.Second)
+	if note := "attached to session " + name + ": Ctrl-P Ctrl-Q detaches and the session goes on (hobbs attach " + name + " comes back)"; strings.Count(r.output(), note) != 1 {
+		t.Errorf("hobbs run on a terminal does not say once how to detach and come back (%q):\n%s", note, r.output())
+	}
 	r.in.Write([]byte{0x10, 0x11}) // Ctrl-P Ctrl-Q
 	if code := r.end(t, 30*time.Second); code != 0 || !strings.Contains(r.output(), "detached from session "+name) {
 		t.Fatalf("hobbs run after Ctrl-P Ctrl-Q: exit %d\n%s", code, r.output())
@@ -181,3 +191,40 @@ func stopAndCheckGone(t *testing.T, e *env, name string) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestAttachOnTerminal: hobbs attach on a terminal says once how to detach
+// and come back; Ctrl-P Ctrl-Q detaches it (exit 0) and the session goes
+// on; attached again, a hobbs stop from elsewhere ends it, and hobbs
+// attach says so and exits 143.
+func TestAttachOnTerminal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.removeVolume(t)
+	name := sessionName(t, "attach")
+	t.Cleanup(func() { e.hobbs(nil, "stop", name) })
+	args := append([]string{"run", "--detach"}, e.runArgs(name, "sh", "-c", "echo agent-up; while true; do read -r l && echo \"got $l\"; done")[1:]...)
+	if r := e.hobbs(nil, args...); r.code != 0 {
+		t.Fatalf("run --detach: exit %d\n%s", r.code, r.stderr)
+	}
+	note := "attached to session " + name + ": Ctrl-P Ctrl-Q detaches and the session goes on (hobbs attach " + name + " comes back)"
+
+	a := startTerminal(t, e, "attach", name)
+	a.waitFor(t, note, 30*time.Second)
+	a.in.Write([]byte("hello\r"))
+	a.waitFor(t, "got hello", 30*time.Second)
+	a.in.Write([]byte{0x10, 0x11}) // Ctrl-P Ctrl-Q
+	if code := a.end(t, 30*time.Second); code != 0 || !strings.Contains(a.output(), "detached from session "+name+", which goes on") ||
+		strings.Count(a.output(), note) != 1 {
+		t.Fatalf("hobbs attach after Ctrl-P Ctrl-Q: exit %d\n%s", code, a.output())
+	}
+
+	a = startTerminal(t, e, "attach", name)
+	a.waitFor(t, note, 30*time.Second)
+	if s := e.hobbs(nil, "stop", name); s.code != 0 {
+		t.Fatalf("hobbs stop: %d %s", s.code, s.stderr)
+	}
+	if code := a.end(t, 60*time.Second); code != 143 ||
+		!strings.Contains(a.output(), "session "+name+" ended while attached (exit 143: stopped from elsewhere, by hobbs stop or the engine)") {
+		t.Errorf("hobbs attach to a session stopped elsewhere: exit %d\n%s", code, a.output())
+	}
+}

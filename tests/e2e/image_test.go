@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,6 +77,7 @@ func TestBuildWhatRunUses(t *testing.T) {
 	}
 	first := imageID(img)
 	made = append(made, first)
+	checkBuildOutput(t, e, r.stderr)
 	r = e.hobbs(nil, "run", "--workspace", e.ws, "--name", sessionName(t, "cfg"), "--", "true")
 	if r.code != 0 {
 		t.Fatalf("hobbs run: exit %d\n%s", r.code, r.stderr)
@@ -112,17 +114,25 @@ func TestBuildWhatRunUses(t *testing.T) {
 	}
 }
 
-// TestPrune: on the real engine, hobbs prune finds the images Hobbs built
-// by their label (named and unnamed), and leaves the image run uses and
-// images Hobbs did not build. It runs with --dry-run: a real prune would
-// remove Hobbs images of whoever else uses this engine.
+// TestPrune: on the real engine, hobbs prune finds the images this user's
+// hobbs built by their labels (named and unnamed), and leaves the image run
+// uses, images Hobbs did not build, and the images another user's hobbs
+// built, which it names. It runs with --dry-run: a real prune would remove
+// the test user's Hobbs images of other runs on this engine.
 func TestPrune(t *testing.T) {
 	e := newEnv(t)
 	cur := "hobbs-e2e-" + runID + ":prune-cur"
 	old := "hobbs-e2e-" + runID + ":prune-old"
 	mine := "hobbs-e2e-" + runID + ":prune-mine"
+	other := "hobbs-e2e-" + runID + ":prune-other-user"
 	var made []string
-	t.Cleanup(func() { removeImages(append([]string{cur, old, mine}, made...)) })
+	t.Cleanup(func() { removeImages(append([]string{cur, old, mine, other}, made...)) })
+	// Another user's hobbs image: its labels, another uid.
+	b := exec.Command("docker", "build", "-q", "-t", other, "-")
+	b.Stdin = strings.NewReader(fmt.Sprintf("FROM %s\nLABEL dev.hobbs.role=image dev.hobbs.user=%d\n", baseImage, testUID+100000))
+	if out, err := b.CombinedOutput(); err != nil {
+		t.Fatalf("docker build %s: %v\n%s", other, err, out)
+	}
 	base2 := "hobbs-e2e-" + runID + ":prune-base2"
 	docker(t, "tag", baseImage, base2)
 	made = append(made, base2)
@@ -151,9 +161,17 @@ func TestPrune(t *testing.T) {
 	}
 	var res struct {
 		Removed []string `json:"removed"`
+		Left    []string `json:"left"`
+		User    string   `json:"user"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if slices.Contains(res.Removed, other) || !slices.Contains(res.Left, other) || res.User != fmt.Sprint(testUID) {
+		t.Errorf("another user's image %s: removed %v, left %v, user %q", other, res.Removed, res.Left, res.User)
+	}
+	if text := e.hobbs(nil, "prune", "--dry-run"); !strings.Contains(text.stdout, other) || !strings.Contains(text.stdout, "left ") {
+		t.Errorf("prune --dry-run does not say it left %s:\n%s", other, text.stdout)
 	}
 	for _, want := range []string{old, held} {
 		if !slices.Contains(res.Removed, want) {
@@ -168,5 +186,28 @@ func TestPrune(t *testing.T) {
 	}
 	if imageID(old) == "" || imageID(held) == "" {
 		t.Errorf("--dry-run removed an image")
+	}
+}
+
+// checkBuildOutput: what hobbs build printed on the real engine is a line
+// per Dockerfile step and the summary, not the builder's output (kept in
+// the build log), and no deprecation banner.
+func checkBuildOutput(t *testing.T, e *env, stderr string) {
+	t.Helper()
+	steps := regexp.MustCompile(`(?m)^\[(\d+)/(\d+)\] `).FindAllStringSubmatch(stderr, -1)
+	if len(steps) < 5 || steps[0][1] != "1" || steps[len(steps)-1][1] != steps[len(steps)-1][2] {
+		t.Errorf("hobbs build: no line per step:\n%s", stderr)
+	}
+	for _, noise := range []string{"DEPRECATED", "--->", "Running in", "Removing intermediate", "Sending build context"} {
+		if strings.Contains(stderr, noise) {
+			t.Errorf("hobbs build shows %q:\n%s", noise, stderr)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^built \S+ in \S+ \(\d+ steps; full log: (\S+)\)$`).FindStringSubmatch(stderr)
+	if m == nil || m[1] != filepath.Join(e.home, ".local", "state", "hobbs", "logs", "build.log") {
+		t.Fatalf("hobbs build: no summary naming the build log:\n%s", stderr)
+	}
+	if log, err := os.ReadFile(m[1]); err != nil || !strings.Contains(string(log), "Step 1/") && !strings.Contains(string(log), "#1 ") {
+		t.Errorf("the build log %s does not hold the builder's output: %v\n%s", m[1], err, log)
 	}
 }

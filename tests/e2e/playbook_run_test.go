@@ -13,17 +13,23 @@ import (
 	"time"
 )
 
-// fakeRun is what the FAKE claude does in a headless run (the workspace's
-// .fake-claude-run): report its arguments and environment, make one
-// request to the declared host with the bound secret's placeholder and one
-// to a host the run did not declare, and end with a report whose Lessons
-// become memories. A playbook named "hang" hangs instead.
-const fakeRun = `case "$*" in *"run-playbook hang"*) sleep 600;; esac
-echo "args=$(echo "$*" | tr '\n' ' ')"
+// fakeRun is what the FAKE claude's print mode runs in a headless run
+// (the workspace's .fake-claude-run): report its prompt, arguments and
+// environment on stderr, make one request to the declared host with the
+// bound secret's placeholder and one to a host the run did not declare,
+// and end with a report (stdout, the result's text) whose Lessons become
+// memories. A playbook named "hang" hangs instead.
+const fakeRun = `case "$FAKE_PROMPT" in *"run-playbook hang") sleep 600;; esac
+{
+echo "prompt=$FAKE_PROMPT"
+echo "args=$(echo "$FAKE_ARGS" | tr '\n' ' ')"
 echo "allowed_key=${ALLOWED_KEY:-unset}"
 echo "other_key=${OTHER_KEY:-unset}"
 echo "declared=$(netprobe req GET http://$DECLARED/declared "X-Key: $ALLOWED_KEY")"
 echo "undeclared=$(netprobe get http://$UNDECLARED/undeclared)"
+} >&2
+echo "@turns 4"
+echo "@cost 0.0123"
 echo "## Outcome"
 echo "ok - e2e"
 echo "## Lessons"
@@ -110,12 +116,22 @@ run:
 	if r.code != 0 {
 		t.Fatalf("playbook run: exit %d", r.code)
 	}
-	p := kv(r.stdout)
-	// Claude Code was told to run the playbook, with the limits.
-	for _, w := range []string{"-p /run-playbook weekly", "--max-turns 7", "--tools Read,Bash --allowedTools Read Bash(hobbs *) Bash(hobbs playbook show *) Bash(hobbs memory search *)"} {
+	p := kv(r.stderr)
+	// Claude Code was told to run the playbook, by its name alone, with the
+	// limits, and the flags a headless run takes.
+	if p["prompt"] != "/run-playbook weekly" {
+		t.Errorf("claude's prompt %q, want /run-playbook weekly alone", p["prompt"])
+	}
+	for _, w := range []string{"--max-turns 7", "--permission-mode dontAsk", "--output-format json", "--setting-sources user",
+		"--no-session-persistence", "--strict-mcp-config",
+		"--tools Read,Bash --allowedTools Read Bash(hobbs *) Bash(hobbs playbook show *) Bash(hobbs memory search *) --disallowedTools mcp__*"} {
 		if !strings.Contains(p["args"], w) {
 			t.Errorf("claude's arguments %q lack %q", p["args"], w)
 		}
+	}
+	// Claude Code's JSON result is the run's output.
+	if !strings.HasPrefix(strings.TrimSpace(r.stdout), `{"type":"result","subtype":"success"`) {
+		t.Errorf("the run's output is not Claude Code's JSON result: %s", r.stdout)
 	}
 	// Only the declared secret, as a placeholder.
 	if p["allowed_key"] == "unset" || p["allowed_key"] == pbValue {
@@ -145,7 +161,8 @@ run:
 	}
 	id := between(tl.stdout, `"id": "`, `"`)
 	show := e.hobbs(nil, "task", "show", id)
-	for _, w := range []string{"Denied by the proxy", undeclared, "hobbs playbook allow weekly", "e2e-playbook-lesson", "max_turns 7"} {
+	for _, w := range []string{"Denied by the proxy", undeclared, "hobbs playbook allow weekly", "e2e-playbook-lesson", "max_turns 7",
+		"claude:   success, 4 turns, $0.0123", "- outcome: ok"} {
 		if !strings.Contains(show.stdout, w) {
 			t.Errorf("task %s lacks %q:\n%s", id, w, show.stdout)
 		}

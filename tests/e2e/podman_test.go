@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 // podmanUser is the account TestPodmanSession runs rootless podman as.
@@ -32,13 +34,9 @@ func TestPodmanSession(t *testing.T) {
 	if setupErr != nil {
 		t.Fatalf("setup failed: %v", setupErr)
 	}
-	if _, err := exec.LookPath("podman"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("podman not installed (.ci/run installs podman and catatonit)")
-		}
-		t.Skip("podman not installed")
-	}
+	tooltest.Need(t, "podman")
 	if os.Getuid() != 0 {
+		tooltest.Note(t.Name(), "needs root (makes the user "+podmanUser+" and opens /dev/net/tun to it)", "run the e2e tests as root, as CI does")
 		t.Skip("needs root: makes the user " + podmanUser + " and opens /dev/net/tun to it")
 	}
 	t0 := time.Now()
@@ -122,6 +120,7 @@ func TestPodmanSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = bytes.Replace(b, []byte("\nimage: \"\"\n"), []byte("\nimage: \""+ref+"\"\n"), 1)
+	b = bytes.Replace(b, []byte("\nworkspace: \"~/hobbs-workspace\"\n"), []byte("\nworkspace: \""+ws+"\"\n"), 1)
 	if err := os.WriteFile(cfg, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +131,8 @@ func TestPodmanSession(t *testing.T) {
 		}
 	}
 
-	probe := `id -u; wget -S -O- http://example.com/ 2>&1; touch /home/dev/hobbs/workspace/from-podman`
+	probe := `id -u; wget -S -O- http://example.com/ 2>&1; touch /home/dev/hobbs/workspace/from-podman; ` +
+		`echo '{"claudeAiOauth":{"accessToken":"podman-e2e"}}' > "$CLAUDE_CONFIG_DIR/.credentials.json"`
 	r = as(nil, hobbsBin, "run", "--image", ref, "--workspace", ws, "--name", "e2e-"+runID+"-podman", "--", "sh", "-c", probe)
 	if r.code != 0 {
 		t.Fatalf("hobbs run on podman: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -146,6 +146,32 @@ func TestPodmanSession(t *testing.T) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(ws, "from-podman"), &st); err != nil || int(st.Uid) != u.uid {
 		t.Errorf("the file the agent wrote: %v, owner %d, want %d", err, st.Uid, u.uid)
+	}
+	// A headless run on podman: Claude Code state of its own (a tmpfs the
+	// user owns) and the sign-in the session left, read by the seed.
+	for p, content := range map[string]string{
+		filepath.Join(inst, "playbooks", "podrun.md"): "---\ntitle: podrun\nstage: autonomous\ntags: []\ncreated: 2026-01-01\n" +
+			"updated: 2026-01-01\nlast_reviewed: 2026-01-01\nrun:\n  hosts: []\n  secrets: []\n  tools: []\n  timeout: 2m\n---\n# podrun\n",
+		filepath.Join(ws, ".fake-claude-run"): "touch \"$CLAUDE_CONFIG_DIR/run-was-here\"\necho '## Outcome'\necho ok\n",
+	} {
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, u.uid, u.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := as(nil, hobbsBin, "playbook", "approve", "podrun"); r.code != 0 {
+		t.Fatalf("approve: %s", r.stderr)
+	}
+	r = as(nil, hobbsBin, "playbook", "run", "podrun")
+	if r.code != 0 || !strings.Contains(r.stderr, `fake-claude: credentials {"claudeAiOauth":{"accessToken":"podman-e2e"}}`) ||
+		!strings.Contains(r.stderr, "task_") || !strings.Contains(r.stderr, " ok (") {
+		t.Errorf("a headless run on podman: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := as(nil, hobbsBin, "run", "--image", ref, "--workspace", ws, "--name", "e2e-"+runID+"-podman2", "--", "ls", "-A", "/home/dev/.claude"); r.code != 0 ||
+		strings.Contains(r.stdout, "run-was-here") || !strings.Contains(r.stdout, ".credentials.json") {
+		t.Errorf("the state volume after the run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, q := range [][]string{
 		{"ps", "-a", "--format", "{{.Names}}", "--filter", "label=dev.hobbs.instance=" + id},

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 // registry is a real registry (Debian's docker-registry) on a loopback
@@ -32,10 +34,7 @@ type registry struct {
 
 func startRegistry(t *testing.T) *registry {
 	t.Helper()
-	bin, err := exec.LookPath("docker-registry")
-	if err != nil {
-		t.Fatalf("docker-registry is not installed (.ci/run installs Debian's docker-registry package)")
-	}
+	bin := tooltest.Need(t, "docker-registry")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

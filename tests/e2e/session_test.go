@@ -208,7 +208,7 @@ func TestSession(t *testing.T) {
 	check("ws_claude", "no")
 	check("memory_add", "ok")
 	check("doctor_engine", "0")
-	if !strings.Contains(p["vault_get"], "only through the env mapping") || strings.Contains(p["vault_get"], secretValue) {
+	if !strings.Contains(p["vault_get"], "only as config.yaml names them") || strings.Contains(p["vault_get"], secretValue) {
 		t.Errorf("hobbs vault get inside: %q", p["vault_get"])
 	}
 	for _, want := range []string{

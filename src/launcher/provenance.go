@@ -1,0 +1,88 @@
+package launcher
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/provenance"
+)
+
+// A session's provenance (src/provenance): the launcher records its origin
+// before the agent can write, and at its end, once its containers are gone
+// and its proxy has written its last audit line, the hosts its proxy passed
+// it responses from; what a tainted session changed in the shares then
+// waits for hobbs review.
+
+// Origin is who starts the plan's run.
+func (p *Plan) Origin() provenance.Origin {
+	switch p.Kind {
+	case KindPlaybook:
+		return provenance.Origin{Kind: provenance.OriginCommand, Name: p.Playbook}
+	case KindScheduled:
+		return provenance.Origin{Kind: provenance.OriginSchedule, Name: p.Playbook}
+	}
+	return provenance.Origin{Kind: provenance.OriginTerminal}
+}
+
+// beginProvenance records the session's start, with where its proxy's
+// lines will start in the proxy audit log.
+func (s *Session) beginProvenance() error {
+	var from int64
+	if fi, err := s.Instance.FS().Stat(proxyAudit(s.Instance)); err == nil {
+		from = fi.Size()
+	}
+	return s.Provenance.Begin(s.Name, s.plan.Origin(), s.owner, from, OwnerAlive)
+}
+
+// endProvenance records the session's end and says what waits for review.
+func (s *Session) endProvenance() {
+	pol := &egress.Policy{}
+	if b, err := s.Instance.FS().ReadFile(s.Instance.Policy(), instance.MaxTextFile); err == nil {
+		if p, err := egress.Parse(s.Instance.Policy(), b); err == nil {
+			pol = p
+		}
+	}
+	r, err := s.Provenance.End(s.Name, func(ses provenance.Session) ([]string, error) {
+		return readsOf(s.Instance, ses)
+	}, pol.Trusts)
+	if err != nil {
+		s.Progress("warning: the session's changes were not reviewed for provenance: %v (the next session's start holds them)", err)
+		return
+	}
+	for _, p := range r.Problems {
+		s.Progress("warning: %s", p)
+	}
+	if len(r.Held) > 0 {
+		s.Progress("session %s %s: %d of its changes wait for your review (hobbs review)", s.Name, strings.Join(r.Session.Why, ", "), len(r.Held))
+	} else if r.Waiting > 0 {
+		s.Progress("%d changes wait for your review (hobbs review)", r.Waiting)
+	}
+}
+
+func proxyAudit(in instance.Instance) string {
+	return filepath.Join(in.Root, filepath.FromSlash(ProxyAuditRel))
+}
+
+// readsOf reads the proxy audit log from the session's first line on.
+func readsOf(in instance.Instance, ses provenance.Session) ([]string, error) {
+	f, err := in.FS().Open(proxyAudit(in))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no proxy wrote a line yet
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() >= ses.AuditFrom {
+		if _, err := f.Seek(ses.AuditFrom, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("seek the proxy audit log: %w", err)
+		}
+	}
+	return egress.ReadSince(f, ses.Name, ses.Started)
+}

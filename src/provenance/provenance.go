@@ -1,0 +1,667 @@
+// Package provenance keeps, on the host, the record of where each session's
+// changes to the agent-writable shares came from, and holds what a tainted
+// session changed until the owner reviews it.
+//
+// A session is tainted when it received untrusted input: it was started by
+// something other than its owner (a trigger), or its proxy passed it a
+// response from a host that is not trusted (Claude's own API and the hosts
+// policy.yaml lists under trusted:). Taint is decided from the host's records
+// only — the session's start and its own proxy's audit lines — never from
+// anything in the agent's shares.
+//
+// The shares watched are memory/ (the memory files of both tiers),
+// playbooks/ (the playbooks), skills/ and agents/ (every file). The store
+// keeps a baseline: the state of those files the owner's sessions and the
+// owner's own edits produced, with a copy of each file's content. When a
+// session ends, the files that differ from the baseline are its changes
+// (and those of every other session live at that moment: the host cannot
+// tell two concurrent sessions' writes apart). When any of those sessions is
+// tainted, each change is held: the changed file is moved into the store and
+// the baseline's content put back, so later sessions, sub-agents, playbook
+// runs and host tools all see the state before it — no reader has to know of
+// the quarantine. Otherwise the changes become the new baseline.
+//
+// The owner approves a held change (its content goes back in place) or
+// rejects it (it stays out of the shares, kept in the store for inspection):
+// hobbs review. Everything lives in the instance's provenance/ directory,
+// which no session mounts.
+package provenance
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// Dir is the store's directory in the instance: host-only, like grants/.
+const Dir = "provenance"
+
+// Shares are the agent-writable directories whose changes are reviewed.
+var Shares = []string{"memory", "playbooks", "skills", "agents"}
+
+// maxFile caps the bytes of one watched file the store copies and hashes; a
+// larger file is a change whatever it holds, and is never copied into the
+// baseline.
+const maxFile = 8 << 20
+
+// maxState caps provenance/state.json (host-only; about 300 bytes per
+// watched file).
+const maxState = 512 << 20
+
+// Origin says who started a session.
+type Origin struct {
+	Kind string `json:"kind"`           // OriginTerminal, OriginCommand, OriginSchedule, OriginTrigger
+	Name string `json:"name,omitempty"` // the playbook, schedule or trigger
+}
+
+// Origins of a session.
+const (
+	OriginTerminal = "terminal" // hobbs run by the owner
+	OriginCommand  = "command"  // hobbs playbook run by the owner
+	OriginSchedule = "schedule" // a schedule the owner made
+	OriginTrigger  = "trigger"  // an event from outside (a webhook): untrusted input by itself
+)
+
+func (o Origin) String() string {
+	if o.Name == "" {
+		return o.Kind
+	}
+	return o.Kind + " " + o.Name
+}
+
+// Session is the host's record of one session.
+type Session struct {
+	Name    string    `json:"name"`
+	Origin  Origin    `json:"origin"`
+	Owner   string    `json:"owner,omitempty"` // the launcher that runs it
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	Tainted bool      `json:"tainted"`
+	Why     []string  `json:"why,omitempty"`  // why it is tainted
+	Read    []string  `json:"read,omitempty"` // the hosts whose responses it received
+	// AuditFrom is where its proxy's lines start in the proxy audit log
+	// (the log's size when it began).
+	AuditFrom int64 `json:"audit_from,omitempty"`
+}
+
+// Item is one held change.
+type Item struct {
+	ID       string    `json:"id"`
+	Path     string    `json:"path"`   // slash-separated, relative to the instance
+	Kind     string    `json:"kind"`   // memory, playbook, skill, agent
+	Change   string    `json:"change"` // created, changed, removed
+	Before   string    `json:"before,omitempty"`
+	After    string    `json:"after,omitempty"` // the held file's hash; "" when removed
+	Sessions []Session `json:"sessions"`        // the sessions live when it was found
+	Found    time.Time `json:"found"`
+	Status   string    `json:"status"` // waiting, approved, rejected
+	Decided  time.Time `json:"decided,omitzero"`
+}
+
+// Item states.
+const (
+	Waiting  = "waiting"
+	Approved = "approved"
+	Rejected = "rejected"
+)
+
+// fileState is what the baseline knows of one file: its content's hash and
+// the inode facts that change whenever the content does (the change time
+// cannot be set by a process), so an unchanged file is not read again.
+type fileState struct {
+	Hash  string `json:"hash"`
+	Size  int64  `json:"size"`
+	Ino   uint64 `json:"ino"`
+	Ctime int64  `json:"ctime"`
+	Mtime int64  `json:"mtime"`
+	Mode  uint32 `json:"mode"`
+	Racy  bool   `json:"racy,omitempty"` // changed within racyWindow of its scan
+}
+
+func (a fileState) sameInode(b fileState) bool {
+	return !a.Racy && a.Size == b.Size && a.Ino == b.Ino && a.Ctime == b.Ctime && a.Mtime == b.Mtime && a.Mode == b.Mode
+}
+
+// racyWindow: a file changed this close to the scan that read it may change
+// again within the same tick of the file system's clock, keeping its
+// inode facts; its content is read again at the next scan.
+const racyWindow = 2 * time.Second
+
+// state is provenance/state.json.
+type state struct {
+	Version  int                  `json:"version"`
+	Baseline map[string]fileState `json:"baseline"`
+	Open     map[string]*Session  `json:"open"` // sessions begun and not ended
+	Items    []*Item              `json:"items"`
+	Next     int                  `json:"next"` // the next item's number
+	// Objects locate each kept content (by hash) in the packs.
+	Objects map[string]objRef `json:"objects"`
+	Packs   int               `json:"packs"` // packs written so far
+
+	pack *packWriter // what this change of the state keeps
+}
+
+// Store is an instance's provenance store.
+type Store struct {
+	Root  safefile.Root // the instance
+	Audit *audit.Logger
+	Now   func() time.Time
+	// LockPath is the store's lock (host-only: .locks/).
+	LockPath string
+}
+
+// New returns the store of the instance at root.
+func New(root safefile.Root, log *audit.Logger) *Store {
+	return &Store{Root: root, Audit: log, Now: time.Now, LockPath: filepath.Join(root.Dir(), ".locks", "provenance.lock")}
+}
+
+func (s *Store) rel(p ...string) string {
+	return filepath.Join(append([]string{s.Root.Dir(), Dir}, p...)...)
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// locked runs f with the store's state loaded, under its lock, and saves
+// the state when f returns without error: first the pack of the contents
+// f kept (synced), then the state naming them (atomically).
+func (s *Store) locked(f func(st *state) error) error {
+	if err := s.Root.MkdirAll(s.rel("packs"), 0o700); err != nil {
+		return errs.Wrap(errs.Failure, err, "provenance store")
+	}
+	if err := s.Root.MkdirAll(filepath.Dir(s.LockPath), 0o700); err != nil {
+		return errs.Wrap(errs.Failure, err, "provenance lock")
+	}
+	unlock, err := s.Root.Lock(s.LockPath, time.Minute)
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "the provenance store is busy")
+	}
+	defer unlock()
+	st, err := s.load()
+	if err != nil {
+		return err
+	}
+	st.pack = &packWriter{s: s, st: st}
+	defer st.pack.abort()
+	if err := f(st); err != nil {
+		return err
+	}
+	if err := st.pack.finish(); err != nil {
+		return err
+	}
+	unused := s.prune(st)
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if err := s.Root.Write(s.rel("state.json"), append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	for _, n := range unused {
+		_ = s.Root.Remove(s.packPath(n)) // a pack left behind only takes room
+	}
+	return nil
+}
+
+// load reads state.json; a missing one is an empty store. One it cannot
+// read is reported and left as it is.
+func (s *Store) load() (*state, error) {
+	st := &state{Version: 1, Baseline: map[string]fileState{}, Open: map[string]*Session{}, Objects: map[string]objRef{}}
+	b, err := s.Root.ReadFile(s.rel("state.json"), maxState)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "read the provenance store")
+	}
+	if err := json.Unmarshal(b, st); err != nil || st.Version != 1 {
+		return nil, &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: cannot read it (%v); it is left as it is", s.rel("state.json"), err),
+			Hint: "restore it from a backup, or move it aside to start a new record (what waits for review is then lost)"}
+	}
+	if st.Baseline == nil {
+		st.Baseline = map[string]fileState{}
+	}
+	if st.Open == nil {
+		st.Open = map[string]*Session{}
+	}
+	if st.Objects == nil {
+		st.Objects = map[string]objRef{}
+	}
+	return st, nil
+}
+
+// Watched reports whether rel (slash-separated, relative to the instance)
+// is a file whose changes are reviewed, and of what kind.
+func Watched(rel string) (kind string, ok bool) {
+	parts := strings.Split(rel, "/")
+	base := parts[len(parts)-1]
+	switch parts[0] {
+	case "memory":
+		return "memory", len(parts) == 3 && (parts[1] == "active" || parts[1] == "archive") && strings.HasSuffix(base, ".md") && !strings.HasPrefix(base, ".")
+	case "playbooks":
+		return "playbook", len(parts) == 2 && strings.HasSuffix(base, ".md") && !strings.HasPrefix(base, ".")
+	case "skills":
+		return "skill", len(parts) > 1 && !(len(parts) == 2 && base == ".lock")
+	case "agents":
+		return "agent", len(parts) > 1 && !(len(parts) == 2 && base == ".lock")
+	}
+	return "", false
+}
+
+// scan returns the state of every watched file, reading only those whose
+// inode facts differ from prev's, and copying each new content into the
+// object store when keep is set.
+func (s *Store) scan(st *state, prev map[string]fileState, keep bool) (map[string]fileState, error) {
+	cur := map[string]fileState{}
+	start := time.Now()
+	for _, share := range Shares {
+		err := s.Root.Walk(share, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			rel, _ := filepath.Rel(s.Root.Dir(), p)
+			rel = filepath.ToSlash(rel)
+			if d.IsDir() {
+				return nil
+			}
+			if _, ok := Watched(rel); !ok {
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			fst := statOf(fi)
+			if old, ok := prev[rel]; ok && old.sameInode(fst) {
+				cur[rel] = old
+				return nil
+			}
+			fst.Hash, err = s.hash(st, rel, fi, keep)
+			if err != nil {
+				return err
+			}
+			fst.Racy = fst.Racy || fst.Ctime >= start.Add(-racyWindow).UnixNano()
+			cur[rel] = fst
+			return nil
+		})
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "read the shares for provenance")
+		}
+	}
+	return cur, nil
+}
+
+func statOf(fi fs.FileInfo) fileState {
+	f := fileState{Size: fi.Size(), Mode: uint32(fi.Mode())}
+	switch st := fi.Sys().(type) {
+	case *unix.Stat_t: // safefile's
+		f.Ino, f.Ctime, f.Mtime = st.Ino, st.Ctim.Nano(), st.Mtim.Nano()
+	case *syscall.Stat_t: // os's
+		f.Ino, f.Ctime, f.Mtime = st.Ino, st.Ctim.Nano(), st.Mtim.Nano()
+	default:
+		f.Racy = true // without inode facts, always read the content
+	}
+	return f
+}
+
+// hash names a file's content: the SHA-256 of a regular file no larger
+// than maxFile (kept in the store's pack when keep is set), else a name
+// that no content has, so that the file always counts as changed.
+func (s *Store) hash(st *state, rel string, fi fs.FileInfo, keep bool) (string, error) {
+	if !fi.Mode().IsRegular() {
+		return fmt.Sprintf("special:%s:%d", fi.Mode().Type(), fi.Size()), nil
+	}
+	if fi.Size() > maxFile {
+		return fmt.Sprintf("large:%d:%d", fi.Size(), statOf(fi).Ctime), nil
+	}
+	b, err := s.Root.ReadFile(rel, maxFile)
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxFile {
+		return fmt.Sprintf("large:%d:%d", len(b), statOf(fi).Ctime), nil
+	}
+	sum := sha256.Sum256(b)
+	h := hex.EncodeToString(sum[:])
+	if keep {
+		if err := st.pack.put(h, b); err != nil {
+			return "", err
+		}
+	}
+	return h, nil
+}
+
+// keepFile puts the content of the file at rel, which must hash to h, in
+// the store's pack.
+func (s *Store) keepFile(st *state, rel, h string) error {
+	if _, ok := st.Objects[h]; ok || len(h) != 64 {
+		return nil
+	}
+	b, err := s.Root.ReadFile(rel, maxFile)
+	if err != nil {
+		return err
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != h {
+		return fmt.Errorf("%s changed while it was read", rel)
+	}
+	return st.pack.put(h, b)
+}
+
+// Begin records that session name starts, started as origin by the
+// launcher owner. With no other session open (sessions whose launcher is
+// gone, as alive tells, are ended first, as tainted), the shares hold only
+// what the owner's sessions and the owner made: they become the baseline.
+func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64, alive func(owner string) bool) error {
+	return s.locked(func(st *state) error {
+		for _, o := range sortedOpen(st) {
+			if o.Name != name && alive != nil && alive(o.Owner) {
+				continue
+			}
+			o.Tainted = true
+			o.Why = appendOnce(o.Why, "its launcher stopped before it recorded the session's end")
+			if _, _, err := s.settle(st, o); err != nil {
+				return err
+			}
+		}
+		if len(st.Open) == 0 {
+			cur, err := s.scan(st, st.Baseline, true)
+			if err != nil {
+				return err
+			}
+			st.Baseline = cur
+		}
+		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now(), AuditFrom: auditFrom}
+		if origin.Kind == OriginTrigger {
+			ses.Tainted = true
+			ses.Why = []string{"started by " + origin.String()}
+		}
+		st.Open[name] = ses
+		return nil
+	})
+}
+
+// Reads is what a session's proxy passed it: the hosts (host:port) whose
+// responses reached it, found in the proxy's audit log. An error (the log
+// cannot be read) taints the session: what it read is not known.
+type Reads func(Session) ([]string, error)
+
+// Result is what End found.
+type Result struct {
+	Session Session
+	Held    []*Item // changes held for review
+	Kept    int     // changes that became the baseline
+	Waiting int     // items waiting in all
+	// Problems are changes that could not be held (left in place, out of
+	// the baseline: the next session's end finds them again).
+	Problems []string
+}
+
+// End records that session name ended: it decides the session's taint (and
+// that of every session still open) from reads and trusted, then compares
+// the shares with the baseline and holds or keeps each change.
+func (s *Store) End(name string, reads Reads, trusted func(host string) bool) (Result, error) {
+	var res Result
+	err := s.locked(func(st *state) error {
+		ses := st.Open[name]
+		if ses == nil {
+			return errs.Failf("provenance: session %s has no record of its start", name)
+		}
+		for _, o := range st.Open {
+			taint(o, reads, trusted)
+		}
+		before := len(st.Items)
+		kept, problems, err := s.settle(st, ses)
+		if err != nil {
+			return err
+		}
+		res = Result{Session: *ses, Held: st.Items[before:], Kept: kept, Problems: problems}
+		for _, it := range st.Items {
+			if it.Status == Waiting {
+				res.Waiting++
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// taint marks o tainted by each untrusted host its proxy passed it.
+func taint(o *Session, reads Reads, trusted func(string) bool) {
+	if reads == nil {
+		return
+	}
+	hosts, err := reads(*o)
+	if err != nil {
+		o.Tainted = true
+		o.Why = appendOnce(o.Why, "what it read is not known: "+err.Error())
+	}
+	for _, hp := range hosts {
+		o.Read = appendOnce(o.Read, hp)
+		host := hp
+		if h, _, ok := strings.Cut(hp, ":"); ok && !strings.Contains(h, "[") {
+			host = h
+		} else if i := strings.LastIndex(hp, ":"); i > 0 {
+			host = strings.Trim(hp[:i], "[]")
+		}
+		if trusted == nil || !trusted(host) {
+			o.Tainted = true
+			o.Why = appendOnce(o.Why, "read from "+hp)
+		}
+	}
+}
+
+func appendOnce(l []string, v string) []string {
+	for _, x := range l {
+		if x == v {
+			return l
+		}
+	}
+	return append(l, v)
+}
+
+func sortedOpen(st *state) []*Session {
+	var l []*Session
+	for _, o := range st.Open {
+		l = append(l, o)
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name })
+	return l
+}
+
+// settle ends ses: the files that differ from the baseline are the changes
+// of ses and of every session still open; when any of them is tainted each
+// change is held, else the changes become the baseline. It returns how many
+// changes became the baseline.
+func (s *Store) settle(st *state, ses *Session) (int, []string, error) {
+	ses.Ended = s.now()
+	delete(st.Open, ses.Name)
+	live := []Session{*ses}
+	tainted := ses.Tainted
+	for _, o := range sortedOpen(st) {
+		live = append(live, *o)
+		tainted = tainted || o.Tainted
+	}
+	cur, err := s.scan(st, st.Baseline, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	kept, held := 0, 0
+	var problems []string
+	for _, p := range changedPaths(st.Baseline, cur) {
+		b, had := st.Baseline[p]
+		a, has := cur[p]
+		switch {
+		case had && has && s.bookkeeping(st, p, b, a):
+			st.Baseline[p] = a
+		case !tainted && has:
+			if err := s.keepFile(st, p, a.Hash); err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			st.Baseline[p], kept = a, kept+1
+		case !tainted:
+			delete(st.Baseline, p)
+			kept++
+		default:
+			it, err := s.hold(st, p, b, had, has, a, live)
+			if err != nil {
+				// Left in place and out of the baseline: the next end
+				// finds it again.
+				problems = append(problems, err.Error())
+				continue
+			}
+			st.Items = append(st.Items, it)
+			held++
+		}
+	}
+	outcome := "ok"
+	if ses.Tainted {
+		outcome = "tainted"
+	}
+	s.Audit.Record(audit.Entry{Event: "provenance.session", Subject: ses.Name, Outcome: outcome,
+		Detail: map[string]any{"origin": ses.Origin.String(), "why": ses.Why, "read": ses.Read, "kept": kept, "held": held, "problems": problems}}, nil)
+	return kept, problems, s.Root.Append(s.rel("sessions.jsonl"), mustLine(ses), 0o600)
+}
+
+func mustLine(v any) []byte {
+	b, _ := json.Marshal(v)
+	return append(b, '\n')
+}
+
+// changedPaths lists, sorted, the paths whose hash differs between a and b.
+func changedPaths(a, b map[string]fileState) []string {
+	var out []string
+	for p, x := range a {
+		if y, ok := b[p]; !ok || y.Hash != x.Hash {
+			out = append(out, p)
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// bookkeeping reports whether a memory file changed only in last_accessed,
+// which every session's context load updates: not a change to review.
+func (s *Store) bookkeeping(st *state, p string, b, a fileState) bool {
+	if kind, _ := Watched(p); kind != "memory" {
+		return false
+	}
+	old, err := s.getObject(st, b.Hash)
+	if err != nil {
+		return false
+	}
+	cur, err := s.Root.ReadFile(p, maxFile)
+	if err != nil || !bytes.Equal(withoutAccess(old), withoutAccess(cur)) {
+		return false
+	}
+	sum := sha256.Sum256(cur)
+	return hex.EncodeToString(sum[:]) == a.Hash && st.pack.put(a.Hash, cur) == nil
+}
+
+// withoutAccess is a memory file without its frontmatter's last_accessed line.
+func withoutAccess(b []byte) []byte {
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if len(lines) == 0 || !bytes.Equal(bytes.TrimRight(lines[0], "\r\n"), []byte("---")) {
+		return b
+	}
+	var out []byte
+	in := true
+	for i, l := range lines {
+		if i > 0 && in && bytes.Equal(bytes.TrimRight(l, "\r\n"), []byte("---")) {
+			in = false
+		}
+		if i > 0 && in && bytes.HasPrefix(l, []byte("last_accessed:")) {
+			continue
+		}
+		out = append(out, l...)
+	}
+	return out
+}
+
+// hold takes one change out of effect: the file now at p (if any) moves
+// into the store, the baseline's content (if any) goes back in place.
+func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileState, live []Session) (*Item, error) {
+	kind, _ := Watched(p)
+	st.Next++
+	it := &Item{ID: fmt.Sprintf("r%d", st.Next), Path: p, Kind: kind, Sessions: live, Found: s.now(), Status: Waiting}
+	switch {
+	case !had:
+		it.Change = "created"
+	case !has:
+		it.Change = "removed"
+	default:
+		it.Change = "changed"
+	}
+	if had {
+		it.Before = b.Hash
+	}
+	if has {
+		it.After = a.Hash
+		if err := s.Root.MkdirAll(s.rel("held"), 0o700); err != nil {
+			return nil, err
+		}
+		if err := s.Root.Rename(p, s.rel("held", it.ID)); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "hold %s for review", p)
+		}
+	}
+	if had {
+		if err := s.restore(st, p, b.Hash); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "put back %s as it was before the session", p)
+		}
+	} else {
+		s.removeEmptyParents(p)
+	}
+	s.Audit.Record(audit.Entry{Event: "provenance.hold", Subject: p, Outcome: "held",
+		Detail: map[string]any{"id": it.ID, "change": it.Change, "session": live[0].Name}}, nil)
+	return it, nil
+}
+
+// restore writes the content stored under h at p.
+func (s *Store) restore(st *state, p, h string) error {
+	b, err := s.getObject(st, h)
+	if err != nil {
+		return err
+	}
+	if err := s.Root.MkdirAll(filepath.Dir(filepath.Join(s.Root.Dir(), p)), 0o755); err != nil {
+		return err
+	}
+	return s.Root.Write(p, b, 0o644)
+}
+
+// removeEmptyParents removes the directories a held new file leaves empty
+// below its share (a new skill's directory).
+func (s *Store) removeEmptyParents(p string) {
+	for d := path.Dir(p); strings.Contains(d, "/"); d = path.Dir(d) {
+		if ents, err := s.Root.ReadDir(d); err != nil || len(ents) > 0 || s.Root.Remove(d) != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package provenance
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// OnHost returns the store of the instance at root for review, which only
+// the host may do: a session has no store to review, nor the right to.
+func OnHost(root safefile.Root, log *audit.Logger) (*Store, error) {
+	if os.Getenv("HOBBS_CONTEXT") == "container" {
+		return nil, errs.Usagef("hobbs review runs on the host: a session cannot review its own changes")
+	}
+	return New(root, log), nil
+}
+
+// Items are held changes.
+type Items []Item
+
+// Write prints the list (WriteList).
+func (l Items) Write(w io.Writer) error { return WriteList(w, l) }
+
+// List returns the held changes, oldest first: only those waiting unless
+// all is set.
+func (s *Store) List(all bool) (Items, error) {
+	st, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	var out Items
+	for _, it := range st.Items {
+		if all || it.Status == Waiting {
+			out = append(out, *it)
+		}
+	}
+	return out, nil
+}
+
+// Sessions returns the sessions open now.
+func (s *Store) Sessions() ([]Session, error) {
+	st, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	var out []Session
+	for _, o := range sortedOpen(st) {
+		out = append(out, *o)
+	}
+	return out, nil
+}
+
+// read loads the state without the lock (a reader sees the last state
+// saved: saves are atomic).
+func (s *Store) read() (*state, error) {
+	return s.load()
+}
+
+// Content returns what the held change id had before and has after (nil
+// where the file did not exist).
+func (s *Store) Content(id string) (before, after []byte, err error) {
+	st, err := s.read()
+	if err != nil {
+		return nil, nil, err
+	}
+	it, err := find(st, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if it.Before != "" {
+		if before, err = s.getObject(st, it.Before); err != nil {
+			return nil, nil, errs.Wrap(errs.Failure, err, "%s: the content before", id)
+		}
+	}
+	if it.After != "" {
+		if after, err = s.Root.ReadFile(s.rel("held", it.ID), maxFile); err != nil {
+			return nil, nil, errs.Wrap(errs.Failure, err, "%s: the held content", id)
+		}
+	}
+	return before, after, nil
+}
+
+func find(st *state, id string) (*Item, error) {
+	for _, it := range st.Items {
+		if it.ID == id {
+			return it, nil
+		}
+	}
+	return nil, &errs.Error{Code: errs.Usage, Msg: "no held change " + id, Hint: "hobbs review lists what waits"}
+}
+
+// Select returns the ids of the waiting changes found at the end of session
+// name (or while it was live).
+func (s *Store) Select(session string) ([]string, error) {
+	st, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, it := range st.Items {
+		if it.Status != Waiting {
+			continue
+		}
+		for _, ses := range it.Sessions {
+			if ses.Name == session {
+				ids = append(ids, it.ID)
+				break
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, &errs.Error{Code: errs.Usage, Msg: "no change of session " + session + " waits", Hint: "hobbs review lists what waits, with its sessions"}
+	}
+	return ids, nil
+}
+
+// Decide approves or rejects (verb) the held changes ids, or, with
+// session set instead, every waiting change found while it was live, and
+// returns how many.
+func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
+	if (session == "") == (len(ids) == 0) {
+		return 0, errs.Usagef("name the changes (IDs) or --all-from SESSION, not both")
+	}
+	if session != "" {
+		var err error
+		if ids, err = s.Select(session); err != nil {
+			return 0, err
+		}
+	}
+	if verb == "approve" {
+		return len(ids), s.Approve(ids)
+	}
+	return len(ids), s.Reject(ids)
+}
+
+// Approve puts each held change in effect: the held file goes back in
+// place (or, for a removal, the file is removed) and becomes the baseline.
+// A path that changed again since the change was held is refused: review
+// its newer change first.
+func (s *Store) Approve(ids []string) error {
+	return s.decide(ids, "approve", Approved, func(st *state, it *Item) error {
+		if err := s.unchangedSince(st, it); err != nil {
+			return err
+		}
+		if it.After == "" {
+			if err := s.Root.Remove(it.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			delete(st.Baseline, it.Path)
+			s.removeEmptyParents(it.Path)
+			return nil
+		}
+		if err := s.Root.MkdirAll(filepath.Dir(filepath.Join(s.Root.Dir(), it.Path)), 0o755); err != nil {
+			return err
+		}
+		if err := s.Root.Rename(s.rel("held", it.ID), it.Path); err != nil {
+			return err
+		}
+		fi, err := s.Root.Lstat(it.Path)
+		if err != nil {
+			return err
+		}
+		fst := statOf(fi)
+		fst.Hash = it.After
+		if err := s.keepFile(st, it.Path, it.After); err != nil {
+			return err
+		}
+		st.Baseline[it.Path] = fst
+		return nil
+	})
+}
+
+// Reject keeps each held change out of effect for good: the shares keep
+// the state before it; the held file stays in the store (provenance/held/ID)
+// for the owner to inspect.
+func (s *Store) Reject(ids []string) error {
+	return s.decide(ids, "reject", Rejected, func(*state, *Item) error { return nil })
+}
+
+// unchangedSince refuses to approve it when its path no longer holds what
+// the change was held against (the baseline then).
+func (s *Store) unchangedSince(st *state, it *Item) error {
+	b, had := st.Baseline[it.Path]
+	switch {
+	case it.Before == "" && !had, had && b.Hash == it.Before:
+		return nil
+	}
+	return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: %s changed since this change was held", it.ID, it.Path),
+		Hint: "review the later change of the same file first, or reject this one"}
+}
+
+func (s *Store) decide(ids []string, verb, to string, apply func(*state, *Item) error) error {
+	if len(ids) == 0 {
+		return errs.Usagef("name the changes to %s (hobbs review lists them)", verb)
+	}
+	var failed error
+	err := s.locked(func(st *state) error {
+		var items []*Item
+		for _, id := range ids {
+			it, err := find(st, id)
+			if err != nil {
+				return err
+			}
+			if it.Status != Waiting {
+				return errs.Failf("%s was %s on %s", id, it.Status, it.Decided.Format("2006-01-02 15:04"))
+			}
+			items = append(items, it)
+		}
+		sort.Slice(items, func(i, j int) bool { return items[i].Found.Before(items[j].Found) })
+		for _, it := range items {
+			err := apply(st, it)
+			s.Audit.Record(audit.Entry{Event: "provenance." + verb, Subject: it.Path,
+				Detail: map[string]any{"id": it.ID, "change": it.Change, "session": it.Sessions[0].Name}}, err)
+			if err != nil {
+				failed = err // what was decided before it is saved
+				return nil
+			}
+			it.Status, it.Decided = to, s.now()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return failed
+}
