@@ -45,19 +45,6 @@ func (s *Store) List(all bool) (Items, error) {
 	return out, nil
 }
 
-// Sessions returns the sessions open now.
-func (s *Store) Sessions() ([]Session, error) {
-	st, err := s.read()
-	if err != nil {
-		return nil, err
-	}
-	var out []Session
-	for _, o := range sortedOpen(st) {
-		out = append(out, *o)
-	}
-	return out, nil
-}
-
 // read loads the state without the lock (a reader sees the last state
 // saved: saves are atomic).
 func (s *Store) read() (*state, error) {
