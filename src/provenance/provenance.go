@@ -39,7 +39,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -317,10 +316,8 @@ func (s *Store) scan(st *state, prev map[string]fileState, keep bool) (map[strin
 func statOf(fi fs.FileInfo) fileState {
 	f := fileState{Size: fi.Size(), Mode: uint32(fi.Mode())}
 	switch st := fi.Sys().(type) {
-	case *unix.Stat_t: // safefile's
-		f.Ino, f.Ctime, f.Mtime = st.Ino, st.Ctim.Nano(), st.Mtim.Nano()
-	case *syscall.Stat_t: // os's
-		f.Ino, f.Ctime, f.Mtime = st.Ino, st.Ctim.Nano(), st.Mtim.Nano()
+	case *unix.Stat_t: // safefile's FileInfo
+		f.Ino, f.Ctime, f.Mtime = uint64(st.Ino), st.Ctim.Nano(), st.Mtim.Nano()
 	default:
 		f.Racy = true // without inode facts, always read the content
 	}
