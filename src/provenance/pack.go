@@ -120,10 +120,9 @@ func (s *Store) getObject(st *state, h string) ([]byte, error) {
 	return b, nil
 }
 
-// prune forgets the contents nothing refers to any more (the baseline's and
-// what waiting changes had before) and returns the packs left with none,
-// for the caller to remove once the state that no longer names them is
-// saved.
+// prune forgets the contents nothing refers to (neither the baseline nor
+// a waiting change's before) and returns the packs that hold none of the
+// rest, which the caller removes after it saves the state.
 func (s *Store) prune(st *state) (unused []int) {
 	used := map[string]bool{}
 	for _, f := range st.Baseline {

@@ -336,7 +336,7 @@ func TestWatched(t *testing.T) {
 	}
 }
 
-// Contents no longer needed are forgotten and their packs removed, and what
+// Contents nothing refers to are forgotten and their packs removed, and what
 // is kept still restores a file exactly.
 func TestPacksArePruned(t *testing.T) {
 	f := newFixture(t)

@@ -172,8 +172,8 @@ func (s *Store) Reject(ids []string) error {
 	return s.decide(ids, "reject", Rejected, func(*state, *Item) error { return nil })
 }
 
-// unchangedSince refuses to approve it when its path no longer holds what
-// the change was held against (the baseline then).
+// unchangedSince refuses to approve it unless its path holds what the
+// change was held against (the baseline's entry equals it.Before).
 func (s *Store) unchangedSince(st *state, it *Item) error {
 	b, had := st.Baseline[it.Path]
 	switch {

@@ -390,8 +390,8 @@ func FormatSize(n int64) string {
 
 // ReadFile reads the regular file path whole, max bytes at most (a cap
 // over MaxRead counts as MaxRead). A larger file is a *TooLargeError,
-// refused after one fstat without reading it; one that grows while it is
-// read is refused too. It never holds more than max+1 bytes of the file.
+// refused after one fstat without reading it, and so is one that grows
+// past the cap while it is read: at most max+1 bytes of a file are held.
 func (r Root) ReadFile(path string, max int64) ([]byte, error) {
 	f, err := r.Open(path)
 	if err != nil {

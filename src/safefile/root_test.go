@@ -1551,8 +1551,8 @@ func TestRootReadFileLimit(t *testing.T) {
 }
 
 // Each read names its cap: a file over it is refused without being read
-// (the error names it and the cap), one at the cap is read whole, and a
-// file growing past the cap while it is read is refused too.
+// (the error names it and the cap), one at the cap is read whole, and so
+// is a file refused that grows past the cap while it is read.
 func TestRootReadFileCap(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
