@@ -676,8 +676,9 @@ func TestAttackSecretWebsocketUnscanned(t *testing.T) {
 	}
 }
 
-// ATTACK: a bound host that answers with non-HTTP bytes quoting the request,
-// which the proxy's own 502 would quote back to the agent.
+// ATTACK: a bound host that answers with a malformed status line quoting
+// the request's Authorization header, where the binding put the value, which
+// the proxy's own 502 would quote back to the agent.
 func TestAttackSecret502ReflectsValue(t *testing.T) {
 	e, _, _ := attackEnv(t, nil)
 	e.bound.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -685,22 +686,32 @@ func TestAttackSecret502ReflectsValue(t *testing.T) {
 		if err != nil {
 			return
 		}
-		fmt.Fprintf(c, "%s %s %s\r\n\r\n", r.Method, r.RequestURI, r.Proto) // not an HTTP response
+		// A status line whose code is the value: Go's transport quotes it
+		// in its error ("malformed HTTP status code ...").
+		fmt.Fprintf(c, "HTTP/1.1 %s OK\r\n\r\n", strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 		c.Close()
 	})
-	code, body := do(t, e.client(), "GET", "https://example.com:"+e.boundPort+"/?t="+e.ph, "", "", "")
+	code, body := do(t, e.client(), "GET", "https://example.com:"+e.boundPort+"/", "Bearer "+e.ph, "", "")
+	if code != http.StatusBadGateway {
+		t.Fatalf("intercepted: status %d, want the proxy's 502 for a malformed answer: %q", code, body)
+	}
 	if strings.Contains(body, testValue) {
-		t.Errorf("status %d: the proxy's refusal carries GITHUB_TOKEN's value to the agent: %q", code, body)
+		t.Errorf("the proxy's 502 carries GITHUB_TOKEN's value to the agent: %q", body)
 	}
 	// The plain path, with OTHER_KEY (a value no redaction pattern knows):
 	// the agent's 502 and the audit line.
 	const other = "other-Secret-Value-0123456789"
 	e.plain.Config.Handler = e.bound.Config.Handler
-	code, body = do(t, e.client(), "GET", "http://plain.test:"+e.plainPort()+"/?t="+e.ph2, "", "", "")
-	if strings.Contains(body, other) {
-		t.Errorf("plain HTTP: status %d: the proxy's refusal carries OTHER_KEY's value to the agent: %q", code, body)
+	code, body = do(t, e.client(), "GET", "http://plain.test:"+e.plainPort()+"/", "Bearer "+e.ph2, "", "")
+	if code != http.StatusBadGateway {
+		t.Fatalf("plain HTTP: status %d, want the proxy's 502 for a malformed answer: %q", code, body)
 	}
-	waitFor(10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), "malformed") >= 2 })
+	if strings.Contains(body, other) {
+		t.Errorf("plain HTTP: the proxy's 502 carries OTHER_KEY's value to the agent: %q", body)
+	}
+	if !waitFor(10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), "malformed") >= 2 }) {
+		t.Fatalf("want two audit lines for the malformed answers:\n%s", readFile(t, e.audit))
+	}
 	if log := readFile(t, e.audit); strings.Contains(log, testValue) || strings.Contains(log, other) {
 		t.Errorf("the audit log holds a value (from the upstream error):\n%s", log)
 	}
