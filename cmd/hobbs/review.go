@@ -65,13 +65,10 @@ func newReviewDecideCmd(a *app, verb string) *cobra.Command {
 	return cmd
 }
 
-// withReview runs body with the instance's provenance store (host only).
+// withReview runs body with the instance's provenance store (a session's
+// lists only, provenance.ForReview).
 func (a *app) withReview(body func(s *provenance.Store, args []string) error) runE {
 	return a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-		s, err := provenance.OnHost(in.FS(), a.audit(in))
-		if err == nil {
-			err = body(s, args)
-		}
-		return err
+		return body(provenance.ForReview(in.FS(), a.audit(in)), args)
 	})
 }

@@ -351,8 +351,8 @@ func TestPlanRunPreparesTheHost(t *testing.T) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		t.Errorf("the workspace was not made: %v", err)
 	}
-	if err := ValidName(p.Session); err != nil || p.Workspace != ws || p.Agent.Mounts[2].Source != ws {
-		t.Errorf("plan: session %q workspace %q mounts %+v", p.Session, p.Workspace, p.Agent.Mounts[:3])
+	if err := ValidName(p.Session); err != nil || p.Workspace != ws || p.Agent.Mounts[3].Source != ws {
+		t.Errorf("plan: session %q workspace %q mounts %+v", p.Session, p.Workspace, p.Agent.Mounts[:4])
 	}
 	if !p.hasAgentMount(InstanceDir+"/memory") || p.hasAgentMount(InstanceDir+"/foundation.md") {
 		t.Errorf("the survey's shares: memory made and mounted, a missing foundation.md not: %+v", p.Agent.Mounts)

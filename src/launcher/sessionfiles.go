@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -107,12 +108,28 @@ func (s *Session) writeSessionFiles() error {
 	if s.plan.Seed != nil {
 		files["claude-credentials"] = nil // filled in by seedClaude, before the agent starts
 	}
+	if files["review.json"], err = s.reviewList(); err != nil {
+		return err
+	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return errs.Wrap(errs.Failure, err, "session files")
 		}
 	}
 	return nil
+}
+
+// reviewList is the list of changes waiting for the owner's review that
+// the agent gets read-only (provenance.SessionList).
+func (s *Session) reviewList() ([]byte, error) {
+	if s.Provenance == nil {
+		return []byte("[]\n"), nil
+	}
+	var b bytes.Buffer
+	if err := s.Provenance.WriteSessionList(&b); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "the list of changes waiting for review")
+	}
+	return b.Bytes(), nil
 }
 
 // secretFiles makes the session CA and a placeholder for every binding, and

@@ -163,6 +163,9 @@ type Store struct {
 	Now   func() time.Time
 	// LockPath is the store's lock (host-only: .locks/).
 	LockPath string
+	// sessionList is set inside a session (ForReview): the store lists
+	// the host's read-only list and does nothing else.
+	sessionList string
 }
 
 // New returns the store of the instance at root.

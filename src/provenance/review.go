@@ -1,6 +1,7 @@
 package provenance
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,13 +15,58 @@ import (
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
-// OnHost returns the store of the instance at root for review, which only
-// the host may do: a session has no store to review, nor the right to.
-func OnHost(root safefile.Root, log *audit.Logger) (*Store, error) {
+// SessionList is the session file in which a session finds the changes
+// waiting for review when it started, as the host listed them: the
+// launcher writes it and mounts it read-only, so the agent can see what
+// waits but neither clear nor change it.
+const SessionList = "/run/hobbs-session/review.json"
+
+// maxSessionList bounds what a session reads of SessionList.
+const maxSessionList = 16 << 20
+
+// ForReview returns the instance's store for hobbs review. Only the host
+// decides: inside a session (HOBBS_CONTEXT=container) the store lists
+// SessionList and refuses to show or decide, for a session has no store
+// to review, nor the right to.
+func ForReview(root safefile.Root, log *audit.Logger) *Store {
+	s := New(root, log)
 	if os.Getenv("HOBBS_CONTEXT") == "container" {
-		return nil, errs.Usagef("hobbs review runs on the host: a session cannot review its own changes")
+		s.sessionList = SessionList
 	}
-	return New(root, log), nil
+	return s
+}
+
+// errInSession refuses what only the host may do.
+var errInSession = errs.Usagef("only the owner, on the host, shows and decides held changes: in a session, hobbs review lists them")
+
+// WriteSessionList writes the waiting changes to w as SessionList holds them.
+func (s *Store) WriteSessionList(w io.Writer) error {
+	items, err := s.List(false)
+	if err != nil {
+		return err
+	}
+	if items == nil {
+		items = Items{}
+	}
+	return json.NewEncoder(w).Encode(items)
+}
+
+// readSessionList reads the list the host wrote for this session.
+func (s *Store) readSessionList() (Items, error) {
+	f, err := os.Open(s.sessionList)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errs.Missingf("this session has no list of held changes (%s)", s.sessionList).
+			WithHint("the owner lists them on the host: hobbs review")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var items Items
+	if err := json.NewDecoder(io.LimitReader(f, maxSessionList)).Decode(&items); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "%s", s.sessionList)
+	}
+	return items, nil
 }
 
 // Items are held changes.
@@ -32,6 +78,12 @@ func (l Items) Write(w io.Writer) error { return WriteList(w, l) }
 // List returns the held changes, oldest first: only those waiting unless
 // all is set.
 func (s *Store) List(all bool) (Items, error) {
+	if s.sessionList != "" {
+		if all {
+			return nil, errs.Usagef("a session sees only the changes waiting for review, not --all")
+		}
+		return s.readSessionList()
+	}
 	st, err := s.read()
 	if err != nil {
 		return nil, err
@@ -113,6 +165,9 @@ func (s *Store) Select(session string) ([]string, error) {
 // session set instead, every waiting change found while it was live, and
 // returns how many.
 func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
+	if s.sessionList != "" {
+		return 0, errInSession
+	}
 	if (session == "") == (len(ids) == 0) {
 		return 0, errs.Usagef("name the changes (IDs) or --all-from SESSION, not both")
 	}

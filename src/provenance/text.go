@@ -45,6 +45,9 @@ type Change struct {
 
 // Change returns held change id with its texts.
 func (s *Store) Change(id string) (Change, error) {
+	if s.sessionList != "" {
+		return Change{}, errInSession
+	}
 	st, err := s.read()
 	if err != nil {
 		return Change{}, err

@@ -80,9 +80,12 @@ func TestTaintedSessionWaitsForReview(t *testing.T) {
 		t.Errorf("the session's end did not say what waits:\n%s", r.stderr)
 	}
 
-	// The next session starts with none of it.
+	// The next session starts with none of it; it sees what waits, read-only.
 	next := e.hobbs(nil, e.runArgs(sessionName(t, "next"), "sh", "-c",
-		"hobbs memory context; ls ~/.hobbs/skills ~/.hobbs/agents/custom; grep -h '^source:' ~/.hobbs/memory/active/*.md")...)
+		"hobbs memory context; ls ~/.hobbs/skills ~/.hobbs/agents/custom; grep -h '^source:' ~/.hobbs/memory/active/*.md; "+
+			"hobbs review --json > /home/dev/hobbs/workspace/.held; "+
+			"echo '[]' > /run/hobbs-session/review.json 2>/dev/null && echo 'probe: cleared the list'; "+
+			"hobbs review approve r1 2>/dev/null && echo 'probe: approved from inside'; true")...)
 	if next.code != 0 {
 		t.Fatalf("next session: exit %d\n%s", next.code, next.stderr)
 	}
@@ -98,6 +101,27 @@ func TestTaintedSessionWaitsForReview(t *testing.T) {
 	}
 	if strings.Contains(next.stderr, "of its changes wait") {
 		t.Errorf("the untainted session's end held changes:\n%s", next.stderr)
+	}
+	for _, bad := range []string{"probe: cleared the list", "probe: approved from inside"} {
+		if strings.Contains(next.stdout, bad) {
+			t.Errorf("the session changed what waits for review: %q", bad)
+		}
+	}
+	var seen []struct {
+		Path     string
+		Sessions []struct{ Tainted bool }
+	}
+	b, _ := os.ReadFile(filepath.Join(e.ws, ".held"))
+	if err := json.Unmarshal(b, &seen); err != nil || len(seen) != 7 || !seen[0].Sessions[0].Tainted {
+		t.Errorf("the session's hobbs review does not list the 7 changes that wait (%v):\n%s", err, b)
+	}
+	for _, it := range seen {
+		if it.Path == "skills/evil/SKILL.md" {
+			b = nil
+		}
+	}
+	if b != nil {
+		t.Errorf("the session's hobbs review does not list the skill that waits:\n%s", b)
 	}
 
 	// What waits, and approving one change of it.
