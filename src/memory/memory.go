@@ -41,10 +41,13 @@ type Memory struct {
 	Reinforced   int       `json:"reinforced"`
 	Source       string    `json:"source,omitempty"`
 	Sources      []string  `json:"sources,omitempty"`
-	Supersedes   []string  `json:"supersedes,omitempty"`
-	SupersededBy string    `json:"superseded_by,omitempty"`
-	Status       string    `json:"status"`
-	Body         string    `json:"text"`
+	// Provenance is what the host recorded of the session that last
+	// changed the file (src/provenance writes it; nothing decides by it).
+	Provenance   string   `json:"provenance,omitempty"`
+	Supersedes   []string `json:"supersedes,omitempty"`
+	SupersededBy string   `json:"superseded_by,omitempty"`
+	Status       string   `json:"status"`
+	Body         string   `json:"text"`
 
 	Tier Tier   `json:"tier"`
 	Path string `json:"path"` // absolute
@@ -160,6 +163,8 @@ func Parse(data []byte, tier Tier) (*Memory, error) {
 			m.Source, err = scalar(v, bad)
 		case "sources":
 			m.Sources, err = stringList(v, bad)
+		case "provenance":
+			m.Provenance, err = scalar(v, bad)
 		case "supersedes":
 			m.Supersedes, err = stringList(v, bad)
 		case "superseded_by":
@@ -265,6 +270,18 @@ func timeValue(v *yaml.Node, bad func(string, ...any) error) (time.Time, error) 
 	return time.Time{}, bad("want a date (2026-01-22) or time (2026-01-22T09:30:00Z), got %q", s)
 }
 
+// Stamp returns the memory file data, of tier, with its provenance field
+// set to text, every other field and the body as they were. A file Parse
+// refuses is an error and is not rewritten.
+func Stamp(data []byte, tier Tier, text string) ([]byte, error) {
+	m, err := Parse(data, tier)
+	if err != nil {
+		return nil, err
+	}
+	m.Provenance = text
+	return m.Marshal()
+}
+
 // Marshal renders m as file content: its frontmatter node tree with the
 // fields set, then the body.
 func (m *Memory) Marshal() ([]byte, error) {
@@ -290,6 +307,9 @@ func (m *Memory) Marshal() ([]byte, error) {
 	}
 	if len(m.Sources) > 0 || has(n, "sources") {
 		setList(n, "sources", m.Sources)
+	}
+	if m.Provenance != "" || has(n, "provenance") {
+		setScalar(n, "provenance", m.Provenance)
 	}
 	switch {
 	case len(m.Supersedes) == 0:
@@ -359,7 +379,7 @@ func set(n *yaml.Node, key string, v *yaml.Node) {
 }
 
 var keyRank = map[string]int{"id": 0, "type": 1, "tags": 2, "created": 3, "updated": 4, "last_accessed": 5,
-	"reinforced": 6, "source": 7, "sources": 8, "supersedes": 9, "superseded_by": 10, "status": 11}
+	"reinforced": 6, "source": 7, "sources": 8, "provenance": 9, "supersedes": 10, "superseded_by": 11, "status": 12}
 
 func setScalar(n *yaml.Node, key, val string) {
 	if old := find(n, key); old != nil && old.Kind == yaml.ScalarNode && old.Tag != "!!null" && strings.TrimSpace(old.Value) == val {

@@ -521,7 +521,11 @@ func (s *Store) settle(st *state, ses *Session) (int, []string, error) {
 				problems = append(problems, err.Error())
 				continue
 			}
-			st.Baseline[p], kept = a, kept+1
+			stamped, err := s.stamp(st, p, a, record(live))
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+			st.Baseline[p], kept = stamped, kept+1
 		case !tainted:
 			delete(st.Baseline, p)
 			kept++

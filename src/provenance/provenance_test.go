@@ -429,3 +429,55 @@ func TestSessionListsButCannotDecide(t *testing.T) {
 		t.Error("a session without the host's list listed something")
 	}
 }
+
+// The host writes its record into the memories it keeps and approves, and
+// what a session writes there does not stand.
+func TestMemoriesShowTheHostsRecord(t *testing.T) {
+	f := newFixture(t)
+	f.begin("s1", terminal)
+	f.reads["s1"] = []string{"api.anthropic.com:443"}
+	f.write("memory/active/mem_2.md", memFile("mem_2", "2026-01-02", "The user likes tea.")+"")
+	b, _ := f.read("memory/active/mem_1.md")
+	f.write("memory/active/mem_1.md", strings.Replace(b, "status: active", "provenance: the owner, by hand\nstatus: active", 1))
+	f.write("memory/active/mem_bad.md", "---\nid: [unclosed\n---\nText.\n")
+	r := f.end("s1")
+	if r.Session.Tainted || r.Kept != 3 {
+		t.Fatalf("an untainted session: %+v", r)
+	}
+	want := "provenance: session s1, started by terminal, read only trusted hosts\n"
+	for _, p := range []string{"memory/active/mem_1.md", "memory/active/mem_2.md"} {
+		if b, _ := f.read(p); !strings.Contains(b, want) || strings.Contains(b, "by hand") {
+			t.Errorf("%s does not show the host's record:\n%s", p, b)
+		}
+	}
+	if b, _ := f.read("memory/active/mem_bad.md"); b != "---\nid: [unclosed\n---\nText.\n" {
+		t.Errorf("a memory that does not parse was rewritten:\n%s", b)
+	}
+	if len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "mem_bad.md: not stamped") {
+		t.Errorf("problems: %q", r.Problems)
+	}
+
+	// The stamp is the baseline: the next session changes nothing.
+	f.begin("s2", terminal)
+	f.reads["s2"] = []string{"evil.example:443"}
+	b, _ = f.read("memory/active/mem_2.md")
+	f.write("memory/active/mem_2.md", strings.Replace(b, "session s1", "the owner", 1))
+	r = f.end("s2")
+	if len(r.Held) != 1 {
+		t.Fatalf("held %d, want the tainted session's edit of the record", len(r.Held))
+	}
+	if b, _ := f.read("memory/active/mem_2.md"); !strings.Contains(b, want) {
+		t.Errorf("the tainted edit of the record stands:\n%s", b)
+	}
+	if err := f.s.Approve([]string{r.Held[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = f.read("memory/active/mem_2.md")
+	if !strings.Contains(b, "provenance: 'approved by the owner ("+r.Held[0].ID+"); session s2, started by terminal, tainted: read from evil.example:443'") {
+		t.Errorf("the approved memory does not show the host's record:\n%s", b)
+	}
+	f.begin("s3", terminal)
+	if r := f.end("s3"); len(r.Held) != 0 || r.Kept != 0 {
+		t.Errorf("a session that changed nothing: %+v", r)
+	}
+}

@@ -215,7 +215,9 @@ func (s *Store) Approve(ids []string) error {
 		if err := s.keepFile(st, it.Path, it.After); err != nil {
 			return err
 		}
-		st.Baseline[it.Path] = fst
+		// A memory left unstamped (its lock busy) is approved all the same;
+		// its next kept change stamps it.
+		st.Baseline[it.Path], _ = s.stamp(st, it.Path, fst, "approved by the owner ("+it.ID+"); "+record(it.Sessions))
 		return nil
 	})
 }

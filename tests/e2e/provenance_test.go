@@ -154,11 +154,11 @@ func TestTaintedSessionWaitsForReview(t *testing.T) {
 	if len(items) != 7 { // + the page's memory, the superseding memory, tea's archived copy
 		t.Errorf("%d changes held, want 7: %v", len(items), byPath)
 	}
-	var pageMem string
+	var pageMem, pagePath string
 	for _, it := range items {
 		if it.Change == "created" && strings.HasPrefix(it.Path, "memory/active/") {
 			if b, _ := os.ReadFile(filepath.Join(e.inst, "provenance", "held", it.ID)); strings.Contains(string(b), "weekly reports") {
-				pageMem = it.ID
+				pageMem, pagePath = it.ID, it.Path
 			}
 		}
 	}
@@ -170,5 +170,8 @@ func TestTaintedSessionWaitsForReview(t *testing.T) {
 	}
 	if c := e.hobbs(nil, "memory", "context"); !strings.Contains(c.stdout, "weekly reports") {
 		t.Errorf("the approved memory is not in the context:\n%s", c.stdout)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.inst, pagePath)); !strings.Contains(string(b), "approved by the owner ("+pageMem+"); session "+sessionName(t, "tainted")) {
+		t.Errorf("the approved memory does not show the host's record:\n%s", b)
 	}
 }
