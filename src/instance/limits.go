@@ -36,6 +36,10 @@ const (
 	// MaxGrantFile: grants/*.json, host-only, each holding an approved
 	// playbook's text.
 	MaxGrantFile = 4 << 20
+	// MaxChannelFile: a messaging channel's host-only state (the paired
+	// owners, pairing codes, pending buttons, the polling offset) and each
+	// entry of its outbox and inbox.
+	MaxChannelFile = 4 << 20
 )
 
 // MaxSeq is the largest sequence number of a dated id (task_20261122_001,
