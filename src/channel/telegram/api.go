@@ -79,7 +79,10 @@ func (a *api) wrap(ctx context.Context, method string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	e := &apiError{Method: method, Msg: a.redact(err.Error())}
+	// A 5xx page from a front end comes back in the error: its first line
+	// is enough to say what happened.
+	msg, _, _ := strings.Cut(a.redact(err.Error()), "\n")
+	e := &apiError{Method: method, Msg: msg}
 	var tm *bot.TooManyRequestsError
 	switch {
 	case errors.As(err, &tm):

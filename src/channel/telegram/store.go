@@ -51,7 +51,8 @@ const maxNotices = 20000
 type state struct {
 	// Offset is the next getUpdates offset: every update below it has been
 	// handled and is acknowledged.
-	Offset int64 `json:"offset"`
+	Offset   int64     `json:"offset"`
+	OffsetAt time.Time `json:"offset_at"` // when it was stored
 	// Owners are the paired chats.
 	Owners []int64 `json:"owners"`
 	// Codes are the pending pairing codes.

@@ -295,7 +295,7 @@ func (c *Channel) poll(ctx context.Context, h channel.Host) error {
 			}
 			continue
 		}
-		ups, err := c.api.getUpdates(ctx, s.Offset, c.o.PollTimeout)
+		ups, err := c.api.getUpdates(ctx, s.offset(c.o.Now()), c.o.PollTimeout)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -311,26 +311,47 @@ func (c *Channel) poll(ctx context.Context, h channel.Host) error {
 		}
 		b.reset()
 		for _, u := range ups {
-			if err := c.handle(ctx, h, u); err != nil {
+			err := c.handle(ctx, h, u)
+			if err == nil {
+				err = c.ack(u.ID)
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
+				// Not acknowledged: the update comes again with the next poll.
 				c.logf("telegram: update %d: %v", u.ID, err)
-				break // not acknowledged: handled again after the backoff
-			}
-			id := u.ID
-			if err := c.st.update(func(s *state) error {
-				if id+1 > s.Offset {
-					s.Offset = id + 1
+				if !c.wait(ctx, b.next(err)) {
+					return nil
 				}
-				return nil
-			}); err != nil {
-				c.logf("telegram: %v", err)
 				break
 			}
 		}
 	}
 	return nil
+}
+
+// offsetTTL: after a week without updates Telegram picks the next update id
+// at random, possibly below a stored offset; an offset older than this is
+// not used (polling without one returns the updates not yet confirmed,
+// which is the same set).
+const offsetTTL = 6 * 24 * time.Hour
+
+// offset is where polling resumes.
+func (s *state) offset(now time.Time) int64 {
+	if now.Sub(s.OffsetAt) > offsetTTL {
+		return 0
+	}
+	return s.Offset
+}
+
+// ack stores the offset after update id: it is handled.
+func (c *Channel) ack(id int64) error {
+	now := c.o.Now()
+	return c.st.update(func(s *state) error {
+		s.Offset, s.OffsetAt = id+1, now
+		return nil
+	})
 }
 
 // handle acts on one update. An error means it should be handled again.
@@ -745,6 +766,9 @@ func (c *Channel) sendEntry(ctx context.Context, e *entry) error {
 	}
 	if err := c.st.removeEntry(e); err != nil {
 		return err
+	}
+	if e.Chat == 0 {
+		c.o.Audit.Record(audit.Entry{Event: "telegram.deliver", Subject: e.ID, Detail: map[string]any{"chats": len(e.To)}}, nil)
 	}
 	if c.sentHook != nil {
 		c.sentHook(e.ID)

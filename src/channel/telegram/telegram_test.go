@@ -608,6 +608,10 @@ func TestRetryWithoutLoss(t *testing.T) {
 	if !slices.Contains(delays, 7*time.Second) {
 		t.Errorf("retry_after not honoured: waited %v", delays)
 	}
+	e.waitDone("n4")
+	if n := strings.Count(e.auditLog(), `"event":"telegram.deliver"`); n != 5 {
+		t.Errorf("%d deliveries audited, want 5", n)
+	}
 	// Delivered again: sent once.
 	if err := e.ch.Deliver(channel.Notice{ID: "n0", Text: "notice 0"}); err != nil {
 		t.Fatal(err)
@@ -820,5 +824,18 @@ func TestDeliverBeforePairing(t *testing.T) {
 	got := e.waitSent(owner, 2)
 	if got[0].Text != "an early notice" || !strings.HasPrefix(got[1].Text, "Paired") {
 		t.Errorf("got %q, %q", got[0].Text, got[1].Text)
+	}
+}
+
+// After a week without updates Telegram may number the next one below a
+// stored offset: an old offset is not used.
+func TestOffsetAfterAWeek(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	s := state{Offset: 42, OffsetAt: t0}
+	if got := s.offset(t0.Add(time.Hour)); got != 42 {
+		t.Errorf("offset after an hour %d", got)
+	}
+	if got := s.offset(t0.Add(7 * 24 * time.Hour)); got != 0 {
+		t.Errorf("offset after a week %d", got)
 	}
 }
