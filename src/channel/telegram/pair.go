@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,4 +99,36 @@ func (s *state) redeem(code string, chat int64, now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// Owners lists the paired chats. Only o.FS and o.Dir are used.
+func Owners(o Options) ([]int64, error) {
+	s, err := (store{fs: o.FS, dir: o.Dir}).load()
+	if err != nil {
+		return nil, err
+	}
+	return s.Owners, nil
+}
+
+// Unpair removes chat from the owners: the host's way to drop a lost or
+// compromised chat (no chat can). Only o.FS, o.Dir, o.Audit and o.Now are
+// used; it reports whether chat was an owner.
+func Unpair(o Options, chat int64) (bool, error) {
+	o = o.withDefaults()
+	found := false
+	err := (store{fs: o.FS, dir: o.Dir}).update(func(s *state) error {
+		for i, c := range s.Owners {
+			if c == chat {
+				s.Owners = append(s.Owners[:i], s.Owners[i+1:]...)
+				found = true
+				return nil
+			}
+		}
+		return errNoChange
+	})
+	if errors.Is(err, errNoChange) {
+		return false, nil
+	}
+	o.Audit.Record(audit.Entry{Event: "telegram.unpair", Subject: "chat:" + strconv.FormatInt(chat, 10)}, err)
+	return found, err
 }

@@ -722,8 +722,15 @@ func (c *Channel) sendEntry(ctx context.Context, e *entry) error {
 	if e.Done == nil {
 		e.Done = map[string]int{}
 	}
+	s, err := c.st.load()
+	if err != nil {
+		return err
+	}
 	for _, chat := range e.To {
 		key := strconv.FormatInt(chat, 10)
+		if !s.isOwner(chat) {
+			continue // unpaired since it was queued: nothing goes to it any more
+		}
 		if e.Edit != 0 {
 			if e.Done[key] > 0 {
 				continue

@@ -839,3 +839,31 @@ func TestOffsetAfterAWeek(t *testing.T) {
 		t.Errorf("offset after a week %d", got)
 	}
 }
+
+// Unpair removes an owner on the host: the chat is a stranger from then on,
+// and what was queued for it is not sent.
+func TestUnpair(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	e.pair()
+	if found, err := Unpair(e.options(), owner); err != nil || !found {
+		t.Fatalf("Unpair: %v %v", found, err)
+	}
+	if err := e.ch.Deliver(channel.Notice{ID: "after-unpair", Text: "not for a stranger"}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitHandled(e.fake.Send(owner, "/status"))
+	if s := e.fake.Sent(owner); len(s) != 1 {
+		t.Errorf("an unpaired chat got %v", s[1:])
+	}
+	if c := e.host.Calls(); len(c) != 0 {
+		t.Errorf("host called: %v", c)
+	}
+	if owners, err := Owners(e.options()); err != nil || len(owners) != 0 {
+		t.Errorf("owners %v %v", owners, err)
+	}
+	log := e.auditLog()
+	if !strings.Contains(log, `"event":"telegram.unpair"`) || !strings.Contains(log, `"event":"telegram.stranger","subject":"chat:5550001"`) {
+		t.Errorf("audit: %s", log)
+	}
+}
