@@ -32,6 +32,9 @@ type Pairing struct {
 // no network.
 func Pair(o Options) (Pairing, error) {
 	o = o.withDefaults()
+	if o.Dir == "" || o.FS.Dir() == "" {
+		return Pairing{}, errors.New("telegram: no state directory")
+	}
 	st := store{fs: o.FS, dir: o.Dir}
 	if err := st.init(); err != nil {
 		return Pairing{}, err

@@ -142,7 +142,7 @@ func New(o Options) (*Channel, error) {
 	if strings.TrimSpace(o.Token) == "" {
 		return nil, errors.New("telegram: no bot token")
 	}
-	if o.Dir == "" {
+	if o.Dir == "" || o.FS.Dir() == "" {
 		return nil, errors.New("telegram: no state directory")
 	}
 	a, err := newAPI(o.APIURL, o.Token, o.HTTPClient, o.Logf)
@@ -182,7 +182,22 @@ func (c *Channel) Deliver(n channel.Notice) error {
 	return c.enqueue(&entry{ID: n.ID, Text: n.Text, Buttons: n.Buttons})
 }
 
+// MaxTotalText bounds the text of one notice or reply: 64 messages. A
+// longer one is cut, saying so, so an outbox entry stays within
+// instance.MaxChannelFile and the owner's phone is not flooded.
+const MaxTotalText = 64 * MaxText
+
+func capText(text string) string {
+	n := utf16Len(text)
+	if n <= MaxTotalText {
+		return text
+	}
+	note := fmt.Sprintf("\n\n[cut: the whole text was %d characters]", n)
+	return truncate(text, MaxTotalText-utf16Len(note)) + note
+}
+
 func (c *Channel) enqueue(e *entry) error {
+	e.Text = capText(e.Text)
 	added, err := c.st.enqueue(e, c.o.Now())
 	if err != nil {
 		return errors.New(c.api.redact(err.Error()))

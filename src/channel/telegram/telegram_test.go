@@ -867,3 +867,14 @@ func TestUnpair(t *testing.T) {
 		t.Errorf("audit: %s", log)
 	}
 }
+
+func TestCapText(t *testing.T) {
+	if got := capText("short"); got != "short" {
+		t.Errorf("capText(short) = %q", got)
+	}
+	long := strings.Repeat("a", MaxTotalText+100)
+	got := capText(long)
+	if utf16Len(got) > MaxTotalText || !strings.HasSuffix(got, "[cut: the whole text was 262244 characters]") {
+		t.Errorf("capText: %d units, ends %q", utf16Len(got), got[len(got)-40:])
+	}
+}
