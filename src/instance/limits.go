@@ -33,13 +33,13 @@ const (
 	// MaxTextFile: foundation.md, claude.md, config.yaml, policy.yaml (the
 	// agent reads them; the user writes them).
 	MaxTextFile = 1 << 20
-	// MaxGrantFile: grants/*.json, host-only, each holding an approved
-	// playbook's text.
-	MaxGrantFile = 4 << 20
 	// MaxChannelFile: a messaging channel's host-only state (the paired
 	// owners, pairing codes, pending buttons, the polling offset) and each
 	// entry of its outbox and inbox.
 	MaxChannelFile = 4 << 20
+	// MaxGrantFile: grants/*.json, host-only, each holding an approved
+	// playbook's text.
+	MaxGrantFile = 4 << 20
 )
 
 // MaxSeq is the largest sequence number of a dated id (task_20261122_001,
