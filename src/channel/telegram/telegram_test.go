@@ -485,6 +485,7 @@ func (e *env) sentNotice(id string, n int) telegramtest.Sent {
 		e.t.Fatal(err)
 	}
 	msg := e.waitSent(owner, n)[n-1]
+	e.waitDone(id) // its buttons are bound to the message
 	if len(msg.Keyboard) != 2 {
 		e.t.Fatalf("keyboard %v", msg.Keyboard)
 	}
@@ -640,7 +641,6 @@ func TestRestartResumesOffsetAndOutbox(t *testing.T) {
 	e.start()
 	e.pair()
 	msg := e.sentNotice("task:1:review", 2)
-	e.waitDone("task:1:review")
 	e.stop()
 	offset := e.state().Offset
 	if offset == 0 {
