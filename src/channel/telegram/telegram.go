@@ -38,6 +38,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -431,7 +432,11 @@ func command(text string) (cmd, args string, ok bool) {
 	if !strings.HasPrefix(text, "/") {
 		return "", "", false
 	}
-	first, rest, _ := strings.Cut(strings.TrimSpace(text[1:]), " ")
+	text = strings.TrimSpace(text[1:])
+	first, rest := text, ""
+	if i := strings.IndexFunc(text, unicode.IsSpace); i >= 0 {
+		first, rest = text[:i], text[i:]
+	}
 	first, _, _ = strings.Cut(first, "@")
 	return strings.ToLower(first), strings.TrimSpace(rest), true
 }
@@ -482,7 +487,7 @@ func (c *Channel) message(ctx context.Context, h channel.Host, upd int64, m *mod
 		return ctx.Err()
 	}
 	if err != nil {
-		text = "/" + cmd + " failed: " + err.Error()
+		text = "/" + cmd + " failed: " + audit.Redact(err.Error())
 	}
 	return reply(text)
 }
@@ -577,7 +582,7 @@ func (c *Channel) callback(ctx context.Context, h channel.Host, upd int64, q *mo
 	}
 	result, actErr := h.Act(ctx, b.Action)
 	if actErr != nil {
-		result = "failed: " + actErr.Error()
+		result = "failed: " + audit.Redact(actErr.Error())
 	}
 	c.o.Audit.Record(audit.Entry{Event: "telegram.button", Subject: b.Notice,
 		Detail: map[string]any{"kind": b.Action.Kind, "chat": chat}}, actErr)
@@ -622,7 +627,7 @@ func (c *Channel) chat(ctx context.Context, h channel.Host) {
 			return
 		}
 		if err != nil {
-			reply = "Hobbs could not answer: " + err.Error()
+			reply = "Hobbs could not answer: " + audit.Redact(err.Error())
 		}
 		if err := c.enqueue(&entry{ID: "chat:" + strconv.FormatInt(it.Update, 10), Chat: it.Chat, Text: reply}); err != nil {
 			c.logf("telegram: %v", err)

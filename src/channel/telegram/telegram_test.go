@@ -86,6 +86,9 @@ func (h *host) Stop(_ context.Context, name string) (string, error) {
 	if name == "nope" {
 		return "", errors.New("no session or run named nope")
 	}
+	if name == "leak" {
+		return "", errors.New("engine said: token ghp_abcdefghijklmnopqrstuvwxyz0123456789 refused")
+	}
 	return "stopped " + name, nil
 }
 
@@ -393,6 +396,7 @@ func TestInstincts(t *testing.T) {
 		{"/runs", "triage-issue: ok", "runs"},
 		{"/stop triage-issue", "stopped triage-issue", "stop triage-issue"},
 		{"/stop@hobbs_test_bot nope", "/stop failed: no session or run named nope", "stop nope"},
+		{"/stop leak", "/stop failed: engine said: token [REDACTED:github-token] refused", "stop leak"},
 		{"/stop", "Usage: /stop NAME", ""},
 		{"/help", helpText, ""},
 	}
@@ -876,5 +880,22 @@ func TestCapText(t *testing.T) {
 	got := capText(long)
 	if utf16Len(got) > MaxTotalText || !strings.HasSuffix(got, "[cut: the whole text was 262244 characters]") {
 		t.Errorf("capText: %d units, ends %q", utf16Len(got), got[len(got)-40:])
+	}
+}
+
+func TestCommand(t *testing.T) {
+	for _, tc := range []struct{ in, cmd, args string }{
+		{"/status", "status", ""},
+		{"/STOP@hobbs_bot  triage ", "stop", "triage"},
+		{"/stop\ntriage", "stop", "triage"},
+		{"/start K7QX-M2PD-W9TR", "start", "K7QX-M2PD-W9TR"},
+	} {
+		cmd, args, ok := command(tc.in)
+		if !ok || cmd != tc.cmd || args != tc.args {
+			t.Errorf("command(%q) = %q, %q, %v", tc.in, cmd, args, ok)
+		}
+	}
+	if _, _, ok := command("hello /status"); ok {
+		t.Error("text that does not start with / is a command")
 	}
 }

@@ -138,7 +138,6 @@ type Fake struct {
 	confirmed int64 // the highest offset a getUpdates call gave
 	allowed   []string
 	pollGen   int
-	polling   bool
 	nextMsg   int
 	sent      []*Sent
 	chats     map[int64]string // chat id → type, chats the bot may write to
@@ -333,9 +332,6 @@ func (v View) Calls(method string) int {
 	}
 	return n
 }
-
-// Polling reports whether a getUpdates call is being held now.
-func (v View) Polling() bool { return v.f.pollGen > 0 && v.f.polling }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -534,7 +530,6 @@ func (f *Fake) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]s
 	}
 	f.pollGen++
 	gen := f.pollGen
-	f.polling = true
 	f.changeLocked() // a newer poll terminates the one held before it
 	deadline := time.After(time.Duration(timeout) * time.Second)
 	for {
@@ -549,8 +544,6 @@ func (f *Fake) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]s
 				out = out[:limit]
 			}
 			out = append([]update(nil), out...)
-			f.polling = false
-			f.cond.Broadcast()
 			f.mu.Unlock()
 			ok(w, out)
 			return
@@ -562,12 +555,6 @@ func (f *Fake) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]s
 		case <-deadline:
 			timeout = 0
 		case <-r.Context().Done():
-			f.mu.Lock()
-			if gen == f.pollGen {
-				f.polling = false
-				f.cond.Broadcast()
-			}
-			f.mu.Unlock()
 			return
 		}
 		f.mu.Lock()
