@@ -111,7 +111,7 @@ func (h *host) Chat(_ context.Context, conv, text string) (string, error) {
 // env is one channel against one fake server, with its state directory,
 // audit log, clock and the delays it waited.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	fake  *telegramtest.Fake
 	dir   string
 	clock *clock
@@ -129,7 +129,7 @@ type env struct {
 	done   chan error
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	root := t.TempDir()
 	e := &env{t: t, fake: telegramtest.NewFake(t, ""), dir: root,
