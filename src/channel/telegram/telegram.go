@@ -175,7 +175,8 @@ func (c *Channel) logf(format string, args ...any) {
 
 // Deliver queues n for every owner in the durable outbox and returns. A
 // notice id already accepted (queued or sent, within 30 days) is not queued
-// again.
+// again. Ids starting "reply:", "chat:" and "edit:" are the channel's own
+// (its answers to the owner).
 func (c *Channel) Deliver(n channel.Notice) error {
 	if n.ID == "" {
 		return errors.New("telegram: a notice needs an id")

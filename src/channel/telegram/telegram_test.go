@@ -691,6 +691,21 @@ func TestRestartResumesOffsetAndOutbox(t *testing.T) {
 	if a := e.waitAnswers(1); a[0].Text != "reject done" {
 		t.Errorf("answer %v", a)
 	}
+	// Notices sent before the restart are not sent again.
+	for _, id := range []string{"task:1:review", "down0"} {
+		if err := e.ch.Deliver(channel.Notice{ID: id, Text: "again " + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.fake.Send(owner, "/help")
+	e.fake.Wait(t, waitFor, "the help reply", func(v telegramtest.View) bool {
+		return slices.ContainsFunc(v.Sent(owner), func(s telegramtest.Sent) bool { return s.Text == helpText })
+	})
+	for _, s := range e.fake.Sent(owner) {
+		if strings.HasPrefix(s.Text, "again ") {
+			t.Errorf("sent twice: %q", s.Text)
+		}
+	}
 }
 
 // A chat turn interrupted by a stop runs again after the restart and is
