@@ -33,6 +33,10 @@ const (
 	// MaxTextFile: foundation.md, claude.md, config.yaml, policy.yaml (the
 	// agent reads them; the user writes them).
 	MaxTextFile = 1 << 20
+	// MaxChannelFile: a messaging channel's host-only state (the paired
+	// owners, pairing codes, pending buttons, the polling offset) and each
+	// entry of its outbox and inbox.
+	MaxChannelFile = 4 << 20
 	// MaxGrantFile: grants/*.json, host-only, each holding an approved
 	// playbook's text.
 	MaxGrantFile = 4 << 20
