@@ -69,7 +69,7 @@ func TestPositiveControls(t *testing.T) {
 		t.Fatalf("target saw %d connections, want 6", tg.conns.Load())
 	}
 	var audit string
-	waitFor(10*time.Second, func() bool {
+	mustWaitFor(t, 10*time.Second, func() bool {
 		audit = readFile(t, e.audit)
 		return strings.Count(audit, `"event":"egress.allow"`) >= 6
 	})

@@ -20,7 +20,7 @@ func TestAuditLinesAreEntries(t *testing.T) {
 	e.tunnel(t, fmt.Sprintf("allowed.test:%d", tg.port), "")
 	e.tunnel(t, fmt.Sprintf("denied.test:%d", tg.port), "")
 	e.raw(t, fmt.Sprintf("GET http://allowed.test:%[1]d/ HTTP/1.1\r\nHost: allowed.test:%[1]d\r\nConnection: close\r\n\r\n", tg.port))
-	waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 })
+	mustWaitFor(t, 10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 })
 	e.srv.Shutdown(t.Context())
 	lines := strings.Split(strings.TrimSpace(readFile(t, e.audit)), "\n")
 	if len(lines) != 3 {
@@ -111,7 +111,7 @@ func TestAuditRedacts(t *testing.T) {
 	e := startProxy(t, basePolicy(tg.port), nil)
 	secret := "ghp_" + strings.Repeat("a1B2", 9)
 	e.tunnel(t, fmt.Sprintf("%s.denied.test:%d", secret, tg.port), "")
-	waitFor(10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 })
+	mustWaitFor(t, 10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 })
 	e.srv.Shutdown(t.Context())
 	log := readFile(t, e.audit)
 	if strings.Contains(log, secret) || !strings.Contains(log, "[REDACTED:github-token]") {

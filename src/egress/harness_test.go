@@ -323,6 +323,16 @@ func waitFor(d time.Duration, cond func() bool) bool {
 	return cond()
 }
 
+// mustWaitFor is waitFor for a condition the test needs: it fails the
+// test when cond does not hold within d, rather than let what follows pass
+// on a state that never came.
+func mustWaitFor(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	if !waitFor(d, cond) {
+		t.Fatalf("the condition did not hold within %s", d)
+	}
+}
+
 // dialTunnel opens a CONNECT tunnel and returns the connection, ready for
 // bytes to the target.
 func dialTunnel(t testing.TB, proxyAddr, authority string) net.Conn {

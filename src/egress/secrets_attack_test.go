@@ -246,7 +246,7 @@ func TestAttackSecretAuditHoldsValue(t *testing.T) {
 	if code != 403 {
 		t.Fatalf("value to an unbound host: %d", code)
 	}
-	waitFor(10*time.Second, func() bool { return strings.Contains(readFile(t, e.audit), "egress.leak") })
+	mustWaitFor(t, 10*time.Second, func() bool { return strings.Contains(readFile(t, e.audit), "egress.leak") })
 	if log := readFile(t, e.audit); strings.Contains(log, other) {
 		t.Fatalf("the audit log holds OTHER_KEY's value:\n%s", log)
 	}

@@ -202,7 +202,7 @@ func TestSecretSubstitution(t *testing.T) {
 			})
 		}
 		// One line per request (and one for the tunnel they share).
-		waitFor(10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), `"secrets":["GITHUB_TOKEN"]`) >= len(cases) })
+		mustWaitFor(t, 10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), `"secrets":["GITHUB_TOKEN"]`) >= len(cases) })
 		log := readFile(t, e.audit)
 		if strings.Contains(log, testValue) {
 			t.Fatal("the audit log holds the secret's value")
@@ -256,7 +256,7 @@ func TestSecretPositionRefused(t *testing.T) {
 		check(t, e, "POST", "/b", "", `{"t":"`+e.ph+`"}`, "application/json", "body")
 		check(t, e, "POST", "/b", "", "data="+url.QueryEscape(e.ph), "application/x-www-form-urlencoded", "body")
 		check(t, e, "POST", "/b", "", strings.Repeat("x", maxSubstBody)+e.ph, "text/plain", "body") // streamed
-		waitFor(10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), `"event":"egress.leak"`) >= 5 })
+		mustWaitFor(t, 10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), `"event":"egress.leak"`) >= 5 })
 		log := readFile(t, e.audit)
 		if strings.Count(log, `"event":"egress.leak"`) < 5 || !strings.Contains(log, `"leak":"GITHUB_TOKEN"`) || strings.Contains(log, testValue) {
 			t.Errorf("want 5 egress.leak lines naming GITHUB_TOKEN, without its value:\n%s", log)
@@ -330,7 +330,7 @@ func TestSecretLeakRefused(t *testing.T) {
 	if !slices.ContainsFunc(reqs, func(r string) bool { return strings.Contains(r, "Bearer other-Secret-Value-0123456789") }) {
 		t.Fatalf("plain-HTTP upstream got %.200q", reqs)
 	}
-	waitFor(10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), `"event":"egress.leak"`) >= len(cases) })
+	mustWaitFor(t, 10*time.Second, func() bool { return strings.Count(readFile(t, e.audit), `"event":"egress.leak"`) >= len(cases) })
 	log := readFile(t, e.audit)
 	if strings.Count(log, `"event":"egress.leak"`) < len(cases) || strings.Contains(log, testValue) {
 		t.Fatalf("want %d egress.leak lines and no value:\n%s", len(cases), log)
@@ -422,7 +422,7 @@ func TestRequestRules(t *testing.T) {
 			t.Fatalf("%s %s: the refusal does not name the rule %q: %q", tc.method, tc.u, tc.rule, body)
 		}
 		if tc.rule != "" && !strings.Contains(readFile(t, e.audit), tc.rule) {
-			waitFor(10*time.Second, func() bool { return strings.Contains(readFile(t, e.audit), tc.rule) })
+			mustWaitFor(t, 10*time.Second, func() bool { return strings.Contains(readFile(t, e.audit), tc.rule) })
 			if !strings.Contains(readFile(t, e.audit), tc.rule) {
 				t.Fatalf("the audit log does not name the rule %q", tc.rule)
 			}

@@ -171,7 +171,7 @@ func TestSigV4Resign(t *testing.T) {
 			t.Errorf("%s %s (%s): %d %q; the fake AWS says %s", tc.method, tc.path, tc.service, resp.StatusCode, got, last)
 		}
 	}
-	waitFor(10*time.Second, func() bool { return strings.Contains(readFile(t, e.audit), `"AWS_SECRET_ACCESS_KEY"`) })
+	mustWaitFor(t, 10*time.Second, func() bool { return strings.Contains(readFile(t, e.audit), `"AWS_SECRET_ACCESS_KEY"`) })
 	if log := readFile(t, e.audit); strings.Contains(log, awsSecretKey) || !strings.Contains(log, `"secrets":["AWS_ACCESS_KEY_ID","AWS_SECRET_ACCESS_KEY"]`) {
 		t.Errorf("audit: want the secrets named, never the secret key:\n%s", log)
 	}
