@@ -144,16 +144,28 @@ const racyWindow = 2 * time.Second
 
 // state is provenance/state.json.
 type state struct {
-	Version  int                  `json:"version"`
-	Baseline map[string]fileState `json:"baseline"`
-	Open     map[string]*Session  `json:"open"` // sessions begun and not ended
-	Items    []*Item              `json:"items"`
-	Next     int                  `json:"next"` // the next item's number
-	// Objects locate each kept content (by hash) in the packs.
-	Objects map[string]objRef `json:"objects"`
-	Packs   int               `json:"packs"` // packs written so far
+	Version int                 `json:"version"`
+	Open    map[string]*Session `json:"open"` // sessions begun and not ended
+	Items   []*Item             `json:"items"`
+	Next    int                 `json:"next"`  // the next item's number
+	Packs   int                 `json:"packs"` // packs written so far
+	// BaselineGen names the file (baselines/N) that holds Baseline and
+	// Objects (baseline.go).
+	BaselineGen int `json:"baseline_gen"`
 
-	pack *packWriter // what this change of the state keeps
+	Baseline map[string]fileState `json:"-"`
+	// Objects locate each kept content (by hash) in the packs.
+	Objects map[string]objRef `json:"-"`
+
+	baselineRaw []byte      // the baseline file as read
+	pack        *packWriter // what this change of the state keeps
+}
+
+// stateV1 is state.json's version 1, which held the baseline and the
+// objects itself; a store of that version is read and saved as version 2.
+type stateV1 struct {
+	Baseline map[string]fileState `json:"baseline"`
+	Objects  map[string]objRef    `json:"objects"`
 }
 
 // Store is an instance's provenance store.
@@ -212,6 +224,11 @@ func (s *Store) locked(f func(st *state) error) error {
 		return err
 	}
 	unused := s.prune(st)
+	oldBaseline, err := s.saveBaseline(st)
+	if err != nil {
+		return err
+	}
+	st.Version = 2
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -219,6 +236,7 @@ func (s *Store) locked(f func(st *state) error) error {
 	if err := s.Root.Write(s.rel("state.json"), append(b, '\n'), 0o600); err != nil {
 		return err
 	}
+	s.removeBaseline(oldBaseline)
 	for _, n := range unused {
 		_ = s.Root.Remove(s.packPath(n)) // a pack left behind only takes room
 	}
@@ -236,20 +254,37 @@ func (s *Store) load() (*state, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read the provenance store")
 	}
-	if err := json.Unmarshal(b, st); err != nil || st.Version != 1 {
-		return nil, &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: cannot read it (%v); it is left as it is", s.rel("state.json"), err),
-			Hint: "restore it from a backup, or move it aside to start a new record (what waits for review is then lost)"}
+	if err := json.Unmarshal(b, st); err != nil || (st.Version != 1 && st.Version != 2) {
+		if err == nil {
+			err = fmt.Errorf("version %d", st.Version)
+		}
+		return nil, cannotRead(s.rel("state.json"), err)
 	}
-	if st.Baseline == nil {
-		st.Baseline = map[string]fileState{}
+	if st.Version == 1 {
+		var v1 stateV1
+		if err := json.Unmarshal(b, &v1); err != nil {
+			return nil, cannotRead(s.rel("state.json"), err)
+		}
+		if v1.Baseline != nil {
+			st.Baseline = v1.Baseline
+		}
+		if v1.Objects != nil {
+			st.Objects = v1.Objects
+		}
+	} else if err := s.loadBaseline(st); err != nil {
+		return nil, err
 	}
 	if st.Open == nil {
 		st.Open = map[string]*Session{}
 	}
-	if st.Objects == nil {
-		st.Objects = map[string]objRef{}
-	}
 	return st, nil
+}
+
+// cannotRead is the error for a file of the store that does not parse: it
+// is reported and left as it is.
+func cannotRead(p string, err error) error {
+	return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: cannot read it (%v); it is left as it is", p, err),
+		Hint: "restore it from a backup, or move it aside to start a new record (what waits for review is then lost)"}
 }
 
 // Watched reports whether rel (slash-separated, relative to the instance)

@@ -17,10 +17,12 @@ cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-7}
 work=$(mktemp -d /tmp/hobbs-bench-XXXXXX)
 chmod 755 "$work"
-tag=hobbs-bench-$$:1
+tag=hobbs-bench-$$:1 tag_base=hobbs-bench-$$:baseline
 cleanup() {
-	docker image rm -f "$tag" >/dev/null 2>&1 || true
-	[ -n "${inst_id:-}" ] && docker volume rm -f "hobbs-claude-$inst_id" >/dev/null 2>&1 || true
+	docker image rm -f "$tag" "$tag_base" >/dev/null 2>&1 || true
+	for i in "$work/instance" "$work/instance-baseline"; do
+		docker volume rm -f "hobbs-claude-$(printf %s "$i" | sha256sum | cut -c1-12)" >/dev/null 2>&1 || true
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -54,12 +56,14 @@ if [ "$(id -u)" = 0 ]; then
 	as_user=(setpriv --reuid 4242 --regid 4242 --groups "$(stat -c %g /var/run/docker.sock)")
 	chown 4242:4242 "$work"
 fi
-# Every binary runs with HOBBS_BINARY naming the one the image was built
-# with: the image's inputs are then unchanged, whichever binary runs it.
+# Each binary has an instance of its own (made by its own init: an older
+# binary may refuse a newer config.yaml's keys), with the same memories,
+# and an image of its own (built from its own assets), on the same base.
 run_bin() {
-	local bin=$1
+	local bin=$1 inst=$work/instance
 	shift
-	"${as_user[@]}" env HOME="$work" HOBBS_HOME="$work/instance" PATH="$PATH" HOBBS_BINARY="$work/hobbs" "$bin" "$@"
+	[ "$bin" = "$work/baseline" ] && inst=$work/instance-baseline
+	"${as_user[@]}" env HOME="$work" HOBBS_HOME="$inst" PATH="$PATH" HOBBS_BINARY="$bin" "$bin" "$@"
 }
 run_hobbs() { run_bin "$work/hobbs" "$@"; }
 if [ -n "${BASELINE:-}" ]; then
@@ -70,20 +74,28 @@ mkdir -p "$work/ws"
 [ "$(id -u)" = 0 ] && chown 4242:4242 "$work/ws"
 
 run_hobbs init --no-input >/dev/null 2>&1
-if [ "${MEMORIES:-0}" -gt 0 ]; then
-	go run ./tests/bench/memgen -dir "$work/instance/memory" -active "$MEMORIES" -archive 0 >/dev/null
-	[ "$(id -u)" = 0 ] && chown -R 4242:4242 "$work/instance/memory"
-	echo "seeded $MEMORIES active memories" >&2
+insts=("$work/instance")
+if [ -n "${BASELINE:-}" ]; then
+	run_bin "$work/baseline" init --no-input >/dev/null 2>&1
+	insts+=("$work/instance-baseline")
 fi
-inst_id=$(printf %s "$work/instance" | sha256sum | cut -c1-12)
+if [ "${MEMORIES:-0}" -gt 0 ]; then
+	for inst in "${insts[@]}"; do
+		go run ./tests/bench/memgen -dir "$inst/memory" -active "$MEMORIES" -archive 0 >/dev/null
+		[ "$(id -u)" = 0 ] && chown -R 4242:4242 "$inst/memory"
+	done
+	echo "seeded $MEMORIES active memories in each instance" >&2
+fi
 echo "building the image (not timed)" >&2
 run_hobbs build --base "$base" --tag "$tag" >/dev/null 2>&1
+[ -n "${BASELINE:-}" ] && run_bin "$work/baseline" build --base "$base" --tag "$tag_base" >/dev/null 2>&1
 
 ms() { date +%s%3N; }
 hobbs_t=() anchor_t=() base_t=() builds=0
 time_hobbs() {
 	local t0 t1
-	t0=$(ms); run_hobbs run --image "$tag" --base "$base" --workspace "$work/ws" -- true 2>"$work/err"; t1=$(ms)
+	t0=$(ms); run_hobbs run --image "$tag" --base "$base" --workspace "$work/ws" -- true 2>"$work/err" ||
+		{ echo "hobbs run failed:" >&2; cat "$work/err" >&2; exit 1; }; t1=$(ms)
 	hobbs_t+=($((t1 - t0)))
 	grep -q '^building' "$work/err" && builds=$((builds + 1))
 	return 0
@@ -91,7 +103,8 @@ time_hobbs() {
 time_baseline() {
 	local t0 t1
 	[ -n "${BASELINE:-}" ] || return 0
-	t0=$(ms); run_bin "$work/baseline" run --image "$tag" --base "$base" --workspace "$work/ws" -- true 2>"$work/err"; t1=$(ms)
+	t0=$(ms); run_bin "$work/baseline" run --image "$tag_base" --base "$base" --workspace "$work/ws" -- true 2>"$work/err" ||
+		{ echo "the baseline's run failed:" >&2; cat "$work/err" >&2; exit 1; }; t1=$(ms)
 	base_t+=($((t1 - t0)))
 	grep -q '^building' "$work/err" && echo "warning: the baseline built the image (its assets differ)" >&2
 	return 0
