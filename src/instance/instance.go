@@ -143,6 +143,10 @@ func (in Instance) EgressAuditLog() string { return in.path("logs", "egress", "a
 func (in Instance) AgentLogs() string     { return in.path("logs", "agent") }
 func (in Instance) AgentAuditLog() string { return in.path("logs", "agent", "audit.log") }
 
+// Chats is the directory of the owner's conversations with Hobbs from a
+// channel (src/chat): host-only, like grants/; no session mounts it.
+func (in Instance) Chats() string { return in.path("chat") }
+
 // Locks is the directory holding the locks of host-only resources (created
 // on demand). No session mounts it.
 func (in Instance) Locks() string { return in.path(".locks") }
