@@ -92,7 +92,7 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 	}
 	spec := launcher.RunSpec{Kind: launcher.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
 		Chat: &launcher.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
-	p, err := launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, t.Runtime.Progress)
+	p, err := launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil)
 	if err != nil {
 		return "", err
 	}
@@ -100,7 +100,11 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 	if run == nil {
 		run = launcher.RunChat
 	}
-	res, err := run(ctx, p, t.Runtime, input)
+	rt := t.Runtime
+	if rt.Progress == nil {
+		rt.Progress = func(string, ...any) {}
+	}
+	res, err := run(ctx, p, rt, input)
 	d := map[string]any{"session": p.Session, "message_bytes": len(text), "reply_bytes": len(res.Reply), "exit": res.Code}
 	if r := res.Result; r != nil {
 		d["claude_result"], d["turns"], d["cost_usd"] = r.Subtype, r.NumTurns, r.TotalCostUSD

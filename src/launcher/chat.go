@@ -67,7 +67,7 @@ func (c *ChatSpec) timeout() time.Duration {
 // ChatPrompt is a chat turn's prompt: fixed text, the conversation comes
 // on standard input.
 const ChatPrompt = "Chat turn: your owner is writing to you from their phone. The piped input is the conversation as JSON: " +
-	"\"turns\" are the earlier messages as the host recorded them (the owner's text and your reply), oldest first; " +
+	"\"turns\" are the earlier exchanges as the host recorded them, oldest first, each the owner's text (\"owner\") and your reply (\"hobbs\"); " +
 	"\"message\" is the owner's new message. Answer it. Your final response is sent to the owner as a chat message, as it is: " +
 	"plain text, short. No one can approve a tool use during the turn: what is not already allowed is denied."
 
