@@ -111,11 +111,18 @@ func RunChat(ctx context.Context, p *Plan, rt Runtime, input []byte) (ChatResult
 	out := &tailBuffer{max: maxChatOutput}
 	rt.Stdin, rt.Stdout, rt.Detached = bytes.NewReader(input), out, false
 	code, mask, runErr := execute(ctx, p, rt, true)
+	return chatReply(p, code, runErr, []byte(out.String()), mask)
+}
+
+// chatReply decides what a chat turn came to from its exit code, the
+// launcher's error and its standard output, with mask applied to every
+// text that leaves.
+func chatReply(p *Plan, code int, runErr error, stdout []byte, mask func(string) string) (ChatResult, error) {
 	if mask == nil {
 		mask = func(s string) string { return s }
 	}
 	res := ChatResult{Code: code}
-	r, ok := ParseResult([]byte(out.String()))
+	r, ok := ParseResult(stdout)
 	if ok {
 		res.Result = &r
 	}
