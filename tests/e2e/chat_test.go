@@ -211,6 +211,23 @@ func TestChatTurn(t *testing.T) {
 	if n := strings.Count(string(audit), `"chat.turn"`); n != 4 || strings.Contains(string(audit), "hello") || !strings.Contains(string(audit), `"kind":"chat"`) {
 		t.Errorf("audit: %d chat.turn lines\n%s", n, audit)
 	}
+	// Provenance: each turn's origin is the owner's chat; a turn is tainted
+	// by what it read (the bound host is not trusted), not by itself (the
+	// last turn read nothing).
+	var origins, outcomes []string
+	for _, l := range strings.Split(string(audit), "\n") {
+		var a struct {
+			Event, Outcome string
+			Detail         struct{ Origin string }
+		}
+		if json.Unmarshal([]byte(l), &a) == nil && a.Event == "provenance.session" {
+			origins, outcomes = append(origins, a.Detail.Origin), append(outcomes, a.Outcome)
+		}
+	}
+	if len(origins) != 4 || origins[0] != "chat telegram-4242" || origins[2] != "chat other" ||
+		strings.Join(outcomes, " ") != "tainted tainted tainted ok" {
+		t.Errorf("provenance: origins %q, outcomes %q", origins, outcomes)
+	}
 	if l := e.leftovers(t); len(l) > 0 {
 		t.Errorf("left behind: %v", l)
 	}
