@@ -231,7 +231,7 @@ func memShowCmd(a *app) *cobra.Command {
 			return err
 		}
 		return out.print(m, func(w io.Writer) error {
-			a.status("%s", m.Path)
+			a.status("%s%s", m.Path, m.ProvenanceNote())
 			_, err := w.Write(m.Raw())
 			return err
 		})
