@@ -96,17 +96,21 @@ type ChatResult struct {
 	Code   int           // the agent command's exit code
 }
 
-// RunChat carries out chat turn plan p with input (the conversation) on
-// Claude Code's standard input, and returns its reply: the text of Claude
-// Code's JSON result. A turn without a successful result is an error that
-// says why (the time limit, the turn limit, no result). The reply and the
-// error hold no secret value of the run: every value the run got (env:
-// variables, bound secrets) is replaced by "[secret NAME]" in the forms
-// the proxy's masks know (egress.NameMask), since the agent holds the
-// env: values and its output is its own to write.
+// RunChat carries out chat turn plan p (never as root: RefuseRoot) with
+// input (the conversation) on Claude Code's standard input, and returns
+// its reply: the text of Claude Code's JSON result. A turn without a
+// successful result is an error that says why (the time limit, the turn
+// limit, no result). The reply and the error hold no secret value of the
+// run: every value the run got (env: variables, bound secrets) is
+// replaced by "[secret NAME]" in the forms the proxy's masks know
+// (egress.NameMask), since the agent holds the env: values and its output
+// is its own to write.
 func RunChat(ctx context.Context, p *Plan, rt Runtime, input []byte) (ChatResult, error) {
 	if p.Kind != KindChat {
 		return ChatResult{}, errs.Failf("internal: RunChat of a %s plan", p.Kind)
+	}
+	if err := RefuseRoot(); err != nil {
+		return ChatResult{}, err
 	}
 	out := &tailBuffer{max: maxChatOutput}
 	rt.Stdin, rt.Stdout, rt.Detached = bytes.NewReader(input), out, false
