@@ -69,8 +69,8 @@ type Turns struct {
 // turn, runs it with the conversation kept so far and text on Claude
 // Code's standard input, keeps the exchange, and returns the reply. A
 // turn that gives no reply is an error saying why (the channel shows it);
-// nothing is kept of it. Turns of one conversation run one at a time, in
-// the order they come, so each sees the one before; turns of different
+// nothing is kept of it. Turns of one conversation (through one Turns)
+// run one at a time, so each sees the one before; turns of different
 // conversations run side by side.
 func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, error) {
 	if err := ValidID(conversation); err != nil {

@@ -6,7 +6,8 @@
 // The instance root is the host's: no session mounts it. The agent's
 // container gets only the entries AgentShares lists (content it works on,
 // and read-only copies of what it must read); the vault, the host's audit
-// log, the proxy's audit log, the grants, the quarantine, .git, .gitignore
+// log, the proxy's audit log, the grants, the quarantine, the provenance
+// record, the owner's conversations (chat/), .git, .gitignore
 // and the locks of host-only resources stay where no agent mount reaches.
 //
 // The instance lives at $XDG_DATA_HOME/hobbs on the host (adrg/xdg decides the
