@@ -90,9 +90,7 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 	if err != nil {
 		return "", err
 	}
-	spec := launcher.RunSpec{Kind: launcher.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
-		Chat: &launcher.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
-	p, err := launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil)
+	p, err := t.Plan(conversation)
 	if err != nil {
 		return "", err
 	}
@@ -123,6 +121,17 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 	d["kept"] = true
 	t.Runtime.Audit.Record(audit.Entry{Event: "chat.turn", Subject: conversation, Outcome: "ok", Detail: d}, nil)
 	return res.Reply, nil
+}
+
+// Plan is the plan of a turn of conversation (launcher.PlanRun of a
+// KindChat spec): what Turn carries out, and hobbs chat --plan prints.
+func (t *Turns) Plan(conversation string) (*launcher.Plan, error) {
+	if err := ValidID(conversation); err != nil {
+		return nil, err
+	}
+	spec := launcher.RunSpec{Kind: launcher.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
+		Chat: &launcher.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
+	return launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil)
 }
 
 // hold takes the conversation's turn: the next turn of it waits until

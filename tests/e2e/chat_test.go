@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,43 +42,16 @@ const (
 	chatEnv   = "chat-env-E2E-value-9876543210fedcba"
 )
 
-// buildChatTurn builds the driver of one chat turn (tests/e2e/chatturn:
-// chat.Turns.Turn, as hobbs serve calls it), once.
-var buildChatTurn = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(tmpRoot, "chatturn")
-	c := exec.Command("go", "build", "-trimpath", "-o", bin, "./tests/e2e/chatturn")
-	c.Dir = repoRoot
-	c.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := c.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build chatturn: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-// chatTurn runs one turn of conversation as the test user.
+// chatTurn runs one turn of conversation with hobbs chat, as the test user.
 func (e *env) chatTurn(t *testing.T, conversation, text string) result {
 	t.Helper()
-	bin, err := buildChatTurn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := commandAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst}, "")
-	c.Path, c.Args = bin, []string{bin, conversation, text}
-	var so, se bytes.Buffer
-	c.Stdout, c.Stderr = &so, &se
-	r := result{}
-	if err := c.Run(); err != nil {
-		r.code = -1
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.code = ee.ExitCode()
-		}
-	}
-	r.stdout, r.stderr = so.String(), se.String()
+	r := e.hobbs(nil, "chat", "--conversation", conversation, text)
 	t.Logf("chat turn %q: exit %d\n--- reply\n%s\n--- stderr\n%s", text, r.code, r.stdout, r.stderr)
 	return r
 }
 
-// TestChatTurn: two turns of one conversation on the real engine, with the
+// TestChatTurn: two turns of one conversation on the real engine (hobbs
+// chat: chat.Turns.Turn, as hobbs serve's Host.Chat calls it), with the
 // FAKE claude. Each runs in a fresh container with Claude Code state of its
 // own (the first turn's mark is gone in the second) and the interactive
 // session's secrets: the bound one works through the proxy, which masks
