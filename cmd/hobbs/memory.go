@@ -231,7 +231,7 @@ func memShowCmd(a *app) *cobra.Command {
 			return err
 		}
 		return out.print(m, func(w io.Writer) error {
-			a.status("%s%s", m.Path, m.ProvenanceNote())
+			a.status("%s", m.Path)
 			_, err := w.Write(m.Raw())
 			return err
 		})

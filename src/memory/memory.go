@@ -13,7 +13,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hobbs-agent/hobbs/src/frontmatter"
-	"github.com/hobbs-agent/hobbs/src/provenance"
 )
 
 // Status values.
@@ -49,33 +48,9 @@ type Memory struct {
 
 	Tier Tier   `json:"tier"`
 	Path string `json:"path"` // absolute
-	// Provenance is the host's record of the file (Show, on the host).
-	Provenance *provenance.Record `json:"provenance,omitempty"`
 
 	node *yaml.Node // the frontmatter mapping, edited in place on rewrite
 	raw  []byte     // the file as read
-}
-
-// ProvenanceNote is what hobbs memory show says after the path: the
-// host's record of where the memory came from, then source: as the
-// frontmatter claims it ("" without a record).
-func (m *Memory) ProvenanceNote() string {
-	r := m.Provenance
-	if r == nil {
-		return ""
-	}
-	by := r.By
-	if by == "" {
-		by = "not recorded yet: changed since the host last looked (at a session's start or end)"
-	}
-	n := "\nprovenance (the host's record): " + by
-	if len(r.Waiting) > 0 {
-		n += "; changes waiting for review: " + strings.Join(r.Waiting, ", ") + " (hobbs review)"
-	}
-	if m.Source != "" {
-		n += "\nsource: " + m.Source + " (the frontmatter's claim, which sessions can edit)"
-	}
-	return n
 }
 
 // Raw returns the file content m was read from (nil for a new memory).

@@ -12,7 +12,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
-	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -742,24 +741,8 @@ func (s *Store) setTier(id string, t Tier, op string) (*Memory, bool, error) {
 	return m, true, s.record(op, before, m, "")
 }
 
-// Show returns the memory id with its text and, on the host, the host's
-// record of its provenance (provenance.RecordOf): what put its content in
-// effect — a session, the owner's own edit, an approval — and its changes
-// waiting for review. Its frontmatter's source: is the file's own claim,
-// which a session can edit; the record is not. A session has no record
-// to show.
-func (s *Store) Show(id string) (*Memory, error) {
-	m, err := s.find(id)
-	if err != nil || instance.InContainer() {
-		return m, err
-	}
-	rec, err := provenance.RecordOf(s.In.FS(), filepath.ToSlash(s.In.Rel(m.Path)))
-	if err != nil {
-		return nil, err
-	}
-	m.Provenance = &rec
-	return m, nil
-}
+// Show returns the memory id with its text.
+func (s *Store) Show(id string) (*Memory, error) { return s.find(id) }
 
 // Rememberer stores each lesson it is given as hobbs memory add does (type
 // lesson; the same text reinforces the memory that has it), tells told of

@@ -136,17 +136,7 @@ type fileState struct {
 	Mtime int64  `json:"mtime"`
 	Mode  uint32 `json:"mode"`
 	Racy  bool   `json:"racy,omitempty"` // changed within racyWindow of its scan
-	// By is the host's record of what put this content in effect (ByOwner,
-	// ByUnrecorded, "session NAME (ORIGIN)", "approved ID: …"): never read
-	// from the file, so no edit of its frontmatter changes it.
-	By string `json:"by,omitempty"`
 }
-
-// What put a file's content in effect, besides a session or an approval.
-const (
-	ByOwner      = "the owner, outside any session"
-	ByUnrecorded = "not recorded: there before the host kept provenance"
-)
 
 func (a fileState) sameInode(b fileState) bool {
 	return !a.Racy && a.Size == b.Size && a.Ino == b.Ino && a.Ctime == b.Ctime && a.Mtime == b.Mtime && a.Mode == b.Mode
@@ -406,19 +396,6 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 			if err != nil {
 				return err
 			}
-			first := len(st.Baseline) == 0 && len(st.Items) == 0
-			for p, c := range cur {
-				b, had := st.Baseline[p]
-				switch {
-				case had && (b.Hash == c.Hash || s.bookkeeping(st, p, b, c)):
-					c.By = b.By
-				case first:
-					c.By = ByUnrecorded
-				default:
-					c.By = ByOwner // no session was live: the owner's own edit
-				}
-				cur[p] = c
-			}
 			st.Baseline = cur
 		}
 		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now(), AuditFrom: auditFrom}
@@ -543,14 +520,12 @@ func (s *Store) settle(st *state, ses *Session) (int, []string, error) {
 		a, has := cur[p]
 		switch {
 		case had && has && s.bookkeeping(st, p, b, a):
-			a.By = b.By
 			st.Baseline[p] = a
 		case !tainted && has:
 			if err := s.keepFile(st, p, a.Hash); err != nil {
 				problems = append(problems, err.Error())
 				continue
 			}
-			a.By = describeSessions(live)
 			st.Baseline[p], kept = a, kept+1
 		case !tainted:
 			delete(st.Baseline, p)
@@ -574,22 +549,6 @@ func (s *Store) settle(st *state, ses *Session) (int, []string, error) {
 	s.Audit.Record(audit.Entry{Event: "provenance.session", Subject: ses.Name, Outcome: outcome,
 		Detail: map[string]any{"origin": ses.Origin.String(), "why": ses.Why, "read": ses.Read, "kept": kept, "held": held, "problems": problems}}, nil)
 	return kept, problems, s.Root.Append(s.rel("sessions.jsonl"), mustLine(ses), 0o600)
-}
-
-// describeSessions names the sessions live when a change was found.
-func describeSessions(live []Session) string {
-	var l []string
-	for _, o := range live {
-		d := o.Name + " (" + o.Origin.String()
-		if o.Tainted {
-			d += "; tainted: " + strings.Join(o.Why, ", ")
-		}
-		l = append(l, d+")")
-	}
-	if len(l) == 1 {
-		return "session " + l[0]
-	}
-	return "sessions " + strings.Join(l, ", ")
 }
 
 func mustLine(v any) []byte {

@@ -156,7 +156,7 @@ func (s *Store) Approve(ids []string) error {
 			return err
 		}
 		fst := statOf(fi)
-		fst.Hash, fst.By = it.After, "approved "+it.ID+" by the owner: "+describeSessions(it.Sessions)
+		fst.Hash = it.After
 		if err := s.keepFile(st, it.Path, it.After); err != nil {
 			return err
 		}
@@ -218,34 +218,4 @@ func (s *Store) decide(ids []string, verb, to string, apply func(*state, *Item) 
 		return err
 	}
 	return failed
-}
-
-// Record is the host's record of one watched file: what put its content
-// in effect and which of its changes wait for review. It comes from the
-// store alone, never from the file: editing a memory's frontmatter (its
-// source:) changes nothing here.
-type Record struct {
-	Path string `json:"path"`
-	// By is what put the content in effect ("" when the file is not in
-	// the record: new since the last session's end, or no record here —
-	// a session has none).
-	By      string   `json:"by"`
-	Waiting []string `json:"waiting,omitempty"` // its changes waiting for review
-}
-
-// RecordOf returns the host's record of rel (slash-separated, relative to
-// the instance). Without a store (in a session) the record is empty.
-func RecordOf(root safefile.Root, rel string) (Record, error) {
-	r := Record{Path: rel}
-	st, err := New(root, nil).read()
-	if err != nil {
-		return r, err
-	}
-	r.By = st.Baseline[rel].By
-	for _, it := range st.Items {
-		if it.Path == rel && it.Status == Waiting {
-			r.Waiting = append(r.Waiting, it.ID)
-		}
-	}
-	return r, nil
 }
