@@ -16,8 +16,8 @@ func newReviewCmd(a *app) *cobra.Command {
 		Long: `A session that read from a host you do not trust (policy.yaml trusted:, hobbs policy
 trust) or was started by an outside event is tainted: what it changed in memory,
 playbooks, skills and agents was taken out of effect at its end and waits here
-(docs/memory.md; in a session, review lists what waited at its start, read-only). show
-prints a diff; approve puts changes in effect; reject keeps them out (provenance/held/).`,
+(docs/memory.md). show prints a change as a diff; approve puts changes in effect;
+reject keeps them out for good (their text stays in the instance's provenance/held/).`,
 		Example: `  hobbs review
   hobbs review show r3
   hobbs review approve r3 r4
@@ -28,8 +28,8 @@ prints a diff; approve puts changes in effect; reject keeps them out (provenance
 	}
 	out := a.jsonFlag(cmd, "print as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "also the changes approved or rejected")
-	cmd.RunE = a.withExistingInstance(func(_ *cobra.Command, _ []string, in instance.Instance) error {
-		items, err := provenance.ListWaiting(in.FS(), a.audit(in), all)
+	cmd.RunE = a.withReview(func(s *provenance.Store, _ []string) error {
+		items, err := s.List(all)
 		if err != nil {
 			return err
 		}

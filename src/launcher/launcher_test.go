@@ -20,7 +20,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
-	"github.com/hobbs-agent/hobbs/src/provenance"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,11 +107,6 @@ func TestSecretsOnlyInSessionFiles(t *testing.T) {
 	if string(tok) != testToken+"\n" {
 		t.Errorf("token file %q", tok)
 	}
-	// The review list is the host's copy (none waits here), mounted
-	// read-only into the agent.
-	if b, _ := os.ReadFile(filepath.Join(dir, "review.json")); string(b) != `{"count":0,"items":[]}`+"\n" {
-		t.Errorf("review list %q", b)
-	}
 	for _, f := range []string{"env", "token"} {
 		if fi, _ := os.Stat(filepath.Join(dir, f)); fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s mode %v", f, fi.Mode())
@@ -120,7 +114,6 @@ func TestSecretsOnlyInSessionFiles(t *testing.T) {
 	}
 	agent, proxy := s.AgentArgs(), s.ProxyArgs()
 	if !hasPair(agent, "--mount", "type=bind,source="+dir+"/env,target="+SessionEnvFile+",ro") ||
-		!hasPair(agent, "--mount", "type=bind,source="+dir+"/review.json,target="+provenance.SessionWaitingFile+",ro") ||
 		slices.ContainsFunc(agent, func(x string) bool { return strings.Contains(x, dir+"/token") }) {
 		t.Errorf("agent mounts: %v", agent)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
-	"github.com/hobbs-agent/hobbs/src/provenance"
 )
 
 // Plans. Everything an agent may do in one run — both containers' flags,
@@ -553,8 +552,7 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 		"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1",
 		"HOBBS_PROXY_SOCKET=" + ProxySocket, "HOBBS_PROXY_RELAY=" + RelayAddr}
 	c.Mounts = append(c.Mounts, p.sessionFile("env", SessionEnvFile, RoleAgent, "the agent's variables: proxy URL with the token, env: values, placeholders"),
-		p.sessionFile("ca.pem", SessionCAFile, RoleAgent, "the session CA's certificate"),
-		p.sessionFile("review.json", provenance.SessionWaitingFile, RoleAgent, "the changes waiting for the owner's review as of the start (hobbs review): the host's, read-only"))
+		p.sessionFile("ca.pem", SessionCAFile, RoleAgent, "the session CA's certificate"))
 	// The workspace and the instance's shares: never the instance root,
 	// whose entries the agent could rename or plant.
 	c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: h.Workspace, Target: WorkspaceDir})

@@ -15,7 +15,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
-	"github.com/hobbs-agent/hobbs/src/provenance"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden plans under testdata/plans")
@@ -234,17 +233,6 @@ func TestPlanInvariants(t *testing.T) {
 		if p.Agent.Network != "none" {
 			t.Errorf("%s: agent network %q", spec.Kind, p.Agent.Network)
 		}
-		// What waits for review reaches every agent, read-only, from the
-		// launcher's session files: never the host's store.
-		review := false
-		for _, m := range p.Agent.Mounts {
-			if m.Target == provenance.SessionWaitingFile {
-				review = m.Type == MountSessionFile && m.ReadOnly && m.Source == "review.json"
-			}
-		}
-		if !review {
-			t.Errorf("%s: the agent does not get the review list read-only from a session file", spec.Kind)
-		}
 		for _, m := range p.Agent.Mounts {
 			// Every host directory the agent writes is under the disk watch.
 			if p.DiskWatch.MinFree > 0 && m.Type == MountBind && !m.ReadOnly && !slices.Contains(p.DiskWatch.Paths, m.Source) {
@@ -381,8 +369,8 @@ func TestPlanRunPreparesTheHost(t *testing.T) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		t.Errorf("the workspace was not made: %v", err)
 	}
-	if err := ValidName(p.Session); err != nil || p.Workspace != ws || p.Agent.Mounts[3].Source != ws || p.Agent.Mounts[3].Target != WorkspaceDir {
-		t.Errorf("plan: session %q workspace %q mounts %+v", p.Session, p.Workspace, p.Agent.Mounts[:4])
+	if err := ValidName(p.Session); err != nil || p.Workspace != ws || p.Agent.Mounts[2].Source != ws {
+		t.Errorf("plan: session %q workspace %q mounts %+v", p.Session, p.Workspace, p.Agent.Mounts[:3])
 	}
 	if !p.hasAgentMount(InstanceDir+"/memory") || p.hasAgentMount(InstanceDir+"/foundation.md") {
 		t.Errorf("the survey's shares: memory made and mounted, a missing foundation.md not: %+v", p.Agent.Mounts)

@@ -14,7 +14,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/provenance"
 )
 
 // Session files. What a session must hand its containers but no one else may
@@ -102,9 +101,6 @@ func (s *Session) writeSessionFiles() error {
 		return errs.Wrap(errs.Failure, err, "session files")
 	}
 	files["env"], files["token"], files["owner"] = env, []byte(s.token+"\n"), []byte(s.owner+"\n")
-	// What waits for the owner's review, as of now: the agent may read it,
-	// never change it (provenance.SessionWaiting).
-	files["review.json"] = provenance.SessionWaiting(s.Instance.FS())
 	if s.plan.proxyPol != nil {
 		files["policy.yaml"] = s.plan.proxyPol
 	}

@@ -221,9 +221,6 @@ func (s *Store) locked(f func(st *state) error) error {
 	if err := s.Root.Write(s.rel("state.json"), append(b, '\n'), 0o600); err != nil {
 		return err
 	}
-	if err := s.writeWaiting(st); err != nil {
-		return err
-	}
 	for _, n := range unused {
 		_ = s.Root.Remove(s.packPath(n)) // a pack left behind only takes room
 	}

@@ -100,23 +100,6 @@ func TestTaintedSessionWaitsForReview(t *testing.T) {
 		t.Errorf("the untainted session's end held changes:\n%s", next.stderr)
 	}
 
-	// A session sees what waits, read-only: it can neither clear nor
-	// decide it.
-	seen := e.hobbs(nil, e.runArgs(sessionName(t, "sees"), "sh", "-c",
-		"hobbs review; echo {} > /run/hobbs-session/review.json && echo 'probe: cleared'; rm -f /run/hobbs-session/review.json && echo 'probe: removed';"+
-			" hobbs review approve r1 || echo 'probe: approve refused'")...)
-	if seen.code != 0 {
-		t.Fatalf("session listing the review: exit %d\n%s\n%s", seen.code, seen.stdout, seen.stderr)
-	}
-	for _, w := range []string{"skills/evil/SKILL.md", "agents/custom/spy.md", "read from " + target, "probe: approve refused"} {
-		if !strings.Contains(seen.stdout, w) {
-			t.Errorf("the session's hobbs review lacks %q:\n%s\n%s", w, seen.stdout, seen.stderr)
-		}
-	}
-	if strings.Contains(seen.stdout, "probe: cleared") || strings.Contains(seen.stdout, "probe: removed") {
-		t.Errorf("the session changed its review list:\n%s", seen.stdout)
-	}
-
 	// What waits, and approving one change of it.
 	var items []struct {
 		ID, Path, Change string
