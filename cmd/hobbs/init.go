@@ -2,9 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
-	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -112,16 +109,7 @@ func (a *app) redoFoundation(in instance.Instance, git, noInput bool, out *outpu
 		return err
 	}
 	r := bufio.NewReader(a.in)
-	confirm := func() (bool, error) {
-		fmt.Fprintf(a.errOut, "foundation.md holds your own text. Answer the questions again over it?\n"+
-			"Each answer replaces its section; the current file is kept in foundation.md.TIME.bak. [y/N] ")
-		line, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return false, err
-		}
-		ans := strings.ToLower(strings.TrimSpace(line))
-		return ans == "y" || ans == "yes", nil
-	}
+	confirm := instance.AskRedoFoundation(r, a.errOut)
 	interview := func(cur []byte) ([]byte, error) { return instance.CoCreateFoundation(cur, r, a.errOut) }
 	redo, err := instance.RedoFoundation(in, interview, confirm, a.audit(in))
 	if err != nil {

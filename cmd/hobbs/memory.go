@@ -501,21 +501,8 @@ func (a *app) contextBudget(cmd *cobra.Command, s *memory.Store, format string, 
 	return budget, err
 }
 
-// printContext prints the context opt describes in format (text, hook or
-// json) after the malformed files met, warns about what it cost, and
-// records the access of the memories it included.
+// printContext prints the context opt describes in format
+// (memory.Store.WriteContext).
 func (a *app) printContext(s *memory.Store, opt memory.ContextOptions, format string) error {
-	ctx, text, err := s.RenderContext(opt, format)
-	a.reportProblems()
-	if err != nil {
-		return err
-	}
-	a.out.Write(text)
-	for _, n := range ctx.Notices() {
-		a.warn("%s", n)
-	}
-	if err := s.Touch(ctx.Memories); err != nil {
-		a.warn("last_accessed not updated: %v", err)
-	}
-	return nil
+	return s.WriteContext(a.out, opt, format, a.reportProblems, a.warn)
 }

@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/style"
@@ -140,7 +138,7 @@ NAME: ` + vault.NameRule + `.`,
 		},
 		RunE: a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
 			name := args[0]
-			val, err := a.readSecret(name, fromFile, raw)
+			val, err := vault.ReadSecret(a.in, a.stdinIsTTY(), a.errOut, name, fromFile, raw)
 			if err != nil {
 				return err
 			}
@@ -163,23 +161,6 @@ NAME: ` + vault.NameRule + `.`,
 	cmd.Flags().StringVar(&fromFile, "from-file", "", "read the value from `FILE` (\"-\" for stdin)")
 	cmd.Flags().BoolVar(&raw, "raw", false, "keep the value byte for byte (do not remove one trailing newline)")
 	return cmd
-}
-
-// readSecret reads a value from a file, the terminal (hidden) or stdin.
-func (a *app) readSecret(name, fromFile string, raw bool) ([]byte, error) {
-	switch {
-	case fromFile != "" && fromFile != "-":
-		return vault.ReadValueFile(fromFile, raw)
-	case a.stdinIsTTY():
-		fmt.Fprintf(a.errOut, "Value for %s (input hidden): ", name)
-		data, err := term.ReadPassword(int(a.in.(*os.File).Fd()))
-		fmt.Fprintln(a.errOut)
-		if err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "read value")
-		}
-		return data, nil // nothing to trim: the terminal's Enter is not part of it
-	}
-	return vault.ReadValue(a.in, raw)
 }
 
 func newVaultGetCmd(a *app) *cobra.Command {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 )
 
@@ -372,3 +373,28 @@ func (b *maskBody) Read(p []byte) (int, error) {
 }
 
 func (b *maskBody) Close() error { return b.rc.Close() }
+
+// NameMask returns a function that replaces each value of values (by
+// variable name), in every form the proxy's masks recognise, by "[secret
+// NAME]", as the audit log names it. Empty values are skipped. It is for
+// text that leaves a session for the owner (a chat turn's reply): the
+// agent holds env: values, and what it writes is its own.
+func NameMask(values map[string]string) func(string) string {
+	var sec []*Secret
+	for _, n := range sortedNames(values) {
+		if values[n] != "" {
+			sec = append(sec, &Secret{Name: n, Value: values[n]})
+		}
+	}
+	m := newMasker(sec, func(x *Secret, _ maskForm) string { return "[secret " + x.Name + "]" })
+	return m.replaceString
+}
+
+func sortedNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -6,7 +6,8 @@
 // The instance root is the host's: no session mounts it. The agent's
 // container gets only the entries AgentShares lists (content it works on,
 // and read-only copies of what it must read); the vault, the host's audit
-// log, the proxy's audit log, the grants, the quarantine, .git, .gitignore
+// log, the proxy's audit log, the grants, the quarantine, the provenance
+// record, the owner's conversations (chat/), .git, .gitignore
 // and the locks of host-only resources stay where no agent mount reaches.
 //
 // The instance lives at $XDG_DATA_HOME/hobbs on the host (adrg/xdg decides the
@@ -142,6 +143,10 @@ func (in Instance) EgressAuditLog() string { return in.path("logs", "egress", "a
 // account, never as a record of its own.
 func (in Instance) AgentLogs() string     { return in.path("logs", "agent") }
 func (in Instance) AgentAuditLog() string { return in.path("logs", "agent", "audit.log") }
+
+// Chats is the directory of the owner's conversations with Hobbs from a
+// channel (src/chat): host-only, like grants/; no session mounts it.
+func (in Instance) Chats() string { return in.path("chat") }
 
 // Locks is the directory holding the locks of host-only resources (created
 // on demand). No session mounts it.

@@ -40,6 +40,9 @@ const (
 	// MaxGrantFile: grants/*.json, host-only, each holding an approved
 	// playbook's text.
 	MaxGrantFile = 4 << 20
+	// MaxChatFile: chat/*.json, host-only, one conversation's last turns
+	// (src/chat keeps each well below it).
+	MaxChatFile = 1 << 20
 )
 
 // MaxSeq is the largest sequence number of a dated id (task_20261122_001,

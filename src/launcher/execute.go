@@ -80,11 +80,45 @@ type Runtime struct {
 // agent command's exit code: 124 when the plan's time limit stopped it,
 // ExitStopped when hobbs stop did.
 func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
+	code, _, err := execute(ctx, p, rt, false)
+	return code, err
+}
+
+// execute is Execute; with masked, it also returns a function that replaces
+// every value of the run's secrets in a text by the secret's name
+// (egress.NameMask): what RunChat passes the agent's output through.
+func execute(ctx context.Context, p *Plan, rt Runtime, masked bool) (int, func(string) string, error) {
 	env, bindings, err := p.values()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer clearValues(env, bindings)
+	var mask func(string) string
+	if masked {
+		mask = valueMask(env, bindings)
+	}
+	code, err := p.execute(ctx, rt, env, bindings)
+	return code, mask, err
+}
+
+// valueMask is egress.NameMask of the run's values.
+func valueMask(env []string, bindings []Binding) func(string) string {
+	values := map[string]string{}
+	for _, kv := range env {
+		if n, v, ok := strings.Cut(kv, "="); ok {
+			values[n] = v
+		}
+	}
+	for _, b := range bindings {
+		values[b.Name] = b.Value
+		if b.SecretKey != "" {
+			values[config.AWSSecretKeyVar] = b.SecretKey
+		}
+	}
+	return egress.NameMask(values)
+}
+
+func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings []Binding) (int, error) {
 	s := &Session{Engine: rt.Engine, Instance: p.instance, Name: p.Session, Image: p.Image, Workspace: p.Workspace,
 		Command: p.Claude.Command, UID: p.uid, GID: p.gid, TTY: p.Agent.TTY, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
 		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress,

@@ -37,6 +37,7 @@ const (
 	KindSession   Kind = "session"   // hobbs run: the user's terminal, or --detach
 	KindPlaybook  Kind = "playbook"  // hobbs playbook run: headless, started by the user
 	KindScheduled Kind = "scheduled" // hobbs playbook run --scheduled: headless, started by a timer
+	KindChat      Kind = "chat"      // one turn of the owner's conversation from a channel: headless (chat.go)
 )
 
 // RunSpec says who starts a run and for what; with config.yaml it is all
@@ -50,6 +51,8 @@ type RunSpec struct {
 	// Playbook is a headless run's approved grant (KindPlaybook,
 	// KindScheduled): its hosts, secrets, tools and limits.
 	Playbook *playbook.RunSpec `json:"playbook,omitempty"`
+	// Chat is a chat turn's conversation and limits (KindChat).
+	Chat *ChatSpec `json:"chat,omitempty"`
 	// Policy is the instance's effective egress policy (the image's default
 	// and policy.yaml): shown in the plan, and what a headless run's own
 	// policy is narrowed from.
@@ -75,12 +78,14 @@ type Host struct {
 
 // Plan is one run, whole.
 type Plan struct {
-	Kind      Kind   `json:"kind"`
-	Session   string `json:"session"`
-	Playbook  string `json:"playbook,omitempty"`
-	Image     string `json:"image"`
-	Instance  string `json:"instance"`
-	Workspace string `json:"workspace"`
+	Kind     Kind   `json:"kind"`
+	Session  string `json:"session"`
+	Playbook string `json:"playbook,omitempty"`
+	// Conversation is a chat turn's conversation (KindChat).
+	Conversation string `json:"conversation,omitempty"`
+	Image        string `json:"image"`
+	Instance     string `json:"instance"`
+	Workspace    string `json:"workspace"`
 	// WorkspaceGitReadOnly: the workspace's .git is mounted read-only.
 	WorkspaceGitReadOnly bool      `json:"workspace_git_readonly"`
 	Agent                Container `json:"agent"`
@@ -248,7 +253,9 @@ type Claude struct {
 	// that the run reads.
 	Settings []string `json:"settings"`
 	// Print: Claude Code runs in print mode (-p), with no one to approve.
-	Print bool        `json:"print"`
+	Print bool `json:"print"`
+	// Input is what Claude Code reads on its standard input ("": nothing).
+	Input string      `json:"input,omitempty"`
 	State ClaudeState `json:"state"`
 }
 
@@ -331,6 +338,12 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 	if headless != (grant != nil) {
 		return nil, errs.Failf("internal: a %s run with%s a playbook grant", spec.Kind, map[bool]string{true: "", false: "out"}[grant != nil])
 	}
+	if (spec.Kind == KindChat) != (spec.Chat != nil) {
+		return nil, errs.Failf("internal: a %s run with%s a chat turn", spec.Kind, map[bool]string{true: "", false: "out"}[spec.Chat != nil])
+	}
+	if spec.Kind == KindChat {
+		spec.TTY = false // no one is at a terminal
+	}
 	if err := p.secrets(cfg, grant); err != nil {
 		return nil, err
 	}
@@ -341,6 +354,10 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 	if grant != nil {
 		p.Playbook = grant.Playbook
 		p.Timeout, p.TimeoutText = grant.Timeout, grant.Timeout.String()
+	}
+	if ch := spec.Chat; ch != nil {
+		p.Conversation = ch.Conversation
+		p.Timeout, p.TimeoutText = ch.timeout(), ch.timeout().String()
 	}
 	p.WorkspaceGitReadOnly = h.WorkspaceGit && cfg.GitReadOnly()
 	p.DiskWatch = diskWatch(cfg, in, h)
@@ -457,10 +474,17 @@ func (p *Plan) claude(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec)
 	c := &p.Claude
 	c.Settings = ManagedSettings
 	c.State = ClaudeState{Dir: ClaudeDir, Volume: ClaudeVolume(p.instance, cfg.ClaudeVolume)}
-	if grant != nil {
+	if grant != nil || spec.Chat != nil {
 		c.State.Fresh, c.State.Seed = true, []string{ClaudeCredentials}
-	} else {
+	}
+	if grant == nil {
 		c.Settings = append(append([]string{}, ManagedSettings...), ManagedSettingsDir)
+	}
+	if ch := spec.Chat; ch != nil {
+		c.Command, c.Print, c.MaxTurns, c.Input = ChatCommand(ch.maxTurns()), true, ch.maxTurns(), ChatInput
+		c.PermissionMode, c.OutputFormat, c.SettingSources = playbook.PermissionMode, playbook.OutputFormat, playbook.SettingSources
+		c.DisallowedTools = []string{"mcp__*"}
+		return
 	}
 	if grant == nil {
 		c.Command = append([]string{}, spec.Command...)
@@ -544,13 +568,17 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 	c.Mounts = append(c.Mounts, p.runMount(true))
 	if st := p.Claude.State; st.Fresh {
 		// A run's own Claude Code directory, owned by the session's user,
-		// and its sign-in (filled in by the seed); the framework skills'
-		// allow rules covered: a run gets only its block's tools.
+		// and its sign-in (filled in by the seed).
 		owner := fmt.Sprintf("uid=%d,gid=%d", p.uid, p.gid)
 		if p.podman {
 			owner = "U" // podman takes no uid=: U gives the tmpfs to the container's user
 		}
-		c.Tmpfs = append(c.Tmpfs, ClaudeDir+":"+claudeStateTmpfs+","+owner, ManagedSettingsDir+":ro,size=4k,mode=0555")
+		c.Tmpfs = append(c.Tmpfs, ClaudeDir+":"+claudeStateTmpfs+","+owner)
+		if p.Kind != KindChat {
+			// A playbook run approves only its block's tools; a chat turn
+			// keeps a session's approvals (ChatCommand).
+			c.Tmpfs = append(c.Tmpfs, ManagedSettingsDir+":ro,size=4k,mode=0555")
+		}
 		c.Mounts = append(c.Mounts, p.sessionFile("claude-credentials", SessionClaudeCredentials, RoleAgent,
 			"Claude Code's sign-in, read from the state volume "+st.Volume+" by the seed (empty when it has none); copied into "+ClaudeDir+" at start"))
 		return c

@@ -126,6 +126,10 @@ func TestGoldenPlans(t *testing.T) {
 			return RunSpec{Kind: KindPlaybook, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
 				Playbook: goldenGrant(t, pol, "supervised", nil)}
 		}},
+		{"chat-turn", secretsConfig, func(t *testing.T) RunSpec {
+			return RunSpec{Kind: KindChat, Name: "work", Image: "hobbs:local-1.0", TTY: true, Policy: goldenPolicy(t, bankPolicy), Host: goldenHost(),
+				Chat: &ChatSpec{Conversation: "telegram-4242"}}
+		}},
 		{"scheduled-no-hosts", secretsConfig, func(t *testing.T) RunSpec {
 			pol := goldenPolicy(t, bankPolicy+"rules:\n  api.bank.example: [\"allow GET /statements/\"]\n")
 			return RunSpec{Kind: KindScheduled, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
@@ -206,6 +210,8 @@ func TestPlanInvariants(t *testing.T) {
 		{Kind: KindPlaybook, Name: "b", Image: "i", Policy: pol, Host: goldenHost(), Playbook: goldenGrant(t, pol, "supervised", run)},
 		{Kind: KindPlaybook, Name: "c", Image: "i", Policy: pol, Host: goldenHost(), Playbook: goldenGrant(t, pol, "supervised", nil)},
 		{Kind: KindScheduled, Name: "d", Image: "i", Policy: pol, Host: podman, Playbook: goldenGrant(t, pol, "autonomous", run)},
+		{Kind: KindChat, Name: "e", Image: "i", TTY: true, Policy: pol, Host: goldenHost(), Chat: &ChatSpec{Conversation: "c1"}},
+		{Kind: KindChat, Name: "f", Image: "i", Policy: pol, Host: podman, Chat: &ChatSpec{Conversation: "c2", MaxTurns: 3, Timeout: time.Minute}},
 	}
 	for _, spec := range specs {
 		p, err := NewPlan(cfg, spec)
@@ -254,6 +260,9 @@ func TestPlanInvariants(t *testing.T) {
 				t.Errorf("timeout %v", p.Timeout)
 			}
 		}
+		if spec.Kind == KindChat {
+			p.checkChat(t, cfg, spec)
+		}
 		if strings.Contains(string(js), "<vault:github>") && spec.Kind == KindPlaybook {
 			t.Errorf("a playbook run's plan names a secret its block does not")
 		}
@@ -295,16 +304,25 @@ func (p *Plan) checkClaudeState(t *testing.T) {
 		len(p.Seed.CapDrop) != 1 || p.Seed.User != p.Agent.User || strings.Join(p.Create.Seed, " ") == "" || p.Create.Seed[0] != "run" {
 		t.Errorf("%s: no fresh state with a hardened, read-only seed: %+v %+v", p.Kind, st, p.Seed)
 	}
-	tmpfs := strings.Join(p.Agent.Tmpfs, " ")
+	tmpfs := strings.Join(p.Agent.Tmpfs, " ") + " "
 	owner := map[bool]string{false: ",uid=1000,gid=1000", true: ",U"}[p.podman]
-	if !strings.Contains(tmpfs, ClaudeDir+":rw,") || !strings.Contains(tmpfs, owner+" ") || !strings.Contains(tmpfs, ManagedSettingsDir+":ro,") {
-		t.Errorf("%s: agent tmpfs %q lacks the fresh state or the covered allow rules", p.Kind, p.Agent.Tmpfs)
+	if !strings.Contains(tmpfs, ClaudeDir+":rw,") || !strings.Contains(tmpfs, owner+" ") {
+		t.Errorf("%s: agent tmpfs %q lacks the fresh state", p.Kind, p.Agent.Tmpfs)
+	}
+	// A playbook run gets only its block's tools: the framework skills'
+	// allow rules are covered. A chat turn keeps a session's.
+	if covered := strings.Contains(tmpfs, ManagedSettingsDir+":ro,"); covered != (p.Kind != KindChat) {
+		t.Errorf("%s: the managed allow rules covered: %v (tmpfs %q)", p.Kind, covered, p.Agent.Tmpfs)
 	}
 	if !p.hasAgentMount(SessionClaudeCredentials) {
 		t.Errorf("%s: no sign-in session file", p.Kind)
 	}
 	cmd := strings.Join(p.Claude.Command, " ")
-	for _, want := range []string{"-p /run-playbook " + p.Playbook + " ", "--permission-mode dontAsk", "--output-format json",
+	prompt := "-p /run-playbook " + p.Playbook + " "
+	if p.Kind == KindChat {
+		prompt = "-p " + ChatPrompt + " "
+	}
+	for _, want := range []string{prompt, "--permission-mode dontAsk", "--output-format json",
 		"--no-session-persistence", "--setting-sources user", "--strict-mcp-config", "--max-turns "} {
 		if !strings.Contains(cmd, want) {
 			t.Errorf("%s: the command line lacks %q: %s", p.Kind, want, cmd)
@@ -367,4 +385,37 @@ func (p *Plan) hasAgentMount(target string) bool {
 		}
 	}
 	return false
+}
+
+// checkChat checks what a chat turn's plan keeps: the interactive
+// session's privileges (every secret config.yaml maps or binds, the
+// instance's policy files), no terminal, a time limit, every MCP tool
+// denied, and the owner's text on no command line (the prompt is fixed;
+// the conversation is on standard input).
+func (p *Plan) checkChat(t *testing.T, cfg *config.Config, spec RunSpec) {
+	t.Helper()
+	session, err := NewPlan(cfg, RunSpec{Kind: KindSession, Name: spec.Name, Image: spec.Image, Policy: spec.Policy, Host: spec.Host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Egress.PolicyFiles, session.Egress.PolicyFiles) || p.Egress.Policy != "" ||
+		!slices.Equal(p.Egress.Domains, session.Egress.Domains) || !slices.Equal(p.Egress.Intercepted, session.Egress.Intercepted) {
+		t.Errorf("chat: egress %+v, want the session's %+v", p.Egress, session.Egress)
+	}
+	if !slices.Equal(p.AgentVars, session.AgentVars) || len(p.Secrets) != len(session.Secrets) || len(p.Env) != len(session.Env) {
+		t.Errorf("chat: secrets %v, want the session's %v", p.AgentVars, session.AgentVars)
+	}
+	if p.Agent.TTY || slices.Contains(p.Create.Agent, "-t") || p.Timeout <= 0 || p.Conversation != spec.Chat.Conversation {
+		t.Errorf("chat: tty %v, timeout %v, conversation %q", p.Agent.TTY, p.Timeout, p.Conversation)
+	}
+	if spec.Chat.Timeout > 0 && p.Timeout != spec.Chat.Timeout || spec.Chat.MaxTurns > 0 && p.Claude.MaxTurns != spec.Chat.MaxTurns {
+		t.Errorf("chat: limits %v %d, want the spec's %+v", p.Timeout, p.Claude.MaxTurns, spec.Chat)
+	}
+	if !slices.Equal(p.Claude.DisallowedTools, []string{"mcp__*"}) || p.Claude.AllowedTools != nil || p.Claude.Input == "" ||
+		!slices.Contains(p.Claude.Settings, ManagedSettingsDir) {
+		t.Errorf("chat: claude %+v", p.Claude)
+	}
+	if n := len(p.Claude.Command); n < 3 || p.Claude.Command[2] != ChatPrompt || p.Create.Agent[len(p.Create.Agent)-n+2] != ChatPrompt {
+		t.Errorf("chat: the prompt is not the fixed one: %q", p.Claude.Command)
+	}
 }

@@ -24,7 +24,7 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		return strings.Join(v, ", ")
 	}
 	what := map[Kind]string{KindSession: "a session", KindPlaybook: "a headless run of playbook " + p.Playbook,
-		KindScheduled: "a scheduled run of playbook " + p.Playbook}[p.Kind]
+		KindScheduled: "a scheduled run of playbook " + p.Playbook, KindChat: "a chat turn of conversation " + p.Conversation}[p.Kind]
 	row("session", "%s (%s)", p.Session, what)
 	row("image", "%s", p.Image)
 	row("workspace", "%s", p.Workspace)
@@ -88,6 +88,8 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		row("  tools", "%s", tools)
 		if c.AllowedTools != nil {
 			row("  allowed", "%s", list(c.AllowedTools))
+		} else if p.Kind == KindChat {
+			row("  allowed", "the managed settings' rules (%s)", ManagedSettingsDir)
 		}
 		row("  denied", "%s", list(c.DisallowedTools))
 		row("  permissions", "%s, settings from %s", c.PermissionMode, c.SettingSources)
@@ -97,6 +99,9 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 			cost = "$" + playbook.FormatUSD(c.MaxCostUSD)
 		}
 		row("  max cost", "%s", cost)
+		if c.Input != "" {
+			row("  stdin", "%s", c.Input)
+		}
 	}
 	if p.TimeoutText != "" {
 		row("timeout", "%s", p.TimeoutText)

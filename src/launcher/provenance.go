@@ -26,6 +26,8 @@ func (p *Plan) Origin() provenance.Origin {
 		return provenance.Origin{Kind: provenance.OriginCommand, Name: p.Playbook}
 	case KindScheduled:
 		return provenance.Origin{Kind: provenance.OriginSchedule, Name: p.Playbook}
+	case KindChat:
+		return provenance.Origin{Kind: provenance.OriginChat, Name: p.Conversation}
 	}
 	return provenance.Origin{Kind: provenance.OriginTerminal}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
@@ -69,4 +70,27 @@ func (c *Context) Notices() []string {
 		out = append(out, fmt.Sprintf("%s cut to fit the budget of %d characters", cut, c.Budget))
 	}
 	return out
+}
+
+// WriteContext is what hobbs memory context and hobbs agent context do
+// with a context: render it (RenderContext), call rendered (the command
+// reports the files it could not read), write it to w, warn of what it
+// cost (its notices), and record the access of the memories it holds
+// (Touch; a failure is a warning: the context is written).
+func (s *Store) WriteContext(w io.Writer, opt ContextOptions, format string, rendered func(), warn func(format string, args ...any)) error {
+	ctx, text, err := s.RenderContext(opt, format)
+	rendered()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(text); err != nil {
+		return err
+	}
+	for _, n := range ctx.Notices() {
+		warn("%s", n)
+	}
+	if err := s.Touch(ctx.Memories); err != nil {
+		warn("last_accessed not updated: %v", err)
+	}
+	return nil
 }

@@ -65,8 +65,8 @@ const maxState = 512 << 20
 
 // Origin says who started a session.
 type Origin struct {
-	Kind string `json:"kind"`           // OriginTerminal, OriginCommand, OriginSchedule, OriginTrigger
-	Name string `json:"name,omitempty"` // the playbook, schedule or trigger
+	Kind string `json:"kind"`           // OriginTerminal, OriginCommand, OriginSchedule, OriginTrigger, OriginChat
+	Name string `json:"name,omitempty"` // the playbook, schedule, trigger or conversation
 }
 
 // Origins of a session.
@@ -75,6 +75,11 @@ const (
 	OriginCommand  = "command"  // hobbs playbook run by the owner
 	OriginSchedule = "schedule" // a schedule the owner made
 	OriginTrigger  = "trigger"  // an event from outside (a webhook): untrusted input by itself
+	// OriginChat is a turn of the owner's conversation from a channel: the
+	// channel hands on only the paired owner's messages, so it is the
+	// owner's input, not tainted by itself (what the turn reads is, as
+	// for any session).
+	OriginChat = "chat"
 )
 
 func (o Origin) String() string {

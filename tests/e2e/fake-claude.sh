@@ -75,7 +75,8 @@ say() { echo "fake-claude: $*"; }
 # image carry are pretty-printed JSON): not a JSON parser, a fake.
 #
 # What the run does is the test's: a script at the workspace's
-# .fake-claude-run, run with FAKE_PROMPT and FAKE_ARGS set, its stderr
+# .fake-claude-run, run with FAKE_PROMPT, FAKE_ARGS and FAKE_STDIN (the
+# file holding what was piped in) set, its stderr
 # passed on, its stdout the result's text, except lines "@turns N", "@cost
 # USD" and "@subtype NAME" (default: 1 turn, 0.01, success).
 print_mode() {
@@ -108,6 +109,12 @@ cli $1";; esac
 	done
 	say "print args $args" >&2
 	say "print prompt $prompt" >&2
+	# Piped content ("cat file | claude -p query", the CLI reference) is
+	# read whole when standard input is not a terminal; the scenario finds
+	# it in the file FAKE_STDIN names.
+	stdin=$(mktemp)
+	[ -t 0 ] || cat > "$stdin"
+	say "print stdin $(wc -c < "$stdin" | tr -d ' ') bytes" >&2
 
 	files=""
 	for f in "$M/managed-settings.json" "$M"/managed-settings.d/*.json; do
@@ -181,7 +188,7 @@ $scope $rule"
 
 	out=$(mktemp)
 	if [ -f "$W/.fake-claude-run" ]; then
-		FAKE_PROMPT=$prompt FAKE_ARGS=$args sh "$W/.fake-claude-run" > "$out"
+		FAKE_PROMPT=$prompt FAKE_ARGS=$args FAKE_STDIN=$stdin sh "$W/.fake-claude-run" > "$out"
 	else
 		echo "fake-claude: no scenario (.fake-claude-run)" > "$out"
 	fi
@@ -196,7 +203,7 @@ $scope $rule"
 		subtype=error_max_budget_usd
 	fi
 	text=$(grep -v '^@' "$out")
-	rm -f "$out"
+	rm -f "$out" "$stdin"
 	is_error=false rc=0
 	[ "$subtype" = success ] || { is_error=true; rc=1; }
 	if [ "$fmt" = json ]; then

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs/src/chat"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+)
+
+func newChatCmd(a *app) *cobra.Command {
+	var conversation string
+	cmd := &cobra.Command{
+		Use:   "chat MESSAGE",
+		Short: "Send Hobbs a message and print the reply: one chat turn, as a channel's message runs",
+		Long: `One turn of a conversation, as a channel's message runs it: headless, in a fresh container with
+a session's policy and secrets, given the turns the host kept (docs/identity.md, "A chat turn").`,
+		Example: "  hobbs chat \"what is on my list today?\"\n  hobbs chat --conversation work \"and tomorrow?\"",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+	}
+	cmd.Flags().StringVar(&conversation, "conversation", "terminal", "the conversation `ID` the message continues")
+	cmd.RunE = a.withExistingInstance(func(_ *cobra.Command, args []string, in instance.Instance) error {
+		e, cfg, err := a.engine(in)
+		if err != nil {
+			return err
+		}
+		pol, err := effectivePolicy(in)
+		if err != nil {
+			return err
+		}
+		t := &chat.Turns{Instance: in, Config: cfg, Policy: pol, Image: launcher.ImageRef(cfg.Image), Runtime: a.runtime(in, e, runOptions{})}
+		reply, err := t.Turn(a.ctx, conversation, args[0])
+		if err == nil {
+			fmt.Fprintln(a.out, reply)
+		}
+		return err
+	})
+	return cmd
+}

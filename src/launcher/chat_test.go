@@ -1,0 +1,84 @@
+package launcher
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/provenance"
+)
+
+// What a chat turn came to: the reply on a successful result, else an
+// error saying why; the reply and the error pass through the mask.
+func TestChatReply(t *testing.T) {
+	p, err := NewPlan(goldenConfig(t, secretsConfig), RunSpec{Kind: KindChat, Name: "c", Image: "i", Policy: goldenPolicy(t, "{}\n"),
+		Host: goldenHost(), Chat: &ChatSpec{Conversation: "c1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const value = "sekrit-0123456789abcdef"
+	mask := valueMask([]string{"ANTHROPIC_API_KEY=" + value}, []Binding{{Name: "GITHUB_TOKEN", Value: "ghp-value-0123456789"}})
+	result := func(subtype string, isErr bool, text string) string {
+		return `{"type":"result","subtype":"` + subtype + `","is_error":` + map[bool]string{true: "true", false: "false"}[isErr] +
+			`,"num_turns":3,"total_cost_usd":0.02,"result":` + jsonString(text) + `,"session_id":"s"}`
+	}
+	cases := []struct {
+		name    string
+		code    int
+		runErr  error
+		stdout  string
+		reply   string
+		wantErr string
+	}{
+		{"ok", 0, nil, "noise\n" + result("success", false, "hi there, the key is "+value), "hi there, the key is [secret ANTHROPIC_API_KEY]", ""},
+		{"base64 of a value", 0, nil, result("success", false, "c2Vrcml0LTAxMjM0NTY3ODlhYmNkZWY="), "", ""},
+		{"max turns", 1, nil, `{"type":"result","subtype":"error_max_turns","is_error":true,"errors":["x"]}`, "", "limit of 25 turns"},
+		{"error subtype", 1, nil, `{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["boom ` + value + `"]}`, "",
+			"error_during_execution: boom [secret ANTHROPIC_API_KEY]"},
+		{"is_error on success", 0, nil, result("success", true, "Not logged in"), "", "success: Not logged in"},
+		{"empty", 0, nil, result("success", false, "  \n"), "", "empty reply"},
+		{"no result", 2, nil, "claude: command not found", "", "no result from Claude Code (exit 2)"},
+		{"time limit", errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: "stopped"}, "", "", "time limit (10m0s)"},
+		{"stopped", ExitStopped, &errs.Error{Code: ExitStopped, Msg: "stopped"}, "", "", "was stopped"},
+		{"launcher error", 0, errs.Failf("engine down").WithHint("start docker"), "", "", "could not run: engine down (start docker)"},
+	}
+	for _, c := range cases {
+		res, err := chatReply(p, c.code, c.runErr, []byte(c.stdout), mask)
+		switch {
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr) || res.Reply != ""):
+			t.Errorf("%s: %q, %v; want an error with %q", c.name, res.Reply, err, c.wantErr)
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.name == "base64 of a value" && strings.Contains(res.Reply, "c2Vrcml0LTAxMjM0NTY3ODlhYmNkZWY"):
+			t.Errorf("%s: the base64 form is not masked: %q", c.name, res.Reply)
+		case c.reply != "" && res.Reply != c.reply:
+			t.Errorf("%s: reply %q, want %q", c.name, res.Reply, c.reply)
+		}
+		if err != nil && strings.Contains(err.Error(), value) {
+			t.Errorf("%s: the error holds a value: %v", c.name, err)
+		}
+	}
+}
+
+// A chat turn's provenance origin is chat, named by its conversation.
+func TestChatOrigin(t *testing.T) {
+	p, err := NewPlan(nil, RunSpec{Kind: KindChat, Name: "c", Image: "i", Host: goldenHost(), Chat: &ChatSpec{Conversation: "telegram-4242"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := p.Origin(); o.Kind != provenance.OriginChat || o.Name != "telegram-4242" {
+		t.Errorf("origin %+v", o)
+	}
+	// A chat spec on another kind, or a chat turn without one, is refused.
+	if _, err := NewPlan(nil, RunSpec{Kind: KindSession, Name: "c", Image: "i", Host: goldenHost(), Chat: &ChatSpec{}}); err == nil {
+		t.Errorf("a session with a chat spec was planned")
+	}
+	if _, err := NewPlan(nil, RunSpec{Kind: KindChat, Name: "c", Image: "i", Host: goldenHost()}); err == nil {
+		t.Errorf("a chat turn without its spec was planned")
+	}
+}
+
+func jsonString(s string) string {
+	b := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+	return `"` + b + `"`
+}
