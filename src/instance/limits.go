@@ -36,6 +36,10 @@ const (
 	// MaxGrantFile: grants/*.json, host-only, each holding an approved
 	// playbook's text.
 	MaxGrantFile = 4 << 20
+	// MaxServeFile: hobbs serve's host-only state (serve/queue.json,
+	// serve/deliveries.json, serve/events/*.json: an event is at most
+	// a 1 MiB webhook body, normalised).
+	MaxServeFile = 16 << 20
 )
 
 // MaxSeq is the largest sequence number of a dated id (task_20261122_001,
