@@ -491,7 +491,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 				a.warn("%v (%s)", c.Unapproved, errs.Hint(c.Unapproved))
 			}
 			if plan {
-				p, err := a.planPlaybookRun(spec, scheduled, true)
+				p, err := a.planPlaybookRun(in, spec, scheduled)
 				if err != nil {
 					return err
 				}

@@ -14,7 +14,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
-	"github.com/hobbs-agent/hobbs/src/playbook"
 )
 
 // exitStatus is returned by commands whose exit code is another process's
@@ -133,7 +132,7 @@ type runOptions struct {
 // spec is the run's spec and plan: flags and config.yaml's defaults, the
 // host surveyed. A missing instance is made first (as hobbs init does),
 // unless only the plan is wanted.
-func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec, planOnly bool) (*launcher.Plan, instance.Instance, engine.CLI, error) {
+func (a *app) planRun(o runOptions, kind launcher.Kind, planOnly bool) (*launcher.Plan, instance.Instance, engine.CLI, error) {
 	fail := func(err error) (*launcher.Plan, instance.Instance, engine.CLI, error) {
 		return nil, instance.Instance{}, engine.CLI{}, err
 	}
@@ -183,7 +182,7 @@ func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec,
 		return fail(err)
 	}
 	spec := launcher.RunSpec{Kind: kind, Name: o.name, Image: launcher.ImageRef(o.image), Command: o.command,
-		TTY: o.detached || (grant == nil && a.onTerminal()), Playbook: grant, Policy: pol}
+		TTY: o.detached || a.onTerminal(), Policy: pol}
 	p, err := launcher.PlanRun(in, cfg, e.IsPodman(), o.workspace, spec, a.status)
 	return p, in, e, err
 }
@@ -191,7 +190,7 @@ func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec,
 // printPlan prints the plan of the run o describes: a summary, or with
 // --json the whole plan.
 func (a *app) printPlan(o runOptions, out *output) error {
-	p, _, _, err := a.planRun(o, launcher.KindSession, nil, true)
+	p, _, _, err := a.planRun(o, launcher.KindSession, true)
 	if err != nil {
 		return err
 	}
@@ -201,7 +200,7 @@ func (a *app) printPlan(o runOptions, out *output) error {
 // runSession plans a session and carries the plan out: the agent command's
 // exit code, or an error.
 func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
-	p, in, e, err := a.planRun(o, launcher.KindSession, nil, false)
+	p, in, e, err := a.planRun(o, launcher.KindSession, false)
 	if err != nil {
 		return 0, err
 	}

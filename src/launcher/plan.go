@@ -36,6 +36,7 @@ const (
 	KindSession   Kind = "session"   // hobbs run: the user's terminal, or --detach
 	KindPlaybook  Kind = "playbook"  // hobbs playbook run: headless, started by the user
 	KindScheduled Kind = "scheduled" // hobbs playbook run --scheduled: headless, started by a timer
+	KindTrigger   Kind = "trigger"   // hobbs serve: headless, started by a signed webhook (Trigger)
 )
 
 // RunSpec says who starts a run and for what; with config.yaml it is all
@@ -47,14 +48,28 @@ type RunSpec struct {
 	Command []string `json:"command"` // KindSession: the agent's command; empty: claude
 	TTY     bool     `json:"tty"`     // the agent gets a terminal
 	// Playbook is a headless run's approved grant (KindPlaybook,
-	// KindScheduled): its hosts, secrets, tools and limits.
+	// KindScheduled, KindTrigger): its hosts, secrets, tools and limits.
 	Playbook *playbook.RunSpec `json:"playbook,omitempty"`
+	// Trigger is a triggered run's event (KindTrigger).
+	Trigger *Trigger `json:"trigger,omitempty"`
 	// Policy is the instance's effective egress policy (the image's default
 	// and policy.yaml): shown in the plan, and what a headless run's own
 	// policy is narrowed from.
 	Policy *egress.Policy `json:"-"`
 	// Host holds the facts of the host the plan needs (Survey).
 	Host Host `json:"host"`
+}
+
+// Trigger is what started a triggered run: the trigger's name (config
+// triggers:), its source (github, gitlab, generic) and the event,
+// normalised JSON (serve.Event), which the agent reads from a session file
+// named by $HOBBS_EVENT. Everything in the event is untrusted input from
+// the source; the run's prompt says so, and the session is tainted
+// (provenance.OriginTrigger).
+type Trigger struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	Event  []byte `json:"-"`
 }
 
 // Host is what NewPlan needs to know of the host: found and checked by
@@ -74,9 +89,11 @@ type Host struct {
 
 // Plan is one run, whole.
 type Plan struct {
-	Kind      Kind   `json:"kind"`
-	Session   string `json:"session"`
-	Playbook  string `json:"playbook,omitempty"`
+	Kind     Kind   `json:"kind"`
+	Session  string `json:"session"`
+	Playbook string `json:"playbook,omitempty"`
+	// Trigger names the trigger of a triggered run (KindTrigger).
+	Trigger   string `json:"trigger,omitempty"`
 	Image     string `json:"image"`
 	Instance  string `json:"instance"`
 	Workspace string `json:"workspace"`
@@ -120,6 +137,7 @@ type Plan struct {
 	uid, gid  int
 	podman    bool
 	proxyPol  []byte // a headless run's own policy file
+	event     []byte // a triggered run's event file
 	instance  instance.Instance
 	runVolume string
 }
@@ -326,9 +344,21 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 		p.runVolume = spec.Name + "-run"
 	}
 	grant := spec.Playbook
-	headless := spec.Kind == KindPlaybook || spec.Kind == KindScheduled
+	headless := spec.Kind == KindPlaybook || spec.Kind == KindScheduled || spec.Kind == KindTrigger
 	if headless != (grant != nil) {
 		return nil, errs.Failf("internal: a %s run with%s a playbook grant", spec.Kind, map[bool]string{true: "", false: "out"}[grant != nil])
+	}
+	if (spec.Kind == KindTrigger) != (spec.Trigger != nil) {
+		return nil, errs.Failf("internal: a %s run with%s a trigger", spec.Kind, map[bool]string{true: "", false: "out"}[spec.Trigger != nil])
+	}
+	if spec.Trigger != nil {
+		// Untrusted input starts the run: only what a run: block grants,
+		// never the instance's defaults.
+		if !grant.Declared {
+			return nil, errs.Usagef("%s has no run: block: a triggered run gets only what an approved run: block grants", grant.Playbook).
+				WithHint("declare what a run needs under run: (docs/playbooks.md), then hobbs playbook approve %s", grant.Playbook)
+		}
+		p.Trigger, p.event = spec.Trigger.Name, append([]byte{}, spec.Trigger.Event...)
 	}
 	if err := p.secrets(cfg, grant); err != nil {
 		return nil, err
@@ -469,6 +499,9 @@ func (p *Plan) claude(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec)
 		return
 	}
 	c.Command, c.Print, c.MaxTurns, c.MaxCostUSD = playbook.ClaudeCommand(*grant), true, grant.MaxTurns, grant.MaxCostUSD
+	if t := spec.Trigger; t != nil {
+		c.Command[2] = TriggerPrompt(grant.Playbook, t.Name, t.Source)
+	}
 	c.PermissionMode, c.OutputFormat, c.SettingSources = playbook.PermissionMode, playbook.OutputFormat, playbook.SettingSources
 	c.AllowedTools, c.DisallowedTools = grant.AllowedTools(), grant.DisallowedTools()
 	if grant.Declared {
@@ -529,6 +562,11 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 		"HOBBS_PROXY_SOCKET=" + ProxySocket, "HOBBS_PROXY_RELAY=" + RelayAddr}
 	c.Mounts = append(c.Mounts, p.sessionFile("env", SessionEnvFile, RoleAgent, "the agent's variables: proxy URL with the token, env: values, placeholders"),
 		p.sessionFile("ca.pem", SessionCAFile, RoleAgent, "the session CA's certificate"))
+	if t := spec.Trigger; t != nil {
+		c.Env = append(c.Env, EnvEvent+"="+SessionEventFile)
+		c.Mounts = append(c.Mounts, p.sessionFile("event.json", SessionEventFile, RoleAgent,
+			"the event that started the run, normalised JSON: untrusted input from "+t.Source+" (trigger "+t.Name+")"))
+	}
 	// The workspace and the instance's shares: never the instance root,
 	// whose entries the agent could rename or plant.
 	c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: h.Workspace, Target: WorkspaceDir})

@@ -26,6 +26,8 @@ func (p *Plan) Origin() provenance.Origin {
 		return provenance.Origin{Kind: provenance.OriginCommand, Name: p.Playbook}
 	case KindScheduled:
 		return provenance.Origin{Kind: provenance.OriginSchedule, Name: p.Playbook}
+	case KindTrigger:
+		return provenance.Origin{Kind: provenance.OriginTrigger, Name: p.Trigger}
 	}
 	return provenance.Origin{Kind: provenance.OriginTerminal}
 }

@@ -71,10 +71,10 @@ func (s *Service) Runs(ctx context.Context) (string, error) {
 // running one stopped.
 func (s *Service) Stop(ctx context.Context, name string) (string, error) {
 	s.mu.Lock()
-	cancel, running := s.running[name]
+	r, running := s.running[name]
 	s.mu.Unlock()
 	if running {
-		cancel()
+		r.cancel()
 		s.audit(audit.Entry{Event: "serve.stop", Subject: name, Outcome: "ok", Detail: map[string]any{"state": Running}})
 		return "stopping " + name, nil
 	}

@@ -96,12 +96,18 @@ type Service struct {
 	secrets map[string][]byte
 
 	mu       sync.Mutex
-	running  map[string]context.CancelFunc // task → its run's cancel
+	running  map[string]live // task → its run
 	draining bool
 	wg       sync.WaitGroup
 	kickc    chan struct{}
 	runCtx   context.Context
 	stopRuns context.CancelFunc
+}
+
+// live is a run this service is running.
+type live struct {
+	cancel   context.CancelFunc
+	playbook string
 }
 
 var _ channel.Host = (*Service)(nil)
@@ -119,7 +125,7 @@ func New(opt Options) (*Service, error) {
 	if opt.DrainTimeout == 0 {
 		opt.DrainTimeout = DefaultDrainTimeout
 	}
-	s := &Service{opt: opt, st: store{in: opt.Instance}, secrets: map[string][]byte{}, running: map[string]context.CancelFunc{},
+	s := &Service{opt: opt, st: store{in: opt.Instance}, secrets: map[string][]byte{}, running: map[string]live{},
 		kickc: make(chan struct{}, 1)}
 	s.runCtx, s.stopRuns = context.WithCancel(context.Background())
 	for _, name := range opt.Config.TriggerNames() {
@@ -290,6 +296,10 @@ func (s *Service) startReady() time.Duration {
 		return 0
 	}
 	free := s.opt.Config.Serve.MaxRuns - len(s.running)
+	busy := map[string]bool{} // two runs of one playbook never overlap (playbook.LockRun)
+	for _, r := range s.running {
+		busy[r.playbook] = true
+	}
 	s.mu.Unlock()
 	if free <= 0 {
 		return 0
@@ -319,6 +329,10 @@ func (s *Service) startReady() time.Duration {
 			if len(starts) >= free {
 				break
 			}
+			if busy[j.Playbook] {
+				continue
+			}
+			busy[j.Playbook] = true
 			ev, err := s.st.readEvent(j.Task)
 			if err != nil {
 				s.logf("%v", err)
@@ -336,7 +350,7 @@ func (s *Service) startReady() time.Duration {
 	for _, st := range starts {
 		ctx, cancel := context.WithCancel(s.runCtx)
 		s.mu.Lock()
-		s.running[st.j.Task] = cancel
+		s.running[st.j.Task] = live{cancel: cancel, playbook: st.j.Playbook}
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go s.runJob(ctx, cancel, st.j, st.event)

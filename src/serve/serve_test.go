@@ -27,6 +27,8 @@ const secret = "It's a Secret to Everybody"
 // when gate is set, holds each until gate is closed or its context ends.
 type fakeRunner struct {
 	mu         sync.Mutex
+	perBook    map[string]int
+	overlap    bool
 	jobs       []Job
 	events     []Event
 	now, most  int
@@ -49,6 +51,11 @@ func (f *fakeRunner) Run(ctx context.Context, j Job, event []byte) (Result, erro
 	if f.now > f.most {
 		f.most = f.now
 	}
+	if f.perBook == nil {
+		f.perBook = map[string]int{}
+	}
+	f.perBook[j.Playbook]++
+	f.overlap = f.overlap || f.perBook[j.Playbook] > 1
 	f.mu.Unlock()
 	if f.started != nil {
 		f.started <- j.Task
@@ -66,6 +73,7 @@ func (f *fakeRunner) Run(ctx context.Context, j Job, event []byte) (Result, erro
 	}
 	f.mu.Lock()
 	f.now--
+	f.perBook[j.Playbook]--
 	f.mu.Unlock()
 	if err != nil {
 		return Result{Outcome: task.Failed, Why: "stopped"}, err
@@ -124,14 +132,17 @@ func newFixture(t *testing.T, debounce string) *fixture {
 	if err := os.MkdirAll(in.Playbooks(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(in.Playbook("triage-issue"), []byte("---\ntitle: Triage\n---\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, pb := range []string{"triage-issue", "label-issue"} {
+		if err := os.WriteFile(in.Playbook(pb), []byte("---\ntitle: Triage\n---\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := config.Default()
 	cfg.Triggers = map[string]config.Trigger{
 		"new-issues": {Source: config.TriggerGitHub, Secret: "webhook-github", Playbook: "triage-issue", Events: []string{"issues"}, Debounce: debounce},
 		"lab":        {Source: config.TriggerGitLab, Secret: "webhook-gitlab", Playbook: "triage-issue", Events: []string{"Issue Hook"}},
 		"plain":      {Source: config.TriggerGeneric, Secret: "webhook-generic", Playbook: "triage-issue", Events: []string{"ping"}},
+		"labels":     {Source: config.TriggerGitHub, Secret: "webhook-github", Playbook: "label-issue", Events: []string{"issues"}},
 	}
 	return &fixture{t: t, in: in, cfg: cfg, runner: &fakeRunner{}, ch: &fakeChannel{}, clock: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 }
@@ -418,7 +429,8 @@ func TestDebounce(t *testing.T) {
 	}
 }
 
-// At most serve.max_runs run at once; every queued run runs; each end is
+// At most serve.max_runs run at once, never two of one playbook; every
+// queued run runs; each end is
 // delivered with outcome, cost, the report's first lines and, for a
 // supervised run, Approve and Reject.
 func TestConcurrencyCapAndDelivery(t *testing.T) {
@@ -430,7 +442,11 @@ func TestConcurrencyCapAndDelivery(t *testing.T) {
 	s := f.service()
 	stop := run(t, s)
 	for i := 0; i < 6; i++ {
-		if code, _ := send(s, github(issue(i+1, "alice"), "issues", fmt.Sprintf("d-%d", i), secret)); code != http.StatusAccepted {
+		r := github(issue(i+1, "alice"), "issues", fmt.Sprintf("d-%d", i), secret)
+		if i%2 == 1 {
+			r.URL.Path = "/hooks/labels"
+		}
+		if code, _ := send(s, r); code != http.StatusAccepted {
 			t.Fatalf("delivery %d: %d", i, code)
 		}
 	}
@@ -449,10 +465,15 @@ func TestConcurrencyCapAndDelivery(t *testing.T) {
 		ends = append(ends, <-f.ch.got)
 	}
 	stop()
-	if f.runner.most != 2 || f.runner.count() != 6 {
-		t.Fatalf("at most %d at once, %d runs", f.runner.most, f.runner.count())
+	if f.runner.most != 2 || f.runner.count() != 6 || f.runner.overlap {
+		t.Fatalf("at most %d at once, %d runs, two runs of one playbook at once: %v", f.runner.most, f.runner.count(), f.runner.overlap)
 	}
-	n := ends[0]
+	var n channel.Notice
+	for _, e := range ends {
+		if strings.HasPrefix(e.Text, "triage-issue") {
+			n = e
+		}
+	}
 	for _, want := range []string{"triage-issue (trigger new-issues): ok", "3 turns, $0.25", "ok — triaged", "hobbs task show task_"} {
 		if !strings.Contains(n.Text, want) {
 			t.Errorf("notice lacks %q:\n%s", want, n.Text)
