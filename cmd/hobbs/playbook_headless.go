@@ -18,8 +18,7 @@ func playbookKind(scheduled bool) launcher.Kind {
 	return launcher.KindPlaybook
 }
 
-// headlessRunner plans and runs the headless runs of in (launcher.Runner);
-// the error is the engine's when it cannot be found (cfg read).
+// headlessRunner runs in's headless runs (an error: no engine, or no config).
 func (a *app) headlessRunner(in instance.Instance) (launcher.Runner, error) {
 	e, cfg, err := a.engine(in)
 	def, _ := fs.ReadFile(hobbs.Dist, "policy.yaml")
@@ -27,8 +26,7 @@ func (a *app) headlessRunner(in instance.Instance) (launcher.Runner, error) {
 		Remember: rememberLessons(a, in), Status: a.status, Stdout: a.out, Stderr: a.errOut}, err
 }
 
-// planPlaybookRun is the plan of a headless run of the playbook spec
-// grants: its own policy, secrets, tools and limits.
+// planPlaybookRun is the plan of a headless run of the grant spec.
 func (a *app) planPlaybookRun(in instance.Instance, spec playbook.RunSpec, scheduled bool) (*launcher.Plan, error) {
 	r, err := a.headlessRunner(in)
 	if r.Config == nil {

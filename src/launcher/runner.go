@@ -74,10 +74,7 @@ func (r Runner) Run(ctx context.Context, kind Kind, grant playbook.RunSpec, trig
 	if err != nil {
 		return Finished{}, err
 	}
-	b := BuildOptions{Engine: r.Engine, Assets: r.Assets, Progress: r.Stderr}
-	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
-	rt := Runtime{Engine: r.Engine, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b, Progress: r.status}
-	h := Headless{Plan: p, Grant: grant, Runtime: rt, Tasks: task.Open(r.Instance, r.Audit), Remember: r.Remember,
+	h := Headless{Plan: p, Grant: grant, Runtime: r.Runtime(SessionOptions{}), Tasks: task.Open(r.Instance, r.Audit), Remember: r.Remember,
 		Status: r.status, Task: taskID}
 	return h.RunTask(ctx)
 }
@@ -107,4 +104,70 @@ func CheckTrigger(st *playbook.Store, name string, pol *egress.Policy) (playbook
 		return playbook.RunSpec{}, st.Refuse(name, "run: block not approved", c.Unapproved)
 	}
 	return c.Spec, nil
+}
+
+// SessionOptions are hobbs run's flags: what a session is started with
+// beyond config.yaml.
+type SessionOptions struct {
+	Name, Image, Base, Binary, Workspace string
+	Command                              []string
+	TTY                                  bool
+	// Detached: this is the background launcher of hobbs run --detach,
+	// or (ReadyFile set) of hobbs run on a terminal, which starts the
+	// agent itself once ReadyFile exists.
+	Detached  bool
+	ReadyFile string
+	Stdin     io.Reader
+}
+
+// Args are o's flags as hobbs run takes them again, for the background
+// launcher (StartBackground): --workspace, --image, --base, --binary and
+// the command.
+func (o SessionOptions) Args() []string {
+	var args []string
+	for _, f := range [][2]string{{"--workspace", o.Workspace}, {"--image", o.Image}, {"--base", o.Base}, {"--binary", o.Binary}} {
+		if f[1] != "" {
+			args = append(args, f[0], f[1])
+		}
+	}
+	if len(o.Command) > 0 {
+		args = append(append(args, "--"), o.Command...)
+	}
+	return args
+}
+
+// CheckName checks the session name o asks for, if any (ValidName).
+func (o SessionOptions) CheckName() error {
+	if o.Name == "" {
+		return nil
+	}
+	return ValidName(o.Name)
+}
+
+// PlanSession is the plan of a session (KindSession) started with o: the
+// image config.yaml names unless o does, the instance's effective policy,
+// the host surveyed.
+func (r Runner) PlanSession(o SessionOptions) (*Plan, error) {
+	if err := o.CheckName(); err != nil {
+		return nil, err
+	}
+	if o.Image == "" {
+		o.Image = r.Config.Image
+	}
+	pol, err := r.Policy()
+	if err != nil {
+		return nil, err
+	}
+	spec := RunSpec{Kind: KindSession, Name: o.Name, Image: ImageRef(o.Image), Command: o.Command, TTY: o.TTY, Policy: pol}
+	return PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), o.Workspace, spec, r.status)
+}
+
+// Runtime is what Execute needs of this process to carry out a plan
+// started with o: the engine, the streams, the audit log and how to make
+// the image current (o's base and binary, else config.yaml's).
+func (r Runner) Runtime(o SessionOptions) Runtime {
+	b := BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
+	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
+	return Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
+		Progress: r.status, Detached: o.Detached, ReadyFile: o.ReadyFile}
 }

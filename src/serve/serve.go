@@ -33,8 +33,10 @@ import (
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
+	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
 // Runner carries out triggered runs.
@@ -61,8 +63,11 @@ type Result struct {
 	Review   bool   // a supervised run: its result waits for the owner's review
 }
 
-// Options are what a Service is made of.
+// Options are what a Service is made of. Given Launcher, New fills what
+// is left out from it: Instance, Config, Audit, Tasks, Secret (the
+// instance's vault) and Runner (LauncherRunner).
 type Options struct {
+	Launcher launcher.Runner
 	Instance instance.Instance
 	Config   *config.Config
 	Audit    *audit.Logger
@@ -116,6 +121,16 @@ var _ channel.Host = (*Service)(nil)
 // queue a previous service left (a run it left running is recorded as
 // interrupted and delivered; queued ones wait to run).
 func New(opt Options) (*Service, error) {
+	if l := opt.Launcher; l.Config != nil {
+		opt.Instance, opt.Config, opt.Audit = l.Instance, l.Config, l.Audit
+		opt.Tasks = task.Open(l.Instance, l.Audit)
+		if opt.Secret == nil {
+			opt.Secret = vault.Open(l.Instance).Get
+		}
+		if opt.Runner == nil {
+			opt.Runner = LauncherRunner{Launcher: l, Playbooks: opt.Playbooks}
+		}
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -175,6 +190,19 @@ func (s *Service) recover() error {
 		s.deliver(channel.Notice{ID: "task:" + j.Task + ":end", Text: fmt.Sprintf("%s (trigger %s): %s", j.Playbook, j.Trigger, j.Note)})
 	}
 	return err
+}
+
+// Serve is hobbs serve: as the user (never root), a Service made of opt
+// listening at serve.listen until ctx ends, then drained.
+func Serve(ctx context.Context, opt Options) error {
+	if err := launcher.RefuseRoot(); err != nil {
+		return err
+	}
+	s, err := New(opt)
+	if err != nil {
+		return err
+	}
+	return s.ListenAndRun(ctx)
 }
 
 // ListenAndRun listens at the config's serve.listen and runs until ctx
