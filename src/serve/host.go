@@ -8,6 +8,8 @@ import (
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/channel"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/schedule"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
@@ -16,8 +18,36 @@ import (
 // owner's buttons ask is carried out by the same code as the commands
 // (task review, playbook allow), audited there.
 
-// Status answers /status: the queued and running runs.
+// Status answers /status: the queued and running runs, then, when the
+// service runs with the launcher, the instance's sessions and the next
+// scheduled runs.
 func (s *Service) Status(ctx context.Context) (string, error) {
+	q, err := s.queueStatus()
+	if err != nil || s.opt.Launcher.Config == nil {
+		return q, err
+	}
+	var b strings.Builder
+	b.WriteString(q)
+	if ses, err := launcher.List(ctx, s.opt.Launcher.Engine, s.opt.Instance); err != nil {
+		fmt.Fprintf(&b, "\nsessions: unknown (%s)", firstLine(err.Error()))
+	} else {
+		fmt.Fprintf(&b, "\n%d sessions", len(ses))
+		for _, x := range ses {
+			fmt.Fprintf(&b, "\nsession: %s (%s)", x.Name, x.Status)
+		}
+	}
+	if l, err := schedule.ListStatus(schedule.OptionsFromEnv(nil), s.opt.Now()); err == nil {
+		for _, r := range l.Rows {
+			if r.Instance == s.opt.Instance.Root {
+				fmt.Fprintf(&b, "\nnext: %s at %s", r.Playbook, r.Next)
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// queueStatus is the queued and running runs.
+func (s *Service) queueStatus() (string, error) {
 	jobs, err := s.st.jobs()
 	if err != nil {
 		return "", err
