@@ -96,8 +96,14 @@ func (s *Service) hook(w http.ResponseWriter, r *http.Request, name string) {
 		jsonReply(w, http.StatusAccepted, reply{Status: "ignored", Reason: "event not listed"})
 		return
 	}
+	forget := func() {
+		if err := s.st.Forget(name, id); err != nil {
+			s.logf("trigger %s: %v", name, err)
+		}
+	}
 	e, err := Normalise(name, t.Source, event, id, now, body)
 	if err != nil {
+		forget()
 		refuse(http.StatusBadRequest, "body: "+err.Error(), map[string]any{"delivery": id})
 		return
 	}
@@ -107,16 +113,19 @@ func (s *Service) hook(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	if s.isDraining() {
+		forget()
 		jsonReply(w, http.StatusServiceUnavailable, reply{Status: "refused", Reason: "shutting down"})
 		return
 	}
 	if err := s.opt.Runner.Check(t.Playbook); err != nil {
+		forget()
 		refuse(http.StatusForbidden, "playbook may not run: "+firstLine(err.Error()), map[string]any{"delivery": id})
 		s.deliver(channel.Notice{ID: "hook:" + name + ":" + id, Text: "trigger " + name + ": a delivery was refused: " + err.Error()})
 		return
 	}
 	taskID, folded, err := s.enqueue(name, t.Source, t.Playbook, t.DebounceDuration(), e)
 	if err != nil {
+		forget()
 		s.logf("trigger %s: %v", name, err)
 		jsonReply(w, http.StatusServiceUnavailable, reply{Status: "refused", Reason: "not queued"})
 		return

@@ -357,7 +357,8 @@ func TestIgnoredEventAndBots(t *testing.T) {
 }
 
 // A playbook that may not run (not approved, wrong stage) refuses the
-// delivery (403), queues nothing and tells the owner.
+// delivery (403), queues nothing, tells the owner, and leaves the delivery
+// id unrecorded, so the sender may deliver it again.
 func TestRefusedPlaybook(t *testing.T) {
 	f := newFixture(t, "")
 	f.runner.checkErr = fmt.Errorf("triage-issue changed since its approval")
@@ -367,6 +368,15 @@ func TestRefusedPlaybook(t *testing.T) {
 	}
 	if len(f.jobs()) != 0 || len(f.ch.notices) != 1 || !strings.Contains(f.ch.notices[0].Text, "changed since its approval") {
 		t.Fatalf("jobs %v, notices %+v", f.jobs(), f.ch.notices)
+	}
+	// Once the playbook may run, the sender's redelivery (the same id) is
+	// taken; a second one is a replay.
+	f.runner.checkErr = nil
+	if code, _ := send(s, github(issue(1, "alice"), "issues", "d-1", secret)); code != http.StatusAccepted {
+		t.Fatalf("redelivery: %d", code)
+	}
+	if code, _ := send(s, github(issue(1, "alice"), "issues", "d-1", secret)); code != http.StatusConflict {
+		t.Fatalf("replay: %d", code)
 	}
 }
 

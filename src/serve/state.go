@@ -103,6 +103,24 @@ func (s store) Seen(trigger, id string, now time.Time) (bool, error) {
 	return false, s.write("deliveries.json", seen)
 }
 
+// Forget removes delivery id of trigger from the record: a delivery
+// refused after its signature held (its playbook may not run, its body
+// does not parse, it was not queued) may be delivered again once that is
+// fixed.
+func (s store) Forget(trigger, id string) error {
+	unlock, err := s.lock("deliveries")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	seen := map[string]time.Time{}
+	if err := s.read("deliveries.json", &seen); err != nil {
+		return err
+	}
+	delete(seen, trigger+" "+id)
+	return s.write("deliveries.json", seen)
+}
+
 // Job states.
 const (
 	Queued  = "queued"
