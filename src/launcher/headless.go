@@ -76,8 +76,7 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 		}
 		id = t.ID
 	}
-	t := struct{ ID string }{id}
-	h.Status("playbook %s: task %s started", spec.Playbook, t.ID)
+	h.Status("playbook %s: task %s started", spec.Playbook, id)
 	out := &tailBuffer{max: maxTranscript}
 	rt := h.Runtime
 	rt.Stdin = strings.NewReader("")
@@ -105,22 +104,22 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 		done.ClaudeResult, done.Turns, done.CostUSD = r.Subtype, r.NumTurns, r.TotalCostUSD
 	}
 	recorded := true
-	if _, err := h.Tasks.Done(t.ID, done); err != nil {
-		h.Status("hobbs: warning: task %s: %v", t.ID, err)
+	if _, err := h.Tasks.Done(id, done); err != nil {
+		h.Status("hobbs: warning: task %s: %v", id, err)
 		recorded = false
 	}
 	what := o.Status
 	if o.Why != "" {
 		what += " (" + o.Why + ")"
 	}
-	h.Status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, t.ID, what, t.ID)
+	h.Status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, id, what, id)
 	if review != "" {
-		h.Status("playbook %s is supervised: review the run, then hobbs task review %s --approve (or --reject)", spec.Playbook, t.ID)
+		h.Status("playbook %s is supervised: review the run, then hobbs task review %s --approve (or --reject)", spec.Playbook, id)
 	}
 	if runErr == nil && code == 0 && o.Status != task.OK {
 		code = 1
 	}
-	return Finished{Task: t.ID, Code: code, Outcome: o, Review: review != "", Recorded: recorded}, runErr
+	return Finished{Task: id, Code: code, Outcome: o, Review: review != "", Recorded: recorded}, runErr
 }
 
 // runReport is the run's part of its task record.

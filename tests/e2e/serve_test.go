@@ -240,6 +240,7 @@ func TestServeTriggeredRun(t *testing.T) {
 		t.Fatalf("refused deliveries made %d tasks", n)
 	}
 
+	sent := time.Now()
 	r := s.deliver(t, "new-issues", body, "good-1", hookSecret)
 	if r.code != 202 || r.Status != "queued" || !strings.HasPrefix(r.Task, "task_") {
 		t.Fatalf("signed delivery: %d %+v\n%s", r.code, r, s.log())
@@ -251,6 +252,16 @@ func TestServeTriggeredRun(t *testing.T) {
 	for _, want := range []string{"triage-issue (trigger new-issues): ok", "2 turns, $0.02", "ok - triaged the issue", "approve or reject"} {
 		if !strings.Contains(notice, want) {
 			t.Errorf("the delivered notice lacks %q:\n%s", want, notice)
+		}
+	}
+	// For the record (not a bound here): from the delivery to the fake
+	// claude's start, beside a bare container's run on the same image.
+	if raw, err := os.ReadFile(filepath.Join(s.ws, "runs.log")); err == nil {
+		if f := strings.Fields(string(raw)); len(f) > 1 && f[0] == "start" {
+			ns, _ := strconv.ParseInt(f[1], 10, 64)
+			bare := time.Now()
+			docker(t, "run", "--rm", "--label", "hobbs-e2e="+runID, "--entrypoint", "true", image)
+			t.Logf("webhook to agent start: %v; docker run --rm %s true: %v", time.Unix(0, ns).Sub(sent), image, time.Since(bare))
 		}
 	}
 	p := kv(s.log())
