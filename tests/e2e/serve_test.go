@@ -24,7 +24,9 @@ import (
 // serveRun is what the FAKE claude's print mode runs in a triggered run:
 // it reports its prompt and the event it was given ($HOBBS_EVENT), checks
 // that it cannot write the event, records when it ran (runs.log in the
-// workspace, shared by every run), and obeys what the event's issue body
+// workspace, shared by every run, in the kernel's uptime, which every
+// container and the host share: busybox's date has no sub-second
+// format), and obeys what the event's issue body
 // says to remember, as an agent fooled by it would. An issue titled "hang"
 // hangs; every run lasts a second, so runs overlap.
 const serveRun = `ev=$(cat "$HOBBS_EVENT")
@@ -34,12 +36,12 @@ echo "hobbs_event=$HOBBS_EVENT"
 echo "event_title=$(echo "$ev" | sed -n 's/.*"title": "\([^"]*\)".*/\1/p' | head -n 1)"
 if echo x >> "$HOBBS_EVENT" 2>/dev/null; then echo "event_writable=yes"; else echo "event_writable=no"; fi
 } >&2
-echo "start $(date +%s%N) $(echo "$ev" | sed -n 's/.*"key_hint": "\([^"]*\)".*/\1/p')" >> /home/dev/hobbs/workspace/runs.log
+echo "start $(cut -d' ' -f1 /proc/uptime) $(echo "$ev" | sed -n 's/.*"key_hint": "\([^"]*\)".*/\1/p')" >> /home/dev/hobbs/workspace/runs.log
 case "$ev" in *'"title": "hang"'*) sleep 600;; esac
 sleep 1
 rem=$(echo "$ev" | sed -n 's/.*Remember: \([^"\\]*\).*/\1/p' | head -n 1)
 [ -n "$rem" ] && hobbs memory add "$rem" >&2
-echo "end $(date +%s%N)" >> /home/dev/hobbs/workspace/runs.log
+echo "end $(cut -d' ' -f1 /proc/uptime)" >> /home/dev/hobbs/workspace/runs.log
 echo "@turns 2"
 echo "@cost 0.02"
 echo "## Outcome"
@@ -108,8 +110,14 @@ triggers:
     playbook: label-issue
     events: [issues]
     debounce: %s
-`, image, baseImage, e.ws, port, maxRuns, debounce, debounce))
-	for _, pb := range []string{"triage-issue", "label-issue"} {
+  duplicates:
+    source: github
+    secret: webhook-github
+    playbook: find-duplicates
+    events: [issues]
+    debounce: %s
+`, image, baseImage, e.ws, port, maxRuns, debounce, debounce, debounce))
+	for _, pb := range []string{"triage-issue", "label-issue", "find-duplicates"} {
 		writeFile(t, filepath.Join(e.inst, "playbooks", pb+".md"), fmt.Sprintf(`---
 title: %s
 stage: supervised
@@ -240,7 +248,7 @@ func TestServeTriggeredRun(t *testing.T) {
 		t.Fatalf("refused deliveries made %d tasks", n)
 	}
 
-	sent := time.Now()
+	sent := uptime(t)
 	r := s.deliver(t, "new-issues", body, "good-1", hookSecret)
 	if r.code != 202 || r.Status != "queued" || !strings.HasPrefix(r.Task, "task_") {
 		t.Fatalf("signed delivery: %d %+v\n%s", r.code, r, s.log())
@@ -258,10 +266,9 @@ func TestServeTriggeredRun(t *testing.T) {
 	// claude's start, beside a bare container's run on the same image.
 	if raw, err := os.ReadFile(filepath.Join(s.ws, "runs.log")); err == nil {
 		if f := strings.Fields(string(raw)); len(f) > 1 && f[0] == "start" {
-			ns, _ := strconv.ParseInt(f[1], 10, 64)
 			bare := time.Now()
 			docker(t, "run", "--rm", "--label", "hobbs-e2e="+runID, "--entrypoint", "true", image)
-			t.Logf("webhook to agent start: %v; docker run --rm %s true: %v", time.Unix(0, ns).Sub(sent), image, time.Since(bare))
+			t.Logf("webhook to agent start: %v; docker run --rm %s true: %v", parseUptime(t, f[1])-sent, image, time.Since(bare))
 		}
 	}
 	p := kv(s.log())
@@ -312,7 +319,7 @@ func TestServeTriggeredRun(t *testing.T) {
 	}
 }
 
-// TestServeFlood: 100 signed deliveries at once, about five issues of two
+// TestServeFlood: 100 signed deliveries at once, about five issues of three
 // playbooks: every one is answered 202 with a task id, debounce makes one
 // run per issue (five), at most max_runs run at once and never two of one
 // playbook, and none is lost.
@@ -322,7 +329,7 @@ func TestServeFlood(t *testing.T) {
 		trigger string
 		n       int
 	}
-	keys := []key{{"new-issues", 1}, {"new-issues", 2}, {"new-issues", 3}, {"labels", 1}, {"labels", 2}}
+	keys := []key{{"new-issues", 1}, {"new-issues", 2}, {"labels", 1}, {"labels", 2}, {"duplicates", 1}}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	byKey := map[key]map[string]bool{}
@@ -371,7 +378,7 @@ func TestServeFlood(t *testing.T) {
 	// At most two at once, never two of one playbook.
 	raw, _ := os.ReadFile(filepath.Join(s.ws, "runs.log"))
 	type ev struct {
-		at    int64
+		at    time.Duration
 		delta int
 		key   string
 	}
@@ -379,7 +386,7 @@ func TestServeFlood(t *testing.T) {
 	var open []string
 	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		f := strings.Fields(l)
-		at, _ := strconv.ParseInt(f[1], 10, 64)
+		at := parseUptime(t, f[1])
 		if f[0] == "start" {
 			evs = append(evs, ev{at, 1, f[2]})
 			open = append(open, f[2])
@@ -397,7 +404,9 @@ func TestServeFlood(t *testing.T) {
 			most = now
 		}
 	}
-	if len(open) != len(keys) || most > 2 {
+	// Three playbooks' runs wait for the same window: two run at once
+	// (max_runs), never more.
+	if len(open) != len(keys) || most != 2 {
 		t.Errorf("%d runs started, at most %d at once (max_runs 2):\n%s", len(open), most, raw)
 	}
 }
@@ -449,4 +458,23 @@ func TestServeSIGTERM(t *testing.T) {
 	if left := s.leftovers(t); len(left) > 0 {
 		t.Errorf("left on the engine: %v", left)
 	}
+}
+
+// uptime is the kernel's uptime, the clock the runs' log uses.
+func uptime(t *testing.T) time.Duration {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseUptime(t, strings.Fields(string(b))[0])
+}
+
+// parseUptime reads an uptime as /proc/uptime gives it (seconds, two
+// decimals).
+func parseUptime(t *testing.T, v string) time.Duration {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		t.Fatalf("uptime %q: %v", v, err)
+	}
+	return time.Duration(f * float64(time.Second))
 }
