@@ -7,7 +7,6 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/chat"
 	"github.com/hobbs-agent/hobbs/src/instance"
-	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
 func newChatCmd(a *app) *cobra.Command {
@@ -22,15 +21,14 @@ a session's policy and secrets, given the turns the host kept (docs/identity.md,
 	}
 	cmd.Flags().StringVar(&conversation, "conversation", "terminal", "the conversation `ID` the message continues")
 	cmd.RunE = a.withExistingInstance(func(_ *cobra.Command, args []string, in instance.Instance) error {
-		e, cfg, err := a.engine(in)
+		r, err := a.headlessRunner(in)
 		if err != nil {
 			return err
 		}
-		pol, err := effectivePolicy(in)
+		t, err := chat.ForRunner(r)
 		if err != nil {
 			return err
 		}
-		t := &chat.Turns{Instance: in, Config: cfg, Policy: pol, Image: launcher.ImageRef(cfg.Image), Runtime: a.runtime(in, e, runOptions{})}
 		reply, err := t.Turn(a.ctx, conversation, args[0])
 		if err == nil {
 			fmt.Fprintln(a.out, reply)

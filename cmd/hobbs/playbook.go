@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -327,25 +326,6 @@ approve) stays approved, as written with the host added.`,
 	return cmd
 }
 
-// approveRunBlock shows what changed since the approval and what a run
-// would get, and asks, on the terminal, whether to approve the playbook as
-// it was checked.
-func (a *app) approveRunBlock(st *playbook.Store, name string, c playbook.RunCheck) bool {
-	a.warn("%v", c.Unapproved)
-	_, _ = playbook.WriteDiff(a.errOut, st.In, name, c.Doc)
-	c.Spec.WriteSummary(a.errOut)
-	fmt.Fprintf(a.errOut, "Approve %s, as shown, for its headless runs? [y/N] ", name)
-	line, _ := bufio.NewReader(a.in).ReadString('\n')
-	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
-		return false
-	}
-	if err := st.ApproveChecked(name, c); err != nil {
-		a.warn("approval not recorded: %v", err)
-		return false
-	}
-	return true
-}
-
 // detachPlaybookRun starts the run in the background (launcher.StartPlaybookRun).
 func (a *app) detachPlaybookRun(in instance.Instance, name string, scheduled bool) error {
 	pid, logPath, err := launcher.StartPlaybookRun(in, name, scheduled)
@@ -491,7 +471,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 				a.warn("%v (%s)", c.Unapproved, errs.Hint(c.Unapproved))
 			}
 			if plan {
-				p, err := a.planPlaybookRun(spec, scheduled, true)
+				p, err := a.planPlaybookRun(in, spec, scheduled)
 				if err != nil {
 					return err
 				}
@@ -510,7 +490,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			if scheduled || !a.stdinIsTTY() {
 				return st.Refuse(name, "run: block not approved", c.Unapproved)
 			}
-			if !a.approveRunBlock(st, name, c) {
+			if !st.AskApproval(a.in, a.errOut, name, c) {
 				return errs.Usagef("not approved; nothing started")
 			}
 		}

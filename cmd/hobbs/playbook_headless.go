@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
+	"io/fs"
 
+	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/playbook"
-	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 // playbookKind is the kind of a headless run: scheduled or by hand.
@@ -17,28 +18,32 @@ func playbookKind(scheduled bool) launcher.Kind {
 	return launcher.KindPlaybook
 }
 
-// planPlaybookRun is the plan of a headless run of the playbook spec
-// grants (launcher.NewPlan): its own policy, secrets, tools and limits.
-func (a *app) planPlaybookRun(spec playbook.RunSpec, scheduled, planOnly bool) (*launcher.Plan, error) {
-	p, _, _, err := a.planRun(runOptions{}, playbookKind(scheduled), &spec, planOnly)
-	return p, err
+// headlessRunner runs in's headless runs (an error: no engine, or no config).
+func (a *app) headlessRunner(in instance.Instance) (launcher.Runner, error) {
+	e, cfg, err := a.engine(in)
+	def, _ := fs.ReadFile(hobbs.Dist, "policy.yaml")
+	return launcher.Runner{Instance: in, Config: cfg, Engine: e, Assets: hobbs.Assets, DefaultPolicy: def, Audit: a.audit(in),
+		Remember: rememberLessons(a, in), Status: a.status, Stdout: a.out, Stderr: a.errOut}, err
 }
 
-// runPlaybookHeadless plans a headless run of the playbook spec grants and
-// carries it out as a task (launcher.Headless).
+// planPlaybookRun is the plan of a headless run of the grant spec.
+func (a *app) planPlaybookRun(in instance.Instance, spec playbook.RunSpec, scheduled bool) (*launcher.Plan, error) {
+	r, err := a.headlessRunner(in)
+	if r.Config == nil {
+		return nil, err
+	}
+	return r.Plan(playbookKind(scheduled), spec, nil, true)
+}
+
+// runPlaybookHeadless runs the playbook spec grants headless, as a task.
 func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spec playbook.RunSpec, scheduled bool) error {
-	p, _, e, err := a.planRun(runOptions{}, playbookKind(scheduled), &spec, false)
+	r, err := a.headlessRunner(in)
 	if err != nil {
 		return err
 	}
-	h := launcher.Headless{Plan: p, Grant: spec, Runtime: a.runtime(in, e, runOptions{}),
-		Tasks: task.Open(in, a.audit(in)), Remember: rememberLessons(a, in), Status: a.status}
-	code, err := h.Run(ctx)
-	if err != nil {
-		return err
+	f, err := r.Run(ctx, playbookKind(scheduled), spec, nil, "")
+	if err == nil && f.Code != 0 {
+		return exitStatus(f.Code)
 	}
-	if code != 0 {
-		return exitStatus(code)
-	}
-	return nil
+	return err
 }

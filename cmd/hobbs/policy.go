@@ -11,17 +11,15 @@ import (
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
 )
-
-// builtinPolicyName names the embedded default in messages.
-const builtinPolicyName = "built-in dist/policy.yaml"
 
 func effectivePolicy(in instance.Instance) (*egress.Policy, error) {
 	def, err := fs.ReadFile(hobbs.Dist, "policy.yaml")
 	if err != nil {
 		return nil, err
 	}
-	return egress.LoadEffective(in.FS(), builtinPolicyName, def, in.Policy())
+	return egress.LoadEffective(in.FS(), launcher.BuiltinPolicyName, def, in.Policy())
 }
 
 // policyFile is the instance's policy.yaml as policy allow, deny and rm

@@ -9,12 +9,9 @@ import (
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/audit"
-	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
-	"github.com/hobbs-agent/hobbs/src/playbook"
 )
 
 // exitStatus is returned by commands whose exit code is another process's
@@ -76,9 +73,8 @@ whole. A plan never holds a secret's value or the proxy's token.`,
   hobbs run --base my-runtime:1 -- true`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := runOptions{workspace: workspace, image: image, base: base, name: name, binary: binary,
-				command: args, detached: detachedChild}
-			o.readyFile = readyFile
+			o := launcher.SessionOptions{Workspace: workspace, Image: image, Base: base, Name: name, Binary: binary,
+				Command: args, Detached: detachedChild, ReadyFile: readyFile}
 			if plan {
 				return a.printPlan(o, out)
 			}
@@ -119,79 +115,51 @@ whole. A plan never holds a secret's value or the proxy's token.`,
 	return cmd
 }
 
-// runOptions are hobbs run's flags.
-type runOptions struct {
-	workspace, image, base, name, binary string
-	command                              []string
-	// detached: this is the background launcher of hobbs run --detach,
-	// or (readyFile set) of hobbs run on a terminal, which starts the
-	// agent itself once readyFile exists.
-	detached  bool
-	readyFile string
-}
-
-// spec is the run's spec and plan: flags and config.yaml's defaults, the
-// host surveyed. A missing instance is made first (as hobbs init does),
-// unless only the plan is wanted.
-func (a *app) planRun(o runOptions, kind launcher.Kind, grant *playbook.RunSpec, planOnly bool) (*launcher.Plan, instance.Instance, engine.CLI, error) {
-	fail := func(err error) (*launcher.Plan, instance.Instance, engine.CLI, error) {
-		return nil, instance.Instance{}, engine.CLI{}, err
-	}
-	if o.name != "" {
-		if err := launcher.ValidName(o.name); err != nil {
-			return fail(err)
-		}
-	}
+// planRun is the session's plan: flags and config.yaml's defaults, the
+// host surveyed (launcher.Runner.PlanSession). A missing instance is made
+// first (as hobbs init does), unless only the plan is wanted.
+func (a *app) planRun(o launcher.SessionOptions, planOnly bool) (*launcher.Plan, launcher.Runner, error) {
 	in, err := a.instance()
-	if err != nil {
-		return fail(err)
+	if err == nil {
+		err = o.CheckName()
 	}
-	e, cfg, err := a.engine(in) // the defaults when there is no instance yet
-	if err != nil && (!planOnly || cfg == nil) {
-		return fail(err)
+	if err != nil {
+		return nil, launcher.Runner{}, err
+	}
+	r, err := a.headlessRunner(in) // the defaults when there is no instance yet
+	if err != nil && (!planOnly || r.Config == nil) {
+		return nil, r, err
 	}
 	if err := launcher.RefuseRoot(); err != nil && !planOnly {
-		return fail(err)
+		return nil, r, err
 	} else if err != nil {
 		a.warn("as root, hobbs run refuses to start this run; the plan shows it as uid 0 would get it")
 	}
 	if !in.Exists() {
 		if planOnly {
-			return fail(errs.Missingf("no instance at %s", in.Root).WithHint("hobbs init creates it (hobbs run does too, on first use)"))
+			return nil, r, errs.Missingf("no instance at %s", in.Root).WithHint("hobbs init creates it (hobbs run does too, on first use)")
 		}
 		// On a terminal the first run asks the foundation questions,
 		// as hobbs init does.
 		res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Foundation: a.foundationInterview(false)})
 		if err != nil {
-			return fail(err)
+			return nil, r, err
 		}
 		_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
 		a.status("created instance %s", in.Root)
-		if cfg, err = a.config(in); err != nil {
-			return fail(err)
+		if r.Config, err = a.config(in); err != nil {
+			return nil, r, err
 		}
 	}
-	if o.image == "" {
-		o.image = cfg.Image
-	}
-	// As the proxy will read it: an invalid policy says so, with file:line.
-	if err := launcher.CheckPolicy(in); err != nil {
-		return fail(err)
-	}
-	pol, err := effectivePolicy(in)
-	if err != nil {
-		return fail(err)
-	}
-	spec := launcher.RunSpec{Kind: kind, Name: o.name, Image: launcher.ImageRef(o.image), Command: o.command,
-		TTY: o.detached || (grant == nil && a.onTerminal()), Playbook: grant, Policy: pol}
-	p, err := launcher.PlanRun(in, cfg, e.IsPodman(), o.workspace, spec, a.status)
-	return p, in, e, err
+	o.TTY = o.Detached || a.onTerminal()
+	p, err := r.PlanSession(o)
+	return p, r, err
 }
 
 // printPlan prints the plan of the run o describes: a summary, or with
 // --json the whole plan.
-func (a *app) printPlan(o runOptions, out *output) error {
-	p, _, _, err := a.planRun(o, launcher.KindSession, nil, true)
+func (a *app) printPlan(o launcher.SessionOptions, out *output) error {
+	p, _, err := a.planRun(o, true)
 	if err != nil {
 		return err
 	}
@@ -200,34 +168,22 @@ func (a *app) printPlan(o runOptions, out *output) error {
 
 // runSession plans a session and carries the plan out: the agent command's
 // exit code, or an error.
-func (a *app) runSession(ctx context.Context, o runOptions) (int, error) {
-	p, in, e, err := a.planRun(o, launcher.KindSession, nil, false)
+func (a *app) runSession(ctx context.Context, o launcher.SessionOptions) (int, error) {
+	p, r, err := a.planRun(o, false)
 	if err != nil {
 		return 0, err
 	}
-	return launcher.Execute(ctx, p, a.runtime(in, e, o))
-}
-
-// runtime is what Execute needs of this process: the engine, the
-// terminal's streams, the audit log and how to make the image current.
-func (a *app) runtime(in instance.Instance, e engine.CLI, o runOptions) launcher.Runtime {
-	cfg, err := a.config(in)
-	if err != nil {
-		cfg = config.Default()
-	}
-	b := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: o.base, Binary: o.binary, Progress: a.errOut}
-	b.Defaults(cfg, true) // the base and the binary; the image is the plan's
-	return launcher.Runtime{Engine: e, Stdin: a.in, Stdout: a.out, Stderr: a.errOut, Audit: a.audit(in), Build: &b,
-		Progress: a.status, Detached: o.detached, ReadyFile: o.readyFile}
+	o.Stdin = a.in
+	return launcher.Execute(ctx, p, r.Runtime(o))
 }
 
 // startBackground starts the session's launcher in the background: this
 // hobbs, run --detached-child with o's flags.
-func (a *app) startBackground(o runOptions, extra ...string) (*launcher.Background, instance.Instance, error) {
-	if o.name == "" {
-		o.name = launcher.NewName()
+func (a *app) startBackground(o launcher.SessionOptions, extra ...string) (*launcher.Background, instance.Instance, error) {
+	if o.Name == "" {
+		o.Name = launcher.NewName()
 	}
-	if err := launcher.ValidName(o.name); err != nil {
+	if err := launcher.ValidName(o.Name); err != nil {
 		return nil, instance.Instance{}, err
 	}
 	if err := launcher.RefuseRoot(); err != nil {
@@ -241,16 +197,7 @@ func (a *app) startBackground(o runOptions, extra ...string) (*launcher.Backgrou
 	if err != nil {
 		return nil, in, err
 	}
-	args := extra
-	for _, f := range [][2]string{{"--workspace", o.workspace}, {"--image", o.image}, {"--base", o.base}, {"--binary", o.binary}} {
-		if f[1] != "" {
-			args = append(args, f[0], f[1])
-		}
-	}
-	if len(o.command) > 0 {
-		args = append(append(args, "--"), o.command...)
-	}
-	b, err := launcher.StartBackground(e, in, o.name, args)
+	b, err := launcher.StartBackground(e, in, o.Name, append(extra, o.Args()...))
 	return b, in, err
 }
 
@@ -259,7 +206,7 @@ func (a *app) terminal() launcher.Terminal {
 }
 
 // detachRun is hobbs run --detach.
-func (a *app) detachRun(ctx context.Context, o runOptions) error {
+func (a *app) detachRun(ctx context.Context, o launcher.SessionOptions) error {
 	b, _, err := a.startBackground(o)
 	if err != nil {
 		return err
@@ -269,15 +216,15 @@ func (a *app) detachRun(ctx context.Context, o runOptions) error {
 
 // runOnTerminal is hobbs run on a terminal: the launcher in the background,
 // the agent attached here (launcher.Background.Attach).
-func (a *app) runOnTerminal(ctx context.Context, o runOptions) (int, error) {
-	if o.name == "" {
-		o.name = launcher.NewName()
+func (a *app) runOnTerminal(ctx context.Context, o launcher.SessionOptions) (int, error) {
+	if o.Name == "" {
+		o.Name = launcher.NewName()
 	}
 	in, err := a.instance()
 	if err != nil {
 		return 0, err
 	}
-	ready := launcher.ReadyFile(in, o.name)
+	ready := launcher.ReadyFile(in, o.Name)
 	_ = os.Remove(ready)
 	b, _, err := a.startBackground(o, "--ready-file", ready)
 	if err != nil {

@@ -200,3 +200,14 @@ func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
+
+// ForRunner returns the chat turns of r's instance: its config, effective
+// policy and image, carried out with r's engine, streams and audit log.
+func ForRunner(r launcher.Runner) (*Turns, error) {
+	pol, err := r.Policy()
+	if err != nil {
+		return nil, err
+	}
+	return &Turns{Instance: r.Instance, Config: r.Config, Policy: pol, Image: launcher.ImageRef(r.Config.Image),
+		Runtime: r.Runtime(launcher.SessionOptions{})}, nil
+}

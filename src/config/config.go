@@ -43,6 +43,9 @@ type Config struct {
 	Resources            Resources          `yaml:"resources" json:"resources"`
 	Memory               Memory             `yaml:"memory" json:"memory"`
 	Playbooks            Playbooks          `yaml:"playbooks" json:"playbooks"`
+	Serve                Serve              `yaml:"serve" json:"serve"`
+	Triggers             map[string]Trigger `yaml:"triggers" json:"triggers"`
+	Channels             Channels           `yaml:"channels" json:"channels"`
 }
 
 // Resources are limits for the agent container, and the free disk the
@@ -188,6 +191,9 @@ func Default() *Config {
 		Resources: Resources{Memory: "4g", PIDs: 512, MinFreeDisk: DefaultMinFreeDisk},
 		Memory:    Memory{ContextBudget: 9500, TidyAfterDays: 90},
 		Playbooks: Playbooks{ReviewEveryDays: 30},
+		Serve:     Serve{Listen: DefaultServeListen, MaxRuns: DefaultServeMaxRuns},
+		Triggers:  map[string]Trigger{},
+		Channels:  Channels{Telegram: Telegram{APIURL: DefaultTelegramAPI}},
 
 		// As templates/config.yaml writes it (GitReadOnly treats nil the same).
 		WorkspaceGitReadOnly: func() *bool { t := true; return &t }(),
@@ -236,6 +242,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	if c.Secrets == nil {
 		c.Secrets = map[string]Binding{}
+	}
+	if c.Triggers == nil {
+		c.Triggers = map[string]Trigger{}
 	}
 	if err := c.validate(path, root.Content[0]); err != nil {
 		return nil, err
@@ -448,6 +457,7 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 	if c.Playbooks.ReviewEveryDays < 1 {
 		bad([]string{"playbooks", "review_every_days"}, "must be at least 1")
 	}
+	c.validateServe(bad)
 	if len(problems) > 0 {
 		return errs.Usagef("%s", strings.Join(problems, "\n"))
 	}

@@ -148,6 +148,11 @@ func (in Instance) AgentAuditLog() string { return in.path("logs", "agent", "aud
 // channel (src/chat): host-only, like grants/; no session mounts it.
 func (in Instance) Chats() string { return in.path("chat") }
 
+// Serve is hobbs serve's host-only state: its run queue, the events
+// waiting in it and the webhook deliveries seen (replay). No session mounts
+// it.
+func (in Instance) Serve() string { return in.path("serve") }
+
 // Locks is the directory holding the locks of host-only resources (created
 // on demand). No session mounts it.
 func (in Instance) Locks() string { return in.path(".locks") }

@@ -43,6 +43,10 @@ const (
 	// MaxChatFile: chat/*.json, host-only, one conversation's last turns
 	// (src/chat keeps each well below it).
 	MaxChatFile = 1 << 20
+	// MaxServeFile: hobbs serve's host-only state (serve/queue.json,
+	// serve/deliveries.json, serve/events/*.json: an event is at most
+	// a 1 MiB webhook body, normalised).
+	MaxServeFile = 16 << 20
 )
 
 // MaxSeq is the largest sequence number of a dated id (task_20261122_001,

@@ -15,7 +15,7 @@ import (
 )
 
 // A headless playbook run is a session without a terminal whose plan
-// (NewPlan, KindPlaybook or KindScheduled) has Claude Code in print mode
+// (NewPlan, KindPlaybook, KindScheduled or KindTrigger) has Claude Code in print mode
 // carry out the playbook with the run-playbook skill, within the approved
 // grant: its proxy enforces a policy of the run's own, it gets only the
 // declared secrets, Claude Code its own fresh state, the declared tools and
@@ -40,6 +40,20 @@ type Headless struct {
 	// Remember, when set, turns the final message's Lessons into memories.
 	Remember task.Rememberer
 	Status   func(format string, args ...any)
+	// Task, when set, is the run's task, started already (hobbs serve
+	// answers a webhook with it while the run waits in its queue);
+	// otherwise Run starts one.
+	Task string
+}
+
+// Finished is how a headless run ended, as its task records it.
+type Finished struct {
+	Task    string
+	Code    int // the session's exit code (1 for a run whose outcome is failed though Claude Code exited 0)
+	Outcome Outcome
+	Review  bool // a supervised run: its result waits for the user's review
+	// Recorded: the task was finished (task.Log.Done) with the outcome.
+	Recorded bool
 }
 
 // Run carries the run out as a task and returns the session's exit code
@@ -47,12 +61,22 @@ type Headless struct {
 // warning on Status). A run whose outcome is failed though Claude Code
 // exited 0 returns exit code 1.
 func (h Headless) Run(ctx context.Context) (int, error) {
+	f, err := h.RunTask(ctx)
+	return f.Code, err
+}
+
+// RunTask is Run, returning how the run ended.
+func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 	in, spec := h.Plan.instance, h.Grant
-	t, err := h.Tasks.Start("playbook run: "+spec.Playbook, "hobbs", spec.Playbook)
-	if err != nil {
-		return 0, err
+	id := h.Task
+	if id == "" {
+		t, err := h.Tasks.Start(task.RunTitle(spec.Playbook), "hobbs", spec.Playbook)
+		if err != nil {
+			return Finished{}, err
+		}
+		id = t.ID
 	}
-	h.Status("playbook %s: task %s started", spec.Playbook, t.ID)
+	h.Status("playbook %s: task %s started", spec.Playbook, id)
 	out := &tailBuffer{max: maxTranscript}
 	rt := h.Runtime
 	rt.Stdin = strings.NewReader("")
@@ -79,21 +103,23 @@ func (h Headless) Run(ctx context.Context) (int, error) {
 	if r := o.Result; r != nil {
 		done.ClaudeResult, done.Turns, done.CostUSD = r.Subtype, r.NumTurns, r.TotalCostUSD
 	}
-	if _, err := h.Tasks.Done(t.ID, done); err != nil {
-		h.Status("hobbs: warning: task %s: %v", t.ID, err)
+	recorded := true
+	if _, err := h.Tasks.Done(id, done); err != nil {
+		h.Status("hobbs: warning: task %s: %v", id, err)
+		recorded = false
 	}
 	what := o.Status
 	if o.Why != "" {
 		what += " (" + o.Why + ")"
 	}
-	h.Status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, t.ID, what, t.ID)
+	h.Status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, id, what, id)
 	if review != "" {
-		h.Status("playbook %s is supervised: review the run, then hobbs task review %s --approve (or --reject)", spec.Playbook, t.ID)
+		h.Status("playbook %s is supervised: review the run, then hobbs task review %s --approve (or --reject)", spec.Playbook, id)
 	}
 	if runErr == nil && code == 0 && o.Status != task.OK {
 		code = 1
 	}
-	return code, runErr
+	return Finished{Task: id, Code: code, Outcome: o, Review: review != "", Recorded: recorded}, runErr
 }
 
 // runReport is the run's part of its task record.

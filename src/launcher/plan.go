@@ -38,6 +38,7 @@ const (
 	KindPlaybook  Kind = "playbook"  // hobbs playbook run: headless, started by the user
 	KindScheduled Kind = "scheduled" // hobbs playbook run --scheduled: headless, started by a timer
 	KindChat      Kind = "chat"      // one turn of the owner's conversation from a channel: headless (chat.go)
+	KindTrigger   Kind = "trigger"   // hobbs serve: headless, started by a signed webhook (Trigger)
 )
 
 // RunSpec says who starts a run and for what; with config.yaml it is all
@@ -49,16 +50,30 @@ type RunSpec struct {
 	Command []string `json:"command"` // KindSession: the agent's command; empty: claude
 	TTY     bool     `json:"tty"`     // the agent gets a terminal
 	// Playbook is a headless run's approved grant (KindPlaybook,
-	// KindScheduled): its hosts, secrets, tools and limits.
+	// KindScheduled, KindTrigger): its hosts, secrets, tools and limits.
 	Playbook *playbook.RunSpec `json:"playbook,omitempty"`
 	// Chat is a chat turn's conversation and limits (KindChat).
 	Chat *ChatSpec `json:"chat,omitempty"`
+	// Trigger is a triggered run's event (KindTrigger).
+	Trigger *Trigger `json:"trigger,omitempty"`
 	// Policy is the instance's effective egress policy (the image's default
 	// and policy.yaml): shown in the plan, and what a headless run's own
 	// policy is narrowed from.
 	Policy *egress.Policy `json:"-"`
 	// Host holds the facts of the host the plan needs (Survey).
 	Host Host `json:"host"`
+}
+
+// Trigger is what started a triggered run: the trigger's name (config
+// triggers:), its source (github, gitlab, generic) and the event,
+// normalised JSON (serve.Event), which the agent reads from a session file
+// named by $HOBBS_EVENT. Everything in the event is untrusted input from
+// the source; the run's prompt says so, and the session is tainted
+// (provenance.OriginTrigger).
+type Trigger struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	Event  []byte `json:"-"`
 }
 
 // Host is what NewPlan needs to know of the host: found and checked by
@@ -83,6 +98,7 @@ type Plan struct {
 	Playbook string `json:"playbook,omitempty"`
 	// Conversation is a chat turn's conversation (KindChat).
 	Conversation string `json:"conversation,omitempty"`
+	Trigger      string `json:"trigger,omitempty"` // a triggered run's trigger (KindTrigger)
 	Image        string `json:"image"`
 	Instance     string `json:"instance"`
 	Workspace    string `json:"workspace"`
@@ -126,6 +142,7 @@ type Plan struct {
 	uid, gid  int
 	podman    bool
 	proxyPol  []byte // a headless run's own policy file
+	event     []byte // a triggered run's event file
 	instance  instance.Instance
 	runVolume string
 }
@@ -334,7 +351,7 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 		p.runVolume = spec.Name + "-run"
 	}
 	grant := spec.Playbook
-	headless := spec.Kind == KindPlaybook || spec.Kind == KindScheduled
+	headless := spec.Kind == KindPlaybook || spec.Kind == KindScheduled || spec.Kind == KindTrigger
 	if headless != (grant != nil) {
 		return nil, errs.Failf("internal: a %s run with%s a playbook grant", spec.Kind, map[bool]string{true: "", false: "out"}[grant != nil])
 	}
@@ -343,6 +360,18 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 	}
 	if spec.Kind == KindChat {
 		spec.TTY = false // no one is at a terminal
+	}
+	if (spec.Kind == KindTrigger) != (spec.Trigger != nil) {
+		return nil, errs.Failf("internal: a %s run with%s a trigger", spec.Kind, map[bool]string{true: "", false: "out"}[spec.Trigger != nil])
+	}
+	if spec.Trigger != nil {
+		// Untrusted input starts the run: only what a run: block grants,
+		// never the instance's defaults.
+		if !grant.Declared {
+			return nil, errs.Usagef("%s has no run: block: a triggered run gets only what an approved run: block grants", grant.Playbook).
+				WithHint("declare what a run needs under run: (docs/playbooks.md), then hobbs playbook approve %s", grant.Playbook)
+		}
+		p.Trigger, p.event = spec.Trigger.Name, append([]byte{}, spec.Trigger.Event...)
 	}
 	if err := p.secrets(cfg, grant); err != nil {
 		return nil, err
@@ -494,6 +523,9 @@ func (p *Plan) claude(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec)
 		return
 	}
 	c.Command, c.Print, c.MaxTurns, c.MaxCostUSD = playbook.ClaudeCommand(*grant), true, grant.MaxTurns, grant.MaxCostUSD
+	if t := spec.Trigger; t != nil {
+		c.Command[2] = TriggerPrompt(grant.Playbook, t.Name, t.Source)
+	}
 	c.PermissionMode, c.OutputFormat, c.SettingSources = playbook.PermissionMode, playbook.OutputFormat, playbook.SettingSources
 	c.AllowedTools, c.DisallowedTools = grant.AllowedTools(), grant.DisallowedTools()
 	if grant.Declared {
@@ -555,6 +587,11 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 	c.Mounts = append(c.Mounts, p.sessionFile("env", SessionEnvFile, RoleAgent, "the agent's variables: proxy URL with the token, env: values, placeholders"),
 		p.sessionFile("ca.pem", SessionCAFile, RoleAgent, "the session CA's certificate"),
 		p.sessionFile("review.json", provenance.SessionList, RoleAgent, "the changes waiting for the owner's review at the start (hobbs review lists them)"))
+	if t := spec.Trigger; t != nil {
+		c.Env = append(c.Env, EnvEvent+"="+SessionEventFile)
+		c.Mounts = append(c.Mounts, p.sessionFile("event.json", SessionEventFile, RoleAgent,
+			"the event that started the run, normalised JSON: untrusted input from "+t.Source+" (trigger "+t.Name+")"))
+	}
 	// The workspace and the instance's shares: never the instance root,
 	// whose entries the agent could rename or plant.
 	c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: h.Workspace, Target: WorkspaceDir})

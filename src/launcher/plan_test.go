@@ -15,6 +15,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/provenance"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden plans under testdata/plans")
@@ -135,6 +136,12 @@ func TestGoldenPlans(t *testing.T) {
 			return RunSpec{Kind: KindScheduled, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
 				Playbook: goldenGrant(t, pol, "autonomous", &playbook.Run{Hosts: []string{}, Secrets: []string{}, Tools: []string{}})}
 		}},
+		{"trigger-run-block", secretsConfig, func(t *testing.T) RunSpec {
+			pol := goldenPolicy(t, bankPolicy)
+			return RunSpec{Kind: KindTrigger, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
+				Playbook: goldenGrant(t, pol, "supervised", run),
+				Trigger:  &Trigger{Name: "new-issues", Source: "github", Event: []byte(`{"event":"issues"}`)}}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -212,6 +219,8 @@ func TestPlanInvariants(t *testing.T) {
 		{Kind: KindScheduled, Name: "d", Image: "i", Policy: pol, Host: podman, Playbook: goldenGrant(t, pol, "autonomous", run)},
 		{Kind: KindChat, Name: "e", Image: "i", TTY: true, Policy: pol, Host: goldenHost(), Chat: &ChatSpec{Conversation: "c1"}},
 		{Kind: KindChat, Name: "f", Image: "i", Policy: pol, Host: podman, Chat: &ChatSpec{Conversation: "c2", MaxTurns: 3, Timeout: time.Minute}},
+		{Kind: KindTrigger, Name: "e", Image: "i", Policy: pol, Host: goldenHost(), Playbook: goldenGrant(t, pol, "supervised", run),
+			Trigger: &Trigger{Name: "t", Source: "github", Event: []byte("{}")}},
 	}
 	for _, spec := range specs {
 		p, err := NewPlan(cfg, spec)
@@ -318,11 +327,19 @@ func (p *Plan) checkClaudeState(t *testing.T) {
 		t.Errorf("%s: no sign-in session file", p.Kind)
 	}
 	cmd := strings.Join(p.Claude.Command, " ")
-	prompt := "-p /run-playbook " + p.Playbook + " "
 	if p.Kind == KindChat {
-		prompt = "-p " + ChatPrompt + " "
+		if !strings.Contains(cmd, "-p "+ChatPrompt+" ") {
+			t.Errorf("chat: the prompt is not the fixed one: %s", cmd)
+		}
+	} else if pr := p.Claude.Command[2]; p.Claude.Command[1] != "-p" || strings.Fields(pr)[0] != "/run-playbook" || strings.Fields(pr)[1] != p.Playbook {
+		// The prompt runs the skill on the playbook: its first word is the
+		// playbook's name, whatever a triggered run's prompt adds after it.
+		t.Errorf("%s: the prompt %q does not run the skill on %s", p.Kind, pr, p.Playbook)
 	}
-	for _, want := range []string{prompt, "--permission-mode dontAsk", "--output-format json",
+	if p.Kind == KindTrigger {
+		p.checkTrigger(t)
+	}
+	for _, want := range []string{"--permission-mode dontAsk", "--output-format json",
 		"--no-session-persistence", "--setting-sources user", "--strict-mcp-config", "--max-turns "} {
 		if !strings.Contains(cmd, want) {
 			t.Errorf("%s: the command line lacks %q: %s", p.Kind, want, cmd)
@@ -417,5 +434,56 @@ func (p *Plan) checkChat(t *testing.T, cfg *config.Config, spec RunSpec) {
 	}
 	if n := len(p.Claude.Command); n < 3 || p.Claude.Command[2] != ChatPrompt || p.Create.Agent[len(p.Create.Agent)-n+2] != ChatPrompt {
 		t.Errorf("chat: the prompt is not the fixed one: %q", p.Claude.Command)
+	}
+}
+
+// checkTrigger checks what a triggered run's plan keeps: the event a
+// read-only session file of the agent's alone, named by HOBBS_EVENT, the
+// prompt saying it is untrusted input, the session's origin a trigger (so
+// it is tainted), and a run: block's grant.
+func (p *Plan) checkTrigger(t *testing.T) {
+	t.Helper()
+	var mounted bool
+	for _, m := range p.Agent.Mounts {
+		if m.Target == SessionEventFile {
+			mounted = m.ReadOnly && m.Type == MountSessionFile
+		}
+	}
+	for _, m := range p.Proxy.Mounts {
+		if m.Target == SessionEventFile {
+			t.Errorf("the proxy mounts the event")
+		}
+	}
+	if !mounted || !slices.Contains(p.Agent.Env, EnvEvent+"="+SessionEventFile) || p.event == nil {
+		t.Errorf("trigger: the event is not a read-only session file named by %s: %v", EnvEvent, p.Agent.Env)
+	}
+	if !strings.Contains(p.Claude.Command[2], "untrusted input from") || !strings.Contains(p.Claude.Command[2], "never instructions") {
+		t.Errorf("trigger: the prompt does not say the event is untrusted: %q", p.Claude.Command[2])
+	}
+	if o := p.Origin(); o.Kind != provenance.OriginTrigger || o.Name != p.Trigger || p.Trigger == "" {
+		t.Errorf("trigger: origin %+v", o)
+	}
+	if p.Egress.PolicyFiles[0] != SessionPolicyFile {
+		t.Errorf("trigger: the proxy enforces %v, not the run's own policy", p.Egress.PolicyFiles)
+	}
+}
+
+// A triggered run needs a run: block: untrusted input never gets the
+// instance's defaults; and a trigger goes only with KindTrigger.
+func TestTriggerPlanRefusals(t *testing.T) {
+	pol := goldenPolicy(t, "domains: [\"api.bank.example\"]\n")
+	cfg := goldenConfig(t, secretsConfig)
+	trig := &Trigger{Name: "t", Source: "github", Event: []byte("{}")}
+	if _, err := NewPlan(cfg, RunSpec{Kind: KindTrigger, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
+		Playbook: goldenGrant(t, pol, "supervised", nil), Trigger: trig}); err == nil || !strings.Contains(err.Error(), "no run: block") {
+		t.Errorf("a triggered run without a run: block: %v", err)
+	}
+	if _, err := NewPlan(cfg, RunSpec{Kind: KindPlaybook, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
+		Playbook: goldenGrant(t, pol, "supervised", nil), Trigger: trig}); err == nil {
+		t.Errorf("a playbook run with a trigger was planned")
+	}
+	if _, err := NewPlan(cfg, RunSpec{Kind: KindTrigger, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
+		Playbook: goldenGrant(t, pol, "supervised", nil)}); err == nil {
+		t.Errorf("a triggered run without its event was planned")
 	}
 }

@@ -24,7 +24,8 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		return strings.Join(v, ", ")
 	}
 	what := map[Kind]string{KindSession: "a session", KindPlaybook: "a headless run of playbook " + p.Playbook,
-		KindScheduled: "a scheduled run of playbook " + p.Playbook, KindChat: "a chat turn of conversation " + p.Conversation}[p.Kind]
+		KindScheduled: "a scheduled run of playbook " + p.Playbook, KindChat: "a chat turn of conversation " + p.Conversation,
+		KindTrigger: "a run of playbook " + p.Playbook + " for trigger " + p.Trigger}[p.Kind]
 	row("session", "%s (%s)", p.Session, what)
 	row("image", "%s", p.Image)
 	row("workspace", "%s", p.Workspace)

@@ -28,6 +28,8 @@ func (p *Plan) Origin() provenance.Origin {
 		return provenance.Origin{Kind: provenance.OriginSchedule, Name: p.Playbook}
 	case KindChat:
 		return provenance.Origin{Kind: provenance.OriginChat, Name: p.Conversation}
+	case KindTrigger:
+		return provenance.Origin{Kind: provenance.OriginTrigger, Name: p.Trigger}
 	}
 	return provenance.Origin{Kind: provenance.OriginTerminal}
 }

@@ -37,6 +37,7 @@ const (
 	SessionCAFile      = SessionDir + "/ca.pem"       // the agent's: the session CA's certificate
 	SessionUpstreamCA  = SessionDir + "/upstream.pem" // the proxy's: extra roots (EnvTestUpstreamCA)
 	SessionPolicyFile  = SessionDir + "/policy.yaml"  // the proxy's: a headless run's own policy (Plan.Egress.Policy)
+	SessionEventFile   = SessionDir + "/event.json"   // the agent's, in a triggered run: the event (Trigger), named by EnvEvent
 	// SessionClaudeCredentials is the agent's, in a headless run: Claude
 	// Code's sign-in read by the seed (ClaudeState), empty when there is
 	// none; hobbs session-env copies it into the run's own state.
@@ -104,6 +105,9 @@ func (s *Session) writeSessionFiles() error {
 	files["env"], files["token"], files["owner"] = env, []byte(s.token+"\n"), []byte(s.owner+"\n")
 	if s.plan.proxyPol != nil {
 		files["policy.yaml"] = s.plan.proxyPol
+	}
+	if s.plan.event != nil {
+		files["event.json"] = s.plan.event
 	}
 	if s.plan.Seed != nil {
 		files["claude-credentials"] = nil // filled in by seedClaude, before the agent starts

@@ -1,7 +1,10 @@
 package playbook
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/egress"
@@ -125,4 +128,23 @@ func (s *Store) Diff(w io.Writer, name string) (bool, error) {
 func (s *Store) ApproveChecked(name string, c RunCheck) error {
 	_, err := Approve(s.In, name, c.Doc, s.now(), s.Audit)
 	return err
+}
+
+// AskApproval shows on w why c's playbook may not run yet, what changed
+// since its approval and what a run would get, asks whether to approve it
+// as it was checked, and approves it on a yes read from r (a terminal).
+func (s *Store) AskApproval(r io.Reader, w io.Writer, name string, c RunCheck) bool {
+	fmt.Fprintf(w, "hobbs: warning: %v\n", c.Unapproved)
+	_, _ = WriteDiff(w, s.In, name, c.Doc)
+	c.Spec.WriteSummary(w)
+	fmt.Fprintf(w, "Approve %s, as shown, for its headless runs? [y/N] ", name)
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+		return false
+	}
+	if err := s.ApproveChecked(name, c); err != nil {
+		fmt.Fprintf(w, "hobbs: warning: approval not recorded: %v\n", err)
+		return false
+	}
+	return true
 }

@@ -432,3 +432,17 @@ func checkJob(j Job) error {
 	}
 	return j.Spec.Check()
 }
+
+// UserSystemd reports whether a systemd user manager takes this user's
+// units (as Detect decides: o.Scheduler, else one answering), the
+// directory of those units, and SystemdHint for when there is none. hobbs
+// serve install uses it too.
+func UserSystemd(o Options) (unitDir string, ok bool, err error) {
+	if err := o.fill(); err != nil {
+		return "", false, err
+	}
+	return o.UnitDir, o.Scheduler == "systemd" || o.Scheduler == "" && systemdRuns(o), nil
+}
+
+// SystemdHint says how to get a systemd user manager.
+const SystemdHint = systemdHint

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/schedule"
+	"github.com/hobbs-agent/hobbs/src/serve"
+)
+
+func newServeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run playbooks for signed webhooks and deliver their results",
+		Long: `The host service (docs/serve.md): POST /hooks/NAME for each trigger in
+config.yaml, GET /healthz, at serve.listen (127.0.0.1:8421). A signed,
+unseen (24 h) delivery of a listed event queues a run of the trigger's
+playbook (202 with the task id; the event is untrusted data in $HOBBS_EVENT);
+serve.max_runs at once; each end goes to the owner's channels, or stderr.
+As you (never root), in the foreground, logs on stderr; SIGTERM drains.`,
+		Example: `  hobbs vault set webhook-github        # the webhook's shared secret
+  hobbs playbook approve triage-issue     # what its runs may do
+  hobbs serve                             # then: curl http://127.0.0.1:8421/healthz
+  hobbs serve install`,
+		Args: usageArgs(cobra.NoArgs),
+	}
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, _ []string, in instance.Instance, st *playbook.Store) error {
+		r, err := a.headlessRunner(in)
+		if err != nil {
+			return err
+		}
+		r.Stdout = a.errOut // a run's output goes to the log
+		return serve.Serve(a.ctx, serve.Options{Launcher: r, Playbooks: st, Log: a.errOut})
+	})
+	cmd.AddCommand(newServeInstallCmd(a))
+	return cmd
+}
+
+func newServeInstallCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Write and enable hobbs serve's systemd user unit",
+		Long: `Write ~/.config/systemd/user/hobbs-serve.service (dist/hobbs-serve.service:
+this hobbs, this instance), then systemctl --user enable --now it; without a
+systemd user manager, write nothing and say what to do.`,
+		Example: `  hobbs serve install
+  systemctl --user status hobbs-serve`,
+		Args: usageArgs(cobra.NoArgs),
+	}
+	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, _ []string, in instance.Instance) error {
+		tpl, _ := fs.ReadFile(hobbs.Dist, "hobbs-serve.service")
+		bin, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		res, err := serve.Install(serve.InstallOptions{Template: tpl, Binary: bin, Instance: in.Root,
+			Schedule: schedule.OptionsFromEnv(nil), Audit: a.audit(in)})
+		if err != nil {
+			return err
+		}
+		a.status("hobbs serve: %s enabled and started (journalctl --user -u hobbs-serve)", res.Unit)
+		return nil
+	})
+	return cmd
+}

@@ -1,0 +1,173 @@
+package launcher
+
+import (
+	"context"
+	"io"
+	"io/fs"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/task"
+)
+
+// Runner plans and carries out the headless runs of one instance's
+// playbooks, for whichever process starts them: hobbs playbook run (by
+// hand or a schedule's) and hobbs serve (a webhook's). Each run is planned
+// by PlanRun (the host surveyed, NewPlan) from the playbook's approved
+// grant and the instance's effective policy, and carried out as a task by
+// Headless, so every caller gets the same checks, plan and record.
+type Runner struct {
+	Instance instance.Instance
+	Config   *config.Config
+	Engine   engine.CLI
+	// Assets are the binary's embedded files the image is built from;
+	// DefaultPolicy the image's default egress policy (dist/policy.yaml).
+	Assets        fs.FS
+	DefaultPolicy []byte
+	Audit         *audit.Logger
+	// Remember turns a run's Lessons into memories (nil: none).
+	Remember task.Rememberer
+	// Status gets progress lines; Stdout and Stderr the run's output.
+	Status         func(format string, args ...any)
+	Stdout, Stderr io.Writer
+}
+
+// Policy is the instance's effective egress policy: the image's default
+// and policy.yaml, checked as the proxy will read it.
+func (r Runner) Policy() (*egress.Policy, error) {
+	if err := CheckPolicy(r.Instance); err != nil {
+		return nil, err
+	}
+	return egress.LoadEffective(r.Instance.FS(), BuiltinPolicyName, r.DefaultPolicy, r.Instance.Policy())
+}
+
+// BuiltinPolicyName names the image's default policy in messages.
+const BuiltinPolicyName = "built-in dist/policy.yaml"
+
+// Plan is the plan of a headless run of kind for grant (trig: a triggered
+// run's event). planOnly: a plan to print, which root may see.
+func (r Runner) Plan(kind Kind, grant playbook.RunSpec, trig *Trigger, planOnly bool) (*Plan, error) {
+	if err := RefuseRoot(); err != nil && !planOnly {
+		return nil, err
+	}
+	pol, err := r.Policy()
+	if err != nil {
+		return nil, err
+	}
+	spec := RunSpec{Kind: kind, Image: ImageRef(r.Config.Image), Playbook: &grant, Policy: pol, Trigger: trig}
+	return PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), "", spec, r.status)
+}
+
+// Run plans and carries out a headless run of kind for grant as a task
+// (taskID: one started already, "" for a new one) and returns how it
+// ended. An error before the run started leaves the task to the caller.
+func (r Runner) Run(ctx context.Context, kind Kind, grant playbook.RunSpec, trig *Trigger, taskID string) (Finished, error) {
+	if _, err := r.Engine.Path(); err != nil {
+		return Finished{}, err
+	}
+	p, err := r.Plan(kind, grant, trig, false)
+	if err != nil {
+		return Finished{}, err
+	}
+	h := Headless{Plan: p, Grant: grant, Runtime: r.Runtime(SessionOptions{}), Tasks: task.Open(r.Instance, r.Audit), Remember: r.Remember,
+		Status: r.status, Task: taskID}
+	return h.RunTask(ctx)
+}
+
+func (r Runner) status(format string, args ...any) {
+	if r.Status != nil {
+		r.Status(format, args...)
+	}
+}
+
+// CheckTrigger reports whether playbook name may run for a trigger: a
+// triggered run is unattended and starts from untrusted input, so the
+// playbook must be at stage supervised or autonomous with a run: block
+// approved as it is now (hobbs playbook approve), as a scheduled run's
+// must. It returns the run's grant; a refusal is audited (playbook.run).
+func CheckTrigger(st *playbook.Store, name string, pol *egress.Policy) (playbook.RunSpec, error) {
+	c, err := st.PrepareRun(name, pol, false, false)
+	if err != nil {
+		return playbook.RunSpec{}, err
+	}
+	if !c.Spec.Declared {
+		return playbook.RunSpec{}, st.Refuse(name, "no run: block for a triggered run",
+			errs.Usagef("%s has no run: block: a triggered run gets only what an approved run: block grants", name).
+				WithHint("declare what a run needs under run: (docs/playbooks.md), then hobbs playbook approve %s", name))
+	}
+	if c.Unapproved != nil {
+		return playbook.RunSpec{}, st.Refuse(name, "run: block not approved", c.Unapproved)
+	}
+	return c.Spec, nil
+}
+
+// SessionOptions are hobbs run's flags: what a session is started with
+// beyond config.yaml.
+type SessionOptions struct {
+	Name, Image, Base, Binary, Workspace string
+	Command                              []string
+	TTY                                  bool
+	// Detached: this is the background launcher of hobbs run --detach,
+	// or (ReadyFile set) of hobbs run on a terminal, which starts the
+	// agent itself once ReadyFile exists.
+	Detached  bool
+	ReadyFile string
+	Stdin     io.Reader
+}
+
+// Args are o's flags as hobbs run takes them again, for the background
+// launcher (StartBackground): --workspace, --image, --base, --binary and
+// the command.
+func (o SessionOptions) Args() []string {
+	var args []string
+	for _, f := range [][2]string{{"--workspace", o.Workspace}, {"--image", o.Image}, {"--base", o.Base}, {"--binary", o.Binary}} {
+		if f[1] != "" {
+			args = append(args, f[0], f[1])
+		}
+	}
+	if len(o.Command) > 0 {
+		args = append(append(args, "--"), o.Command...)
+	}
+	return args
+}
+
+// CheckName checks the session name o asks for, if any (ValidName).
+func (o SessionOptions) CheckName() error {
+	if o.Name == "" {
+		return nil
+	}
+	return ValidName(o.Name)
+}
+
+// PlanSession is the plan of a session (KindSession) started with o: the
+// image config.yaml names unless o does, the instance's effective policy,
+// the host surveyed.
+func (r Runner) PlanSession(o SessionOptions) (*Plan, error) {
+	if err := o.CheckName(); err != nil {
+		return nil, err
+	}
+	if o.Image == "" {
+		o.Image = r.Config.Image
+	}
+	pol, err := r.Policy()
+	if err != nil {
+		return nil, err
+	}
+	spec := RunSpec{Kind: KindSession, Name: o.Name, Image: ImageRef(o.Image), Command: o.Command, TTY: o.TTY, Policy: pol}
+	return PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), o.Workspace, spec, r.status)
+}
+
+// Runtime is what Execute needs of this process to carry out a plan
+// started with o: the engine, the streams, the audit log and how to make
+// the image current (o's base and binary, else config.yaml's).
+func (r Runner) Runtime(o SessionOptions) Runtime {
+	b := BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
+	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
+	return Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
+		Progress: r.status, Detached: o.Detached, ReadyFile: o.ReadyFile}
+}

@@ -1,0 +1,181 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/channel"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/schedule"
+	"github.com/hobbs-agent/hobbs/src/task"
+)
+
+// The Service is the channels' channel.Host: what the owner asks from a
+// channel is answered here, from the queue and the task log, and what the
+// owner's buttons ask is carried out by the same code as the commands
+// (task review, playbook allow), audited there.
+
+// Status answers /status: the queued and running runs, then, when the
+// service runs with the launcher, the instance's sessions and the next
+// scheduled runs.
+func (s *Service) Status(ctx context.Context) (string, error) {
+	q, err := s.queueStatus()
+	if err != nil || s.opt.Launcher.Config == nil {
+		return q, err
+	}
+	var b strings.Builder
+	b.WriteString(q)
+	if ses, err := launcher.List(ctx, s.opt.Launcher.Engine, s.opt.Instance); err != nil {
+		fmt.Fprintf(&b, "\nsessions: unknown (%s)", firstLine(err.Error()))
+	} else {
+		fmt.Fprintf(&b, "\n%d sessions", len(ses))
+		for _, x := range ses {
+			fmt.Fprintf(&b, "\nsession: %s (%s)", x.Name, x.Status)
+		}
+	}
+	if l, err := schedule.ListStatus(schedule.OptionsFromEnv(nil), s.opt.Now()); err == nil {
+		for _, r := range l.Rows {
+			if r.Instance == s.opt.Instance.Root {
+				fmt.Fprintf(&b, "\nnext: %s at %s", r.Playbook, r.Next)
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// queueStatus is the queued and running runs.
+func (s *Service) queueStatus() (string, error) {
+	jobs, err := s.st.jobs()
+	if err != nil {
+		return "", err
+	}
+	var running, queued []string
+	for _, j := range jobs {
+		line := fmt.Sprintf("%s %s (trigger %s)", j.Task, j.Playbook, j.Trigger)
+		switch j.State {
+		case Running:
+			running = append(running, line)
+		case Queued:
+			queued = append(queued, line)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d running, %d queued (at most %d at once)", len(running), len(queued), s.opt.Config.Serve.MaxRuns)
+	for _, l := range running {
+		b.WriteString("\nrunning: " + l)
+	}
+	for _, l := range queued {
+		b.WriteString("\nqueued: " + l)
+	}
+	return b.String(), nil
+}
+
+// Runs answers /runs: the latest triggered runs and their outcomes.
+func (s *Service) Runs(ctx context.Context) (string, error) {
+	jobs, err := s.st.jobs()
+	if err != nil {
+		return "", err
+	}
+	var lines []string
+	for i := len(jobs) - 1; i >= 0; i-- {
+		j := jobs[i]
+		if j.State != Done {
+			continue
+		}
+		l := fmt.Sprintf("%s %s (trigger %s): %s", j.Task, j.Playbook, j.Trigger, j.Outcome)
+		if j.Note != "" {
+			l += " — " + j.Note
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return "no triggered run has ended yet", nil
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// Stop answers /stop NAME: a queued run (by its task id) is dropped, a
+// running one stopped.
+func (s *Service) Stop(ctx context.Context, name string) (string, error) {
+	s.mu.Lock()
+	r, running := s.running[name]
+	s.mu.Unlock()
+	if running {
+		r.cancel()
+		s.audit(audit.Entry{Event: "serve.stop", Subject: name, Outcome: "ok", Detail: map[string]any{"state": Running}})
+		return "stopping " + name, nil
+	}
+	found := false
+	err := s.st.update(func(q *queueFile) error {
+		for _, j := range q.Jobs {
+			if j.Task == name && j.State == Queued {
+				now := s.opt.Now().UTC()
+				j.State, j.Finished, j.Outcome, j.Note = Done, &now, task.Failed, "stopped by the owner before it started"
+				found = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", errs.Usagef("no queued or running run %s", name)
+	}
+	s.st.removeEvent(name)
+	if _, err := s.opt.Tasks.Done(name, task.DoneOptions{Outcome: task.Failed, Retro: "## Run\n\n- stopped by the owner before it started\n"}); err != nil {
+		s.logf("task %s: %v", name, err)
+	}
+	s.audit(audit.Entry{Event: "serve.stop", Subject: name, Outcome: "ok", Detail: map[string]any{"state": Queued}})
+	return "dropped " + name + " from the queue", nil
+}
+
+// Act carries out a pressed button: a supervised run's review
+// (task.Log.SetReview) or a host for a playbook's runs
+// (playbook.Store.AllowHost), each audited by its package.
+func (s *Service) Act(ctx context.Context, a channel.Action) (string, error) {
+	switch a.Kind {
+	case channel.ActApprove, channel.ActReject:
+		verdict := task.ReviewApproved
+		if a.Kind == channel.ActReject {
+			verdict = task.ReviewRejected
+		}
+		if err := task.ValidID(a.Task); err != nil {
+			return "", err
+		}
+		if _, err := s.opt.Tasks.SetReview(a.Task, verdict, "from the owner's channel"); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s %s", a.Task, verdict), nil
+	case channel.ActAllowHost:
+		if s.opt.Playbooks == nil {
+			return "", errs.Failf("playbooks are not open in this service")
+		}
+		res, err := s.opt.Playbooks.AllowHost(a.Playbook, a.Host, "allowed from the owner's channel")
+		if err != nil {
+			return "", err
+		}
+		if !res.Changed {
+			return fmt.Sprintf("%s already allows %s", a.Playbook, res.Host), nil
+		}
+		return fmt.Sprintf("%s may now reach %s", a.Playbook, res.Host), nil
+	case channel.ActDenyHost:
+		s.audit(audit.Entry{Event: "playbook.allow", Subject: a.Playbook, Outcome: "denied", Detail: map[string]any{"host": a.Host, "by": "channel"}})
+		return fmt.Sprintf("%s stays refused for %s", a.Host, a.Playbook), nil
+	}
+	return "", errs.Usagef("unknown action %q", a.Kind)
+}
+
+// ErrNoChat is Chat's answer while no chat is set up.
+var ErrNoChat = errs.Failf("chat is not set up")
+
+// Chat is one turn of the owner's conversation, by Options.Chat.
+func (s *Service) Chat(ctx context.Context, conversation, text string) (string, error) {
+	if s.opt.Chat == nil {
+		return "", ErrNoChat
+	}
+	return s.opt.Chat(ctx, conversation, text)
+}

@@ -1,0 +1,52 @@
+package serve
+
+import (
+	"context"
+
+	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+)
+
+// LauncherRunner carries out triggered runs with the launcher: each is a
+// KindTrigger run of the playbook's approved grant (launcher.CheckTrigger:
+// stage supervised or autonomous, run: block approved), planned and
+// executed by launcher.Runner as every headless run, under the playbook's
+// run lock, with the event as the session file $HOBBS_EVENT names.
+type LauncherRunner struct {
+	Launcher  launcher.Runner
+	Playbooks *playbook.Store
+}
+
+// Check reports whether playbook may run for a trigger now.
+func (r LauncherRunner) Check(pb string) error {
+	pol, err := r.Launcher.Policy()
+	if err != nil {
+		return err
+	}
+	_, err = launcher.CheckTrigger(r.Playbooks, pb, pol)
+	return err
+}
+
+// Run runs j: the playbook checked again (it may have changed since the
+// delivery was queued), then the run.
+func (r LauncherRunner) Run(ctx context.Context, j Job, event []byte) (Result, error) {
+	pol, err := r.Launcher.Policy()
+	if err != nil {
+		return Result{}, err
+	}
+	grant, err := launcher.CheckTrigger(r.Playbooks, j.Playbook, pol)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	err = r.Playbooks.RunLocked(j.Playbook, grant.Stage, func() error {
+		f, err := r.Launcher.Run(ctx, launcher.KindTrigger, grant, &launcher.Trigger{Name: j.Trigger, Source: j.Source, Event: event}, j.Task)
+		o := f.Outcome
+		res = Result{Finished: f.Recorded, Outcome: o.Status, Why: o.Why, Report: o.Report, Review: f.Review}
+		if c := o.Result; c != nil {
+			res.CostUSD, res.Turns = c.TotalCostUSD, c.NumTurns
+		}
+		return err
+	})
+	return res, err
+}

@@ -1,0 +1,493 @@
+// Package serve is hobbs serve: the long-running host service that turns
+// signed webhooks into headless playbook runs and tells the owner how they
+// ended. It owns the webhook listener (POST /hooks/NAME, GET /healthz), a
+// persistent run queue with a cap on runs at once, the delivery of every
+// run's end to the owner's channels (package channel; stderr when there is
+// none), and, as channel.Host, the answers to the owner's commands and
+// buttons. A run is carried out by a Runner (LauncherRunner: a new kind of
+// launcher run, KindTrigger, planned and executed as every other run); this
+// package never assembles a container.
+//
+// Everything that reaches the listener is hostile until its signature holds
+// (hook.go), and the event stays untrusted input after: it reaches the run
+// as a file, never as instructions, and the session it starts is tainted
+// (provenance.OriginTrigger), so what it changes in memory waits for hobbs
+// review.
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/channel"
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/task"
+	"github.com/hobbs-agent/hobbs/src/vault"
+)
+
+// Runner carries out triggered runs.
+type Runner interface {
+	// Check reports whether playbook may run for a trigger now: at stage
+	// supervised or autonomous, with a run: block approved for its
+	// unattended runs. A refusal is audited by the Runner.
+	Check(playbook string) error
+	// Run runs j's playbook as the task j.Task, with event (the normalised
+	// JSON, Event) for the agent to read, and returns how it ended.
+	Run(ctx context.Context, j Job, event []byte) (Result, error)
+}
+
+// Result is how a triggered run ended.
+type Result struct {
+	// Finished: the Runner finished the task (task.Log.Done); when it did
+	// not (an error before the run started), the service does.
+	Finished bool
+	Outcome  string // task.OK or task.Failed
+	Why      string
+	CostUSD  float64
+	Turns    int
+	Report   string // the run's final report
+	Review   bool   // a supervised run: its result waits for the owner's review
+}
+
+// Options are what a Service is made of. Given Launcher, New fills what
+// is left out from it: Instance, Config, Audit, Tasks, Secret (the
+// instance's vault) and Runner (LauncherRunner).
+type Options struct {
+	Launcher launcher.Runner
+	Instance instance.Instance
+	Config   *config.Config
+	Audit    *audit.Logger
+	Tasks    task.Log
+	// Playbooks is where Act allows a host for a playbook's runs.
+	Playbooks *playbook.Store
+	// Secret reads a vault entry: each trigger's shared secret, read once
+	// when the service starts.
+	Secret   func(entry string) ([]byte, error)
+	Runner   Runner
+	Channels []channel.Channel
+	// Chat is one turn of the owner's conversation (channel.Host.Chat);
+	// nil: chat is not set up.
+	Chat func(ctx context.Context, conversation, text string) (string, error)
+	// Log writes the service's log lines (stderr).
+	Log io.Writer
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// DrainTimeout is how long a SIGTERM lets running runs finish before
+	// they are stopped (0: DefaultDrainTimeout).
+	DrainTimeout time.Duration
+}
+
+// DefaultDrainTimeout bounds a drain's wait for running runs.
+const DefaultDrainTimeout = 30 * time.Second
+
+// Service is one hobbs serve.
+type Service struct {
+	opt     Options
+	st      store
+	secrets map[string][]byte
+
+	mu       sync.Mutex
+	running  map[string]live // task → its run
+	draining bool
+	wg       sync.WaitGroup
+	kickc    chan struct{}
+	runCtx   context.Context
+	stopRuns context.CancelFunc
+}
+
+// live is a run this service is running.
+type live struct {
+	cancel   context.CancelFunc
+	playbook string
+}
+
+var _ channel.Host = (*Service)(nil)
+
+// New makes a service: it reads each trigger's secret and takes back the
+// queue a previous service left (a run it left running is recorded as
+// interrupted and delivered; queued ones wait to run).
+func New(opt Options) (*Service, error) {
+	if l := opt.Launcher; l.Config != nil {
+		opt.Instance, opt.Config, opt.Audit = l.Instance, l.Config, l.Audit
+		opt.Tasks = task.Open(l.Instance, l.Audit)
+		if opt.Secret == nil {
+			opt.Secret = vault.Open(l.Instance).Get
+		}
+		if opt.Runner == nil {
+			opt.Runner = LauncherRunner{Launcher: l, Playbooks: opt.Playbooks}
+		}
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	if opt.DrainTimeout == 0 {
+		opt.DrainTimeout = DefaultDrainTimeout
+	}
+	s := &Service{opt: opt, st: store{in: opt.Instance}, secrets: map[string][]byte{}, running: map[string]live{},
+		kickc: make(chan struct{}, 1)}
+	s.runCtx, s.stopRuns = context.WithCancel(context.Background())
+	for _, name := range opt.Config.TriggerNames() {
+		t := opt.Config.Triggers[name]
+		v, err := opt.Secret(t.Secret)
+		if err != nil {
+			return nil, errs.Failf("trigger %s: its secret (vault entry %s): %v", name, t.Secret, err).
+				WithHint("put the webhook's shared secret in the vault: hobbs vault set %s", t.Secret)
+		}
+		s.secrets[name] = v
+	}
+	if err := s.recover(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Service) logf(format string, args ...any) {
+	fmt.Fprintf(s.opt.Log, "%s hobbs serve: %s\n", s.opt.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+func (s *Service) audit(e audit.Entry) {
+	if s.opt.Audit != nil {
+		s.opt.Audit.Record(e, nil)
+	}
+}
+
+// recover records the runs a previous service left running as
+// interrupted: they are not run again (what they did is not known).
+func (s *Service) recover() error {
+	var lost []Job
+	err := s.st.update(func(q *queueFile) error {
+		now := s.opt.Now().UTC()
+		for _, j := range q.Jobs {
+			if j.State == Running {
+				j.State, j.Finished, j.Outcome, j.Note = Done, &now, task.Failed, "interrupted: hobbs serve stopped before the run ended"
+				lost = append(lost, *j)
+			}
+		}
+		return nil
+	})
+	for _, j := range lost {
+		s.st.removeEvent(j.Task)
+		if _, err := s.opt.Tasks.Done(j.Task, task.DoneOptions{Outcome: task.Failed, Retro: "## Run\n\n- " + j.Note + "\n"}); err != nil {
+			s.logf("task %s: %v", j.Task, err)
+		}
+		s.deliver(channel.Notice{ID: "task:" + j.Task + ":end", Text: fmt.Sprintf("%s (trigger %s): %s", j.Playbook, j.Trigger, j.Note)})
+	}
+	return err
+}
+
+// Serve is hobbs serve: as the user (never root), a Service made of opt
+// listening at serve.listen until ctx ends, then drained.
+func Serve(ctx context.Context, opt Options) error {
+	if err := launcher.RefuseRoot(); err != nil {
+		return err
+	}
+	s, err := New(opt)
+	if err != nil {
+		return err
+	}
+	return s.ListenAndRun(ctx)
+}
+
+// ListenAndRun listens at the config's serve.listen and runs until ctx
+// ends, then drains (Run).
+func (s *Service) ListenAndRun(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.opt.Config.Serve.Listen)
+	if err != nil {
+		return errs.Wrap(errs.Failure, err, "listen on %s (serve.listen)", s.opt.Config.Serve.Listen)
+	}
+	return s.Run(ctx, ln)
+}
+
+// Run serves webhooks on ln, runs the queue and the channels until ctx
+// ends, then drains: it stops taking deliveries, starts no more runs, lets
+// the running ones finish within DrainTimeout and stops those left (each
+// recorded and delivered as stopped); queued runs stay queued for the next
+// start. Only one service runs per instance.
+func (s *Service) Run(ctx context.Context, ln net.Listener) error {
+	if err := s.opt.Instance.FS().MkdirAll(s.opt.Instance.Locks(), 0o700); err != nil {
+		return err
+	}
+	unlock, err := s.opt.Instance.FS().Lock(s.opt.Instance.Lock("serve"), 100*time.Millisecond)
+	if err != nil {
+		ln.Close()
+		return errs.Failf("another hobbs serve runs for %s", s.opt.Instance.Root)
+	}
+	defer unlock()
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
+	s.logf("listening on %s: %d triggers, at most %d runs at once", ln.Addr(), len(s.secrets), s.opt.Config.Serve.MaxRuns)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	chCtx, stopChannels := context.WithCancel(context.Background())
+	var chWG sync.WaitGroup
+	for _, c := range s.opt.Channels {
+		chWG.Add(1)
+		go func(c channel.Channel) {
+			defer chWG.Done()
+			if err := c.Run(chCtx, s); err != nil && chCtx.Err() == nil {
+				s.logf("channel %s: %v", c.Name(), err)
+			}
+		}(c)
+	}
+	dctx, stopDispatch := context.WithCancel(context.Background())
+	dispatched := make(chan struct{})
+	go func() { defer close(dispatched); s.dispatch(dctx) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-served:
+	}
+	s.logf("draining: no more deliveries or runs")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = srv.Shutdown(sctx)
+	cancel()
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	stopDispatch()
+	<-dispatched
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.opt.DrainTimeout):
+		s.logf("stopping the runs still running after %v", s.opt.DrainTimeout)
+		s.stopRuns()
+		<-done
+	}
+	stopChannels()
+	chWG.Wait()
+	s.logf("stopped")
+	if errors.Is(runErr, http.ErrServerClosed) {
+		runErr = nil
+	}
+	return runErr
+}
+
+// kick wakes the dispatcher.
+func (s *Service) kick() {
+	select {
+	case s.kickc <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch starts queued runs whose time has come, within the cap, until
+// ctx ends.
+func (s *Service) dispatch(ctx context.Context) {
+	for {
+		wait := s.startReady()
+		var timer <-chan time.Time
+		var t *time.Timer
+		if wait > 0 {
+			t = time.NewTimer(wait)
+			timer = t.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.kickc:
+		case <-timer:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// startReady starts the queued runs that may start now and returns how
+// long until the next one may (0: none waits).
+func (s *Service) startReady() time.Duration {
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		return 0
+	}
+	free := s.opt.Config.Serve.MaxRuns - len(s.running)
+	busy := map[string]bool{} // two runs of one playbook never overlap (playbook.LockRun)
+	for _, r := range s.running {
+		busy[r.playbook] = true
+	}
+	s.mu.Unlock()
+	if free <= 0 {
+		return 0
+	}
+	type start struct {
+		j     Job
+		event []byte
+	}
+	var starts []start
+	var next time.Duration
+	now := s.opt.Now()
+	err := s.st.update(func(q *queueFile) error {
+		queued := []*Job{}
+		for _, j := range q.Jobs {
+			if j.State == Queued {
+				queued = append(queued, j)
+			}
+		}
+		sort.SliceStable(queued, func(a, b int) bool { return queued[a].Queued.Before(queued[b].Queued) })
+		for _, j := range queued {
+			if wait := j.NotBefore.Sub(now); wait > 0 {
+				if next == 0 || wait < next {
+					next = wait
+				}
+				continue
+			}
+			if len(starts) >= free {
+				break
+			}
+			if busy[j.Playbook] {
+				continue
+			}
+			busy[j.Playbook] = true
+			ev, err := s.st.readEvent(j.Task)
+			if err != nil {
+				s.logf("%v", err)
+			}
+			t := now.UTC()
+			j.State, j.Started = Running, &t
+			starts = append(starts, start{*j, ev})
+		}
+		return nil
+	})
+	if err != nil {
+		s.logf("queue: %v", err)
+		return time.Second
+	}
+	for _, st := range starts {
+		ctx, cancel := context.WithCancel(s.runCtx)
+		s.mu.Lock()
+		s.running[st.j.Task] = live{cancel: cancel, playbook: st.j.Playbook}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go s.runJob(ctx, cancel, st.j, st.event)
+	}
+	return next
+}
+
+// runJob carries out one run and records and delivers its end.
+func (s *Service) runJob(ctx context.Context, cancel context.CancelFunc, j Job, event []byte) {
+	defer s.wg.Done()
+	defer cancel()
+	s.logf("run %s: playbook %s for trigger %s (%d deliveries)", j.Task, j.Playbook, j.Trigger, len(j.Deliveries))
+	var res Result
+	var err error
+	if event == nil {
+		err = errs.Failf("the run's event file is missing")
+	} else {
+		res, err = s.opt.Runner.Run(ctx, j, event)
+	}
+	if err != nil && res.Outcome == "" {
+		res.Outcome, res.Why = task.Failed, firstLine(err.Error())
+	}
+	if ctx.Err() != nil && s.runCtx.Err() != nil {
+		res.Why = "stopped: hobbs serve was shutting down"
+	}
+	if !res.Finished {
+		if _, derr := s.opt.Tasks.Done(j.Task, task.DoneOptions{Outcome: res.Outcome, Retro: "## Run\n\n- " + res.Why + "\n"}); derr != nil {
+			s.logf("task %s: %v", j.Task, derr)
+		}
+	}
+	now := s.opt.Now().UTC()
+	if uerr := s.st.update(func(q *queueFile) error {
+		for _, q := range q.Jobs {
+			if q.Task == j.Task {
+				q.State, q.Finished, q.Outcome, q.Note = Done, &now, res.Outcome, res.Why
+			}
+		}
+		return nil
+	}); uerr != nil {
+		s.logf("queue: %v", uerr)
+	}
+	s.st.removeEvent(j.Task)
+	s.mu.Lock()
+	delete(s.running, j.Task)
+	s.mu.Unlock()
+	s.kick()
+	s.logf("run %s: %s", j.Task, outcomeText(res))
+	s.deliver(endNotice(j, res))
+}
+
+// outcomeText is a result in a few words.
+func outcomeText(r Result) string {
+	t := r.Outcome
+	if r.Why != "" {
+		t += " (" + r.Why + ")"
+	}
+	return t
+}
+
+// maxReportLines is how much of a run's report a notice carries.
+const maxReportLines = 8
+
+// endNotice is the notice of a run's end: outcome, cost, the first lines
+// of its report, and for a supervised run the review's buttons.
+func endNotice(j Job, r Result) channel.Notice {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (trigger %s): %s", j.Playbook, j.Trigger, outcomeText(r))
+	if r.CostUSD > 0 || r.Turns > 0 {
+		fmt.Fprintf(&b, ", %d turns, $%s", r.Turns, playbook.FormatUSD(r.CostUSD))
+	}
+	fmt.Fprintf(&b, "\ntask %s (hobbs task show %s)", j.Task, j.Task)
+	if rep := strings.TrimSpace(r.Report); rep != "" {
+		lines := strings.Split(rep, "\n")
+		if len(lines) > maxReportLines {
+			lines = append(lines[:maxReportLines], "…")
+		}
+		b.WriteString("\n\n" + strings.Join(lines, "\n"))
+	}
+	n := channel.Notice{ID: "task:" + j.Task + ":end", Text: b.String()}
+	if r.Review {
+		n.Text += "\n\nThe playbook is supervised: approve or reject this run."
+		n.Buttons = []channel.Action{{Kind: channel.ActApprove, Label: "Approve", Task: j.Task},
+			{Kind: channel.ActReject, Label: "Reject", Task: j.Task}}
+	}
+	return n
+}
+
+// deliver hands n to every channel; with none, it is logged.
+func (s *Service) deliver(n channel.Notice) {
+	if len(s.opt.Channels) == 0 {
+		s.logf("notice %s: %s", n.ID, strings.ReplaceAll(n.Text, "\n", "\n    "))
+		return
+	}
+	for _, c := range s.opt.Channels {
+		if err := c.Deliver(n); err != nil {
+			s.logf("channel %s: notice %s not queued: %v", c.Name(), n.ID, err)
+			s.logf("notice %s: %s", n.ID, n.Text)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// jsonReply writes v as the response, with code.
+func jsonReply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
