@@ -1,8 +1,8 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +37,18 @@ As you (never root), in the foreground, logs on stderr; SIGTERM drains.`,
 		r.Stdout = a.errOut // a run's output goes to the log
 		return serve.Serve(a.ctx, serve.Options{Launcher: r, Playbooks: st, Log: a.errOut})
 	})
-	cmd.AddCommand(newServeInstallCmd(a))
+	pair := &cobra.Command{Use: "pair telegram", Short: "Print a one-time code that makes your Telegram chat the owner's",
+		Example: "  hobbs serve pair telegram    # then send /start CODE to your bot, in a private chat",
+		Args:    usageArgs(cobra.ExactArgs(1)), ValidArgs: []string{"telegram"}}
+	pair.RunE = a.withExistingInstance(func(_ *cobra.Command, args []string, in instance.Instance) error {
+		p, err := serve.Pair(in, args[0], a.audit(in))
+		if err == nil {
+			fmt.Fprintln(a.out, p.Code)
+			a.status("send /start %s to your bot in a private chat before %s (one use)", p.Code, p.Expires.Local().Format("15:04"))
+		}
+		return err
+	})
+	cmd.AddCommand(newServeInstallCmd(a), pair)
 	return cmd
 }
 
@@ -54,11 +65,7 @@ systemd user manager, write nothing and say what to do.`,
 	}
 	cmd.RunE = a.withExistingInstance(func(cmd *cobra.Command, _ []string, in instance.Instance) error {
 		tpl, _ := fs.ReadFile(hobbs.Dist, "hobbs-serve.service")
-		bin, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		res, err := serve.Install(serve.InstallOptions{Template: tpl, Binary: bin, Instance: in.Root,
+		res, err := serve.Install(serve.InstallOptions{Template: tpl, Instance: in.Root,
 			Schedule: schedule.OptionsFromEnv(nil), Audit: a.audit(in)})
 		if err != nil {
 			return err

@@ -19,7 +19,7 @@ const UnitName = "hobbs-serve.service"
 // InstallOptions configure Install.
 type InstallOptions struct {
 	Template []byte // dist/hobbs-serve.service
-	Binary   string // this hobbs, absolute
+	Binary   string // this hobbs, absolute ("": os.Executable)
 	Instance string // the instance root, made explicit in the unit
 	Schedule schedule.Options
 	Audit    *audit.Logger
@@ -42,6 +42,13 @@ type Installed struct {
 func Install(o InstallOptions) (Installed, error) {
 	if o.Root == nil {
 		o.Root = func() bool { return os.Getuid() == 0 }
+	}
+	if o.Binary == "" {
+		bin, err := os.Executable()
+		if err != nil {
+			return Installed{}, err
+		}
+		o.Binary = bin
 	}
 	if o.Root() {
 		return Installed{}, errs.Usagef("hobbs serve will not run as root: install it as the user it runs as").

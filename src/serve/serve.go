@@ -152,6 +152,9 @@ func New(opt Options) (*Service, error) {
 		}
 		s.secrets[name] = v
 	}
+	if err := s.setUpChannels(); err != nil {
+		return nil, err
+	}
 	if err := s.recover(); err != nil {
 		return nil, err
 	}
