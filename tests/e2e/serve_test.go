@@ -81,7 +81,9 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func newServeEnv(t *testing.T, maxRuns int, debounce string) *serveEnv {
+// newServeEnv's extra, when given, adds to config.yaml what it returns
+// (after whatever it sets up in the instance).
+func newServeEnv(t *testing.T, maxRuns int, debounce string, extra ...func(e *env) string) *serveEnv {
 	e := newEnv(t)
 	e.removeVolume(t)
 	if r := e.hobbs(nil, "vault", "init"); r.code != 0 {
@@ -116,7 +118,7 @@ triggers:
     playbook: find-duplicates
     events: [issues]
     debounce: %s
-`, image, baseImage, e.ws, port, maxRuns, debounce, debounce, debounce))
+`, image, baseImage, e.ws, port, maxRuns, debounce, debounce, debounce)+extraConfig(e, extra))
 	for _, pb := range []string{"triage-issue", "label-issue", "find-duplicates"} {
 		writeFile(t, filepath.Join(e.inst, "playbooks", pb+".md"), fmt.Sprintf(`---
 title: %s
@@ -154,6 +156,14 @@ run:
 		return err == nil && r.StatusCode == 200
 	})
 	return s
+}
+
+func extraConfig(e *env, extra []func(e *env) string) string {
+	var b strings.Builder
+	for _, f := range extra {
+		b.WriteString(f(e))
+	}
+	return b.String()
 }
 
 // issueBody is a GitHub issues delivery's body (as GitHub's webhook
