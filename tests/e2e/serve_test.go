@@ -81,7 +81,37 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// fakeChannelBin is tests/e2e/fakechannel, built once.
+var (
+	fakeChannelOnce sync.Once
+	fakeChannelBin  string
+	fakeChannelErr  error
+)
+
+func buildFakeChannel(t *testing.T) string {
+	fakeChannelOnce.Do(func() {
+		fakeChannelBin = filepath.Join(tmpRoot, "fakechannel")
+		b := exec.Command("go", "build", "-trimpath", "-o", fakeChannelBin, "./tests/e2e/fakechannel")
+		b.Dir = repoRoot
+		b.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := b.CombinedOutput(); err != nil {
+			fakeChannelErr = fmt.Errorf("go build fakechannel: %v\n%s", err, out)
+		}
+	})
+	if fakeChannelErr != nil {
+		t.Fatal(fakeChannelErr)
+	}
+	return fakeChannelBin
+}
+
 func newServeEnv(t *testing.T, maxRuns int, debounce string) *serveEnv {
+	return startServe(t, maxRuns, debounce, nil)
+}
+
+// startServe sets the instance up and starts hobbs serve, or, with
+// fake (the FAKE channel's environment, given the env's directory),
+// tests/e2e/fakechannel: the same service with the FAKE channel.
+func startServe(t *testing.T, maxRuns int, debounce string, fake func(dir string) []string) *serveEnv {
 	e := newEnv(t)
 	e.removeVolume(t)
 	if r := e.hobbs(nil, "vault", "init"); r.code != 0 {
@@ -144,6 +174,11 @@ run:
 	writeFile(t, filepath.Join(e.ws, ".fake-claude-run"), serveRun)
 	s := &serveEnv{env: e, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	s.cmd = e.command(nil, "serve")
+	if fake != nil {
+		s.cmd.Path = buildFakeChannel(t)
+		s.cmd.Args = []string{s.cmd.Path}
+		s.cmd.Env = append(s.cmd.Env, append(fake(e.dir), "HOBBS_BINARY="+hobbsBin)...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = s, s
 	e.start(t, s.cmd)
 	waitFor(t, 30*time.Second, "hobbs serve to listen", func() bool {
@@ -477,4 +512,65 @@ func parseUptime(t *testing.T, v string) time.Duration {
 		t.Fatalf("uptime %q: %v", v, err)
 	}
 	return time.Duration(f * float64(time.Second))
+}
+
+// TestServeFakeChannel: hobbs serve with a channel (the FAKE one standing
+// for Telegram): a signed delivery's run ends, its end is delivered to the
+// channel with Approve and Reject, and the owner's press of Approve is
+// carried out through channel.Host.Act as hobbs task review would.
+func TestServeFakeChannel(t *testing.T) {
+	s := startServe(t, 2, "0s", func(dir string) []string {
+		return []string{"FAKE_CHANNEL_OUT=" + filepath.Join(dir, "notices.jsonl"), "FAKE_CHANNEL_PRESS=approve"}
+	})
+	out := filepath.Join(s.dir, "notices.jsonl")
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(out)
+			t.Logf("the service's log:\n%s\nthe channel's file:\n%s", s.log(), b)
+		}
+	}()
+	r := s.deliver(t, "new-issues", issueBody("octo/repo", 3, "Typo in README", "A typo."), "fc-1", hookSecret)
+	if r.code != 202 || r.Task == "" {
+		t.Fatalf("delivery: %d %+v\n%s", r.code, r, s.log())
+	}
+	type line struct {
+		Notice *struct {
+			ID, Text string
+			Buttons  []struct{ Kind, Label, Task string }
+		}
+		Pressed *struct{ Kind, Task string }
+		Answer  string
+		Error   string
+	}
+	var got []line
+	waitFor(t, 90*time.Second, "the notice and the press", func() bool {
+		b, _ := os.ReadFile(out)
+		got = nil
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var x line
+			if json.Unmarshal([]byte(l), &x) == nil {
+				got = append(got, x)
+			}
+		}
+		return len(got) >= 2
+	})
+	n, p := got[0], got[1]
+	if n.Notice == nil || n.Notice.ID != "task:"+r.Task+":end" || !strings.Contains(n.Notice.Text, "triage-issue (trigger new-issues): ok") ||
+		len(n.Notice.Buttons) != 2 || n.Notice.Buttons[0].Kind != "approve" || n.Notice.Buttons[0].Task != r.Task {
+		t.Fatalf("the channel got %+v", n.Notice)
+	}
+	if p.Pressed == nil || p.Error != "" || p.Answer != r.Task+" approved" {
+		t.Fatalf("the press: %+v", p)
+	}
+	rec, _ := os.ReadFile(filepath.Join(s.inst, "logs", "tasks", r.Task+".md"))
+	if !strings.Contains(string(rec), "review: approved") {
+		t.Errorf("the task after Approve:\n%s", rec)
+	}
+	aud, _ := os.ReadFile(filepath.Join(s.inst, "logs", "audit.log"))
+	if !strings.Contains(string(aud), `"event":"task.review","subject":"`+r.Task+`"`) {
+		t.Errorf("the review is not audited")
+	}
+	if strings.Contains(s.log(), "notice task:") {
+		t.Errorf("with a channel, the notice was logged instead of delivered:\n%s", s.log())
+	}
 }
