@@ -249,6 +249,8 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 			}
 		}(c)
 	}
+	chWG.Add(1)
+	go func() { defer chWG.Done(); s.watch(chCtx) }()
 	dctx, stopDispatch := context.WithCancel(context.Background())
 	dispatched := make(chan struct{})
 	go func() { defer close(dispatched); s.dispatch(dctx) }()

@@ -616,3 +616,52 @@ func TestActAndStop(t *testing.T) {
 		t.Fatalf("chat: %v", err)
 	}
 }
+
+// Never silent: the end of a run the service did not start (a schedule's)
+// is delivered once, with the review's buttons for a supervised run; one
+// that ended before the service first started, and one the service ran
+// itself (runJob delivers it), are not.
+func TestWatchDeliversOtherRuns(t *testing.T) {
+	f := newFixture(t, "0s")
+	s := f.service()
+	tasks := task.Log{Instance: f.in, Now: f.now}
+	run := func(pb string, review string) *task.Task {
+		tk, err := tasks.Start(task.RunTitle(pb), "hobbs", pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tasks.Done(tk.ID, task.DoneOptions{Outcome: task.OK, Retro: "## Outcome\n\nok - " + pb + " done\n", Review: review}); err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	run("label-issue", "")
+	s.watchOnce() // the first look: only what ends from now on
+	if len(f.ch.notices) != 0 {
+		t.Fatalf("delivered what ended before the first start: %+v", f.ch.notices)
+	}
+	f.advance(time.Minute)
+	nightly := run("label-issue", task.ReviewPending)
+	own := run("triage-issue", "")
+	if err := s.st.update(func(q *queueFile) error {
+		q.Jobs = append(q.Jobs, &Job{Task: own.ID, Playbook: "triage-issue", Trigger: "new-issues", State: Done})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.watchOnce()
+	s.watchOnce()
+	if len(f.ch.notices) != 1 {
+		t.Fatalf("notices %+v, want the scheduled run's end once", f.ch.notices)
+	}
+	n := f.ch.notices[0]
+	if n.ID != "task:"+nightly.ID+":end" || !strings.Contains(n.Text, "label-issue: ok") || !strings.Contains(n.Text, "ok - label-issue done") ||
+		len(n.Buttons) != 2 || n.Buttons[0].Kind != channel.ActApprove || n.Buttons[0].Task != nightly.ID {
+		t.Errorf("the notice: %+v", n)
+	}
+	// A restart delivers nothing twice.
+	f.service().watchOnce()
+	if len(f.ch.notices) != 1 {
+		t.Errorf("a restart delivered again: %+v", f.ch.notices[1:])
+	}
+}

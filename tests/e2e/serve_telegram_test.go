@@ -14,7 +14,8 @@ import (
 // Bot API server (telegramtest: Telegram's servers cannot be reached from
 // here). The owner pairs with the code hobbs serve pair telegram prints; a
 // stranger gets no answer and is audited without their text; /status is
-// answered without the model; a correctly signed GitHub issues delivery
+// answered without the model; another text is a chat turn whose reply
+// comes back; a correctly signed GitHub issues delivery
 // runs the approved supervised playbook and its outcome reaches the paired
 // owner with Approve / Reject buttons; the owner's press approves the run.
 func TestServeTelegram(t *testing.T) {
@@ -42,6 +43,14 @@ func TestServeTelegram(t *testing.T) {
 	})
 	fake.Send(owner, "/status")
 	fake.Wait(t, time.Minute, "the owner's /status answered", func(v telegramtest.View) bool { return len(v.Sent(owner)) >= 2 })
+	// Any other text is a chat turn: a headless turn in a fresh container
+	// (the FAKE claude answers with its run script's report), the reply
+	// sent back.
+	fake.Send(owner, "hello hobbs")
+	fake.Wait(t, 3*time.Minute, "the chat turn's reply", func(v telegramtest.View) bool {
+		m := v.Sent(owner)
+		return len(m) >= 3 && strings.Contains(m[len(m)-1].Text, "triaged the issue")
+	})
 
 	r := s.deliver(t, "new-issues", issueBody("octo/repo", 7, "Login fails", "It fails."), "tg-1", hookSecret)
 	if r.code != 202 {
