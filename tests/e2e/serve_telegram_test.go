@@ -10,6 +10,34 @@ import (
 	"github.com/hobbs-agent/hobbs/src/channel/telegram/telegramtest"
 )
 
+// The paired owner's and a stranger's chat ids on the FAKE Bot API server.
+const owner, stranger = 4242, 666
+
+// newTelegramServe is newServeEnv with the Telegram channel, against a
+// FAKE Bot API server (telegramtest: Telegram's servers cannot be reached
+// from here).
+func newTelegramServe(t testing.TB) (*serveEnv, *telegramtest.Fake) {
+	var fake *telegramtest.Fake
+	s := newServeEnv(t, 1, "0s", func(e *env) string {
+		fake = telegramtest.NewFake(t, "")
+		if r := e.hobbs([]byte(telegramtest.Token), "vault", "set", "telegram-bot"); r.code != 0 {
+			t.Fatalf("vault set telegram-bot: %s", r.stderr)
+		}
+		return "channels:\n  telegram:\n    token: telegram-bot\n    api_url: " + fake.URL + "\n"
+	})
+	return s, fake
+}
+
+// pair returns the code hobbs serve pair telegram prints.
+func (s *serveEnv) pair(t testing.TB) string {
+	p := s.hobbs(nil, "serve", "pair", "telegram")
+	code := strings.TrimSpace(p.stdout)
+	if p.code != 0 || code == "" {
+		t.Fatalf("serve pair telegram: %d %s", p.code, p.stderr)
+	}
+	return code
+}
+
 // TestServeTelegram: hobbs serve with a Telegram channel, against the FAKE
 // Bot API server (telegramtest: Telegram's servers cannot be reached from
 // here). The owner pairs with the code hobbs serve pair telegram prints; a
@@ -19,21 +47,8 @@ import (
 // runs the approved supervised playbook and its outcome reaches the paired
 // owner with Approve / Reject buttons; the owner's press approves the run.
 func TestServeTelegram(t *testing.T) {
-	const owner, stranger = 4242, 666
-	var fake *telegramtest.Fake
-	s := newServeEnv(t, 1, "0s", func(e *env) string {
-		fake = telegramtest.NewFake(t, "")
-		if r := e.hobbs([]byte(telegramtest.Token), "vault", "set", "telegram-bot"); r.code != 0 {
-			t.Fatalf("vault set telegram-bot: %s", r.stderr)
-		}
-		return "channels:\n  telegram:\n    token: telegram-bot\n    api_url: " + fake.URL + "\n"
-	})
-
-	p := s.hobbs(nil, "serve", "pair", "telegram")
-	code := strings.TrimSpace(p.stdout)
-	if p.code != 0 || code == "" {
-		t.Fatalf("serve pair telegram: %d %s", p.code, p.stderr)
-	}
+	s, fake := newTelegramServe(t)
+	code := s.pair(t)
 	fake.Send(stranger, "/start "+code+"X")
 	fake.Send(stranger, "/status secret-stranger-text")
 	fake.Send(owner, "/start "+code)

@@ -72,7 +72,7 @@ func (s *serveEnv) log() string {
 	return s.stderr.String()
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func freePort(t *testing.T) int {
 
 // newServeEnv's extra, when given, adds to config.yaml what it returns
 // (after whatever it sets up in the instance).
-func newServeEnv(t *testing.T, maxRuns int, debounce string, extra ...func(e *env) string) *serveEnv {
+func newServeEnv(t testing.TB, maxRuns int, debounce string, extra ...func(e *env) string) *serveEnv {
 	e := newEnv(t)
 	e.removeVolume(t)
 	if r := e.hobbs(nil, "vault", "init"); r.code != 0 {
@@ -184,7 +184,7 @@ type hookReply struct {
 
 // deliver POSTs body to trigger as GitHub does: X-GitHub-Event,
 // X-GitHub-Delivery and, with key, X-Hub-Signature-256.
-func (s *serveEnv) deliver(t *testing.T, trigger string, body []byte, delivery, key string) hookReply {
+func (s *serveEnv) deliver(t testing.TB, trigger string, body []byte, delivery, key string) hookReply {
 	req, _ := http.NewRequest(http.MethodPost, s.url+"/hooks/"+trigger, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", "issues")
@@ -207,7 +207,7 @@ func (s *serveEnv) deliver(t *testing.T, trigger string, body []byte, delivery, 
 
 // waitNotice waits for the end of task to be delivered (logged: no
 // channel is configured) and returns the notice's text.
-func (s *serveEnv) waitNotice(t *testing.T, task string, d time.Duration) string {
+func (s *serveEnv) waitNotice(t testing.TB, task string, d time.Duration) string {
 	var text string
 	waitFor(t, d, "the end of "+task+" to be delivered", func() bool {
 		l := s.log()
@@ -471,7 +471,7 @@ func TestServeSIGTERM(t *testing.T) {
 }
 
 // uptime is the kernel's uptime, the clock the runs' log uses.
-func uptime(t *testing.T) time.Duration {
+func uptime(t testing.TB) time.Duration {
 	b, err := os.ReadFile("/proc/uptime")
 	if err != nil {
 		t.Fatal(err)
@@ -481,7 +481,7 @@ func uptime(t *testing.T) time.Duration {
 
 // parseUptime reads an uptime as /proc/uptime gives it (seconds, two
 // decimals).
-func parseUptime(t *testing.T, v string) time.Duration {
+func parseUptime(t testing.TB, v string) time.Duration {
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
 		t.Fatalf("uptime %q: %v", v, err)
