@@ -52,6 +52,9 @@ type Finished struct {
 	Code    int // the session's exit code (1 for a run whose outcome is failed though Claude Code exited 0)
 	Outcome Outcome
 	Review  bool // a supervised run: its result waits for the user's review
+	// Denied are the targets the proxy refused while the run ran, as
+	// hobbs playbook allow names them (playbook.AllowTarget).
+	Denied []string
 	// Recorded: the task was finished (task.Log.Done) with the outcome.
 	Recorded bool
 }
@@ -89,7 +92,8 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 	code, runErr := Execute(ctx, h.Plan, rt)
 
 	o := RunOutcome(code, runErr, []byte(out.String()))
-	report := runReport(in, spec, start, code, runErr, o)
+	denied := deniedSince(in, start)
+	report := runReport(spec, denied, code, runErr, o)
 	var lessons task.Rememberer
 	if len(task.Lessons(o.Report)) > 0 {
 		lessons = h.Remember
@@ -119,11 +123,15 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 	if runErr == nil && code == 0 && o.Status != task.OK {
 		code = 1
 	}
-	return Finished{Task: id, Code: code, Outcome: o, Review: review != "", Recorded: recorded}, runErr
+	f := Finished{Task: id, Code: code, Outcome: o, Review: review != "", Recorded: recorded}
+	for _, d := range denied {
+		f.Denied = append(f.Denied, playbook.AllowTarget(d.Host, d.Port))
+	}
+	return f, runErr
 }
 
 // runReport is the run's part of its task record.
-func runReport(in instance.Instance, spec playbook.RunSpec, start time.Time, code int, runErr error, o Outcome) string {
+func runReport(spec playbook.RunSpec, denied []egress.Denied, code int, runErr error, o Outcome) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Run\n\n- playbook: %s (%s)\n- exit: %d\n", spec.Playbook, spec.Stage, code)
 	if runErr != nil {
@@ -147,7 +155,7 @@ func runReport(in instance.Instance, spec playbook.RunSpec, start time.Time, cod
 		fmt.Fprintf(&b, "- limits: hosts %s; secrets %s; tools %s; max_turns %d; max_cost_usd %s; timeout %s\n",
 			listOrNone(spec.Hosts), listOrNone(spec.Secrets), listOrNone(spec.Tools), spec.MaxTurns, cost, spec.TimeoutText)
 	}
-	if denied := deniedSince(in, start); len(denied) > 0 {
+	if len(denied) > 0 {
 		b.WriteString("\n## Denied by the proxy\n\n")
 		for _, d := range denied {
 			fmt.Fprintf(&b, "- %s — to allow it: %s\n", d.Target, strings.Join(spec.AllowCommands(d.Host, d.Port), " ; "))

@@ -294,13 +294,7 @@ func (s RunSpec) AllowCommands(host string, port int) []string {
 	if port == 0 {
 		port = 443
 	}
-	target := host
-	if strings.Contains(host, ":") {
-		target = "[" + host + "]"
-	}
-	if port != 443 {
-		target += ":" + strconv.Itoa(port)
-	}
+	target := AllowTarget(host, port)
 	var out []string
 	if s.Declared {
 		covered := false
@@ -359,4 +353,17 @@ func LockRun(fsys safefile.Root, lockPath, name string) (unlock func(), err erro
 		return nil, errs.Wrap(errs.Failure, err, "lock the run of %s", name)
 	}
 	return unlock, nil
+}
+
+// AllowTarget is how hobbs playbook allow names host at port: the host
+// alone for 443, else host:port (an IPv6 address in brackets).
+func AllowTarget(host string, port int) string {
+	target := host
+	if strings.Contains(host, ":") {
+		target = "[" + host + "]"
+	}
+	if port != 0 && port != 443 {
+		target += ":" + strconv.Itoa(port)
+	}
+	return target
 }

@@ -42,7 +42,7 @@ func (r LauncherRunner) Run(ctx context.Context, j Job, event []byte) (Result, e
 	err = r.Playbooks.RunLocked(j.Playbook, grant.Stage, func() error {
 		f, err := r.Launcher.Run(ctx, launcher.KindTrigger, grant, &launcher.Trigger{Name: j.Trigger, Source: j.Source, Event: event}, j.Task)
 		o := f.Outcome
-		res = Result{Finished: f.Recorded, Outcome: o.Status, Why: o.Why, Report: o.Report, Review: f.Review}
+		res = Result{Finished: f.Recorded, Outcome: o.Status, Why: o.Why, Report: o.Report, Review: f.Review, Denied: f.Denied}
 		if c := o.Result; c != nil {
 			res.CostUSD, res.Turns = c.TotalCostUSD, c.NumTurns
 		}

@@ -61,6 +61,9 @@ type Result struct {
 	Turns    int
 	Report   string // the run's final report
 	Review   bool   // a supervised run: its result waits for the owner's review
+	// Denied are the hosts the proxy refused the run, as hobbs playbook
+	// allow names them.
+	Denied []string
 }
 
 // Options are what a Service is made of. Given Launcher, New fills what
@@ -432,6 +435,32 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelFunc, j Job, 
 	s.kick()
 	s.logf("run %s: %s", j.Task, outcomeText(res))
 	s.deliver(endNotice(j, res))
+	for _, n := range deniedNotices(j.Task, j.Playbook, res.Denied) {
+		s.deliver(n)
+	}
+}
+
+// maxDeniedNotices bounds the hosts one run's end asks about.
+const maxDeniedNotices = 5
+
+// deniedNotices ask the owner, one host a notice (a notice's buttons are
+// answered once), whether playbook's runs may reach each host the proxy
+// refused run task: "allow HOST for PLAYBOOK" (hobbs playbook allow) or
+// "deny" (it stays refused).
+func deniedNotices(task, pb string, denied []string) []channel.Notice {
+	var out []channel.Notice
+	for i, h := range denied {
+		if i == maxDeniedNotices {
+			out = append(out, channel.Notice{ID: "task:" + task + ":denied:more",
+				Text: fmt.Sprintf("%s: %d more hosts were refused (hobbs task show %s)", pb, len(denied)-i, task)})
+			break
+		}
+		out = append(out, channel.Notice{ID: "task:" + task + ":denied:" + h,
+			Text: fmt.Sprintf("%s (task %s) was refused %s: its run: block does not list it.", pb, task, h),
+			Buttons: []channel.Action{{Kind: channel.ActAllowHost, Label: "allow " + h + " for " + pb, Playbook: pb, Host: h},
+				{Kind: channel.ActDenyHost, Label: "deny", Playbook: pb, Host: h}}})
+	}
+	return out
 }
 
 // outcomeText is a result in a few words.

@@ -18,6 +18,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/channel"
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
@@ -663,5 +664,56 @@ func TestWatchDeliversOtherRuns(t *testing.T) {
 	f.service().watchOnce()
 	if len(f.ch.notices) != 1 {
 		t.Errorf("a restart delivered again: %+v", f.ch.notices[1:])
+	}
+}
+
+// A run the proxy refused hosts ends with one notice a host, each asking
+// to allow it for the playbook or leave it refused; past five, one notice
+// says how many more.
+func TestDeniedNotices(t *testing.T) {
+	hosts := []string{"a.example", "b.example:8443", "c.example", "d.example", "e.example", "f.example", "g.example"}
+	ns := deniedNotices("task_20261126_001", "triage-issue", hosts)
+	if len(ns) != 6 {
+		t.Fatalf("%d notices, want 5 and one for the rest: %+v", len(ns), ns)
+	}
+	n := ns[1]
+	if n.ID != "task:task_20261126_001:denied:b.example:8443" || !strings.Contains(n.Text, "was refused b.example:8443") || len(n.Buttons) != 2 ||
+		n.Buttons[0] != (channel.Action{Kind: channel.ActAllowHost, Label: "allow b.example:8443 for triage-issue", Playbook: "triage-issue", Host: "b.example:8443"}) ||
+		n.Buttons[1].Kind != channel.ActDenyHost {
+		t.Errorf("a host's notice: %+v", n)
+	}
+	if last := ns[5]; len(last.Buttons) != 0 || !strings.Contains(last.Text, "2 more hosts were refused") {
+		t.Errorf("the last notice: %+v", last)
+	}
+	if len(deniedNotices("t", "p", nil)) != 0 {
+		t.Error("notices for a run refused nothing")
+	}
+}
+
+// The owner's "allow HOST for PLAYBOOK" adds the host to the playbook's
+// run: block (hobbs playbook allow, audited); "deny" changes nothing.
+func TestActAllowHost(t *testing.T) {
+	f := newFixture(t, "")
+	if err := os.WriteFile(f.in.Playbook("label-issue"), []byte("---\ntitle: Label\nstage: supervised\nrun:\n  hosts: []\n---\n# Label\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := f.service()
+	s.opt.Playbooks = playbook.Open(f.in, 30, nil, s.opt.Audit)
+	if _, err := s.Act(context.Background(), channel.Action{Kind: channel.ActDenyHost, Playbook: "label-issue", Host: "api.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(f.in.Playbook("label-issue")); strings.Contains(string(b), "api.example.com") {
+		t.Fatalf("deny allowed the host:\n%s", b)
+	}
+	got, err := s.Act(context.Background(), channel.Action{Kind: channel.ActAllowHost, Playbook: "label-issue", Host: "api.example.com"})
+	if err != nil || !strings.Contains(got, "may now reach api.example.com") {
+		t.Fatalf("allow: %q %v", got, err)
+	}
+	if b, _ := os.ReadFile(f.in.Playbook("label-issue")); !strings.Contains(string(b), "api.example.com") {
+		t.Errorf("the playbook's run: block lacks the host:\n%s", b)
+	}
+	f.auditHas(`"event":"playbook.allow","subject":"label-issue"`)
+	if _, err := s.Act(context.Background(), channel.Action{Kind: channel.ActAllowHost, Playbook: "label-issue", Host: "not a host"}); err == nil {
+		t.Error("a bad host was allowed")
 	}
 }
