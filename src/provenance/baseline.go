@@ -84,18 +84,13 @@ func decodeBaseline(data []byte, st *state) error {
 		}
 		kind, f := line[0], line[2:]
 		var hash string
+		var err error
 		hash, f = field(f)
 		switch kind {
 		case 'b':
 			var nums [6]int64
-			for i := range nums {
-				var tok string
-				tok, f = field(f)
-				v, err := strconv.ParseInt(tok, 10, 64)
-				if err != nil {
-					return bad("a number: " + err.Error())
-				}
-				nums[i] = v
+			if f, err = numbers(f, nums[:]); err != nil {
+				return bad(err.Error())
 			}
 			p, err := strconv.Unquote(string(f))
 			if err != nil || p == "" {
@@ -105,14 +100,8 @@ func decodeBaseline(data []byte, st *state) error {
 				Mode: uint32(nums[4]), Racy: nums[5] == 1}
 		case 'o':
 			var nums [3]int64
-			for i := range nums {
-				var tok string
-				tok, f = field(f)
-				v, err := strconv.ParseInt(tok, 10, 64)
-				if err != nil {
-					return bad("a number: " + err.Error())
-				}
-				nums[i] = v
+			if f, err = numbers(f, nums[:]); err != nil {
+				return bad(err.Error())
 			}
 			if len(f) != 0 {
 				return bad("trailing text")
@@ -123,6 +112,21 @@ func decodeBaseline(data []byte, st *state) error {
 		}
 	}
 	return nil
+}
+
+// numbers parses len(into) space-separated integers off b and returns
+// what follows them.
+func numbers(b []byte, into []int64) ([]byte, error) {
+	for i := range into {
+		var tok string
+		tok, b = field(b)
+		v, err := strconv.ParseInt(tok, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("a number: %v", err)
+		}
+		into[i] = v
+	}
+	return b, nil
 }
 
 // field splits the first space-separated field off b.

@@ -478,24 +478,31 @@ const maxReportLines = 8
 // endNotice is the notice of a run's end: outcome, cost, the first lines
 // of its report, and for a supervised run the review's buttons.
 func endNotice(j Job, r Result) channel.Notice {
+	return runNotice(j.Task, fmt.Sprintf("%s (trigger %s): %s", j.Playbook, j.Trigger, outcomeText(r)), r.Turns, r.CostUSD, r.Report, r.Review)
+}
+
+// runNotice is the notice of the end of run task: head, its turns and
+// cost, the first lines of report, and the review's buttons when the run
+// waits for the owner's review.
+func runNotice(task, head string, turns int, cost float64, report string, review bool) channel.Notice {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (trigger %s): %s", j.Playbook, j.Trigger, outcomeText(r))
-	if r.CostUSD > 0 || r.Turns > 0 {
-		fmt.Fprintf(&b, ", %d turns, $%s", r.Turns, playbook.FormatUSD(r.CostUSD))
+	b.WriteString(head)
+	if cost > 0 || turns > 0 {
+		fmt.Fprintf(&b, ", %d turns, $%s", turns, playbook.FormatUSD(cost))
 	}
-	fmt.Fprintf(&b, "\ntask %s (hobbs task show %s)", j.Task, j.Task)
-	if rep := strings.TrimSpace(r.Report); rep != "" {
+	fmt.Fprintf(&b, "\ntask %s (hobbs task show %s)", task, task)
+	if rep := strings.TrimSpace(report); rep != "" {
 		lines := strings.Split(rep, "\n")
 		if len(lines) > maxReportLines {
 			lines = append(lines[:maxReportLines], "…")
 		}
 		b.WriteString("\n\n" + strings.Join(lines, "\n"))
 	}
-	n := channel.Notice{ID: "task:" + j.Task + ":end", Text: b.String()}
-	if r.Review {
+	n := channel.Notice{ID: "task:" + task + ":end", Text: b.String()}
+	if review {
 		n.Text += "\n\nThe playbook is supervised: approve or reject this run."
-		n.Buttons = []channel.Action{{Kind: channel.ActApprove, Label: "Approve", Task: j.Task},
-			{Kind: channel.ActReject, Label: "Reject", Task: j.Task}}
+		n.Buttons = []channel.Action{{Kind: channel.ActApprove, Label: "Approve", Task: task},
+			{Kind: channel.ActReject, Label: "Reject", Task: task}}
 	}
 	return n
 }

@@ -2,12 +2,9 @@ package serve
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/channel"
-	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/schedule"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
@@ -101,24 +98,5 @@ func (s *Service) ranHere(id string) bool {
 
 // taskNotice is the notice of the end of a run the service did not start.
 func taskNotice(t *task.Task) channel.Notice {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s", t.Playbook, t.Status)
-	if t.CostUSD > 0 || t.Turns > 0 {
-		fmt.Fprintf(&b, ", %d turns, $%s", t.Turns, playbook.FormatUSD(t.CostUSD))
-	}
-	fmt.Fprintf(&b, "\ntask %s (hobbs task show %s)", t.ID, t.ID)
-	if body := strings.TrimSpace(t.Body); body != "" {
-		lines := strings.Split(body, "\n")
-		if len(lines) > maxReportLines {
-			lines = append(lines[:maxReportLines], "…")
-		}
-		b.WriteString("\n\n" + strings.Join(lines, "\n"))
-	}
-	n := channel.Notice{ID: "task:" + t.ID + ":end", Text: b.String()}
-	if t.Review == task.ReviewPending {
-		n.Text += "\n\nThe playbook is supervised: approve or reject this run."
-		n.Buttons = []channel.Action{{Kind: channel.ActApprove, Label: "Approve", Task: t.ID},
-			{Kind: channel.ActReject, Label: "Reject", Task: t.ID}}
-	}
-	return n
+	return runNotice(t.ID, t.Playbook+": "+t.Status, t.Turns, t.CostUSD, t.Body, t.Review == task.ReviewPending)
 }
