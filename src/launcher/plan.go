@@ -143,6 +143,7 @@ type Plan struct {
 	podman    bool
 	proxyPol  []byte // a headless run's own policy file
 	event     []byte // a triggered run's event file
+	playbook  []byte // a headless run's playbook text as approved (playbook.RunSpec.Text)
 	instance  instance.Instance
 	runVolume string
 }
@@ -587,6 +588,14 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 	c.Mounts = append(c.Mounts, p.sessionFile("env", SessionEnvFile, RoleAgent, "the agent's variables: proxy URL with the token, env: values, placeholders"),
 		p.sessionFile("ca.pem", SessionCAFile, RoleAgent, "the session CA's certificate"),
 		p.sessionFile("review.json", provenance.SessionList, RoleAgent, "the changes waiting for the owner's review at the start (hobbs review lists them)"))
+	if g := spec.Playbook; g != nil && g.Text != nil {
+		// The run carries out the text its approval was checked against,
+		// never the file again (a session may change it meanwhile).
+		p.playbook = append([]byte{}, g.Text...)
+		c.Env = append(c.Env, playbook.EnvRunPlaybook+"="+g.Playbook, playbook.EnvRunPlaybookFile+"="+SessionPlaybookFile)
+		c.Mounts = append(c.Mounts, p.sessionFile("playbook.md", SessionPlaybookFile, RoleAgent,
+			"the playbook's text as checked against its approval before the run: what hobbs playbook show prints in the run"))
+	}
 	if t := spec.Trigger; t != nil {
 		c.Env = append(c.Env, EnvEvent+"="+SessionEventFile)
 		c.Mounts = append(c.Mounts, p.sessionFile("event.json", SessionEventFile, RoleAgent,

@@ -65,6 +65,9 @@ func goldenGrant(t *testing.T, pol *egress.Policy, stage string, run *playbook.R
 	if err != nil {
 		t.Fatal(err)
 	}
+	if run != nil {
+		g.Text = []byte("---\ntitle: Pay the weekly invoices\n---\n# Pay the weekly invoices\n") // as approved
+	}
 	return &g
 }
 
@@ -271,6 +274,18 @@ func TestPlanInvariants(t *testing.T) {
 		}
 		if spec.Kind == KindChat {
 			p.checkChat(t, cfg, spec)
+		}
+		if g := spec.Playbook; g != nil && g.Declared {
+			// An approved run: block's run gets the text as checked,
+			// read-only, and show names it (playbook.EnvRunPlaybookFile).
+			var ro bool
+			for _, m := range p.Agent.Mounts {
+				ro = ro || (m.Target == SessionPlaybookFile && m.ReadOnly && m.Type == MountSessionFile)
+			}
+			if !ro || string(p.playbook) != string(g.Text) || !slices.Contains(p.Agent.Env, playbook.EnvRunPlaybookFile+"="+SessionPlaybookFile) ||
+				!slices.Contains(p.Agent.Env, playbook.EnvRunPlaybook+"="+g.Playbook) {
+				t.Errorf("%s: the approved text is not the run's read-only copy: %v", spec.Kind, p.Agent.Env)
+			}
 		}
 		if strings.Contains(string(js), "<vault:github>") && spec.Kind == KindPlaybook {
 			t.Errorf("a playbook run's plan names a secret its block does not")

@@ -37,7 +37,10 @@ const (
 	SessionCAFile      = SessionDir + "/ca.pem"       // the agent's: the session CA's certificate
 	SessionUpstreamCA  = SessionDir + "/upstream.pem" // the proxy's: extra roots (EnvTestUpstreamCA)
 	SessionPolicyFile  = SessionDir + "/policy.yaml"  // the proxy's: a headless run's own policy (Plan.Egress.Policy)
-	SessionEventFile   = SessionDir + "/event.json"   // the agent's, in a triggered run: the event (Trigger), named by EnvEvent
+	// SessionPlaybookFile is the agent's, in a headless run of an approved
+	// run: block: the playbook's text as checked against the approval.
+	SessionPlaybookFile = SessionDir + "/playbook.md"
+	SessionEventFile    = SessionDir + "/event.json" // the agent's, in a triggered run: the event (Trigger), named by EnvEvent
 	// SessionClaudeCredentials is the agent's, in a headless run: Claude
 	// Code's sign-in read by the seed (ClaudeState), empty when there is
 	// none; hobbs session-env copies it into the run's own state.
@@ -105,6 +108,9 @@ func (s *Session) writeSessionFiles() error {
 	files["env"], files["token"], files["owner"] = env, []byte(s.token+"\n"), []byte(s.owner+"\n")
 	if s.plan.proxyPol != nil {
 		files["policy.yaml"] = s.plan.proxyPol
+	}
+	if s.plan.playbook != nil {
+		files["playbook.md"] = s.plan.playbook
 	}
 	if s.plan.event != nil {
 		files["event.json"] = s.plan.event

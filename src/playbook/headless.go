@@ -70,6 +70,10 @@ func DefaultsNotice(name string) string {
 // (ComputeRunSpec). The launcher starts the session from it.
 type RunSpec struct {
 	Playbook string `json:"playbook"`
+	// Text is the playbook's file as PrepareRun read and checked it against
+	// its approval: a run is handed these bytes (EnvRunPlaybookFile), never
+	// the file again, which a session could change meanwhile.
+	Text []byte `json:"-"`
 	Path     string `json:"path"`
 	Stage    string `json:"stage"`
 	// Declared is false for a supervised playbook without a run: block:

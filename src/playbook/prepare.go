@@ -50,6 +50,7 @@ func (s *Store) PrepareRun(name string, pol *egress.Policy, scheduled, look bool
 	c := RunCheck{Spec: spec, Run: d.Meta.Run, Doc: d}
 	if spec.Declared && s.In.Root != "" {
 		c.Unapproved = CheckGrant(s.In, name, d)
+		c.Spec.Text = append([]byte(nil), d.raw...)
 	}
 	return c, nil
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -209,12 +211,51 @@ type Shown struct {
 // Show is Get for a reader: the playbook and its Shown view, recorded as
 // playbook.show.
 func (s *Store) Show(name string) (*Doc, Shown, error) {
-	d, e, err := s.Get(name)
+	d, e, err := s.runCopy(name)
+	if d == nil && err == nil {
+		d, e, err = s.Get(name)
+	}
 	s.Audit.Record(audit.Entry{Event: "playbook.show", Subject: name}, err)
 	if err != nil {
 		return nil, Shown{}, err
 	}
 	return d, Shown{Entry: e, Lint: append([]Problem{}, d.Lint...), Body: d.Body()}, nil
+}
+
+// The approved copy a headless run carries out: the launcher hands the run
+// the playbook's text as it was checked against its approval, in a
+// read-only session file, and names it in the run's environment; show
+// prints that copy for that playbook, so a session that changes the file
+// while the run starts changes nothing the run reads.
+const (
+	EnvRunPlaybook     = "HOBBS_RUN_PLAYBOOK"      // the playbook the run carries out
+	EnvRunPlaybookFile = "HOBBS_RUN_PLAYBOOK_FILE" // its approved text
+)
+
+// runCopy returns the approved copy of name when this process runs in a
+// headless run of name, nil otherwise.
+func (s *Store) runCopy(name string) (*Doc, Entry, error) {
+	file := os.Getenv(EnvRunPlaybookFile)
+	if file == "" || os.Getenv(EnvRunPlaybook) != name {
+		return nil, Entry{}, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, Entry{}, errs.Wrap(errs.Failure, err, "the run's approved copy of %s", name)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, instance.MaxPlaybookFile+1))
+	if err == nil && len(data) > instance.MaxPlaybookFile {
+		err = errors.New("too large")
+	}
+	if err != nil {
+		return nil, Entry{}, errs.Wrap(errs.Failure, err, "the run's approved copy of %s", name)
+	}
+	d, err := Parse(s.Path(name), data)
+	if err != nil {
+		return nil, Entry{}, asUsage(err)
+	}
+	return d, s.entry(name, d), nil
 }
 
 // asUsage turns a *ParseError into an exit-2 error (an invalid input file)
