@@ -15,7 +15,7 @@ import (
 
 // fakeRun is what the FAKE claude's print mode runs in a headless run
 // (the workspace's .fake-claude-run): report its prompt, arguments and
-// environment on stderr, make one request to the declared host with the
+// environment and the playbook's copy it was handed on stderr, make one request to the declared host with the
 // bound secret's placeholder and one to a host the run did not declare,
 // and end with a report (stdout, the result's text) whose Lessons become
 // memories. A playbook named "hang" hangs instead.
@@ -27,6 +27,9 @@ echo "allowed_key=${ALLOWED_KEY:-unset}"
 echo "other_key=${OTHER_KEY:-unset}"
 echo "declared=$(netprobe req GET http://$DECLARED/declared "X-Key: $ALLOWED_KEY")"
 echo "undeclared=$(netprobe get http://$UNDECLARED/undeclared)"
+f=$HOBBS_RUN_PLAYBOOK_FILE
+echo "run_copy=$HOBBS_RUN_PLAYBOOK:$([ -r "$f" ] && echo readable)$( (echo x >> "$f") 2>/dev/null && echo ,writable)"
+echo "shown=$(hobbs playbook show "$HOBBS_RUN_PLAYBOOK" 2>/dev/null | grep -c 'Fetch the export')"
 } >&2
 echo "@turns 4"
 echo "@cost 0.0123"
@@ -117,6 +120,11 @@ run:
 		t.Fatalf("playbook run: exit %d", r.code)
 	}
 	p := kv(r.stderr)
+	// The run carries out the approved text: a read-only copy, which
+	// hobbs playbook show prints in the run.
+	if p["run_copy"] != "weekly:readable" || p["shown"] != "1" {
+		t.Errorf("the run's copy of the playbook: %q, shown %q", p["run_copy"], p["shown"])
+	}
 	// Claude Code was told to run the playbook, by its name alone, with the
 	// limits, and the flags a headless run takes.
 	if p["prompt"] != "/run-playbook weekly" {
