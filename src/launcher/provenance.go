@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 )
@@ -41,7 +42,10 @@ func (s *Session) beginProvenance() error {
 	if fi, err := s.Instance.FS().Stat(proxyAudit(s.Instance)); err == nil {
 		from = fi.Size()
 	}
-	return s.Provenance.Begin(s.Name, s.plan.Origin(), s.owner, from, OwnerAlive)
+	engine.Tracef("provenance: begin")
+	err := s.Provenance.Begin(s.Name, s.plan.Origin(), s.owner, from, OwnerAlive)
+	engine.Tracef("provenance: begun")
+	return err
 }
 
 // endProvenance records the session's end and says what waits for review.
