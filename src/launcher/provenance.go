@@ -50,6 +50,8 @@ func (s *Session) beginProvenance() error {
 
 // endProvenance records the session's end and says what waits for review.
 func (s *Session) endProvenance() {
+	engine.Tracef("provenance: end")
+	defer engine.Tracef("provenance: ended")
 	pol := &egress.Policy{}
 	if b, err := s.Instance.FS().ReadFile(s.Instance.Policy(), instance.MaxTextFile); err == nil {
 		if p, err := egress.Parse(s.Instance.Policy(), b); err == nil {
