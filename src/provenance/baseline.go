@@ -175,7 +175,7 @@ func (s *Store) saveBaseline(st *state) (old int, err error) {
 	return old, nil
 }
 
-// removeBaseline removes a generation state.json no longer names.
+// removeBaseline removes generation n, which state.json does not name.
 func (s *Store) removeBaseline(n int) {
 	if n > 0 {
 		if err := s.Root.Remove(s.baselinePath(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {

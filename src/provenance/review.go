@@ -51,7 +51,7 @@ func (s *Store) WriteSessionList(w io.Writer) error {
 	return json.NewEncoder(w).Encode(items)
 }
 
-// readSessionList reads the list the host wrote for this session.
+// readSessionList reads the host's list of held changes for this session.
 func (s *Store) readSessionList() (Items, error) {
 	f, err := os.Open(s.sessionList)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -243,8 +243,8 @@ func (c *Channel) Run(ctx context.Context, h channel.Host) error {
 	}
 }
 
-// checkToken calls getMe until it answers: a refused token is an error,
-// anything else is retried.
+// checkToken calls getMe until Telegram answers it: a token Telegram
+// rejects is an error, any other failure is retried.
 func (c *Channel) checkToken(ctx context.Context) error {
 	var b backoff
 	for {

@@ -783,7 +783,7 @@ func TestTokenRedaction(t *testing.T) {
 		t.Errorf("sendMessage error %v", err)
 	}
 
-	// A refused token: Run's error.
+	// A token Telegram rejects makes Run return an error.
 	o = e.options()
 	o.Token = "999:WrongTokenValue_abcdefghijklmnopqrstu"
 	ch2, err := New(o)
