@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -625,7 +626,8 @@ func TestActAndStop(t *testing.T) {
 func TestWatchDeliversOtherRuns(t *testing.T) {
 	f := newFixture(t, "0s")
 	s := f.service()
-	tasks := task.Log{Instance: f.in, Now: f.now}
+	tasks := task.Log{Instance: f.in, Now: f.now, Audit: audit.New(f.in.FS(), f.in.AuditLog())}
+	tasks.Audit.Actor = "host:tester"
 	run := func(pb string, review string) *task.Task {
 		tk, err := tasks.Start(task.RunTitle(pb), "hobbs", pb)
 		if err != nil {
@@ -648,6 +650,22 @@ func TestWatchDeliversOtherRuns(t *testing.T) {
 		q.Jobs = append(q.Jobs, &Job{Task: own.ID, Playbook: "triage-issue", Trigger: "new-issues", State: Done})
 		return nil
 	}); err != nil {
+		t.Fatal(err)
+	}
+	// A session can write task records and its own audit lines, never the
+	// host's audit log: a forged record, or a task.done line of a
+	// container's, delivers nothing.
+	forged := strings.Replace(string(must(os.ReadFile(filepath.Join(f.in.Tasks(), own.ID+".md")))), own.ID, "task_20261126_099", -1)
+	if err := os.WriteFile(filepath.Join(f.in.Tasks(), "task_20261126_099.md"), []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inContainer := task.Log{Instance: f.in, Now: f.now, Audit: audit.New(f.in.FS(), f.in.AuditLog())}
+	inContainer.Audit.Actor = "container:dev"
+	fake, err := inContainer.Start(task.RunTitle("label-issue"), "hobbs", "label-issue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inContainer.Done(fake.ID, task.DoneOptions{Outcome: task.OK, Review: task.ReviewPending}); err != nil {
 		t.Fatal(err)
 	}
 	s.watchOnce()
@@ -716,4 +734,11 @@ func TestActAllowHost(t *testing.T) {
 	if _, err := s.Act(context.Background(), channel.Action{Kind: channel.ActAllowHost, Playbook: "label-issue", Host: "not a host"}); err == nil {
 		t.Error("a bad host was allowed")
 	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
