@@ -23,7 +23,7 @@ func cmdProvSession(ts *testscript.TestScript, neg bool, args []string) {
 	} else {
 		hosts := args[2:]
 		_, err = s.End(args[1], func(provenance.Session) ([]string, error) { return hosts, nil },
-			func(h string) bool { return h == "api.anthropic.com" })
+			func(h string) bool { return h == "api.anthropic.com" }, nil)
 	}
 	if (err != nil) != neg {
 		ts.Fatalf("provsession %v: %v", args, err)

@@ -48,8 +48,35 @@ func (s *Session) beginProvenance() error {
 	return err
 }
 
+// snapshotShares starts reading the shares for the record's end, once
+// the agent's container is gone: nothing of the session writes to them any
+// more, and the end itself waits for the proxy's audit.
+func (s *Session) snapshotShares() {
+	if s.began == nil || s.snapshot != nil {
+		return
+	}
+	select {
+	case <-s.began.done:
+		if s.began.err != nil {
+			return
+		}
+	default:
+		return // not begun: the end reads the shares itself
+	}
+	s.snapshot = spawn(func() (err error) {
+		engine.Tracef("provenance: snapshot")
+		s.snap, err = s.Provenance.Snapshot()
+		engine.Tracef("provenance: snapshot done: %v", err)
+		return err
+	})
+}
+
 // endProvenance records the session's end and says what waits for review.
 func (s *Session) endProvenance() {
+	var snap *provenance.Snapshot
+	if s.snapshot != nil && s.snapshot.wait() == nil {
+		snap = s.snap // an error: the end reads the shares itself
+	}
 	engine.Tracef("provenance: end")
 	defer engine.Tracef("provenance: ended")
 	pol := &egress.Policy{}
@@ -60,7 +87,7 @@ func (s *Session) endProvenance() {
 	}
 	r, err := s.Provenance.End(s.Name, func(ses provenance.Session) ([]string, error) {
 		return readsOf(s.Instance, ses)
-	}, pol.Trusts)
+	}, pol.Trusts, snap)
 	if err != nil {
 		s.Progress("warning: the session's changes were not reviewed for provenance: %v (the next session's start holds them)", err)
 		return

@@ -87,6 +87,9 @@ type Session struct {
 	proxyStop        *future   // the proxy's stop, once started early
 	ev               *events   // what the engine's event stream told
 	agentEnded       bool      // the agent's `start --attach` returned its status
+	began            *future   // the provenance record's begin
+	snapshot         *future   // the shares read once the agent is gone (provenance.go)
+	snap             *provenance.Snapshot
 
 	// plan is what the session carries out: its containers, mounts,
 	// policy and command (NewPlan).
@@ -275,11 +278,10 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	// created; the agent starts only once it has. Its end is deferred
 	// before the cleanup, so it runs after it: once the containers are
 	// gone and the proxy's audit is complete.
-	var began *future
 	if s.Provenance != nil {
-		began = spawn(s.beginProvenance)
+		s.began = spawn(s.beginProvenance)
 		defer func() {
-			if <-began.done; began.err == nil {
+			if <-s.began.done; s.began.err == nil {
 				s.endProvenance()
 			}
 		}()
@@ -345,9 +347,9 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		return 0, err
 	}
 	engine.Tracef("session: created")
-	if began != nil {
-		if <-began.done; began.err != nil {
-			return 0, began.err
+	if s.began != nil {
+		if <-s.began.done; s.began.err != nil {
+			return 0, s.began.err
 		}
 	}
 	proxyStart := make(chan error, 1)
@@ -1078,6 +1080,9 @@ func (s *Session) cleanup() error {
 	}
 	// The proxy can be removed once it has exited: the engine's die event
 	// comes before `docker stop` returns.
+	if agent.wait() == nil {
+		s.snapshotShares()
+	}
 	if err := errors.Join(agent.wait(), s.proxyStopped(proxy)); err != nil {
 		return err // the network and the volume are still in use
 	}

@@ -75,6 +75,13 @@ func decodeBaseline(data []byte, st *state) error {
 	if !ok {
 		return errors.New("not a baseline file")
 	}
+	// Sized up front: the maps hold an entry a line.
+	if len(st.Baseline) == 0 {
+		st.Baseline = make(map[string]fileState, bytes.Count(data, []byte("\nb ")))
+	}
+	if len(st.Objects) == 0 {
+		st.Objects = make(map[string]objRef, bytes.Count(data, []byte("\no ")))
+	}
 	for n := 2; len(rest) > 0; n++ {
 		line, next, _ := bytes.Cut(rest, []byte("\n"))
 		rest = next

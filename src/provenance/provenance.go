@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
 	"sort"
@@ -164,6 +165,36 @@ type state struct {
 
 	baselineRaw []byte      // the baseline file as read
 	pack        *packWriter // what this change of the state keeps
+	// scanned is a Snapshot's scan of the shares, which the first settle
+	// uses instead of reading them again.
+	scanned map[string]fileState
+	// loaded is what the baseline file held, and what the items were,
+	// when the state was read: a save that changed none of them neither
+	// prunes nor writes the baseline.
+	loaded *loadedState
+}
+
+type loadedState struct {
+	baseline map[string]fileState
+	objects  map[string]objRef
+	items    string
+}
+
+// itemsKey sums up what of the items decides which contents are kept.
+func itemsKey(items []*Item) string {
+	var b strings.Builder
+	for _, it := range items {
+		b.WriteString(it.ID + " " + it.Status + " " + it.Before + "\n")
+	}
+	return b.String()
+}
+
+// unchanged reports whether st's baseline, objects and items are as read
+// from a baseline file.
+func (st *state) unchanged() bool {
+	l := st.loaded
+	return l != nil && st.BaselineGen != 0 && maps.Equal(l.baseline, st.Baseline) && maps.Equal(l.objects, st.Objects) &&
+		l.items == itemsKey(st.Items)
 }
 
 // stateV1 is state.json's version 1, which held the baseline and the
@@ -205,6 +236,13 @@ func (s *Store) now() time.Time {
 // the state when f returns without error: first the pack of the contents
 // f kept (synced), then the state naming them (atomically).
 func (s *Store) locked(f func(st *state) error) error {
+	return s.lockedFrom(nil, f)
+}
+
+// lockedFrom is locked, starting from snap's state when state.json is still
+// the one snap read (no change of the store came between): the state is
+// then not read again, and the first settle uses snap's scan of the shares.
+func (s *Store) lockedFrom(snap *Snapshot, f func(st *state) error) error {
 	if err := s.Root.MkdirAll(s.rel("packs"), 0o700); err != nil {
 		return errs.Wrap(errs.Failure, err, "provenance store")
 	}
@@ -216,8 +254,15 @@ func (s *Store) locked(f func(st *state) error) error {
 		return errs.Wrap(errs.Failure, err, "the provenance store is busy")
 	}
 	defer unlock()
-	st, err := s.load()
+	raw, err := s.readState()
 	if err != nil {
+		return err
+	}
+	var st *state
+	if snap != nil && bytes.Equal(raw, snap.raw) {
+		st = snap.st
+		st.scanned = snap.cur
+	} else if st, err = s.parse(raw, true); err != nil {
 		return err
 	}
 	st.pack = &packWriter{s: s, st: st}
@@ -228,10 +273,13 @@ func (s *Store) locked(f func(st *state) error) error {
 	if err := st.pack.finish(); err != nil {
 		return err
 	}
-	unused := s.prune(st)
-	oldBaseline, err := s.saveBaseline(st)
-	if err != nil {
-		return err
+	var unused []int
+	oldBaseline := 0
+	if !st.unchanged() {
+		unused = s.prune(st)
+		if oldBaseline, err = s.saveBaseline(st); err != nil {
+			return err
+		}
 	}
 	st.Version = 2
 	b, err := json.Marshal(st)
@@ -248,16 +296,35 @@ func (s *Store) locked(f func(st *state) error) error {
 	return nil
 }
 
-// load reads state.json; a missing one is an empty store. One it cannot
-// read is reported and left as it is.
+// load reads state.json and the baseline it names; a missing state.json
+// is an empty store. One it cannot read is reported and left as it is.
 func (s *Store) load() (*state, error) {
-	st := &state{Version: 1, Baseline: map[string]fileState{}, Open: map[string]*Session{}, Objects: map[string]objRef{}}
+	raw, err := s.readState()
+	if err != nil {
+		return nil, err
+	}
+	return s.parse(raw, true)
+}
+
+// readState returns state.json's bytes (nil when there is none).
+func (s *Store) readState() ([]byte, error) {
 	b, err := s.Root.ReadFile(s.rel("state.json"), maxState)
 	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read the provenance store")
+	}
+	return b, nil
+}
+
+// parse decodes state.json's bytes (nil: an empty store), with the
+// baseline file it names when withBaseline is set: listing what waits
+// needs only the items.
+func (s *Store) parse(b []byte, withBaseline bool) (*state, error) {
+	st := &state{Version: 1, Baseline: map[string]fileState{}, Open: map[string]*Session{}, Objects: map[string]objRef{}}
+	if b == nil {
+		return st, nil
 	}
 	if err := json.Unmarshal(b, st); err != nil || (st.Version != 1 && st.Version != 2) {
 		if err == nil {
@@ -276,8 +343,11 @@ func (s *Store) load() (*state, error) {
 		if v1.Objects != nil {
 			st.Objects = v1.Objects
 		}
-	} else if err := s.loadBaseline(st); err != nil {
-		return nil, err
+	} else if withBaseline {
+		if err := s.loadBaseline(st); err != nil {
+			return nil, err
+		}
+		st.loaded = &loadedState{baseline: maps.Clone(st.Baseline), objects: maps.Clone(st.Objects), items: itemsKey(st.Items)}
 	}
 	if st.Open == nil {
 		st.Open = map[string]*Session{}
@@ -314,35 +384,24 @@ func Watched(rel string) (kind string, ok bool) {
 // inode facts differ from prev's, and copying each new content into the
 // object store when keep is set.
 func (s *Store) scan(st *state, prev map[string]fileState, keep bool) (map[string]fileState, error) {
-	cur := map[string]fileState{}
+	cur := make(map[string]fileState, len(prev)+16)
 	start := time.Now()
 	for _, share := range Shares {
-		err := s.Root.Walk(share, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			rel, _ := filepath.Rel(s.Root.Dir(), p)
-			rel = filepath.ToSlash(rel)
-			if d.IsDir() {
+		err := s.Root.StatTree(share, func(p string, fi fs.FileInfo) error {
+			if fi.IsDir() {
 				return nil
 			}
+			rel := share + "/" + p
 			if _, ok := Watched(rel); !ok {
 				return nil
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return err
 			}
 			fst := statOf(fi)
 			if old, ok := prev[rel]; ok && old.sameInode(fst) {
 				cur[rel] = old
 				return nil
 			}
-			fst.Hash, err = s.hash(st, rel, fi, keep)
-			if err != nil {
+			var err error
+			if fst.Hash, err = s.hash(st, rel, fi, keep); err != nil {
 				return err
 			}
 			fst.Racy = fst.Racy || fst.Ctime >= start.Add(-racyWindow).UnixNano()
@@ -459,12 +518,43 @@ type Result struct {
 	Problems []string
 }
 
+// Snapshot is the store's state and the shares as they were when it was
+// taken: a session's end can read the shares once its agent can no longer
+// write to them (its container is gone), while the launcher still waits
+// for the proxy whose audit decides the session's taint.
+type Snapshot struct {
+	raw []byte // state.json as read
+	st  *state
+	cur map[string]fileState
+}
+
+// Snapshot reads the store's state and the shares, without the lock: End
+// uses it only if no change of the store came after it (any change rewrites
+// state.json). A change another live session makes in the shares after it
+// is that session's, found when it ends.
+func (s *Store) Snapshot() (*Snapshot, error) {
+	raw, err := s.readState()
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.parse(raw, true)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := s.scan(st, st.Baseline, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{raw: raw, st: st, cur: cur}, nil
+}
+
 // End records that session name ended: it decides the session's taint (and
 // that of every session still open) from reads and trusted, then compares
-// the shares with the baseline and holds or keeps each change.
-func (s *Store) End(name string, reads Reads, trusted func(host string) bool) (Result, error) {
+// the shares (as snap found them, when it is set and still current) with
+// the baseline and holds or keeps each change.
+func (s *Store) End(name string, reads Reads, trusted func(host string) bool, snap *Snapshot) (Result, error) {
 	var res Result
-	err := s.locked(func(st *state) error {
+	err := s.lockedFrom(snap, func(st *state) error {
 		ses := st.Open[name]
 		if ses == nil {
 			return errs.Failf("provenance: session %s has no record of its start", name)
@@ -544,9 +634,13 @@ func (s *Store) settle(st *state, ses *Session) (int, []string, error) {
 		live = append(live, *o)
 		tainted = tainted || o.Tainted
 	}
-	cur, err := s.scan(st, st.Baseline, false)
-	if err != nil {
-		return 0, nil, err
+	cur := st.scanned
+	st.scanned = nil
+	if cur == nil {
+		var err error
+		if cur, err = s.scan(st, st.Baseline, false); err != nil {
+			return 0, nil, err
+		}
 	}
 	kept, held := 0, 0
 	var problems []string

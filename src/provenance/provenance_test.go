@@ -66,13 +66,19 @@ func (f *fixture) begin(name string, o Origin) {
 
 func (f *fixture) end(name string) Result {
 	f.t.Helper()
+	return f.endFrom(name, nil)
+}
+
+// endFrom ends session name from snap (nil: End reads the shares itself).
+func (f *fixture) endFrom(name string, snap *Snapshot) Result {
+	f.t.Helper()
 	r, err := f.s.End(name, func(s Session) ([]string, error) {
 		if s.Name == "blind" {
 			return nil, errors.New("permission denied")
 		}
 		return f.reads[s.Name], nil
 	},
-		func(h string) bool { return h == "api.anthropic.com" })
+		func(h string) bool { return h == "api.anthropic.com" }, snap)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -498,5 +504,55 @@ func TestMemoriesShowTheHostsRecord(t *testing.T) {
 	f.begin("s3", terminal)
 	if r := f.end("s3"); len(r.Held) != 0 || r.Kept != 0 {
 		t.Errorf("a session that changed nothing: %+v", r)
+	}
+}
+
+// A session's end can use the shares as a snapshot found them once its
+// agent was gone: a later write (another live session's, or the owner's)
+// is not taken for the session's change.
+func TestEndFromSnapshot(t *testing.T) {
+	f := newFixture(t)
+	f.begin("s1", terminal)
+	f.reads["s1"] = []string{"evil.example:443"}
+	f.write("memory/active/mem_9.md", memFile("mem_9", "2026-01-02", "Injected."))
+	snap, err := f.s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.write("memory/active/mem_10.md", memFile("mem_10", "2026-01-02", "Written after the snapshot."))
+	r := f.endFrom("s1", snap)
+	if len(r.Held) != 1 || r.Held[0].Path != "memory/active/mem_9.md" {
+		t.Fatalf("held %+v, want mem_9 only", r.Held)
+	}
+	if _, ok := f.read("memory/active/mem_10.md"); !ok {
+		t.Fatal("a file written after the snapshot was held")
+	}
+	// With no session open, the next start takes it into the baseline:
+	// its end finds only its own change.
+	f.begin("s2", terminal)
+	f.write("memory/active/mem_11.md", memFile("mem_11", "2026-01-02", "Another."))
+	if r := f.end("s2"); r.Kept != 1 || len(r.Held) != 0 {
+		t.Fatalf("the next end: %+v", r)
+	}
+}
+
+// A snapshot taken before another change of the store (here another
+// session's end, which held the change it saw) is not used: the end reads
+// the shares again.
+func TestStaleSnapshotIsNotUsed(t *testing.T) {
+	f := newFixture(t)
+	f.begin("s1", terminal)
+	f.begin("s2", terminal)
+	f.reads["s1"] = []string{"evil.example:443"}
+	f.write("memory/active/mem_9.md", memFile("mem_9", "2026-01-02", "Injected."))
+	snap, err := f.s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.end("s2"); len(r.Held) != 1 {
+		t.Fatalf("the other session's end held %d, want 1", len(r.Held))
+	}
+	if r := f.endFrom("s1", snap); len(r.Held) != 0 || len(r.Problems) != 0 || r.Waiting != 1 {
+		t.Fatalf("the end from a stale snapshot: %+v", r)
 	}
 }

@@ -84,7 +84,7 @@ func (s *Store) List(all bool) (Items, error) {
 		}
 		return s.readSessionList()
 	}
-	st, err := s.read()
+	st, err := s.readItems()
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +101,15 @@ func (s *Store) List(all bool) (Items, error) {
 // saved: saves are atomic).
 func (s *Store) read() (*state, error) {
 	return s.load()
+}
+
+// readItems is read without the baseline, for what needs only the items.
+func (s *Store) readItems() (*state, error) {
+	raw, err := s.readState()
+	if err != nil {
+		return nil, err
+	}
+	return s.parse(raw, false)
 }
 
 // Content returns what the held change id had before and has after (nil
@@ -139,7 +148,7 @@ func find(st *state, id string) (*Item, error) {
 // Select returns the ids of the waiting changes found at the end of session
 // name (or while it was live).
 func (s *Store) Select(session string) ([]string, error) {
-	st, err := s.read()
+	st, err := s.readItems()
 	if err != nil {
 		return nil, err
 	}

@@ -875,6 +875,59 @@ func lockFile(f *os.File, timeout time.Duration) (func(), error) {
 	}
 }
 
+// StatTree calls fn with the path (slash-separated, relative to dir) and
+// the lstat of every entry beneath dir, in no set order: each directory is
+// opened as OpenDir does and its entries are statted through it, without
+// following links and without sorting or building full paths, for trees
+// of many files read often. A directory that does not exist has no
+// entries; one removed meanwhile is skipped. fn's fs.SkipDir on a
+// directory skips it.
+func (r Root) StatTree(dir string, fn func(rel string, fi fs.FileInfo) error) error {
+	return r.statTree(dir, "", fn)
+}
+
+func (r Root) statTree(dir, prefix string, fn func(string, fs.FileInfo) error) error {
+	d, err := r.OpenDir(filepath.Join(dir, filepath.FromSlash(prefix)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return &fs.PathError{Op: "readdir", Path: d.Name(), Err: err}
+	}
+	var st unix.Stat_t
+	for _, n := range names {
+		if err := unix.Fstatat(int(d.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed meanwhile
+			}
+			return &fs.PathError{Op: "lstat", Path: filepath.Join(d.Name(), n), Err: err}
+		}
+		rel := n
+		if prefix != "" {
+			rel = prefix + "/" + n
+		}
+		fi := statInfo(n, &st)
+		err := fn(rel, fi)
+		if fi.IsDir() {
+			if errors.Is(err, fs.SkipDir) {
+				continue
+			}
+			if err == nil {
+				err = r.statTree(dir, rel, fn)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Walk calls fn for every entry beneath dir (dir itself first), in lexical
 // order, without following links: a link is reported as a link. fn's
 // fs.SkipDir skips a directory.

@@ -393,6 +393,15 @@ var rootOps = []rootOp{
 		}
 		return nil, err
 	}},
+	{name: "StatTree", kind: dirP, run: func(t *testing.T, f linkFixture, p string) (any, error) {
+		err := f.r.StatTree(p, func(rel string, fi fs.FileInfo) error {
+			if strings.Contains(rel, "inner") {
+				t.Errorf("StatTree(%s) descended into the link's target: %s", p, rel)
+			}
+			return nil
+		})
+		return nil, err
+	}},
 	{name: "ReadDir", kind: dirP, run: func(t *testing.T, f linkFixture, p string) (any, error) {
 		ents, err := f.r.ReadDir(p)
 		for _, e := range ents {
@@ -679,6 +688,21 @@ func TestRootListsLinksAsLinks(t *testing.T) {
 			}
 			if seen[0].Path != f.root || seen[0].Type != fs.ModeDir {
 				t.Errorf("Walk started with %+v, want the root", seen[0])
+			}
+			// StatTree reports what Walk does, below the root.
+			tree := map[string]fs.FileMode{}
+			within(t, "StatTree", func() {
+				err := f.r.StatTree(".", func(rel string, fi fs.FileInfo) error {
+					tree[filepath.Join(f.root, filepath.FromSlash(rel))] = fi.Mode().Type()
+					return nil
+				})
+				if err != nil {
+					t.Errorf("StatTree: %v", err)
+				}
+			})
+			delete(got, f.root)
+			if !reflect.DeepEqual(tree, got) {
+				t.Errorf("StatTree: %v, Walk: %v", tree, got)
 			}
 			unchanged(t, "Walk", f.outside, before)
 		})
@@ -1610,3 +1634,31 @@ func (g *growing) Read(b []byte) (int, error) {
 type zeroSize struct{ fs.FileInfo }
 
 func (zeroSize) Size() int64 { return 0 }
+
+// TestStatTree: every entry below the directory, by its path relative to
+// it; fs.SkipDir skips a directory's entries; a missing directory has none.
+func TestStatTree(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"s/a/b", "s/skip"} {
+		mustMkdir(t, filepath.Join(root, d), 0o755)
+	}
+	for _, f := range []string{"s/top.md", "s/a/b/deep.md", "s/skip/hidden.md"} {
+		mustWrite(t, filepath.Join(root, f), "x", 0o600)
+	}
+	r := Beneath(root)
+	got := map[string]bool{}
+	err := r.StatTree("s", func(rel string, fi fs.FileInfo) error {
+		got[rel] = fi.IsDir()
+		if rel == "skip" {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	want := map[string]bool{"top.md": false, "a": true, "a/b": true, "a/b/deep.md": false, "skip": true}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("StatTree: %v %v, want %v", got, err, want)
+	}
+	if err := r.StatTree("missing", func(string, fs.FileInfo) error { return errors.New("called") }); err != nil {
+		t.Fatalf("StatTree of a missing directory: %v", err)
+	}
+}
