@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -214,6 +215,39 @@ type Store struct {
 	// sessionList is set inside a session (ForReview): the store lists
 	// the host's read-only list and does nothing else.
 	sessionList string
+
+	// last is the state this Store saved last, with the bytes it wrote:
+	// a session's begin, snapshot and end in one launcher read the store
+	// once while no other process changes it.
+	mu   sync.Mutex
+	last *savedState
+}
+
+type savedState struct {
+	raw []byte
+	st  *state
+}
+
+// take returns the state last saved when state.json still holds raw, for
+// the caller's use alone (it is no longer kept), or nil.
+func (s *Store) take(raw []byte) *state {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.last
+	s.last = nil
+	if l == nil || raw == nil || !bytes.Equal(l.raw, raw) {
+		return nil
+	}
+	return l.st
+}
+
+// keep makes st, just saved as raw, the state last saved.
+func (s *Store) keep(raw []byte, st *state) {
+	st.pack, st.scanned = nil, nil
+	st.loaded = &loadedState{baseline: maps.Clone(st.Baseline), objects: maps.Clone(st.Objects), items: itemsKey(st.Items)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = &savedState{raw: raw, st: st}
 }
 
 // New returns the store of the instance at root.
@@ -262,8 +296,10 @@ func (s *Store) lockedFrom(snap *Snapshot, f func(st *state) error) error {
 	if snap != nil && bytes.Equal(raw, snap.raw) {
 		st = snap.st
 		st.scanned = snap.cur
-	} else if st, err = s.parse(raw, true); err != nil {
-		return err
+	} else if st = s.take(raw); st == nil {
+		if st, err = s.parse(raw, true); err != nil {
+			return err
+		}
 	}
 	st.pack = &packWriter{s: s, st: st}
 	defer st.pack.abort()
@@ -286,9 +322,11 @@ func (s *Store) lockedFrom(snap *Snapshot, f func(st *state) error) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Root.Write(s.rel("state.json"), append(b, '\n'), 0o600); err != nil {
+	b = append(b, '\n')
+	if err := s.Root.Write(s.rel("state.json"), b, 0o600); err != nil {
 		return err
 	}
+	s.keep(b, st)
 	s.removeBaseline(oldBaseline)
 	for _, n := range unused {
 		_ = s.Root.Remove(s.packPath(n)) // a pack left behind only takes room
@@ -537,9 +575,11 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.parse(raw, true)
-	if err != nil {
-		return nil, err
+	st := s.take(raw)
+	if st == nil {
+		if st, err = s.parse(raw, true); err != nil {
+			return nil, err
+		}
 	}
 	cur, err := s.scan(st, st.Baseline, false)
 	if err != nil {

@@ -556,3 +556,28 @@ func TestStaleSnapshotIsNotUsed(t *testing.T) {
 		t.Fatalf("the end from a stale snapshot: %+v", r)
 	}
 }
+
+// A launcher's store keeps the state it saved last, and uses it only
+// while state.json is what it wrote: another launcher's change in between
+// is read, not overwritten.
+func TestStoreRereadsAnotherLaunchersChange(t *testing.T) {
+	f := newFixture(t)
+	a, b := New(safefile.Beneath(f.dir), nil), New(safefile.Beneath(f.dir), nil)
+	if err := a.Begin("a", terminal, "oa", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Begin("b", terminal, "ob", 0, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	f.write("memory/active/mem_5.md", memFile("mem_5", "2026-01-02", "By b."))
+	if _, err := a.End("a", nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.End("b", nil, nil, nil)
+	if err != nil {
+		t.Fatalf("b's end after a's: %v", err)
+	}
+	if r.Kept != 0 {
+		t.Errorf("b's end kept %d: a's end (which found mem_5) should have", r.Kept)
+	}
+}

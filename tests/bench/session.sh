@@ -8,10 +8,12 @@
 # and, when run as root, setpriv (hobbs run refuses root; it runs as uid 4242).
 # RUNS=N changes the number of rounds (default 7). BASELINE=FILE adds another
 # hobbs binary (e.g. one built from main) to every round, on the same image,
-# for an A/B comparison. HOBBS_TRACE=1 on a single `hobbs run` shows where its
-# time goes (one line per engine call, with timestamps). MEMORIES=N seeds N
-# active memories (tests/bench/memgen) before the rounds: the launcher's
-# provenance record reads the shares at each session's start and end.
+# for an A/B comparison; BASELINE=noprovenance builds this tree without the
+# launcher's provenance record for that (what the record costs a session).
+# HOBBS_TRACE=1 on a single `hobbs run` shows where its time goes (one line
+# per engine call, with timestamps). MEMORIES=N seeds N active memories
+# (tests/bench/memgen) before the rounds: the launcher's provenance record
+# reads the shares at each session's start and end.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-7}
@@ -66,7 +68,18 @@ run_bin() {
 	"${as_user[@]}" env HOME="$work" HOBBS_HOME="$inst" PATH="$PATH" HOBBS_BINARY="$bin" "$bin" "$@"
 }
 run_hobbs() { run_bin "$work/hobbs" "$@"; }
-if [ -n "${BASELINE:-}" ]; then
+if [ "${BASELINE:-}" = noprovenance ]; then
+	# This tree with the launcher's provenance record left out (issue 33's
+	# anchor: the same session without it), built from a copy.
+	echo "building the baseline: this tree without the provenance record" >&2
+	mkdir "$work/src"
+	git ls-files -z | xargs -0 cp --parents -t "$work/src"
+	sed -i 's/Provenance: provenance.New(p.instance.FS(), rt.Audit)}/Provenance: (*provenance.Store)(nil)}/' "$work/src/src/launcher/execute.go"
+	grep -q 'Provenance: (\*provenance.Store)(nil)}' "$work/src/src/launcher/execute.go" ||
+		{ echo "session.sh: cannot leave the provenance record out of src/launcher/execute.go" >&2; exit 1; }
+	(cd "$work/src" && CGO_ENABLED=0 go build -trimpath -o "$work/baseline" ./cmd/hobbs)
+	BASELINE=$work/baseline
+elif [ -n "${BASELINE:-}" ]; then
 	cp "$BASELINE" "$work/baseline"
 	chmod 755 "$work/baseline"
 fi
