@@ -1011,10 +1011,9 @@ func (r Root) findNames(d *os.File, names map[string]bool, depth int, found func
 	}
 	var subdirs []string
 	for _, e := range ents {
-		p := filepath.Join(d.Name(), e.Name())
 		switch {
 		case names[e.Name()]:
-			if err := found(p); err != nil {
+			if err := found(filepath.Join(d.Name(), e.Name())); err != nil {
 				d.Close()
 				return err
 			}
