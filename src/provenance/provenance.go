@@ -169,6 +169,9 @@ type state struct {
 	// scanned is a Snapshot's scan of the shares, which the first settle
 	// uses instead of reading them again.
 	scanned map[string]fileState
+	// listing, under lockedListing, returns the listing of the shares
+	// made while the state was read.
+	listing func() *listing
 	// loaded is what the baseline file held, and what the items were,
 	// when the state was read: a save that changed none of them neither
 	// prunes nor writes the baseline.
@@ -179,6 +182,11 @@ type loadedState struct {
 	baseline map[string]fileState
 	objects  map[string]objRef
 	items    string
+}
+
+// loadedOf records st as read.
+func loadedOf(st *state) *loadedState {
+	return &loadedState{baseline: maps.Clone(st.Baseline), objects: maps.Clone(st.Objects), items: itemsKey(st.Items)}
 }
 
 // itemsKey sums up what of the items decides which contents are kept.
@@ -238,13 +246,13 @@ func (s *Store) take(raw []byte) *state {
 	if l == nil || raw == nil || !bytes.Equal(l.raw, raw) {
 		return nil
 	}
+	l.st.loaded = loadedOf(l.st)
 	return l.st
 }
 
 // keep makes st, just saved as raw, the state last saved.
 func (s *Store) keep(raw []byte, st *state) {
-	st.pack, st.scanned = nil, nil
-	st.loaded = &loadedState{baseline: maps.Clone(st.Baseline), objects: maps.Clone(st.Objects), items: itemsKey(st.Items)}
+	st.pack, st.scanned, st.loaded, st.listing = nil, nil, nil, nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.last = &savedState{raw: raw, st: st}
@@ -270,13 +278,20 @@ func (s *Store) now() time.Time {
 // the state when f returns without error: first the pack of the contents
 // f kept (synced), then the state naming them (atomically).
 func (s *Store) locked(f func(st *state) error) error {
-	return s.lockedFrom(nil, f)
+	return s.lockedFrom(nil, false, f)
+}
+
+// lockedListing is locked, listing the shares while the state is read
+// (st.listing): a listing is mostly system calls, reading the state mostly
+// decoding.
+func (s *Store) lockedListing(f func(st *state) error) error {
+	return s.lockedFrom(nil, true, f)
 }
 
 // lockedFrom is locked, starting from snap's state when state.json is still
 // the one snap read (no change of the store came between): the state is
 // then not read again, and the first settle uses snap's scan of the shares.
-func (s *Store) lockedFrom(snap *Snapshot, f func(st *state) error) error {
+func (s *Store) lockedFrom(snap *Snapshot, list bool, f func(st *state) error) error {
 	if err := s.Root.MkdirAll(s.rel("packs"), 0o700); err != nil {
 		return errs.Wrap(errs.Failure, err, "provenance store")
 	}
@@ -288,6 +303,13 @@ func (s *Store) lockedFrom(snap *Snapshot, f func(st *state) error) error {
 		return errs.Wrap(errs.Failure, err, "the provenance store is busy")
 	}
 	defer unlock()
+	var listed chan *listing
+	if list {
+		listed = make(chan *listing, 1)
+		go func() { listed <- s.list() }()
+		// f need not take it, but the lock is held until it is done.
+		defer func() { <-listed }()
+	}
 	raw, err := s.readState()
 	if err != nil {
 		return err
@@ -303,6 +325,16 @@ func (s *Store) lockedFrom(snap *Snapshot, f func(st *state) error) error {
 	}
 	st.pack = &packWriter{s: s, st: st}
 	defer st.pack.abort()
+	if listed != nil {
+		var l *listing
+		st.listing = func() *listing {
+			if l == nil {
+				l = <-listed
+				listed <- l
+			}
+			return l
+		}
+	}
 	if err := f(st); err != nil {
 		return err
 	}
@@ -385,7 +417,7 @@ func (s *Store) parse(b []byte, withBaseline bool) (*state, error) {
 		if err := s.loadBaseline(st); err != nil {
 			return nil, err
 		}
-		st.loaded = &loadedState{baseline: maps.Clone(st.Baseline), objects: maps.Clone(st.Objects), items: itemsKey(st.Items)}
+		st.loaded = loadedOf(st)
 	}
 	if st.Open == nil {
 		st.Open = map[string]*Session{}
@@ -422,33 +454,66 @@ func Watched(rel string) (kind string, ok bool) {
 // inode facts differ from prev's, and copying each new content into the
 // object store when keep is set.
 func (s *Store) scan(st *state, prev map[string]fileState, keep bool) (map[string]fileState, error) {
-	cur := make(map[string]fileState, len(prev)+16)
-	start := time.Now()
+	l := s.list()
+	return s.compare(st, prev, keep, l)
+}
+
+// listing is the watched files of the shares with their inode facts.
+type listing struct {
+	start time.Time // when the listing began
+	files []listed
+	err   error
+}
+
+type listed struct {
+	rel string
+	fi  fs.FileInfo
+}
+
+// list lists the watched files of the shares.
+func (s *Store) list() *listing {
+	l := &listing{start: time.Now(), files: make([]listed, 0, 1024)}
 	for _, share := range Shares {
 		err := s.Root.StatTree(share, func(p string, fi fs.FileInfo) error {
 			if fi.IsDir() {
 				return nil
 			}
 			rel := share + "/" + p
-			if _, ok := Watched(rel); !ok {
-				return nil
+			if _, ok := Watched(rel); ok {
+				l.files = append(l.files, listed{rel, fi})
 			}
-			fst := statOf(fi)
-			if old, ok := prev[rel]; ok && old.sameInode(fst) {
-				cur[rel] = old
-				return nil
-			}
-			var err error
-			if fst.Hash, err = s.hash(st, rel, fi, keep); err != nil {
-				return err
-			}
-			fst.Racy = fst.Racy || fst.Ctime >= start.Add(-racyWindow).UnixNano()
-			cur[rel] = fst
 			return nil
 		})
 		if err != nil {
+			l.err = errs.Wrap(errs.Failure, err, "read the shares for provenance")
+			return l
+		}
+	}
+	return l
+}
+
+// compare returns the state of each file of l, reading only those whose
+// inode facts differ from prev's, and copying each new content into the
+// object store when keep is set.
+func (s *Store) compare(st *state, prev map[string]fileState, keep bool, l *listing) (map[string]fileState, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	cur := make(map[string]fileState, len(l.files))
+	for _, f := range l.files {
+		fst := statOf(f.fi)
+		if old, ok := prev[f.rel]; ok && old.sameInode(fst) {
+			cur[f.rel] = old
+			continue
+		}
+		var err error
+		if fst.Hash, err = s.hash(st, f.rel, f.fi, keep); errors.Is(err, fs.ErrNotExist) {
+			continue // removed since it was listed
+		} else if err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "read the shares for provenance")
 		}
+		fst.Racy = fst.Racy || fst.Ctime >= l.start.Add(-racyWindow).UnixNano()
+		cur[f.rel] = fst
 	}
 	return cur, nil
 }
@@ -512,7 +577,8 @@ func (s *Store) keepFile(st *state, rel, h string) error {
 // gone, as alive tells, are ended first, as tainted), the shares hold only
 // what the owner's sessions and the owner made: they become the baseline.
 func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64, alive func(owner string) bool) error {
-	return s.locked(func(st *state) error {
+	return s.lockedListing(func(st *state) error {
+		l := st.listing()
 		for _, o := range sortedOpen(st) {
 			if o.Name != name && alive != nil && alive(o.Owner) {
 				continue
@@ -522,9 +588,13 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 			if _, _, err := s.settle(st, o); err != nil {
 				return err
 			}
+			l = nil // what it held changed the shares since the listing
 		}
 		if len(st.Open) == 0 {
-			cur, err := s.scan(st, st.Baseline, true)
+			if l == nil {
+				l = s.list()
+			}
+			cur, err := s.compare(st, st.Baseline, true, l)
 			if err != nil {
 				return err
 			}
@@ -594,7 +664,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 // the baseline and holds or keeps each change.
 func (s *Store) End(name string, reads Reads, trusted func(host string) bool, snap *Snapshot) (Result, error) {
 	var res Result
-	err := s.lockedFrom(snap, func(st *state) error {
+	err := s.lockedFrom(snap, false, func(st *state) error {
 		ses := st.Open[name]
 		if ses == nil {
 			return errs.Failf("provenance: session %s has no record of its start", name)
@@ -732,14 +802,21 @@ func mustLine(v any) []byte {
 // changedPaths lists, sorted, the paths whose hash differs between a and b.
 func changedPaths(a, b map[string]fileState) []string {
 	var out []string
+	inB := 0
 	for p, x := range a {
-		if y, ok := b[p]; !ok || y.Hash != x.Hash {
+		y, ok := b[p]
+		if ok {
+			inB++
+		}
+		if !ok || y.Hash != x.Hash {
 			out = append(out, p)
 		}
 	}
-	for p := range b {
-		if _, ok := a[p]; !ok {
-			out = append(out, p)
+	if inB < len(b) { // b has paths a has not
+		for p := range b {
+			if _, ok := a[p]; !ok {
+				out = append(out, p)
+			}
 		}
 	}
 	sort.Strings(out)

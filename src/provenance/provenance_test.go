@@ -307,13 +307,23 @@ func TestDeadSessionIsEndedAsTainted(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.write("agents/custom/spy.md", "---\nname: spy\n---\nSpy.\n")
+	if err := os.Remove(filepath.Join(f.dir, "memory/active/mem_1.md")); err != nil {
+		t.Fatal(err)
+	}
 	f.begin("s2", terminal)
 	l, err := f.s.List(false)
-	if err != nil || len(l) != 1 || l[0].Path != "agents/custom/spy.md" || !l[0].Sessions[0].Tainted {
+	if err != nil || len(l) != 2 || l[0].Path != "agents/custom/spy.md" || !l[0].Sessions[0].Tainted {
 		t.Fatalf("held after a crash: %+v %v", l, err)
 	}
 	if _, ok := f.read("agents/custom/spy.md"); ok {
 		t.Error("the crashed session's agent is in the shares")
+	}
+	// The memory it removed is back, and in the new session's baseline.
+	if _, ok := f.read("memory/active/mem_1.md"); !ok {
+		t.Error("the crashed session's removal is in effect")
+	}
+	if r := f.end("s2"); r.Kept != 0 || len(r.Held) != 0 {
+		t.Errorf("the next session's end: %+v", r)
 	}
 }
 
