@@ -24,6 +24,7 @@ import (
 //	state.json        offset, owners, pairing codes (hashed), buttons, notice ids
 //	outbox/SEQ-H.json one entry per message or edit to send, in SEQ order
 //	inbox/UPDATE.json one owner chat message waiting for its turn
+//	undelivered/      outbox entries a chat refused for good (blocked bot)
 //	.lock             taken around every change of the above
 //
 // Every write is atomic (safefile.Root.Write/Create); every read is capped
@@ -35,10 +36,11 @@ type store struct {
 }
 
 const (
-	stateFile = "state.json"
-	outboxDir = "outbox"
-	inboxDir  = "inbox"
-	lockFile  = ".lock"
+	stateFile      = "state.json"
+	outboxDir      = "outbox"
+	inboxDir       = "inbox"
+	undeliveredDir = "undelivered"
+	lockFile       = ".lock"
 )
 
 // keepNotices is how long a delivered notice's id is remembered, so that a
@@ -187,6 +189,9 @@ type entry struct {
 	// Tokens are the callback_data of each chat's buttons, made before the
 	// first attempt so a retry sends the same ones.
 	Tokens map[string][]string `json:"tokens,omitempty"`
+	// Refused says, by chat id, why Telegram refused the message for good
+	// (the owner blocked the bot, the chat is gone): no retry sends it.
+	Refused map[string]string `json:"refused,omitempty"`
 
 	name string // file name in outbox/
 }
@@ -285,6 +290,19 @@ func (st store) writeEntry(e *entry) error {
 }
 
 func (st store) removeEntry(e *entry) error { return st.fs.Remove(st.path(outboxDir, e.name)) }
+
+// setAside keeps an entry some chat refused in undelivered/, for the owner
+// to read there (it is never sent again).
+func (st store) setAside(e *entry) error {
+	if err := st.fs.MkdirAll(st.path(undeliveredDir), 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	return st.fs.Write(st.path(undeliveredDir, e.name), append(b, '\n'), 0o600)
+}
 
 // inboxItem is one owner message waiting for its chat turn.
 type inboxItem struct {

@@ -262,6 +262,29 @@ func (c *Channel) checkToken(ctx context.Context) error {
 	}
 }
 
+// refused reports Telegram's refusal of a message for good: 403 (the
+// owner blocked the bot or left the chat) or 400 (the chat is gone, or the
+// message is one Telegram will not take), which no retry mends.
+func refused(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && (ae.Code == http.StatusForbidden || ae.Code == http.StatusBadRequest)
+}
+
+// refuse records that chat key refused entry e for good: the rest of the
+// outbox goes on; the entry is kept in undelivered/ once every chat has
+// had it, and the refusal is logged and audited.
+func (c *Channel) refuse(e *entry, key string, err error) {
+	if e.Refused == nil {
+		e.Refused = map[string]string{}
+	}
+	e.Refused[key] = err.Error()
+	c.logf("telegram: chat %s refused notice %s for good (%v): it is kept in %s", key, e.ID, err, c.st.path(undeliveredDir, e.name))
+	c.o.Audit.Record(audit.Entry{Event: "telegram.refused", Subject: e.ID, Detail: map[string]any{"chat": key}}, err)
+	if werr := c.st.writeEntry(e); werr != nil {
+		c.logf("telegram: %v", werr)
+	}
+}
+
 // fatal reports an error no retry can mend: the token was refused.
 func fatal(err error) bool {
 	var ae *apiError
@@ -761,6 +784,19 @@ func (c *Channel) sendEntry(ctx context.Context, e *entry) error {
 			if errors.As(err, &ae) && ae.Code == http.StatusBadRequest && strings.Contains(ae.Msg, "message is not modified") {
 				err = nil // the edit was made before a restart
 			}
+			if errors.As(err, &ae) && ae.Code == http.StatusBadRequest {
+				// The message is gone or can no longer be edited: the
+				// new text goes as a message of its own.
+				e.Edit = 0
+				if err := c.st.writeEntry(e); err != nil {
+					return err
+				}
+				return c.sendEntry(ctx, e)
+			}
+			if refused(err) {
+				c.refuse(e, key, err)
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -768,6 +804,9 @@ func (c *Channel) sendEntry(ctx context.Context, e *entry) error {
 			if err := c.st.writeEntry(e); err != nil {
 				return err
 			}
+			continue
+		}
+		if e.Refused[key] != "" {
 			continue
 		}
 		parts := split(e.Text, MaxText)
@@ -778,6 +817,10 @@ func (c *Channel) sendEntry(ctx context.Context, e *entry) error {
 				rows = keyboard(e.Buttons, e.Tokens[key])
 			}
 			msgID, err := c.api.sendMessage(ctx, chat, parts[i], rows)
+			if refused(err) {
+				c.refuse(e, key, err)
+				break
+			}
 			if err != nil {
 				return err
 			}
@@ -790,6 +833,11 @@ func (c *Channel) sendEntry(ctx context.Context, e *entry) error {
 			if err := c.st.writeEntry(e); err != nil {
 				return err
 			}
+		}
+	}
+	if len(e.Refused) > 0 {
+		if err := c.st.setAside(e); err != nil {
+			return err
 		}
 	}
 	if err := c.st.removeEntry(e); err != nil {

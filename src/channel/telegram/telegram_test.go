@@ -914,3 +914,53 @@ func TestCommand(t *testing.T) {
 		t.Error("text that does not start with / is a command")
 	}
 }
+
+// A notice Telegram refuses for good (403: the owner blocked the bot) is
+// not retried forever ahead of the rest: it is set aside in undelivered/,
+// logged and audited, and the next notices go out.
+func TestRefusedNoticeDoesNotHoldTheOutbox(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	e.pair()
+	e.fake.Fail("sendMessage", 1, http.StatusForbidden, 0)
+	for i := range 2 {
+		if err := e.ch.Deliver(channel.Notice{ID: "n" + strconv.Itoa(i), Text: "notice " + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitDone("n1")
+	got := e.waitSent(owner, 2)
+	if got[1].Text != "notice 1" {
+		t.Fatalf("sent %q after the refusal, want notice 1", got[1].Text)
+	}
+	e.waitDone("n0")
+	if !strings.Contains(e.auditLog(), `"event":"telegram.refused","subject":"n0"`) {
+		t.Errorf("the refusal is not audited: %s", e.auditLog())
+	}
+	ents, err := os.ReadDir(filepath.Join(e.dir, "serve", "telegram", "undelivered"))
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("undelivered/: %v %v", ents, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(e.dir, "serve", "telegram", "undelivered", ents[0].Name()))
+	if !strings.Contains(string(b), "notice 0") || !strings.Contains(string(b), "403") {
+		t.Errorf("the undelivered entry: %s", b)
+	}
+	if out, _ := os.ReadDir(filepath.Join(e.dir, "serve", "telegram", "outbox")); len(out) != 0 {
+		t.Errorf("left in the outbox: %v", out)
+	}
+}
+
+// A button's result whose message can no longer be edited (400) comes as
+// a message of its own.
+func TestUneditableResultIsSent(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	e.pair()
+	msg := e.sentNotice("task:1:review", 2)
+	e.fake.Fail("editMessageText", 1, http.StatusBadRequest, 0)
+	e.fake.Press(owner, owner, msg.ID, msg.Keyboard[0][0].CallbackData)
+	got := e.waitSent(owner, 3)
+	if !strings.HasSuffix(got[2].Text, "Approve: approve done") {
+		t.Errorf("the result came as %q", got[2].Text)
+	}
+}
