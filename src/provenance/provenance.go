@@ -467,7 +467,7 @@ type listing struct {
 
 type listed struct {
 	rel string
-	fi  fs.FileInfo
+	fst fileState // no hash yet
 }
 
 // list lists the watched files of the shares.
@@ -480,7 +480,7 @@ func (s *Store) list() *listing {
 			}
 			rel := share + "/" + p
 			if _, ok := Watched(rel); ok {
-				l.files = append(l.files, listed{rel, fi})
+				l.files = append(l.files, listed{rel, statOf(fi)})
 			}
 			return nil
 		})
@@ -501,13 +501,13 @@ func (s *Store) compare(st *state, prev map[string]fileState, keep bool, l *list
 	}
 	cur := make(map[string]fileState, len(l.files))
 	for _, f := range l.files {
-		fst := statOf(f.fi)
+		fst := f.fst
 		if old, ok := prev[f.rel]; ok && old.sameInode(fst) {
 			cur[f.rel] = old
 			continue
 		}
 		var err error
-		if fst.Hash, err = s.hash(st, f.rel, f.fi, keep); errors.Is(err, fs.ErrNotExist) {
+		if fst.Hash, err = s.hash(st, f.rel, fst, keep); errors.Is(err, fs.ErrNotExist) {
 			continue // removed since it was listed
 		} else if err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "read the shares for provenance")
@@ -532,19 +532,19 @@ func statOf(fi fs.FileInfo) fileState {
 // hash names a file's content: the SHA-256 of a regular file no larger
 // than maxFile (kept in the store's pack when keep is set), else a name
 // that no content has, so that the file always counts as changed.
-func (s *Store) hash(st *state, rel string, fi fs.FileInfo, keep bool) (string, error) {
-	if !fi.Mode().IsRegular() {
-		return fmt.Sprintf("special:%s:%d", fi.Mode().Type(), fi.Size()), nil
+func (s *Store) hash(st *state, rel string, fst fileState, keep bool) (string, error) {
+	if mode := fs.FileMode(fst.Mode); !mode.IsRegular() {
+		return fmt.Sprintf("special:%s:%d", mode.Type(), fst.Size), nil
 	}
-	if fi.Size() > maxFile {
-		return fmt.Sprintf("large:%d:%d", fi.Size(), statOf(fi).Ctime), nil
+	if fst.Size > maxFile {
+		return fmt.Sprintf("large:%d:%d", fst.Size, fst.Ctime), nil
 	}
 	b, err := s.Root.ReadFile(rel, maxFile)
 	if err != nil {
 		return "", err
 	}
 	if len(b) > maxFile {
-		return fmt.Sprintf("large:%d:%d", len(b), statOf(fi).Ctime), nil
+		return fmt.Sprintf("large:%d:%d", len(b), fst.Ctime), nil
 	}
 	sum := sha256.Sum256(b)
 	h := hex.EncodeToString(sum[:])

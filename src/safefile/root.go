@@ -879,8 +879,9 @@ func lockFile(f *os.File, timeout time.Duration) (func(), error) {
 // the lstat of every entry beneath dir, in no set order: each directory is
 // opened as OpenDir does and its entries are statted through it, without
 // following links and without sorting or building full paths, for trees
-// of many files read often. A directory that does not exist has no
-// entries; one removed meanwhile is skipped. fn's fs.SkipDir on a
+// of many files read often. fi is valid only during the call (it is
+// reused): fn copies what it keeps. A directory that does not exist has
+// no entries; one removed meanwhile is skipped. fn's fs.SkipDir on a
 // directory skips it.
 func (r Root) StatTree(dir string, fn func(rel string, fi fs.FileInfo) error) error {
 	return r.statTree(dir, "", fn)
@@ -899,19 +900,19 @@ func (r Root) statTree(dir, prefix string, fn func(string, fs.FileInfo) error) e
 	if err != nil {
 		return &fs.PathError{Op: "readdir", Path: d.Name(), Err: err}
 	}
-	var st unix.Stat_t
+	fi := &fileInfo{}
 	for _, n := range names {
-		if err := unix.Fstatat(int(d.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(int(d.Fd()), n, &fi.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				continue // removed meanwhile
 			}
 			return &fs.PathError{Op: "lstat", Path: filepath.Join(d.Name(), n), Err: err}
 		}
+		fi.name = n
 		rel := n
 		if prefix != "" {
 			rel = prefix + "/" + n
 		}
-		fi := statInfo(n, &st)
 		err := fn(rel, fi)
 		if fi.IsDir() {
 			if errors.Is(err, fs.SkipDir) {
