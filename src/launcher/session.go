@@ -277,7 +277,8 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	// The session's provenance record begins while its objects are
 	// created; the agent starts only once it has. Its end is deferred
 	// before the cleanup, so it runs after it: once the containers are
-	// gone and the proxy's audit is complete.
+	// gone and the proxy's audit is complete (the cleanup reads the shares
+	// for it as soon as the agent's container is gone: snapshotShares).
 	if s.Provenance != nil {
 		s.began = spawn(s.beginProvenance)
 		defer func() {
@@ -1078,11 +1079,13 @@ func (s *Session) cleanup() error {
 	} else if s.has("proxy") {
 		proxy = spawn(func() error { return s.stopProxy(ctx) })
 	}
-	// The proxy can be removed once it has exited: the engine's die event
-	// comes before `docker stop` returns.
+	// Once the engine has removed the agent, the shares are read for the
+	// provenance record's end while the proxy stops.
 	if agent.wait() == nil {
 		s.snapshotShares()
 	}
+	// The proxy can be removed once it has exited: the engine's die event
+	// comes before `docker stop` returns.
 	if err := errors.Join(agent.wait(), s.proxyStopped(proxy)); err != nil {
 		return err // the network and the volume are still in use
 	}
