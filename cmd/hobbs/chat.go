@@ -16,7 +16,7 @@ func newChatCmd(a *app) *cobra.Command {
 		Short: "Send Hobbs a message and print the reply: one chat turn, as a channel's message runs",
 		Long: `One turn of a conversation, as a channel's message runs it: headless, in a fresh container with
 a session's policy and secrets, given the turns the host kept (docs/identity.md, "A chat turn").`,
-		Example: "  hobbs chat \"what is on my list today?\"\n  hobbs chat --conversation work \"and tomorrow?\"",
+		Example: "  hobbs chat \"what is on my list today?\"\n  hobbs chat --conversation work \"and tomorrow?\"\n  hobbs chat /new   # start the conversation afresh (its turns move to chat/archive/)",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 	}
 	cmd.Flags().StringVar(&conversation, "conversation", "terminal", "the conversation `ID` the message continues")

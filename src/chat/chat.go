@@ -82,6 +82,9 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 	unlock := t.hold(conversation)
 	defer unlock()
 	store := Open(t.Instance)
+	if strings.TrimSpace(text) == NewCommand {
+		return t.reset(store, conversation)
+	}
 	conv, err := store.Load(conversation)
 	if err != nil {
 		return "", err
@@ -121,6 +124,22 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 	d["kept"] = true
 	t.Runtime.Audit.Record(audit.Entry{Event: "chat.turn", Subject: conversation, Outcome: "ok", Detail: d}, nil)
 	return res.Reply, nil
+}
+
+// NewCommand, as a turn's whole message, starts the conversation afresh
+// instead of running a turn (Store.Reset).
+const NewCommand = "/new"
+
+func (t *Turns) reset(store Store, conversation string) (string, error) {
+	to, err := store.Reset(conversation)
+	t.Runtime.Audit.Record(audit.Entry{Event: "chat.new", Subject: conversation, Detail: map[string]any{"archived": to}}, err)
+	if err != nil {
+		return "", err
+	}
+	if to == "" {
+		return "A new conversation: there were no earlier turns.", nil
+	}
+	return "A new conversation: Hobbs no longer sees the earlier turns (kept on the host in " + to + ").", nil
 }
 
 // Plan is the plan of a turn of conversation (launcher.PlanRun of a

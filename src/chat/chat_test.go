@@ -326,3 +326,39 @@ func TestTurnsOfAConversationRunInTurn(t *testing.T) {
 		}
 	}
 }
+
+// "/new" starts the conversation afresh without running a turn: the turns
+// so far move to chat/archive/ and the next turn sees none of them.
+func TestNewConversation(t *testing.T) {
+	var seen []input
+	tr, in := turns(t, func(b []byte) (launcher.ChatResult, error) {
+		got := decodeInput(t, b)
+		seen = append(seen, got)
+		return launcher.ChatResult{Reply: "re: " + got.Message}, nil
+	})
+	ctx := context.Background()
+	if r, err := tr.Turn(ctx, "c1", NewCommand); err != nil || !strings.Contains(r, "no earlier turns") {
+		t.Fatalf("/new on an empty conversation: %q %v", r, err)
+	}
+	if _, err := tr.Turn(ctx, "c1", "first"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tr.Turn(ctx, "c1", " /new ")
+	if err != nil || !strings.Contains(r, "A new conversation") {
+		t.Fatalf("/new: %q %v", r, err)
+	}
+	if _, err := tr.Turn(ctx, "c1", "second"); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || len(seen[1].Turns) != 0 {
+		t.Fatalf("turns run %d, the second saw %+v", len(seen), seen)
+	}
+	arch, err := os.ReadDir(filepath.Join(in.Chats(), "archive"))
+	if err != nil || len(arch) != 1 || !strings.HasPrefix(arch[0].Name(), "c1-") {
+		t.Fatalf("chat/archive: %v %v", arch, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(in.Chats(), "archive", arch[0].Name()))
+	if !strings.Contains(string(b), `"first"`) {
+		t.Errorf("the archived conversation: %s", b)
+	}
+}

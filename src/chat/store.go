@@ -17,7 +17,8 @@ import (
 )
 
 // The conversation store: one JSON file per conversation in the instance's
-// chat/ directory, which no session mounts. Each file holds the last turns
+// chat/ directory, which no session mounts (conversations started afresh
+// are kept in chat/archive/). Each file holds the last turns
 // (the owner's text as the channel handed it over, the reply as the host
 // read it from Claude Code's JSON result), bounded by KeepTurns and
 // KeepBytes. Writes are atomic (temp file, rename) under a lock in .locks/;
@@ -150,6 +151,35 @@ func (s Store) Append(id string, t Turn) (Conversation, error) {
 		return Conversation{}, errs.Wrap(errs.Failure, err, "conversation %s", id)
 	}
 	return c, nil
+}
+
+// Reset starts conversation id afresh: its file moves to chat/archive/
+// (named by the conversation and the time), so the next turn sees no
+// earlier one and nothing is lost. It returns where the turns went ("" when
+// there were none).
+func (s Store) Reset(id string) (string, error) {
+	if err := ValidID(id); err != nil {
+		return "", err
+	}
+	archive := filepath.Join(s.dir, "archive")
+	for _, d := range []string{archive, filepath.Dir(s.lock)} {
+		if err := s.root.MkdirAll(d, 0o700); err != nil {
+			return "", errs.Wrap(errs.Failure, err, "conversation store")
+		}
+	}
+	unlock, err := s.root.Lock(s.lock, lockWait)
+	if err != nil {
+		return "", errs.Wrap(errs.Failure, err, "conversation store")
+	}
+	defer unlock()
+	if _, err := s.root.Lstat(s.path(id)); errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	to := filepath.Join(archive, id+"-"+s.now().UTC().Format("20060102T150405.000000000Z")+".json")
+	if err := s.root.Rename(s.path(id), to); err != nil {
+		return "", errs.Wrap(errs.Failure, err, "conversation %s", id)
+	}
+	return to, nil
 }
 
 // bound drops the oldest turns until at most KeepTurns are left and their

@@ -442,11 +442,15 @@ func (c *Channel) stranger(chat int64, kind, why string) {
 	c.o.Audit.Record(audit.Entry{Event: "telegram.stranger", Subject: "chat:" + strconv.FormatInt(chat, 10), Outcome: "ignored", Detail: d}, nil)
 }
 
+// chatNew is the message that starts the conversation afresh (chat.NewCommand).
+const chatNew = "/new"
+
 // helpText answers /help (and /start from an owner).
 const helpText = `Hobbs answers these without the model:
 /status – sessions, queued and running runs, next schedules
 /runs – the latest runs and their outcomes
 /stop NAME – stop a session or a run
+/new – start a new conversation (the earlier turns are kept on the host)
 /help – this text
 Anything else you write is a turn of your conversation with Hobbs.`
 
@@ -504,6 +508,8 @@ func (c *Channel) message(ctx context.Context, h channel.Host, upd int64, m *mod
 			return reply("Usage: /stop NAME")
 		}
 		text, err = h.Stop(ctx, args)
+	case "new": // in turn with the messages before it
+		return c.queueChat(upd, chat, chatNew)
 	default:
 		return c.queueChat(upd, chat, m.Text)
 	}

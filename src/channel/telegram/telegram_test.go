@@ -399,6 +399,8 @@ func TestInstincts(t *testing.T) {
 		{"/stop leak", "/stop failed: engine said: token [REDACTED:github-token] refused", "stop leak"},
 		{"/stop", "Usage: /stop NAME", ""},
 		{"/help", helpText, ""},
+		// A chat turn in order with the others: the host's chat starts afresh.
+		{"/new@hobbs_test_bot", "you said: /new", "chat " + strconv.FormatInt(owner, 10) + " /new"},
 	}
 	n := 1
 	var calls []string
