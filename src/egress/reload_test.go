@@ -136,3 +136,21 @@ func TestReloadDoesNotCutTunnels(t *testing.T) {
 		t.Fatalf("existing tunnel cut by reload: %v", err)
 	}
 }
+
+// A change between the policy's load and the watch's start (the proxy
+// loads its policy, then watches it) is applied when the watch starts, not
+// missed until the next change: it could be the user's tightening.
+func TestReloadChangeBeforeTheWatch(t *testing.T) {
+	tg := newTarget(t, "127.0.0.1")
+	pol := func(name string) string {
+		return fmt.Sprintf("domains:\n  - %s:%d\nallow_private: [127.0.0.1/32]\n", name, tg.port)
+	}
+	e := startProxy(t, pol("a.test"), func(o *Options) { o.Debounce = 50 * time.Millisecond })
+	if err := os.WriteFile(e.policy, []byte(pol("b.test")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Watch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	switchWithin(t, e, tg.port)
+}

@@ -81,8 +81,11 @@ type Server struct {
 	upgrades   context.Context
 	endUpgrade context.CancelFunc
 	watch      *watcher
-	dns        dnsCache
-	stopped    atomic.Bool
+	// loadedSum is policySum of the files taken before the policy in
+	// force was read from them (watch.go).
+	loadedSum atomic.Pointer[string]
+	dns       dnsCache
+	stopped   atomic.Bool
 
 	issuer *leafIssuer // the session CA's signer; nil without Options.Secrets
 	// agentMask and auditMask replace the secrets' values (mask.go).
@@ -118,6 +121,7 @@ func NewServer(opts Options) (*Server, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		}
 	}
+	sum := policySum(opts.PolicyFiles)
 	p, err := LoadFiles(opts.PolicyFiles...)
 	if err != nil {
 		return nil, err
@@ -130,6 +134,7 @@ func NewServer(opts Options) (*Server, error) {
 		f.Close()
 	}
 	s := &Server{opts: opts}
+	s.loadedSum.Store(&sum)
 	s.upgrades, s.endUpgrade = context.WithCancel(context.Background())
 	if opts.Secrets != nil {
 		if err := opts.Secrets.prepare(); err != nil {
@@ -234,6 +239,8 @@ func (s *Server) Serve(l net.Listener) error {
 // Reload re-reads the policy files and swaps the policy in force. On error
 // the previous policy stays.
 func (s *Server) Reload() error {
+	sum := policySum(s.opts.PolicyFiles)
+	s.loadedSum.Store(&sum) // a failed read is seen too: the next change reloads
 	p, err := LoadFiles(s.opts.PolicyFiles...)
 	if err != nil {
 		s.opts.Logf("policy reload failed, keeping the previous policy: %v", err)

@@ -2,12 +2,18 @@ package egress
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // watcher reloads the policy when one of its files changes. It watches the
@@ -15,7 +21,9 @@ import (
 // by writing a new file and renaming it over the old one, which a watch on
 // the old inode would miss. Events are debounced. A slow poll of the files'
 // identity (size, mtime, inode) backs fsnotify up for filesystems that do
-// not deliver events (some bind mounts).
+// not deliver events (some bind mounts). A change made after the policy in
+// force was read and before the watch began is found when it begins, by
+// the files' content (policySum): no event or later poll would show it.
 type watcher struct {
 	w      *fsnotify.Watcher
 	cancel context.CancelFunc
@@ -57,6 +65,9 @@ func (s *Server) Watch(ctx context.Context) error {
 		poll := time.NewTicker(2 * time.Second)
 		defer poll.Stop()
 		last := statAll(s.opts.PolicyFiles)
+		if policySum(s.opts.PolicyFiles) != *s.loadedSum.Load() {
+			s.Reload()
+		}
 		for {
 			select {
 			case <-ctx.Done():
@@ -99,6 +110,20 @@ func (w *watcher) stop() {
 		w.cancel()
 		<-w.done
 	})
+}
+
+// policySum names the files' content (a file that cannot be read by the
+// error): what the policy read from them was read from.
+func policySum(files []string) string {
+	h := sha256.New()
+	for _, f := range files {
+		b, err := safefile.Beneath(filepath.Dir(f)).ReadFile(filepath.Base(f), instance.MaxTextFile)
+		if err != nil {
+			b = []byte("error: " + err.Error())
+		}
+		fmt.Fprintf(h, "%d:%s;", len(b), b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // statAll is a cheap fingerprint of the files' identities.
