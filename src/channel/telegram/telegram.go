@@ -781,6 +781,9 @@ func (c *Channel) sendEntry(ctx context.Context, e *entry) error {
 		if !s.isOwner(chat) {
 			continue // unpaired since it was queued: nothing goes to it any more
 		}
+		if e.Refused[key] != "" {
+			continue // refused for good at an earlier attempt
+		}
 		if e.Edit != 0 {
 			if e.Done[key] > 0 {
 				continue
@@ -810,9 +813,6 @@ func (c *Channel) sendEntry(ctx context.Context, e *entry) error {
 			if err := c.st.writeEntry(e); err != nil {
 				return err
 			}
-			continue
-		}
-		if e.Refused[key] != "" {
 			continue
 		}
 		parts := split(e.Text, MaxText)

@@ -966,3 +966,34 @@ func TestUneditableResultIsSent(t *testing.T) {
 		t.Errorf("the result came as %q", got[2].Text)
 	}
 }
+
+// With two owners, one who blocked the bot and one whose delivery must be
+// retried: the retry goes to the second only, and the refusal is recorded
+// once.
+func TestRefusalIsNotRetried(t *testing.T) {
+	const second = int64(5550009)
+	e := newEnv(t)
+	e.start()
+	e.pair()
+	p, err := Pair(e.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Send(second, "/start "+p.Code)
+	e.waitSent(second, 1)
+	e.fake.Fail("sendMessage", 1, http.StatusForbidden, 0)  // the first owner's
+	e.fake.Fail("sendMessage", 1, http.StatusBadGateway, 0) // the second's, retried
+	if err := e.ch.Deliver(channel.Notice{ID: "n", Text: "to both"}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitDone("n")
+	if got := e.fake.Sent(second); len(got) != 2 || got[1].Text != "to both" {
+		t.Errorf("the second owner got %v", got)
+	}
+	if got := e.fake.Sent(owner); len(got) != 1 {
+		t.Errorf("the owner who refused was sent %v", got)
+	}
+	if n := strings.Count(e.auditLog(), `"event":"telegram.refused"`); n != 1 {
+		t.Errorf("%d refusals audited, want 1", n)
+	}
+}
