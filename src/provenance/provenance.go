@@ -237,7 +237,7 @@ type savedState struct {
 }
 
 // take returns the state last saved when state.json still holds raw, for
-// the caller's use alone (it is no longer kept), or nil.
+// the caller's use alone (the store drops it), or nil.
 func (s *Store) take(raw []byte) *state {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -627,8 +627,8 @@ type Result struct {
 }
 
 // Snapshot is the store's state and the shares as they were when it was
-// taken: a session's end can read the shares once its agent can no longer
-// write to them (its container is gone), while the launcher still waits
+// taken: a session's end can read the shares once its agent cannot write
+// to them (its container is gone), while the launcher still waits
 // for the proxy whose audit decides the session's taint.
 type Snapshot struct {
 	raw []byte // state.json as read

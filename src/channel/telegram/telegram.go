@@ -794,7 +794,7 @@ func (c *Channel) sendEntry(ctx context.Context, e *entry) error {
 				err = nil // the edit was made before a restart
 			}
 			if errors.As(err, &ae) && ae.Code == http.StatusBadRequest {
-				// The message is gone or can no longer be edited: the
+				// The message is gone or cannot be edited: the
 				// new text goes as a message of its own.
 				e.Edit = 0
 				if err := c.st.writeEntry(e); err != nil {

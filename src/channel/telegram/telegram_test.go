@@ -952,7 +952,7 @@ func TestRefusedNoticeDoesNotHoldTheOutbox(t *testing.T) {
 	}
 }
 
-// A button's result whose message can no longer be edited (400) comes as
+// A button's result whose message cannot be edited (400) comes as
 // a message of its own.
 func TestUneditableResultIsSent(t *testing.T) {
 	e := newEnv(t)
