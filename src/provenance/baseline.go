@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // The baseline (each watched file's state) and the object index (where
@@ -44,15 +46,7 @@ func encodeBaseline(st *state) []byte {
 		f := st.Baseline[p]
 		b = append(b, "b "...)
 		b = append(b, f.Hash...)
-		for _, n := range []int64{f.Size, int64(f.Ino), f.Ctime, f.Mtime, int64(f.Mode)} {
-			b = append(b, ' ')
-			b = strconv.AppendInt(b, n, 10)
-		}
-		if f.Racy {
-			b = append(b, " 1 "...)
-		} else {
-			b = append(b, " 0 "...)
-		}
+		b = appendFacts(b, f, f.Racy)
 		b = strconv.AppendQuote(b, p)
 		b = append(b, '\n')
 	}
@@ -142,8 +136,9 @@ func field(b []byte) (string, []byte) {
 	return string(tok), rest
 }
 
-// loadBaseline reads the generation state.json names into st.
-func (s *Store) loadBaseline(st *state) error {
+// readBaseline reads the generation state.json names into st, lazy: decode
+// decodes it when it is needed.
+func (s *Store) readBaseline(st *state) error {
 	if st.BaselineGen == 0 {
 		return nil
 	}
@@ -152,14 +147,64 @@ func (s *Store) loadBaseline(st *state) error {
 	if err == nil && len(b) > maxState {
 		err = errors.New("too large")
 	}
-	if err == nil {
-		err = decodeBaseline(b, st)
+	if err == nil && !bytes.HasPrefix(b, []byte(baselineHeader)) {
+		err = errors.New("not a baseline file")
 	}
 	if err != nil {
 		return cannotRead(p, err)
 	}
-	st.baselineRaw = b
+	st.baselineRaw, st.lazy = b, true
 	return nil
+}
+
+// sameAsBaseline reports whether l is what the baseline file raw records:
+// the same watched files, each with the same inode facts, none of them
+// racy, so that no content needs reading. It compares raw's lines as
+// encodeBaseline writes them, without decoding them, and sorts l.
+func sameAsBaseline(raw []byte, l *listing) bool {
+	if l.err != nil {
+		return false
+	}
+	if raw == nil {
+		return len(l.files) == 0
+	}
+	rest, ok := bytes.CutPrefix(raw, []byte(baselineHeader))
+	if !ok {
+		return false
+	}
+	slices.SortFunc(l.files, func(a, b listed) int { return strings.Compare(a.rel, b.rel) })
+	var want []byte
+	for _, f := range l.files {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+		if f.fst.Racy || len(line) < 2 || line[0] != 'b' || line[1] != ' ' {
+			return false
+		}
+		// b HASH SIZE INO CTIME MTIME MODE RACY "PATH": all after the hash.
+		i := bytes.IndexByte(line[2:], ' ')
+		if i < 0 {
+			return false
+		}
+		want = appendFacts(want[:0], f.fst, false)
+		want = strconv.AppendQuote(want, f.rel)
+		if !bytes.Equal(line[2+i:], want) {
+			return false
+		}
+	}
+	return !bytes.HasPrefix(rest, []byte("b "))
+}
+
+// appendFacts appends a baseline line's inode facts and racy flag, each
+// after a space, and the space before the path.
+func appendFacts(b []byte, f fileState, racy bool) []byte {
+	for _, n := range []int64{f.Size, int64(f.Ino), f.Ctime, f.Mtime, int64(f.Mode)} {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, n, 10)
+	}
+	if racy {
+		return append(b, " 1 "...)
+	}
+	return append(b, " 0 "...)
 }
 
 // saveBaseline writes a new generation when the baseline or the object

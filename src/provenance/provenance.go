@@ -164,11 +164,17 @@ type state struct {
 	// Objects locate each kept content (by hash) in the packs.
 	Objects map[string]objRef `json:"-"`
 
-	baselineRaw []byte      // the baseline file as read
-	pack        *packWriter // what this change of the state keeps
+	baselineRaw []byte // the baseline file as read
+	// lazy: Baseline and Objects are not decoded from baselineRaw yet
+	// (decode). A session's start and end whose shares are as the
+	// baseline records them never decode them (sameAsBaseline).
+	lazy bool
+	pack *packWriter // what this change of the state keeps
 	// scanned is a Snapshot's scan of the shares, which the first settle
-	// uses instead of reading them again.
-	scanned map[string]fileState
+	// uses instead of reading them again; scannedSame, that the snapshot
+	// found them as the baseline records them.
+	scanned     map[string]fileState
+	scannedSame bool
 	// listing, under lockedListing, returns the listing of the shares
 	// made while the state was read.
 	listing func() *listing
@@ -179,14 +185,18 @@ type state struct {
 }
 
 type loadedState struct {
-	baseline map[string]fileState
+	baseline map[string]fileState // nil while the state is lazy
 	objects  map[string]objRef
 	items    string
 }
 
-// loadedOf records st as read.
+// loadedOf records st as read (its baseline only once it is decoded).
 func loadedOf(st *state) *loadedState {
-	return &loadedState{baseline: maps.Clone(st.Baseline), objects: maps.Clone(st.Objects), items: itemsKey(st.Items)}
+	l := &loadedState{items: itemsKey(st.Items)}
+	if !st.lazy {
+		l.baseline, l.objects = maps.Clone(st.Baseline), maps.Clone(st.Objects)
+	}
+	return l
 }
 
 // itemsKey sums up what of the items decides which contents are kept.
@@ -199,11 +209,14 @@ func itemsKey(items []*Item) string {
 }
 
 // unchanged reports whether st's baseline, objects and items are as read
-// from a baseline file.
+// from a baseline file (a lazy state's baseline and objects are: nothing
+// decoded them).
 func (st *state) unchanged() bool {
 	l := st.loaded
-	return l != nil && st.BaselineGen != 0 && maps.Equal(l.baseline, st.Baseline) && maps.Equal(l.objects, st.Objects) &&
-		l.items == itemsKey(st.Items)
+	if l == nil || st.BaselineGen == 0 || l.items != itemsKey(st.Items) {
+		return false
+	}
+	return st.lazy || maps.Equal(l.baseline, st.Baseline) && maps.Equal(l.objects, st.Objects)
 }
 
 // stateV1 is state.json's version 1, which held the baseline and the
@@ -278,19 +291,24 @@ func (s *Store) now() time.Time {
 // the state when f returns without error: first the pack of the contents
 // f kept (synced), then the state naming them (atomically).
 func (s *Store) locked(f func(st *state) error) error {
-	return s.lockedFrom(nil, false, f)
+	return s.lockedFrom(nil, false, func(st *state) error {
+		if err := s.decode(st); err != nil {
+			return err
+		}
+		return f(st)
+	})
 }
 
 // lockedListing is locked, listing the shares while the state is read
-// (st.listing): a listing is mostly system calls, reading the state mostly
-// decoding.
+// (st.listing), with the state lazy: f decodes it if it needs it.
 func (s *Store) lockedListing(f func(st *state) error) error {
 	return s.lockedFrom(nil, true, f)
 }
 
-// lockedFrom is locked, starting from snap's state when state.json is still
-// the one snap read (no change of the store came between): the state is
-// then not read again, and the first settle uses snap's scan of the shares.
+// lockedFrom is locked with the state lazy (f decodes it if it needs it),
+// starting from snap's state when state.json is still the one snap read (no
+// change of the store came between): the state is then not read again, and
+// the first settle uses snap's scan of the shares.
 func (s *Store) lockedFrom(snap *Snapshot, list bool, f func(st *state) error) error {
 	if err := s.Root.MkdirAll(s.rel("packs"), 0o700); err != nil {
 		return errs.Wrap(errs.Failure, err, "provenance store")
@@ -317,9 +335,9 @@ func (s *Store) lockedFrom(snap *Snapshot, list bool, f func(st *state) error) e
 	var st *state
 	if snap != nil && bytes.Equal(raw, snap.raw) {
 		st = snap.st
-		st.scanned = snap.cur
+		st.scanned, st.scannedSame = snap.cur, snap.same
 	} else if st = s.take(raw); st == nil {
-		if st, err = s.parse(raw, true); err != nil {
+		if st, err = s.parse(raw, parseLazy); err != nil {
 			return err
 		}
 	}
@@ -344,6 +362,9 @@ func (s *Store) lockedFrom(snap *Snapshot, list bool, f func(st *state) error) e
 	var unused []int
 	oldBaseline := 0
 	if !st.unchanged() {
+		if err := s.decode(st); err != nil {
+			return err
+		}
 		unused = s.prune(st)
 		if oldBaseline, err = s.saveBaseline(st); err != nil {
 			return err
@@ -373,7 +394,7 @@ func (s *Store) load() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.parse(raw, true)
+	return s.parse(raw, parseAll)
 }
 
 // readState returns state.json's bytes (nil when there is none).
@@ -388,10 +409,16 @@ func (s *Store) readState() ([]byte, error) {
 	return b, nil
 }
 
+// What parse reads besides state.json.
+const (
+	parseItems = iota // nothing: listing what waits needs only the items
+	parseLazy         // the baseline file, not decoded (decode)
+	parseAll          // the baseline file, decoded
+)
+
 // parse decodes state.json's bytes (nil: an empty store), with the
-// baseline file it names when withBaseline is set: listing what waits
-// needs only the items.
-func (s *Store) parse(b []byte, withBaseline bool) (*state, error) {
+// baseline file it names as what says.
+func (s *Store) parse(b []byte, what int) (*state, error) {
 	st := &state{Version: 1, Baseline: map[string]fileState{}, Open: map[string]*Session{}, Objects: map[string]objRef{}}
 	if b == nil {
 		return st, nil
@@ -413,16 +440,37 @@ func (s *Store) parse(b []byte, withBaseline bool) (*state, error) {
 		if v1.Objects != nil {
 			st.Objects = v1.Objects
 		}
-	} else if withBaseline {
-		if err := s.loadBaseline(st); err != nil {
+	} else if what != parseItems {
+		if err := s.readBaseline(st); err != nil {
 			return nil, err
 		}
 		st.loaded = loadedOf(st)
+		if what == parseAll {
+			if err := s.decode(st); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if st.Open == nil {
 		st.Open = map[string]*Session{}
 	}
 	return st, nil
+}
+
+// decode decodes a lazy state's baseline file into its Baseline and
+// Objects; the state as read (loaded) then records them too.
+func (s *Store) decode(st *state) error {
+	if !st.lazy {
+		return nil
+	}
+	if err := decodeBaseline(st.baselineRaw, st); err != nil {
+		return cannotRead(s.baselinePath(st.BaselineGen), err)
+	}
+	st.lazy = false
+	if st.loaded != nil {
+		st.loaded.baseline, st.loaded.objects = maps.Clone(st.Baseline), maps.Clone(st.Objects)
+	}
+	return nil
 }
 
 // cannotRead is the error for a file of the store that does not parse: it
@@ -435,27 +483,39 @@ func cannotRead(p string, err error) error {
 // Watched reports whether rel (slash-separated, relative to the instance)
 // is a file whose changes are reviewed, and of what kind.
 func Watched(rel string) (kind string, ok bool) {
-	parts := strings.Split(rel, "/")
-	base := parts[len(parts)-1]
-	switch parts[0] {
+	share, rest, nested := strings.Cut(rel, "/")
+	dir, base, deeper := strings.Cut(rest, "/")
+	if !deeper {
+		dir, base = "", rest
+	}
+	md := strings.HasSuffix(base, ".md") && !strings.HasPrefix(base, ".")
+	switch share {
 	case "memory":
-		return "memory", len(parts) == 3 && (parts[1] == "active" || parts[1] == "archive") && strings.HasSuffix(base, ".md") && !strings.HasPrefix(base, ".")
+		return "memory", deeper && !strings.Contains(base, "/") && (dir == "active" || dir == "archive") && md
 	case "playbooks":
-		return "playbook", len(parts) == 2 && strings.HasSuffix(base, ".md") && !strings.HasPrefix(base, ".")
+		return "playbook", nested && !deeper && md
 	case "skills":
-		return "skill", len(parts) > 1 && !(len(parts) == 2 && base == ".lock")
+		return "skill", nested && (deeper || base != ".lock")
 	case "agents":
-		return "agent", len(parts) > 1 && !(len(parts) == 2 && base == ".lock")
+		return "agent", nested && (deeper || base != ".lock")
 	}
 	return "", false
 }
 
-// scan returns the state of every watched file, reading only those whose
-// inode facts differ from prev's, and copying each new content into the
-// object store when keep is set.
-func (s *Store) scan(st *state, prev map[string]fileState, keep bool) (map[string]fileState, error) {
+// scanAll lists the shares and returns the state of every watched file,
+// reading only those whose inode facts differ from the baseline's; same
+// (with no states) when the shares are as a lazy state's baseline records
+// them, which then stays undecoded.
+func (s *Store) scanAll(st *state) (cur map[string]fileState, same bool, err error) {
 	l := s.list()
-	return s.compare(st, prev, keep, l)
+	if st.lazy && sameAsBaseline(st.baselineRaw, l) {
+		return nil, true, nil
+	}
+	if err := s.decode(st); err != nil {
+		return nil, false, err
+	}
+	cur, err = s.compare(st, st.Baseline, false, l)
+	return cur, false, err
 }
 
 // listing is the watched files of the shares with their inode facts.
@@ -472,7 +532,7 @@ type listed struct {
 
 // list lists the watched files of the shares.
 func (s *Store) list() *listing {
-	l := &listing{start: time.Now(), files: make([]listed, 0, 1024)}
+	l := &listing{start: s.now(), files: make([]listed, 0, 1024)}
 	for _, share := range Shares {
 		err := s.Root.StatTree(share, func(p string, fi fs.FileInfo) error {
 			if fi.IsDir() {
@@ -594,11 +654,18 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 			if l == nil {
 				l = s.list()
 			}
-			cur, err := s.compare(st, st.Baseline, true, l)
-			if err != nil {
-				return err
+			if st.lazy && sameAsBaseline(st.baselineRaw, l) {
+				// The shares are as the baseline records them.
+			} else {
+				if err := s.decode(st); err != nil {
+					return err
+				}
+				cur, err := s.compare(st, st.Baseline, true, l)
+				if err != nil {
+					return err
+				}
+				st.Baseline = cur
 			}
-			st.Baseline = cur
 		}
 		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now(), AuditFrom: auditFrom}
 		if origin.Kind == OriginTrigger {
@@ -631,9 +698,10 @@ type Result struct {
 // to them (its container is gone), while the launcher still waits
 // for the proxy whose audit decides the session's taint.
 type Snapshot struct {
-	raw []byte // state.json as read
-	st  *state
-	cur map[string]fileState
+	raw  []byte // state.json as read
+	st   *state
+	cur  map[string]fileState
+	same bool // the shares were as the baseline records them (cur is nil)
 }
 
 // Snapshot reads the store's state and the shares, without the lock: End
@@ -647,15 +715,15 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	}
 	st := s.take(raw)
 	if st == nil {
-		if st, err = s.parse(raw, true); err != nil {
+		if st, err = s.parse(raw, parseLazy); err != nil {
 			return nil, err
 		}
 	}
-	cur, err := s.scan(st, st.Baseline, false)
+	cur, same, err := s.scanAll(st)
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{raw: raw, st: st, cur: cur}, nil
+	return &Snapshot{raw: raw, st: st, cur: cur, same: same}, nil
 }
 
 // End records that session name ended: it decides the session's taint (and
@@ -744,17 +812,21 @@ func (s *Store) settle(st *state, ses *Session) (int, []string, error) {
 		live = append(live, *o)
 		tainted = tainted || o.Tainted
 	}
-	cur := st.scanned
-	st.scanned = nil
-	if cur == nil {
+	cur, same := st.scanned, st.scannedSame
+	st.scanned, st.scannedSame = nil, false
+	if cur == nil && !same {
 		var err error
-		if cur, err = s.scan(st, st.Baseline, false); err != nil {
+		if cur, same, err = s.scanAll(st); err != nil {
 			return 0, nil, err
 		}
 	}
+	var changed []string
+	if !same {
+		changed = changedPaths(st.Baseline, cur)
+	}
 	kept, held := 0, 0
 	var problems []string
-	for _, p := range changedPaths(st.Baseline, cur) {
+	for _, p := range changed {
 		b, had := st.Baseline[p]
 		a, has := cur[p]
 		switch {

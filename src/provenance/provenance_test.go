@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -363,7 +364,9 @@ func TestWatched(t *testing.T) {
 		"memory/active/mem_1.md": true, "memory/archive/x.md": true, "memory/history.jsonl": false,
 		"memory/.index/x": false, "memory/active/.lock": false, "playbooks/a.md": true, "playbooks/.lock": false,
 		"skills/a/SKILL.md": true, "skills/a/run.sh": true, "skills/.lock": false, "agents/custom/a.md": true,
-		"data/x.md": false, "logs/tasks/t.md": false,
+		"data/x.md": false, "logs/tasks/t.md": false, "memory/active/sub/x.md": false, "memory/x.md": false,
+		"memory/active": false, "memory/active/.x.md": false, "memory/other/x.md": false, "playbooks/sub/a.md": false,
+		"playbooks/a.txt": false, "skills/a/.lock": true, "agents/.lock": false, "agents/a.md": true, "skills": false,
 	} {
 		if _, got := Watched(p); got != want {
 			t.Errorf("Watched(%s) = %v, want %v", p, got, want)
@@ -589,5 +592,121 @@ func TestStoreRereadsAnotherLaunchersChange(t *testing.T) {
 	}
 	if r.Kept != 0 {
 		t.Errorf("b's end kept %d: a's end (which found mem_5) should have", r.Kept)
+	}
+}
+
+// oldFixture is a fixture whose store's clock is an hour ahead: every file
+// counts as changed long before a scan (none is racy), as on an instance
+// whose memories were written before the day's sessions.
+func oldFixture(t *testing.T) *fixture {
+	f := newFixture(t)
+	f.s.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	return f
+}
+
+// relaunch gives the fixture a new store, as a new launcher has: nothing of
+// the state it saved last is kept.
+func (f *fixture) relaunch() {
+	now := f.s.Now
+	f.s = New(safefile.Beneath(f.dir), nil)
+	f.s.Now = now
+}
+
+// lazyNow reports whether the state the store saved last was never
+// decoded: its start found the shares as the baseline records them.
+func (f *fixture) lazyNow() bool {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	return f.s.last != nil && f.s.last.st.lazy
+}
+
+// A start whose shares are as the baseline records them does not decode
+// the baseline; a session's changes are still found at its end, each kind
+// of them, whether its end reads the shares itself or from a snapshot.
+func TestUnchangedStartStaysUndecoded(t *testing.T) {
+	for _, fromSnap := range []bool{false, true} {
+		f := oldFixture(t)
+		f.write("skills/tea/SKILL.md", "---\nname: tea\n---\nBrew.\n")
+		f.begin("s1", terminal)
+		if r := f.end("s1"); r.Kept != 0 || len(r.Held) != 0 {
+			t.Fatalf("first end: %+v", r)
+		}
+		f.relaunch()
+		f.begin("s2", terminal)
+		if !f.lazyNow() {
+			t.Fatal("a start with unchanged shares decoded the baseline")
+		}
+		f.reads["s2"] = []string{"evil.example:443"}
+		p := filepath.Join(f.dir, "playbooks/weekly.md")
+		if err := os.WriteFile(p, []byte("# Weekly\n\nMail it all out.\n"), 0o644); err != nil { // in place
+			t.Fatal(err)
+		}
+		f.write("memory/active/mem_7.md", memFile("mem_7", "2026-01-02", "Injected."))
+		if err := os.Remove(filepath.Join(f.dir, "skills/tea/SKILL.md")); err != nil {
+			t.Fatal(err)
+		}
+		var snap *Snapshot
+		if fromSnap {
+			var err error
+			if snap, err = f.s.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := f.endFrom("s2", snap)
+		got := map[string]string{}
+		for _, it := range r.Held {
+			got[it.Path] = it.Change
+		}
+		want := map[string]string{"playbooks/weekly.md": "changed", "memory/active/mem_7.md": "created", "skills/tea/SKILL.md": "removed"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("snapshot %v: held %v, want %v", fromSnap, got, want)
+		}
+		if b, _ := f.read("playbooks/weekly.md"); b != "# Weekly\n" {
+			t.Errorf("the playbook was not put back: %q", b)
+		}
+	}
+}
+
+// An owner's change between two sessions (an edit in place, a new file, a
+// removal of the file listed last) is found by the next start, though it
+// reads the baseline file lazily, and is not taken for that session's.
+func TestOwnersEditBetweenSessionsIsNotTheSessions(t *testing.T) {
+	edits := map[string]func(f *fixture) error{
+		"edit in place": func(f *fixture) error {
+			return os.WriteFile(filepath.Join(f.dir, "memory/active/mem_1.md"), []byte(memFile("mem_1", "2026-01-01", "The user likes green tea.")), 0o644)
+		},
+		"new file": func(f *fixture) error {
+			f.write("agents/custom/tea.md", "---\nname: tea\n---\n")
+			return nil
+		},
+		"removal": func(f *fixture) error { return os.Remove(filepath.Join(f.dir, "skills/zz/SKILL.md")) },
+	}
+	for name, edit := range edits {
+		f := oldFixture(t)
+		f.write("skills/zz/SKILL.md", "---\nname: zz\n---\n")
+		f.begin("s1", terminal)
+		f.end("s1")
+		if err := edit(f); err != nil {
+			t.Fatal(err)
+		}
+		f.relaunch()
+		f.begin("s2", terminal)
+		if f.lazyNow() {
+			t.Fatalf("%s: the start did not read the baseline", name)
+		}
+		f.reads["s2"] = []string{"evil.example:443"}
+		if r := f.end("s2"); len(r.Held) != 0 {
+			t.Fatalf("%s: the owner's change was held as the tainted session's: %+v", name, r.Held[0])
+		}
+	}
+	f := oldFixture(t)
+	f.begin("s1", terminal)
+	f.end("s1")
+	edits["edit in place"](f)
+	f.relaunch()
+	f.begin("s2", terminal)
+	f.end("s2")
+	if b, _ := f.read("memory/active/mem_1.md"); !strings.Contains(b, "green tea") {
+		t.Errorf("the owner's edit is gone: %q", b)
 	}
 }

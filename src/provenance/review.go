@@ -109,7 +109,7 @@ func (s *Store) readItems() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.parse(raw, false)
+	return s.parse(raw, parseItems)
 }
 
 // Content returns what the held change id had before and has after (nil
