@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // The baseline (each watched file's state) and the object index (where
@@ -160,7 +159,7 @@ func (s *Store) readBaseline(st *state) error {
 // sameAsBaseline reports whether l is what the baseline file raw records:
 // the same watched files, each with the same inode facts, none of them
 // racy, so that no content needs reading. It compares raw's lines as
-// encodeBaseline writes them, without decoding them, and sorts l.
+// encodeBaseline writes them, without decoding them.
 func sameAsBaseline(raw []byte, l *listing) bool {
 	if l.err != nil {
 		return false
@@ -172,26 +171,51 @@ func sameAsBaseline(raw []byte, l *listing) bool {
 	if !ok {
 		return false
 	}
-	slices.SortFunc(l.files, func(a, b listed) int { return strings.Compare(a.rel, b.rel) })
+	at := make(map[string]int, len(l.files))
+	for i, f := range l.files {
+		if f.fst.Racy {
+			return false
+		}
+		at[f.rel] = i
+	}
 	var want []byte
-	for _, f := range l.files {
+	seen := make([]bool, len(l.files))
+	for bytes.HasPrefix(rest, []byte("b ")) {
 		var line []byte
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
-		if f.fst.Racy || len(line) < 2 || line[0] != 'b' || line[1] != ' ' {
+		// b HASH SIZE INO CTIME MTIME MODE RACY "PATH"; only the path is
+		// quoted.
+		sp := bytes.IndexByte(line[2:], ' ')
+		q := bytes.IndexByte(line, '"')
+		if sp < 0 || q < 2+sp {
 			return false
 		}
-		// b HASH SIZE INO CTIME MTIME MODE RACY "PATH": all after the hash.
-		i := bytes.IndexByte(line[2:], ' ')
-		if i < 0 {
+		i, found := lookup(at, line[q:])
+		if !found || seen[i] {
 			return false
 		}
-		want = appendFacts(want[:0], f.fst, false)
-		want = strconv.AppendQuote(want, f.rel)
-		if !bytes.Equal(line[2+i:], want) {
+		seen[i] = true
+		want = appendFacts(want[:0], l.files[i].fst, false)
+		if !bytes.Equal(line[2+sp:q], want) {
 			return false
 		}
 	}
-	return !bytes.HasPrefix(rest, []byte("b "))
+	return !slices.Contains(seen, false)
+}
+
+// lookup finds the quoted path q in at, without allocating for a path
+// that needed no escapes.
+func lookup(at map[string]int, q []byte) (int, bool) {
+	if len(q) >= 2 && q[len(q)-1] == '"' && bytes.IndexByte(q, '\\') < 0 {
+		i, ok := at[string(q[1:len(q)-1])]
+		return i, ok
+	}
+	p, err := strconv.Unquote(string(q))
+	if err != nil {
+		return 0, false
+	}
+	i, ok := at[p]
+	return i, ok
 }
 
 // appendFacts appends a baseline line's inode facts and racy flag, each

@@ -2,6 +2,9 @@ package provenance
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -30,6 +33,72 @@ func TestBaselineRoundTrip(t *testing.T) {
 		if err := decodeBaseline([]byte(bad), got); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// sameAsBaseline holds only for a listing of exactly the baseline's files
+// with their inode facts, whatever their names hold.
+func TestSameAsBaseline(t *testing.T) {
+	base := map[string]fileState{
+		"memory/active/a b.md":        {Hash: strings.Repeat("a", 64), Size: 10, Ino: 1 << 40, Ctime: 1764150000123456789, Mtime: 5, Mode: 0o644},
+		"skills/x/\"q\"\n\\.md":       {Hash: "special:p:0", Ino: 2, Mode: uint32(fs.ModeNamedPipe)},
+		"agents/custom/ünïcode \t.md": {Hash: "large:9:9", Size: 9, Ino: 3},
+		"playbooks/p.md":              {Hash: strings.Repeat("c", 64), Size: 1, Ino: 4},
+	}
+	raw := encodeBaseline(&state{Baseline: base})
+	listOf := func(m map[string]fileState) *listing {
+		l := &listing{}
+		for p, f := range m {
+			f.Hash = ""
+			l.files = append(l.files, listed{p, f})
+		}
+		return l
+	}
+	if !sameAsBaseline(raw, listOf(base)) {
+		t.Fatal("the baseline's own files are not the same")
+	}
+	change := map[string]func(m map[string]fileState){
+		"a file more":   func(m map[string]fileState) { m["memory/active/new.md"] = fileState{Ino: 9} },
+		"a file less":   func(m map[string]fileState) { delete(m, "skills/x/\"q\"\n\\.md") },
+		"another ctime": func(m map[string]fileState) { f := m["playbooks/p.md"]; f.Ctime++; m["playbooks/p.md"] = f },
+		"another inode": func(m map[string]fileState) {
+			f := m["agents/custom/ünïcode \t.md"]
+			f.Ino++
+			m["agents/custom/ünïcode \t.md"] = f
+		},
+		"another size":   func(m map[string]fileState) { f := m["memory/active/a b.md"]; f.Size++; m["memory/active/a b.md"] = f },
+		"another mode":   func(m map[string]fileState) { f := m["playbooks/p.md"]; f.Mode = 0o600; m["playbooks/p.md"] = f },
+		"no inode facts": func(m map[string]fileState) { f := m["playbooks/p.md"]; f.Racy = true; m["playbooks/p.md"] = f },
+		"renamed":        func(m map[string]fileState) { m["playbooks/q.md"] = m["playbooks/p.md"]; delete(m, "playbooks/p.md") },
+	}
+	for name, c := range change {
+		m := maps.Clone(base)
+		c(m)
+		if sameAsBaseline(raw, listOf(m)) {
+			t.Errorf("%s: same", name)
+		}
+	}
+	// A racy entry is read again, and so is a listing that failed.
+	racy := maps.Clone(base)
+	f := racy["playbooks/p.md"]
+	f.Racy = true
+	racy["playbooks/p.md"] = f
+	if sameAsBaseline(encodeBaseline(&state{Baseline: racy}), listOf(base)) {
+		t.Error("a racy baseline entry counts as the same")
+	}
+	l := listOf(base)
+	l.err = errors.New("cannot list")
+	if sameAsBaseline(raw, l) {
+		t.Error("a failed listing counts as the same")
+	}
+	// A baseline file with a line twice (and one missing) is not the same.
+	lines := strings.SplitAfter(string(raw), "\n")
+	dup := strings.Join(append([]string{lines[0], lines[1], lines[1]}, lines[3:]...), "")
+	if sameAsBaseline([]byte(dup), listOf(base)) {
+		t.Error("a baseline with a line twice counts as the same")
+	}
+	if !sameAsBaseline(nil, &listing{}) || sameAsBaseline(nil, listOf(base)) {
+		t.Error("no baseline file: same only when there are no files")
 	}
 }
 

@@ -68,3 +68,24 @@ func BenchmarkSession(b *testing.B) {
 	b.ReportMetric(float64(snapshot)/n, "snapshot-ms")
 	b.ReportMetric(float64(end)/n, "end-ms")
 }
+
+// BenchmarkSameAsBaseline compares a listing of 10,000 files, in the
+// directory's order, with the baseline file that records them.
+func BenchmarkSameAsBaseline(b *testing.B) {
+	st := &state{Baseline: map[string]fileState{}}
+	l := &listing{}
+	for i := range 10000 {
+		p := fmt.Sprintf("memory/active/mem_%05d.md", (i*7919)%10000)
+		f := fileState{Size: 120, Ino: uint64(1000000 + i), Ctime: 1795736832008977337 + int64(i), Mtime: 1795736832008977337, Mode: 0o644}
+		l.files = append(l.files, listed{p, f})
+		f.Hash = fmt.Sprintf("%064x", i)
+		st.Baseline[p] = f
+	}
+	raw := encodeBaseline(st)
+	b.ResetTimer()
+	for range b.N {
+		if !sameAsBaseline(raw, l) {
+			b.Fatal("not the same")
+		}
+	}
+}
