@@ -10,14 +10,16 @@ import (
 	"github.com/adrg/xdg"
 )
 
-// TestMain keeps what the package's tests write to the state directory
-// (build logs, session notes) out of the user's.
+// TestMain keeps what the package's tests write to the state and cache
+// directories (build logs, session notes, binary digests) out of the
+// user's.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hobbs-launcher-test-")
 	if err != nil {
 		panic(err)
 	}
 	os.Setenv("XDG_STATE_HOME", dir)
+	os.Setenv("XDG_CACHE_HOME", dir)
 	xdg.Reload()
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -122,7 +122,7 @@ func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings [
 	s := &Session{Engine: rt.Engine, Instance: p.instance, Name: p.Session, Image: p.Image, Workspace: p.Workspace,
 		Command: p.Claude.Command, UID: p.uid, GID: p.gid, TTY: p.Agent.TTY, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
 		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress,
-		Provenance: provenance.New(p.instance.FS(), rt.Audit)}
+		Neutralise: func(when string) { p.neutralise(rt, when) }, Provenance: provenance.New(p.instance.FS(), rt.Audit)}
 	if rt.Detached {
 		s.Stdin = nil
 	}
@@ -153,7 +153,6 @@ func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings [
 		p.logStart(rt.Audit)
 		return changed, nil
 	}
-	p.neutralise(rt, "start")
 	if p.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
@@ -161,7 +160,6 @@ func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings [
 	}
 	ctx, diskFull := p.watchDisk(ctx, rt)
 	code, err := s.Run(ctx)
-	p.neutralise(rt, "end")
 	if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		code, err = errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: fmt.Sprintf("session %s stopped at its time limit (%v)", p.Session, p.Timeout)}
 	}
@@ -218,9 +216,9 @@ func (p *Plan) watchDisk(ctx context.Context, rt Runtime) (context.Context, func
 // neutralise moves what host tools act on (a .git, an .envrc:
 // instance.HostTrusted) out of the instance's shares into its quarantine,
 // saying what it moved (and audited by instance.Neutralise): before the
-// session starts (what an earlier one left, a crashed launcher's too) and
-// once it has ended, its containers gone. A share it could not walk whole
-// is a warning; the session goes on.
+// agent starts (what an earlier session left, a crashed launcher's too) and
+// once its container is gone (Session.Neutralise). A share it could not
+// walk whole is a warning; the session goes on.
 func (p *Plan) neutralise(rt Runtime, when string) {
 	moved, err := p.instance.Neutralise(p.Session+"-"+when, time.Now(), rt.Audit)
 	say := rt.Progress

@@ -199,8 +199,9 @@ type inputs struct {
 }
 
 // localDigest hashes what the image takes from this side: every asset
-// (path, mode, content) and the binary. It is computed while the engine is
-// asked about the base image (inputsHash joins the two).
+// (path, mode, content) and the binary (its digest: binaryDigest). It is
+// computed while the engine is asked about the base image (inputsHash
+// joins the two).
 func localDigest(assets fs.FS, binary string) ([]byte, error) {
 	h := sha256.New()
 	err := fs.WalkDir(assets, ".", func(p string, d fs.DirEntry, err error) error {
@@ -218,15 +219,11 @@ func localDigest(assets fs.FS, binary string) ([]byte, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "hash embedded assets")
 	}
-	f, err := os.Open(binary)
+	sum, err := binaryDigest(binary)
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "read binary")
 	}
-	defer f.Close()
-	fmt.Fprintf(h, "binary\n")
-	if _, err := io.Copy(h, f); err != nil {
-		return nil, errs.Wrap(errs.Failure, err, "read binary")
-	}
+	fmt.Fprintf(h, "binary %x\n", sum)
 	return h.Sum(nil), nil
 }
 

@@ -35,6 +35,18 @@ func (p *Plan) Origin() provenance.Origin {
 	return provenance.Origin{Kind: provenance.OriginTerminal}
 }
 
+// begin neutralises the shares and begins the provenance record, each when
+// the session has it.
+func (s *Session) begin() error {
+	if s.Neutralise != nil {
+		s.Neutralise("start")
+	}
+	if s.Provenance == nil {
+		return nil
+	}
+	return s.beginProvenance()
+}
+
 // beginProvenance records the session's start, with where its proxy's
 // lines will start in the proxy audit log.
 func (s *Session) beginProvenance() error {
@@ -48,28 +60,41 @@ func (s *Session) beginProvenance() error {
 	return err
 }
 
-// snapshotShares starts reading the shares for the record's end, once
-// the agent's container is gone: nothing of the session writes to them any
-// more, and the end itself waits for the proxy's audit.
-func (s *Session) snapshotShares() {
+// neutraliseEnd neutralises the shares once, at the session's end.
+func (s *Session) neutraliseEnd() {
+	if s.Neutralise != nil {
+		s.neutralisedEnd.Do(func() { s.Neutralise("end") })
+	}
+}
+
+// afterAgent starts what the session's end needs of the shares, once the
+// agent's container is gone (nothing of the session writes to them any
+// more) and the start's were done: they are neutralised, then read for the
+// record's end (a Snapshot), while the proxy whose audit the end waits
+// for stops.
+func (s *Session) afterAgent() {
 	if s.began == nil || s.snapshot != nil {
 		return
 	}
 	select {
 	case <-s.began.done:
-		if s.began.err != nil {
-			return
-		}
 	default:
-		return // not begun: the end reads the shares itself
+		return // not begun: the end does both itself
 	}
 	s.snapshot = spawn(func() (err error) {
+		s.neutraliseEnd()
+		if s.began.err != nil || s.Provenance == nil {
+			return errNoRecord
+		}
 		engine.Tracef("provenance: snapshot")
 		s.snap, err = s.Provenance.Snapshot()
 		engine.Tracef("provenance: snapshot done: %v", err)
 		return err
 	})
 }
+
+// errNoRecord: the session has no provenance record to read the shares for.
+var errNoRecord = errors.New("no provenance record")
 
 // endProvenance records the session's end and says what waits for review.
 func (s *Session) endProvenance() {

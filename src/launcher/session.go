@@ -76,6 +76,12 @@ type Session struct {
 	// can write and, at its end, holds what a tainted session changed in
 	// the shares for review (provenance.go).
 	Provenance *provenance.Store
+	// Neutralise, when set, moves what host tools act on out of the
+	// shares (Plan.neutralise): with when "start" before the record
+	// begins, while the image is checked and the objects are created, and
+	// with "end" once the agent's container is gone, before the shares are
+	// read for the record's end.
+	Neutralise func(when string)
 
 	mu               sync.Mutex
 	created          map[string]bool // what this run made: int, egress, proxy, agent
@@ -87,7 +93,8 @@ type Session struct {
 	proxyStop        *future   // the proxy's stop, once started early
 	ev               *events   // what the engine's event stream told
 	agentEnded       bool      // the agent's `start --attach` returned its status
-	began            *future   // the provenance record's begin
+	began            *future   // the start's Neutralise and the provenance record's begin
+	neutralisedEnd   sync.Once // the end's Neutralise
 	snapshot         *future   // the shares read once the agent is gone (provenance.go)
 	snap             *provenance.Snapshot
 
@@ -274,17 +281,19 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	// The session's note (records.go), before anything exists to be left.
 	// Without one, every later run looks for leftovers.
 	recorded, _ := record(s.Instance, s.Name, s.owner)
-	// The session's provenance record begins while its objects are
-	// created; the agent starts only once it has. Its end is deferred
-	// before the cleanup, so it runs after it: once the containers are
-	// gone and the proxy's audit is complete (the cleanup reads the shares
-	// for it as soon as the agent's container is gone: snapshotShares).
-	if s.Provenance != nil {
-		s.began = spawn(s.beginProvenance)
+	// The shares are neutralised and the session's provenance record
+	// begins while its objects are created; the agent starts only once
+	// both are done. Their ends are deferred before the cleanup, so they
+	// run after it: once the containers are gone and the proxy's audit is
+	// complete (the cleanup starts both as soon as the agent's container
+	// is gone: afterAgent).
+	if s.Provenance != nil || s.Neutralise != nil {
+		s.began = spawn(s.begin)
 		defer func() {
-			if <-s.began.done; s.began.err == nil {
+			if <-s.began.done; s.began.err == nil && s.Provenance != nil {
 				s.endProvenance()
 			}
+			s.neutraliseEnd()
 		}()
 	}
 
@@ -1079,10 +1088,10 @@ func (s *Session) cleanup() error {
 	} else if s.has("proxy") {
 		proxy = spawn(func() error { return s.stopProxy(ctx) })
 	}
-	// Once the engine has removed the agent, the shares are read for the
-	// provenance record's end while the proxy stops.
+	// Once the engine has removed the agent, the shares are neutralised
+	// and read for the provenance record's end while the proxy stops.
 	if agent.wait() == nil {
-		s.snapshotShares()
+		s.afterAgent()
 	}
 	// The proxy can be removed once it has exited: the engine's die event
 	// comes before `docker stop` returns.
