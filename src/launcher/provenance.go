@@ -70,8 +70,8 @@ func (s *Session) neutraliseEnd() {
 // afterAgent starts what the session's end needs of the shares, once the
 // agent's container is gone (nothing of the session writes to them any
 // more) and the start's were done: they are neutralised, then read for the
-// record's end (a Snapshot), while the proxy whose audit the end waits
-// for stops.
+// record's end (a Snapshot), while the cleanup removes the proxy's
+// container and the session's other objects.
 func (s *Session) afterAgent() {
 	if s.began == nil || s.snapshot != nil {
 		return

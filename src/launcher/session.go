@@ -285,8 +285,8 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	// begins while its objects are created; the agent starts only once
 	// both are done. Their ends are deferred before the cleanup, so they
 	// run after it: once the containers are gone and the proxy's audit is
-	// complete (the cleanup starts both as soon as the agent's container
-	// is gone: afterAgent).
+	// complete (the cleanup starts both once the agent's container is gone
+	// and the proxy has stopped: afterAgent).
 	if s.Provenance != nil || s.Neutralise != nil {
 		s.began = spawn(s.begin)
 		defer func() {
@@ -1088,14 +1088,17 @@ func (s *Session) cleanup() error {
 	} else if s.has("proxy") {
 		proxy = spawn(func() error { return s.stopProxy(ctx) })
 	}
+	// The proxy can be removed once it has exited: the engine's die event
+	// comes before `docker stop` returns.
+	stopped := s.proxyStopped(proxy)
 	// Once the engine has removed the agent, the shares are neutralised
-	// and read for the provenance record's end while the proxy stops.
+	// and read for the provenance record's end while the proxy and the
+	// rest are removed. Not sooner: the reading would slow the stop's
+	// engine calls, whose end the session's end waits for anyway.
 	if agent.wait() == nil {
 		s.afterAgent()
 	}
-	// The proxy can be removed once it has exited: the engine's die event
-	// comes before `docker stop` returns.
-	if err := errors.Join(agent.wait(), s.proxyStopped(proxy)); err != nil {
+	if err := errors.Join(agent.wait(), stopped); err != nil {
 		return err // the network and the volume are still in use
 	}
 	defer proxy.wait() // the stop's CLI, if it is still returning
