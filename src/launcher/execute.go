@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -73,6 +74,22 @@ type Runtime struct {
 	// DiskFree measures the free space of the filesystem holding a path
 	// for the plan's DiskWatch; nil: statfs.
 	DiskFree func(path string) (int64, error)
+	// Launcher: this process is the session's own launcher (hobbs run),
+	// which ends with the session; Execute tunes its garbage collector
+	// for that (launcherGC).
+	Launcher bool
+}
+
+// launcherGC makes a process that runs one session and exits collect
+// garbage less often: its heap is a few megabytes allocated in bursts at
+// the session's start and end (the provenance record's listings), which
+// Go's default (GOGC=100) collects several times while the containers are
+// created, on the CPU they need. GOGC set in the environment wins. A
+// process that carries out many runs (hobbs serve) keeps the default.
+func launcherGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 }
 
 // Execute carries out plan p: it decrypts the values of the secrets the
@@ -80,6 +97,9 @@ type Runtime struct {
 // agent command's exit code: 124 when the plan's time limit stopped it,
 // ExitStopped when hobbs stop did.
 func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
+	if rt.Launcher {
+		launcherGC()
+	}
 	code, _, err := execute(ctx, p, rt, false)
 	return code, err
 }

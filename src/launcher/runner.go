@@ -162,12 +162,13 @@ func (r Runner) PlanSession(o SessionOptions) (*Plan, error) {
 	return PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), o.Workspace, spec, r.status)
 }
 
-// Runtime is what Execute needs of this process to carry out a plan
-// started with o: the engine, the streams, the audit log and how to make
-// the image current (o's base and binary, else config.yaml's).
+// Runtime is what Execute needs of this process, hobbs run's launcher, to
+// carry out a plan started with o: the engine, the streams, the audit log
+// and how to make the image current (o's base and binary, else
+// config.yaml's).
 func (r Runner) Runtime(o SessionOptions) Runtime {
 	b := BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
 	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
 	return Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
-		Progress: r.status, Detached: o.Detached, ReadyFile: o.ReadyFile}
+		Progress: r.status, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true}
 }

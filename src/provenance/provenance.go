@@ -654,9 +654,8 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 			if l == nil {
 				l = s.list()
 			}
-			if st.lazy && sameAsBaseline(st.baselineRaw, l) {
-				// The shares are as the baseline records them.
-			} else {
+			// Shares as the baseline records them leave it as it is.
+			if !st.lazy || !sameAsBaseline(st.baselineRaw, l) {
 				if err := s.decode(st); err != nil {
 					return err
 				}
