@@ -95,7 +95,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &status) { // another process's exit code (hobbs run)
 		return int(status)
 	}
-	clitree.Report(stderr, root, args, err)
+	clitree.Report(stderr, root, args, err, hintOf)
 	return code
 }
 

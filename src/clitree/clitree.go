@@ -57,14 +57,14 @@ func ExitCode(err error) int {
 }
 
 // Report prints err, which ran hobbs args, on w: a "hobbs: " line per line
-// of it, then its hint; a usage error without one (but for a file's, which
-// names its line) gets the command's --help as its hint.
-func Report(w io.Writer, root *cobra.Command, args []string, err error) {
+// of it, then its hint (as hint words it); a usage error without one (but
+// for a file's, which names its line) gets the command's --help as its hint.
+func Report(w io.Writer, root *cobra.Command, args []string, err error, hint func(error) string) {
 	for _, line := range strings.Split(err.Error(), "\n") {
 		style.Fprint(w, style.Fail, "hobbs:")
 		fmt.Fprintf(w, " %s\n", line)
 	}
-	h := errs.Hint(err)
+	h := hint(err)
 	if h == "" && ExitCode(err) == errs.Usage && !strings.Contains(err.Error(), ".yaml:") {
 		h = fmt.Sprintf("see 'hobbs %s --help'", commandPath(root, args))
 	}

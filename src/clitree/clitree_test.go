@@ -71,7 +71,7 @@ func run(args ...string) (string, int) {
 	if err == nil {
 		return out.String(), 0
 	}
-	Report(&out, root, args, err)
+	Report(&out, root, args, err, errs.Hint)
 	return out.String(), ExitCode(err)
 }
 

@@ -1,7 +1,12 @@
-// Package errs defines Hobbs's error kinds and the one table of process exit
+// Package errs defines Hobbs's errors and the one table of process exit
 // codes. Domain packages return errors built here so that the command layer can
 // turn any failure into the right exit code and an actionable hint without
 // knowing where it came from.
+//
+// A domain package never words a hint. It names the situation (a Kind it
+// declares beside the code that returns it) and the facts a hint needs
+// (Advise); the command layer holds the words for every kind
+// (cmd/hobbs/hints.go) and renders them in one function.
 //
 // Exit codes (documented for users in docs/cli.md):
 //
@@ -28,13 +33,45 @@ const (
 	Interrupted = 130
 )
 
-// Error is an error with an exit code and an optional hint telling the user
-// what to do about it.
+// Kind names a situation the user can act on, as data: "vault.no-identity".
+// Domain packages declare their kinds as constants; the command layer maps
+// each to the words of a hint. A kind's text is its package's name, a dot,
+// and a few words in kebab-case.
+type Kind string
+
+// Facts are what the words of a hint need (a name, a path, a list), by name.
+type Facts map[string]string
+
+// Advice is the next step for the user, as data: a kind and its facts. The
+// zero Advice advises nothing.
+type Advice struct {
+	Kind  Kind
+	Facts Facts
+}
+
+// NewAdvice makes an Advice of k and kv, read as name, value pairs.
+func NewAdvice(k Kind, kv ...string) Advice {
+	a := Advice{Kind: k}
+	if len(kv) > 0 {
+		a.Facts = make(Facts, len(kv)/2)
+		for i := 0; i+1 < len(kv); i += 2 {
+			a.Facts[kv[i]] = kv[i+1]
+		}
+	}
+	return a
+}
+
+// IsZero reports whether a advises nothing.
+func (a Advice) IsZero() bool { return a.Kind == "" }
+
+// Error is an error with an exit code and, optionally, advice: what the
+// user can do about it, as data the command layer words.
 type Error struct {
-	Code int
-	Msg  string
-	Hint string
-	Err  error // wrapped cause, may be nil
+	Code   int
+	Msg    string
+	Hint   string
+	Err    error // wrapped cause, may be nil
+	Advice Advice
 }
 
 func (e *Error) Error() string {
@@ -76,6 +113,30 @@ func Wrap(code int, err error, format string, args ...any) error {
 func (e *Error) WithHint(format string, args ...any) *Error {
 	e.Hint = fmt.Sprintf(format, args...)
 	return e
+}
+
+// Advise returns e with its advice set to kind k and the facts kv (name,
+// value pairs). It is meant for chaining:
+// errs.Usagef("bad name %q", n).Advise(playbook.BadName, "name", n).
+func (e *Error) Advise(k Kind, kv ...string) *Error {
+	e.Advice = NewAdvice(k, kv...)
+	return e
+}
+
+// AdviceOf returns the first advice found in err's chain, or the zero
+// Advice.
+func AdviceOf(err error) Advice {
+	for err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			return Advice{}
+		}
+		if !e.Advice.IsZero() {
+			return e.Advice
+		}
+		err = e.Err
+	}
+	return Advice{}
 }
 
 // Code returns the exit code for err: 0 for nil, the code of the outermost
