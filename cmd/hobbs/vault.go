@@ -138,7 +138,7 @@ NAME: ` + vault.NameRule + `.`,
 		},
 		RunE: a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
 			name := args[0]
-			val, err := vault.ReadSecret(a.in, a.stdinIsTTY(), a.errOut, name, fromFile, raw)
+			val, err := readSecret(a.in, a.stdinIsTTY(), a.errOut, name, fromFile, raw)
 			if err != nil {
 				return err
 			}

@@ -1,11 +1,9 @@
 package instance
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -59,23 +57,6 @@ type FoundationRedo struct {
 	Root    string `json:"root"`
 	Changed bool   `json:"changed"`          // foundation.md was rewritten
 	Backup  string `json:"backup,omitempty"` // where the previous text was kept (relative path)
-}
-
-// AskRedoFoundation is RedoFoundation's confirm on a terminal: it asks on
-// w whether to answer the questions again over the owner's text, and reads
-// the answer from r (the reader the interview goes on with, so neither
-// takes the other's line); only y or yes is a yes.
-func AskRedoFoundation(r *bufio.Reader, w io.Writer) func() (bool, error) {
-	return func() (bool, error) {
-		fmt.Fprintf(w, "foundation.md holds your own text. Answer the questions again over it?\n"+
-			"Each answer replaces its section; the current file is kept in foundation.md.TIME.bak. [y/N] ")
-		line, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return false, err
-		}
-		ans := strings.ToLower(strings.TrimSpace(line))
-		return ans == "y" || ans == "yes", nil
-	}
 }
 
 // RedoFoundation runs interview over the current foundation.md and writes

@@ -1,11 +1,8 @@
 package instance
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os/exec"
 	"path/filepath"
@@ -167,48 +164,20 @@ func initGit(in Instance, t fs.FS) (msg string, createdIgnore bool, err error) {
 	return "initialised git repository", createdIgnore, nil
 }
 
-// FoundationQuestions are asked when co-creating foundation.md. Each answer
-// replaces the placeholder comment under the heading of the same name.
-var FoundationQuestions = []struct{ Heading, Prompt string }{
-	{"Core Values", "What do you value most? (separate items with ';')"},
-	{"Principles", "Which principles should Hobbs follow when working for you? (';' separated)"},
-	{"Long-term Goals", "What long-term goals should Hobbs help you with? (';' separated)"},
-}
-
-// CoCreateFoundation asks FoundationQuestions on out, reads one answer line
-// each from in, and returns the template (or a foundation being redone) with
-// each answered section filled with bullet points. An empty answer keeps the
-// section's text. A *bufio.Reader is read as it is, so a caller that asked
-// something before on the same input loses no buffered answer.
-func CoCreateFoundation(template []byte, in io.Reader, out io.Writer) ([]byte, error) {
-	fmt.Fprintln(out, "Let's write your foundation: the values and goals Hobbs always keeps in mind.")
-	fmt.Fprintln(out, "Press Enter to skip a question; you can edit foundation.md any time.")
-	r, ok := in.(*bufio.Reader)
-	if !ok {
-		r = bufio.NewReader(in)
-	}
-	doc := template
-	for _, q := range FoundationQuestions {
-		fmt.Fprintf(out, "\n%s\n> ", q.Prompt)
-		line, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
-		var items []string
-		for _, it := range strings.Split(line, ";") {
-			if it = strings.TrimSpace(it); it != "" {
-				items = append(items, "- "+it)
-			}
-		}
-		if len(items) > 0 {
-			doc = fillSection(doc, q.Heading, strings.Join(items, "\n"))
-		}
-		if errors.Is(err, io.EOF) {
-			break
+// AnswerFoundation returns doc with the section under "## heading"
+// holding answer's items (separated by ';') as bullet points. An answer
+// without items leaves doc as it is, so the section keeps its text.
+func AnswerFoundation(doc []byte, heading, answer string) []byte {
+	var items []string
+	for _, it := range strings.Split(answer, ";") {
+		if it = strings.TrimSpace(it); it != "" {
+			items = append(items, "- "+it)
 		}
 	}
-	fmt.Fprintln(out)
-	return doc, nil
+	if len(items) == 0 {
+		return doc
+	}
+	return fillSection(doc, heading, strings.Join(items, "\n"))
 }
 
 // fillSection replaces the body of "## heading" (up to the next "## ") with

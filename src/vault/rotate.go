@@ -99,14 +99,14 @@ func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
 			if !bytes.Equal(prevBytes, curBytes) {
 				return nil, errs.Failf("inconsistent rotation state: %s, %s and %s all exist and differ",
 					v.rel(idPath), v.rel(nextPath), v.rel(prevPath)).
-					WithHint("keep copies of all three; every entry decrypts with one of them (try age -d -i)")
+					Advise(RotationDiverged)
 			}
 		}
 		var next *age.X25519Identity
 		if hasNext {
 			if next, err = v.loadIdentity(nextPath); err != nil {
 				return nil, errs.Wrap(errs.Failure, err, "resume rotation").(*errs.Error).
-					WithHint("%s holds the new identity of an interrupted rotate; if it is damaged, delete it (no entry depends on it alone yet) and run rotate again", v.rel(nextPath))
+					Advise(DamagedNext, "path", v.rel(nextPath))
 			}
 		} else {
 			if next, err = v.newIdentityFile(nextPath, isProtected(curBytes), opt); err != nil {
@@ -265,7 +265,7 @@ func (v *Vault) syncDir(dir string) {
 // then recipients.txt lists it. Interrupted, running it again finishes.
 func (v *Vault) AddRecipient(key, label string) (err error) {
 	if err := CheckRecipient(key); err != nil {
-		return errs.Usagef("recipient: %v", err).WithHint("give an age public key, as printed by age-keygen -y")
+		return errs.Usagef("recipient: %v", err).Advise(BadRecipient)
 	}
 	defer func() { v.log("vault.recipients.add", key, err, map[string]any{"label": cleanLabel(label)}) }()
 	return v.changeRecipients(func(rs []Recipient, self string) ([]Recipient, error) {
@@ -286,7 +286,7 @@ func (v *Vault) RemoveRecipient(key string) (err error) {
 	return v.changeRecipients(func(rs []Recipient, self string) ([]Recipient, error) {
 		if key == self {
 			return nil, errs.Failf("%s is the vault's own identity; refusing to remove it", key).
-				WithHint("to replace the identity, run: hobbs vault rotate")
+				Advise(RemoveSelf)
 		}
 		var out []Recipient
 		for _, r := range rs {
@@ -295,7 +295,7 @@ func (v *Vault) RemoveRecipient(key string) (err error) {
 			}
 		}
 		if len(out) == len(rs) {
-			return nil, errs.Failf("%s is not a recipient", key).WithHint("see them with: hobbs vault recipients list")
+			return nil, errs.Failf("%s is not a recipient", key).Advise(NotARecipient)
 		}
 		return out, nil
 	})
@@ -312,7 +312,7 @@ func (v *Vault) changeRecipients(edit func(rs []Recipient, self string) ([]Recip
 	defer unlock()
 	if p := v.Pending(); p != "" {
 		return errs.Failf("an interrupted rotation is pending (%s)", p).
-			WithHint("finish it first: hobbs vault rotate")
+			Advise(RotationPending)
 	}
 	rec, err := v.loadRecord("vault recipients")
 	if err != nil {
