@@ -107,7 +107,7 @@ func redoFoundation(in Instance, interview func(current []byte) ([]byte, error),
 	cur, err := root.ReadFile(in.Foundation(), MaxTextFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, errs.Failf("%s does not exist", in.Foundation()).WithHint("run: hobbs init")
+			return nil, errs.Failf("%s does not exist", in.Foundation()).Advise(NoFoundation)
 		}
 		return nil, errs.Wrap(errs.Failure, err, "read foundation.md")
 	}
@@ -119,7 +119,7 @@ func redoFoundation(in Instance, interview func(current []byte) ([]byte, error),
 		}
 		if !ok {
 			return nil, errs.Failf("foundation.md holds your own text; not changed").
-				WithHint("answer y to rerun the questions over it (the current text is kept in foundation.md.TIME.bak), or edit %s", in.Foundation())
+				Advise(FoundationKept, "path", in.Foundation())
 		}
 	}
 	next, err := interview(cur)

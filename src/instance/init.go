@@ -139,16 +139,13 @@ func initGit(in Instance, t fs.FS) (msg string, createdIgnore bool, err error) {
 			return "already a git repository", createdIgnore, nil
 		}
 		return "", createdIgnore, errs.Failf("%s exists but hobbs init --git did not create it; refusing to use it", dotGit).
-			WithHint("git runs commands a repository's config names (core.fsmonitor, hooks), and an agent could have "+
-				"planted this one: inspect it with git -C %s config -l --show-origin (and its hooks/), remove it, then run "+
-				"hobbs init --git again; if it is yours (an older hobbs init --git made it) and you checked it, record that "+
-				"with: touch %s", in.Root, in.gitMarker())
+			Advise(ForeignGit, "root", in.Root, "marker", in.gitMarker())
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", createdIgnore, errs.Wrap(errs.Failure, err, "inspect %s", dotGit)
 	}
 	git, err := exec.LookPath("git")
 	if err != nil {
-		return "", createdIgnore, errs.Missingf("git not found").WithHint("install git, or run hobbs init without --git")
+		return "", createdIgnore, errs.Missingf("git not found").Advise(NoGit)
 	}
 	out, err := exec.Command(git, "-C", in.Root, "init", "--quiet").CombinedOutput()
 	if err != nil {
