@@ -3,7 +3,8 @@ package vault
 import "github.com/hobbs-agent/hobbs/src/errs"
 
 // The situations the vault's errors advise on; the command layer words
-// them (cmd/hobbs/hints_vault.go). Facts are named after each constant.
+// them (cmd/hobbs/hints_vault.go). A comment names the facts a kind
+// carries, if any.
 const (
 	NoTerminal             errs.Kind = "vault.no-terminal"         // env: the passphrase file's variable
 	Busy                   errs.Kind = "vault.busy"                // another process holds the lock
