@@ -26,7 +26,6 @@ import (
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/agentdoc"
-	"github.com/hobbs-agent/hobbs/src/clitree"
 )
 
 // resolveCommand checks args (the words after "hobbs") against the command
@@ -72,7 +71,7 @@ func resolveCommand(root *cobra.Command, args []string) (*cobra.Command, error) 
 // checkGroup fails when a positional word follows a command that only groups
 // subcommands (it would be an unknown subcommand).
 func checkGroup(cmd *cobra.Command, walking bool, word string) error {
-	if word == "" || !walking || !clitree.IsGroup(cmd) {
+	if word == "" || !walking || !isGroup(cmd) {
 		return nil
 	}
 	var names []string

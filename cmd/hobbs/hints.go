@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -49,7 +50,9 @@ func fill(text string, f errs.Facts) string {
 
 // hintTables are the words of every kind of advice, a table per domain
 // (hints_<domain>.go). A kind appears in exactly one (TestEveryKindHasWords).
-var hintTables = []map[errs.Kind]words{}
+var hintTables = []map[errs.Kind]words{
+	vaultHints, instanceHints, configHints, taskHints, subagentHints,
+}
 
 // hintWords is every table merged, built once.
 var hintWords = func() map[errs.Kind]words {
@@ -77,11 +80,22 @@ func adviceText(a errs.Advice) string {
 	return ""
 }
 
-// hintOf is the hint for err: the words of the first advice in its chain,
-// else the first hint text it carries.
+// hintOf is the hint for err: the words of the first advice or hint text
+// in its chain, outermost first, so a hint added around a cause is the one
+// shown.
 func hintOf(err error) string {
-	if h := adviceText(errs.AdviceOf(err)); h != "" {
-		return h
+	for err != nil {
+		var e *errs.Error
+		if !errors.As(err, &e) {
+			return ""
+		}
+		if h := adviceText(e.Advice); h != "" {
+			return h
+		}
+		if e.Hint != "" {
+			return e.Hint
+		}
+		err = e.Err
 	}
-	return errs.Hint(err)
+	return ""
 }

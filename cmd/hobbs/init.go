@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -84,7 +87,7 @@ func (a *app) foundationInterview(noInput bool) func(tpl []byte) ([]byte, error)
 	if noInput || !a.stdinIsTTY() {
 		return nil
 	}
-	return func(tpl []byte) ([]byte, error) { return instance.CoCreateFoundation(tpl, a.in, a.errOut) }
+	return func(tpl []byte) ([]byte, error) { return coCreateFoundation(tpl, a.in, a.errOut) }
 }
 
 // redoFoundation is init --foundation: it completes the instance as plain
@@ -109,8 +112,8 @@ func (a *app) redoFoundation(in instance.Instance, git, noInput bool, out *outpu
 		return err
 	}
 	r := bufio.NewReader(a.in)
-	confirm := instance.AskRedoFoundation(r, a.errOut)
-	interview := func(cur []byte) ([]byte, error) { return instance.CoCreateFoundation(cur, r, a.errOut) }
+	confirm := askRedoFoundation(r, a.errOut)
+	interview := func(cur []byte) ([]byte, error) { return coCreateFoundation(cur, r, a.errOut) }
 	redo, err := instance.RedoFoundation(in, interview, confirm, a.audit(in))
 	if err != nil {
 		return err
@@ -125,4 +128,57 @@ func (a *app) redoFoundation(in instance.Instance, git, noInput bool, out *outpu
 			a.status("wrote    foundation.md")
 		}
 	})
+}
+
+// foundationQuestions are asked when co-creating foundation.md. Each answer
+// fills the section of the same heading (instance.AnswerFoundation).
+var foundationQuestions = []struct{ Heading, Prompt string }{
+	{"Core Values", "What do you value most? (separate items with ';')"},
+	{"Principles", "Which principles should Hobbs follow when working for you? (';' separated)"},
+	{"Long-term Goals", "What long-term goals should Hobbs help you with? (';' separated)"},
+}
+
+// coCreateFoundation asks foundationQuestions on out, reads one answer line
+// each from in, and returns the template (or a foundation being redone) with
+// each answered section filled with bullet points. An empty answer keeps the
+// section's text. A *bufio.Reader is read as it is, so a caller that asked
+// something before on the same input loses no buffered answer.
+func coCreateFoundation(template []byte, in io.Reader, out io.Writer) ([]byte, error) {
+	fmt.Fprintln(out, "Let's write your foundation: the values and goals Hobbs always keeps in mind.")
+	fmt.Fprintln(out, "Press Enter to skip a question; you can edit foundation.md any time.")
+	r, ok := in.(*bufio.Reader)
+	if !ok {
+		r = bufio.NewReader(in)
+	}
+	doc := template
+	for _, q := range foundationQuestions {
+		fmt.Fprintf(out, "\n%s\n> ", q.Prompt)
+		line, err := r.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		doc = instance.AnswerFoundation(doc, q.Heading, line)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	fmt.Fprintln(out)
+	return doc, nil
+}
+
+// askRedoFoundation is instance.RedoFoundation's confirm on a terminal: it
+// asks on w whether to answer the questions again over the owner's text,
+// and reads the answer from r (the reader the interview goes on with, so
+// neither takes the other's line); only y or yes is a yes.
+func askRedoFoundation(r *bufio.Reader, w io.Writer) func() (bool, error) {
+	return func() (bool, error) {
+		fmt.Fprintf(w, "foundation.md holds your own text. Answer the questions again over it?\n"+
+			"Each answer replaces its section; the current file is kept in foundation.md.TIME.bak. [y/N] ")
+		line, err := r.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		ans := strings.ToLower(strings.TrimSpace(line))
+		return ans == "y" || ans == "yes", nil
+	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/hobbs-agent/hobbs/src/clitree"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/schedule"
@@ -86,7 +85,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return errs.OK
 	}
-	code := clitree.ExitCode(err)
+	code := exitCode(err)
 	if code == errs.Interrupted || ctx.Err() != nil {
 		fmt.Fprintln(stderr, "hobbs: interrupted")
 		return errs.Interrupted
@@ -95,7 +94,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &status) { // another process's exit code (hobbs run)
 		return int(status)
 	}
-	clitree.Report(stderr, root, args, err, hintOf)
+	report(stderr, root, args, err, hintOf)
 	return code
 }
 
@@ -132,7 +131,7 @@ HOBBS_HOME or --instance to choose another.`,
 	// What the images run: the egress proxy and the session's environment.
 	root.AddCommand(newProxyCmd(a), newSessionEnvCmd(a))
 	root.AddCommand(newVersionCmd(a))
-	clitree.Setup(root)
+	setupTree(root)
 	return root
 }
 
@@ -148,9 +147,6 @@ func (a *app) onTerminal() bool {
 	f, ok := a.out.(*os.File)
 	return a.stdinIsTTY() && ok && term.IsTerminal(int(f.Fd()))
 }
-
-// usageArgs wraps a cobra positional-args validator so its errors exit 2.
-var usageArgs = clitree.UsageArgs
 
 // textArg returns the text given as arguments (joined by spaces), or read
 // from stdin when the only argument is "-", or when there is none and stdin

@@ -117,7 +117,8 @@ section (nothing is recorded then).`,
 		t, err := log.Done(args[0], opts)
 		if t != nil {
 			for _, sk := range t.Skipped {
-				a.warn("%s", sk)
+				a.warn("lesson %d not remembered: it looks like a secret (%s), and memories are plaintext loaded into every session; "+
+					"keep the secret in the vault (hobbs vault set NAME, on the host) and remember where it lives", sk.Lesson, sk.Kind)
 			}
 		}
 		if err != nil {

@@ -138,7 +138,7 @@ NAME: ` + vault.NameRule + `.`,
 		},
 		RunE: a.withVault(func(cmd *cobra.Command, args []string, v *vault.Vault) error {
 			name := args[0]
-			val, err := vault.ReadSecret(a.in, a.stdinIsTTY(), a.errOut, name, fromFile, raw)
+			val, err := readSecret(a.in, a.stdinIsTTY(), a.errOut, name, fromFile, raw)
 			if err != nil {
 				return err
 			}
@@ -270,8 +270,12 @@ func (a *app) warnMapped(v *vault.Vault, name, renamedTo string) {
 		a.warn("could not check whether config.yaml maps %s: %s", name, msg)
 		return
 	}
-	for _, w := range cfg.Dangling(name, renamedTo) {
-		a.warn("%s", w)
+	for _, d := range cfg.Dangling(name, renamedTo) {
+		fix := "store it again (hobbs vault set " + name + ") or change " + d.Key + " in config.yaml"
+		if renamedTo != "" {
+			fix = "set " + d.Key + " to " + d.To + " in config.yaml"
+		}
+		a.warn("config.yaml maps %s to vault:%s, which is no longer in the vault: hobbs run will fail; %s", d.Variable, name, fix)
 	}
 }
 

@@ -338,8 +338,7 @@ func yamlError(path string, err error, root *yaml.Node) error {
 			out = append(out, fmt.Sprintf("%s: %s", path, text))
 		}
 	}
-	return &errs.Error{Code: errs.Usage, Msg: strings.Join(out, "\n"),
-		Hint: "correct that line of config.yaml; `hobbs config keys` lists every key with its default and meaning"}
+	return &errs.Error{Code: errs.Usage, Msg: strings.Join(out, "\n"), Advice: errs.NewAdvice(Invalid)}
 }
 
 func kindName(tag string) string {

@@ -203,8 +203,8 @@ func TestSyntaxErrorLine(t *testing.T) {
 			t.Errorf("%s: got %v, want %s…", c.name, err, want)
 			continue
 		}
-		if h := errs.Hint(err); strings.Contains(h, "hobbs config validate") {
-			t.Errorf("%s: hint sends the user to config validate: %q", c.name, h)
+		if a := errs.AdviceOf(err); a.Kind != Invalid {
+			t.Errorf("%s: advice %+v", c.name, a)
 		}
 	}
 }
@@ -270,15 +270,15 @@ func TestSecretsSection(t *testing.T) {
 	}
 }
 
-// An unknown key far from every known one gets no guess, and the hint names
-// hobbs config keys, not a file only the repository has.
+// An unknown key far from every known one gets no guess, and the advice
+// of an invalid config.yaml.
 func TestUnknownKeyHint(t *testing.T) {
 	_, err := Parse("c.yaml", []byte("zzzzzz: 1\n"))
 	if err == nil || strings.Contains(err.Error(), "did you mean") {
 		t.Fatalf("error %v", err)
 	}
-	if h := errs.Hint(err); !strings.Contains(h, "hobbs config keys") || strings.Contains(h, "templates/") {
-		t.Fatalf("hint %q", h)
+	if a := errs.AdviceOf(err); a.Kind != Invalid {
+		t.Fatalf("advice %+v", a)
 	}
 }
 

@@ -73,21 +73,28 @@ func (c *Config) Uses(name string) []Use {
 	return out
 }
 
-// Dangling says, for each variable that still maps vault entry name after
-// it was removed (or renamed to renamedTo), that hobbs run will fail and
-// how to fix config.yaml.
-func (c *Config) Dangling(name, renamedTo string) []string {
-	var out []string
+// DanglingUse is a variable config.yaml maps to a vault entry that is no
+// longer in the vault: a run fails until the mapping changes.
+type DanglingUse struct {
+	Variable string // the variable (env: or secrets:)
+	Key      string // where config.yaml maps it: env.NAME or secrets.NAME.vault
+	To       string // what Key takes to follow a renamed entry; "" when it was removed
+}
+
+// Dangling lists each variable that still maps vault entry name after it
+// was removed (or renamed to renamedTo), with the key of config.yaml to
+// change.
+func (c *Config) Dangling(name, renamedTo string) []DanglingUse {
+	var out []DanglingUse
 	for _, k := range c.VarsUsing(name) {
-		key, to := "env."+k, VaultPrefix+renamedTo
-		if _, bound := c.Secrets[k]; bound {
-			key, to = "secrets."+k+".vault", renamedTo
-		}
-		fix := "store it again (hobbs vault set " + name + ") or change " + key + " in config.yaml"
+		d := DanglingUse{Variable: k, Key: "env." + k}
 		if renamedTo != "" {
-			fix = "set " + key + " to " + to + " in config.yaml"
+			d.To = VaultPrefix + renamedTo
 		}
-		out = append(out, "config.yaml maps "+k+" to vault:"+name+", which is no longer in the vault: hobbs run will fail; "+fix)
+		if _, bound := c.Secrets[k]; bound {
+			d.Key, d.To = "secrets."+k+".vault", renamedTo
+		}
+		out = append(out, d)
 	}
 	return out
 }

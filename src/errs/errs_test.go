@@ -45,15 +45,3 @@ func TestExitCodesDocumented(t *testing.T) {
 		}
 	}
 }
-
-func TestIsUsageMessage(t *testing.T) {
-	for msg, want := range map[string]bool{
-		`unknown flag: --frob`: true, `accepts 1 arg(s), received 2`: true, `required flag(s) "reason" not set`: true,
-		`if any flags in the group [runtime base-from-debian] are set none of the others can be; [base-from-debian runtime] were all set`: true,
-		`open /x: no such file or directory`: false,
-	} {
-		if IsUsageMessage(msg) != want {
-			t.Errorf("IsUsageMessage(%q) = %v", msg, !want)
-		}
-	}
-}

@@ -1,11 +1,9 @@
 package instance
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -61,23 +59,6 @@ type FoundationRedo struct {
 	Backup  string `json:"backup,omitempty"` // where the previous text was kept (relative path)
 }
 
-// AskRedoFoundation is RedoFoundation's confirm on a terminal: it asks on
-// w whether to answer the questions again over the owner's text, and reads
-// the answer from r (the reader the interview goes on with, so neither
-// takes the other's line); only y or yes is a yes.
-func AskRedoFoundation(r *bufio.Reader, w io.Writer) func() (bool, error) {
-	return func() (bool, error) {
-		fmt.Fprintf(w, "foundation.md holds your own text. Answer the questions again over it?\n"+
-			"Each answer replaces its section; the current file is kept in foundation.md.TIME.bak. [y/N] ")
-		line, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return false, err
-		}
-		ans := strings.ToLower(strings.TrimSpace(line))
-		return ans == "y" || ans == "yes", nil
-	}
-}
-
 // RedoFoundation runs interview over the current foundation.md and writes
 // what it returns. A foundation that holds the user's own text (not
 // template-only) is rewritten only when confirm says yes, and its previous
@@ -126,7 +107,7 @@ func redoFoundation(in Instance, interview func(current []byte) ([]byte, error),
 	cur, err := root.ReadFile(in.Foundation(), MaxTextFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, errs.Failf("%s does not exist", in.Foundation()).WithHint("run: hobbs init")
+			return nil, errs.Failf("%s does not exist", in.Foundation()).Advise(NoFoundation)
 		}
 		return nil, errs.Wrap(errs.Failure, err, "read foundation.md")
 	}
@@ -138,7 +119,7 @@ func redoFoundation(in Instance, interview func(current []byte) ([]byte, error),
 		}
 		if !ok {
 			return nil, errs.Failf("foundation.md holds your own text; not changed").
-				WithHint("answer y to rerun the questions over it (the current text is kept in foundation.md.TIME.bak), or edit %s", in.Foundation())
+				Advise(FoundationKept, "path", in.Foundation())
 		}
 	}
 	next, err := interview(cur)

@@ -1,8 +1,6 @@
 package instance
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,21 +119,5 @@ func TestRedoFoundation(t *testing.T) {
 
 	if _, err := RedoFoundation(Instance{Root: t.TempDir()}, fill, never, nil); err == nil {
 		t.Errorf("missing foundation.md: err = %v", err)
-	}
-}
-
-// The redo's question takes y or yes (any case) and nothing else, and
-// leaves the rest of the input to the interview.
-func TestAskRedoFoundation(t *testing.T) {
-	for in, want := range map[string]bool{"y\nrest": true, " YES \n": true, "n\n": false, "\n": false, "": false, "sure\n": false} {
-		var w bytes.Buffer
-		r := bufio.NewReader(strings.NewReader(in))
-		got, err := AskRedoFoundation(r, &w)()
-		if err != nil || got != want || !strings.Contains(w.String(), "[y/N]") {
-			t.Errorf("%q: %v %v (asked %q)", in, got, err, w.String())
-		}
-		if rest, _ := r.ReadString(0); in == "y\nrest" && rest != "rest" {
-			t.Errorf("the answer took more than its line: %q left", rest)
-		}
 	}
 }

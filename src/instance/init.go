@@ -1,11 +1,8 @@
 package instance
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os/exec"
 	"path/filepath"
@@ -142,16 +139,13 @@ func initGit(in Instance, t fs.FS) (msg string, createdIgnore bool, err error) {
 			return "already a git repository", createdIgnore, nil
 		}
 		return "", createdIgnore, errs.Failf("%s exists but hobbs init --git did not create it; refusing to use it", dotGit).
-			WithHint("git runs commands a repository's config names (core.fsmonitor, hooks), and an agent could have "+
-				"planted this one: inspect it with git -C %s config -l --show-origin (and its hooks/), remove it, then run "+
-				"hobbs init --git again; if it is yours (an older hobbs init --git made it) and you checked it, record that "+
-				"with: touch %s", in.Root, in.gitMarker())
+			Advise(ForeignGit, "root", in.Root, "marker", in.gitMarker())
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", createdIgnore, errs.Wrap(errs.Failure, err, "inspect %s", dotGit)
 	}
 	git, err := exec.LookPath("git")
 	if err != nil {
-		return "", createdIgnore, errs.Missingf("git not found").WithHint("install git, or run hobbs init without --git")
+		return "", createdIgnore, errs.Missingf("git not found").Advise(NoGit)
 	}
 	out, err := exec.Command(git, "-C", in.Root, "init", "--quiet").CombinedOutput()
 	if err != nil {
@@ -167,48 +161,20 @@ func initGit(in Instance, t fs.FS) (msg string, createdIgnore bool, err error) {
 	return "initialised git repository", createdIgnore, nil
 }
 
-// FoundationQuestions are asked when co-creating foundation.md. Each answer
-// replaces the placeholder comment under the heading of the same name.
-var FoundationQuestions = []struct{ Heading, Prompt string }{
-	{"Core Values", "What do you value most? (separate items with ';')"},
-	{"Principles", "Which principles should Hobbs follow when working for you? (';' separated)"},
-	{"Long-term Goals", "What long-term goals should Hobbs help you with? (';' separated)"},
-}
-
-// CoCreateFoundation asks FoundationQuestions on out, reads one answer line
-// each from in, and returns the template (or a foundation being redone) with
-// each answered section filled with bullet points. An empty answer keeps the
-// section's text. A *bufio.Reader is read as it is, so a caller that asked
-// something before on the same input loses no buffered answer.
-func CoCreateFoundation(template []byte, in io.Reader, out io.Writer) ([]byte, error) {
-	fmt.Fprintln(out, "Let's write your foundation: the values and goals Hobbs always keeps in mind.")
-	fmt.Fprintln(out, "Press Enter to skip a question; you can edit foundation.md any time.")
-	r, ok := in.(*bufio.Reader)
-	if !ok {
-		r = bufio.NewReader(in)
-	}
-	doc := template
-	for _, q := range FoundationQuestions {
-		fmt.Fprintf(out, "\n%s\n> ", q.Prompt)
-		line, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
-		var items []string
-		for _, it := range strings.Split(line, ";") {
-			if it = strings.TrimSpace(it); it != "" {
-				items = append(items, "- "+it)
-			}
-		}
-		if len(items) > 0 {
-			doc = fillSection(doc, q.Heading, strings.Join(items, "\n"))
-		}
-		if errors.Is(err, io.EOF) {
-			break
+// AnswerFoundation returns doc with the section under "## heading"
+// holding answer's items (separated by ';') as bullet points. An answer
+// without items leaves doc as it is, so the section keeps its text.
+func AnswerFoundation(doc []byte, heading, answer string) []byte {
+	var items []string
+	for _, it := range strings.Split(answer, ";") {
+		if it = strings.TrimSpace(it); it != "" {
+			items = append(items, "- "+it)
 		}
 	}
-	fmt.Fprintln(out)
-	return doc, nil
+	if len(items) == 0 {
+		return doc
+	}
+	return fillSection(doc, heading, strings.Join(items, "\n"))
 }
 
 // fillSection replaces the body of "## heading" (up to the next "## ") with

@@ -58,8 +58,8 @@ func TestInitGitRefusesForeignRepository(t *testing.T) {
 		t.Helper()
 		_, err := Init(in, InitOptions{Templates: tpl, Git: true})
 		if err == nil || !strings.Contains(err.Error(), in.path(".git")+" exists but hobbs init --git did not create it") ||
-			!strings.Contains(errs.Hint(err), "git -C "+in.Root+" config -l --show-origin") {
-			t.Fatalf("%s: %v (hint %q)", what, err, errs.Hint(err))
+			errs.AdviceOf(err).Kind != ForeignGit || errs.AdviceOf(err).Facts["root"] != in.Root {
+			t.Fatalf("%s: %v (advice %+v)", what, err, errs.AdviceOf(err))
 		}
 	}
 	refused("a .git hobbs did not make")

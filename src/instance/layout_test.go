@@ -3,7 +3,6 @@ package instance
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -61,22 +60,5 @@ func TestInitIdempotentAndModes(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(in.Foundation()); string(b) != "mine" {
 		t.Fatalf("foundation overwritten: %q", b)
-	}
-}
-
-func TestCoCreateFoundation(t *testing.T) {
-	doc, err := CoCreateFoundation(tpl["foundation.md"].Data, strings.NewReader("a; b\n\n"), &strings.Builder{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	if !strings.Contains(s, "## Core Values\n\n- a\n- b\n\n## Principles") {
-		t.Fatalf("values not filled:\n%s", s)
-	}
-	if !strings.Contains(s, "<!-- y -->") {
-		t.Fatalf("skipped section lost its template:\n%s", s)
-	}
-	if strings.Contains(s, "<!-- x -->") {
-		t.Fatalf("answered section kept its placeholder:\n%s", s)
 	}
 }

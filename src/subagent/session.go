@@ -89,7 +89,7 @@ func HookAgentType(r io.Reader) (string, error) {
 	}
 	if err := json.Unmarshal(data, &in); err != nil {
 		return "", errs.Usagef("the hook's input is not JSON: %v", err).
-			WithHint("hobbs agent context - reads what Claude Code gives a SubagentStart hook on standard input")
+			Advise(HookInput)
 	}
 	if in.Event != "" && in.Event != memory.SubagentStart {
 		return "", errs.Usagef("the hook's input is a %s event, not SubagentStart", in.Event)

@@ -89,7 +89,7 @@ var nameRe = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 func ValidName(name string) error {
 	if len(name) > 64 || !nameRe.MatchString(name) {
 		return errs.Usagef("invalid agent name %q", name).
-			WithHint("use lower-case letters, digits and single hyphens, starting with a letter (at most 64)")
+			Advise(BadName)
 	}
 	return nil
 }
@@ -234,14 +234,14 @@ func (c Catalog) Get(name string) (*Definition, error) {
 	for _, p := range probs {
 		if strings.HasSuffix(p.Path, "/"+name+".md") {
 			return nil, errs.Failf("agent %q cannot be read: %s", name, p).
-				WithHint("fix the file by hand; Hobbs never rewrites a file it cannot parse")
+				Advise(Unreadable)
 		}
 	}
 	var names []string
 	for _, d := range defs {
 		names = append(names, d.Name)
 	}
-	return nil, errs.Failf("no agent named %q", name).WithHint("known agents: %s (hobbs agent list)", strings.Join(names, ", "))
+	return nil, errs.Failf("no agent named %q", name).Advise(NoAgent, "known", strings.Join(names, ", "))
 }
 
 // Shown is an agent as hobbs agent show prints it: its definition, its
@@ -326,19 +326,19 @@ func (c Catalog) create(o NewOptions) (*Definition, error) {
 		return nil, err
 	}
 	if o.Name == Hobbs {
-		return nil, errs.Usagef("%q is the top-level agent", Hobbs).WithHint("choose another name")
+		return nil, errs.Usagef("%q is the top-level agent", Hobbs).Advise(NameTaken)
 	}
 	if c.Framework != nil {
 		if _, err := fs.Stat(c.Framework, o.Name+".md"); err == nil {
-			return nil, errs.Usagef("%q is a framework agent", o.Name).WithHint("choose another name")
+			return nil, errs.Usagef("%q is a framework agent", o.Name).Advise(NameTaken)
 		}
 	}
 	if len(o.Tags) == 0 {
-		return nil, errs.Usagef("an agent needs at least one memory tag").WithHint("pass --tag T (repeatable)")
+		return nil, errs.Usagef("an agent needs at least one memory tag").Advise(NoTags)
 	}
 	for _, t := range o.Tags {
 		if !tagRe.MatchString(t) {
-			return nil, errs.Usagef("invalid tag %q", t).WithHint("tags are lower-case words: letters, digits, '-', '_'")
+			return nil, errs.Usagef("invalid tag %q", t).Advise(BadTag)
 		}
 	}
 	desc := strings.TrimSpace(o.Description)
@@ -361,7 +361,7 @@ func (c Catalog) create(o NewOptions) (*Definition, error) {
 	}
 	if err := c.Instance.FS().Create(p, []byte(doc), 0o644); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil, errs.Usagef("agent %q already exists: %s", o.Name, p).WithHint("edit the file, or choose another name")
+			return nil, errs.Usagef("agent %q already exists: %s", o.Name, p).Advise(Exists)
 		}
 		return nil, err
 	}
@@ -426,7 +426,7 @@ func (c Catalog) Learn(name, text string, now time.Time) (*LearnResult, error) {
 func Learn(in instance.Instance, name, text string, now time.Time, tpl []byte) (*LearnResult, error) {
 	text = strings.Join(strings.Fields(text), " ")
 	if text == "" {
-		return nil, errs.Usagef("empty learning").WithHint("pass the lesson as an argument, or - to read it from stdin")
+		return nil, errs.Usagef("empty learning").Advise(EmptyLearn)
 	}
 	if err := in.FS().MkdirAll(filepath.Dir(in.Lock("agents")), 0o755); err != nil {
 		return nil, err

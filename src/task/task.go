@@ -113,10 +113,10 @@ var outOfRangeRe = regexp.MustCompile(`^task_\d{8}_\d{7,}$`)
 func ValidID(id string) error {
 	if outOfRangeRe.MatchString(id) {
 		return errs.Usagef("invalid task id %q: its number is out of range (at most %d)", id, instance.MaxSeq).
-			WithHint("ids look like task_20261122_001 (hobbs task list)")
+			Advise(BadID)
 	}
 	if !idRe.MatchString(id) {
-		return errs.Usagef("invalid task id %q", id).WithHint("ids look like task_20261122_001 (hobbs task list)")
+		return errs.Usagef("invalid task id %q", id).Advise(BadID)
 	}
 	return nil
 }
@@ -154,10 +154,10 @@ func (l Log) start(title, agent, pb string) (*Task, error) {
 	}
 	if pb != "" {
 		if !playbook.ValidName(pb) {
-			return nil, errs.Usagef("invalid playbook name %q", pb).WithHint("hobbs playbook list shows them")
+			return nil, errs.Usagef("invalid playbook name %q", pb).Advise(BadPlaybook)
 		}
 		if _, err := l.fs().Stat(l.Instance.Playbook(pb)); err != nil {
-			return nil, errs.Failf("no playbook named %q", pb).WithHint("hobbs playbook list shows them")
+			return nil, errs.Failf("no playbook named %q", pb).Advise(BadPlaybook)
 		}
 	}
 	if err := l.fs().MkdirAll(l.Instance.Tasks(), 0o755); err != nil {
@@ -209,7 +209,7 @@ func (l Log) Get(id string) (*Task, error) {
 	p := l.path(id)
 	data, err := l.fs().ReadFile(p, instance.MaxTaskFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errs.Failf("no task %s", id).WithHint("hobbs task list shows the task ids")
+		return nil, errs.Failf("no task %s", id).Advise(NoTask)
 	}
 	if err != nil {
 		return nil, err
@@ -368,13 +368,6 @@ type SkippedLesson struct {
 	Kind   string `json:"kind"`   // audit.SecretKind's name for it
 }
 
-// String says why the lesson was not remembered and what to do instead,
-// without its text.
-func (s SkippedLesson) String() string {
-	return fmt.Sprintf("lesson %d not remembered: it looks like a secret (%s), and memories are plaintext loaded into every session; "+
-		"keep the secret in the vault (hobbs vault set NAME, on the host) and remember where it lives", s.Lesson, s.Kind)
-}
-
 // Review states of a supervised run.
 const (
 	ReviewPending  = "pending"
@@ -425,7 +418,7 @@ func (l Log) done(id string, o DoneOptions) (*Task, error) {
 		lessons = Lessons(o.Retro)
 		if len(lessons) == 0 {
 			return nil, errs.Usagef("--remember: the retrospective has no bullets under a \"Lessons\" heading").
-				WithHint("add a section like:\n## Lessons\n- Check the bank's CSV date format first.")
+				Advise(NoLessons)
 		}
 	}
 	unlock, err := l.lock()
@@ -465,8 +458,8 @@ func (l Log) done(id string, o DoneOptions) (*Task, error) {
 		mid, err := o.Remember(lesson, tags, source)
 		if err != nil {
 			rememberErr = &errs.Error{Code: errs.Failure, Err: err,
-				Msg:  fmt.Sprintf("task %s recorded, but lesson %d of %d was not remembered", t.ID, i+1, len(lessons)),
-				Hint: "add it and the lessons after it with: hobbs memory add TEXT --type lesson --tag task --source " + source}
+				Msg:    fmt.Sprintf("task %s recorded, but lesson %d of %d was not remembered", t.ID, i+1, len(lessons)),
+				Advice: errs.NewAdvice(LessonsLeft, "source", source)}
 			break
 		}
 		t.Remembered = append(t.Remembered, mid)

@@ -234,9 +234,6 @@ func TestDoneSkipsSecretLessons(t *testing.T) {
 	}
 	if len(done.Skipped) != 1 || done.Skipped[0] != (SkippedLesson{Lesson: 2, Kind: "github-token"}) {
 		t.Errorf("skipped = %+v", done.Skipped)
-	} else if w := done.Skipped[0].String(); !strings.HasPrefix(w, "lesson 2 not remembered: it looks like a secret (github-token)") ||
-		strings.Contains(w, "ghp_") {
-		t.Errorf("warning %q", w)
 	}
 	back, err := l.Get(tk.ID)
 	if err != nil || back.Status != OK || len(back.Remembered) != 2 {

@@ -2,11 +2,8 @@ package vault
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
-
-	"golang.org/x/term"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
@@ -48,27 +45,7 @@ func CheckName(name string) error {
 		shown = shown[:80] + "…"
 	}
 	return errs.Usagef("invalid vault entry name %q: use %s", shown, NameRule).
-		WithHint("a name is a label, never a path: e.g. github-token, smtp.password")
-}
-
-// ReadSecret reads a value to store (vault set): from the file fromFile
-// unless it is "" or "-"; else, when in is a terminal (tty), hidden, after
-// a prompt naming name on prompt; else from in (ReadValue).
-func ReadSecret(in io.Reader, tty bool, prompt io.Writer, name, fromFile string, raw bool) ([]byte, error) {
-	f, isFile := in.(*os.File)
-	switch {
-	case fromFile != "" && fromFile != "-":
-		return ReadValueFile(fromFile, raw)
-	case tty && isFile:
-		fmt.Fprintf(prompt, "Value for %s (input hidden): ", name)
-		data, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(prompt)
-		if err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "read value")
-		}
-		return data, nil // nothing to trim: the terminal's Enter is not part of it
-	}
-	return ReadValue(in, raw)
+		Advise(BadName)
 }
 
 // ReadValueFile is ReadValue of the file at path, a file of the user's

@@ -2,11 +2,9 @@ package vault
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"io"
 	"os"
-
-	"golang.org/x/term"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
@@ -20,46 +18,41 @@ const EnvPassphraseFile = "HOBBS_VAULT_PASSPHRASE_FILE"
 // what it is for; confirm asks for it twice (when setting a new one).
 type PassphraseFunc func(prompt string, confirm bool) ([]byte, error)
 
-// TerminalPassphrase is the default PassphraseFunc: the first line of the
-// file named by $HOBBS_VAULT_PASSPHRASE_FILE if set, else asked on the
-// controlling terminal (/dev/tty) with echo off. With neither it fails with a
-// hint; it never reads stdin, which may carry a secret value.
-func TerminalPassphrase(prompt string, confirm bool) ([]byte, error) {
+// Ask asks the user for a passphrase when no file names one: the command
+// layer sets it to a prompt on the terminal. It returns ErrNoTerminal when
+// it has nowhere to ask; unset, nothing is asked.
+var Ask PassphraseFunc
+
+// ErrNoTerminal is what Ask returns when there is no terminal to ask on.
+var ErrNoTerminal = errors.New("no terminal to ask a passphrase on")
+
+// DefaultPassphrase is Open's PassphraseFunc: the first line of the file
+// named by $HOBBS_VAULT_PASSPHRASE_FILE if set, else what Ask returns. With
+// neither it fails with advice (NoTerminal); it never reads stdin, which
+// may carry a secret value.
+func DefaultPassphrase(prompt string, confirm bool) ([]byte, error) {
 	if f := os.Getenv(EnvPassphraseFile); f != "" {
 		return passphraseFromFile(f)
 	}
-	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-	if err != nil || !term.IsTerminal(int(tty.Fd())) {
-		if tty != nil {
-			tty.Close()
-		}
-		return nil, errs.Failf("the vault identity is passphrase-protected and there is no terminal to ask on").
-			WithHint("run on a terminal, or set %s to a file holding the passphrase", EnvPassphraseFile)
+	if Ask == nil {
+		return nil, noTerminal()
 	}
-	defer tty.Close()
-	ask := func(p string) ([]byte, error) {
-		fmt.Fprintf(tty, "%s: ", p)
-		b, err := term.ReadPassword(int(tty.Fd()))
-		fmt.Fprintln(tty)
-		return b, err
+	p, err := Ask(prompt, confirm)
+	if errors.Is(err, ErrNoTerminal) {
+		return nil, noTerminal()
 	}
-	p1, err := ask(prompt)
 	if err != nil {
-		return nil, errs.Wrap(errs.Failure, err, "read passphrase")
+		return nil, err
 	}
-	if confirm {
-		p2, err := ask("Confirm passphrase")
-		if err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "read passphrase")
-		}
-		if !bytes.Equal(p1, p2) {
-			return nil, errs.Failf("the passphrases do not match")
-		}
-	}
-	if len(p1) == 0 {
+	if len(p) == 0 {
 		return nil, errs.Failf("empty passphrase")
 	}
-	return p1, nil
+	return p, nil
+}
+
+func noTerminal() error {
+	return errs.Failf("the vault identity is passphrase-protected and there is no terminal to ask on").
+		Advise(NoTerminal, "env", EnvPassphraseFile)
 }
 
 func passphraseFromFile(path string) ([]byte, error) {

@@ -59,99 +59,148 @@ func (v *Vault) Rotate(opt RotateOptions) (res *RotateResult, err error) {
 	return v.rotate(opt)
 }
 
+// rotation is what a rotation works on: the paths of the identities on
+// record, which of the next and previous ones exist (where an interrupted
+// rotation stopped), the current identity, the recipients and the entries.
+type rotation struct {
+	idPath, nextPath, prevPath string
+	hasNext, hasPrev           bool
+	cur                        *age.X25519Identity
+	rs                         []Recipient
+	names                      []string
+}
+
+// rotate runs the steps of the package documentation's protocol, resuming
+// at the one the files on record say an interrupted rotation stopped at.
 func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
-	idPath, nextPath, prevPath := v.In.VaultIdentity(), v.In.VaultIdentityNext(), v.In.VaultIdentityPrev()
-	hasNext, err := v.exists(nextPath)
+	r, err := v.rotationState()
 	if err != nil {
 		return nil, err
 	}
-	hasPrev, err := v.exists(prevPath)
-	if err != nil {
-		return nil, err
-	}
-	res := &RotateResult{Resumed: hasNext || hasPrev}
-	cur, err := v.loadIdentity(idPath)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := v.readRecipients("vault rotate")
-	if err != nil {
-		return nil, err
-	}
-	names, err := v.names()
-	if err != nil {
-		return nil, err
-	}
-	res.Entries = len(names)
-
-	var prev *age.X25519Identity
-	if hasNext || !hasPrev {
-		// Phase A: bring in the new identity.
-		curBytes, _, err := v.readSmall(idPath, maxKeyFile)
-		if err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(idPath))
-		}
-		if hasPrev {
-			prevBytes, _, err := v.readSmall(prevPath, maxKeyFile)
-			if err != nil {
-				return nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(prevPath))
-			}
-			if !bytes.Equal(prevBytes, curBytes) {
-				return nil, errs.Failf("inconsistent rotation state: %s, %s and %s all exist and differ",
-					v.rel(idPath), v.rel(nextPath), v.rel(prevPath)).
-					WithHint("keep copies of all three; every entry decrypts with one of them (try age -d -i)")
-			}
-		}
-		var next *age.X25519Identity
-		if hasNext {
-			if next, err = v.loadIdentity(nextPath); err != nil {
-				return nil, errs.Wrap(errs.Failure, err, "resume rotation").(*errs.Error).
-					WithHint("%s holds the new identity of an interrupted rotate; if it is damaged, delete it (no entry depends on it alone yet) and run rotate again", v.rel(nextPath))
-			}
-		} else {
-			if next, err = v.newIdentityFile(nextPath, isProtected(curBytes), opt); err != nil {
-				return nil, err
-			}
-			if err := v.step("generate"); err != nil {
-				return nil, err
-			}
-		}
-		res.OldKey, res.NewKey = cur.Recipient().String(), next.Recipient().String()
-		rec := &record{cur: cur, next: next}
-		keys := v.encryptionKeys(rec, rs)
-		for _, n := range names {
-			if err := v.reencrypt(n, rec.identities(), keys); err != nil {
-				return nil, err
-			}
-			if err := v.step("reencrypt:" + n); err != nil {
-				return nil, err
-			}
-		}
-		// Keep the old identity, then commit the new one.
-		if !hasPrev {
-			if err := v.fs().Create(prevPath, curBytes, 0o600); err != nil {
-				return nil, errs.Wrap(errs.Failure, err, "keep the old identity")
-			}
-		}
-		if err := v.step("keep-old"); err != nil {
+	res := &RotateResult{Resumed: r.hasNext || r.hasPrev, Entries: len(r.names)}
+	var prev, cur *age.X25519Identity
+	if r.hasNext || !r.hasPrev {
+		if prev, cur, err = v.installNext(r, opt); err != nil {
 			return nil, err
 		}
-		if err := v.fs().Rename(nextPath, idPath); err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "install the new identity")
-		}
-		if err := v.step("commit"); err != nil {
-			return nil, err
-		}
-		prev, cur = cur, next
 	} else {
-		// Phase B was interrupted: identity.txt is already the new key.
-		if prev, err = v.loadIdentity(prevPath); err != nil {
+		// Interrupted after the commit: identity.txt is already the new key.
+		if prev, err = v.loadIdentity(r.prevPath); err != nil {
 			return nil, err
 		}
-		res.OldKey, res.NewKey = prev.Recipient().String(), cur.Recipient().String()
+		cur = r.cur
 	}
+	res.OldKey, res.NewKey = prev.Recipient().String(), cur.Recipient().String()
+	nrs, err := v.recipientsForNew(r.rs, prev, cur)
+	if err != nil {
+		return nil, err
+	}
+	// Drop the old key from every entry (step 5).
+	if err := v.reencryptAll(r.names, &record{cur: cur, prev: prev}, nrs, "finalize:"); err != nil {
+		return nil, err
+	}
+	if res.Retired, err = v.retire(r.prevPath); err != nil {
+		return nil, err
+	}
+	v.syncDir(v.In.VaultKeys())
+	return res, nil
+}
 
-	// Phase B: recipients.txt names the new key instead of the old one.
+// rotationState reads what a rotation needs: which rotation files exist,
+// the current identity, the recipients and the entries' names.
+func (v *Vault) rotationState() (*rotation, error) {
+	r := &rotation{idPath: v.In.VaultIdentity(), nextPath: v.In.VaultIdentityNext(), prevPath: v.In.VaultIdentityPrev()}
+	var err error
+	if r.hasNext, err = v.exists(r.nextPath); err != nil {
+		return nil, err
+	}
+	if r.hasPrev, err = v.exists(r.prevPath); err != nil {
+		return nil, err
+	}
+	if r.cur, err = v.loadIdentity(r.idPath); err != nil {
+		return nil, err
+	}
+	if r.rs, err = v.readRecipients("vault rotate"); err != nil {
+		return nil, err
+	}
+	if r.names, err = v.names(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// installNext brings in the new identity (steps 1 to 3): it creates
+// identity.next.txt (or takes the one an interrupted rotation left),
+// re-encrypts every entry to the old and the new key, keeps the old
+// identity in identity.prev.txt and renames the new one over identity.txt.
+// It returns the old identity and the new.
+func (v *Vault) installNext(r *rotation, opt RotateOptions) (old, next *age.X25519Identity, err error) {
+	curBytes, _, err := v.readSmall(r.idPath, maxKeyFile)
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(r.idPath))
+	}
+	if r.hasPrev {
+		prevBytes, _, err := v.readSmall(r.prevPath, maxKeyFile)
+		if err != nil {
+			return nil, nil, errs.Wrap(errs.Failure, err, "read %s", v.rel(r.prevPath))
+		}
+		if !bytes.Equal(prevBytes, curBytes) {
+			return nil, nil, errs.Failf("inconsistent rotation state: %s, %s and %s all exist and differ",
+				v.rel(r.idPath), v.rel(r.nextPath), v.rel(r.prevPath)).
+				Advise(RotationDiverged)
+		}
+	}
+	if next, err = v.nextIdentity(r, curBytes, opt); err != nil {
+		return nil, nil, err
+	}
+	if err := v.reencryptAll(r.names, &record{cur: r.cur, next: next}, r.rs, "reencrypt:"); err != nil {
+		return nil, nil, err
+	}
+	// Keep the old identity, then commit the new one.
+	if !r.hasPrev {
+		if err := v.fs().Create(r.prevPath, curBytes, 0o600); err != nil {
+			return nil, nil, errs.Wrap(errs.Failure, err, "keep the old identity")
+		}
+	}
+	if err := v.step("keep-old"); err != nil {
+		return nil, nil, err
+	}
+	if err := v.fs().Rename(r.nextPath, r.idPath); err != nil {
+		return nil, nil, errs.Wrap(errs.Failure, err, "install the new identity")
+	}
+	if err := v.step("commit"); err != nil {
+		return nil, nil, err
+	}
+	return r.cur, next, nil
+}
+
+// nextIdentity is the new identity: identity.next.txt of an interrupted
+// rotation, else a new one created there, protected like the current one
+// (curBytes) unless opt says otherwise.
+func (v *Vault) nextIdentity(r *rotation, curBytes []byte, opt RotateOptions) (*age.X25519Identity, error) {
+	if r.hasNext {
+		next, err := v.loadIdentity(r.nextPath)
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "resume rotation").(*errs.Error).
+				Advise(DamagedNext, "path", v.rel(r.nextPath))
+		}
+		return next, nil
+	}
+	next, err := v.newIdentityFile(r.nextPath, isProtected(curBytes), opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.step("generate"); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// recipientsForNew makes recipients.txt name the new key instead of the
+// old one (step 4), keeping the old key's label and every other recipient,
+// and returns the recipients it lists. It writes only when that changes
+// the list, so a resumed rotation finds it done.
+func (v *Vault) recipientsForNew(rs []Recipient, prev, cur *age.X25519Identity) ([]Recipient, error) {
 	oldKey, newKey := prev.Recipient().String(), cur.Recipient().String()
 	var nrs []Recipient
 	changed, hasNew := false, false
@@ -184,19 +233,31 @@ func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
 	if err := v.step("recipients"); err != nil {
 		return nil, err
 	}
-	rec := &record{cur: cur, prev: prev}
-	keys := v.encryptionKeys(rec, nrs)
+	return nrs, nil
+}
+
+// reencryptAll re-encrypts every entry of names with the identities of rec
+// to the keys rec and rs call for, marking the step of each entry (step,
+// then its name) for the tests' hook.
+func (v *Vault) reencryptAll(names []string, rec *record, rs []Recipient, step string) error {
+	keys := v.encryptionKeys(rec, rs)
 	for _, n := range names {
 		if err := v.reencrypt(n, rec.identities(), keys); err != nil {
-			return nil, err
+			return err
 		}
-		if err := v.step("finalize:" + n); err != nil {
-			return nil, err
+		if err := v.step(step + n); err != nil {
+			return err
 		}
 	}
-	// Retire the old identity: kept for backups made before the rotation.
+	return nil
+}
+
+// retire moves the old identity (prevPath) to keys/retired/ under a name
+// stamped with the time (step 6): kept for backups made before the
+// rotation. It returns where it went, relative to the instance.
+func (v *Vault) retire(prevPath string) (string, error) {
 	if err := v.dirSafe(v.In.VaultRetired(), true); err != nil {
-		return nil, err
+		return "", err
 	}
 	stamp := v.now().UTC().Format("20060102T150405Z")
 	for i := 0; ; i++ {
@@ -210,16 +271,13 @@ func (v *Vault) rotate(opt RotateOptions) (*RotateResult, error) {
 			continue
 		}
 		if err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "retire the old identity")
+			return "", errs.Wrap(errs.Failure, err, "retire the old identity")
 		}
 		if err := v.fs().Remove(prevPath); err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "retire the old identity")
+			return "", errs.Wrap(errs.Failure, err, "retire the old identity")
 		}
-		res.Retired = v.rel(dst)
-		break
+		return v.rel(dst), nil
 	}
-	v.syncDir(v.In.VaultKeys())
-	return res, nil
 }
 
 // newIdentityFile generates an identity and creates path with it, protected
@@ -265,7 +323,7 @@ func (v *Vault) syncDir(dir string) {
 // then recipients.txt lists it. Interrupted, running it again finishes.
 func (v *Vault) AddRecipient(key, label string) (err error) {
 	if err := CheckRecipient(key); err != nil {
-		return errs.Usagef("recipient: %v", err).WithHint("give an age public key, as printed by age-keygen -y")
+		return errs.Usagef("recipient: %v", err).Advise(BadRecipient)
 	}
 	defer func() { v.log("vault.recipients.add", key, err, map[string]any{"label": cleanLabel(label)}) }()
 	return v.changeRecipients(func(rs []Recipient, self string) ([]Recipient, error) {
@@ -286,7 +344,7 @@ func (v *Vault) RemoveRecipient(key string) (err error) {
 	return v.changeRecipients(func(rs []Recipient, self string) ([]Recipient, error) {
 		if key == self {
 			return nil, errs.Failf("%s is the vault's own identity; refusing to remove it", key).
-				WithHint("to replace the identity, run: hobbs vault rotate")
+				Advise(RemoveSelf)
 		}
 		var out []Recipient
 		for _, r := range rs {
@@ -295,7 +353,7 @@ func (v *Vault) RemoveRecipient(key string) (err error) {
 			}
 		}
 		if len(out) == len(rs) {
-			return nil, errs.Failf("%s is not a recipient", key).WithHint("see them with: hobbs vault recipients list")
+			return nil, errs.Failf("%s is not a recipient", key).Advise(NotARecipient)
 		}
 		return out, nil
 	})
@@ -312,7 +370,7 @@ func (v *Vault) changeRecipients(edit func(rs []Recipient, self string) ([]Recip
 	defer unlock()
 	if p := v.Pending(); p != "" {
 		return errs.Failf("an interrupted rotation is pending (%s)", p).
-			WithHint("finish it first: hobbs vault rotate")
+			Advise(RotationPending)
 	}
 	rec, err := v.loadRecord("vault recipients")
 	if err != nil {

@@ -16,8 +16,9 @@ import (
 // by entry name and variable). On any error nothing is returned, and the error
 // names the variable and the entry.
 //
-// A passphrase-protected identity is unlocked with TerminalPassphrase (the
-// file named by $HOBBS_VAULT_PASSPHRASE_FILE, else a prompt on /dev/tty);
+// A passphrase-protected identity is unlocked with DefaultPassphrase (the
+// file named by $HOBBS_VAULT_PASSPHRASE_FILE, else Ask: the command layer's
+// prompt on the terminal);
 // callers that need another source use Open(in) with Passphrase set and call
 // its SessionEnv method. An empty mapping touches nothing and needs no keys.
 func SessionEnv(in instance.Instance, mapping [][2]string) ([]string, error) {

@@ -61,9 +61,9 @@ type Vault struct {
 }
 
 // Open returns the vault of in, logging to its audit log and asking
-// passphrases with TerminalPassphrase.
+// passphrases with DefaultPassphrase.
 func Open(in instance.Instance) *Vault {
-	return &Vault{In: in, Audit: audit.New(in.FS(), in.AuditLog()), Passphrase: TerminalPassphrase, Now: time.Now}
+	return &Vault{In: in, Audit: audit.New(in.FS(), in.AuditLog()), Passphrase: DefaultPassphrase, Now: time.Now}
 }
 
 // InContainer reports whether hobbs runs inside the agent container
@@ -122,7 +122,7 @@ func (v *Vault) lock() (func(), error) {
 	unlock, err := v.fs().Lock(v.In.Lock("vault"), lockTimeout)
 	if errors.Is(err, safefile.ErrLockTimeout) {
 		return nil, errs.Failf("the vault is busy: another hobbs process holds its lock").
-			WithHint("wait for it to finish (a rotate can take a while) and try again")
+			Advise(Busy)
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "lock the vault")
@@ -135,12 +135,10 @@ func (v *Vault) lock() (func(), error) {
 func (v *Vault) missingKey(what string) error {
 	if InContainer() {
 		return errs.Failf("%s: the vault is not available inside the agent container", what).
-			WithHint("secrets reach the agent only as config.yaml names them, decrypted on the host by hobbs run: " +
-				"bound to hosts (secrets: {NAME: {vault: ENTRY, hosts: [HOST]}}: the agent holds a placeholder) " +
-				"or in its environment (env: {NAME: vault:ENTRY})")
+			Advise(UnavailableInContainer)
 	}
 	return errs.Failf("%s: no vault identity at %s", what, v.rel(v.In.VaultIdentity())).
-		WithHint("run: hobbs vault init — or restore vault/keys/identity.txt from your backup")
+		Advise(NoIdentity)
 }
 
 // exists reports whether p is there (as anything: a link counts, and is
@@ -211,13 +209,13 @@ func (v *Vault) loadIdentity(path string) (*age.X25519Identity, error) {
 		}
 		if err != nil {
 			return nil, errs.Failf("%s: cannot decrypt the protected identity: %v", rel, err).
-				WithHint("the file is damaged; restore it from your backup")
+				Advise(DamagedProtected)
 		}
 		defer clear(plain)
 	}
 	id, err := parseIdentity(plain)
 	if err != nil {
-		return nil, errs.Failf("%s: %v", rel, err).WithHint("the identity file is damaged; restore it from your backup")
+		return nil, errs.Failf("%s: %v", rel, err).Advise(DamagedIdentity)
 	}
 	return id, nil
 }
@@ -287,7 +285,7 @@ func (v *Vault) readRecipients(what string) ([]Recipient, error) {
 			return nil, v.missingKeyOr(what, err)
 		}
 		return nil, errs.Failf("%s: %s is missing", what, v.rel(p)).
-			WithHint("restore it from your backup; it lists the public keys entries are encrypted to")
+			Advise(NoRecipients)
 	}
 	data, _, err := v.readSmall(p, maxKeyFile)
 	if err != nil {
@@ -297,9 +295,9 @@ func (v *Vault) readRecipients(what string) ([]Recipient, error) {
 	if err != nil {
 		var le *LineError
 		if errors.As(err, &le) {
-			return nil, errs.Failf("%s:%d: %v", p, le.Line, le.Err).WithHint("fix that line by hand; Hobbs never rewrites a file it cannot parse")
+			return nil, errs.Failf("%s:%d: %v", p, le.Line, le.Err).Advise(BadRecipientsLine)
 		}
-		return nil, errs.Failf("%s: %v", p, err).WithHint("fix that line by hand; Hobbs never rewrites a file it cannot parse")
+		return nil, errs.Failf("%s: %v", p, err).Advise(BadRecipientsLine)
 	}
 	return rs, nil
 }
@@ -372,7 +370,7 @@ func (v *Vault) dirSafe(p string, create bool) error {
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
 		return errs.Failf("%s is not a plain directory (a symbolic link?); refusing to use it", v.rel(p)).
-			WithHint("replace it with a real directory (mode 0700)")
+			Advise(NotADirectory)
 	}
 	return nil
 }
@@ -382,7 +380,7 @@ func (v *Vault) readEntry(name string) ([]byte, fs.FileInfo, error) {
 	if err := v.dirSafe(v.In.VaultData(), false); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("vault entry %q", name), Err: ErrNotFound,
-				Hint: "see the entries with: hobbs vault list"}
+				Advice: errs.NewAdvice(NoEntry)}
 		}
 		return nil, nil, err
 	}
@@ -390,7 +388,7 @@ func (v *Vault) readEntry(name string) ([]byte, fs.FileInfo, error) {
 	ct, fi, err := v.readSmall(p, maxEntryFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("vault entry %q", name), Err: ErrNotFound,
-			Hint: "see the entries with: hobbs vault list"}
+			Advice: errs.NewAdvice(NoEntry)}
 	}
 	if err != nil {
 		return nil, nil, errs.Failf("vault entry %q: %v", name, err)
@@ -408,18 +406,18 @@ func decrypt(name, rel string, ct []byte, ids []age.Identity) ([]byte, error) {
 	var nomatch *age.NoIdentityMatchError
 	if errors.As(err, &nomatch) {
 		return nil, errs.Failf("vault entry %q (%s) is not encrypted to this vault's identity", name, rel).
-			WithHint("it was written for other keys: restore the identity it was encrypted to, or set the entry again")
+			Advise(OtherKeys)
 	}
 	// age's own messages may quote bytes of the file, which could be a
 	// plaintext pasted by hand: describe the failure without them.
 	if err != nil {
 		return nil, errs.Failf("vault entry %q (%s) is corrupt: not an age file, or its header is damaged", name, rel).
-			WithHint("restore the file from a backup, or set the entry again")
+			Advise(CorruptEntry)
 	}
 	val, err := io.ReadAll(io.LimitReader(r, MaxValueSize+1))
 	if err != nil {
 		return nil, errs.Failf("vault entry %q (%s) is corrupt: the encrypted data is damaged or truncated", name, rel).
-			WithHint("restore the file from a backup, or set the entry again")
+			Advise(CorruptEntry)
 	}
 	if len(val) > MaxValueSize {
 		return nil, errs.Failf("vault entry %q (%s) holds more than %d bytes", name, rel, MaxValueSize)
@@ -525,7 +523,7 @@ func (v *Vault) Init(opt InitOptions) (res *InitResult, err error) {
 	}()
 	if InContainer() {
 		return nil, errs.Failf("vault init runs on the host: vault keys never enter the agent container").
-			WithHint("run hobbs vault init on the host, then map entries into sessions with env: in config.yaml")
+			Advise(InitInContainer)
 	}
 	for _, d := range []string{v.In.Vault(), v.In.VaultKeys(), v.In.VaultData()} {
 		if err := v.dirSafe(d, true); err != nil {
@@ -550,7 +548,7 @@ func (v *Vault) Init(opt InitOptions) (res *InitResult, err error) {
 		}
 		if opt.Passphrase && !res.Protected {
 			return res, errs.Failf("%s already exists without a passphrase; init never changes an existing identity",
-				v.rel(v.In.VaultIdentity())).WithHint("hobbs vault rotate --passphrase replaces it with a protected one")
+				v.rel(v.In.VaultIdentity())).Advise(UnprotectedExists)
 		}
 		return res, nil
 	} else if ok, xerr := v.exists(v.In.VaultIdentity()); xerr != nil {
@@ -562,11 +560,11 @@ func (v *Vault) Init(opt InitOptions) (res *InitResult, err error) {
 		return nil, err
 	} else if ok {
 		return nil, errs.Failf("%s exists but %s does not", v.rel(v.In.VaultRecipients()), v.rel(v.In.VaultIdentity())).
-			WithHint("restore identity.txt from your backup; init will not guess")
+			Advise(RecipientsOnly)
 	}
 	if names, _, _ := v.list(); len(names) > 0 && !opt.Force {
 		return nil, errs.Failf("vault/data holds %s but there is no identity to read them", style.N(len(names), "entry", "entries")).
-			WithHint("restore vault/keys/identity.txt from your backup, or run hobbs vault init --force to start a new identity (those entries stay unreadable)")
+			Advise(EntriesWithoutKey)
 	}
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
@@ -608,7 +606,7 @@ func (v *Vault) Set(name string, value []byte) (created bool, err error) {
 	defer func() { v.log("vault.set", name, err, map[string]any{"created": created}) }()
 	if len(value) == 0 {
 		return false, errs.Usagef("empty value for vault entry %q; nothing stored", name).
-			WithHint("pipe the value on stdin or give --from-file FILE")
+			Advise(EmptyValue)
 	}
 	if len(value) > MaxValueSize {
 		return false, errs.Usagef("value for vault entry %q is larger than %d bytes", name, MaxValueSize)
@@ -759,7 +757,7 @@ func (v *Vault) Remove(name string, purge bool) (movedTo string, err error) {
 	fi, err := v.fs().Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("vault entry %q", name), Err: ErrNotFound,
-			Hint: "see the entries with: hobbs vault list"}
+			Advice: errs.NewAdvice(NoEntry)}
 	}
 	if err != nil || fi.IsDir() {
 		return "", errs.Failf("vault entry %q: %s is not a file", name, v.rel(src))
@@ -815,7 +813,7 @@ func (v *Vault) Rename(old, new string) (err error) {
 	fi, err := v.fs().Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("vault entry %q", old), Err: ErrNotFound,
-			Hint: "see the entries with: hobbs vault list"}
+			Advice: errs.NewAdvice(NoEntry)}
 	}
 	if err != nil || !fi.Mode().IsRegular() {
 		return errs.Failf("vault entry %q: %s is not a regular file", old, v.rel(src))
@@ -833,7 +831,7 @@ func (v *Vault) Rename(old, new string) (err error) {
 	if err := v.link(src, dst); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return errs.Failf("vault entry %q already exists", new).
-				WithHint("remove it first (hobbs vault rm %s) or pick another name", new)
+				Advise(EntryExists, "name", new)
 		}
 		return errs.Wrap(errs.Failure, err, "rename vault entry %q", old)
 	}

@@ -255,17 +255,17 @@ func TestErrorsNameTheEntry(t *testing.T) {
 	if errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), `"tok"`) || !strings.Contains(err.Error(), "no vault identity") {
 		t.Fatalf("missing key: %v", err)
 	}
-	if !strings.Contains(errs.Hint(err), "hobbs vault init") {
-		t.Fatalf("missing key hint: %q", errs.Hint(err))
+	if a := errs.AdviceOf(err); a.Kind != NoIdentity {
+		t.Fatalf("missing key advice: %+v", a)
 	}
 	// Missing key inside the container: how secrets reach a session instead.
 	t.Setenv("HOBBS_CONTEXT", "container")
 	_, err = v.Get("tok")
 	if errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), "not available inside the agent container") ||
-		!strings.Contains(errs.Hint(err), "only as config.yaml names them") {
-		t.Fatalf("container: %v / %s", err, errs.Hint(err))
+		errs.AdviceOf(err).Kind != UnavailableInContainer {
+		t.Fatalf("container: %v / %+v", err, errs.AdviceOf(err))
 	}
-	if _, err := v.Set("tok", []byte("x")); err == nil || !strings.Contains(errs.Hint(err), "env: {NAME: vault:ENTRY}") {
+	if _, err := v.Set("tok", []byte("x")); err == nil || errs.AdviceOf(err).Kind != UnavailableInContainer {
 		t.Fatalf("container set: %v", err)
 	}
 	if _, err := v.Init(InitOptions{}); err == nil || !strings.Contains(err.Error(), "runs on the host") {
@@ -505,14 +505,26 @@ func TestPassphraseIdentity(t *testing.T) {
 	}
 }
 
-func TestNoTerminalPassphrase(t *testing.T) {
+// Without a passphrase file and with nowhere to ask, the passphrase is
+// refused with advice naming the file's variable; an asker's answer is
+// taken, an empty one refused.
+func TestDefaultPassphrase(t *testing.T) {
 	t.Setenv(EnvPassphraseFile, "")
-	if _, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
-		t.Skip("a terminal is attached")
+	defer func(a PassphraseFunc) { Ask = a }(Ask)
+	for _, ask := range []PassphraseFunc{nil, func(string, bool) ([]byte, error) { return nil, ErrNoTerminal }} {
+		Ask = ask
+		_, err := DefaultPassphrase("x", false)
+		if a := errs.AdviceOf(err); err == nil || a.Kind != NoTerminal || a.Facts["env"] != EnvPassphraseFile {
+			t.Fatalf("no terminal: %v (%+v)", err, a)
+		}
 	}
-	_, err := TerminalPassphrase("x", false)
-	if err == nil || !strings.Contains(errs.Hint(err), EnvPassphraseFile) {
-		t.Fatalf("no terminal: %v", err)
+	Ask = func(string, bool) ([]byte, error) { return []byte("pw"), nil }
+	if p, err := DefaultPassphrase("x", true); err != nil || string(p) != "pw" {
+		t.Fatalf("asked: %q %v", p, err)
+	}
+	Ask = func(string, bool) ([]byte, error) { return nil, nil }
+	if _, err := DefaultPassphrase("x", false); err == nil {
+		t.Fatal("an empty passphrase was taken")
 	}
 }
 

@@ -1,11 +1,12 @@
-// Package clitree holds the conventions of hobbs's command tree that cobra
-// does not give (docs/cli.md): a flag parsing error is a usage error (exit
-// 2) that names the nearest flag; a command that only groups subcommands
-// (the root too) rejects an unknown one with exit 2, one error line and one
-// did-you-mean hint, and prints its help when called alone; the completion
-// command has examples like every other; errors print as "hobbs: " lines
-// and a hint, and map to the exit codes of package errs.
-package clitree
+package main
+
+// The conventions of hobbs's command tree that cobra does not give
+// (docs/cli.md): a flag parsing error is a usage error (exit 2) that names
+// the nearest flag; a command that only groups subcommands (the root too)
+// rejects an unknown one with exit 2, one error line and one did-you-mean
+// hint, and prints its help when called alone; the completion command has
+// examples like every other; errors print as "hobbs: " lines and a hint,
+// and map to the exit codes of package errs.
 
 import (
 	"errors"
@@ -21,15 +22,15 @@ import (
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
-// Setup applies the conventions to root, once every command is added.
-func Setup(root *cobra.Command) {
+// setupTree applies the conventions to root, once every command is added.
+func setupTree(root *cobra.Command) {
 	root.SetFlagErrorFunc(flagError)
 	addCompletion(root)
 	rejectUnknownSubcommands(root)
 }
 
-// UsageArgs wraps a cobra positional-args validator so its errors exit 2.
-func UsageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+// usageArgs wraps a cobra positional-args validator so its errors exit 2.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := v(cmd, args); err != nil {
 			return &errs.Error{Code: errs.Usage, Msg: err.Error()}
@@ -38,11 +39,11 @@ func UsageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// ExitCode maps cobra's own usage errors (unknown command, bad arg count)
+// exitCode maps cobra's own usage errors (unknown command, bad arg count)
 // to exit 2 and a lock still held by another process to 124, however the
 // domain package wrapped it; everything else carries its code in the errs
 // chain.
-func ExitCode(err error) int {
+func exitCode(err error) int {
 	if errors.Is(err, safefile.ErrLockTimeout) {
 		return errs.Timeout
 	}
@@ -50,22 +51,22 @@ func ExitCode(err error) int {
 	if errors.As(err, &e) {
 		return e.Code
 	}
-	if errs.IsUsageMessage(err.Error()) {
+	if isUsageMessage(err.Error()) {
 		return errs.Usage
 	}
 	return errs.Failure
 }
 
-// Report prints err, which ran hobbs args, on w: a "hobbs: " line per line
+// report prints err, which ran hobbs args, on w: a "hobbs: " line per line
 // of it, then its hint (as hint words it); a usage error without one (but
 // for a file's, which names its line) gets the command's --help as its hint.
-func Report(w io.Writer, root *cobra.Command, args []string, err error, hint func(error) string) {
+func report(w io.Writer, root *cobra.Command, args []string, err error, hint func(error) string) {
 	for _, line := range strings.Split(err.Error(), "\n") {
 		style.Fprint(w, style.Fail, "hobbs:")
 		fmt.Fprintf(w, " %s\n", line)
 	}
 	h := hint(err)
-	if h == "" && ExitCode(err) == errs.Usage && !strings.Contains(err.Error(), ".yaml:") {
+	if h == "" && exitCode(err) == errs.Usage && !strings.Contains(err.Error(), ".yaml:") {
 		h = fmt.Sprintf("see 'hobbs %s --help'", commandPath(root, args))
 	}
 	if h != "" {
@@ -130,8 +131,8 @@ func addCompletion(root *cobra.Command) {
 // only rejects unknown ones).
 const groupAnnotation = "hobbs.group"
 
-// IsGroup reports whether c only holds subcommands.
-func IsGroup(c *cobra.Command) bool { return c.Annotations[groupAnnotation] == "true" }
+// isGroup reports whether c only holds subcommands.
+func isGroup(c *cobra.Command) bool { return c.Annotations[groupAnnotation] == "true" }
 
 // rejectUnknownSubcommands makes every command group from c down (a command
 // that only holds subcommands) fail with exit 2 on an unknown subcommand,
@@ -160,4 +161,21 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		rejectUnknownSubcommands(sub)
 	}
+}
+
+// usageMessages are how cobra and pflag word the usage errors they make
+// themselves (an unknown command or flag, a wrong number of arguments, a
+// missing flag), which carry no exit code of their own.
+var usageMessages = []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least",
+	"requires at most", "invalid argument", "flag needs an argument", "required flag", "if any flags in the group"}
+
+// isUsageMessage reports whether msg is a usage error of the command-line
+// parser (exit 2).
+func isUsageMessage(msg string) bool {
+	for _, p := range usageMessages {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }

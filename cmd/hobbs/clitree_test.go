@@ -1,4 +1,4 @@
-package clitree
+package main
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
-// ExitCode maps errors to exit codes: its own, cobra's usage errors, a lock
+// exitCode maps errors to exit codes: its own, cobra's usage errors, a lock
 // held by another process.
 func TestErrorExitCodes(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "x.lock")
@@ -42,27 +42,27 @@ func TestErrorExitCodes(t *testing.T) {
 		{"lock held, bare", held, errs.Timeout},
 		{"lock held, wrapped as a failure", errs.Wrap(errs.Failure, held, "tasks busy"), errs.Timeout},
 	} {
-		if got := ExitCode(c.err); got != c.want {
-			t.Errorf("%s: ExitCode(%v) = %d, want %d", c.name, c.err, got, c.want)
+		if got := exitCode(c.err); got != c.want {
+			t.Errorf("%s: exitCode(%v) = %d, want %d", c.name, c.err, got, c.want)
 		}
 	}
 }
 
-// tree is a small command tree with the conventions applied.
-func tree() *cobra.Command {
+// testTree is a small command tree with the conventions applied.
+func testTree() *cobra.Command {
 	root := &cobra.Command{Use: "hobbs", SilenceErrors: true, SilenceUsage: true}
 	root.PersistentFlags().String("instance", "", "")
 	mem := &cobra.Command{Use: "memory"}
-	list := &cobra.Command{Use: "list", Args: UsageArgs(cobra.NoArgs), RunE: func(*cobra.Command, []string) error { return nil }}
+	list := &cobra.Command{Use: "list", Args: usageArgs(cobra.NoArgs), RunE: func(*cobra.Command, []string) error { return nil }}
 	list.Flags().Bool("json", false, "")
 	mem.AddCommand(list, &cobra.Command{Use: "lint", RunE: func(*cobra.Command, []string) error { return nil }})
 	root.AddCommand(mem)
-	Setup(root)
+	setupTree(root)
 	return root
 }
 
-func run(args ...string) (string, int) {
-	root := tree()
+func runTree(args ...string) (string, int) {
+	root := testTree()
 	var out bytes.Buffer
 	root.SetArgs(args)
 	root.SetOut(&out)
@@ -71,8 +71,8 @@ func run(args ...string) (string, int) {
 	if err == nil {
 		return out.String(), 0
 	}
-	Report(&out, root, args, err, errs.Hint)
-	return out.String(), ExitCode(err)
+	report(&out, root, args, err, errs.Hint)
+	return out.String(), exitCode(err)
 }
 
 // Unknown commands, at the root or in a group, and unknown flags: exit 2,
@@ -90,19 +90,31 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 		{[]string{"memory", "list", "--zzzzzz"}, "hobbs: unknown flag: --zzzzzz\nhobbs: hint: see 'hobbs memory list --help'\n"},
 		{[]string{"memory", "list", "extra"}, "hobbs: unknown command \"extra\" for \"hobbs memory list\"\nhobbs: hint: see 'hobbs memory list --help'\n"},
 	} {
-		got, code := run(c.args...)
+		got, code := runTree(c.args...)
 		if code != errs.Usage || got != c.want {
 			t.Errorf("hobbs %v: exit %d\n%s\nwant exit 2\n%s", c.args, code, got, c.want)
 		}
 	}
 	// A group alone prints its help.
-	if got, code := run("memory"); code != 0 || !strings.Contains(got, "Available Commands:") {
+	if got, code := runTree("memory"); code != 0 || !strings.Contains(got, "Available Commands:") {
 		t.Errorf("hobbs memory: exit %d\n%s", code, got)
 	}
-	root := tree()
+	root := testTree()
 	mem, _, _ := root.Find([]string{"memory"})
 	list, _, _ := root.Find([]string{"memory", "list"})
-	if !IsGroup(root) || !IsGroup(mem) || IsGroup(list) {
-		t.Error("IsGroup: the root and memory are groups, list is not")
+	if !isGroup(root) || !isGroup(mem) || isGroup(list) {
+		t.Error("isGroup: the root and memory are groups, list is not")
+	}
+}
+
+func TestIsUsageMessage(t *testing.T) {
+	for msg, want := range map[string]bool{
+		`unknown flag: --frob`: true, `accepts 1 arg(s), received 2`: true, `required flag(s) "reason" not set`: true,
+		`if any flags in the group [runtime base-from-debian] are set none of the others can be; [base-from-debian runtime] were all set`: true,
+		`open /x: no such file or directory`: false,
+	} {
+		if isUsageMessage(msg) != want {
+			t.Errorf("isUsageMessage(%q) = %v", msg, !want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package vault
+package main
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// ReadSecret takes the value from the file named, else from the input, one
+// readSecret takes the value from the file named, else from the input, one
 // trailing newline removed unless raw; a terminal is asked only when the
 // input is one.
 func TestReadSecret(t *testing.T) {
@@ -28,7 +28,7 @@ func TestReadSecret(t *testing.T) {
 		{"ignored", p, false, false, "from-file"},
 		{"not a terminal\n", "", true, false, "not a terminal"}, // tty claimed, but no file to read hidden from
 	} {
-		got, err := ReadSecret(strings.NewReader(c.in), c.tty, &prompt, "tok", c.file, c.raw)
+		got, err := readSecret(strings.NewReader(c.in), c.tty, &prompt, "tok", c.file, c.raw)
 		if err != nil || string(got) != c.want {
 			t.Errorf("%+v: %q %v", c, got, err)
 		}
@@ -36,7 +36,7 @@ func TestReadSecret(t *testing.T) {
 	if prompt.Len() != 0 {
 		t.Errorf("prompted without a terminal: %q", prompt.String())
 	}
-	if _, err := ReadSecret(strings.NewReader(""), false, &prompt, "tok", filepath.Join(t.TempDir(), "missing"), false); err == nil {
+	if _, err := readSecret(strings.NewReader(""), false, &prompt, "tok", filepath.Join(t.TempDir(), "missing"), false); err == nil {
 		t.Errorf("a missing file was read")
 	}
 }
