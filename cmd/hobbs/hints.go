@@ -52,6 +52,7 @@ func fill(text string, f errs.Facts) string {
 // (hints_<domain>.go). A kind appears in exactly one (TestEveryKindHasWords).
 var hintTables = []map[errs.Kind]words{
 	vaultHints, instanceHints, configHints, taskHints, subagentHints,
+	doctorHints, engineHints,
 }
 
 // hintWords is every table merged, built once.

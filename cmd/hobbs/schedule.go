@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/schedule"
@@ -111,7 +110,7 @@ log; a due run that did not happen is flagged MISSED.`,
 			return err
 		}
 		if l.CannotFire != nil {
-			a.warn("%v (fix: %s)", l.CannotFire, errs.Hint(l.CannotFire))
+			a.warn("%v (fix: %s)", l.CannotFire, hintOf(l.CannotFire))
 		}
 		a.warnMissed(l.Rows)
 		return printTable(out, l.Rows, "no schedules ("+l.Backend+")", schedule.StatusColumns, schedule.Status.Row)

@@ -16,9 +16,9 @@ type Hint struct {
 }
 
 // Hints extracts the hints of a package's Go files: the first argument of
-// a call to a method or function named WithHint or hint (a format), the
-// Hint and Fix fields of composite literals, and the constants whose name
-// ends in Hint. A hint's text is a string literal, a sum of them, a
+// a call to a method or function named WithHint or hint (a format) or say
+// (the words of a kind of advice, cmd/hobbs/hints.go), the Hint and Fix
+// fields of composite literals, and the constants whose name ends in Hint. A hint's text is a string literal, a sum of them, a
 // constant of the package, or the format of a fmt.Sprintf among those; a
 // hint built otherwise is not found.
 func Hints(fset *token.FileSet, files []*ast.File) []Hint {
@@ -86,7 +86,7 @@ func Hints(fset *token.FileSet, files []*ast.File) []Hint {
 				case *ast.Ident:
 					name = fn.Name
 				}
-				if (name == "WithHint" || name == "hint") && len(n.Args) > 0 {
+				if (name == "WithHint" || name == "hint" || name == "say") && len(n.Args) > 0 {
 					add(n.Pos(), n.Args[0])
 				}
 			case *ast.KeyValueExpr:

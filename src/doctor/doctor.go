@@ -1,20 +1,21 @@
-// Package doctor runs health checks over an instance and its host. Checks are
-// registered by the packages that own what they check (the instance layout
-// here, vault keys in the vault package, the engine in the engine and
-// launcher packages), so adding a subsystem adds its checks without touching
-// the command.
+// Package doctor holds what hobbs doctor's checks share: the Env they look
+// at, the Result each yields, and Run, which runs a list of checks in the
+// order given. The list itself, the report's order top to bottom, is the
+// command's (cmd/hobbs/doctor.go); each check is an exported function of
+// the package that owns what it checks: the instance and its config here
+// (instance_checks.go), the policy in egress, memory, the vault, the
+// engine, the launcher's engine.version, engine.init and image, playbooks,
+// schedules.
 //
-// Each check yields results with a status (ok, warn, fail) and, for anything
-// not ok, a one-line fix. A failed check whose cause is a missing dependency
-// (docker) sets Missing so the command can exit 3.
+// Each check yields results with a status (ok, warn, fail) and, for
+// anything not ok, advice: the fix as data (a kind and its facts), which
+// the command layer words. A failed check whose cause is a missing
+// dependency (docker) sets Missing so the command can exit 3.
 package doctor
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"sort"
-	"sync"
 
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -31,13 +32,14 @@ const (
 	Fail Status = "fail"
 )
 
-// Result is one finding.
+// Result is one finding: its check's name (Run fills it), a status, a
+// message, and for anything not ok the fix as advice.
 type Result struct {
-	Check   string `json:"check"`
-	Status  Status `json:"status"`
-	Message string `json:"message"`
-	Fix     string `json:"fix,omitempty"`
-	Missing bool   `json:"missing_dependency,omitempty"`
+	Check   string
+	Status  Status
+	Message string
+	Advice  errs.Advice
+	Missing bool // a failure whose cause is a missing dependency
 }
 
 // Env is what checks look at.
@@ -48,44 +50,18 @@ type Env struct {
 	Deep      bool // run slow checks too (decrypt every vault entry…)
 }
 
-// Check is a registered check. Order sorts checks in the report (lower
-// first); Name is its stable identifier.
+// Check is one check of the report: Name is its stable identifier, Run
+// what it finds.
 type Check struct {
-	Name  string
-	Order int
-	Run   func(ctx context.Context, env *Env) []Result
+	Name string
+	Run  func(ctx context.Context, env *Env) []Result
 }
 
-var (
-	mu       sync.Mutex
-	registry []Check
-)
-
-// Register adds a check. It is meant to be called from init functions.
-func Register(c Check) {
-	mu.Lock()
-	defer mu.Unlock()
-	registry = append(registry, c)
-}
-
-// Checks returns the registered checks in report order.
-func Checks() []Check {
-	mu.Lock()
-	defer mu.Unlock()
-	out := append([]Check(nil), registry...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
-
-// Run runs every registered check in order.
-func Run(ctx context.Context, env *Env) []Result {
+// Run runs checks in the order given and returns their results in that
+// order, each named after its check.
+func Run(ctx context.Context, env *Env, checks []Check) []Result {
 	var out []Result
-	for _, c := range Checks() {
+	for _, c := range checks {
 		for _, r := range c.Run(ctx, env) {
 			if r.Check == "" {
 				r.Check = c.Name
@@ -94,20 +70,6 @@ func Run(ctx context.Context, env *Env) []Result {
 		}
 	}
 	return out
-}
-
-// WriteResults prints results for a reader, a line each: status (in its
-// colour on a terminal), check and message in columns, and under anything
-// not ok its fix.
-func WriteResults(w io.Writer, rs []Result) error {
-	for _, r := range rs {
-		style.Fprint(w, map[Status]style.Kind{OK: style.OK, Warn: style.Warn, Fail: style.Fail}[r.Status], fmt.Sprintf("%-4s", r.Status))
-		fmt.Fprintf(w, "  %-22s %s\n", r.Check, r.Message)
-		if r.Fix != "" && r.Status != OK {
-			fmt.Fprintf(w, "      %-22s fix: %s\n", "", r.Fix)
-		}
-	}
-	return nil
 }
 
 // Summary counts results by status and reports whether every failure (at

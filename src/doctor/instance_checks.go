@@ -10,28 +10,36 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
-func init() {
-	Register(Check{Name: "instance.layout", Order: 10, Run: checkLayout})
-	Register(Check{Name: "instance.files", Order: 15, Run: checkFiles})
-	Register(Check{Name: "instance.foundation", Order: 16, Run: checkFoundation})
-	Register(Check{Name: "instance.permissions", Order: 20, Run: checkPermissions})
-	Register(Check{Name: "instance.quarantine", Order: 17, Run: checkQuarantine})
-	Register(Check{Name: "config", Order: 30, Run: checkConfig})
-}
+// The kinds of advice the instance's checks give; cmd/hobbs words them
+// (hints_doctor.go). Facts: path (a path on the host), mode (a file mode,
+// 0700).
+const (
+	NoInstance           errs.Kind = "doctor.no-instance"
+	LayoutIncomplete     errs.Kind = "doctor.layout-incomplete"
+	FoundationUnreadable errs.Kind = "doctor.foundation-unreadable"
+	FoundationTemplate   errs.Kind = "doctor.foundation-template"
+	UntrustedEntries     errs.Kind = "doctor.untrusted-entries"
+	UnreadablePaths      errs.Kind = "doctor.unreadable-paths"
+	QuarantineUnreadable errs.Kind = "doctor.quarantine-unreadable"
+	QuarantineHolds      errs.Kind = "doctor.quarantine-holds"
+	ModeTooOpen          errs.Kind = "doctor.mode-too-open"
+	ConfigInvalid        errs.Kind = "doctor.config-invalid"
+)
 
-// checkLayout: the instance exists (a missing one is a missing dependency:
-// doctor exits 3) and every path of its layout is there, of its kind. A
-// link or special file in a layout path's place is not missing:
-// instance.files names it.
-func checkLayout(_ context.Context, env *Env) []Result {
+// InstanceLayout: the instance exists (a missing one is a missing dependency:
+// doctor exits 3) and every path of its layout is there, of its kind. A link
+// or special file in a layout path's place is not missing: instance.files
+// names it.
+func InstanceLayout(_ context.Context, env *Env) []Result {
 	if !env.Instance.Exists() {
 		return []Result{{Status: Fail, Missing: true, Message: "no Hobbs instance at " + env.Instance.Root,
-			Fix: "run: hobbs init (or point HOBBS_HOME / --instance at your instance)"}}
+			Advice: errs.NewAdvice(NoInstance)}}
 	}
 	var missing []string
 	for _, e := range instance.Layout() {
@@ -46,27 +54,27 @@ func checkLayout(_ context.Context, env *Env) []Result {
 	if len(missing) > 0 {
 		return []Result{{Status: Fail,
 			Message: fmt.Sprintf("%s: missing %s", env.Instance.Root, strings.Join(missing, ", ")),
-			Fix:     "run: hobbs init (creates only what is missing)"}}
+			Advice:  errs.NewAdvice(LayoutIncomplete)}}
 	}
 	return []Result{{Status: OK, Message: env.Instance.Root + ": layout complete"}}
 }
 
-// checkFoundation warns when foundation.md still holds only the template:
-// every session then gets the template's placeholder comments instead of
-// the user's values and goals. A missing file is instance.layout's to
-// report, a link or special file instance.files'.
-func checkFoundation(_ context.Context, env *Env) []Result {
+// InstanceFoundation warns when foundation.md still holds only the template:
+// every session then gets the template's placeholder comments instead of the
+// user's values and goals. A missing file is instance.layout's to report, a
+// link or special file instance.files'.
+func InstanceFoundation(_ context.Context, env *Env) []Result {
 	data, err := env.Instance.FS().ReadFile(env.Instance.Foundation(), instance.MaxTextFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, safefile.ErrUnsafe):
 		return nil
 	case err != nil:
-		return []Result{{Status: Fail, Message: err.Error(), Fix: "make foundation.md a readable regular file"}}
+		return []Result{{Status: Fail, Message: err.Error(), Advice: errs.NewAdvice(FoundationUnreadable)}}
 	}
 	if instance.FoundationTemplateOnly(data) {
 		return []Result{{Status: Warn,
 			Message: "foundation.md holds only the template: sessions get its placeholders, not your values and goals",
-			Fix:     "run hobbs init --foundation in a terminal, or edit " + env.Instance.Foundation()}}
+			Advice:  errs.NewAdvice(FoundationTemplate, "path", env.Instance.Foundation())}}
 	}
 	return []Result{{Status: OK, Message: "foundation.md is filled in"}}
 }
@@ -74,14 +82,14 @@ func checkFoundation(_ context.Context, env *Env) []Result {
 // maxListed bounds how many paths a result names.
 const maxListed = 20
 
-// checkFiles walks the whole instance without following links and fails on
+// InstanceFiles walks the whole instance without following links and fails on
 // anything hobbs never creates there and an agent could plant to make the
 // host follow or run it: a symbolic link, a FIFO, a socket, a device, a file
 // with the setuid or setgid bit, a .git below the root, and, outside the
-// directories the agent writes, a file with more than one hard link. Any
-// path may hold one, not only those the agent's container writes: an
-// instance may have been mounted whole into an agent's container.
-func checkFiles(_ context.Context, env *Env) []Result {
+// directories the agent writes, a file with more than one hard link. Any path
+// may hold one, not only those the agent's container writes: an instance may
+// have been mounted whole into an agent's container.
+func InstanceFiles(_ context.Context, env *Env) []Result {
 	in := env.Instance
 	var found, unreadable []string
 	err := in.FS().Walk(in.Root, func(p string, d fs.DirEntry, err error) error {
@@ -129,13 +137,12 @@ func checkFiles(_ context.Context, env *Env) []Result {
 	if len(found) > 0 {
 		out = append(out, Result{Status: Fail,
 			Message: fmt.Sprintf("%s in the instance (hobbs refuses them): %s", style.N(len(found), "untrusted entry", "untrusted entries"), capList(found)),
-			Fix: "inspect each (ls -l); an agent may have planted it: move what it points to back in place if it " +
-				"is yours, remove the entry, then run hobbs doctor again"})
+			Advice:  errs.NewAdvice(UntrustedEntries)})
 	}
 	if len(unreadable) > 0 {
 		out = append(out, Result{Status: Warn,
 			Message: fmt.Sprintf("%s could not be read: %s", style.N(len(unreadable), "path", "paths"), capList(unreadable)),
-			Fix:     "give your user read access to the instance (chmod u+rX)"})
+			Advice:  errs.NewAdvice(UnreadablePaths)})
 	}
 	if len(out) == 0 {
 		out = append(out, Result{Status: OK, Message: "no links, FIFOs, sockets, devices or setuid/setgid files"})
@@ -143,20 +150,21 @@ func checkFiles(_ context.Context, env *Env) []Result {
 	return out
 }
 
-// checkQuarantine names what a session's start or end moved out of the
+// InstanceQuarantine names what a session's start or end moved out of the
 // shares (instance.Neutralise): kept for the user to inspect, where no
 // session reaches it.
-func checkQuarantine(_ context.Context, env *Env) []Result {
+func InstanceQuarantine(_ context.Context, env *Env) []Result {
 	list, err := env.Instance.QuarantineList()
 	switch {
 	case err != nil:
-		return []Result{{Status: Warn, Message: "the quarantine could not be read: " + err.Error(), Fix: "inspect " + env.Instance.Quarantine()}}
+		return []Result{{Status: Warn, Message: "the quarantine could not be read: " + err.Error(),
+			Advice: errs.NewAdvice(QuarantineUnreadable, "path", env.Instance.Quarantine())}}
 	case len(list) == 0:
 		return []Result{{Status: OK, Message: "nothing moved out of the shares"}}
 	}
 	return []Result{{Status: Warn,
 		Message: fmt.Sprintf("%d entries a session left in the shares for host tools (a .git, an .envrc…) were moved aside: %s", len(list), capList(list)),
-		Fix:     "inspect them (never with git or direnv there: read the files), then remove " + env.Instance.Quarantine()}}
+		Advice:  errs.NewAdvice(QuarantineHolds, "path", env.Instance.Quarantine())}}
 }
 
 // inDirShare reports whether rel (slash-separated, relative to the root)
@@ -198,7 +206,9 @@ func capList(items []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxListed], ", "), len(items)-maxListed)
 }
 
-func checkPermissions(_ context.Context, env *Env) []Result {
+// InstancePermissions: the layout's private paths (vault/keys…) and every
+// key file under vault/keys are open to no one but the user.
+func InstancePermissions(_ context.Context, env *Env) []Result {
 	var out []Result
 	for _, e := range instance.Layout() {
 		if !e.Strict {
@@ -212,7 +222,7 @@ func checkPermissions(_ context.Context, env *Env) []Result {
 		if perm := fi.Mode().Perm(); perm&^e.Mode != 0 {
 			out = append(out, Result{Status: Fail,
 				Message: fmt.Sprintf("%s is %04o, must be %04o", e.Rel, perm, e.Mode),
-				Fix:     fmt.Sprintf("chmod %04o %s", e.Mode, p)})
+				Advice:  errs.NewAdvice(ModeTooOpen, "mode", fmt.Sprintf("%04o", e.Mode), "path", p)})
 		}
 	}
 	// Key material: every file under vault/keys must be private.
@@ -227,7 +237,7 @@ func checkPermissions(_ context.Context, env *Env) []Result {
 		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 			out = append(out, Result{Status: Fail,
 				Message: fmt.Sprintf("vault/keys/%s is %04o, must be 0600", d.Name(), perm),
-				Fix:     "chmod 0600 " + p})
+				Advice:  errs.NewAdvice(ModeTooOpen, "mode", "0600", "path", p)})
 		}
 	}
 	if len(out) == 0 {
@@ -236,10 +246,12 @@ func checkPermissions(_ context.Context, env *Env) []Result {
 	return out
 }
 
-func checkConfig(_ context.Context, env *Env) []Result {
+// Config: config.yaml is valid (the command loaded it into env, with its
+// error).
+func Config(_ context.Context, env *Env) []Result {
 	if env.ConfigErr != nil {
 		return []Result{{Status: Fail, Message: firstLine(env.ConfigErr.Error()),
-			Fix: "run: hobbs config validate (lists every problem with its line)"}}
+			Advice: errs.NewAdvice(ConfigInvalid)}}
 	}
 	return []Result{{Status: OK, Message: env.Instance.Rel(env.Instance.Config()) + " is valid"}}
 }

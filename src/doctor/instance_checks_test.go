@@ -16,10 +16,10 @@ import (
 
 func filesResult(t *testing.T, in instance.Instance) []Result {
 	t.Helper()
-	return checkFiles(context.Background(), &Env{Instance: in})
+	return InstanceFiles(context.Background(), &Env{Instance: in})
 }
 
-// checkFiles names every link, FIFO, socket and setuid/setgid file in the
+// InstanceFiles names every link, FIFO, socket and setuid/setgid file in the
 // instance, at most maxListed of them, and says how many more; it never
 // follows a link (a directory moved aside and linked back is one entry, its
 // contents are not walked) and never blocks on a FIFO.
@@ -60,7 +60,7 @@ func TestCheckFilesNamesPlantedEntries(t *testing.T) {
 		want = append(want, "s.sock (is a socket, not a regular file)")
 	}
 	rs := filesResult(t, in)
-	if len(rs) != 1 || rs[0].Status != Fail || !strings.Contains(rs[0].Fix, "inspect each") {
+	if len(rs) != 1 || rs[0].Status != Fail || rs[0].Advice.Kind != UntrustedEntries {
 		t.Fatalf("planted: %+v", rs)
 	}
 	for _, w := range want {
@@ -98,7 +98,7 @@ func TestCheckLayoutDoesNotFollowLinks(t *testing.T) {
 			os.WriteFile(p, nil, 0o644)
 		}
 	}
-	if rs := checkLayout(context.Background(), &Env{Instance: in}); rs[0].Status != OK {
+	if rs := InstanceLayout(context.Background(), &Env{Instance: in}); rs[0].Status != OK {
 		t.Fatalf("complete: %+v", rs)
 	}
 	moved := filepath.Join(t.TempDir(), "memory")
@@ -106,7 +106,7 @@ func TestCheckLayoutDoesNotFollowLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Symlink(moved, in.MemoryDir())
-	if rs := checkLayout(context.Background(), &Env{Instance: in}); rs[0].Status != OK {
+	if rs := InstanceLayout(context.Background(), &Env{Instance: in}); rs[0].Status != OK {
 		t.Fatalf("linked memory/: %+v", rs)
 	}
 	if rs := filesResult(t, in); rs[0].Status != Fail || !strings.Contains(rs[0].Message, "memory (is a symbolic link)") {
@@ -148,20 +148,20 @@ func TestCheckFilesGitAndHardLinks(t *testing.T) {
 	}
 }
 
-// checkFoundation warns about a template-only foundation.md, is content with
+// InstanceFoundation warns about a template-only foundation.md, is content with
 // a filled one, and leaves a missing file to instance.layout.
 func TestCheckFoundation(t *testing.T) {
 	in := instance.Instance{Root: t.TempDir()}
-	if rs := checkFoundation(context.Background(), &Env{Instance: in}); len(rs) != 0 {
+	if rs := InstanceFoundation(context.Background(), &Env{Instance: in}); len(rs) != 0 {
 		t.Errorf("missing: %+v", rs)
 	}
 	os.WriteFile(in.Foundation(), []byte("## Core Values\n\n<!-- Example: honesty -->\n"), 0o644)
-	if rs := checkFoundation(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != Warn ||
-		!strings.Contains(rs[0].Fix, "hobbs init --foundation") {
+	if rs := InstanceFoundation(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != Warn ||
+		rs[0].Advice.Kind != FoundationTemplate || rs[0].Advice.Facts["path"] != in.Foundation() {
 		t.Errorf("template-only: %+v", rs)
 	}
 	os.WriteFile(in.Foundation(), []byte("## Core Values\n\n- Honesty\n"), 0o644)
-	if rs := checkFoundation(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != OK {
+	if rs := InstanceFoundation(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != OK {
 		t.Errorf("filled: %+v", rs)
 	}
 }
@@ -170,14 +170,14 @@ func TestCheckFoundation(t *testing.T) {
 // untrusted entries of the instance.
 func TestCheckQuarantine(t *testing.T) {
 	in := instance.Instance{Root: t.TempDir()}
-	if rs := checkQuarantine(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != OK {
+	if rs := InstanceQuarantine(context.Background(), &Env{Instance: in}); len(rs) != 1 || rs[0].Status != OK {
 		t.Fatalf("empty: %+v", rs)
 	}
 	os.MkdirAll(filepath.Join(in.MemoryDir(), "notes", ".git"), 0o755)
 	if _, err := in.Neutralise("s", time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
-	rs := checkQuarantine(context.Background(), &Env{Instance: in})
+	rs := InstanceQuarantine(context.Background(), &Env{Instance: in})
 	if len(rs) != 1 || rs[0].Status != Warn || !strings.Contains(rs[0].Message, "/memory/notes/.git.quarantined") {
 		t.Fatalf("after a move: %+v", rs)
 	}

@@ -8,16 +8,17 @@ import (
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
-func init() {
-	doctor.Register(doctor.Check{Name: "policy", Order: 35, Run: checkPolicy})
-}
+// PolicyInvalid is the advice of doctor's policy check for a policy.yaml
+// that does not parse; cmd/hobbs words it (hints_doctor.go).
+const PolicyInvalid errs.Kind = "egress.policy-invalid"
 
-// checkPolicy validates the instance's policy.yaml, the file the proxy loads
-// after the image's default.
-func checkPolicy(_ context.Context, env *doctor.Env) []doctor.Result {
+// DoctorPolicy is doctor's policy check: it validates the instance's
+// policy.yaml, the file the proxy loads after the image's default.
+func DoctorPolicy(_ context.Context, env *doctor.Env) []doctor.Result {
 	path := env.Instance.Policy()
 	data, err := env.Instance.FS().ReadFile(path, instance.MaxTextFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -30,7 +31,7 @@ func checkPolicy(_ context.Context, env *doctor.Env) []doctor.Result {
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Fail,
 			Message: strings.ReplaceAll(err.Error(), "\n", "; "),
-			Fix:     "fix the lines shown (docs/egress.md has the format); the proxy refuses an invalid policy"}}
+			Advice:  errs.NewAdvice(PolicyInvalid)}}
 	}
 	return []doctor.Result{{Status: doctor.OK, Message: fmt.Sprintf("%s: valid (%s)", env.Instance.Rel(path), p.Summary())}}
 }

@@ -51,7 +51,7 @@ func TestPolicyFileLinksAndFIFOsRefused(t *testing.T) {
 	if _, err := LoadFiles(in.Policy()); !errors.Is(err, safefile.ErrUnsafe) {
 		t.Fatalf("LoadFiles through a link: %v", err)
 	}
-	rs := checkPolicy(context.Background(), &doctor.Env{Instance: in})
+	rs := DoctorPolicy(context.Background(), &doctor.Env{Instance: in})
 	if len(rs) != 1 || rs[0].Status != doctor.Fail || !strings.Contains(rs[0].Message, "is a symbolic link") {
 		t.Fatalf("doctor: %+v", rs)
 	}

@@ -43,7 +43,7 @@ func IsKnown(name string) bool {
 	return name == "docker" || name == "podman" || strings.Contains(name, "/")
 }
 
-// Path resolves the binary, or returns a Missing error with the fix: a name
+// Path resolves the binary, or returns a Missing error with advice: a name
 // Hobbs does not know is a setting to correct, a known one a CLI to
 // install.
 func (c CLI) Path() (string, error) {
@@ -54,14 +54,13 @@ func (c CLI) Path() (string, error) {
 	e := errs.Missingf("container engine CLI %q not found", c.Bin)
 	switch {
 	case !IsKnown(c.Bin):
-		return "", e.WithHint("%q is not an engine Hobbs knows: set engine: in config.yaml (or HOBBS_DOCKER) to %s, or to the CLI's path",
-			c.Bin, strings.Join(Known, " or "))
+		return "", e.Advise(UnknownEngine, "bin", c.Bin, "known", strings.Join(Known, " or "))
 	case c.IsPodman():
-		return "", e.WithHint("install podman and catatonit (Debian: sudo apt-get install podman catatonit), or set engine: docker in config.yaml")
+		return "", e.Advise(NoPodman)
 	case strings.Contains(c.Bin, "/"):
-		return "", e.WithHint("no executable at %s: correct engine: in config.yaml (or HOBBS_DOCKER)", c.Bin)
+		return "", e.Advise(NoExecutable, "bin", c.Bin)
 	}
-	return "", e.WithHint("install Docker Engine (https://docs.docker.com/engine/install/) or set engine: podman in config.yaml")
+	return "", e.Advise(NoDocker)
 }
 
 // Output runs the CLI with args and returns stdout; stderr is folded into the
@@ -159,13 +158,12 @@ func (c CLI) noInit(msg string) error {
 		}
 	}
 	return (&errs.Error{Code: errs.Missing, Msg: fmt.Sprintf("%s has no init binary for --init: %s", c.Bin, line)}).
-		WithHint("install catatonit (Debian, Ubuntu: sudo apt-get install catatonit; Fedora: sudo dnf install catatonit), " +
-			"or set init_path in containers.conf to a catatonit or tini binary; hobbs doctor checks it")
+		Advise(NoInit)
 }
 
 // UnreachableError is the error of a CLI call that could not reach the
 // engine (its daemon is not running, its socket is not there or not the
-// user's to use). It is a Missing error (exit 3) with the fix. Every later
+// user's to use). It is a Missing error (exit 3) with advice. Every later
 // call would fail the same way, so callers give up at once rather than
 // retry or clean up.
 type UnreachableError struct{ err *errs.Error }
@@ -174,31 +172,32 @@ func (u *UnreachableError) Error() string { return u.err.Error() }
 func (u *UnreachableError) Unwrap() error { return u.err }
 
 func (c CLI) unreachable(msg string) *UnreachableError {
-	e := (&errs.Error{Code: errs.Missing, Msg: fmt.Sprintf("container engine not reachable: %s: %s", c.Bin, firstLine(msg))}).
-		WithHint("%s", c.UnreachableHint())
+	e := &errs.Error{Code: errs.Missing, Msg: fmt.Sprintf("container engine not reachable: %s: %s", c.Bin, firstLine(msg)),
+		Advice: c.UnreachableAdvice()}
 	return &UnreachableError{err: e}
 }
 
-// UnreachableHint is the fix for an engine the CLI could not reach. When a
-// setting chose where the engine is (DOCKER_HOST, then DOCKER_CONTEXT or
-// the docker CLI's current context; CONTAINER_HOST for podman), the engine
-// it names is the one that did not answer, and the hint names the setting:
-// starting the local engine would not help. Otherwise it is the local
-// engine that is not running, or not the user's to use.
-func (c CLI) UnreachableHint() string {
+// UnreachableAdvice is the advice for an engine the CLI could not reach.
+// When a setting chose where the engine is (DOCKER_HOST, then
+// DOCKER_CONTEXT or the docker CLI's current context; CONTAINER_HOST for
+// podman), the engine it names is the one that did not answer, and the
+// advice names the setting: starting the local engine would not help.
+// Otherwise it is the local engine that is not running, or not the user's
+// to use.
+func (c CLI) UnreachableAdvice() errs.Advice {
 	if c.IsPodman() {
 		if h := os.Getenv("CONTAINER_HOST"); h != "" {
-			return fmt.Sprintf("CONTAINER_HOST is set (%s) and no engine answers there: correct it, or unset it to use the local podman (unset CONTAINER_HOST); podman info checks", h)
+			return errs.NewAdvice(PodmanHostUnreachable, "host", h)
 		}
-		return "check that podman answers (podman info; on macOS: podman machine start)"
+		return errs.NewAdvice(PodmanUnreachable)
 	}
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		return fmt.Sprintf("DOCKER_HOST is set (%s) and no engine answers there: correct it, or unset it to use the local engine (unset DOCKER_HOST); docker info checks", h)
+		return errs.NewAdvice(DockerHostUnreachable, "host", h)
 	}
 	if ctx := dockerContext(); ctx != "" && ctx != "default" {
-		return fmt.Sprintf("the docker context %q is in use and its engine does not answer: start that engine, or go back to the local one (docker context use default); docker context ls lists them", ctx)
+		return errs.NewAdvice(ContextUnreachable, "context", ctx)
 	}
-	return "start the engine (sudo systemctl start docker) and check you may use it (docker info)"
+	return errs.NewAdvice(DockerUnreachable)
 }
 
 // dockerContext is the docker CLI's context when DOCKER_HOST is not set:
@@ -271,21 +270,17 @@ func (c CLI) ServerVersion(ctx context.Context) (string, error) {
 		if errs.Code(err) == errs.Missing {
 			return "", err
 		}
-		return "", errs.Wrap(errs.Missing, err, "container engine not reachable").(*errs.Error).
-			WithHint("%s", c.UnreachableHint())
+		return "", &errs.Error{Code: errs.Missing, Msg: "container engine not reachable", Err: err, Advice: c.UnreachableAdvice()}
 	}
 	if v == "" {
-		return "", errs.Missingf("container engine not reachable: %s reported no server version", c.Bin).
-			WithHint("start the engine (sudo systemctl start docker)")
+		return "", errs.Missingf("container engine not reachable: %s reported no server version", c.Bin).Advise(NoServerVersion)
 	}
 	return v, nil
 }
 
-func init() {
-	doctor.Register(doctor.Check{Name: "engine", Order: 50, Run: checkEngine})
-}
-
-func checkEngine(ctx context.Context, env *doctor.Env) []doctor.Result {
+// Doctor is doctor's engine check: the engine's CLI is there and its
+// engine answers; either missing is a missing dependency (doctor exits 3).
+func Doctor(ctx context.Context, env *doctor.Env) []doctor.Result {
 	if os.Getenv("HOBBS_CONTEXT") == "container" {
 		return nil // inside the agent container there is no engine, by design
 	}
@@ -296,13 +291,13 @@ func checkEngine(ctx context.Context, env *doctor.Env) []doctor.Result {
 	c := New(bin)
 	p, err := c.Path()
 	if err != nil {
-		return []doctor.Result{{Status: doctor.Fail, Message: err.Error(), Fix: errs.Hint(err), Missing: true}}
+		return []doctor.Result{{Status: doctor.Fail, Message: err.Error(), Advice: errs.AdviceOf(err), Missing: true}}
 	}
 	v, err := c.ServerVersion(ctx)
 	if err != nil {
 		return []doctor.Result{
 			{Status: doctor.OK, Message: "engine CLI: " + p},
-			{Status: doctor.Fail, Message: firstLine(err.Error()), Fix: errs.Hint(err), Missing: true},
+			{Status: doctor.Fail, Message: firstLine(err.Error()), Advice: errs.AdviceOf(err), Missing: true},
 		}
 	}
 	return []doctor.Result{{Status: doctor.OK, Message: fmt.Sprintf("engine: %s (server %s)", p, v)}}

@@ -32,14 +32,14 @@ func TestUnreachable(t *testing.T) {
 	} {
 		c := fakeCLI(t, msg)
 		_, err := c.Output(context.Background(), "ps", "-aq")
-		if errs.Code(err) != errs.Missing || errs.Hint(err) == "" || Unreachable(err) == nil {
-			t.Errorf("%q: code %d hint %q unreachable %v", msg, errs.Code(err), errs.Hint(err), Unreachable(err) != nil)
+		if errs.Code(err) != errs.Missing || errs.AdviceOf(err).IsZero() || Unreachable(err) == nil {
+			t.Errorf("%q: code %d advice %+v unreachable %v", msg, errs.Code(err), errs.AdviceOf(err), Unreachable(err) != nil)
 		}
 		joined := errors.Join(errs.Failf("other"), err)
 		if u := Unreachable(joined); u == nil || errs.Code(u) != errs.Missing {
 			t.Errorf("%q: not found in a join", msg)
 		}
-		if _, err := c.ServerVersion(context.Background()); errs.Code(err) != errs.Missing || errs.Hint(err) == "" {
+		if _, err := c.ServerVersion(context.Background()); errs.Code(err) != errs.Missing || errs.AdviceOf(err).IsZero() {
 			t.Errorf("%q: ServerVersion: code %d %v", msg, errs.Code(err), err)
 		}
 	}
@@ -88,40 +88,41 @@ func TestNoInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.Output(context.Background(), "create", "--init", "img")
-	if errs.Code(err) != errs.Missing || !strings.Contains(errs.Hint(err), "catatonit") || IsNotFound(err) ||
+	if errs.Code(err) != errs.Missing || errs.AdviceOf(err).Kind != NoInit || IsNotFound(err) ||
 		!strings.HasSuffix(err.Error(), "--init: Error: container-init binary not found on the host: stat /usr/libexec/podman/catatonit: no such file or directory") {
-		t.Errorf("Output: code %d hint %q: %v", errs.Code(err), errs.Hint(err), err)
+		t.Errorf("Output: code %d advice %+v: %v", errs.Code(err), errs.AdviceOf(err), err)
 	}
 	err = c.Stream(context.Background(), io.Discard, nil, "run", "--init", "img")
-	if errs.Code(err) != errs.Missing || !strings.Contains(errs.Hint(err), "catatonit") {
-		t.Errorf("Stream: code %d hint %q: %v", errs.Code(err), errs.Hint(err), err)
+	if errs.Code(err) != errs.Missing || errs.AdviceOf(err).Kind != NoInit {
+		t.Errorf("Stream: code %d advice %+v: %v", errs.Code(err), errs.AdviceOf(err), err)
 	}
 }
 
-// TestPathHints: a CLI that is not there gets the hint that fits the name:
-// an unknown name is a setting to correct, never "install Docker".
-func TestPathHints(t *testing.T) {
+// TestPathAdvice: a CLI that is not there gets the advice that fits the
+// name: an unknown name is a setting to correct, never "install Docker".
+func TestPathAdvice(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	for bin, want := range map[string]string{
-		"dokcer":          "not an engine Hobbs knows",
-		"docker":          "install Docker Engine",
-		"podman":          "catatonit",
-		"/nowhere/docker": "no executable at /nowhere/docker",
+	for bin, want := range map[string]errs.Kind{
+		"dokcer":          UnknownEngine,
+		"docker":          NoDocker,
+		"podman":          NoPodman,
+		"/nowhere/docker": NoExecutable,
 	} {
 		_, err := New(bin).Path()
-		if errs.Code(err) != errs.Missing || !strings.Contains(errs.Hint(err), want) {
-			t.Errorf("%s: code %d hint %q, want %q", bin, errs.Code(err), errs.Hint(err), want)
+		if a := errs.AdviceOf(err); errs.Code(err) != errs.Missing || a.Kind != want {
+			t.Errorf("%s: code %d advice %+v, want %s", bin, errs.Code(err), a, want)
 		}
-		if bin == "dokcer" && strings.Contains(errs.Hint(err), "install") {
-			t.Errorf("%s: hint says to install: %q", bin, errs.Hint(err))
-		}
+	}
+	_, err := New("dokcer").Path()
+	if f := errs.AdviceOf(err).Facts; f["bin"] != "dokcer" || f["known"] != "docker or podman" {
+		t.Errorf("unknown engine: facts %v", f)
 	}
 }
 
-// TestUnreachableHintNamesTheSetting: when DOCKER_HOST, DOCKER_CONTEXT or
-// the CLI's current context chose the engine, the hint names it; starting
-// the local engine is the fix only when none did.
-func TestUnreachableHintNamesTheSetting(t *testing.T) {
+// TestUnreachableAdviceNamesTheSetting: when DOCKER_HOST, DOCKER_CONTEXT
+// or the CLI's current context chose the engine, the advice names it;
+// starting the local engine is the fix only when none did.
+func TestUnreachableAdviceNamesTheSetting(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("DOCKER_CONFIG", "")
@@ -129,14 +130,16 @@ func TestUnreachableHintNamesTheSetting(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "")
 	t.Setenv("CONTAINER_HOST", "")
 	docker, podman := New("docker"), New("podman")
-	local := docker.UnreachableHint()
-	if !strings.Contains(local, "sudo systemctl start docker") {
-		t.Errorf("no setting: %q", local)
+	is := func(a errs.Advice, k errs.Kind, fact, value string) bool {
+		return a.Kind == k && (fact == "" || a.Facts[fact] == value)
+	}
+	if a := docker.UnreachableAdvice(); !is(a, DockerUnreachable, "", "") {
+		t.Errorf("no setting: %+v", a)
 	}
 
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
-	if h := docker.UnreachableHint(); !strings.Contains(h, "DOCKER_HOST is set (unix:///nonexistent.sock)") || strings.Contains(h, "systemctl") {
-		t.Errorf("DOCKER_HOST: %q", h)
+	if a := docker.UnreachableAdvice(); !is(a, DockerHostUnreachable, "host", "unix:///nonexistent.sock") {
+		t.Errorf("DOCKER_HOST: %+v", a)
 	}
 	t.Setenv("DOCKER_HOST", "")
 
@@ -148,26 +151,26 @@ func TestUnreachableHintNamesTheSetting(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".docker", "config.json"), []byte(`{"auths": {}, "currentContext": "remote-box"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if h := docker.UnreachableHint(); !strings.Contains(h, `docker context "remote-box"`) || strings.Contains(h, "systemctl") {
-		t.Errorf("config.json's context: %q", h)
+	if a := docker.UnreachableAdvice(); !is(a, ContextUnreachable, "context", "remote-box") {
+		t.Errorf("config.json's context: %+v", a)
 	}
 	t.Setenv("DOCKER_CONTEXT", "other")
-	if h := docker.UnreachableHint(); !strings.Contains(h, `docker context "other"`) {
-		t.Errorf("DOCKER_CONTEXT: %q", h)
+	if a := docker.UnreachableAdvice(); !is(a, ContextUnreachable, "context", "other") {
+		t.Errorf("DOCKER_CONTEXT: %+v", a)
 	}
 	t.Setenv("DOCKER_CONTEXT", "default")
-	if h := docker.UnreachableHint(); h != local {
-		t.Errorf("the default context: %q", h)
+	if a := docker.UnreachableAdvice(); !is(a, DockerUnreachable, "", "") {
+		t.Errorf("the default context: %+v", a)
 	}
 	t.Setenv("DOCKER_CONTEXT", "")
 
 	// Podman: CONTAINER_HOST, never docker's settings or systemctl.
 	t.Setenv("DOCKER_HOST", "tcp://elsewhere:2375")
-	if h := podman.UnreachableHint(); strings.Contains(h, "DOCKER_HOST") || strings.Contains(h, "systemctl") {
-		t.Errorf("podman: %q", h)
+	if a := podman.UnreachableAdvice(); !is(a, PodmanUnreachable, "", "") {
+		t.Errorf("podman: %+v", a)
 	}
 	t.Setenv("CONTAINER_HOST", "ssh://me@box/run/podman.sock")
-	if h := podman.UnreachableHint(); !strings.Contains(h, "CONTAINER_HOST is set (ssh://me@box/run/podman.sock)") {
-		t.Errorf("CONTAINER_HOST: %q", h)
+	if a := podman.UnreachableAdvice(); !is(a, PodmanHostUnreachable, "host", "ssh://me@box/run/podman.sock") {
+		t.Errorf("CONTAINER_HOST: %+v", a)
 	}
 }

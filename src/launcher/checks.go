@@ -18,11 +18,21 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
-func init() {
-	doctor.Register(doctor.Check{Name: "engine.version", Order: 51, Run: checkVersion})
-	doctor.Register(doctor.Check{Name: "engine.init", Order: 52, Run: checkInit})
-	doctor.Register(doctor.Check{Name: "image", Order: 53, Run: checkImage})
-}
+// The kinds of advice the launcher's doctor checks and MissingBase give;
+// cmd/hobbs words them (hints_doctor.go). Facts: bin (the engine's CLI),
+// ref and image (an image), default (DefaultBase), where (a
+// containers.conf).
+const (
+	PodmanOld          errs.Kind = "launcher.podman-old"
+	DockerOld          errs.Kind = "launcher.docker-old"
+	ImageNotPulled     errs.Kind = "launcher.image-not-pulled"
+	DefaultBaseMissing errs.Kind = "launcher.default-base-missing"
+	BaseMissing        errs.Kind = "launcher.base-missing"
+	NoClaude           errs.Kind = "launcher.no-claude"
+	ClaudeUnchecked    errs.Kind = "launcher.claude-unchecked"
+	NoCatatonit        errs.Kind = "launcher.no-catatonit"
+	BadInitPath        errs.Kind = "launcher.bad-init-path"
+)
 
 func engineOf(env *doctor.Env) engine.CLI {
 	if env.Config != nil {
@@ -34,8 +44,9 @@ func engineOf(env *doctor.Env) engine.CLI {
 // MinDocker is the oldest Docker Engine hobbs is tested on.
 const MinDocker = "20.10"
 
-// checkVersion warns about engines older than what hobbs is tested on.
-func checkVersion(ctx context.Context, env *doctor.Env) []doctor.Result {
+// DoctorVersion is doctor's engine.version check: it warns about engines
+// older than what hobbs is tested on.
+func DoctorVersion(ctx context.Context, env *doctor.Env) []doctor.Result {
 	e := engineOf(env)
 	v, err := e.ServerVersion(ctx)
 	if err != nil {
@@ -43,13 +54,13 @@ func checkVersion(ctx context.Context, env *doctor.Env) []doctor.Result {
 	}
 	if e.IsPodman() {
 		if versionLess(v, "4.0") {
-			return []doctor.Result{{Status: doctor.Warn, Message: "podman " + v + " is older than 4.0", Fix: "upgrade podman"}}
+			return []doctor.Result{{Status: doctor.Warn, Message: "podman " + v + " is older than 4.0", Advice: errs.NewAdvice(PodmanOld)}}
 		}
 		return []doctor.Result{{Status: doctor.OK, Message: "podman " + v}}
 	}
 	if versionLess(v, MinDocker) {
 		return []doctor.Result{{Status: doctor.Warn, Message: fmt.Sprintf("Docker Engine %s is older than %s", v, MinDocker),
-			Fix: "upgrade Docker Engine (https://docs.docker.com/engine/install/)"}}
+			Advice: errs.NewAdvice(DockerOld)}}
 	}
 	return []doctor.Result{{Status: doctor.OK, Message: "Docker Engine " + v + " (>= " + MinDocker + ")"}}
 }
@@ -97,20 +108,17 @@ var DefaultBase = config.Default().BaseImage
 func MissingBase(e engine.CLI, ref string) *errs.Error {
 	err := errs.Missingf("runtime base image %s not found", ref)
 	if ref == DefaultBase {
-		return err.WithHint("build it once with `hobbs build --runtime` (needs the internet; with a Debian package mirror only, " +
-			"`hobbs build --base-from-debian`, without Claude Code; see docs/setup.md, \"A runtime base without the internet\"), " +
-			"or set base_image in config.yaml to an image you have")
+		return err.Advise(DefaultBaseMissing)
 	}
-	return err.WithHint("the engine has no image %s: pull it (%s pull %s) or load it (%s load), or check the name (%s images); "+
-		"a runtime base needs Node.js and Claude Code: `hobbs build --runtime` makes one as %s", ref, e.Bin, ref, e.Bin, e.Bin, DefaultBase)
+	return err.Advise(BaseMissing, "ref", ref, "bin", e.Bin, "default", DefaultBase)
 }
 
-// checkImage reports whether hobbs run will find its image: the image it
-// runs (config.yaml's image, else the default), or, for a local build, the
-// runtime base it is built from. With --deep it also runs `command -v
-// claude` in the image (or in the base a build would use): a session
-// starts Claude Code.
-func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
+// DoctorImage is doctor's image check: it reports whether hobbs run will find
+// its image: the image it runs (config.yaml's image, else the default), or,
+// for a local build, the runtime base it is built from. With --deep it also
+// runs `command -v claude` in the image (or in the base a build would use): a
+// session starts Claude Code.
+func DoctorImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 	if os.Getenv("HOBBS_CONTEXT") == "container" || env.Config == nil {
 		return nil // no engine in the agent's container; the config check reports a bad config
 	}
@@ -121,7 +129,7 @@ func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 	ref := ImageRef(env.Config.Image)
 	ok, err := imagePresent(ctx, e, ref)
 	if err != nil {
-		return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Fix: errs.Hint(err)}}
+		return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Advice: errs.AdviceOf(err)}}
 	}
 	var out []doctor.Result
 	probe := ref
@@ -130,16 +138,15 @@ func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 		out = append(out, doctor.Result{Status: doctor.OK, Message: "image " + ref + " is here"})
 	case IsRegistryRef(ref):
 		return []doctor.Result{{Status: doctor.Warn, Message: "image " + ref + " is not here: hobbs run pulls it, which needs its registry",
-			Fix: fmt.Sprintf("pull it now (%s pull %s), or build one here with hobbs build", e.Bin, ref)}}
+			Advice: errs.NewAdvice(ImageNotPulled, "bin", e.Bin, "ref", ref)}}
 	default:
 		base := env.Config.BaseImage
 		if ok, err := imagePresent(ctx, e, base); err != nil {
-			return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Fix: errs.Hint(err)}}
+			return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Advice: errs.AdviceOf(err)}}
 		} else if !ok {
-			m := MissingBase(e, base)
 			return []doctor.Result{{Status: doctor.Fail, Missing: true,
 				Message: fmt.Sprintf("image %s is not built and its runtime base %s is missing: hobbs run cannot build it", ref, base),
-				Fix:     m.Hint}}
+				Advice:  MissingBase(e, base).Advice}}
 		}
 		out = append(out, doctor.Result{Status: doctor.OK,
 			Message: fmt.Sprintf("image %s is not built yet: hobbs run (or hobbs build) builds it from %s", ref, base)})
@@ -172,7 +179,7 @@ func checkClaude(ctx context.Context, e engine.CLI, image string) doctor.Result 
 	defer cancel()
 	cmd, err := e.Command(ctx, nil, "run", "--rm", "--pull", "never", "--network", "none", "--entrypoint", "sh", image, "-c", "command -v claude")
 	if err != nil {
-		return doctor.Result{Status: doctor.Warn, Message: err.Error(), Fix: errs.Hint(err)}
+		return doctor.Result{Status: doctor.Warn, Message: err.Error(), Advice: errs.AdviceOf(err)}
 	}
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -185,15 +192,14 @@ func checkClaude(ctx context.Context, e engine.CLI, image string) doctor.Result 
 	case err == nil, errors.As(err, &ee) && ee.ExitCode() == 1:
 		return doctor.Result{Status: doctor.Fail,
 			Message: "image " + image + " has no claude on its PATH: a session cannot start Claude Code",
-			Fix: "use a runtime base with Claude Code: `hobbs build --runtime` makes " + DefaultBase +
-				" (needs the internet), or set base_image in config.yaml to one that has it; then hobbs build"}
+			Advice:  errs.NewAdvice(NoClaude, "default", DefaultBase)}
 	}
 	msg := firstLine(strings.TrimSpace(stderr.String()))
 	if msg == "" {
 		msg = err.Error()
 	}
 	return doctor.Result{Status: doctor.Warn, Message: "could not look for claude in " + image + ": " + msg,
-		Fix: "run it by hand: " + e.Bin + " run --rm --entrypoint sh " + image + " -c 'command -v claude'"}
+		Advice: errs.NewAdvice(ClaudeUnchecked, "bin", e.Bin, "image", image)}
 }
 
 // initPaths are where podman looks for its init binary (catatonit) when
@@ -201,11 +207,11 @@ func checkClaude(ctx context.Context, e engine.CLI, image string) doctor.Result 
 var initPaths = []string{"/usr/libexec/podman/catatonit", "/usr/local/libexec/podman/catatonit",
 	"/usr/local/lib/podman/catatonit", "/usr/lib/podman/catatonit"}
 
-// checkInit: every session starts its containers with --init, which podman
-// runs with catatonit, packaged apart from podman (Debian: catatonit).
-// Docker ships its own (docker-init). A remote podman's binary is on the
-// server, out of reach here.
-func checkInit(ctx context.Context, env *doctor.Env) []doctor.Result {
+// DoctorInit is doctor's engine.init check: every session starts its
+// containers with --init, which podman runs with catatonit, packaged apart
+// from podman (Debian: catatonit). Docker ships its own (docker-init). A
+// remote podman's binary is on the server, out of reach here.
+func DoctorInit(ctx context.Context, env *doctor.Env) []doctor.Result {
 	e := engineOf(env)
 	if os.Getenv("HOBBS_CONTEXT") == "container" || !e.IsPodman() || os.Getenv("CONTAINER_HOST") != "" {
 		return nil
@@ -217,12 +223,12 @@ func checkInit(ctx context.Context, env *doctor.Env) []doctor.Result {
 	if p == "" {
 		return []doctor.Result{{Status: doctor.Fail, Missing: true,
 			Message: "podman has no init binary (catatonit) for the --init every session uses: looked in " + strings.Join(initPaths, ", "),
-			Fix:     "install catatonit (Debian, Ubuntu: sudo apt-get install catatonit; Fedora: sudo dnf install catatonit), or set init_path in containers.conf"}}
+			Advice:  errs.NewAdvice(NoCatatonit)}}
 	}
 	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return []doctor.Result{{Status: doctor.Fail, Missing: true,
 			Message: fmt.Sprintf("podman's init binary %s (init_path in %s) is not an executable file", p, where),
-			Fix:     "install catatonit (Debian, Ubuntu: sudo apt-get install catatonit), or correct init_path in " + where}}
+			Advice:  errs.NewAdvice(BadInitPath, "where", where)}}
 	}
 	return []doctor.Result{{Status: doctor.OK, Message: "podman init binary: " + p}}
 }

@@ -3,22 +3,30 @@ package memory
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
-func init() {
-	doctor.Register(doctor.Check{Name: "memory", Order: 40, Run: checkMemory})
-	doctor.Register(doctor.Check{Name: "memory.context", Order: 41, Run: checkContext})
-}
+// The kinds of advice memory's doctor checks give; cmd/hobbs words them
+// (hints_doctor.go). Facts: path (foundation.md, the memory directory),
+// chars (the length to shorten to), limit (the hook's limit).
+const (
+	FoundationOverHook   errs.Kind = "memory.foundation-over-hook"
+	FoundationOverBudget errs.Kind = "memory.foundation-over-budget"
+	DirUnreadable        errs.Kind = "memory.dir-unreadable"
+	UnusableFiles        errs.Kind = "memory.unusable-files"
+)
 
-// checkContext measures foundation.md against the context budget and the
-// hook limit. Over the hook limit fails: sessions then start with a note
-// naming the file instead of the foundation itself, and the promise that the
-// foundation is in every session's context rests on the model reading it.
-// Over the budget warns: claude.md and memories get no room.
-func checkContext(_ context.Context, env *doctor.Env) []doctor.Result {
+// DoctorContext is doctor's memory.context check: it measures foundation.md
+// against the context budget and the hook limit. Over the hook limit fails:
+// sessions then start with a note naming the file instead of the foundation
+// itself, and the promise that the foundation is in every session's context
+// rests on the model reading it. Over the budget warns: claude.md and
+// memories get no room.
+func DoctorContext(_ context.Context, env *doctor.Env) []doctor.Result {
 	budget := DefaultBudget
 	if env.Config != nil && env.Config.Memory.ContextBudget > 0 {
 		budget = env.Config.Memory.ContextBudget
@@ -31,18 +39,18 @@ func checkContext(_ context.Context, env *doctor.Env) []doctor.Result {
 		return nil // instance.layout reports a missing foundation.md
 	case fit.OverHook:
 		return []doctor.Result{{Status: doctor.Fail, Message: fit.Warning(),
-			Fix: fmt.Sprintf("shorten %s to at most %d characters", fit.Path, fit.Chars-(fit.Needed-HookLimit))}}
+			Advice: errs.NewAdvice(FoundationOverHook, "path", fit.Path, "chars", strconv.Itoa(fit.Chars-(fit.Needed-HookLimit)))}}
 	case fit.OverBudget:
 		return []doctor.Result{{Status: doctor.Warn, Message: fit.Warning(),
-			Fix: fmt.Sprintf("shorten %s, or raise memory.context_budget in config.yaml (at most %d)", fit.Path, HookLimit)}}
+			Advice: errs.NewAdvice(FoundationOverBudget, "path", fit.Path, "limit", strconv.Itoa(HookLimit))}}
 	}
 	return []doctor.Result{{Status: doctor.OK, Message: fmt.Sprintf("foundation.md: %d characters, %d of the context budget of %d left for claude.md and memories",
 		fit.Chars, budget-fit.Needed, budget)}}
 }
 
-// checkMemory counts the memories through the index and warns about files
-// that do not parse or share an id.
-func checkMemory(_ context.Context, env *doctor.Env) []doctor.Result {
+// Doctor is doctor's memory check: it counts the memories through the index
+// and warns about files that do not parse or share an id.
+func Doctor(_ context.Context, env *doctor.Env) []doctor.Result {
 	if _, err := env.Instance.FS().Stat(env.Instance.MemoryDir()); err != nil {
 		if unsafe(err) {
 			return []doctor.Result{{Status: doctor.Fail, Message: err.Error()}}
@@ -52,12 +60,12 @@ func checkMemory(_ context.Context, env *doctor.Env) []doctor.Result {
 	s := &Store{In: env.Instance}
 	st, err := s.Stats()
 	if err != nil {
-		return []doctor.Result{{Status: doctor.Fail, Message: err.Error(), Fix: "check the permissions of " + env.Instance.MemoryDir()}}
+		return []doctor.Result{{Status: doctor.Fail, Message: err.Error(), Advice: errs.NewAdvice(DirUnreadable, "path", env.Instance.MemoryDir())}}
 	}
 	msg := fmt.Sprintf("%d active, %d archived (%d superseded)", st.Tiers[Active], st.Tiers[Archive], st.Status[StatusSuperseded])
 	if st.Problems > 0 {
 		return []doctor.Result{{Status: doctor.Warn, Message: fmt.Sprintf("%s; %s cannot be used", msg, style.N(st.Problems, "file", "files")),
-			Fix: "run: hobbs memory lint (then fix the files it names by hand)"}}
+			Advice: errs.NewAdvice(UnusableFiles)}}
 	}
 	return []doctor.Result{{Status: doctor.OK, Message: msg}}
 }

@@ -5,17 +5,18 @@ import (
 	"fmt"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
-func init() {
-	doctor.Register(doctor.Check{Name: "playbooks", Order: 60, Run: checkPlaybooks})
-}
+// LintProblems is the advice of doctor's playbooks check for playbooks that
+// fail lint; cmd/hobbs words it (hints_doctor.go).
+const LintProblems errs.Kind = "playbook.lint-problems"
 
-// checkPlaybooks warns about playbooks that fail lint and reports how many
-// are due for review. Problems in playbooks never fail the doctor: they are
-// the user's documents, not the system's health.
-func checkPlaybooks(_ context.Context, env *doctor.Env) []doctor.Result {
+// Doctor is doctor's playbooks check: it warns about playbooks that fail lint
+// and reports how many are due for review. Problems in playbooks never fail
+// the doctor: they are the user's documents, not the system's health.
+func Doctor(_ context.Context, env *doctor.Env) []doctor.Result {
 	s := &Store{Dir: env.Instance.Playbooks(), Root: env.Instance.FS()} // DefaultReviewEvery without a valid config
 	if env.Config != nil {
 		s.ReviewEvery = env.Config.Playbooks.ReviewEveryDays
@@ -27,7 +28,7 @@ func checkPlaybooks(_ context.Context, env *doctor.Env) []doctor.Result {
 	if len(problems) > 0 {
 		return []doctor.Result{{Status: doctor.Warn,
 			Message: fmt.Sprintf("%s in %s, first: %s", style.N(len(problems), "problem", "problems"), style.N(n, "playbook", "playbooks"), problems[0]),
-			Fix:     "run: hobbs playbook lint"}}
+			Advice:  errs.NewAdvice(LintProblems)}}
 	}
 	entries, _, _ := s.List()
 	due := 0

@@ -246,14 +246,18 @@ func writeMissedState(path string, st missedState) {
 	_ = safefile.Write(path, append(b, '\n'), 0o600)
 }
 
-func init() {
-	doctor.Register(doctor.Check{Name: "schedules", Order: 62, Run: checkSchedules})
-}
+// The kinds of advice doctor's schedules check gives of its own (a
+// scheduler that cannot fire carries CanFire's); cmd/hobbs words them
+// (hints_doctor.go). Facts: playbook (a schedule's playbook).
+const (
+	Unlistable errs.Kind = "schedule.unlistable"
+	MissedRun  errs.Kind = "schedule.missed-run"
+)
 
-// checkSchedules is the doctor's check of the user's schedules (every
-// instance's): the scheduler can fire them, and none missed a run; each
-// with its next and last run.
-func checkSchedules(_ context.Context, env *doctor.Env) []doctor.Result {
+// Doctor is doctor's schedules check of the user's schedules (every
+// instance's): the scheduler can fire them, and none missed a run; each with
+// its next and last run.
+func Doctor(_ context.Context, env *doctor.Env) []doctor.Result {
 	o := OptionsFromEnv(nil)
 	if o.InContainer {
 		return nil
@@ -267,14 +271,14 @@ func checkSchedules(_ context.Context, env *doctor.Env) []doctor.Result {
 		if errors.Is(err, fs.ErrNotExist) || notInstalled(err) {
 			return []doctor.Result{{Status: doctor.OK, Message: "no schedules (no " + b.Name() + " on this machine)"}}
 		}
-		return []doctor.Result{{Status: doctor.Warn, Message: err.Error(), Fix: "hobbs schedule list"}}
+		return []doctor.Result{{Status: doctor.Warn, Message: err.Error(), Advice: errs.NewAdvice(Unlistable)}}
 	}
 	if len(entries) == 0 {
 		return []doctor.Result{{Status: doctor.OK, Message: "no schedules (" + b.Name() + ")"}}
 	}
 	var out []doctor.Result
 	if err := CanFire(o, b.Name()); err != nil {
-		out = append(out, doctor.Result{Status: doctor.Fail, Message: fmt.Sprintf("%d schedule(s), but %v", len(entries), err), Fix: errs.Hint(err)})
+		out = append(out, doctor.Result{Status: doctor.Fail, Message: fmt.Sprintf("%d schedule(s), but %v", len(entries), err), Advice: errs.AdviceOf(err)})
 	}
 	_ = o.fill()
 	rows := WithLastRuns(entries, o.Now())
@@ -285,7 +289,7 @@ func checkSchedules(_ context.Context, env *doctor.Env) []doctor.Result {
 			last = s.LastOutcome + " " + s.LastRun
 		}
 		if s.Missed != "" {
-			out = append(out, doctor.Result{Status: doctor.Warn, Message: s.MissedLine(), Fix: strings.ReplaceAll(MissedHint, "NAME", s.Playbook)})
+			out = append(out, doctor.Result{Status: doctor.Warn, Message: s.MissedLine(), Advice: errs.NewAdvice(MissedRun, "playbook", s.Playbook)})
 			continue
 		}
 		out = append(out, doctor.Result{Status: doctor.OK, Message: fmt.Sprintf("%s %s (%s): next run %s, last run %s", s.Playbook, s.When(), s.Backend, next, last)})

@@ -7,20 +7,38 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
-func init() {
-	doctor.Register(doctor.Check{Name: "vault.keys", Order: 40, Run: checkKeys})
-	doctor.Register(doctor.Check{Name: "vault.entries", Order: 41, Run: checkEntries})
-	doctor.Register(doctor.Check{Name: "vault.mapped", Order: 42, Run: checkMapped})
-	doctor.Register(doctor.Check{Name: "vault.env", Order: 43, Run: checkEnvSecrets})
-}
+// The kinds of advice the vault's doctor checks give; cmd/hobbs words them
+// (hints_doctor.go). Facts: name and entry (a vault entry), key (the vault's
+// own recipient, or config.yaml's key that names an entry), label (the
+// recipient's label), rule (NameRule), var (a variable under env:).
+const (
+	KeysDirUnsafe        errs.Kind = "vault.keys-dir-unsafe"
+	DataDirUnsafe        errs.Kind = "vault.data-dir-unsafe"
+	DataNotPlain         errs.Kind = "vault.data-not-plain"
+	IdentityLost         errs.Kind = "vault.identity-lost"
+	KeysInContainer      errs.Kind = "vault.keys-in-container"
+	KeyNotRegular        errs.Kind = "vault.key-not-regular"
+	RecipientsUnparsable errs.Kind = "vault.recipients-unparsable"
+	SelfNotRecipient     errs.Kind = "vault.self-not-recipient"
+	RotationUnfinished   errs.Kind = "vault.rotation-unfinished"
+	StrayFiles           errs.Kind = "vault.stray-files"
+	RecordUnloadable     errs.Kind = "vault.record-unloadable"
+	EntryCorrupt         errs.Kind = "vault.entry-corrupt"
+	BindingInvalid       errs.Kind = "vault.binding-invalid"
+	MappedMissing        errs.Kind = "vault.mapped-missing"
+	MappedRemoved        errs.Kind = "vault.mapped-removed"
+	EnvSecret            errs.Kind = "vault.env-secret"
+)
 
-// checkKeys: vault/keys is private, the identity parses (unless it is
-// passphrase-protected and no passphrase is at hand), recipients.txt parses
-// and lists the identity, and no rotation is pending.
-func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
+// DoctorKeys is doctor's vault.keys check: vault/keys is private, the
+// identity parses (unless it is passphrase-protected and no passphrase is at
+// hand), recipients.txt parses and lists the identity, and no rotation is
+// pending.
+func DoctorKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 	v := Open(env.Instance)
 	v.Audit = nil
 	v.Passphrase = nil
@@ -30,7 +48,7 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 	has, err := v.exists(in.VaultIdentity())
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Fail, Message: firstLine(err.Error()),
-			Fix: "vault/ and vault/keys must be plain directories of the instance: inspect what is there, move the real vault back, then run hobbs doctor again"}}
+			Advice: errs.NewAdvice(KeysDirUnsafe)}}
 	}
 	if !has {
 		if InContainer() {
@@ -39,19 +57,19 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 		es, _, err := v.list()
 		if err != nil {
 			return []doctor.Result{{Status: doctor.Fail, Message: firstLine(err.Error()),
-				Fix: "make vault/data a plain directory (0700)"}}
+				Advice: errs.NewAdvice(DataDirUnsafe)}}
 		}
 		if len(es) > 0 {
 			return []doctor.Result{{Status: doctor.Fail,
 				Message: fmt.Sprintf("%s but no identity at %s", style.N(len(es), "vault entry", "vault entries"), v.rel(in.VaultIdentity())),
-				Fix:     "restore vault/keys/identity.txt from your backup"}}
+				Advice:  errs.NewAdvice(IdentityLost)}}
 		}
 		return []doctor.Result{{Status: doctor.OK, Message: "vault not initialised (hobbs vault init creates a key)"}}
 	}
 	if InContainer() {
 		return []doctor.Result{{Status: doctor.Fail,
 			Message: "vault/keys is visible inside the agent container: the agent could decrypt every secret",
-			Fix:     "start sessions with hobbs run, which mounts over vault/keys"}}
+			Advice:  errs.NewAdvice(KeysInContainer)}}
 	}
 	// Modes of vault/keys and its files are checked by instance.permissions;
 	// here: key files must be regular files (no links planted in their place).
@@ -59,7 +77,7 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 	for _, p := range []string{in.VaultIdentity(), in.VaultRecipients(), in.VaultIdentityNext(), in.VaultIdentityPrev()} {
 		if fi, err := in.FS().Lstat(p); err == nil && !fi.Mode().IsRegular() {
 			out = append(out, doctor.Result{Status: doctor.Fail,
-				Message: v.rel(p) + " is not a regular file", Fix: "replace it with the key file from your backup"})
+				Message: v.rel(p) + " is not a regular file", Advice: errs.NewAdvice(KeyNotRegular)})
 		}
 	}
 	self := ""
@@ -67,7 +85,7 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 	switch {
 	case err != nil:
 		out = append(out, doctor.Result{Status: doctor.Fail, Message: err.Error(),
-			Fix: "restore vault/keys/identity.txt from your backup"})
+			Advice: errs.NewAdvice(IdentityLost)})
 	case isProtected(data):
 		out = append(out, doctor.Result{Status: doctor.OK,
 			Message: "identity is passphrase-protected (not unlocked by doctor; --deep unlocks it)"})
@@ -75,7 +93,7 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 		id, err := parseIdentity(data)
 		if err != nil {
 			out = append(out, doctor.Result{Status: doctor.Fail, Message: v.rel(in.VaultIdentity()) + ": " + err.Error(),
-				Fix: "restore vault/keys/identity.txt from your backup"})
+				Advice: errs.NewAdvice(IdentityLost)})
 		} else {
 			self = id.Recipient().String()
 			out = append(out, doctor.Result{Status: doctor.OK, Message: "identity parses (" + self + ")"})
@@ -84,7 +102,7 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 	rs, err := v.readRecipients("vault recipients")
 	if err != nil {
 		out = append(out, doctor.Result{Status: doctor.Fail, Message: firstLine(err.Error()),
-			Fix: "fix the line it names by hand, or restore vault/keys/recipients.txt from your backup"})
+			Advice: errs.NewAdvice(RecipientsUnparsable)})
 	} else {
 		listed := self == "" || v.Pending() != "" // mid-rotation the old key is listed until step 4
 		for _, r := range rs {
@@ -93,33 +111,33 @@ func checkKeys(_ context.Context, env *doctor.Env) []doctor.Result {
 		if !listed {
 			out = append(out, doctor.Result{Status: doctor.Fail,
 				Message: "recipients.txt does not list the vault identity " + self,
-				Fix:     "add it back: hobbs vault recipients add " + self + " --label '" + SelfLabel + "'"})
+				Advice:  errs.NewAdvice(SelfNotRecipient, "key", self, "label", SelfLabel)})
 		} else {
 			out = append(out, doctor.Result{Status: doctor.OK, Message: fmt.Sprintf("recipients.txt parses (%s)", style.N(len(rs), "key", "keys"))})
 		}
 	}
 	if p := v.Pending(); p != "" {
 		out = append(out, doctor.Result{Status: doctor.Warn, Message: "an interrupted rotation is pending (" + p + ")",
-			Fix: "finish it: hobbs vault rotate"})
+			Advice: errs.NewAdvice(RotationUnfinished)})
 	}
 	return out
 }
 
-// checkEntries: vault/data holds only entries; with --deep every entry
-// decrypts with the keys on record.
-func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
+// DoctorEntries is doctor's vault.entries check: vault/data holds only
+// entries; with --deep every entry decrypts with the keys on record.
+func DoctorEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 	v := Open(env.Instance)
 	v.Audit = nil
 	es, ignored, err := v.list()
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Fail, Message: firstLine(err.Error()),
-			Fix: "make vault/data a plain directory (0700)"}}
+			Advice: errs.NewAdvice(DataDirUnsafe)}}
 	}
 	var out []doctor.Result
 	if len(ignored) > 0 {
 		out = append(out, doctor.Result{Status: doctor.Warn,
 			Message: "not vault entries (ignored): " + strings.Join(ignored, ", "),
-			Fix:     "move them out of vault/data; entries are NAME.age with " + NameRule})
+			Advice:  errs.NewAdvice(StrayFiles, "rule", NameRule)})
 	}
 	if !env.Deep || len(es) == 0 {
 		msg := style.N(len(es), "entry", "entries")
@@ -139,7 +157,7 @@ func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 			status = doctor.Warn
 		}
 		return append(out, doctor.Result{Status: status, Message: firstLine(err.Error()),
-			Fix: "unlock the identity on a terminal, or restore vault/keys from your backup"})
+			Advice: errs.NewAdvice(RecordUnloadable)})
 	}
 	var bad []string
 	for _, e := range es {
@@ -152,7 +170,7 @@ func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 		if err != nil {
 			bad = append(bad, e.Name)
 			out = append(out, doctor.Result{Status: doctor.Fail, Message: firstLine(err.Error()),
-				Fix: "restore vault/data/" + e.Name + ".age from a backup, or set it again"})
+				Advice: errs.NewAdvice(EntryCorrupt, "name", e.Name)})
 		}
 	}
 	if len(bad) == 0 {
@@ -161,12 +179,12 @@ func checkEntries(_ context.Context, env *doctor.Env) []doctor.Result {
 	return out
 }
 
-// checkMapped: every entry config.yaml's env: maps to a variable, or its
-// secrets: binds to hosts, is in the vault, since hobbs run refuses to start
-// a session when one is missing; a binding's hosts parse. An invalid config
-// is config's own check to report; inside the container the vault is not
-// mounted, so there is nothing to compare.
-func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
+// DoctorMapped is doctor's vault.mapped check: every entry config.yaml's env:
+// maps to a variable, or its secrets: binds to hosts, is in the vault, since
+// hobbs run refuses to start a session when one is missing; a binding's hosts
+// parse. An invalid config is config's own check to report; inside the
+// container the vault is not mounted, so there is nothing to compare.
+func DoctorMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 	if env.Config == nil || InContainer() {
 		return nil
 	}
@@ -178,7 +196,7 @@ func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
 			out = append(out, doctor.Result{Status: doctor.Fail,
 				Message: fmt.Sprintf("config.yaml secrets.%s.%v: hobbs run will fail", name, err),
-				Fix:     "hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443; in: header, path, query, body (docs/vault.md)"})
+				Advice:  errs.NewAdvice(BindingInvalid)})
 		}
 	}
 	if len(maps) == 0 {
@@ -191,7 +209,7 @@ func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 		has, err := v.exists(env.Instance.VaultEntry(entry))
 		if err != nil {
 			out = append(out, doctor.Result{Status: doctor.Fail, Message: firstLine(err.Error()),
-				Fix: "vault/ and vault/data must be plain directories of the instance"})
+				Advice: errs.NewAdvice(DataNotPlain)})
 			continue
 		}
 		if has {
@@ -201,13 +219,13 @@ func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 		if _, bound := env.Config.Secrets[name]; bound {
 			key = "secrets." + name + ".vault"
 		}
-		fix := "store it: hobbs vault set " + entry + ", or change " + key + " in config.yaml"
+		kind := MappedMissing
 		if v.wasRemoved(entry) {
-			fix += " (an earlier " + entry + " is kept encrypted in vault/removed/: move it back to vault/data/" + entry + ".age)"
+			kind = MappedRemoved
 		}
 		out = append(out, doctor.Result{Status: doctor.Fail,
 			Message: fmt.Sprintf("config.yaml maps %s to vault:%s, which is not in the vault: hobbs run will fail", name, entry),
-			Fix:     fix})
+			Advice:  errs.NewAdvice(kind, "entry", entry, "key", key)})
 	}
 	if len(out) == 0 {
 		out = append(out, doctor.Result{Status: doctor.OK,
@@ -216,11 +234,12 @@ func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 	return out
 }
 
-// checkEnvSecrets: a secret under env: enters the agent's environment,
-// where a prompt-injected agent can read it and send it to any host the
-// policy allows; bound to its hosts (secrets:) the agent holds only a
-// placeholder. Each env: secret is a warning with the binding to write.
-func checkEnvSecrets(_ context.Context, env *doctor.Env) []doctor.Result {
+// DoctorEnv is doctor's vault.env check: a secret under env: enters the
+// agent's environment, where a prompt-injected agent can read it and send it
+// to any host the policy allows; bound to its hosts (secrets:) the agent
+// holds only a placeholder. Each env: secret is a warning with the binding to
+// write.
+func DoctorEnv(_ context.Context, env *doctor.Env) []doctor.Result {
 	if env.Config == nil || InContainer() {
 		return nil
 	}
@@ -228,8 +247,7 @@ func checkEnvSecrets(_ context.Context, env *doctor.Env) []doctor.Result {
 	for _, m := range env.Config.VaultEnv() {
 		out = append(out, doctor.Result{Status: doctor.Warn,
 			Message: fmt.Sprintf("env.%s puts the value of vault:%s in the agent's environment, where the agent can send it to any allowed host", m[0], m[1]),
-			Fix: fmt.Sprintf("bind it to the hosts that need it instead (docs/vault.md): in config.yaml remove env.%s and add\n"+
-				"  secrets:\n    %s:\n      vault: %s\n      hosts: [api.example.com]", m[0], m[0], m[1])})
+			Advice:  errs.NewAdvice(EnvSecret, "var", m[0], "entry", m[1])})
 	}
 	if len(out) == 0 && len(env.Config.Secrets) > 0 {
 		out = append(out, doctor.Result{Status: doctor.OK,

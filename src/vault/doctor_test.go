@@ -9,9 +9,9 @@ import (
 	"github.com/hobbs-agent/hobbs/src/doctor"
 )
 
-// TestCheckMapped: every variable whose entry is missing fails, naming both;
+// TestDoctorMapped: every variable whose entry is missing fails, naming both;
 // an entry vault rm kept in vault/removed is pointed at; no mapping, no result.
-func TestCheckMapped(t *testing.T) {
+func TestDoctorMapped(t *testing.T) {
 	v := newTestVault(t)
 	mustSet(t, v, "present", "x")
 	mustSet(t, v, "gone", "x")
@@ -22,7 +22,7 @@ func TestCheckMapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := checkMapped(context.Background(), &doctor.Env{Instance: v.In, Config: cfg})
+	rs := DoctorMapped(context.Background(), &doctor.Env{Instance: v.In, Config: cfg})
 	if len(rs) != 2 {
 		t.Fatalf("results = %+v, want two failures", rs)
 	}
@@ -31,14 +31,14 @@ func TestCheckMapped(t *testing.T) {
 			t.Errorf("result %d = %+v, want a failure naming %q", i, rs[i], want)
 		}
 	}
-	if !strings.Contains(rs[0].Fix, "vault/removed/") || strings.Contains(rs[1].Fix, "vault/removed/") {
-		t.Errorf("only gone's fix should point at vault/removed: %q / %q", rs[0].Fix, rs[1].Fix)
+	if rs[0].Advice.Kind != MappedRemoved || rs[1].Advice.Kind != MappedMissing || rs[1].Advice.Facts["entry"] != "never" {
+		t.Errorf("only gone's fix should point at vault/removed: %+v / %+v", rs[0].Advice, rs[1].Advice)
 	}
 
-	if rs := checkMapped(context.Background(), &doctor.Env{Instance: v.In, Config: config.Default()}); len(rs) != 0 {
+	if rs := DoctorMapped(context.Background(), &doctor.Env{Instance: v.In, Config: config.Default()}); len(rs) != 0 {
 		t.Errorf("no mapping: %+v, want no result", rs)
 	}
-	if rs := checkMapped(context.Background(), &doctor.Env{Instance: v.In}); len(rs) != 0 {
+	if rs := DoctorMapped(context.Background(), &doctor.Env{Instance: v.In}); len(rs) != 0 {
 		t.Errorf("invalid config: %+v, want no result (config's check reports it)", rs)
 	}
 }
