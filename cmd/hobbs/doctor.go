@@ -36,6 +36,11 @@ that claude is on its PATH.`,
 		env := &doctor.Env{Instance: in, Deep: deep}
 		env.Config, env.ConfigErr = a.config(in)
 		results := doctor.Run(cmd.Context(), env)
+		for i, r := range results {
+			if r.Fix == "" {
+				results[i].Fix = adviceText(r.Advice)
+			}
+		}
 		err := out.print(results, func(w io.Writer) error { return doctor.WriteResults(w, results) })
 		if err != nil {
 			return err

@@ -38,6 +38,9 @@ type Result struct {
 	Message string `json:"message"`
 	Fix     string `json:"fix,omitempty"`
 	Missing bool   `json:"missing_dependency,omitempty"`
+	// Advice is the fix as data, for a check that has it from an error:
+	// the command layer words it into Fix.
+	Advice errs.Advice `json:"-"`
 }
 
 // Env is what checks look at.

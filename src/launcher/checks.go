@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/image"
 )
 
 func init() {
@@ -87,24 +87,6 @@ func versionParts(v string) []int {
 	return out
 }
 
-// DefaultBase is the runtime base `hobbs build --runtime` makes when
-// config.yaml's base_image is left as it is.
-var DefaultBase = config.Default().BaseImage
-
-// MissingBase is the error of a runtime base image the engine does not
-// have. Only the default base is one `hobbs build --runtime` makes; any
-// other name is an image to pull, load or spell right.
-func MissingBase(e engine.CLI, ref string) *errs.Error {
-	err := errs.Missingf("runtime base image %s not found", ref)
-	if ref == DefaultBase {
-		return err.WithHint("build it once with `hobbs build --runtime` (needs the internet; with a Debian package mirror only, " +
-			"`hobbs build --base-from-debian`, without Claude Code; see docs/setup.md, \"A runtime base without the internet\"), " +
-			"or set base_image in config.yaml to an image you have")
-	}
-	return err.WithHint("the engine has no image %s: pull it (%s pull %s) or load it (%s load), or check the name (%s images); "+
-		"a runtime base needs Node.js and Claude Code: `hobbs build --runtime` makes one as %s", ref, e.Bin, ref, e.Bin, e.Bin, DefaultBase)
-}
-
 // checkImage reports whether hobbs run will find its image: the image it
 // runs (config.yaml's image, else the default), or, for a local build, the
 // runtime base it is built from. With --deep it also runs `command -v
@@ -118,7 +100,7 @@ func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 	if _, err := e.ServerVersion(ctx); err != nil {
 		return nil // the engine check reports it
 	}
-	ref := ImageRef(env.Config.Image)
+	ref := image.ImageRef(env.Config.Image)
 	ok, err := imagePresent(ctx, e, ref)
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Fix: errs.Hint(err)}}
@@ -128,7 +110,7 @@ func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 	switch {
 	case ok:
 		out = append(out, doctor.Result{Status: doctor.OK, Message: "image " + ref + " is here"})
-	case IsRegistryRef(ref):
+	case image.IsRegistryRef(ref):
 		return []doctor.Result{{Status: doctor.Warn, Message: "image " + ref + " is not here: hobbs run pulls it, which needs its registry",
 			Fix: fmt.Sprintf("pull it now (%s pull %s), or build one here with hobbs build", e.Bin, ref)}}
 	default:
@@ -136,10 +118,10 @@ func checkImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 		if ok, err := imagePresent(ctx, e, base); err != nil {
 			return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Fix: errs.Hint(err)}}
 		} else if !ok {
-			m := MissingBase(e, base)
+			m := image.MissingBase(e, base)
 			return []doctor.Result{{Status: doctor.Fail, Missing: true,
 				Message: fmt.Sprintf("image %s is not built and its runtime base %s is missing: hobbs run cannot build it", ref, base),
-				Fix:     m.Hint}}
+				Advice:  m.Advice}}
 		}
 		out = append(out, doctor.Result{Status: doctor.OK,
 			Message: fmt.Sprintf("image %s is not built yet: hobbs run (or hobbs build) builds it from %s", ref, base)})
@@ -164,13 +146,13 @@ func imagePresent(ctx context.Context, e engine.CLI, ref string) (bool, error) {
 // claudeTimeout bounds the --deep check that starts a container.
 const claudeTimeout = 2 * time.Minute
 
-// checkClaude runs `command -v claude` in image (no network, nothing
+// checkClaude runs `command -v claude` in image ref (no network, nothing
 // pulled): a session's command is Claude Code. The shell's exit status 1
 // means none; the engine's own failures (125 and up) are reported as such.
-func checkClaude(ctx context.Context, e engine.CLI, image string) doctor.Result {
+func checkClaude(ctx context.Context, e engine.CLI, ref string) doctor.Result {
 	ctx, cancel := context.WithTimeout(ctx, claudeTimeout)
 	defer cancel()
-	cmd, err := e.Command(ctx, nil, "run", "--rm", "--pull", "never", "--network", "none", "--entrypoint", "sh", image, "-c", "command -v claude")
+	cmd, err := e.Command(ctx, nil, "run", "--rm", "--pull", "never", "--network", "none", "--entrypoint", "sh", ref, "-c", "command -v claude")
 	if err != nil {
 		return doctor.Result{Status: doctor.Warn, Message: err.Error(), Fix: errs.Hint(err)}
 	}
@@ -181,19 +163,19 @@ func checkClaude(ctx context.Context, e engine.CLI, image string) doctor.Result 
 	var ee *exec.ExitError
 	switch {
 	case err == nil && p != "":
-		return doctor.Result{Status: doctor.OK, Message: "claude in " + image + ": " + firstLine(p)}
+		return doctor.Result{Status: doctor.OK, Message: "claude in " + ref + ": " + firstLine(p)}
 	case err == nil, errors.As(err, &ee) && ee.ExitCode() == 1:
 		return doctor.Result{Status: doctor.Fail,
-			Message: "image " + image + " has no claude on its PATH: a session cannot start Claude Code",
-			Fix: "use a runtime base with Claude Code: `hobbs build --runtime` makes " + DefaultBase +
+			Message: "image " + ref + " has no claude on its PATH: a session cannot start Claude Code",
+			Fix: "use a runtime base with Claude Code: `hobbs build --runtime` makes " + image.DefaultBase +
 				" (needs the internet), or set base_image in config.yaml to one that has it; then hobbs build"}
 	}
 	msg := firstLine(strings.TrimSpace(stderr.String()))
 	if msg == "" {
 		msg = err.Error()
 	}
-	return doctor.Result{Status: doctor.Warn, Message: "could not look for claude in " + image + ": " + msg,
-		Fix: "run it by hand: " + e.Bin + " run --rm --entrypoint sh " + image + " -c 'command -v claude'"}
+	return doctor.Result{Status: doctor.Warn, Message: "could not look for claude in " + ref + ": " + msg,
+		Fix: "run it by hand: " + e.Bin + " run --rm --entrypoint sh " + ref + " -c 'command -v claude'"}
 }
 
 // initPaths are where podman looks for its init binary (catatonit) when

@@ -1,4 +1,4 @@
-// Package launcher builds the Hobbs image and runs sessions: the agent
+// Package launcher runs sessions: the agent
 // container behind the egress proxy sidecar. It drives the container engine
 // only through its CLI (package engine), so docker and podman both work.
 //
@@ -97,12 +97,7 @@
 //
 // # Image
 //
-// A release build of hobbs (a vX.Y.Z version set at link time) runs its
-// published image, <image repository>:<version>, pulled once when missing
-// (pull.go), whose dev.hobbs.version label must be the binary's. A
-// development build builds its own: dist/Dockerfile FROM a runtime base (a
-// build arg) on a context written from the binary's embedded assets plus a
-// static linux hobbs binary. It carries dev.hobbs.inputs, a hash of
-// everything that went in (assets, binary, base image id); Ensure rebuilds
-// only when it changes.
+// The image a session runs is package image's: Session.Prepare makes sure
+// of it (image.Ensure: used as it is, pulled or built) while the session's
+// objects are created.
 package launcher

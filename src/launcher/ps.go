@@ -116,7 +116,7 @@ func listInspected(ctx context.Context, e engine.CLI, kind string, filters ...st
 		return nil, err
 	}
 	out, err := e.Output(ctx, append(inspect, strings.Fields(ids)...)...)
-	if err != nil && !isNoSuch(err) {
+	if err != nil && !engine.IsNotFound(err) {
 		return nil, err
 	}
 	var all []inspected
