@@ -83,7 +83,10 @@
 // and `hobbs stop --all` removes every session of the instance. The Claude
 // state volume and images are kept. A stop of a session whose launcher
 // runs leaves that launcher a mark (records.go) first: it then reports the
-// session stopped (ExitStopped) rather than failed.
+// session stopped (ExitStopped) rather than failed. Listing and removing
+// an instance's sessions (hobbs ps, stop and logs, and a run's reaping of
+// leftovers: ReapOrphans) is ps.go, which uses only the labels (labels.go)
+// and the session notes (records.go), never the code that runs a session.
 //
 // Started on a terminal, `hobbs run` runs the launcher in the background
 // with a ReadyFile and starts the agent itself, attached to the terminal:
