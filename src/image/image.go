@@ -277,22 +277,6 @@ func writeContext(dir string, assets fs.FS, binary string) error {
 	return dst.Close()
 }
 
-// imageLabel returns the value of label on image ref, ok=false when the
-// image does not exist.
-func imageLabel(ctx context.Context, e engine.CLI, ref, label string) (string, bool, error) {
-	out, err := e.Output(ctx, "image", "inspect", "--format", fmt.Sprintf("{{index .Config.Labels %q}}", label), ref)
-	if err != nil {
-		if engine.IsNotFound(err) {
-			return "", false, nil
-		}
-		return "", false, err
-	}
-	if out == "<no value>" {
-		out = ""
-	}
-	return out, true, nil
-}
-
 // imageID returns the id of ref, or a Missing error naming how to get it.
 func imageID(ctx context.Context, e engine.CLI, ref string) (string, error) {
 	out, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}}", ref)
