@@ -1,13 +1,22 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
-	"github.com/hobbs-agent/hobbs/src/launcher"
 )
+
+// claudeCodeNote is what hobbs build --base-from-debian says of Claude Code
+// once the base is made.
+const claudeCodeNote = "Claude Code is not in this base: it comes only from its own registry (npm, registry.npmjs.org), " +
+	"not from Debian. Sessions start and every other tool is there (hobbs run -- COMMAND); for claude, build the base " +
+	"with hobbs build --runtime where registry-1.docker.io, deb.debian.org and registry.npmjs.org are reachable, or " +
+	"carry one over (docs/setup.md, \"A runtime base without the internet\")"
 
 func newBuildCmd(a *app) *cobra.Command {
 	var base, tag, binary string
@@ -68,18 +77,21 @@ it comes only from its own registry (npm).`,
 		if _, err := e.ServerVersion(cmd.Context()); err != nil {
 			return err
 		}
-		opt := launcher.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut, Verbose: verbose}
+		opt := image.BuildOptions{Engine: e, Assets: hobbs.Assets, Base: base, Tag: tag, Binary: binary, Progress: a.errOut, Verbose: verbose}
 		opt.Defaults(cfg, runtimeBase || fromDebian)
-		build := launcher.Build
+		build := image.Build
 		switch {
 		case runtimeBase:
-			build = launcher.BuildRuntime
+			build = image.BuildRuntime
 		case fromDebian:
-			build = launcher.BuildFromDebian
+			build = image.BuildFromDebian
 		}
 		res, err := build(cmd.Context(), opt)
 		if err != nil {
 			return err
+		}
+		if fromDebian {
+			fmt.Fprintf(a.errOut, "note: %s\n", claudeCodeNote)
 		}
 		return out.printLine(res, res.Image, nil)
 	})

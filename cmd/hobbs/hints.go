@@ -53,6 +53,7 @@ func fill(text string, f errs.Facts) string {
 var hintTables = []map[errs.Kind]words{
 	vaultHints, instanceHints, configHints, taskHints, subagentHints,
 	doctorHints, engineHints,
+	imageHints, psHints,
 }
 
 // hintWords is every table merged, built once.

@@ -64,11 +64,6 @@ var doctorHints = map[errs.Kind]words{
 	launcher.NoCatatonit:    say("install catatonit (Debian, Ubuntu: sudo apt-get install catatonit; Fedora: sudo dnf install catatonit), or set init_path in containers.conf"),
 	launcher.BadInitPath:    say("install catatonit (Debian, Ubuntu: sudo apt-get install catatonit), or correct init_path in {where}"),
 	launcher.ImageNotPulled: say("pull it now ({bin} pull {ref}), or build one here with hobbs build"),
-	launcher.DefaultBaseMissing: say("build it once with `hobbs build --runtime` (needs the internet; with a Debian package mirror only, " +
-		"`hobbs build --base-from-debian`, without Claude Code; see docs/setup.md, \"A runtime base without the internet\"), " +
-		"or set base_image in config.yaml to an image you have"),
-	launcher.BaseMissing: say("the engine has no image {ref}: pull it ({bin} pull {ref}) or load it ({bin} load), or check the name ({bin} images); " +
-		"a runtime base needs Node.js and Claude Code: `hobbs build --runtime` makes one as {default}"),
 	launcher.NoClaude: say("use a runtime base with Claude Code: `hobbs build --runtime` makes {default} " +
 		"(needs the internet), or set base_image in config.yaml to one that has it; then hobbs build"),
 	launcher.ClaudeUnchecked: say("run it by hand: {bin} run --rm --entrypoint sh {image} -c 'command -v claude'"),

@@ -20,7 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/schedule"
 	"github.com/hobbs-agent/hobbs/src/termsafe"
 )
@@ -118,7 +118,7 @@ HOBBS_HOME or --instance to choose another.`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		DisableAutoGenTag: true,
-		Version:           launcher.BuildVersion("").String(), // --version prints what hobbs version prints
+		Version:           image.BuildVersion("").String(), // --version prints what hobbs version prints
 	}
 	root.SetVersionTemplate("hobbs {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.instanceFlag, "instance", "", "instance directory (default $HOBBS_HOME or $XDG_DATA_HOME/hobbs)")

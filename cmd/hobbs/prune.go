@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/image"
 )
 
 func newPruneCmd(a *app) *cobra.Command {
@@ -38,7 +38,7 @@ container uses it; that instance's next hobbs run builds it again.`,
 		if _, err := e.ServerVersion(cmd.Context()); err != nil {
 			return err
 		}
-		res, err := launcher.Prune(cmd.Context(), e, []string{launcher.ImageRef(cfg.Image), cfg.BaseImage}, dryRun)
+		res, err := image.Prune(cmd.Context(), e, []string{image.ImageRef(cfg.Image), cfg.BaseImage}, dryRun)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/image"
 )
 
 // version is set at build time with -ldflags "-X main.version=…". A release
@@ -16,10 +16,10 @@ var version = "dev"
 
 // imageRepo is the repository release images are published under, set at
 // build time with -ldflags "-X main.imageRepo=…" (default
-// launcher.DefaultRepo).
+// image.DefaultRepo).
 var imageRepo = ""
 
-func init() { launcher.SetRelease(launcher.ReleaseVersion(version), imageRepo) }
+func init() { image.SetRelease(image.ReleaseVersion(version), imageRepo) }
 
 func newVersionCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -38,13 +38,13 @@ same without reading config.yaml.`,
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		// A config.yaml that does not load leaves the default: hobbs run
 		// reports it; the version is printed either way.
-		image := ""
+		configImage := ""
 		if in, err := a.instance(); err == nil && in.Exists() {
 			if cfg, err := a.config(in); err == nil {
-				image = cfg.Image
+				configImage = cfg.Image
 			}
 		}
-		v := launcher.BuildVersion(image)
+		v := image.BuildVersion(configImage)
 		return out.print(v, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "hobbs %s\n", v)
 			return err

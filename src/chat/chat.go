@@ -31,6 +31,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 )
@@ -43,7 +44,7 @@ type Turns struct {
 	// Policy is the instance's effective egress policy (the image's
 	// default and policy.yaml), as a session gets it.
 	Policy *egress.Policy
-	// Image is the image to run (launcher.ImageRef of config.yaml's).
+	// Image is the image to run (image.ImageRef of config.yaml's).
 	Image string
 	// Workspace is the host directory mounted as the workspace; "":
 	// config.yaml's.
@@ -227,6 +228,6 @@ func ForRunner(r launcher.Runner) (*Turns, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Turns{Instance: r.Instance, Config: r.Config, Policy: pol, Image: launcher.ImageRef(r.Config.Image),
+	return &Turns{Instance: r.Instance, Config: r.Config, Policy: pol, Image: image.ImageRef(r.Config.Image),
 		Runtime: r.Runtime(launcher.SessionOptions{})}, nil
 }

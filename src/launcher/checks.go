@@ -12,26 +12,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/image"
 )
 
-// The kinds of advice the launcher's doctor checks and MissingBase give;
-// cmd/hobbs words them (hints_doctor.go). Facts: bin (the engine's CLI),
-// ref and image (an image), default (DefaultBase), where (a
-// containers.conf).
+// The kinds of advice the launcher's doctor checks give; cmd/hobbs words
+// them (hints_doctor.go). Facts: bin (the engine's CLI), ref and image (an
+// image), default (image.DefaultBase), where (a containers.conf).
 const (
-	PodmanOld          errs.Kind = "launcher.podman-old"
-	DockerOld          errs.Kind = "launcher.docker-old"
-	ImageNotPulled     errs.Kind = "launcher.image-not-pulled"
-	DefaultBaseMissing errs.Kind = "launcher.default-base-missing"
-	BaseMissing        errs.Kind = "launcher.base-missing"
-	NoClaude           errs.Kind = "launcher.no-claude"
-	ClaudeUnchecked    errs.Kind = "launcher.claude-unchecked"
-	NoCatatonit        errs.Kind = "launcher.no-catatonit"
-	BadInitPath        errs.Kind = "launcher.bad-init-path"
+	PodmanOld       errs.Kind = "launcher.podman-old"
+	DockerOld       errs.Kind = "launcher.docker-old"
+	ImageNotPulled  errs.Kind = "launcher.image-not-pulled"
+	NoClaude        errs.Kind = "launcher.no-claude"
+	ClaudeUnchecked errs.Kind = "launcher.claude-unchecked"
+	NoCatatonit     errs.Kind = "launcher.no-catatonit"
+	BadInitPath     errs.Kind = "launcher.bad-init-path"
 )
 
 func engineOf(env *doctor.Env) engine.CLI {
@@ -98,21 +95,6 @@ func versionParts(v string) []int {
 	return out
 }
 
-// DefaultBase is the runtime base `hobbs build --runtime` makes when
-// config.yaml's base_image is left as it is.
-var DefaultBase = config.Default().BaseImage
-
-// MissingBase is the error of a runtime base image the engine does not
-// have. Only the default base is one `hobbs build --runtime` makes; any
-// other name is an image to pull, load or spell right.
-func MissingBase(e engine.CLI, ref string) *errs.Error {
-	err := errs.Missingf("runtime base image %s not found", ref)
-	if ref == DefaultBase {
-		return err.Advise(DefaultBaseMissing)
-	}
-	return err.Advise(BaseMissing, "ref", ref, "bin", e.Bin, "default", DefaultBase)
-}
-
 // DoctorImage is doctor's image check: it reports whether hobbs run will find
 // its image: the image it runs (config.yaml's image, else the default), or,
 // for a local build, the runtime base it is built from. With --deep it also
@@ -126,7 +108,7 @@ func DoctorImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 	if _, err := e.ServerVersion(ctx); err != nil {
 		return nil // the engine check reports it
 	}
-	ref := ImageRef(env.Config.Image)
+	ref := image.ImageRef(env.Config.Image)
 	ok, err := imagePresent(ctx, e, ref)
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Warn, Message: firstLine(err.Error()), Advice: errs.AdviceOf(err)}}
@@ -136,7 +118,7 @@ func DoctorImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 	switch {
 	case ok:
 		out = append(out, doctor.Result{Status: doctor.OK, Message: "image " + ref + " is here"})
-	case IsRegistryRef(ref):
+	case image.IsRegistryRef(ref):
 		return []doctor.Result{{Status: doctor.Warn, Message: "image " + ref + " is not here: hobbs run pulls it, which needs its registry",
 			Advice: errs.NewAdvice(ImageNotPulled, "bin", e.Bin, "ref", ref)}}
 	default:
@@ -146,7 +128,7 @@ func DoctorImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 		} else if !ok {
 			return []doctor.Result{{Status: doctor.Fail, Missing: true,
 				Message: fmt.Sprintf("image %s is not built and its runtime base %s is missing: hobbs run cannot build it", ref, base),
-				Advice:  MissingBase(e, base).Advice}}
+				Advice:  image.MissingBase(e, base).Advice}}
 		}
 		out = append(out, doctor.Result{Status: doctor.OK,
 			Message: fmt.Sprintf("image %s is not built yet: hobbs run (or hobbs build) builds it from %s", ref, base)})
@@ -171,13 +153,13 @@ func imagePresent(ctx context.Context, e engine.CLI, ref string) (bool, error) {
 // claudeTimeout bounds the --deep check that starts a container.
 const claudeTimeout = 2 * time.Minute
 
-// checkClaude runs `command -v claude` in image (no network, nothing
+// checkClaude runs `command -v claude` in image ref (no network, nothing
 // pulled): a session's command is Claude Code. The shell's exit status 1
 // means none; the engine's own failures (125 and up) are reported as such.
-func checkClaude(ctx context.Context, e engine.CLI, image string) doctor.Result {
+func checkClaude(ctx context.Context, e engine.CLI, ref string) doctor.Result {
 	ctx, cancel := context.WithTimeout(ctx, claudeTimeout)
 	defer cancel()
-	cmd, err := e.Command(ctx, nil, "run", "--rm", "--pull", "never", "--network", "none", "--entrypoint", "sh", image, "-c", "command -v claude")
+	cmd, err := e.Command(ctx, nil, "run", "--rm", "--pull", "never", "--network", "none", "--entrypoint", "sh", ref, "-c", "command -v claude")
 	if err != nil {
 		return doctor.Result{Status: doctor.Warn, Message: err.Error(), Advice: errs.AdviceOf(err)}
 	}
@@ -188,18 +170,18 @@ func checkClaude(ctx context.Context, e engine.CLI, image string) doctor.Result 
 	var ee *exec.ExitError
 	switch {
 	case err == nil && p != "":
-		return doctor.Result{Status: doctor.OK, Message: "claude in " + image + ": " + firstLine(p)}
+		return doctor.Result{Status: doctor.OK, Message: "claude in " + ref + ": " + firstLine(p)}
 	case err == nil, errors.As(err, &ee) && ee.ExitCode() == 1:
 		return doctor.Result{Status: doctor.Fail,
-			Message: "image " + image + " has no claude on its PATH: a session cannot start Claude Code",
-			Advice:  errs.NewAdvice(NoClaude, "default", DefaultBase)}
+			Message: "image " + ref + " has no claude on its PATH: a session cannot start Claude Code",
+			Advice:  errs.NewAdvice(NoClaude, "default", image.DefaultBase)}
 	}
 	msg := firstLine(strings.TrimSpace(stderr.String()))
 	if msg == "" {
 		msg = err.Error()
 	}
-	return doctor.Result{Status: doctor.Warn, Message: "could not look for claude in " + image + ": " + msg,
-		Advice: errs.NewAdvice(ClaudeUnchecked, "bin", e.Bin, "image", image)}
+	return doctor.Result{Status: doctor.Warn, Message: "could not look for claude in " + ref + ": " + msg,
+		Advice: errs.NewAdvice(ClaudeUnchecked, "bin", e.Bin, "image", ref)}
 }
 
 // initPaths are where podman looks for its init binary (catatonit) when

@@ -1,4 +1,4 @@
-// Package launcher builds the Hobbs image and runs sessions: the agent
+// Package launcher runs sessions: the agent
 // container behind the egress proxy sidecar. It drives the container engine
 // only through its CLI (package engine), so docker and podman both work.
 //
@@ -83,7 +83,10 @@
 // and `hobbs stop --all` removes every session of the instance. The Claude
 // state volume and images are kept. A stop of a session whose launcher
 // runs leaves that launcher a mark (records.go) first: it then reports the
-// session stopped (ExitStopped) rather than failed.
+// session stopped (ExitStopped) rather than failed. Listing and removing
+// an instance's sessions (hobbs ps, stop and logs, and a run's reaping of
+// leftovers: ReapOrphans) is ps.go, which uses only the labels (labels.go)
+// and the session notes (records.go), never the code that runs a session.
 //
 // Started on a terminal, `hobbs run` runs the launcher in the background
 // with a ReadyFile and starts the agent itself, attached to the terminal:
@@ -97,12 +100,7 @@
 //
 // # Image
 //
-// A release build of hobbs (a vX.Y.Z version set at link time) runs its
-// published image, <image repository>:<version>, pulled once when missing
-// (pull.go), whose dev.hobbs.version label must be the binary's. A
-// development build builds its own: dist/Dockerfile FROM a runtime base (a
-// build arg) on a context written from the binary's embedded assets plus a
-// static linux hobbs binary. It carries dev.hobbs.inputs, a hash of
-// everything that went in (assets, binary, base image id); Ensure rebuilds
-// only when it changes.
+// The image a session runs is package image's: Session.Prepare makes sure
+// of it (image.Ensure: used as it is, pulled or built) while the session's
+// objects are created.
 package launcher

@@ -15,6 +15,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/vault"
@@ -67,7 +68,7 @@ type Runtime struct {
 	Audit *audit.Logger
 	// Build, when set, is how the plan's image is made current while the
 	// session's objects are created (Ensure: checked, built or pulled).
-	Build *BuildOptions
+	Build *image.BuildOptions
 	// Detached and ReadyFile: see Session.
 	Detached  bool
 	ReadyFile string
@@ -153,10 +154,10 @@ func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings [
 		if rt.Build != nil {
 			engine.Tracef("run: ensure image")
 			ref := p.Image
-			if ref == DefaultImage() {
+			if ref == image.DefaultImage() {
 				ref = "" // a release's published image, or this build's
 			}
-			img, err := Ensure(ctx, ref, *rt.Build)
+			img, err := image.Ensure(ctx, ref, *rt.Build)
 			if err != nil {
 				return false, err
 			}

@@ -12,29 +12,27 @@ import (
 	"syscall"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
 // Labels on every object hobbs creates.
 const (
 	LabelSession  = "dev.hobbs.session"
-	LabelRole     = "dev.hobbs.role"
+	LabelRole     = image.LabelRole
 	LabelInstance = "dev.hobbs.instance"
 	LabelOwner    = "dev.hobbs.owner"
-	LabelInputs   = "dev.hobbs.inputs"
 	LabelWork     = "dev.hobbs.workspace"
 )
 
-// Roles (values of LabelRole).
+// Roles (values of LabelRole); those of images are package image's.
 const (
 	RoleAgent   = "agent"
 	RoleProxy   = "proxy"
 	RoleNetwork = "network"
 	RoleRun     = "run" // the session's socket volume
 	RoleClaude  = "claude-state"
-	RoleSeed    = "seed"    // a headless run's reading of the sign-in (Plan.Seed)
-	RoleImage   = "image"   // the Hobbs image (hobbs build, hobbs run)
-	RoleRuntime = "runtime" // a runtime base (hobbs build --runtime)
+	RoleSeed    = "seed" // a headless run's reading of the sign-in (Plan.Seed)
 )
 
 // Paths inside the image and the containers.
@@ -48,7 +46,6 @@ const (
 	RunDir        = "/run/hobbs"             // the socket volume, in both containers
 	ProxySocket   = RunDir + "/proxy.sock"   // where the proxy listens
 	RelayAddr     = "127.0.0.1:" + ProxyPort // the agent's relay to it (HTTP_PROXY)
-	DefaultTag    = "hobbs:local-<version>"  // what DefaultImage returns, for help texts
 	TokenUser     = "hobbs"
 	ProxyAuditRel = "logs/egress/audit.log" // the proxy's audit log, in the instance
 )

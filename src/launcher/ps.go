@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +16,17 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 )
+
+// The sessions of an instance as the engine has them: every container,
+// network and volume labelled with the instance and a session (labels.go),
+// listed (hobbs ps), removed (hobbs stop, and a run's reaping of crashed
+// sessions' leftovers: ReapOrphans) and their output shown (hobbs logs).
+// This file uses only the labels and the session notes (records.go), never
+// the code that runs a session.
+
+// NoRunningSession advises listing the sessions: the one named is not
+// running.
+const NoRunningSession errs.Kind = "launcher.no-running-session"
 
 // SessionInfo is one session as `hobbs ps` shows it.
 type SessionInfo struct {
@@ -91,7 +104,7 @@ func List(ctx context.Context, e engine.CLI, in instance.Instance) ([]SessionInf
 		s.Volumes = append(s.Volumes, v.Name)
 	}
 	out := make([]SessionInfo, 0, len(byName))
-	for _, k := range sortedKeys(byName) {
+	for _, k := range slices.Sorted(maps.Keys(byName)) {
 		s := byName[k]
 		sort.Strings(s.Containers)
 		sort.Strings(s.Networks)
@@ -116,7 +129,7 @@ func listInspected(ctx context.Context, e engine.CLI, kind string, filters ...st
 		return nil, err
 	}
 	out, err := e.Output(ctx, append(inspect, strings.Fields(ids)...)...)
-	if err != nil && !isNoSuch(err) {
+	if err != nil && !engine.IsNotFound(err) {
 		return nil, err
 	}
 	var all []inspected
@@ -176,6 +189,70 @@ func stopWhere(ctx context.Context, e engine.CLI, in instance.Instance, pick fun
 	return done, nil
 }
 
+// proxyStopTime is how long (seconds) the engine waits for a session's
+// proxy to exit after SIGTERM before it kills it, at the session's end and
+// when the session is removed. The proxy is stopped only once the
+// agent is gone, so its tunnels have no client left; it is run with a short
+// --grace (ProxyArgs) and exits well within this.
+const proxyStopTime = 5
+
+// removeSession removes every container, network and volume labelled as
+// session n.
+func removeSession(ctx context.Context, e engine.CLI, n string) error {
+	f := "label=" + LabelSession + "=" + n
+	ids, err := e.Output(ctx, "ps", "-aq", "--filter", f)
+	if err != nil {
+		return err
+	}
+	if ids != "" {
+		// Stopped first (SIGTERM): the proxy writes its last audit lines.
+		stop := append([]string{"stop", "--time", strconv.Itoa(proxyStopTime)}, strings.Fields(ids)...)
+		if _, err := e.Output(ctx, stop...); err != nil && !engine.IsNotFound(err) {
+			return err
+		}
+		if _, err := e.Output(ctx, append([]string{"rm", "-f"}, strings.Fields(ids)...)...); err != nil && !engine.IsNotFound(err) {
+			// The engine may be removing the agent itself (--rm, once
+			// stopped) and refuses a second removal meanwhile: wait until
+			// the containers are gone, or give the refusal.
+			if !containersGone(ctx, e, f) {
+				return err
+			}
+		}
+	}
+	if err := removeListed(ctx, e, "network", f); err != nil {
+		return err
+	}
+	return removeListed(ctx, e, "volume", f)
+}
+
+// removeListed removes every object of kind (network or volume) that
+// matches filter f.
+func removeListed(ctx context.Context, e engine.CLI, kind, f string) error {
+	ids, err := e.Output(ctx, kind, "ls", "-q", "--filter", f)
+	if err != nil || ids == "" {
+		return err
+	}
+	if _, err := e.Output(ctx, append([]string{kind, "rm"}, strings.Fields(ids)...)...); err != nil && !engine.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// containersGone waits (10 s at most) until no container matches filter f.
+func containersGone(ctx context.Context, e engine.CLI, f string) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left, err := e.Output(ctx, "ps", "-aq", "--filter", f)
+		if err == nil && left == "" {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // markRunning leaves a stop mark (records.go) for session s when its
 // launcher still runs, so that launcher reports a stop, not a failure.
 func markRunning(in instance.Instance, s SessionInfo) {
@@ -230,7 +307,7 @@ func FindRunning(list []SessionInfo, name string) error {
 			return nil
 		}
 	}
-	return errs.Failf("no running session %q in this instance", name).WithHint("list them with: hobbs ps")
+	return errs.Failf("no running session %q in this instance", name).Advise(NoRunningSession)
 }
 
 // EndedOutput is what the launcher of session name printed, kept after

@@ -10,6 +10,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
@@ -59,7 +60,7 @@ func (r Runner) Plan(kind Kind, grant playbook.RunSpec, trig *Trigger, planOnly 
 	if err != nil {
 		return nil, err
 	}
-	spec := RunSpec{Kind: kind, Image: ImageRef(r.Config.Image), Playbook: &grant, Policy: pol, Trigger: trig}
+	spec := RunSpec{Kind: kind, Image: image.ImageRef(r.Config.Image), Playbook: &grant, Policy: pol, Trigger: trig}
 	return PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), "", spec, r.status)
 }
 
@@ -158,7 +159,7 @@ func (r Runner) PlanSession(o SessionOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := RunSpec{Kind: KindSession, Name: o.Name, Image: ImageRef(o.Image), Command: o.Command, TTY: o.TTY, Policy: pol}
+	spec := RunSpec{Kind: KindSession, Name: o.Name, Image: image.ImageRef(o.Image), Command: o.Command, TTY: o.TTY, Policy: pol}
 	return PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), o.Workspace, spec, r.status)
 }
 
@@ -167,7 +168,7 @@ func (r Runner) PlanSession(o SessionOptions) (*Plan, error) {
 // and how to make the image current (o's base and binary, else
 // config.yaml's).
 func (r Runner) Runtime(o SessionOptions) Runtime {
-	b := BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
+	b := image.BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
 	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
 	return Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
 		Progress: r.status, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true}

@@ -573,7 +573,7 @@ func (s *Session) removeContainers(ctx context.Context) error {
 		return nil
 	}
 	_, err := s.Engine.Output(ctx, append([]string{"rm", "-f"}, ids...)...)
-	if err != nil && !isNoSuch(err) {
+	if err != nil && !engine.IsNotFound(err) {
 		return err
 	}
 	return nil
@@ -785,24 +785,18 @@ func sameID(a, b string) bool {
 }
 
 func (s *Session) rmContainer(ctx context.Context, name string) error {
-	if _, err := s.Engine.Output(ctx, "rm", "-f", name); err != nil && !isNoSuch(err) {
+	if _, err := s.Engine.Output(ctx, "rm", "-f", name); err != nil && !engine.IsNotFound(err) {
 		return err
 	}
 	return nil
 }
-
-// proxyStopTime is how long (seconds) the engine waits for the proxy to
-// exit after SIGTERM before it kills it. The proxy is stopped only once the
-// agent is gone, so its tunnels have no client left; it is run with a short
-// --grace (ProxyArgs) and exits well within this.
-const proxyStopTime = 5
 
 // stopProxy stops the proxy with SIGTERM: it closes what tunnels are left
 // and writes every audit line before it exits. `rm -f` would kill it outright
 // and lose the lines of tunnels still open or not yet written.
 func (s *Session) stopProxy(ctx context.Context) error {
 	_, err := s.Engine.Output(ctx, "stop", "--time", strconv.Itoa(proxyStopTime), ProxyName(s.Name))
-	if err != nil && !isNoSuch(err) {
+	if err != nil && !engine.IsNotFound(err) {
 		return err
 	}
 	return nil
@@ -872,7 +866,7 @@ func parallel(fs ...func() error) error {
 // startProxy starts the created proxy container.
 func (s *Session) startProxy(ctx context.Context) error {
 	if _, err := s.Engine.Output(ctx, "start", ProxyName(s.Name)); err != nil {
-		if n := s.egressNetwork(); n != "" && n != EgressNetwork(s.Name) && isNoSuch(err) &&
+		if n := s.egressNetwork(); n != "" && n != EgressNetwork(s.Name) && engine.IsNotFound(err) &&
 			strings.Contains(err.Error(), n) {
 			// The engine checks a container's network only when it starts.
 			return errs.Missingf("the egress network %s does not exist: %s", n, firstLine(err.Error())).
@@ -1110,13 +1104,13 @@ func (s *Session) cleanup() error {
 	if s.has("egress") {
 		network = spawn(func() error {
 			n := EgressNetwork(s.Name)
-			if _, err := s.Engine.Output(ctx, "network", "rm", n); err == nil || isNoSuch(err) {
+			if _, err := s.Engine.Output(ctx, "network", "rm", n); err == nil || engine.IsNotFound(err) {
 				return nil
 			}
 			if removed.wait() != nil {
 				return nil // reported below
 			}
-			if _, err := s.Engine.Output(ctx, "network", "rm", n); err != nil && !isNoSuch(err) {
+			if _, err := s.Engine.Output(ctx, "network", "rm", n); err != nil && !engine.IsNotFound(err) {
 				return err
 			}
 			return nil
@@ -1124,7 +1118,7 @@ func (s *Session) cleanup() error {
 	}
 	err := removed.wait()
 	if err == nil && s.has("run") {
-		if _, verr := s.Engine.Output(ctx, "volume", "rm", s.runVolume); verr != nil && !isNoSuch(verr) {
+		if _, verr := s.Engine.Output(ctx, "volume", "rm", s.runVolume); verr != nil && !engine.IsNotFound(verr) {
 			err = verr
 		}
 	}
@@ -1185,63 +1179,6 @@ func (s *Session) agentRemoved() bool {
 		return true
 	case <-time.After(250 * time.Millisecond):
 		return false
-	}
-}
-
-// removeSession removes every container, network and volume labelled as
-// session n.
-func removeSession(ctx context.Context, e engine.CLI, n string) error {
-	f := "label=" + LabelSession + "=" + n
-	ids, err := e.Output(ctx, "ps", "-aq", "--filter", f)
-	if err != nil {
-		return err
-	}
-	if ids != "" {
-		// Stopped first (SIGTERM): the proxy writes its last audit lines.
-		stop := append([]string{"stop", "--time", strconv.Itoa(proxyStopTime)}, strings.Fields(ids)...)
-		if _, err := e.Output(ctx, stop...); err != nil && !isNoSuch(err) {
-			return err
-		}
-		if _, err := e.Output(ctx, append([]string{"rm", "-f"}, strings.Fields(ids)...)...); err != nil && !isNoSuch(err) {
-			// The engine may be removing the agent itself (--rm, once
-			// stopped) and refuses a second removal meanwhile: wait until
-			// the containers are gone, or give the refusal.
-			if !containersGone(ctx, e, f) {
-				return err
-			}
-		}
-	}
-	if err := removeListed(ctx, e, "network", f); err != nil {
-		return err
-	}
-	return removeListed(ctx, e, "volume", f)
-}
-
-// removeListed removes every object of kind (network or volume) that
-// matches filter f.
-func removeListed(ctx context.Context, e engine.CLI, kind, f string) error {
-	ids, err := e.Output(ctx, kind, "ls", "-q", "--filter", f)
-	if err != nil || ids == "" {
-		return err
-	}
-	if _, err := e.Output(ctx, append([]string{kind, "rm"}, strings.Fields(ids)...)...); err != nil && !isNoSuch(err) {
-		return err
-	}
-	return nil
-}
-
-// containersGone waits (10 s at most) until no container matches filter f.
-func containersGone(ctx context.Context, e engine.CLI, f string) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left, err := e.Output(ctx, "ps", "-aq", "--filter", f)
-		if err == nil && left == "" {
-			return true
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 

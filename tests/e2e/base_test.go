@@ -16,12 +16,12 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/launcher"
+	hobbsimage "github.com/hobbs-agent/hobbs/src/image"
 )
 
 // makeBase builds the test base image offline, the way hobbs build
-// --base-from-debian makes a runtime base (launcher.DebianDebs and
-// launcher.ImportRootFS): Debian's busybox-static (downloaded with apt,
+// --base-from-debian makes a runtime base (hobbsimage.DebianDebs and
+// hobbsimage.ImportRootFS): Debian's busybox-static (downloaded with apt,
 // cached), with its applet links, /etc/passwd, the fake claude and
 // netprobe, imported with `docker import`. The tag carries a hash of the
 // inputs, so later runs reuse it.
@@ -31,7 +31,7 @@ func makeBase(netprobe string) (string, error) {
 		return "", err
 	}
 	get := func() ([]string, error) {
-		return launcher.DebianDebs(context.Background(), filepath.Join(cache, "debian"), []string{"busybox-static"}, io.Discard)
+		return hobbsimage.DebianDebs(context.Background(), filepath.Join(cache, "debian"), []string{"busybox-static"}, io.Discard)
 	}
 	debs, err := get()
 	if err != nil && os.Getuid() == 0 { // CI, on a machine whose package lists are empty
@@ -81,24 +81,24 @@ func makeBase(netprobe string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("busybox --list: %v", err)
 	}
-	var files []launcher.BaseFile
+	var files []hobbsimage.BaseFile
 	for _, d := range []string{"etc", "home", "root", "usr/bin", "usr/local/bin", "run", "var", "proc", "sys", "dev"} {
-		files = append(files, launcher.BaseFile{Path: d, Dir: true, Mode: 0o755})
+		files = append(files, hobbsimage.BaseFile{Path: d, Dir: true, Mode: 0o755})
 	}
-	files = append(files, launcher.BaseFile{Path: "tmp", Dir: true, Mode: 0o1777})
+	files = append(files, hobbsimage.BaseFile{Path: "tmp", Dir: true, Mode: 0o1777})
 	applets := strings.Fields(string(list))
 	sort.Strings(applets)
 	for _, a := range applets {
 		if a != "busybox" {
-			files = append(files, launcher.BaseFile{Path: "bin/" + a, Link: "busybox", Mode: 0o777})
+			files = append(files, hobbsimage.BaseFile{Path: "bin/" + a, Link: "busybox", Mode: 0o777})
 		}
 	}
 	files = append(files,
-		launcher.BaseFile{Path: "etc/passwd", Mode: 0o644, Data: []byte(passwd)},
-		launcher.BaseFile{Path: "etc/group", Mode: 0o644, Data: []byte(group)},
-		launcher.BaseFile{Path: "usr/local/bin/claude", Mode: 0o755, Data: fake},
-		launcher.BaseFile{Path: "usr/local/bin/netprobe", Mode: 0o755, Data: probe})
-	err = launcher.ImportRootFS(context.Background(), engine.New("docker"), tag, []string{deb}, files,
+		hobbsimage.BaseFile{Path: "etc/passwd", Mode: 0o644, Data: []byte(passwd)},
+		hobbsimage.BaseFile{Path: "etc/group", Mode: 0o644, Data: []byte(group)},
+		hobbsimage.BaseFile{Path: "usr/local/bin/claude", Mode: 0o755, Data: fake},
+		hobbsimage.BaseFile{Path: "usr/local/bin/netprobe", Mode: 0o755, Data: probe})
+	err = hobbsimage.ImportRootFS(context.Background(), engine.New("docker"), tag, []string{deb}, files,
 		[]string{"ENV PATH=/usr/local/bin:/usr/bin:/bin"})
 	if err != nil {
 		return "", fmt.Errorf("import the base: %v", err)

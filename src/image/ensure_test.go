@@ -1,4 +1,4 @@
-package launcher
+package image
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/engine/enginetest"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
@@ -26,7 +27,7 @@ func fakeEngine(t *testing.T, images map[string][2]string) (engine.CLI, func() [
 	for ref, v := range images {
 		table.WriteString("\t" + ref + ") id=" + v[0] + " label='" + v[1] + "';;\n")
 	}
-	return scriptEngine(t, `[ "$1 $2" = "image inspect" ] || exit 0
+	return enginetest.Script(t, `[ "$1 $2" = "image inspect" ] || exit 0
 shift 2
 fmt=
 if [ "$1" = --format ]; then fmt=$2; shift 2; fi
@@ -46,26 +47,6 @@ for ref in "$@"; do
 done
 exit $rc
 `)
-}
-
-// scriptEngine is a FAKE docker CLI: a shell script that logs each call's
-// arguments, then runs body. It returns the engine and a reader of the
-// calls so far.
-func scriptEngine(t *testing.T, body string) (engine.CLI, func() []string) {
-	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("shell script engine")
-	}
-	dir := t.TempDir()
-	log := filepath.Join(dir, "calls")
-	bin := filepath.Join(dir, "docker")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho \"$*\" >> "+log+"\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return engine.CLI{Bin: bin}, func() []string {
-		b, _ := os.ReadFile(log)
-		return strings.Split(strings.TrimSpace(string(b)), "\n")
-	}
 }
 
 // staticELF writes the smallest file checkBinary takes for a static linux

@@ -1,4 +1,4 @@
-package launcher
+package image
 
 import (
 	"errors"
@@ -11,10 +11,9 @@ import (
 )
 
 // TestMain keeps what the package's tests write to the state and cache
-// directories (build logs, session notes, binary digests) out of the
-// user's.
+// directories (build logs, binary digests) out of the user's.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hobbs-launcher-test-")
+	dir, err := os.MkdirTemp("", "hobbs-image-test-")
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package launcher
+package image
 
 import (
 	"context"
@@ -13,10 +13,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
-// offlineHint is the hint of a runtime base build that failed: it needs the
-// internet, and docs/setup.md says how to get a base without it.
-const offlineHint = "building the runtime base needs the internet (Debian's image and packages, npm); with only a Debian package mirror, hobbs build --base-from-debian makes one without Claude Code; offline, load a base image saved elsewhere (docker save / docker load) or point base_image in config.yaml at a local image with Node.js and Claude Code: see docs/setup.md, \"A runtime base without the internet\""
-
 // onlineHosts are the hosts dist/Dockerfile.runtime downloads from, with
 // the ports it uses.
 var onlineHosts = []string{"registry-1.docker.io:443", "deb.debian.org:80", "registry.npmjs.org:443"}
@@ -24,7 +20,7 @@ var onlineHosts = []string{"registry-1.docker.io:443", "deb.debian.org:80", "reg
 // onlineTimeout bounds the check of each host.
 const onlineTimeout = 3 * time.Second
 
-// checkOnline fails at once, with the offline hint, when this machine
+// checkOnline fails at once, advising Offline, when this machine
 // cannot open a connection to the hosts the runtime base is built from:
 // the build would otherwise fail later with the registry's or apt's raw
 // error. It checks only a local engine reached without a proxy: a remote
@@ -50,7 +46,7 @@ func checkOnline(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return &errs.Error{Code: errs.Interrupted, Msg: "hobbs build --runtime: interrupted"}
 			}
-			return errs.Failf("no internet for the runtime base: %v", err).WithHint("%s", offlineHint)
+			return errs.Failf("no internet for the runtime base: %v", err).Advise(Offline)
 		}
 	}
 	return nil

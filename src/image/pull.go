@@ -1,4 +1,4 @@
-package launcher
+package image
 
 import (
 	"context"
@@ -118,7 +118,7 @@ func pull(ctx context.Context, opt BuildOptions, ref string, published bool) err
 	}
 	if published && isNotPublishedMsg(msg) {
 		return (&errs.Error{Code: errs.Missing, Msg: fmt.Sprintf("%s is not in the registry", ref), Err: err}).
-			WithHint("%s", waysOut(ref))
+			Advise(CannotGetPublished, "image", ref)
 	}
 	return err
 }
@@ -127,16 +127,9 @@ func pull(ctx context.Context, opt BuildOptions, ref string, published bool) err
 func registryError(ref, host, why string, published bool) error {
 	e := errs.Missingf("registry %s not reachable, so %s cannot be pulled: %s", host, ref, why)
 	if published {
-		return e.WithHint("%s", waysOut(ref))
+		return e.Advise(CannotGetPublished, "image", ref)
 	}
-	return e.WithHint("check the network, or run an image you have with --image NAME (image in config.yaml)")
-}
-
-// waysOut is the hint of a published image this machine cannot get.
-func waysOut(ref string) string {
-	return fmt.Sprintf("build the image here instead: `hobbs build` makes %s from this binary on base_image in config.yaml "+
-		"(a runtime base you have: `hobbs build --runtime` where there is internet, or --base IMAGE), "+
-		"or run an image you already have with --image NAME (image in config.yaml); see docs/setup.md, \"Without the registry\"", ref)
+	return e.Advise(RegistryUnreachable)
 }
 
 // registryHost is the registry ref is pulled from (Docker Hub for a name
@@ -187,19 +180,19 @@ func matchVersion(ref, have string, published bool) error {
 			return nil
 		}
 		return errs.Failf("image %s carries no hobbs version (label %s); this hobbs is %s", ref, LabelVersion, want).
-			WithHint("it is not the published image of this version: remove it (docker image rm %s) and run again to pull it, or build it from this binary with `hobbs build`", ref)
+			Advise(Unversioned, "image", ref)
 	}
 	e := errs.Failf("image %s is hobbs %s, this hobbs is %s: the two must be the same version", ref, have, want)
 	own := release.repo + ":" + want
 	switch c, ok := compareVersions(have, want); {
 	case !ok:
-		return e.WithHint("the image was built by a development hobbs (%s): rebuild it with this one (`hobbs build --tag %s`), or run %s (--image, or image in config.yaml)", have, ref, own)
+		return e.Advise(DevImage, "have", have, "image", ref, "own", own)
 	case c < 0 && published:
-		return e.WithHint("update the image: it is older than this hobbs; remove it (docker image rm %s) and run again to pull the published one, or rebuild it with `hobbs build`", ref)
+		return e.Advise(OlderPublished, "image", ref)
 	case c < 0:
-		return e.WithHint("update the image: set image in config.yaml (or --image) to %s, or leave it empty to run this hobbs's own; or install that release (%s) to match the image", own, have)
+		return e.Advise(OlderImage, "own", own, "have", have)
 	default:
-		return e.WithHint("update hobbs: the image is newer; install its release %s (docs/setup.md, \"Install\"), or run %s (--image, or image in config.yaml)", have, own)
+		return e.Advise(NewerImage, "have", have, "own", own)
 	}
 }
 

@@ -1,8 +1,7 @@
-package launcher
+package image
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/engine/enginetest"
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
@@ -52,15 +52,14 @@ func TestBuildRuntimeOffline(t *testing.T) {
 	t.Cleanup(func() { onlineHosts = saved })
 	onlineHosts = []string{closed}
 
-	e, calls := scriptEngine(t, "exit 0")
+	e, calls := enginetest.Script(t, "exit 0")
 	start := time.Now()
 	_, err := BuildRuntime(context.Background(), BuildOptions{Engine: e, Base: "hobbs-runtime:latest", Progress: os.Stderr})
 	if err == nil {
 		t.Fatal("built without the internet")
 	}
-	var e2 *errs.Error
-	if !errors.As(err, &e2) || !strings.Contains(e2.Hint, "A runtime base without the internet") {
-		t.Fatalf("err %v without the offline hint", err)
+	if errs.AdviceOf(err).Kind != Offline {
+		t.Fatalf("err %v without the offline advice", err)
 	}
 	if d := time.Since(start); d > 2*onlineTimeout {
 		t.Errorf("took %v", d)

@@ -1,4 +1,4 @@
-package launcher
+package image
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/engine/enginetest"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"golang.org/x/sys/unix"
 )
@@ -97,7 +98,7 @@ func registryEngine(t *testing.T, ref, label string, present bool) (engine.CLI, 
 			t.Fatal(err)
 		}
 	}
-	return scriptEngine(t, `case "$1" in
+	return enginetest.Script(t, `case "$1" in
 pull) echo "v: Pulling from hobbs"; touch '`+state+`'; exit 0;;
 image)
 	for a; do last=$a; done
@@ -161,17 +162,20 @@ func TestEnsurePublished(t *testing.T) {
 		t.Errorf("pulled %d times, want once: %q", n, calls())
 	}
 
-	for _, c := range []struct{ label, want, hint string }{
-		{"v1.2.2", "is hobbs v1.2.2, this hobbs is v1.2.3", "update the image"},
-		{"v1.3.0", "is hobbs v1.3.0, this hobbs is v1.2.3", "update hobbs"},
-		{"e1abc6f-dirty", "is hobbs e1abc6f-dirty", "development hobbs"},
-		{"", "carries no hobbs version", "not the published image"},
+	for _, c := range []struct {
+		label, want string
+		advice      errs.Kind
+	}{
+		{"v1.2.2", "is hobbs v1.2.2, this hobbs is v1.2.3", OlderPublished},
+		{"v1.3.0", "is hobbs v1.3.0, this hobbs is v1.2.3", NewerImage},
+		{"e1abc6f-dirty", "is hobbs e1abc6f-dirty", DevImage},
+		{"", "carries no hobbs version", Unversioned},
 	} {
 		e, calls := registryEngine(t, ref, c.label, true)
 		_, err := Ensure(context.Background(), "", BuildOptions{Engine: e, Progress: io.Discard})
 		var he *errs.Error
-		if !errors.As(err, &he) || !strings.Contains(he.Msg, c.want) || !strings.Contains(he.Hint, c.hint) {
-			t.Errorf("label %q: %v (hint %q), want %q / %q", c.label, err, errs.Hint(err), c.want, c.hint)
+		if !errors.As(err, &he) || !strings.Contains(he.Msg, c.want) || errs.AdviceOf(err).Kind != c.advice {
+			t.Errorf("label %q: %v (advice %v), want %q / %s", c.label, err, errs.AdviceOf(err), c.want, c.advice)
 		}
 		if count(calls(), "pull") != 0 {
 			t.Errorf("label %q: pulled a present image", c.label)
@@ -184,8 +188,8 @@ func TestEnsurePublished(t *testing.T) {
 	other := host + "/mine:1"
 	e, _ = registryEngine(t, other, "v1.2.2", true)
 	_, err = Ensure(context.Background(), other, BuildOptions{Engine: e, Progress: io.Discard})
-	if !strings.Contains(errs.Hint(err), "set image in config.yaml (or --image) to "+ref) {
-		t.Errorf("named image of an older version: %v (hint %q)", err, errs.Hint(err))
+	if a := errs.AdviceOf(err); a.Kind != OlderImage || a.Facts["own"] != ref {
+		t.Errorf("named image of an older version: %v (advice %v)", err, a)
 	}
 	e, _ = registryEngine(t, other, "", true)
 	if _, err := Ensure(context.Background(), other, BuildOptions{Engine: e, Progress: io.Discard}); err != nil {
@@ -202,7 +206,7 @@ func TestEnsurePublished(t *testing.T) {
 
 // TestEnsurePublishedUnreachable: a registry that refuses connections or
 // accepts them and never answers fails the run within registryTimeout,
-// exit 3, with the ways out (hobbs build, --image, base_image) and without
+// exit 3, with the ways out (CannotGetPublished) and without
 // a pull or a build.
 func TestEnsurePublishedUnreachable(t *testing.T) {
 	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "DOCKER_HOST"} {
@@ -228,10 +232,8 @@ func TestEnsurePublishedUnreachable(t *testing.T) {
 		if errs.Code(err) != errs.Missing || !strings.Contains(err.Error(), "registry "+host+" not reachable") {
 			t.Errorf("%s: %v (exit %d), want exit 3 naming the registry", name, err, errs.Code(err))
 		}
-		for _, way := range []string{"hobbs build", "--image", "base_image"} {
-			if !strings.Contains(errs.Hint(err), way) {
-				t.Errorf("%s: hint %q does not name %s", name, errs.Hint(err), way)
-			}
+		if a := errs.AdviceOf(err); a.Kind != CannotGetPublished || a.Facts["image"] != host+"/hobbs:v1.2.3" {
+			t.Errorf("%s: advice %v, want the ways out (%s)", name, a, CannotGetPublished)
 		}
 		if d > registryTimeout+time.Second {
 			t.Errorf("%s: took %v", name, d)
@@ -255,10 +257,10 @@ func TestPullErrors(t *testing.T) {
 		{"Error response from daemon: Get \"https://" + host + "/v2/\": dial tcp " + host + ": connect: connection refused", "not reachable"},
 		{"Error response from daemon: manifest for " + ref + " not found: manifest unknown: manifest unknown", "is not in the registry"},
 	} {
-		e, _ := scriptEngine(t, `echo '`+c.says+`' >&2; exit 1`)
+		e, _ := enginetest.Script(t, `echo '`+c.says+`' >&2; exit 1`)
 		err := pull(context.Background(), BuildOptions{Engine: e, Progress: io.Discard}, ref, true)
-		if errs.Code(err) != errs.Missing || !strings.Contains(err.Error(), c.want) || !strings.Contains(errs.Hint(err), "hobbs build") {
-			t.Errorf("pull saying %q: %v (hint %q)", c.says, err, errs.Hint(err))
+		if errs.Code(err) != errs.Missing || !strings.Contains(err.Error(), c.want) || errs.AdviceOf(err).Kind != CannotGetPublished {
+			t.Errorf("pull saying %q: %v (advice %v)", c.says, err, errs.AdviceOf(err))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package launcher
+package image
 
 import (
 	"archive/tar"
@@ -53,13 +53,8 @@ type DebianBaseOptions struct {
 	Progress io.Writer // status lines
 }
 
-// ClaudeCodeNote is what BuildDebianBase says of Claude Code.
-const ClaudeCodeNote = "Claude Code is not in this base: it comes only from its own registry (npm, registry.npmjs.org), " +
-	"not from Debian. Sessions start and every other tool is there (hobbs run -- COMMAND); for claude, build the base " +
-	"with hobbs build --runtime where registry-1.docker.io, deb.debian.org and registry.npmjs.org are reachable, or " +
-	"carry one over (docs/setup.md, \"A runtime base without the internet\")"
-
-// BuildDebianBase makes the runtime base opt.Tag from Debian packages.
+// BuildDebianBase makes the runtime base opt.Tag from Debian packages. The
+// base has no Claude Code: the caller says so to the user.
 func BuildDebianBase(ctx context.Context, opt DebianBaseOptions) (*Result, error) {
 	t0 := time.Now()
 	if opt.Packages == nil {
@@ -71,7 +66,7 @@ func BuildDebianBase(ctx context.Context, opt DebianBaseOptions) (*Result, error
 	for _, tool := range []string{"apt-get", "dpkg-deb", "dpkg"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, errs.Missingf("%s not found: a base from Debian packages is made with apt and dpkg (Debian, Ubuntu)", tool).
-				WithHint("on another system, carry a runtime base over (docker save / docker load): docs/setup.md, \"A runtime base without the internet\"")
+				Advise(NoApt)
 		}
 	}
 	arch, err := debianArch(ctx)
@@ -82,7 +77,7 @@ func BuildDebianBase(ctx context.Context, opt DebianBaseOptions) (*Result, error
 		return nil, err
 	} else if ea != arch {
 		return nil, errs.Usagef("this machine's packages are for %s, the engine runs %s", arch, ea).
-			WithHint("make the base on a machine of the engine's architecture, or carry one over (docker save / docker load)")
+			Advise(ArchMismatch)
 	}
 	fmt.Fprintf(opt.Progress, "resolving %s with apt (this machine's package sources)\n", style.N(len(opt.Packages), "Debian package", "Debian packages"))
 	debs, err := DebianDebs(ctx, opt.CacheDir, opt.Packages, opt.Progress)
@@ -103,7 +98,6 @@ func BuildDebianBase(ctx context.Context, opt DebianBaseOptions) (*Result, error
 	}
 	fmt.Fprintf(opt.Progress, "built runtime base %s from %s in %s\n", opt.Tag, style.N(len(debs), "Debian package", "Debian packages"),
 		time.Since(t0).Round(100*time.Millisecond))
-	fmt.Fprintf(opt.Progress, "note: %s\n", ClaudeCodeNote)
 	return &Result{Image: opt.Tag, Built: true}, nil
 }
 
@@ -151,9 +145,9 @@ func DebianDebs(ctx context.Context, cacheDir string, pkgs []string, progress io
 		if err != nil {
 			e := &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("apt-get %s: %s", args[len(args)-1], lastLines(out, 5))}
 			if bytes.Contains(out, []byte("Unable to locate package")) || bytes.Contains(out, []byte("has no installation candidate")) {
-				e.Hint = "apt does not know these packages: update its package lists (sudo apt-get update), or check this machine's sources (/etc/apt/sources.list)"
+				e.Advice = errs.NewAdvice(AptUnknownPackages)
 			} else {
-				e.Hint = "apt could not get the packages from this machine's sources; apt-get update and the sources (/etc/apt/sources.list) are where to look"
+				e.Advice = errs.NewAdvice(AptFailed)
 			}
 			return out, e
 		}

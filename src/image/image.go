@@ -1,4 +1,4 @@
-package launcher
+package image
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type BuildOptions struct {
 	Engine   engine.CLI
 	Assets   fs.FS     // the embedded tree: dist/, templates/, src/agents, src/skills, src/shell.d
 	Base     string    // runtime base image (FROM)
-	Tag      string    // image to produce; "" means DefaultTag
+	Tag      string    // image to produce; "" means DefaultImage()
 	Binary   string    // explicit binary (--binary / HOBBS_BINARY); "" = this executable
 	Progress io.Writer // build progress and status lines
 	Verbose  bool      // the builder's whole output on Progress, not a line per step
@@ -152,7 +152,7 @@ func FindBinary(explicit, arch string) (string, error) {
 		}
 	}
 	return "", errs.Missingf("no static linux/%s hobbs binary to put in the image (this one: %v)", arch, err).
-		WithHint("build one with `make build` (CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o hobbs ./cmd/hobbs) and pass --binary FILE or set %s=FILE", arch, EnvBinary)
+		Advise(NoStaticBinary, "arch", arch, "env", EnvBinary)
 }
 
 // checkBinary accepts a statically linked linux ELF executable for arch.
@@ -277,27 +277,11 @@ func writeContext(dir string, assets fs.FS, binary string) error {
 	return dst.Close()
 }
 
-// imageLabel returns the value of label on image ref, ok=false when the
-// image does not exist.
-func imageLabel(ctx context.Context, e engine.CLI, ref, label string) (string, bool, error) {
-	out, err := e.Output(ctx, "image", "inspect", "--format", fmt.Sprintf("{{index .Config.Labels %q}}", label), ref)
-	if err != nil {
-		if isNoSuch(err) {
-			return "", false, nil
-		}
-		return "", false, err
-	}
-	if out == "<no value>" {
-		out = ""
-	}
-	return out, true, nil
-}
-
 // imageID returns the id of ref, or a Missing error naming how to get it.
 func imageID(ctx context.Context, e engine.CLI, ref string) (string, error) {
 	out, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}}", ref)
 	if err != nil {
-		if isNoSuch(err) {
+		if engine.IsNotFound(err) {
 			return "", MissingBase(e, ref)
 		}
 		return "", err
@@ -305,9 +289,21 @@ func imageID(ctx context.Context, e engine.CLI, ref string) (string, error) {
 	return out, nil
 }
 
-// isNoSuch reports whether err says the engine has no such object, in
-// docker's words or podman's ("image not known").
-func isNoSuch(err error) bool { return engine.IsNotFound(err) }
+// DefaultBase is the runtime base `hobbs build --runtime` makes when
+// config.yaml's base_image is left as it is.
+var DefaultBase = config.Default().BaseImage
+
+// MissingBase is the error of a runtime base image the engine does not
+// have. Only the default base is one a runtime build makes
+// (NoDefaultBase); any other name is an image to pull, load or spell
+// right (NoBase).
+func MissingBase(e engine.CLI, ref string) *errs.Error {
+	err := errs.Missingf("runtime base image %s not found", ref)
+	if ref == DefaultBase {
+		return err.Advise(NoDefaultBase)
+	}
+	return err.Advise(NoBase, "image", ref, "engine", e.Bin, "default", DefaultBase)
+}
 
 // Result says what Build or Ensure did.
 type Result struct {
@@ -402,7 +398,7 @@ func prepare(ctx context.Context, opt *BuildOptions) (*inputs, error) {
 // digest waits for the hash.
 func prepareLocal(ctx context.Context, opt *BuildOptions) (in *inputs, digest func() ([]byte, error), err error) {
 	if opt.Base == "" {
-		return nil, nil, errs.Usagef("no runtime base image").WithHint("pass --base IMAGE or set base_image in config.yaml")
+		return nil, nil, errs.Usagef("no runtime base image").Advise(NoBaseNamed)
 	}
 	arch, err := EngineArch(ctx, opt.Engine)
 	if err != nil {
@@ -413,9 +409,14 @@ func prepareLocal(ctx context.Context, opt *BuildOptions) (in *inputs, digest fu
 		return nil, nil, err
 	}
 	var local []byte
-	hashed := spawn(func() (err error) { local, err = localDigest(opt.Assets, bin); return err })
+	hashed := make(chan error, 1)
+	go func() {
+		var err error
+		local, err = localDigest(opt.Assets, bin)
+		hashed <- err
+	}()
 	return &inputs{assets: opt.Assets, binary: bin, base: opt.Base},
-		func() ([]byte, error) { err := hashed.wait(); return local, err }, nil
+		func() ([]byte, error) { err := <-hashed; return local, err }, nil
 }
 
 func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) {
@@ -487,8 +488,8 @@ func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 	err = opt.Engine.Stream(ctx, out, buildEnv(ctx, opt.Engine), args...)
 	out.finish("runtime base "+opt.Base, err)
 	if err != nil {
-		if e, ok := err.(*errs.Error); ok && e.Code == errs.Failure && e.Hint == "" {
-			e.Hint = offlineHint
+		if e, ok := err.(*errs.Error); ok && e.Code == errs.Failure && e.Hint == "" && e.Advice.IsZero() {
+			e.Advice = errs.NewAdvice(Offline)
 		}
 		return nil, err
 	}
@@ -571,7 +572,7 @@ type image struct {
 func imageInfo(ctx context.Context, e engine.CLI, ref string) (image, bool, error) {
 	out, err := e.Output(ctx, "image", "inspect", "--format", "{{.Id}} {{json .Config.Labels}}", ref)
 	if err != nil {
-		if isNoSuch(err) {
+		if engine.IsNotFound(err) {
 			return image{}, false, nil
 		}
 		return image{}, false, err
