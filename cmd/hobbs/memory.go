@@ -84,6 +84,7 @@ can reinforce or supersede one instead.`,
 		if err != nil {
 			return err
 		}
+		res.Hint = adviceText(res.Advice)
 		return out.printLine(res, res.ID, func() { a.sayAdded(res) })
 	})
 	return cmd
@@ -137,6 +138,7 @@ unless --tag, --type or --source are given. Same as: hobbs memory add TEXT
 		if err != nil {
 			return err
 		}
+		res.Hint = adviceText(res.Advice)
 		return out.printLine(res, res.ID, func() { a.sayAdded(res) })
 	})
 	return cmd
