@@ -51,6 +51,9 @@ func fill(text string, f errs.Facts) string {
 // (hints_<domain>.go). A kind appears in exactly one (TestEveryKindHasWords).
 var hintTables = []map[errs.Kind]words{
 	memoryHints,
+	playbookHints,
+	scheduleHints,
+	serveHints,
 }
 
 // hintWords is every table merged, built once.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -111,7 +110,7 @@ log; a due run that did not happen is flagged MISSED.`,
 			return err
 		}
 		if l.CannotFire != nil {
-			a.warn("%v (fix: %s)", l.CannotFire, errs.Hint(l.CannotFire))
+			a.warn("%v (fix: %s)", l.CannotFire, hintOf(l.CannotFire))
 		}
 		a.warnMissed(l.Rows)
 		return printTable(out, l.Rows, "no schedules ("+l.Backend+")", schedule.StatusColumns, schedule.Status.Row)
@@ -123,7 +122,7 @@ log; a due run that did not happen is flagged MISSED.`,
 func (a *app) warnMissed(rows []schedule.Status) {
 	for _, s := range rows {
 		if s.Missed != "" {
-			a.warn("%s (%s)", s.MissedLine(), strings.ReplaceAll(schedule.MissedHint, "NAME", s.Playbook))
+			a.warn("%s (%s)", s.MissedLine(), adviceText(errs.NewAdvice(schedule.MissedRun, "name", s.Playbook)))
 		}
 	}
 }

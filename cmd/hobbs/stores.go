@@ -95,7 +95,7 @@ func (a *app) withPlaybooks(body func(cmd *cobra.Command, args []string, in inst
 			return errs.Wrap(errs.Failure, err, "read the playbook template")
 		}
 		st := playbook.Open(in, c.Playbooks.ReviewEveryDays, tpl, a.audit(in))
-		st.Warn = a.warn
+		st.Warn = func(err error) { a.warn("%v (%s)", err, hintOf(err)) }
 		return body(cmd, args, in, st)
 	})
 }

@@ -53,14 +53,6 @@ func cronRunning(procDir string) (running, known bool) {
 	return false, seen
 }
 
-// cronHint is how to get a cron daemon running.
-const cronHint = "start a cron daemon (Debian, Ubuntu: sudo apt-get install cron && sudo systemctl enable --now cron; " +
-	"Fedora: sudo systemctl enable --now crond), or schedule with your systemd user manager: HOBBS_SCHEDULER=systemd"
-
-// systemdHint is how to get a user manager for the user.
-const systemdHint = "start your systemd user manager: sudo loginctl enable-linger $USER, then log in again " +
-	"(so that XDG_RUNTIME_DIR and the user bus exist); or schedule with cron: HOBBS_SCHEDULER=cron (a cron daemon must run)"
-
 // userManager says whether a systemd user manager answers (systemctl
 // --user is-system-running), and if not, what systemctl said (its first
 // line: "Failed to connect to bus: No medium found", "offline").
@@ -95,13 +87,13 @@ func CanFire(o Options, backend string) error {
 	case "systemd":
 		if ok, said := userManager(o); !ok {
 			return errs.Failf("no systemd user manager answers for you (systemctl --user is-system-running: %s), so a timer would never fire", said).
-				WithHint("%s", systemdHint)
+				Advise(NoUserManager)
 		}
 	case "cron":
 		running, known := cronRunning(o.ProcDir)
 		if known && !running {
 			return errs.Failf("no cron daemon runs on this machine, so a line in your crontab would never fire").
-				WithHint("%s", cronHint)
+				Advise(NoCronDaemon)
 		}
 	}
 	return nil
@@ -124,7 +116,7 @@ func systemctlError(err error) error {
 	var ce *cmdError
 	if errors.As(err, &ce) && busError(ce.msg) {
 		first, _, _ := strings.Cut(ce.msg, "\n")
-		return errs.Failf("no systemd user manager answers for you (%s: %s)", ce.cmd, first).WithHint("%s", systemdHint)
+		return errs.Failf("no systemd user manager answers for you (%s: %s)", ce.cmd, first).Advise(NoUserManager)
 	}
 	return errs.Wrap(errs.Failure, err, "systemctl")
 }

@@ -51,8 +51,8 @@ func TestCanFire(t *testing.T) {
 	}
 	err := cron(fakeProc(t, "systemd", "sshd", "anacron"))
 	if errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), "no cron daemon runs on this machine") ||
-		!strings.Contains(errs.Hint(err), "sudo systemctl enable --now cron") {
-		t.Errorf("no cron daemon: %v (%s)", err, errs.Hint(err))
+		errs.AdviceOf(err).Kind != NoCronDaemon {
+		t.Errorf("no cron daemon: %v (%v)", err, errs.AdviceOf(err))
 	}
 	// /proc shows only our processes (hidepid): it cannot tell, so it
 	// does not refuse.
@@ -71,13 +71,13 @@ func TestCanFire(t *testing.T) {
 	}
 	err = sd(fakeSystemctl(t, "Failed to connect to bus: No medium found", 1))
 	if err == nil || !strings.Contains(err.Error(), "no systemd user manager answers for you (systemctl --user is-system-running: Failed to connect to bus: No medium found)") ||
-		!strings.Contains(errs.Hint(err), "loginctl enable-linger") {
-		t.Errorf("no bus: %v (%s)", err, errs.Hint(err))
+		errs.AdviceOf(err).Kind != NoUserManager {
+		t.Errorf("no bus: %v (%v)", err, errs.AdviceOf(err))
 	}
 	// A bus error from any other call is said the same way.
 	s := &systemd{Options{Systemctl: fakeSystemctl(t, "Failed to connect to bus: $DBUS_SESSION_BUS_ADDRESS and $XDG_RUNTIME_DIR not defined", 1)}}
 	if err := s.systemctl("daemon-reload"); err == nil || !strings.HasPrefix(err.Error(), "no systemd user manager answers for you (") ||
-		!strings.Contains(errs.Hint(err), "loginctl enable-linger") {
+		errs.AdviceOf(err).Kind != NoUserManager {
 		t.Errorf("daemon-reload without a bus: %v", err)
 	}
 }

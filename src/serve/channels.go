@@ -48,7 +48,7 @@ func (s *Service) setUpChannels() error {
 	tok, err := opt.Secret(entry)
 	if err != nil {
 		return errs.Failf("channels.telegram: the bot token (vault entry %s): %v", entry, err).
-			WithHint("put the token BotFather gave you in the vault: hobbs vault set %s", entry)
+			Advise(NoBotToken, "entry", entry)
 	}
 	to := TelegramOptions(opt.Instance, *opt)
 	to.Token, to.Logf = string(tok), s.logf
@@ -76,7 +76,7 @@ func Pair(in instance.Instance, channel string, log *audit.Logger) (telegram.Pai
 	}
 	if !cfg.Channels.Telegram.Enabled() {
 		return telegram.Pairing{}, errs.Usagef("no Telegram channel is set up (config.yaml channels.telegram.token)").
-			WithHint("docs/serve.md, \"Telegram\": make a bot with BotFather, hobbs vault set telegram-bot, then name the entry in config.yaml")
+			Advise(NoTelegram)
 	}
 	return telegram.Pair(TelegramOptions(in, Options{Config: cfg, Audit: log}))
 }

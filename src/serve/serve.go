@@ -151,7 +151,7 @@ func New(opt Options) (*Service, error) {
 		v, err := opt.Secret(t.Secret)
 		if err != nil {
 			return nil, errs.Failf("trigger %s: its secret (vault entry %s): %v", name, t.Secret, err).
-				WithHint("put the webhook's shared secret in the vault: hobbs vault set %s", t.Secret)
+				Advise(NoTriggerSecret, "entry", t.Secret)
 		}
 		s.secrets[name] = v
 	}
