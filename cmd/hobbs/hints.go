@@ -54,6 +54,8 @@ var hintTables = []map[errs.Kind]words{
 	playbookHints,
 	scheduleHints,
 	serveHints,
+	chatHints,
+	reviewHints,
 }
 
 // hintWords is every table merged, built once.

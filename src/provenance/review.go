@@ -56,7 +56,7 @@ func (s *Store) readSessionList() (Items, error) {
 	f, err := os.Open(s.sessionList)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errs.Missingf("this session has no list of held changes (%s)", s.sessionList).
-			WithHint("the owner lists them on the host: hobbs review")
+			Advise(NoSessionList)
 	}
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func find(st *state, id string) (*Item, error) {
 			return it, nil
 		}
 	}
-	return nil, &errs.Error{Code: errs.Usage, Msg: "no held change " + id, Hint: "hobbs review lists what waits"}
+	return nil, &errs.Error{Code: errs.Usage, Msg: "no held change " + id, Advice: errs.NewAdvice(NoHeldChange)}
 }
 
 // Select returns the ids of the waiting changes found at the end of session
@@ -165,7 +165,7 @@ func (s *Store) Select(session string) ([]string, error) {
 		}
 	}
 	if len(ids) == 0 {
-		return nil, &errs.Error{Code: errs.Usage, Msg: "no change of session " + session + " waits", Hint: "hobbs review lists what waits, with its sessions"}
+		return nil, &errs.Error{Code: errs.Usage, Msg: "no change of session " + session + " waits", Advice: errs.NewAdvice(NoSessionChange)}
 	}
 	return ids, nil
 }
@@ -247,7 +247,7 @@ func (s *Store) unchangedSince(st *state, it *Item) error {
 		return nil
 	}
 	return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: %s changed since this change was held", it.ID, it.Path),
-		Hint: "review the later change of the same file first, or reject this one"}
+		Advice: errs.NewAdvice(LaterChange)}
 }
 
 func (s *Store) decide(ids []string, verb, to string, apply func(*state, *Item) error) error {
