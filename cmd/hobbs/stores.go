@@ -130,12 +130,6 @@ func (a *app) audit(in instance.Instance) *audit.Logger {
 	return l
 }
 
-// logAudit appends e to the audit log of in. A failure does not undo what
-// was done, but it is not silent either: it is a warning on stderr.
-func (a *app) logAudit(in instance.Instance, e audit.Entry) {
-	a.audit(in).Record(e, nil)
-}
-
 // outcome names an error for the audit log.
 func outcome(err error) string {
 	if err != nil {

@@ -66,9 +66,10 @@ type Result struct {
 	Denied []string
 }
 
-// Options are what a Service is made of. Given Launcher, New fills what
-// is left out from it: Instance, Config, Audit, Tasks, Secret (the
-// instance's vault) and Runner (LauncherRunner).
+// Options are what a Service is made of. Given Launcher, New sets
+// Instance, Config, Audit and Tasks from it, replacing any given, and
+// fills Secret (the instance's vault) and Runner (LauncherRunner) when
+// they are left out.
 type Options struct {
 	Launcher launcher.Runner
 	Instance instance.Instance
