@@ -11,5 +11,7 @@ var reviewHints = map[errs.Kind]words{
 	provenance.NoHeldChange:    say("hobbs review lists what waits"),
 	provenance.NoSessionChange: say("hobbs review lists what waits, with its sessions"),
 	provenance.LaterChange:     say("review the later change of the same file first, or reject this one"),
+	provenance.ListInSession:   say("in a session, hobbs review lists them"),
+	provenance.NameTheChanges:  say("hobbs review lists them"),
 	provenance.CannotRead:      say("restore it from a backup, or move it aside to start a new record (what waits for review is then lost)"),
 }

@@ -12,5 +12,6 @@ var serveHints = map[errs.Kind]words{
 		"(it stays in the foreground, logs on stderr and drains on SIGTERM)"),
 	serve.NoBotToken:      say("put the token BotFather gave you in the vault: hobbs vault set {entry}"),
 	serve.NoTelegram:      say("docs/serve.md, \"Telegram\": make a bot with BotFather, hobbs vault set telegram-bot, then name the entry in config.yaml"),
+	serve.OnlyTelegram:    say("hobbs serve pairs telegram"),
 	serve.NoTriggerSecret: say("put the webhook's shared secret in the vault: hobbs vault set {entry}"),
 }

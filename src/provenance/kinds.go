@@ -10,4 +10,6 @@ const (
 	NoSessionChange errs.Kind = "provenance.no-session-change"
 	LaterChange     errs.Kind = "provenance.later-change"
 	CannotRead      errs.Kind = "provenance.cannot-read"
+	ListInSession   errs.Kind = "provenance.list-in-session"
+	NameTheChanges  errs.Kind = "provenance.name-the-changes"
 )

@@ -37,7 +37,7 @@ func ForReview(root safefile.Root, log *audit.Logger) *Store {
 }
 
 // errInSession refuses what only the host may do.
-var errInSession = errs.Usagef("only the owner, on the host, shows and decides held changes: in a session, hobbs review lists them")
+var errInSession = errs.Usagef("only the owner, on the host, shows and decides held changes").Advise(ListInSession)
 
 // WriteSessionList writes the waiting changes to w as SessionList holds them.
 func (s *Store) WriteSessionList(w io.Writer) error {
@@ -252,7 +252,7 @@ func (s *Store) unchangedSince(st *state, it *Item) error {
 
 func (s *Store) decide(ids []string, verb, to string, apply func(*state, *Item) error) error {
 	if len(ids) == 0 {
-		return errs.Usagef("name the changes to %s (hobbs review lists them)", verb)
+		return errs.Usagef("name the changes to %s", verb).Advise(NameTheChanges)
 	}
 	var failed error
 	err := s.locked(func(st *state) error {

@@ -16,6 +16,7 @@ const (
 	CronInterval  errs.Kind = "schedule.cron-interval"
 	BadDuration   errs.Kind = "schedule.bad-duration"
 	NotScheduled  errs.Kind = "schedule.not-scheduled"
+	OnTheHost     errs.Kind = "schedule.on-the-host"
 	// MissedRun is what to do about a run that did not happen (Status.Missed).
 	MissedRun errs.Kind = "schedule.missed-run"
 )

@@ -272,7 +272,7 @@ func (o *Options) fill() error {
 // else cron. Its changes are recorded in o.Audit.
 func Detect(o Options) (Backend, error) {
 	if o.InContainer {
-		return nil, errs.Usagef("schedules live on the host: run hobbs schedule there")
+		return nil, errs.Usagef("schedules live on the host").Advise(OnTheHost)
 	}
 	if err := o.fill(); err != nil {
 		return nil, err

@@ -68,7 +68,7 @@ func chatID(ch, conversation string) string { return ch + "-" + conversation }
 // "telegram"): the owner sends /start CODE to the bot (telegram.Pair).
 func Pair(in instance.Instance, channel string, log *audit.Logger) (telegram.Pairing, error) {
 	if channel != "telegram" {
-		return telegram.Pairing{}, errs.Usagef("unknown channel %q: hobbs serve pairs telegram", channel)
+		return telegram.Pairing{}, errs.Usagef("unknown channel %q", channel).Advise(OnlyTelegram)
 	}
 	cfg, err := config.Load(in.FS(), in.Config())
 	if err != nil {

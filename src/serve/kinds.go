@@ -10,5 +10,6 @@ const (
 	NoUserManager   errs.Kind = "serve.no-user-manager"
 	NoBotToken      errs.Kind = "serve.no-bot-token"
 	NoTelegram      errs.Kind = "serve.no-telegram"
+	OnlyTelegram    errs.Kind = "serve.only-telegram"
 	NoTriggerSecret errs.Kind = "serve.no-trigger-secret"
 )
