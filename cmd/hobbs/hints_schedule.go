@@ -24,7 +24,7 @@ var scheduleHints = map[errs.Kind]words{
 	schedule.CronInterval: say("nearest: {near}; or a time of day with --at (e.g. --at \"*-*-* 09:00\")"),
 	schedule.BadDuration:  say("durations look like 30m, 2h, 24h (a day), 168h (a week)"),
 	schedule.NotScheduled: say("see the schedules with: hobbs schedule list"),
-	schedule.OnTheHost:    say("run hobbs schedule there"),
+	schedule.OnTheHost:    say("run it on the host: hobbs schedule"),
 	schedule.MissedRun: say("a run the scheduler started but Hobbs refused is in the instance's audit log (event playbook.run, outcome refused); " +
 		"the scheduler's own log has its output (systemd: journalctl --user -u hobbs-playbook-{name}.service; cron: the mail cron sends you); " +
 		"hobbs doctor checks that the scheduler runs"),
