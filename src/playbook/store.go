@@ -184,7 +184,7 @@ func (s *Store) load(path string) (*Doc, error) {
 	return Parse(path, data)
 }
 
-// Get loads playbook name. A missing playbook is an error with a hint; a
+// Get loads playbook name. A missing playbook is an error with advice; a
 // file that does not parse is a usage error naming path:line.
 func (s *Store) Get(name string) (*Doc, Entry, error) {
 	if err := checkName(name); err != nil {

@@ -77,7 +77,7 @@ func userManager(o Options) (ok bool, said string) {
 
 // CanFire checks that backend (a name Detect gives) can fire a schedule
 // on this machine: a systemd user manager answers, or a cron daemon runs.
-// The error says what is missing and the command that fixes it, never a
+// The error says what is missing, and advises how to fix it, never a
 // raw bus error.
 func CanFire(o Options, backend string) error {
 	if err := o.fill(); err != nil {
