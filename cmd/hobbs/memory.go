@@ -463,7 +463,7 @@ func memLintCmd(a *app) *cobra.Command {
 			return err
 		}
 		return a.printLint(out, probs, errs.Failf("%s in memory files", style.N(len(probs), "problem", "problems")).
-			WithHint("fix the files by hand; Hobbs never rewrites a file it cannot parse"), style.N(n, "memory", "memories")+", no problems")
+			Advise(memory.FilesToFix), style.N(n, "memory", "memories")+", no problems")
 	})
 	return cmd
 }

@@ -27,4 +27,6 @@ const (
 	LooksLikeSecret  errs.Kind = "memory.looks-like-secret"
 	ForgetUnreadable errs.Kind = "memory.forget-unreadable"
 	NoMemoryToForget errs.Kind = "memory.no-memory-to-forget"
+	// FilesToFix is hobbs memory lint's advice when Lint finds problems.
+	FilesToFix errs.Kind = "memory.files-to-fix"
 )
