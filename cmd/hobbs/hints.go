@@ -54,6 +54,7 @@ var hintTables = []map[errs.Kind]words{
 	vaultHints, instanceHints, configHints, taskHints, subagentHints,
 	doctorHints, engineHints,
 	imageHints, psHints,
+	memoryHints, playbookHints, scheduleHints, serveHints, chatHints, reviewHints,
 }
 
 // hintWords is every table merged, built once.

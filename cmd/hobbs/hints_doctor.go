@@ -1,8 +1,6 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -71,8 +69,4 @@ var doctorHints = map[errs.Kind]words{
 	playbook.LintProblems: say("run: hobbs playbook lint"),
 
 	schedule.Unlistable: say("hobbs schedule list"),
-	schedule.NoCronDaemon: say("start a cron daemon (Debian, Ubuntu: sudo apt-get install cron && sudo systemctl enable --now cron; " +
-		"Fedora: sudo systemctl enable --now crond), or schedule with your systemd user manager: HOBBS_SCHEDULER=systemd"),
-	schedule.NoUserManager: say(schedule.SystemdHint),
-	schedule.MissedRun:     func(f errs.Facts) string { return strings.ReplaceAll(schedule.MissedHint, "NAME", f["playbook"]) },
 }

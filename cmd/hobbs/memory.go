@@ -84,6 +84,7 @@ can reinforce or supersede one instead.`,
 		if err != nil {
 			return err
 		}
+		res.Hint = adviceText(res.Advice)
 		return out.printLine(res, res.ID, func() { a.sayAdded(res) })
 	})
 	return cmd
@@ -137,6 +138,7 @@ unless --tag, --type or --source are given. Same as: hobbs memory add TEXT
 		if err != nil {
 			return err
 		}
+		res.Hint = adviceText(res.Advice)
 		return out.printLine(res, res.ID, func() { a.sayAdded(res) })
 	})
 	return cmd
@@ -461,7 +463,7 @@ func memLintCmd(a *app) *cobra.Command {
 			return err
 		}
 		return a.printLint(out, probs, errs.Failf("%s in memory files", style.N(len(probs), "problem", "problems")).
-			WithHint("fix the files by hand; Hobbs never rewrites a file it cannot parse"), style.N(n, "memory", "memories")+", no problems")
+			Advise(memory.FilesToFix), style.N(n, "memory", "memories")+", no problems")
 	})
 	return cmd
 }

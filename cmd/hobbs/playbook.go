@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -396,7 +397,7 @@ exit 0 when nothing did, 1 otherwise.`,
 		}
 		if changed, err := st.Diff(w, args[0]); err != nil || diff {
 			if err == nil && changed {
-				err = errs.Failf("%s changed since its approval", args[0]).WithHint("approve it: hobbs playbook approve %s", args[0])
+				err = errs.Failf("%s changed since its approval", args[0]).Advise(playbook.ApproveAgain, "name", args[0])
 			}
 			return err
 		}
@@ -468,7 +469,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 		}
 		if dryRun || plan {
 			if c.Unapproved != nil {
-				a.warn("%v (%s)", c.Unapproved, errs.Hint(c.Unapproved))
+				a.warn("%v (%s)", c.Unapproved, hintOf(c.Unapproved))
 			}
 			if plan {
 				p, err := a.planPlaybookRun(in, spec, scheduled)
@@ -490,7 +491,7 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			if scheduled || !a.stdinIsTTY() {
 				return st.Refuse(name, "run: block not approved", c.Unapproved)
 			}
-			if !st.AskApproval(a.in, a.errOut, name, c) {
+			if !askApproval(st, a.in, a.errOut, name, c) {
 				return errs.Usagef("not approved; nothing started")
 			}
 		}
@@ -500,4 +501,23 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 		return st.RunLocked(name, spec.Stage, func() error { return a.runPlaybookHeadless(a.ctx, in, spec, scheduled) })
 	})
 	return cmd
+}
+
+// askApproval shows on w why c's playbook may not run yet, what changed
+// since its approval and what a run would get, asks whether to approve it
+// as it was checked, and approves it on a yes read from r (a terminal).
+func askApproval(st *playbook.Store, r io.Reader, w io.Writer, name string, c playbook.RunCheck) bool {
+	fmt.Fprintf(w, "hobbs: warning: %v\n", c.Unapproved)
+	_, _ = playbook.WriteDiff(w, st.In, name, c.Doc)
+	c.Spec.WriteSummary(w)
+	fmt.Fprintf(w, "Approve %s, as shown, for its headless runs? [y/N] ", name)
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+		return false
+	}
+	if err := st.ApproveChecked(name, c); err != nil {
+		fmt.Fprintf(w, "hobbs: warning: approval not recorded: %v\n", err)
+		return false
+	}
+	return true
 }

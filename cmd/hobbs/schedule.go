@@ -2,11 +2,11 @@ package main
 
 import (
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/schedule"
@@ -122,7 +122,7 @@ log; a due run that did not happen is flagged MISSED.`,
 func (a *app) warnMissed(rows []schedule.Status) {
 	for _, s := range rows {
 		if s.Missed != "" {
-			a.warn("%s (%s)", s.MissedLine(), strings.ReplaceAll(schedule.MissedHint, "NAME", s.Playbook))
+			a.warn("%s (%s)", s.MissedLine(), adviceText(errs.NewAdvice(schedule.MissedRun, "name", s.Playbook)))
 		}
 	}
 }

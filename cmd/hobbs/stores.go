@@ -95,7 +95,7 @@ func (a *app) withPlaybooks(body func(cmd *cobra.Command, args []string, in inst
 			return errs.Wrap(errs.Failure, err, "read the playbook template")
 		}
 		st := playbook.Open(in, c.Playbooks.ReviewEveryDays, tpl, a.audit(in))
-		st.Warn = a.warn
+		st.Warn = func(err error) { a.warn("%v (%s)", err, hintOf(err)) }
 		return body(cmd, args, in, st)
 	})
 }
@@ -128,12 +128,6 @@ func (a *app) audit(in instance.Instance) *audit.Logger {
 	l := audit.New(in.FS(), in.AuditLog())
 	l.Failed = func(err error) { a.warn("audit log not written: %v", err) }
 	return l
-}
-
-// logAudit appends e to the audit log of in. A failure does not undo what
-// was done, but it is not silent either: it is a warning on stderr.
-func (a *app) logAudit(in instance.Instance, e audit.Entry) {
-	a.audit(in).Record(e, nil)
 }
 
 // outcome names an error for the audit log.

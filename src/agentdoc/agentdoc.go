@@ -14,8 +14,9 @@
 //     resolve each against the CLI's real command tree.
 //   - Headings lists the headings, to check required sections.
 //   - Hints finds the hints in Go source (what errors and doctor tell the
-//     user to do next), and TextCommands the hobbs commands a hint names,
-//     so that they are held to the same rule.
+//     user to do next: the words of each kind of advice in cmd/hobbs, and
+//     hints still written where they are given), and TextCommands the hobbs
+//     commands a hint names, so that they are held to the same rule.
 //
 // The package knows Markdown and shell words, not the CLI: it never imports
 // cobra. The resolution lives in cmd/hobbs's tests.

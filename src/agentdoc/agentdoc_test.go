@@ -242,6 +242,7 @@ func TestTextCommands(t *testing.T) {
 		"run hobbs init --foundation in a terminal, or edit %s directly":  {"hobbs init --foundation in a terminal"},
 		"(hobbs memory lint lists them)":                                  {"hobbs memory lint lists them"},
 		"hobbs run --%s x":                                                {"hobbs run"},
+		"then: hobbs playbook approve {name} --diff":                      {"hobbs playbook approve VALUE --diff"},
 		"Hobbs never rewrites a file it cannot parse":                     nil,
 	} {
 		var got []string
@@ -265,6 +266,7 @@ func f(e *E, a *A) {
 	_ = Result{Status: OK, Fix: "run: " + "hobbs doctor"}
 	_ = &Error{Hint: offlineHint}
 	e.WithHint(msg)
+	_ = map[Kind]words{K: say("see: hobbs playbook show {name}")}
 }
 `
 	fset := token.NewFileSet()
@@ -277,7 +279,8 @@ func f(e *E, a *A) {
 		got = append(got, h.Pos+" "+h.Text)
 	}
 	want := []string{"p.go:2 offline: see `hobbs build --runtime`", "p.go:4 run: hobbs vault init", "p.go:6 hobbs stop %s, then retry",
-		"p.go:7 hobbs memory lint", "p.go:8 run: hobbs doctor", "p.go:9 offline: see `hobbs build --runtime`"}
+		"p.go:7 hobbs memory lint", "p.go:8 run: hobbs doctor", "p.go:9 offline: see `hobbs build --runtime`",
+		"p.go:11 see: hobbs playbook show {name}"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Hints:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

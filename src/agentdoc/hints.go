@@ -16,9 +16,10 @@ type Hint struct {
 }
 
 // Hints extracts the hints of a package's Go files: the first argument of
-// a call to a method or function named WithHint or hint (a format) or say
-// (the words of a kind of advice, cmd/hobbs/hints.go), the Hint and Fix
-// fields of composite literals, and the constants whose name ends in Hint. A hint's text is a string literal, a sum of them, a
+// a call to a method or function named WithHint or hint (a format), or say
+// or fill (the words of a kind of advice, cmd/hobbs/hints_*.go: text with
+// {fact} placeholders), the Hint and Fix fields of composite literals, and
+// the constants whose name ends in Hint. A hint's text is a string literal, a sum of them, a
 // constant of the package, or the format of a fmt.Sprintf among those; a
 // hint built otherwise is not found.
 func Hints(fset *token.FileSet, files []*ast.File) []Hint {
@@ -86,7 +87,7 @@ func Hints(fset *token.FileSet, files []*ast.File) []Hint {
 				case *ast.Ident:
 					name = fn.Name
 				}
-				if (name == "WithHint" || name == "hint" || name == "say") && len(n.Args) > 0 {
+				if (name == "WithHint" || name == "hint" || name == "say" || name == "fill") && len(n.Args) > 0 {
 					add(n.Pos(), n.Args[0])
 				}
 			case *ast.KeyValueExpr:
@@ -107,7 +108,7 @@ func Hints(fset *token.FileSet, files []*ast.File) []Hint {
 }
 
 var (
-	verbRe    = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
+	verbRe    = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]|\{[a-z][a-z0-9_]*\}`)
 	wordRe    = regexp.MustCompile(`^([a-z][a-z0-9_.-]*|--?[a-z][a-z0-9-]*(=\S*)?|[A-Z][A-Z0-9_]*|<[^>]+>|-)$`)
 	inlineAny = regexp.MustCompile("`[^`]*`")
 )
@@ -116,8 +117,8 @@ var (
 // status line: those in backquotes (as Commands finds them), and "hobbs"
 // followed by command words (lower-case words, flags, upper-case
 // placeholders, <placeholders>) up to the first word that is none of
-// those or ends with punctuation. A format verb (%s) stands for a value,
-// VALUE; a flag made with one (--%s) cannot be checked, and ends the
+// those or ends with punctuation. A format verb (%s) or a fact ({name})
+// stands for a value, VALUE; a flag made with one (--%s) cannot be checked, and ends the
 // command.
 func TextCommands(text string) []Command {
 	text = verbRe.ReplaceAllString(text, "VALUE")

@@ -94,7 +94,7 @@ func (s Store) Load(id string) (Conversation, error) {
 	}
 	if err != nil {
 		return Conversation{}, (&errs.Error{Code: errs.Failure, Msg: "conversation " + id, Err: err}).
-			WithHint("move %s away to start the conversation afresh", p)
+			Advise(UnreadableConversation, "path", p)
 	}
 	var c Conversation
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -107,7 +107,7 @@ func (s Store) Load(id string) (Conversation, error) {
 			why = "more than one JSON value"
 		}
 		return Conversation{}, errs.Failf("%s does not parse as conversation %s: %s (left as it is)", p, id, why).
-			WithHint("fix it, or move it away to start the conversation afresh; Hobbs never rewrites a file it cannot parse")
+			Advise(UnparsableConversation)
 	}
 	if c.Turns == nil {
 		c.Turns = []Turn{}

@@ -210,7 +210,7 @@ func (s *Store) SessionSections(agent string) ([]Section, error) {
 	}
 	if !ok {
 		return nil, errs.Failf("no agent %s: %s does not exist", agent, s.In.Operational(agent)).
-			WithHint("agents live in agents/<name>/; see hobbs agent list")
+			Advise(NoAgent)
 	}
 	return []Section{sec}, nil
 }

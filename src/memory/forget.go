@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"time"
@@ -47,7 +46,7 @@ type ForgetResult struct {
 // forget name the id, never the text.
 func (s *Store) Forget(id string, purge bool) (*ForgetResult, error) {
 	if !ValidID(id) {
-		return nil, errs.Usagef("invalid memory id %q", id).WithHint("ids look like mem_20260122_001; see hobbs memory list --all")
+		return nil, errs.Usagef("invalid memory id %q", id).Advise(BadIDAll)
 	}
 	unlock, err := s.lock()
 	if err != nil {
@@ -61,8 +60,7 @@ func (s *Store) Forget(id string, purge bool) (*ForgetResult, error) {
 		// cause (a failure to read or to open the index does).
 		if errors.As(err, &e) && e.Code == errs.Failure && e.Err == nil {
 			return nil, &errs.Error{Code: e.Code, Msg: e.Msg, Err: e.Err,
-				Hint: fmt.Sprintf("Hobbs does not remove a file it cannot read: delete it by hand, then run "+
-					"hobbs memory forget %s --purge to take its text out of the history", id)}
+				Advice: errs.NewAdvice(ForgetUnreadable, "id", id)}
 		}
 		return nil, err
 	}
@@ -70,7 +68,7 @@ func (s *Store) Forget(id string, purge bool) (*ForgetResult, error) {
 	if m == nil {
 		if !purge {
 			return nil, errs.Failf("no memory %s", id).
-				WithHint("see the ids with: hobbs memory list --all; to clean the history of a memory already removed: hobbs memory forget %s --purge", id)
+				Advise(NoMemoryToForget, "id", id)
 		}
 		known, err := s.historyNames(id)
 		if err != nil {
@@ -78,7 +76,7 @@ func (s *Store) Forget(id string, purge bool) (*ForgetResult, error) {
 		}
 		if !known {
 			return nil, errs.Failf("no memory %s, and the history does not name it", id).
-				WithHint("see the ids with: hobbs memory list --all")
+				Advise(NoMemory)
 		}
 	} else {
 		if err := s.fs().Remove(m.Path); err != nil {

@@ -756,11 +756,30 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 	if t.records {
 		t.loadRecs() // the caller reads them all anyway
 	}
-	// cur: the directory now, every memory file stat'ed.
+	cur, err := t.listDir(d)
+	if err != nil {
+		return err
+	}
+	n := t.n()
+	flags := append([]byte(nil), t.flags...)
+	jobs, changed := t.compare(cur, flags)
+	t.contents = map[int][]byte{}
+	read := t.readJobs(jobs)
+	updates, added, flags, applied := t.apply(jobs, read, flags, now)
+	t.save(n, updates, added, flags, changed || applied, now)
+	if t.tier == Archive {
+		t.saveState(dirStamp, now)
+	}
+	return nil
+}
+
+// listDir is the directory now: every memory file stat'ed, by name. An
+// entry that is neither a file nor a directory is a problem.
+func (t *tierIndex) listDir(d *os.File) (map[string]fileStamp, error) {
 	cur := make(map[string]fileStamp, t.n()+64)
 	names, err := d.Readdirnames(-1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stamps := statAll(d, names)
 	for k, name := range names {
@@ -773,17 +792,25 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 			t.problems = append(t.problems, problemOf(p, unsafeEntry(p, stamps[k].mode)))
 		}
 	}
-	n := t.n()
-	flags := append([]byte(nil), t.flags...)
-	type job struct {
-		ord  int
-		name string
-		st   fileStamp
-	}
-	var jobs []job
-	changed := false
+	return cur, nil
+}
+
+// checkJob is a file check reads again: the record it replaces (ord; -1
+// for a new file), its name and its stamp now.
+type checkJob struct {
+	ord  int
+	name string
+	st   fileStamp
+}
+
+// compare walks the records against cur (which it empties of the files
+// that have one): a record whose file is gone is flagged so in flags; one
+// whose file changed, or was racy, becomes a job, and so does every new
+// file. Existing records come first, in order, then new files by name.
+// changed says whether a record was flagged gone.
+func (t *tierIndex) compare(cur map[string]fileStamp, flags []byte) (jobs []checkJob, changed bool) {
 	t.seq = t.recsRaw == nil // every record's name and stamp, in order
-	for i := 0; i < n; i++ {
+	for i := 0; i < t.n(); i++ {
 		if flags[i]&flagGone != 0 {
 			continue
 		}
@@ -796,12 +823,12 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 		}
 		delete(cur, string(name))
 		if c != st || flags[i]&flagRacy != 0 {
-			jobs = append(jobs, job{ord: i, name: string(name), st: c})
+			jobs = append(jobs, checkJob{ord: i, name: string(name), st: c})
 		}
 	}
 	t.seq, t.win = false, nil
 	for name, c := range cur { // new files
-		jobs = append(jobs, job{ord: -1, name: name, st: c})
+		jobs = append(jobs, checkJob{ord: -1, name: name, st: c})
 	}
 	sort.Slice(jobs, func(a, b int) bool {
 		if jobs[a].ord != jobs[b].ord {
@@ -809,10 +836,21 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 		}
 		return jobs[a].name < jobs[b].name
 	})
-	t.contents = map[int][]byte{}
-	results := make([]record, len(jobs))
-	folded := make([][]byte, len(jobs))
-	readOK := make([]bool, len(jobs))
+	return jobs, changed
+}
+
+// jobRead is what reading a job's file gave: its record and folded text
+// when ok; not ok when it vanished or is not a file any more.
+type jobRead struct {
+	rec    record
+	folded []byte
+	ok     bool
+}
+
+// readJobs reads the jobs' files in parallel. A file replaced by an unsafe
+// entry since it was stat'ed is a problem, reported in the jobs' order.
+func (t *tierIndex) readJobs(jobs []checkJob) []jobRead {
+	read := make([]jobRead, len(jobs))
 	bad := make([]error, len(jobs))
 	parallel(len(jobs), func(k int) {
 		j := &jobs[k]
@@ -823,8 +861,7 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 		case errors.As(err, &tl):
 			// Kept as a record that does not parse: reported with the
 			// others, not read again while it stays the same.
-			results[k] = record{Name: j.name, Stamp: j.st, ErrReason: strings.TrimPrefix(tl.Error(), tl.Path+" ")}
-			readOK[k] = true
+			read[k] = jobRead{rec: record{Name: j.name, Stamp: j.st, ErrReason: strings.TrimPrefix(tl.Error(), tl.Path+" ")}, ok: true}
 			return
 		case err != nil:
 			if unsafe(err) { // replaced since it was stat'ed
@@ -832,26 +869,33 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 			}
 			return
 		}
-		results[k] = recordOf(j.name, j.st, data, t.tier)
-		folded[k] = fold(make([]byte, 0, len(data)), data)
-		readOK[k] = true
+		read[k] = jobRead{rec: recordOf(j.name, j.st, data, t.tier), folded: fold(make([]byte, 0, len(data)), data), ok: true}
 	})
 	for k, err := range bad {
 		if err != nil {
 			t.problems = append(t.problems, problemOf(filepath.Join(t.dir, jobs[k].name), err))
 		}
 	}
-	updates := map[int]record{}
-	var added []record
+	return read
+}
+
+// apply turns what the jobs read into updates of existing records (by
+// ord) and added records, flags each unindexed (and racy when its stamp is
+// too recent to trust), and keeps each one's folded text in t.contents. A
+// job whose file could not be read flags its record gone. It returns the
+// flags, grown by the added records, and whether any record changed.
+func (t *tierIndex) apply(jobs []checkJob, read []jobRead, flags []byte, now time.Time) (updates map[int]record, added []record, _ []byte, changed bool) {
+	n := t.n()
+	updates = map[int]record{}
 	for k, j := range jobs {
-		if !readOK[k] {
+		if !read[k].ok {
 			if j.ord >= 0 {
 				flags[j.ord] |= flagGone // vanished or not a file any more; the next check sees it again
 				changed = true
 			}
 			continue
 		}
-		r := results[k]
+		r := read[k].rec
 		f := flagUnindexed
 		if racy(j.st, now) {
 			f |= flagRacy
@@ -861,14 +905,21 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 				changed = true
 			}
 			updates[j.ord], flags[j.ord] = r, f
-			t.contents[j.ord] = folded[k]
+			t.contents[j.ord] = read[k].folded
 		} else {
 			added = append(added, r)
 			flags = append(flags, f)
-			t.contents[n+len(added)-1] = folded[k]
+			t.contents[n+len(added)-1] = read[k].folded
 			changed = true
 		}
 	}
+	return updates, added, flags, changed
+}
+
+// save makes the checked index current: rebuilt whole (its trigrams
+// included) when there is none yet or much of it is dirty, else patched
+// when anything changed. n is the number of records before the check.
+func (t *tierIndex) save(n int, updates map[int]record, added []record, flags []byte, changed bool, now time.Time) {
 	dirty := 0
 	for _, f := range flags {
 		if f&(flagUnindexed|flagGone) != 0 {
@@ -893,13 +944,15 @@ func (t *tierIndex) check(d *os.File, dirStamp fileStamp, now time.Time) error {
 	} else if changed {
 		t.savePatched(updates, added, flags)
 	}
-	if t.tier == Archive {
-		s := state{MetaStamp: t.stamp, Dir: dirStamp, CheckedAt: now.UnixNano(), FullAt: now.UnixNano(), Unsafe: t.unsafeNames()}
-		if b, err := json.Marshal(s); err == nil {
-			_ = writeDerived(t.root, t.path(".state"), b)
-		}
+}
+
+// saveState records that the archive was checked whole now, with the
+// directory's stamp (trust reads it).
+func (t *tierIndex) saveState(dirStamp fileStamp, now time.Time) {
+	s := state{MetaStamp: t.stamp, Dir: dirStamp, CheckedAt: now.UnixNano(), FullAt: now.UnixNano(), Unsafe: t.unsafeNames()}
+	if b, err := json.Marshal(s); err == nil {
+		_ = writeDerived(t.root, t.path(".state"), b)
 	}
-	return nil
 }
 
 // savePatched writes the meta file with updated and added records, copying

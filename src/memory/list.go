@@ -166,7 +166,7 @@ func (s *Store) goodRecords(ix *tierIndex, seen map[string]string) []int {
 // List returns the memories matching opt, newest id first.
 func (s *Store) List(opt ListOptions) ([]Entry, error) {
 	if opt.Status != "" && opt.Status != StatusActive && opt.Status != StatusArchived && opt.Status != StatusSuperseded {
-		return nil, errs.Usagef("unknown status %q", opt.Status).WithHint("active, archived or superseded")
+		return nil, errs.Usagef("unknown status %q", opt.Status).Advise(BadStatus)
 	}
 	all, err := s.entries(opt.Scope, s.now())
 	if err != nil {

@@ -137,7 +137,7 @@ func (s *Store) Recall(opt RecallOptions) ([]Recalled, error) {
 	q := parseQuery(opt.Query)
 	if len(q.terms) == 0 {
 		return nil, errs.Usagef("nothing to recall by in %q: no word but stop words", opt.Query).
-			WithHint("name what to look for, e.g. hobbs memory recall \"car insurance\"; for an exact text: hobbs memory search")
+			Advise(NothingToRecall)
 	}
 	if opt.Limit < 0 {
 		return nil, errs.Usagef("--limit must be >= 0")

@@ -13,7 +13,7 @@ import (
 // Claude Code hook returns) and json (the Context).
 func CheckFormat(format string) error {
 	if format != "text" && format != "hook" && format != "json" {
-		return errs.Usagef("unknown format %q", format).WithHint("text, hook or json")
+		return errs.Usagef("unknown format %q", format).Advise(BadFormat)
 	}
 	return nil
 }

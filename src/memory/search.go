@@ -48,7 +48,7 @@ func Compile(query string, isRegex bool) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, errs.Usagef("bad regular expression: %v", err).WithHint("RE2 syntax: https://github.com/google/re2/wiki/Syntax")
+		return nil, errs.Usagef("bad regular expression: %v", err).Advise(BadRegexp)
 	}
 	return re, nil
 }

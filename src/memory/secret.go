@@ -16,6 +16,5 @@ func refuseSecret(what, text string) error {
 		return nil
 	}
 	return errs.Usagef("the %s looks like a secret (%s); memories are stored in plaintext and loaded into every session, so it was not stored", what, kind).
-		WithHint("keep the secret in the vault, on the host: hobbs vault set NAME; then remember only where it lives, " +
-			"e.g. hobbs memory add \"The GitHub token is in the vault as github-token\"")
+		Advise(LooksLikeSecret)
 }

@@ -78,7 +78,7 @@ func (s *Store) lock() (func(), error) {
 	unlock, err := root.Lock(s.In.Lock("memory"), timeout)
 	if errors.Is(err, safefile.ErrLockTimeout) {
 		return nil, &errs.Error{Code: errs.Timeout, Msg: "memory is locked by another process", Err: err,
-			Hint: "another memory command, here or in a session, still holds memory/.lock; try again"}
+			Advice: errs.NewAdvice(Locked)}
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "memory lock")
@@ -111,7 +111,7 @@ func (s *Store) readFile(path string, tier Tier) (*Memory, error) {
 		}
 		s.report(p)
 		return nil, &errs.Error{Code: errs.Failure, Msg: p.String(),
-			Hint: "fix the file by hand (Hobbs never rewrites a file it cannot parse); hobbs memory lint lists every problem"}
+			Advice: errs.NewAdvice(Unparsable)}
 	}
 	m.Path, m.raw = path, data
 	return m, nil
@@ -209,7 +209,7 @@ func (s *Store) dedupe(mems []*Memory) []*Memory {
 func (s *Store) find(id string) (*Memory, error) {
 	m, err := s.lookup(id)
 	if err == nil && m == nil {
-		err = errs.Failf("no memory %s", id).WithHint("see the ids with: hobbs memory list --all")
+		err = errs.Failf("no memory %s", id).Advise(NoMemory)
 	}
 	return m, err
 }
@@ -217,7 +217,7 @@ func (s *Store) find(id string) (*Memory, error) {
 // lookup is find that returns nil and no error when no memory has id.
 func (s *Store) lookup(id string) (*Memory, error) {
 	if !ValidID(id) {
-		return nil, errs.Usagef("invalid memory id %q", id).WithHint("ids look like mem_20260122_001; see hobbs memory list")
+		return nil, errs.Usagef("invalid memory id %q", id).Advise(BadID)
 	}
 	for _, t := range []Tier{Active, Archive} {
 		p := filepath.Join(s.tierDir(t), id+".md")
@@ -315,7 +315,7 @@ func (s *Store) move(m *Memory, t Tier) error {
 	if err := root.Create(dst, data, 0o644); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return errs.Failf("cannot move %s: %s already exists", m.ID, dst).
-				WithHint("two files share a name; rename one by hand")
+				Advise(NameClash)
 		}
 		return err
 	}
@@ -410,19 +410,12 @@ type AddResult struct {
 	Reinforced int         `json:"reinforced"`
 	Superseded string      `json:"superseded,omitempty"`
 	Candidates []Candidate `json:"candidates"`
-	// Hint says what to do about the candidates (the same procedure the
-	// identity and /remember give); empty without candidates.
-	Hint     string    `json:"hint,omitempty"`
-	Problems []Problem `json:"problems,omitempty"`
-}
-
-// candidateHint tells what to do when a new memory id has candidates: it is
-// already stored, so a duplicate is archived rather than left beside the
-// memory it repeats or contradicts.
-func candidateHint(id string) string {
-	return fmt.Sprintf("%s is stored. If a candidate says the same: hobbs memory archive %s, then hobbs memory "+
-		"reinforce CANDIDATE. If it changes what a candidate says: hobbs memory archive %s, then hobbs memory "+
-		"supersede CANDIDATE TEXT. Otherwise keep both.", id, id, id)
+	// Advice says what to do about the candidates (HasCandidates: the same
+	// procedure the identity and /remember give); zero without candidates.
+	// Hint is its words, which the command layer fills in for --json.
+	Advice   errs.Advice `json:"-"`
+	Hint     string      `json:"hint,omitempty"`
+	Problems []Problem   `json:"problems,omitempty"`
 }
 
 // Add stores text as a memory, or reinforces the active memory with the same
@@ -431,14 +424,14 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 	text = strings.TrimSpace(text)
 	norm := Normalize(text)
 	if norm == "" {
-		return nil, errs.Usagef("empty memory text").WithHint("give the text as an argument or on stdin with -")
+		return nil, errs.Usagef("empty memory text").Advise(EmptyText)
 	}
 	if opt.Type != "" && !ValidID(opt.Type) {
-		return nil, errs.Usagef("invalid type %q", opt.Type).WithHint("one word: fact, preference, decision…")
+		return nil, errs.Usagef("invalid type %q", opt.Type).Advise(BadType)
 	}
 	for _, t := range opt.Tags {
 		if !validTag(t) {
-			return nil, errs.Usagef("invalid tag %q", t).WithHint("tags are words without spaces or commas")
+			return nil, errs.Usagef("invalid tag %q", t).Advise(BadTag)
 		}
 	}
 	if err := refuseSecret("memory text", text); err != nil {
@@ -465,7 +458,7 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 		}
 		if old.Status == StatusSuperseded {
 			return nil, errs.Failf("%s is already superseded by %s", old.ID, old.SupersededBy).
-				WithHint("supersede the newest one: hobbs memory supersede %s", old.SupersededBy)
+				Advise(SupersedeNewest, "newer", old.SupersededBy)
 		}
 		// A correction keeps what it corrects: tags (which decide the
 		// sub-agents that see it), type and source carry over unless given.
@@ -572,7 +565,9 @@ func (s *Store) Add(text string, opt AddOptions) (*AddResult, error) {
 		res.Superseded = old.ID
 	}
 	if len(res.Candidates) > 0 {
-		res.Hint = candidateHint(m.ID)
+		// The new memory is already stored, so a duplicate is archived
+		// rather than left beside the memory it repeats or contradicts.
+		res.Advice = errs.NewAdvice(HasCandidates, "id", m.ID)
 	}
 	res.Problems = s.Problems()
 	return res, nil
@@ -688,7 +683,7 @@ func (s *Store) Reinforce(id, source string) (*Memory, error) {
 	}
 	if m.Status == StatusSuperseded {
 		return nil, errs.Failf("%s is superseded by %s", m.ID, m.SupersededBy).
-			WithHint("reinforce the newer memory: hobbs memory reinforce %s", m.SupersededBy)
+			Advise(ReinforceNewer, "newer", m.SupersededBy)
 	}
 	return m, s.reinforceLocked(m, source, nil)
 }
@@ -724,7 +719,7 @@ func (s *Store) setTier(id string, t Tier, op string) (*Memory, bool, error) {
 	}
 	if m.Status == StatusSuperseded {
 		return nil, false, errs.Failf("%s was superseded by %s", m.ID, m.SupersededBy).
-			WithHint("work with the newer memory: hobbs memory show %s", m.SupersededBy)
+			Advise(UseNewer, "newer", m.SupersededBy)
 	}
 	status := StatusActive
 	if t == Archive {

@@ -94,7 +94,7 @@ func LoadGrant(in instance.Instance, name string) (*Grant, error) {
 	var g Grant
 	if err := json.Unmarshal(data, &g); err != nil || g.Playbook != name || g.Hash == "" {
 		return nil, errs.Failf("grants/%s.json does not parse as a grant (left as it is)", name).
-			WithHint("remove it, then approve the playbook again: hobbs playbook approve %s", name)
+			Advise(BadGrant, "name", name)
 	}
 	return &g, nil
 }
@@ -161,15 +161,15 @@ func CheckGrant(in instance.Instance, name string, d *Doc) error {
 		return err
 	}
 	review := func(e *errs.Error) error {
-		return e.WithHint("see what changed: hobbs playbook approve %s --diff; then approve it: hobbs playbook approve %s", name, name)
+		return e.Advise(ChangedSinceApproval, "name", name)
 	}
 	switch {
 	case g == nil:
 		return errs.Usagef("%s has not been approved: a session can edit playbooks, so a run carries out only a text you approved on the host", name).
-			WithHint("review it (hobbs playbook show %s; hobbs playbook run %s --dry-run), then: hobbs playbook approve %s", name, name, name)
+			Advise(NotApproved, "name", name)
 	case g.TextHash == "":
 		return errs.Usagef("%s was approved (%s) when approval covered only its run: block; a run now needs its whole text approved", name, g.Approved.Format(time.RFC3339)).
-			WithHint("review it (hobbs playbook show %s), then: hobbs playbook approve %s", name, name)
+			Advise(ApprovedBlockOnly, "name", name)
 	case g.TextHash != hashBytes(d.Raw()):
 		what := "its text"
 		if g.Hash != RunHash(d.Meta.Run) {

@@ -49,8 +49,8 @@ func TestGrant(t *testing.T) {
 	} {
 		err := CheckGrant(in, "weekly", mustParse(t, in, "weekly", changed))
 		if errs.Code(err) != errs.Usage || !strings.Contains(err.Error(), "playbooks/weekly.md changed since you approved it") ||
-			!strings.Contains(errs.Hint(err), "hobbs playbook approve weekly --diff") {
-			t.Fatalf("%q: %v (hint %q)", changed[len(changed)-40:], err, errs.Hint(err))
+			errs.AdviceOf(err).Kind != ChangedSinceApproval || errs.AdviceOf(err).Facts["name"] != "weekly" {
+			t.Fatalf("%q: %v (advice %v)", changed[len(changed)-40:], err, errs.AdviceOf(err))
 		}
 	}
 	// A grant that does not parse is reported and left as it is.

@@ -32,7 +32,7 @@ func CanRunHeadless(name string, m Meta) error {
 	case "autonomous":
 		if m.Run == nil {
 			return errs.Usagef("%s is autonomous but has no run: block, so a run would get the instance's every host and secret", name).
-				WithHint("declare what a run needs under run: (hosts, secrets, tools, max_turns, timeout; docs/playbooks.md), or step it back: hobbs playbook stage %s supervised --reason \"…\"", name)
+				Advise(AutonomousNoRun, "name", name)
 		}
 		return nil
 	}
@@ -40,9 +40,9 @@ func CanRunHeadless(name string, m Meta) error {
 	next := Stages[i+1]
 	e := errs.Usagef("%s is at stage %s: only supervised and autonomous playbooks run headless", name, m.Stage)
 	if m.Stage == "assisted" {
-		return e.WithHint("carry it out with Hobbs in a session (hobbs run); when Hobbs can act and you only approve: hobbs playbook stage %s %s --reason \"…\"", name, next)
+		return e.Advise(AssistedNotHeadless, "name", name, "next", next)
 	}
-	return e.WithHint("follow it yourself, with Hobbs in a session (hobbs run); when Hobbs can prepare it for you: hobbs playbook stage %s %s --reason \"…\"", name, next)
+	return e.Advise(ManualNotHeadless, "name", name, "next", next)
 }
 
 // CanSchedule reports whether playbook name may run on a schedule: only an
@@ -51,9 +51,9 @@ func CanSchedule(name string, m Meta) error {
 	if m.Stage != "autonomous" {
 		e := errs.Usagef("%s is at stage %s: only autonomous playbooks can be scheduled", name, m.Stage)
 		if m.Stage == "supervised" {
-			return e.WithHint("run it by hand and review each run (hobbs playbook run %s); when its runs need no review: hobbs playbook stage %s autonomous --reason \"…\"", name, name)
+			return e.Advise(SupervisedNotScheduled, "name", name)
 		}
-		return e.WithHint("a playbook climbs manual → assisted → supervised → autonomous one stage at a time (hobbs playbook stage)")
+		return e.Advise(ClimbTheLadder)
 	}
 	return CanRunHeadless(name, m)
 }
@@ -351,7 +351,7 @@ func LockRun(fsys safefile.Root, lockPath, name string) (unlock func(), err erro
 	unlock, err = fsys.Lock(lockPath, time.Nanosecond)
 	if errors.Is(err, safefile.ErrLockTimeout) {
 		return nil, errs.Failf("%s is already running: two runs of one playbook never overlap", name).
-			WithHint("wait for the run to end (hobbs task list shows it), then try again")
+			Advise(AlreadyRunning)
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "lock the run of %s", name)

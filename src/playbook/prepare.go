@@ -1,10 +1,7 @@
 package playbook
 
 import (
-	"bufio"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/egress"
@@ -38,7 +35,7 @@ func (s *Store) PrepareRun(name string, pol *egress.Policy, scheduled, look bool
 	if err == nil && scheduled {
 		if err = CanSchedule(name, d.Meta); err != nil {
 			err = errs.Usagef("%v; this scheduled run is refused", err).
-				WithHint("remove the schedule (hobbs schedule rm %s), or move the playbook back to autonomous", name)
+				Advise(ScheduledRunRefused, "name", name)
 		}
 	}
 	if err != nil {
@@ -101,7 +98,7 @@ func (s *Store) ApproveRuns(name string, pol *egress.Policy) (*Grant, RunSpec, e
 	}
 	if d.Meta.Run == nil {
 		return nil, RunSpec{}, errs.Usagef("%s has no run: block to approve", name).
-			WithHint("declare what a run needs under run: (docs/playbooks.md), or hobbs playbook allow %s HOST", name)
+			Advise(NoRunBlock, "name", name)
 	}
 	spec, err := ComputeRunSpec(name, d.Path, d.Meta, pol)
 	if err != nil {
@@ -129,23 +126,4 @@ func (s *Store) Diff(w io.Writer, name string) (bool, error) {
 func (s *Store) ApproveChecked(name string, c RunCheck) error {
 	_, err := Approve(s.In, name, c.Doc, s.now(), s.Audit)
 	return err
-}
-
-// AskApproval shows on w why c's playbook may not run yet, what changed
-// since its approval and what a run would get, asks whether to approve it
-// as it was checked, and approves it on a yes read from r (a terminal).
-func (s *Store) AskApproval(r io.Reader, w io.Writer, name string, c RunCheck) bool {
-	fmt.Fprintf(w, "hobbs: warning: %v\n", c.Unapproved)
-	_, _ = WriteDiff(w, s.In, name, c.Doc)
-	c.Spec.WriteSummary(w)
-	fmt.Fprintf(w, "Approve %s, as shown, for its headless runs? [y/N] ", name)
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
-		return false
-	}
-	if err := s.ApproveChecked(name, c); err != nil {
-		fmt.Fprintf(w, "hobbs: warning: approval not recorded: %v\n", err)
-		return false
-	}
-	return true
 }

@@ -217,16 +217,16 @@ func TestStageGates(t *testing.T) {
 			if g.want == "" && g.err != nil || g.want != "" && (g.err == nil || !strings.Contains(g.err.Error(), g.want)) {
 				t.Errorf("%s run=%v %s: %v, want %q", c.stage, c.run != nil, g.name, g.err, g.want)
 			}
-			if g.err != nil && errs.Hint(g.err) == "" {
-				t.Errorf("%s %s: no hint", c.stage, g.name)
+			if g.err != nil && errs.AdviceOf(g.err).IsZero() {
+				t.Errorf("%s %s: no advice", c.stage, g.name)
 			}
 		}
 	}
-	if h := errs.Hint(CanRunHeadless("inv", Meta{Stage: "manual"})); !strings.Contains(h, "hobbs playbook stage inv assisted") {
-		t.Errorf("manual hint %q", h)
+	if a := errs.AdviceOf(CanRunHeadless("inv", Meta{Stage: "manual"})); a.Kind != ManualNotHeadless || a.Facts["next"] != "assisted" {
+		t.Errorf("manual advice %v", a)
 	}
-	if h := errs.Hint(CanSchedule("inv", Meta{Stage: "supervised"})); !strings.Contains(h, "hobbs playbook stage inv autonomous") {
-		t.Errorf("supervised hint %q", h)
+	if a := errs.AdviceOf(CanSchedule("inv", Meta{Stage: "supervised"})); a.Kind != SupervisedNotScheduled || a.Facts["name"] != "inv" {
+		t.Errorf("supervised advice %v", a)
 	}
 }
 

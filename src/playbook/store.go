@@ -40,8 +40,9 @@ type Store struct {
 	// .reviewed, .allow, .approve) and every show; nil: no audit entries.
 	Audit *audit.Logger
 	// Warn, when set, is told what a change could not do beside it (an
-	// approved playbook not approved again); nil: nothing is told.
-	Warn func(format string, args ...any)
+	// approved playbook not approved again), as an error with its advice;
+	// nil: nothing is told.
+	Warn func(err error)
 }
 
 // Open returns the playbooks of in: reviews every reviewEvery days by
@@ -73,7 +74,7 @@ func (s *Store) Path(name string) string { return filepath.Join(s.Dir, name+".md
 func checkName(name string) error {
 	if !ValidName(name) {
 		return errs.Usagef("invalid playbook name %q", name).
-			WithHint("names are kebab-case: lower-case letters and digits joined by hyphens, at most 64 characters (e.g. weekly-invoices)")
+			Advise(BadName)
 	}
 	return nil
 }
@@ -115,7 +116,7 @@ func (s *Store) List() ([]Entry, []Problem, error) {
 // CheckStage refuses a stage name that is not on the ladder.
 func CheckStage(stage string) error {
 	if StageIndex(stage) < 0 {
-		return errs.Usagef("unknown stage %q", stage).WithHint("stages: %s", strings.Join(Stages, ", "))
+		return errs.Usagef("unknown stage %q", stage).Advise(BadStage, "stages", strings.Join(Stages, ", "))
 	}
 	return nil
 }
@@ -183,7 +184,7 @@ func (s *Store) load(path string) (*Doc, error) {
 	return Parse(path, data)
 }
 
-// Get loads playbook name. A missing playbook is an error with a hint; a
+// Get loads playbook name. A missing playbook is an error with advice; a
 // file that does not parse is a usage error naming path:line.
 func (s *Store) Get(name string) (*Doc, Entry, error) {
 	if err := checkName(name); err != nil {
@@ -191,7 +192,7 @@ func (s *Store) Get(name string) (*Doc, Entry, error) {
 	}
 	p := s.Path(name)
 	if _, err := s.fs().Lstat(p); errors.Is(err, fs.ErrNotExist) {
-		return nil, Entry{}, errs.Failf("no playbook %q (%s)", name, p).WithHint("see the playbooks with: hobbs playbook list")
+		return nil, Entry{}, errs.Failf("no playbook %q (%s)", name, p).Advise(NoPlaybook)
 	}
 	d, err := s.load(p)
 	if err != nil {
@@ -263,7 +264,7 @@ func (s *Store) runCopy(name string) (*Doc, Entry, error) {
 func asUsage(err error) error {
 	var pe *ParseError
 	if errors.As(err, &pe) {
-		return errs.Usagef("%s", pe.Error()).WithHint("fix the file by hand (it was not changed); check with: hobbs playbook lint")
+		return errs.Usagef("%s", pe.Error()).Advise(Unparsable)
 	}
 	return err
 }
@@ -318,7 +319,7 @@ func (s *Store) create(name string, opt NewOptions) (string, error) {
 			msgs = append(msgs, pr.Reason)
 		}
 		return "", errs.Usagef("the new playbook would not pass lint: %s", strings.Join(msgs, "; ")).
-			WithHint("include every section: %s", strings.Join(Sections, ", "))
+			Advise(NewFailsLint, "sections", strings.Join(Sections, ", "))
 	}
 	if err := s.fs().MkdirAll(s.Dir, 0o755); err != nil {
 		return "", errs.Wrap(errs.Failure, err, "create playbooks directory")
@@ -326,7 +327,7 @@ func (s *Store) create(name string, opt NewOptions) (string, error) {
 	if err := s.fs().Create(p, content, 0o644); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return "", errs.Failf("playbook %q already exists (%s)", name, p).
-				WithHint("choose another name, or change it with: hobbs playbook show %s", name)
+				Advise(Exists, "name", name)
 		}
 		return "", errs.Wrap(errs.Failure, err, "write playbook")
 	}
@@ -400,7 +401,7 @@ func (s *Store) fromSource(name, title string, src []byte, base *Meta) ([]byte, 
 	if base != nil {
 		if has["stage"] && meta.Stage != base.Stage {
 			return nil, errs.Usagef("the source sets stage %s but %s is %s", meta.Stage, name, base.Stage).
-				WithHint("change the stage with: hobbs playbook stage %s %s --reason \"…\"", name, meta.Stage)
+				Advise(StageInSource, "name", name, "stage", meta.Stage)
 		}
 		meta.Stage, meta.Created, meta.LastReviewed = base.Stage, base.Created, base.LastReviewed
 		meta.Updated = ""
@@ -436,7 +437,7 @@ func (s *Store) fromSource(name, title string, src []byte, base *Meta) ([]byte, 
 	}
 	if missing := MissingSections(body); len(missing) > 0 {
 		return nil, errs.Usagef("the playbook source lacks sections: %s", strings.Join(missing, ", ")).
-			WithHint("every playbook has the sections %s (## headings; they may be empty)", strings.Join(Sections, ", "))
+			Advise(LacksSections, "sections", strings.Join(Sections, ", "))
 	}
 	today := s.today()
 	if base != nil {
@@ -539,7 +540,8 @@ func (s *Store) update(name string, change func(d *Doc) ([]byte, error)) error {
 	}
 	if approved {
 		if _, err := Approve(s.In, name, nd, s.now(), s.Audit); err != nil && s.Warn != nil {
-			s.Warn("%s changed but its approval was not renewed: %v (approve it: hobbs playbook approve %s)", name, err, name)
+			s.Warn(&errs.Error{Code: errs.Failure, Msg: name + " changed but its approval was not renewed", Err: err,
+				Advice: errs.NewAdvice(ApproveAgain, "name", name)})
 		}
 	}
 	return nil
@@ -625,10 +627,10 @@ func (s *Store) setStage(name, to, reason string) (StageChange, error) {
 	reason = strings.TrimSpace(reason)
 	ch := StageChange{Name: name, To: to, Reason: reason, Date: s.today()}
 	if StageIndex(to) < 0 {
-		return ch, errs.Usagef("unknown stage %q", to).WithHint("stages, in order: %s", strings.Join(Stages, " → "))
+		return ch, errs.Usagef("unknown stage %q", to).Advise(StageLadder, "stages", strings.Join(Stages, " → "))
 	}
 	if reason == "" {
-		return ch, errs.Usagef("a stage change needs a reason").WithHint("add --reason \"why the playbook moves\"")
+		return ch, errs.Usagef("a stage change needs a reason").Advise(NoReason)
 	}
 	if strings.ContainsAny(reason, "\r\n") {
 		return ch, errs.Usagef("the reason must be one line")
@@ -641,7 +643,7 @@ func (s *Store) setStage(name, to, reason string) (StageChange, error) {
 		}
 		if target > from+1 {
 			return nil, errs.Usagef("%s cannot jump from %s to %s", name, ch.From, to).
-				WithHint("move up one stage at a time (next: %s); each stage should prove itself before the next", Stages[from+1])
+				Advise(StageJump, "next", Stages[from+1])
 		}
 		c, err := d.setKeys([][2]string{{"stage", to}, {"updated", quote(ch.Date)}})
 		if err != nil {
@@ -763,7 +765,7 @@ func (s *Store) allowHost(name, host, reason string) (HostAllowed, error) {
 	}
 	pat, err := CheckHost(host)
 	if err != nil {
-		return res, errs.Usagef("%v", err).WithHint("hosts are egress policy domains entries: api.example.com, *.example.com, example.com:8443")
+		return res, errs.Usagef("%v", err).Advise(BadHost)
 	}
 	res.Host = pat
 	err = s.update(name, func(d *Doc) ([]byte, error) {

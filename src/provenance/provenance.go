@@ -477,7 +477,7 @@ func (s *Store) decode(st *state) error {
 // is reported and left as it is.
 func cannotRead(p string, err error) error {
 	return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: cannot read it (%v); it is left as it is", p, err),
-		Hint: "restore it from a backup, or move it aside to start a new record (what waits for review is then lost)"}
+		Advice: errs.NewAdvice(CannotRead)}
 }
 
 // Watched reports whether rel (slash-separated, relative to the instance)

@@ -37,7 +37,7 @@ func ForReview(root safefile.Root, log *audit.Logger) *Store {
 }
 
 // errInSession refuses what only the host may do.
-var errInSession = errs.Usagef("only the owner, on the host, shows and decides held changes: in a session, hobbs review lists them")
+var errInSession = errs.Usagef("only the owner, on the host, shows and decides held changes").Advise(ListInSession)
 
 // WriteSessionList writes the waiting changes to w as SessionList holds them.
 func (s *Store) WriteSessionList(w io.Writer) error {
@@ -56,7 +56,7 @@ func (s *Store) readSessionList() (Items, error) {
 	f, err := os.Open(s.sessionList)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errs.Missingf("this session has no list of held changes (%s)", s.sessionList).
-			WithHint("the owner lists them on the host: hobbs review")
+			Advise(NoSessionList)
 	}
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func find(st *state, id string) (*Item, error) {
 			return it, nil
 		}
 	}
-	return nil, &errs.Error{Code: errs.Usage, Msg: "no held change " + id, Hint: "hobbs review lists what waits"}
+	return nil, &errs.Error{Code: errs.Usage, Msg: "no held change " + id, Advice: errs.NewAdvice(NoHeldChange)}
 }
 
 // Select returns the ids of the waiting changes found at the end of session
@@ -165,7 +165,7 @@ func (s *Store) Select(session string) ([]string, error) {
 		}
 	}
 	if len(ids) == 0 {
-		return nil, &errs.Error{Code: errs.Usage, Msg: "no change of session " + session + " waits", Hint: "hobbs review lists what waits, with its sessions"}
+		return nil, &errs.Error{Code: errs.Usage, Msg: "no change of session " + session + " waits", Advice: errs.NewAdvice(NoSessionChange)}
 	}
 	return ids, nil
 }
@@ -247,12 +247,12 @@ func (s *Store) unchangedSince(st *state, it *Item) error {
 		return nil
 	}
 	return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: %s changed since this change was held", it.ID, it.Path),
-		Hint: "review the later change of the same file first, or reject this one"}
+		Advice: errs.NewAdvice(LaterChange)}
 }
 
 func (s *Store) decide(ids []string, verb, to string, apply func(*state, *Item) error) error {
 	if len(ids) == 0 {
-		return errs.Usagef("name the changes to %s (hobbs review lists them)", verb)
+		return errs.Usagef("name the changes to %s", verb).Advise(NameTheChanges)
 	}
 	var failed error
 	err := s.locked(func(st *state) error {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,7 +62,7 @@ func (c *cron) read() (*crontab, error) {
 		if errors.As(err, &ce) && strings.Contains(strings.ToLower(ce.msg), "no crontab") {
 			out = nil
 		} else {
-			return nil, (&errs.Error{Code: errs.Failure, Msg: "read the crontab", Err: err}).WithHint("is cron installed? (Debian: apt-get install cron) On a machine with systemd, HOBBS_SCHEDULER=systemd uses user timers")
+			return nil, (&errs.Error{Code: errs.Failure, Msg: "read the crontab", Err: err}).Advise(NoCrontab)
 		}
 	}
 	return parseCrontab(string(out))
@@ -75,7 +76,7 @@ func parseCrontab(text string) (*crontab, error) {
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	damaged := func(i int, why string) (*crontab, error) {
 		return nil, errs.Failf("crontab line %d: %s; the crontab was not changed", i+1, why).
-			WithHint("fix hobbs's block (between %q and %q) with crontab -e, or delete it and add the schedules again", cronBegin, cronEnd)
+			Advise(DamagedBlock, "begin", strconv.Quote(cronBegin), "end", strconv.Quote(cronEnd))
 	}
 	state := 0 // 0 before, 1 in the block, 2 after
 	var pending *Job

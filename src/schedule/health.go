@@ -53,19 +53,6 @@ func cronRunning(procDir string) (running, known bool) {
 	return false, seen
 }
 
-// The kinds of advice of a scheduler that cannot fire (CanFire) or a
-// systemd user manager that does not answer; cmd/hobbs words them
-// (hints_doctor.go: doctor's schedules check gives CanFire's as its fix).
-const (
-	NoCronDaemon  errs.Kind = "schedule.no-cron-daemon"
-	NoUserManager errs.Kind = "schedule.no-user-manager"
-)
-
-// systemdHint is how to get a user manager for the user (NoUserManager's
-// words, and hobbs serve's install hint).
-const systemdHint = "start your systemd user manager: sudo loginctl enable-linger $USER, then log in again " +
-	"(so that XDG_RUNTIME_DIR and the user bus exist); or schedule with cron: HOBBS_SCHEDULER=cron (a cron daemon must run)"
-
 // userManager says whether a systemd user manager answers (systemctl
 // --user is-system-running), and if not, what systemctl said (its first
 // line: "Failed to connect to bus: No medium found", "offline").
@@ -90,7 +77,7 @@ func userManager(o Options) (ok bool, said string) {
 
 // CanFire checks that backend (a name Detect gives) can fire a schedule
 // on this machine: a systemd user manager answers, or a cron daemon runs.
-// The error says what is missing and the command that fixes it, never a
+// The error says what is missing, and advises how to fix it, never a
 // raw bus error.
 func CanFire(o Options, backend string) error {
 	if err := o.fill(); err != nil {

@@ -246,13 +246,9 @@ func writeMissedState(path string, st missedState) {
 	_ = safefile.Write(path, append(b, '\n'), 0o600)
 }
 
-// The kinds of advice doctor's schedules check gives of its own (a
-// scheduler that cannot fire carries CanFire's); cmd/hobbs words them
-// (hints_doctor.go). Facts: playbook (a schedule's playbook).
-const (
-	Unlistable errs.Kind = "schedule.unlistable"
-	MissedRun  errs.Kind = "schedule.missed-run"
-)
+// Unlistable is the advice of doctor's schedules check when the scheduler
+// cannot list the schedules; cmd/hobbs words it (hints_doctor.go).
+const Unlistable errs.Kind = "schedule.unlistable"
 
 // Doctor is doctor's schedules check of the user's schedules (every
 // instance's): the scheduler can fire them, and none missed a run; each with
@@ -289,7 +285,7 @@ func Doctor(_ context.Context, env *doctor.Env) []doctor.Result {
 			last = s.LastOutcome + " " + s.LastRun
 		}
 		if s.Missed != "" {
-			out = append(out, doctor.Result{Status: doctor.Warn, Message: s.MissedLine(), Advice: errs.NewAdvice(MissedRun, "playbook", s.Playbook)})
+			out = append(out, doctor.Result{Status: doctor.Warn, Message: s.MissedLine(), Advice: errs.NewAdvice(MissedRun, "name", s.Playbook)})
 			continue
 		}
 		out = append(out, doctor.Result{Status: doctor.OK, Message: fmt.Sprintf("%s %s (%s): next run %s, last run %s", s.Playbook, s.When(), s.Backend, next, last)})

@@ -18,7 +18,7 @@ func ParseSpec(every, at string) (Spec, error) {
 	if every != "" {
 		d, err := time.ParseDuration(every)
 		if err != nil {
-			return s, errs.Usagef("--every %q is not a duration", every).WithHint("durations look like 30m, 2h, 24h (a day), 168h (a week)")
+			return s, errs.Usagef("--every %q is not a duration", every).Advise(BadDuration)
 		}
 		s.Every = d
 	}
@@ -74,7 +74,7 @@ func RemovePlaybook(o Options, name string) (string, error) {
 	}
 	removed, err := b.Remove(name)
 	if err == nil && !removed {
-		err = errs.Failf("%s is not scheduled (%s)", name, b.Name()).WithHint("see the schedules with: hobbs schedule list")
+		err = errs.Failf("%s is not scheduled (%s)", name, b.Name()).Advise(NotScheduled)
 	}
 	return b.Name(), err
 }

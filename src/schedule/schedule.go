@@ -272,7 +272,7 @@ func (o *Options) fill() error {
 // else cron. Its changes are recorded in o.Audit.
 func Detect(o Options) (Backend, error) {
 	if o.InContainer {
-		return nil, errs.Usagef("schedules live on the host: run hobbs schedule there")
+		return nil, errs.Usagef("schedules live on the host").Advise(OnTheHost)
 	}
 	if err := o.fill(); err != nil {
 		return nil, err
@@ -389,7 +389,7 @@ func cronSchedule(s Spec) (string, error) {
 		c, err := parseCalendar(s.At)
 		if err != nil {
 			return "", errs.Usagef("cron cannot run --at %v", err).
-				WithHint("cron takes [WEEKDAYS] [*-MM-DD] HH:MM, e.g. --at \"Mon..Fri *-*-* 09:00\" or --at \"*-*-01 08:30\"")
+				Advise(CronCalendar)
 		}
 		return c.cron(), nil
 	}
@@ -401,7 +401,7 @@ func cronSchedule(s Spec) (string, error) {
 		}
 		return "", errs.Usagef("cron cannot run every %s: it runs on the clock, and %s does not divide an hour or a day",
 			FormatDuration(s.Every), FormatDuration(s.Every)).
-			WithHint("nearest: %s; or a time of day with --at (e.g. --at \"*-*-* 09:00\")", strings.Join(near, " or "))
+			Advise(CronInterval, "near", strings.Join(near, " or "))
 	}
 	return c.cron(), nil
 }
@@ -435,7 +435,7 @@ func checkJob(j Job) error {
 
 // UserSystemd reports whether a systemd user manager takes this user's
 // units (as Detect decides: o.Scheduler, else one answering), the
-// directory of those units, and SystemdHint for when there is none. hobbs
+// directory of those units (NoUserManager advises when there is none). hobbs
 // serve install uses it too.
 func UserSystemd(o Options) (unitDir string, ok bool, err error) {
 	if err := o.fill(); err != nil {
@@ -443,6 +443,3 @@ func UserSystemd(o Options) (unitDir string, ok bool, err error) {
 	}
 	return o.UnitDir, o.Scheduler == "systemd" || o.Scheduler == "" && systemdRuns(o), nil
 }
-
-// SystemdHint says how to get a systemd user manager.
-const SystemdHint = systemdHint

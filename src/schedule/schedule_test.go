@@ -104,13 +104,13 @@ func TestEvery(t *testing.T) {
 			t.Errorf("every %s expressible", d)
 		}
 		_, err := cronSchedule(Spec{Every: d})
-		if err == nil || !strings.Contains(err.Error(), "cron cannot run every") || !strings.Contains(errs.Hint(err), "nearest: --every") {
-			t.Errorf("every %s: %v (hint %q)", d, err, errs.Hint(err))
+		if err == nil || !strings.Contains(err.Error(), "cron cannot run every") || !strings.HasPrefix(errs.AdviceOf(err).Facts["near"], "--every ") {
+			t.Errorf("every %s: %v (advice %v)", d, err, errs.AdviceOf(err))
 		}
 	}
 	_, err := cronSchedule(Spec{Every: 90 * time.Minute})
-	if h := errs.Hint(err); !strings.Contains(h, "--every 1h or --every 2h") {
-		t.Errorf("hint %q", h)
+	if a := errs.AdviceOf(err); a.Kind != CronInterval || a.Facts["near"] != "--every 1h or --every 2h" {
+		t.Errorf("advice %v", a)
 	}
 	for _, s := range []Spec{{}, {Every: time.Hour, At: "daily"}, {Every: 30 * time.Second}, {Every: 90 * time.Second}, {At: "daily\n"}} {
 		if err := s.Check(); errs.Code(err) != errs.Usage {

@@ -117,7 +117,7 @@ func (s *systemd) Add(j Job) (Result, error) {
 			res.Replaced = old.Spec.String()
 		} else {
 			return res, errs.Failf("%s exists and was not written by hobbs; nothing changed", tmrPath).
-				WithHint("remove or rename it first")
+				Advise(UnitExists)
 		}
 	}
 	if err := os.MkdirAll(s.o.UnitDir, 0o755); err != nil {
@@ -153,7 +153,7 @@ func checkCalendar(spec string) error {
 		var ce *cmdError
 		if errors.As(err, &ce) && ce.err != nil && !errors.Is(ce.err, fs.ErrNotExist) && !strings.Contains(ce.err.Error(), "executable file not found") {
 			return errs.Usagef("--at %q: %s", spec, ce.msg).
-				WithHint("systemd calendar events look like \"Mon *-*-* 09:00\", \"Mon..Fri 08:30\", \"*-*-01 06:00\", daily, weekly (man systemd.time)")
+				Advise(BadCalendar)
 		}
 		if _, perr := parseCalendar(spec); perr != nil {
 			return errs.Usagef("--at %v", perr)

@@ -48,7 +48,7 @@ func (s *Service) setUpChannels() error {
 	tok, err := opt.Secret(entry)
 	if err != nil {
 		return errs.Failf("channels.telegram: the bot token (vault entry %s): %v", entry, err).
-			WithHint("put the token BotFather gave you in the vault: hobbs vault set %s", entry)
+			Advise(NoBotToken, "entry", entry)
 	}
 	to := TelegramOptions(opt.Instance, *opt)
 	to.Token, to.Logf = string(tok), s.logf
@@ -68,7 +68,7 @@ func chatID(ch, conversation string) string { return ch + "-" + conversation }
 // "telegram"): the owner sends /start CODE to the bot (telegram.Pair).
 func Pair(in instance.Instance, channel string, log *audit.Logger) (telegram.Pairing, error) {
 	if channel != "telegram" {
-		return telegram.Pairing{}, errs.Usagef("unknown channel %q: hobbs serve pairs telegram", channel)
+		return telegram.Pairing{}, errs.Usagef("unknown channel %q", channel).Advise(OnlyTelegram)
 	}
 	cfg, err := config.Load(in.FS(), in.Config())
 	if err != nil {
@@ -76,7 +76,7 @@ func Pair(in instance.Instance, channel string, log *audit.Logger) (telegram.Pai
 	}
 	if !cfg.Channels.Telegram.Enabled() {
 		return telegram.Pairing{}, errs.Usagef("no Telegram channel is set up (config.yaml channels.telegram.token)").
-			WithHint("docs/serve.md, \"Telegram\": make a bot with BotFather, hobbs vault set telegram-bot, then name the entry in config.yaml")
+			Advise(NoTelegram)
 	}
 	return telegram.Pair(TelegramOptions(in, Options{Config: cfg, Audit: log}))
 }

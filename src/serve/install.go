@@ -52,7 +52,7 @@ func Install(o InstallOptions) (Installed, error) {
 	}
 	if o.Root() {
 		return Installed{}, errs.Usagef("hobbs serve will not run as root: install it as the user it runs as").
-			WithHint("as an ordinary user allowed to use the engine: hobbs serve install (docs/setup.md, \"Running as root\")")
+			Advise(RunAsUser)
 	}
 	dir, ok, err := schedule.UserSystemd(o.Schedule)
 	if err != nil {
@@ -60,7 +60,7 @@ func Install(o InstallOptions) (Installed, error) {
 	}
 	if !ok {
 		return Installed{}, errs.Failf("no systemd user manager answers for you: hobbs serve install writes a systemd user unit").
-			WithHint("%s; or run hobbs serve --instance %s under the supervisor you have (it stays in the foreground, logs on stderr and drains on SIGTERM)", schedule.SystemdHint, o.Instance)
+			Advise(NoUserManager, "instance", o.Instance)
 	}
 	var args []string
 	for _, a := range []string{o.Binary, "--instance", o.Instance, "serve"} {
@@ -84,7 +84,7 @@ func Install(o InstallOptions) (Installed, error) {
 	}
 	for _, a := range [][]string{{"--user", "daemon-reload"}, {"--user", "enable", "--now", UnitName}} {
 		if out, err := exec.Command(ctl, a...).CombinedOutput(); err != nil {
-			err = errs.Failf("%s %s: %s", ctl, strings.Join(a, " "), strings.TrimSpace(string(out))).WithHint("%s", schedule.SystemdHint)
+			err = errs.Failf("%s %s: %s", ctl, strings.Join(a, " "), strings.TrimSpace(string(out))).Advise(schedule.NoUserManager)
 			o.Audit.Record(audit.Entry{Event: "serve.install", Subject: path, Outcome: "error"}, err)
 			return res, err
 		}

@@ -66,9 +66,10 @@ type Result struct {
 	Denied []string
 }
 
-// Options are what a Service is made of. Given Launcher, New fills what
-// is left out from it: Instance, Config, Audit, Tasks, Secret (the
-// instance's vault) and Runner (LauncherRunner).
+// Options are what a Service is made of. Given Launcher, New sets
+// Instance, Config, Audit and Tasks from it, replacing any given, and
+// fills Secret (the instance's vault) and Runner (LauncherRunner) when
+// they are left out.
 type Options struct {
 	Launcher launcher.Runner
 	Instance instance.Instance
@@ -151,7 +152,7 @@ func New(opt Options) (*Service, error) {
 		v, err := opt.Secret(t.Secret)
 		if err != nil {
 			return nil, errs.Failf("trigger %s: its secret (vault entry %s): %v", name, t.Secret, err).
-				WithHint("put the webhook's shared secret in the vault: hobbs vault set %s", t.Secret)
+				Advise(NoTriggerSecret, "entry", t.Secret)
 		}
 		s.secrets[name] = v
 	}

@@ -1,0 +1,17 @@
+package main
+
+import (
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/provenance"
+)
+
+// reviewHints words the advice of package provenance (hobbs review).
+var reviewHints = map[errs.Kind]words{
+	provenance.NoSessionList:   say("the owner lists them on the host: hobbs review"),
+	provenance.NoHeldChange:    say("hobbs review lists what waits"),
+	provenance.NoSessionChange: say("hobbs review lists what waits, with its sessions"),
+	provenance.LaterChange:     say("review the later change of the same file first, or reject this one"),
+	provenance.ListInSession:   say("in a session, hobbs review lists them"),
+	provenance.NameTheChanges:  say("hobbs review lists them"),
+	provenance.CannotRead:      say("restore it from a backup, or move it aside to start a new record (what waits for review is then lost)"),
+}

@@ -1,0 +1,17 @@
+package main
+
+import (
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/serve"
+)
+
+// serveHints words the advice of package serve.
+var serveHints = map[errs.Kind]words{
+	serve.RunAsUser: say("as an ordinary user allowed to use the engine: hobbs serve install (docs/setup.md, \"Running as root\")"),
+	serve.NoUserManager: say(startUserManager + "; or run hobbs serve --instance {instance} under the supervisor you have " +
+		"(it stays in the foreground, logs on stderr and drains on SIGTERM)"),
+	serve.NoBotToken:      say("put the token BotFather gave you in the vault: hobbs vault set {entry}"),
+	serve.NoTelegram:      say("docs/serve.md, \"Telegram\": make a bot with BotFather, hobbs vault set telegram-bot, then name the entry in config.yaml"),
+	serve.OnlyTelegram:    say("hobbs serve pairs telegram"),
+	serve.NoTriggerSecret: say("put the webhook's shared secret in the vault: hobbs vault set {entry}"),
+}
