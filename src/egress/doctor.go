@@ -9,6 +9,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 func init() {
@@ -26,7 +27,7 @@ func checkPolicy(_ context.Context, env *doctor.Env) []doctor.Result {
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Fail, Message: err.Error()}}
 	}
-	p, err := Parse(path, data)
+	p, err := policy.Parse(path, data)
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Fail,
 			Message: strings.ReplaceAll(err.Error(), "\n", "; "),

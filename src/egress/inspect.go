@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // maxSubstBody is the largest request body the proxy reads whole to put
@@ -19,8 +21,8 @@ const maxSubstBody = 64 << 10
 type leakError struct {
 	n     needle
 	host  string
-	pos   Position  // where it was found; 0: in the target host name
-	place Placement // the binding's, when the host is bound
+	pos   policy.Position  // where it was found; 0: in the target host name
+	place policy.Placement // the binding's, when the host is bound
 	bound bool
 }
 
@@ -44,7 +46,7 @@ func (e *leakError) Error() string {
 // leak detection (a placeholder where its binding does not put it), secret
 // substitution where it does, and SigV4 signing for an aws-sigv4 binding. It changes r in place (headers,
 // URL, body) and returns 0, or the status to refuse it with (rec says why).
-func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation) int {
+func (s *Server) inspect(r *http.Request, rec *record, t policy.Target, ex *policy.Explanation) int {
 	rec.path = r.URL.Path
 	// Request trailers are not inspected: none is sent on.
 	r.Trailer = nil
@@ -62,7 +64,7 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 		d := hr.Check(r.Method, r.URL.EscapedPath())
 		if d.Allow {
 			if h := methodOverride(r.Header); h != "" {
-				d = RequestDecision{Rule: "rules " + hr.Host.Pattern + ": " + h + " header", Source: hr.Host.Source}
+				d = policy.RequestDecision{Rule: "rules " + hr.Host.Pattern + ": " + h + " header", Source: hr.Host.Source}
 			}
 		}
 		rec.rule = d.Rule
@@ -79,28 +81,28 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 	path, query := r.URL.EscapedPath(), r.URL.RawQuery
 	// Where each secret may go in this request: nowhere unless it is bound
 	// to the host, then where its binding puts it.
-	var mayBuf [8]Position
+	var mayBuf [8]policy.Position
 	may := mayBuf[:0]
-	var to Position // the positions some secret goes in
+	var to policy.Position // the positions some secret goes in
 	for _, x := range sec {
-		m := Position(0)
-		if ex.bound(x.Name) {
-			m = x.place.allowed(r.Method, path)
+		m := policy.Position(0)
+		if ex.Bound(x.Name) {
+			m = x.Matcher().Place.Allowed(r.Method, path)
 		}
 		may = append(may, m)
 		to |= m
 	}
-	needles := leakNeedles(sec, func(i int) bool { return ex.bound(sec[i].Name) }, func(i int) Position { return may[i] })
-	leakErr := func(n needle, pos Position) error {
+	needles := leakNeedles(sec, func(i int) bool { return ex.Bound(sec[i].Name) }, func(i int) policy.Position { return may[i] })
+	leakErr := func(n needle, pos policy.Position) error {
 		le := &leakError{n: n, host: rec.host, pos: pos}
 		for _, x := range sec {
-			if x.Name == n.secret && ex.bound(x.Name) {
-				le.bound, le.place = true, x.place
+			if x.Name == n.secret && ex.Bound(x.Name) {
+				le.bound, le.place = true, x.Matcher().Place
 			}
 		}
 		return le
 	}
-	leak := func(n needle, pos Position) int {
+	leak := func(n needle, pos policy.Position) int {
 		le := leakErr(n, pos)
 		rec.allow, rec.leak = false, n.secret
 		rec.rule = "leak-detection"
@@ -108,24 +110,24 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 		return http.StatusForbidden
 	}
 	// Leaks first, on the request as the agent sent it.
-	if n, ok := findLeak(r.Method, needles, InMethod); ok {
-		return leak(n, InMethod)
+	if n, ok := findLeak(r.Method, needles, policy.InMethod); ok {
+		return leak(n, policy.InMethod)
 	}
 	for name, vs := range r.Header {
-		if n, ok := findLeak(name, needles, InHeader); ok {
-			return leak(n, InHeader)
+		if n, ok := findLeak(name, needles, policy.InHeader); ok {
+			return leak(n, policy.InHeader)
 		}
 		for _, v := range vs {
-			if n, ok := findLeak(v, needles, InHeader); ok {
-				return leak(n, InHeader)
+			if n, ok := findLeak(v, needles, policy.InHeader); ok {
+				return leak(n, policy.InHeader)
 			}
 		}
 	}
-	if n, ok := findLeak(path, needles, InPath); ok {
-		return leak(n, InPath)
+	if n, ok := findLeak(path, needles, policy.InPath); ok {
+		return leak(n, policy.InPath)
 	}
-	if n, ok := findLeak(query, needles, InQuery); ok {
-		return leak(n, InQuery)
+	if n, ok := findLeak(query, needles, policy.InQuery); ok {
+		return leak(n, policy.InQuery)
 	}
 	// A SigV4 request to a host an aws-sigv4 binding signs for is signed
 	// again with the real keys (sigv4.go), once it is otherwise final.
@@ -143,7 +145,7 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 	}
 	var bodyNeedles []needle
 	for _, n := range needles {
-		if n.not&InBody != 0 {
+		if n.not&policy.InBody != 0 {
 			bodyNeedles = append(bodyNeedles, n)
 		}
 	}
@@ -153,7 +155,7 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 	}
 	var body []byte
 	whole := sv != nil && (r.Body == nil || r.Body == http.NoBody)
-	if r.Body != nil && r.Body != http.NoBody && (to&InBody != 0 || len(bodyNeedles) > 0 || sv != nil) {
+	if r.Body != nil && r.Body != http.NoBody && (to&policy.InBody != 0 || len(bodyNeedles) > 0 || sv != nil) {
 		if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {
 			b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 			if err != nil {
@@ -168,16 +170,16 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 			return http.StatusForbidden
 		}
 		if whole {
-			if n, ok := findLeak(string(body), bodyNeedles, InBody); ok {
-				return leak(n, InBody)
+			if n, ok := findLeak(string(body), bodyNeedles, policy.InBody); ok {
+				return leak(n, policy.InBody)
 			}
 		}
 	}
 	// Then the bound secrets go in, each where it may.
 	var used []string
 	if to != 0 {
-		in := func(pos Position) []*Secret {
-			var out []*Secret
+		in := func(pos policy.Position) []*policy.Secret {
+			var out []*policy.Secret
 			for i, x := range sec {
 				if may[i]&pos != 0 {
 					out = append(out, x)
@@ -185,7 +187,7 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 			}
 			return out
 		}
-		if xs := in(InHeader); xs != nil {
+		if xs := in(policy.InHeader); xs != nil {
 			for name, vs := range r.Header {
 				for i, v := range vs {
 					nv, u := substituteHeader(name, v, xs)
@@ -194,7 +196,7 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 				}
 			}
 		}
-		if xs := in(InPath); xs != nil {
+		if xs := in(policy.InPath); xs != nil {
 			if np, u := substituteURL(path, xs, pathEscape); u != nil {
 				if err := setEscapedPath(r, np); err != nil {
 					rec.err = err.Error()
@@ -203,13 +205,13 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 				used = append(used, u...)
 			}
 		}
-		if xs := in(InQuery); xs != nil {
-			if nq, u := substituteURL(query, xs, urlEscape); u != nil {
+		if xs := in(policy.InQuery); xs != nil {
+			if nq, u := substituteURL(query, xs, policy.URLEscape); u != nil {
 				r.URL.RawQuery = nq
 				used = append(used, u...)
 			}
 		}
-		if xs := in(InBody); xs != nil && whole && body != nil {
+		if xs := in(policy.InBody); xs != nil && whole && body != nil {
 			nb, u := substituteBody(body, r.Header.Get("Content-Type"), xs)
 			body = nb
 			used = append(used, u...)
@@ -230,7 +232,7 @@ func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation
 	if !whole && r.Body != nil && r.Body != http.NoBody && len(bodyNeedles) > 0 {
 		// Kept across reads: a needle written with every byte escaped.
 		r.Body = &scanBody{rc: r.Body, needles: bodyNeedles, keep: 3*maxNeedle(bodyNeedles) - 1,
-			leak: func(n needle) error { return leakErr(n, InBody) }}
+			leak: func(n needle) error { return leakErr(n, policy.InBody) }}
 	}
 	if sv != nil {
 		scheme := "http"
@@ -278,7 +280,7 @@ func pathUnescape(s string) (string, error) {
 			if i+2 >= len(s) {
 				return "", errors.New("invalid escape in path")
 			}
-			c, ok := unhex2(s[i+1], s[i+2])
+			c, ok := policy.Unhex2(s[i+1], s[i+2])
 			if !ok {
 				return "", errors.New("invalid escape in path")
 			}
@@ -343,7 +345,7 @@ func (b *scanBody) Close() error { return b.rc.Close() }
 
 // secrets returns the session's bound secrets (none for a proxy started
 // without a secrets file).
-func (s *Server) secrets() []*Secret {
+func (s *Server) secrets() []*policy.Secret {
 	if s.opts.Secrets == nil {
 		return nil
 	}

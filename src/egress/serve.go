@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // ImagePolicy is where the image carries the default policy.
@@ -56,7 +57,7 @@ func (c *ProxyConfig) options() (Options, error) {
 	}
 	opts := Options{PolicyFiles: c.Policies, AuthToken: token, AuditPath: c.AuditPath, Session: c.Session, Logf: c.Logf, IdleTimeout: c.Idle}
 	if c.SecretsFile != "" {
-		if opts.Secrets, err = LoadSessionSecrets(c.SecretsFile); err != nil {
+		if opts.Secrets, err = policy.LoadSessionSecrets(c.SecretsFile); err != nil {
 			return opts, errs.Wrap(errs.Usage, err, "secrets file")
 		}
 	}

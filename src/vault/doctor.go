@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
@@ -175,7 +174,7 @@ func checkMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 	for _, name := range env.Config.BindingNames() {
 		b := env.Config.Secrets[name]
 		maps = append(maps, [2]string{name, b.Vault})
-		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
+		if err := b.Check(); err != nil {
 			out = append(out, doctor.Result{Status: doctor.Fail,
 				Message: fmt.Sprintf("config.yaml secrets.%s.%v: hobbs run will fail", name, err),
 				Fix:     "hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443; in: header, path, query, body (docs/vault.md)"})
