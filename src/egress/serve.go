@@ -42,7 +42,7 @@ func (c *ProxyConfig) options() (Options, error) {
 	if len(c.Policies) == 0 {
 		if _, err := os.Stat(ImagePolicy); err != nil {
 			return Options{}, errs.Usagef("no --policy given and %s does not exist", ImagePolicy).
-				WithHint("pass --policy FILE (see 'hobbs policy show' for the format)")
+				Advise(NoImagePolicy)
 		}
 		c.Policies = []string{ImagePolicy}
 	}
