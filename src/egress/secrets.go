@@ -11,6 +11,12 @@ import (
 	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
+// A session's secrets (policy.Secret) in the requests the proxy reads:
+// substitution and leak detection. A header value or a body holds a value
+// as it is (a form body percent-encoded); a URL holds it with what is not
+// unreserved percent-encoded (policy.URLEscape in a query, pathEscape in a
+// path).
+
 // pathEscape is v as a path segment holds it: unreserved characters, ":"
 // and "@" as they are (a Telegram bot token's ":" stays a ":"), every
 // other byte percent-encoded ("/" and ";" among them, which would change

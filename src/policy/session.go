@@ -99,7 +99,7 @@ func (ss *SessionSecrets) Prepare() error {
 		case s.Kind == KindAWSSigV4 && s.Part == PartAWSSecretKey:
 			m.Place.in = 0 // signs; never sent
 		default:
-			return fmt.Errorf("secret %s: unknown kind %q", s.Name, s.Kind+" "+s.Part)
+			return fmt.Errorf("secret %s: unknown kind %q (part %q)", s.Name, s.Kind, s.Part)
 		}
 		if len(s.Placeholder) < 16 || seen[s.Placeholder] || s.Value == "" || strings.Contains(s.Value, s.Placeholder) {
 			return fmt.Errorf("secret %s: bad placeholder", s.Name)
