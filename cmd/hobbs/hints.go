@@ -55,6 +55,7 @@ var hintTables = []map[errs.Kind]words{
 	doctorHints, engineHints,
 	imageHints, psHints,
 	memoryHints, playbookHints, scheduleHints, serveHints, chatHints, reviewHints,
+	policyHints,
 }
 
 // hintWords is every table merged, built once.

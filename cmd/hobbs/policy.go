@@ -8,25 +8,25 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
-func effectivePolicy(in instance.Instance) (*egress.Policy, error) {
+func effectivePolicy(in instance.Instance) (*policy.Policy, error) {
 	def, err := fs.ReadFile(hobbs.Dist, "policy.yaml")
 	if err != nil {
 		return nil, err
 	}
-	return egress.LoadEffective(in.FS(), launcher.BuiltinPolicyName, def, in.Policy())
+	return policy.LoadEffective(in.FS(), launcher.BuiltinPolicyName, def, in.Policy())
 }
 
 // policyFile is the instance's policy.yaml as policy allow, deny and rm
 // edit it.
-func (a *app) policyFile(in instance.Instance) egress.PolicyFile {
+func (a *app) policyFile(in instance.Instance) policy.PolicyFile {
 	tmpl, _ := fs.ReadFile(hobbs.Templates, "policy.yaml")
-	return egress.PolicyFile{Root: in.FS(), Path: in.Policy(), LockPath: in.Lock("policy"), Name: in.Rel(in.Policy()),
+	return policy.PolicyFile{Root: in.FS(), Path: in.Policy(), LockPath: in.Lock("policy"), Name: in.Rel(in.Policy()),
 		Template: tmpl, Audit: a.audit(in)}
 }
 
@@ -88,15 +88,13 @@ the proxy intercepts HTTPS to it.`,
 		if err != nil {
 			return err
 		}
-		t, err := egress.ParseTarget(args[0])
+		t, err := policy.ParseTarget(args[0])
 		if err != nil {
 			return err
 		}
-		bound := map[string]egress.BindingSpec{}
+		var bound []policy.Binding
 		if cfg, err := a.config(in); err == nil {
-			for name, b := range cfg.Secrets {
-				bound[name] = egress.BindingSpec{Hosts: b.Hosts, In: b.In, Requests: b.Requests, Kind: b.Kind}
-			}
+			bound = cfg.Bindings()
 		}
 		c := p.Report(t, bound)
 		if err := out.print(c, c.WriteSummary); err != nil {

@@ -29,11 +29,11 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // Turns carries out the chat turns of one instance. Its fields are set
@@ -43,7 +43,7 @@ type Turns struct {
 	Config   *config.Config
 	// Policy is the instance's effective egress policy (the image's
 	// default and policy.yaml), as a session gets it.
-	Policy *egress.Policy
+	Policy *policy.Policy
 	// Image is the image to run (image.ImageRef of config.yaml's).
 	Image string
 	// Workspace is the host directory mounted as the workspace; "":

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 func newInstance(t *testing.T) instance.Instance {
@@ -227,7 +227,7 @@ func turns(t *testing.T, reply func(input []byte) (launcher.ChatResult, error)) 
 	if err := os.WriteFile(in.Policy(), []byte("domains: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pol, err := egress.Parse("policy.yaml", []byte("domains: []\n"))
+	pol, err := policy.Parse("policy.yaml", []byte("domains: []\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -37,15 +38,15 @@ type Config struct {
 	EgressNet    string `yaml:"egress_network" json:"egress_network"`
 	// WorkspaceGitReadOnly keeps a workspace repository's .git read-only in
 	// the agent's container (nil: true).
-	WorkspaceGitReadOnly *bool              `yaml:"workspace_git_readonly" json:"workspace_git_readonly"`
-	Env                  map[string]string  `yaml:"env" json:"env"`
-	Secrets              map[string]Binding `yaml:"secrets" json:"secrets"`
-	Resources            Resources          `yaml:"resources" json:"resources"`
-	Memory               Memory             `yaml:"memory" json:"memory"`
-	Playbooks            Playbooks          `yaml:"playbooks" json:"playbooks"`
-	Serve                Serve              `yaml:"serve" json:"serve"`
-	Triggers             map[string]Trigger `yaml:"triggers" json:"triggers"`
-	Channels             Channels           `yaml:"channels" json:"channels"`
+	WorkspaceGitReadOnly *bool                     `yaml:"workspace_git_readonly" json:"workspace_git_readonly"`
+	Env                  map[string]string         `yaml:"env" json:"env"`
+	Secrets              map[string]policy.Binding `yaml:"secrets" json:"secrets"`
+	Resources            Resources                 `yaml:"resources" json:"resources"`
+	Memory               Memory                    `yaml:"memory" json:"memory"`
+	Playbooks            Playbooks                 `yaml:"playbooks" json:"playbooks"`
+	Serve                Serve                     `yaml:"serve" json:"serve"`
+	Triggers             map[string]Trigger        `yaml:"triggers" json:"triggers"`
+	Channels             Channels                  `yaml:"channels" json:"channels"`
 }
 
 // Resources are limits for the agent container, and the free disk the
@@ -107,32 +108,6 @@ const (
 // EnvEngine overrides Config.Engine.
 const EnvEngine = "HOBBS_DOCKER"
 
-// Binding binds a vault entry to the hosts that may receive it (secrets:):
-// the agent gets a placeholder, the proxy puts the value in its place in
-// requests to those hosts only, in request headers unless In names other
-// positions (path, query, body; the last two only for the Requests named,
-// "METHODS PATH"). Hosts take the policy's domains forms, checked by the
-// egress package where the session starts.
-type Binding struct {
-	Vault    string   `yaml:"vault" json:"vault"`
-	Hosts    []string `yaml:"hosts" json:"hosts"`
-	In       []string `yaml:"in,omitempty" json:"in,omitempty"`
-	Requests []string `yaml:"requests,omitempty" json:"requests,omitempty"`
-	// Kind is empty for a value sent as it is, or KindAWSSigV4: the vault
-	// entry holds an AWS access key id and secret access key (two lines),
-	// the agent gets placeholders of both, and the proxy signs the
-	// agent's SigV4 requests again with the real keys.
-	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
-}
-
-// KindAWSSigV4 is the binding kind of an AWS key pair. Its variable is
-// AWS_ACCESS_KEY_ID; the agent also gets AWSSecretKeyVar.
-const (
-	KindAWSSigV4    = "aws-sigv4"
-	AWSKeyIDVar     = "AWS_ACCESS_KEY_ID"
-	AWSSecretKeyVar = "AWS_SECRET_ACCESS_KEY"
-)
-
 // cleanPrefix is path.Clean keeping a trailing slash.
 func cleanPrefix(p string) string {
 	c := path.Clean(p)
@@ -142,18 +117,15 @@ func cleanPrefix(p string) string {
 	return c
 }
 
-// Positions are the request positions a binding's in: may name.
-var Positions = []string{"header", "path", "query", "body"}
-
 // checkPlacement reports what is wrong with a binding's in: and requests:
 // (the key and the reason), or "".
-func (b Binding) checkPlacement() (key, why string) {
+func checkPlacement(b policy.Binding) (key, why string) {
 	if b.In != nil && len(b.In) == 0 {
 		return "in", "name at least one position: header, path, query, body (or leave in: out for header)"
 	}
 	data := false
 	for _, p := range b.In {
-		if !slices.Contains(Positions, p) {
+		if !slices.Contains(policy.PositionNames, p) {
 			return "in", fmt.Sprintf("%q is not a position: write header, path, query or body", p)
 		}
 		data = data || p == "body" || p == "query"
@@ -187,7 +159,7 @@ func Default() *Config {
 		Engine:    "docker",
 		EgressNet: EgressDefault,
 		Env:       map[string]string{},
-		Secrets:   map[string]Binding{},
+		Secrets:   map[string]policy.Binding{},
 		Resources: Resources{Memory: "4g", PIDs: 512, MinFreeDisk: DefaultMinFreeDisk},
 		Memory:    Memory{ContextBudget: 9500, TidyAfterDays: 90},
 		Playbooks: Playbooks{ReviewEveryDays: 30},
@@ -241,7 +213,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		c.Env = map[string]string{}
 	}
 	if c.Secrets == nil {
-		c.Secrets = map[string]Binding{}
+		c.Secrets = map[string]policy.Binding{}
 	}
 	if c.Triggers == nil {
 		c.Triggers = map[string]Trigger{}
@@ -260,7 +232,7 @@ var (
 	vaultEntryRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 	memSizeRe    = regexp.MustCompile(`^[0-9]+[bkmgBKMG]?$`)
 	networkRe    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
-	// requestRe is a binding's request (egress.ParsePlacement reads it):
+	// requestRe is a binding's request (policy.ParsePlacement reads it):
 	// upper-case methods or *, a plain path prefix.
 	requestRe = regexp.MustCompile(`^(\*|[A-Z]+(,[A-Z]+)*) +/[^\s?#%\\]*$`)
 )
@@ -363,7 +335,7 @@ func goTypeName(t string) string {
 		return "an integer"
 	case strings.HasPrefix(t, "map"):
 		return "a mapping"
-	case strings.HasPrefix(t, "config."):
+	case strings.HasPrefix(t, "config."), strings.HasPrefix(t, "policy."):
 		return "a mapping"
 	}
 	return t
@@ -419,16 +391,16 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 			bad([]string{"secrets", k, "vault"}, "%q is not a vault entry name", b.Vault)
 		case len(b.Hosts) == 0:
 			bad([]string{"secrets", k, "hosts"}, "name at least one host that may receive the secret, e.g. hosts: [api.github.com]")
-		case b.Kind != "" && b.Kind != KindAWSSigV4:
+		case b.Kind != "" && b.Kind != policy.KindAWSSigV4:
 			bad([]string{"secrets", k, "kind"}, "%q is not a kind: leave kind: out, or write aws-sigv4", b.Kind)
-		case b.Kind == KindAWSSigV4 && k != AWSKeyIDVar:
-			bad([]string{"secrets", k}, "an aws-sigv4 binding is named %s (the agent gets %s too)", AWSKeyIDVar, AWSSecretKeyVar)
-		case b.Kind == KindAWSSigV4 && b.In != nil:
+		case b.Kind == policy.KindAWSSigV4 && k != policy.AWSKeyIDVar:
+			bad([]string{"secrets", k}, "an aws-sigv4 binding is named %s (the agent gets %s too)", policy.AWSKeyIDVar, policy.AWSSecretKeyVar)
+		case b.Kind == policy.KindAWSSigV4 && b.In != nil:
 			bad([]string{"secrets", k, "in"}, "an aws-sigv4 binding puts no value in requests: the proxy signs them; leave in: out")
-		case b.Kind == KindAWSSigV4 && (c.Env[AWSSecretKeyVar] != "" || c.Secrets[AWSSecretKeyVar].Vault != ""):
-			bad([]string{"secrets", k}, "%s is also mapped under env or secrets; the aws-sigv4 binding gives the agent its placeholder", AWSSecretKeyVar)
+		case b.Kind == policy.KindAWSSigV4 && (c.Env[policy.AWSSecretKeyVar] != "" || c.Secrets[policy.AWSSecretKeyVar].Vault != ""):
+			bad([]string{"secrets", k}, "%s is also mapped under env or secrets; the aws-sigv4 binding gives the agent its placeholder", policy.AWSSecretKeyVar)
 		default:
-			if key, why := b.checkPlacement(); key != "" {
+			if key, why := checkPlacement(b); key != "" {
 				bad([]string{"secrets", k, key}, "%s", why)
 			}
 		}
@@ -544,6 +516,18 @@ func (c *Config) VarsUsing(name string) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Bindings returns secrets:, each binding named by its variable, sorted by
+// name.
+func (c *Config) Bindings() []policy.Binding {
+	out := make([]policy.Binding, 0, len(c.Secrets))
+	for _, n := range c.BindingNames() {
+		b := c.Secrets[n]
+		b.Name = n
+		out = append(out, b)
+	}
 	return out
 }
 

@@ -102,7 +102,9 @@ func childKeys(path []string) []string {
 	}
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
-		out = append(out, yamlName(t.Field(i)))
+		if n := yamlName(t.Field(i)); n != "-" { // not a key of the file
+			out = append(out, n)
+		}
 	}
 	return out
 }

@@ -1,8 +1,9 @@
 package config
 
 import (
-	"slices"
 	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // Use is one variable config.yaml gives a vault entry to: bound to hosts
@@ -23,37 +24,9 @@ type Use struct {
 // "VAR (env)".
 func (u Use) String() string {
 	if u.How == "bound" {
-		return u.Variable + " → " + strings.Join(u.Hosts, ",") + " " + Binding{In: u.In, Requests: u.Requests, Kind: u.Kind}.Where()
+		return u.Variable + " → " + strings.Join(u.Hosts, ",") + " " + policy.Binding{In: u.In, Requests: u.Requests, Kind: u.Kind}.Where()
 	}
 	return u.Variable + " (env)"
-}
-
-// Positions are the positions the binding's value may go in, in the order
-// of Positions: its in:, or header when it has none.
-func (b Binding) Positions() []string {
-	if b.In == nil {
-		return []string{"header"}
-	}
-	var out []string
-	for _, p := range Positions {
-		if slices.Contains(b.In, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// Where says where in a request the binding's value goes: "in header",
-// "in path", "in body (POST /token)", "signing requests (aws-sigv4)".
-func (b Binding) Where() string {
-	s := "in " + strings.Join(b.Positions(), ", ")
-	if b.Kind == KindAWSSigV4 {
-		s = "signing requests (aws-sigv4)"
-	}
-	if len(b.Requests) > 0 {
-		s += " (" + strings.Join(b.Requests, ", ") + ")"
-	}
-	return s
 }
 
 // Uses returns the variables using vault entry name: the bound ones, then

@@ -3,12 +3,14 @@ package config
 import (
 	"reflect"
 	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 func TestUsesAndDangling(t *testing.T) {
 	c := &Config{
 		Env: map[string]string{"GH_TOKEN": "vault:github", "OTHER": "vault:other", "PLAIN": "github"},
-		Secrets: map[string]Binding{"GITHUB_TOKEN": {Vault: "github", Hosts: []string{"api.github.com", "github.com"}},
+		Secrets: map[string]policy.Binding{"GITHUB_TOKEN": {Vault: "github", Hosts: []string{"api.github.com", "github.com"}},
 			"OAUTH": {Vault: "oauth", Hosts: []string{"auth.example"}, In: []string{"body", "header"}, Requests: []string{"POST /token"}}},
 	}
 	uses := c.Uses("github")

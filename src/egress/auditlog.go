@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -37,7 +38,7 @@ func newAuditLog(path string, logf func(string, ...any)) *auditLog {
 }
 
 // log queues l's line, redacted, for the writer.
-func (a *auditLog) log(l *auditLine) {
+func (a *auditLog) log(l *policy.AuditLine) {
 	if a.ch == nil {
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // BenchmarkTunnel: one CONNECT tunnel per request through the proxy, audit
@@ -138,9 +140,9 @@ func BenchmarkHTTPRequest(b *testing.B) {
 // through the masks of two secrets (every form maskForms lists), read in
 // 32 KiB pieces as the ReverseProxy does: the cost of masking per byte.
 func BenchmarkMaskBody(b *testing.B) {
-	ph, _ := NewPlaceholder(testValue)
-	s := maskServer(&Secret{Name: "A", Placeholder: ph, Value: testValue},
-		&Secret{Name: "B", Placeholder: "hobbs_ph_0123456789abcdefghijklmnopqrstuv", Value: "other-Secret-Value-0123456789"})
+	ph, _ := policy.NewPlaceholder(testValue)
+	s := maskServer(&policy.Secret{Binding: policy.Binding{Name: "A"}, Placeholder: ph, Value: testValue},
+		&policy.Secret{Binding: policy.Binding{Name: "B"}, Placeholder: "hobbs_ph_0123456789abcdefghijklmnopqrstuv", Value: "other-Secret-Value-0123456789"})
 	const alpha = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 {}\":,\n"
 	buf := make([]byte, 1<<20)
 	x := uint32(1)
@@ -152,7 +154,7 @@ func BenchmarkMaskBody(b *testing.B) {
 	b.SetBytes(int64(len(buf)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		body := &maskBody{rc: &chunkReader{text, 32 << 10}, m: s.agentMask, keep: s.agentMask.longest - 1, atEnd: func() {}}
+		body := &maskBody{rc: &chunkReader{text, 32 << 10}, m: s.agentMask, keep: s.agentMask.Longest() - 1, atEnd: func() {}}
 		io.Copy(io.Discard, body)
 	}
 }

@@ -11,59 +11,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"sync"
-	"time"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
-
-// SessionCAValidity is how long a session CA (and every certificate it
-// signs) is valid: a session longer than that must be restarted to reach
-// intercepted hosts.
-const SessionCAValidity = 30 * 24 * time.Hour
-
-// NewSessionCA makes a session's certificate authority: an ECDSA P-256 key
-// and a self-signed CA certificate, both PEM. The launcher makes one per
-// session; the key goes to the proxy only (a file on the session's tmpfs),
-// the certificate to the agent, whose tools then accept the certificates
-// the proxy presents for intercepted hosts. MaxPathLen 0: it signs leaf
-// certificates only.
-func NewSessionCA(name string) (certPEM, keyPEM string, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	serial, err := randSerial()
-	if err != nil {
-		return "", "", err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "Hobbs session CA " + name, Organization: []string{"Hobbs egress proxy"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(SessionCAValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLen:            0,
-		MaxPathLenZero:        true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return "", "", err
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return "", "", err
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})), nil
-}
-
-func randSerial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-}
 
 // maxLeafCache bounds the leaf certificates kept.
 const maxLeafCache = 256
@@ -111,7 +63,7 @@ func (li *leafIssuer) certFor(host string) (*tls.Certificate, error) {
 	if c, ok := li.certs[host]; ok {
 		return c, nil
 	}
-	serial, err := randSerial()
+	serial, err := policy.NewSerial()
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // PolicyInvalid is the advice of doctor's policy check for a policy.yaml
@@ -27,7 +28,7 @@ func DoctorPolicy(_ context.Context, env *doctor.Env) []doctor.Result {
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Fail, Message: err.Error()}}
 	}
-	p, err := Parse(path, data)
+	p, err := policy.Parse(path, data)
 	if err != nil {
 		return []doctor.Result{{Status: doctor.Fail,
 			Message: strings.ReplaceAll(err.Error(), "\n", "; "),

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // hostTap watches the bytes the HTTP server reads from a client connection
@@ -316,10 +318,10 @@ func hostMatches(value, host string, port int) bool {
 	if i := strings.LastIndexByte(value, ':'); i >= 0 && !strings.HasSuffix(value, "]") {
 		hostPart, portText = value[:i], value[i+1:]
 	}
-	h, err := NormalizeHost(hostPart)
+	h, err := policy.NormalizeHost(hostPart)
 	if err != nil {
 		return false
 	}
-	p, err := ParsePort(portText)
+	p, err := policy.ParsePort(portText)
 	return err == nil && p == port && h.String() == host
 }

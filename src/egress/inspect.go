@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // maxSubstBody is the largest request body the proxy reads whole to put
@@ -19,8 +21,8 @@ const maxSubstBody = 64 << 10
 type leakError struct {
 	n     needle
 	host  string
-	pos   Position  // where it was found; 0: in the target host name
-	place Placement // the binding's, when the host is bound
+	pos   policy.Position  // where it was found; 0: in the target host name
+	place policy.Placement // the binding's, when the host is bound
 	bound bool
 }
 
@@ -41,209 +43,309 @@ func (e *leakError) Error() string {
 
 // inspect is the pipeline's check of a request the policy allowed t (ex
 // says what applies there): protocol upgrades, the host's request rules,
-// leak detection (a placeholder where its binding does not put it), secret
-// substitution where it does, and SigV4 signing for an aws-sigv4 binding. It changes r in place (headers,
-// URL, body) and returns 0, or the status to refuse it with (rec says why).
-func (s *Server) inspect(r *http.Request, rec *record, t Target, ex *Explanation) int {
+// then, when the session has secrets, leak detection (a placeholder where
+// its binding does not put it), secret substitution where it does, and
+// SigV4 signing for an aws-sigv4 binding. It changes r in place (headers,
+// URL, body) and returns 0, or the status to refuse it with (rec says
+// why).
+func (s *Server) inspect(r *http.Request, rec *record, t policy.Target, ex *policy.Explanation) int {
 	rec.path = r.URL.Path
 	// Request trailers are not inspected: none is sent on.
 	r.Trailer = nil
 	sec := s.secrets()
-	hr := ex.Rules
-	// An upgraded connection carries bytes the proxy does not read: refused
-	// inside an intercepted tunnel, and on the plain path wherever rules or
-	// secrets apply.
-	if (t.Connect || hr != nil || len(sec) > 0) && r.Header.Get("Upgrade") != "" {
-		rec.allow, rec.rule = false, "upgrade"
-		rec.reason = "a protocol upgrade would carry bytes the proxy does not inspect"
-		return http.StatusForbidden
+	if code := checkUpgrade(r, rec, t, ex, len(sec) > 0); code != 0 {
+		return code
 	}
-	if hr != nil {
-		d := hr.Check(r.Method, r.URL.EscapedPath())
-		if d.Allow {
-			if h := methodOverride(r.Header); h != "" {
-				d = RequestDecision{Rule: "rules " + hr.Host.Pattern + ": " + h + " header", Source: hr.Host.Source}
-			}
-		}
-		rec.rule = d.Rule
-		if !d.Allow {
-			rec.allow, rec.reason = false, "request rule ("+d.Source+")"
-			return http.StatusForbidden
-		}
+	if code := checkRules(r, rec, ex.Rules); code != 0 {
+		return code
 	}
 	if len(sec) == 0 {
 		return 0
 	}
-	// What comes back is masked (maskResponse), which needs it unencoded.
-	r.Header.Set("Accept-Encoding", "identity")
-	path, query := r.URL.EscapedPath(), r.URL.RawQuery
-	// Where each secret may go in this request: nowhere unless it is bound
-	// to the host, then where its binding puts it.
-	var mayBuf [8]Position
-	may := mayBuf[:0]
-	var to Position // the positions some secret goes in
-	for _, x := range sec {
-		m := Position(0)
-		if ex.bound(x.Name) {
-			m = x.place.allowed(r.Method, path)
+	in := newInspection(r, rec, t, ex, sec)
+	for _, step := range []func() int{in.headLeaks, in.sigv4, in.readBody, in.substitute, in.putBody, in.sign} {
+		if code := step(); code != 0 {
+			return code
 		}
-		may = append(may, m)
-		to |= m
 	}
-	needles := leakNeedles(sec, func(i int) bool { return ex.bound(sec[i].Name) }, func(i int) Position { return may[i] })
-	leakErr := func(n needle, pos Position) error {
-		le := &leakError{n: n, host: rec.host, pos: pos}
-		for _, x := range sec {
-			if x.Name == n.secret && ex.bound(x.Name) {
-				le.bound, le.place = true, x.place
-			}
-		}
-		return le
-	}
-	leak := func(n needle, pos Position) int {
-		le := leakErr(n, pos)
-		rec.allow, rec.leak = false, n.secret
-		rec.rule = "leak-detection"
-		rec.reason = le.Error()
+	rec.secrets = dedupe(in.used)
+	return 0
+}
+
+// checkUpgrade refuses a protocol upgrade where the proxy reads the
+// requests: an upgraded connection carries bytes it does not read. It is
+// refused inside an intercepted tunnel, and on the plain path wherever
+// request rules or secrets apply.
+func checkUpgrade(r *http.Request, rec *record, t policy.Target, ex *policy.Explanation, secrets bool) int {
+	if (t.Connect || ex.Rules != nil || secrets) && r.Header.Get("Upgrade") != "" {
+		rec.allow, rec.rule = false, "upgrade"
+		rec.reason = "a protocol upgrade would carry bytes the proxy does not inspect"
 		return http.StatusForbidden
 	}
-	// Leaks first, on the request as the agent sent it.
-	if n, ok := findLeak(r.Method, needles, InMethod); ok {
-		return leak(n, InMethod)
+	return 0
+}
+
+// checkRules applies the host's request rules (nil: none) to r. A request
+// they allow is refused all the same when it asks, with a method-override
+// header, to be taken as another method.
+func checkRules(r *http.Request, rec *record, hr *policy.HostRules) int {
+	if hr == nil {
+		return 0
+	}
+	d := hr.Check(r.Method, r.URL.EscapedPath())
+	if d.Allow {
+		if h := methodOverride(r.Header); h != "" {
+			d = policy.RequestDecision{Rule: "rules " + hr.Host.Pattern + ": " + h + " header", Source: hr.Host.Source}
+		}
+	}
+	rec.rule = d.Rule
+	if !d.Allow {
+		rec.allow, rec.reason = false, "request rule ("+d.Source+")"
+		return http.StatusForbidden
+	}
+	return 0
+}
+
+// inspection is one request on its way through the secrets' steps of
+// inspect, each a method that returns 0 or the status to refuse it with.
+type inspection struct {
+	r   *http.Request
+	rec *record
+	t   policy.Target
+	ex  *policy.Explanation
+	sec []*policy.Secret
+	// path and query are the URL's, escaped, as the agent sent them.
+	path, query string
+	// may[i] is where sec[i] may go in this request: nowhere unless it is
+	// bound to the host, then where its binding puts it. to is the
+	// positions some secret goes in.
+	may []policy.Position
+	to  policy.Position
+	// needles are what would make the request a leak; bodyNeedles those of
+	// them that would in its body.
+	needles, bodyNeedles []needle
+	// sv is the SigV4 request to sign again with the real keys, or nil.
+	sv *sigv4Request
+	// body is the body as read (nil: not read), whole whether it is all of
+	// it.
+	body  []byte
+	whole bool
+	// used names the secrets put in.
+	used []string
+}
+
+// newInspection works out where each secret may go in r and what would be
+// a leak. What comes back is masked (maskResponse), which needs it
+// unencoded, so r asks for identity.
+func newInspection(r *http.Request, rec *record, t policy.Target, ex *policy.Explanation, sec []*policy.Secret) *inspection {
+	r.Header.Set("Accept-Encoding", "identity")
+	in := &inspection{r: r, rec: rec, t: t, ex: ex, sec: sec, path: r.URL.EscapedPath(), query: r.URL.RawQuery,
+		may: make([]policy.Position, len(sec))}
+	for i, x := range sec {
+		if ex.Bound(x.Name) {
+			in.may[i] = x.Matcher().Place.Allowed(r.Method, in.path)
+		}
+		in.to |= in.may[i]
+	}
+	in.needles = leakNeedles(sec, func(i int) bool { return ex.Bound(sec[i].Name) }, func(i int) policy.Position { return in.may[i] })
+	for _, n := range in.needles {
+		if n.not&policy.InBody != 0 {
+			in.bodyNeedles = append(in.bodyNeedles, n)
+		}
+	}
+	return in
+}
+
+// leakError is the error of needle n found in position pos.
+func (in *inspection) leakError(n needle, pos policy.Position) error {
+	le := &leakError{n: n, host: in.rec.host, pos: pos}
+	for _, x := range in.sec {
+		if x.Name == n.secret && in.ex.Bound(x.Name) {
+			le.bound, le.place = true, x.Matcher().Place
+		}
+	}
+	return le
+}
+
+// leak refuses the request for needle n found in position pos.
+func (in *inspection) leak(n needle, pos policy.Position) int {
+	rec := in.rec
+	rec.allow, rec.leak = false, n.secret
+	rec.rule = "leak-detection"
+	rec.reason = in.leakError(n, pos).Error()
+	return http.StatusForbidden
+}
+
+// headLeaks looks for leaks in the method, the headers, the path and the
+// query, as the agent sent them: before anything is put in.
+func (in *inspection) headLeaks() int {
+	r := in.r
+	if n, ok := findLeak(r.Method, in.needles, policy.InMethod); ok {
+		return in.leak(n, policy.InMethod)
 	}
 	for name, vs := range r.Header {
-		if n, ok := findLeak(name, needles, InHeader); ok {
-			return leak(n, InHeader)
+		if n, ok := findLeak(name, in.needles, policy.InHeader); ok {
+			return in.leak(n, policy.InHeader)
 		}
 		for _, v := range vs {
-			if n, ok := findLeak(v, needles, InHeader); ok {
-				return leak(n, InHeader)
+			if n, ok := findLeak(v, in.needles, policy.InHeader); ok {
+				return in.leak(n, policy.InHeader)
 			}
 		}
 	}
-	if n, ok := findLeak(path, needles, InPath); ok {
-		return leak(n, InPath)
+	if n, ok := findLeak(in.path, in.needles, policy.InPath); ok {
+		return in.leak(n, policy.InPath)
 	}
-	if n, ok := findLeak(query, needles, InQuery); ok {
-		return leak(n, InQuery)
+	if n, ok := findLeak(in.query, in.needles, policy.InQuery); ok {
+		return in.leak(n, policy.InQuery)
 	}
-	// A SigV4 request to a host an aws-sigv4 binding signs for is signed
-	// again with the real keys (sigv4.go), once it is otherwise final.
-	var sv *sigv4Request
-	if keyID, secretKey := sigv4Keys(sec); keyID != nil && strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256") {
-		for i, x := range sec {
-			if x == keyID && may[i] != 0 {
-				var err error
-				if sv, err = sigv4Check(r, keyID, secretKey); err != nil {
-					rec.allow, rec.rule, rec.reason = false, "aws-sigv4", err.Error()
-					return http.StatusForbidden
-				}
+	return 0
+}
+
+// sigv4 checks a SigV4 request to a host an aws-sigv4 binding signs for
+// (sigv4.go): sign signs it again with the real keys once it is otherwise
+// final.
+func (in *inspection) sigv4() int {
+	keyID, secretKey := sigv4Keys(in.sec)
+	if keyID == nil || !strings.HasPrefix(in.r.Header.Get("Authorization"), "AWS4-HMAC-SHA256") {
+		return 0
+	}
+	for i, x := range in.sec {
+		if x == keyID && in.may[i] != 0 {
+			var err error
+			if in.sv, err = sigv4Check(in.r, keyID, secretKey); err != nil {
+				in.rec.allow, in.rec.rule, in.rec.reason = false, "aws-sigv4", err.Error()
+				return http.StatusForbidden
 			}
 		}
 	}
-	var bodyNeedles []needle
-	for _, n := range needles {
-		if n.not&InBody != 0 {
-			bodyNeedles = append(bodyNeedles, n)
-		}
-	}
+	return 0
+}
+
+// readBody reads the body when a secret may go in it, a needle would be a
+// leak there or it is to be signed: whole up to maxSubstBody (maxSignBody
+// to sign), and looks for leaks in a body read whole. A body to sign that
+// is longer is refused.
+func (in *inspection) readBody() int {
+	r, rec := in.r, in.rec
 	limit := int64(maxSubstBody)
-	if sv != nil {
+	if in.sv != nil {
 		limit = maxSignBody
 	}
-	var body []byte
-	whole := sv != nil && (r.Body == nil || r.Body == http.NoBody)
-	if r.Body != nil && r.Body != http.NoBody && (to&InBody != 0 || len(bodyNeedles) > 0 || sv != nil) {
-		if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {
-			b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-			if err != nil {
-				rec.err = "read request body: " + err.Error()
+	in.whole = in.sv != nil && (r.Body == nil || r.Body == http.NoBody)
+	if r.Body == nil || r.Body == http.NoBody || in.to&policy.InBody == 0 && len(in.bodyNeedles) == 0 && in.sv == nil {
+		return 0
+	}
+	if r.ContentLength >= 0 && r.ContentLength <= limit || r.ContentLength < 0 {
+		b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		if err != nil {
+			rec.err = "read request body: " + err.Error()
+			return http.StatusBadRequest
+		}
+		in.body, in.whole = b, int64(len(b)) <= limit
+	}
+	if in.sv != nil && !in.whole {
+		rec.allow, rec.rule = false, "aws-sigv4"
+		rec.reason = fmt.Sprintf("the body is longer than %d MiB: the proxy signs only a body it hashes itself", maxSignBody>>20)
+		return http.StatusForbidden
+	}
+	if in.whole {
+		if n, ok := findLeak(string(in.body), in.bodyNeedles, policy.InBody); ok {
+			return in.leak(n, policy.InBody)
+		}
+	}
+	return 0
+}
+
+// boundIn are the secrets that may go in position pos.
+func (in *inspection) boundIn(pos policy.Position) []*policy.Secret {
+	var out []*policy.Secret
+	for i, x := range in.sec {
+		if in.may[i]&pos != 0 {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// substitute puts the bound secrets in, each where it may: headers, the
+// path, the query, and a body read whole.
+func (in *inspection) substitute() int {
+	if in.to == 0 {
+		return 0
+	}
+	r := in.r
+	if xs := in.boundIn(policy.InHeader); xs != nil {
+		for name, vs := range r.Header {
+			for i, v := range vs {
+				nv, u := substituteHeader(name, v, xs)
+				vs[i] = nv
+				in.used = append(in.used, u...)
+			}
+		}
+	}
+	if xs := in.boundIn(policy.InPath); xs != nil {
+		if np, u := substituteURL(in.path, xs, pathEscape); u != nil {
+			if err := setEscapedPath(r, np); err != nil {
+				in.rec.err = err.Error()
 				return http.StatusBadRequest
 			}
-			body, whole = b, int64(len(b)) <= limit
-		}
-		if sv != nil && !whole {
-			rec.allow, rec.rule = false, "aws-sigv4"
-			rec.reason = fmt.Sprintf("the body is longer than %d MiB: the proxy signs only a body it hashes itself", maxSignBody>>20)
-			return http.StatusForbidden
-		}
-		if whole {
-			if n, ok := findLeak(string(body), bodyNeedles, InBody); ok {
-				return leak(n, InBody)
-			}
+			in.used = append(in.used, u...)
 		}
 	}
-	// Then the bound secrets go in, each where it may.
-	var used []string
-	if to != 0 {
-		in := func(pos Position) []*Secret {
-			var out []*Secret
-			for i, x := range sec {
-				if may[i]&pos != 0 {
-					out = append(out, x)
-				}
-			}
-			return out
-		}
-		if xs := in(InHeader); xs != nil {
-			for name, vs := range r.Header {
-				for i, v := range vs {
-					nv, u := substituteHeader(name, v, xs)
-					vs[i] = nv
-					used = append(used, u...)
-				}
-			}
-		}
-		if xs := in(InPath); xs != nil {
-			if np, u := substituteURL(path, xs, pathEscape); u != nil {
-				if err := setEscapedPath(r, np); err != nil {
-					rec.err = err.Error()
-					return http.StatusBadRequest
-				}
-				used = append(used, u...)
-			}
-		}
-		if xs := in(InQuery); xs != nil {
-			if nq, u := substituteURL(query, xs, urlEscape); u != nil {
-				r.URL.RawQuery = nq
-				used = append(used, u...)
-			}
-		}
-		if xs := in(InBody); xs != nil && whole && body != nil {
-			nb, u := substituteBody(body, r.Header.Get("Content-Type"), xs)
-			body = nb
-			used = append(used, u...)
+	if xs := in.boundIn(policy.InQuery); xs != nil {
+		if nq, u := substituteURL(in.query, xs, policy.URLEscape); u != nil {
+			r.URL.RawQuery = nq
+			in.used = append(in.used, u...)
 		}
 	}
+	if xs := in.boundIn(policy.InBody); xs != nil && in.whole && in.body != nil {
+		nb, u := substituteBody(in.body, r.Header.Get("Content-Type"), xs)
+		in.body = nb
+		in.used = append(in.used, u...)
+	}
+	return 0
+}
+
+// putBody gives the request its body back: the one read whole, or the
+// part read followed by the rest; a body not read whole is scanned for
+// leaks as it streams.
+func (in *inspection) putBody() int {
+	r := in.r
 	switch {
-	case whole && body != nil:
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
+	case in.whole && in.body != nil:
+		r.Body = io.NopCloser(bytes.NewReader(in.body))
+		r.ContentLength = int64(len(in.body))
 		r.TransferEncoding = nil
 		r.Header.Del("Content-Length")
-	case body != nil: // longer than maxSubstBody: the read part, then the rest
+	case in.body != nil: // longer than maxSubstBody: the read part, then the rest
 		r.Body = struct {
 			io.Reader
 			io.Closer
-		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		}{io.MultiReader(bytes.NewReader(in.body), r.Body), r.Body}
 	}
-	if !whole && r.Body != nil && r.Body != http.NoBody && len(bodyNeedles) > 0 {
+	if !in.whole && r.Body != nil && r.Body != http.NoBody && len(in.bodyNeedles) > 0 {
 		// Kept across reads: a needle written with every byte escaped.
-		r.Body = &scanBody{rc: r.Body, needles: bodyNeedles, keep: 3*maxNeedle(bodyNeedles) - 1,
-			leak: func(n needle) error { return leakErr(n, InBody) }}
+		r.Body = &scanBody{rc: r.Body, needles: in.bodyNeedles, keep: 3*maxNeedle(in.bodyNeedles) - 1,
+			leak: func(n needle) error { return in.leakError(n, policy.InBody) }}
 	}
-	if sv != nil {
-		scheme := "http"
-		if t.Connect {
-			scheme = "https"
-		}
-		if err := sv.sign(r, body, scheme, (&route{Target: t}).authority()); err != nil {
-			rec.allow, rec.rule, rec.reason = false, "aws-sigv4", err.Error()
-			return http.StatusForbidden
-		}
-		used = append(used, sv.keyID.Name, sv.secretKey.Name)
+	return 0
+}
+
+// sign signs a SigV4 request again with the real keys (sv from sigv4).
+func (in *inspection) sign() int {
+	if in.sv == nil {
+		return 0
 	}
-	rec.secrets = dedupe(used)
+	scheme := "http"
+	if in.t.Connect {
+		scheme = "https"
+	}
+	if err := in.sv.sign(in.r, in.body, scheme, (&route{Target: in.t}).authority()); err != nil {
+		in.rec.allow, in.rec.rule, in.rec.reason = false, "aws-sigv4", err.Error()
+		return http.StatusForbidden
+	}
+	in.used = append(in.used, in.sv.keyID.Name, in.sv.secretKey.Name)
 	return 0
 }
 
@@ -278,7 +380,7 @@ func pathUnescape(s string) (string, error) {
 			if i+2 >= len(s) {
 				return "", errors.New("invalid escape in path")
 			}
-			c, ok := unhex2(s[i+1], s[i+2])
+			c, ok := policy.Unhex2(s[i+1], s[i+2])
 			if !ok {
 				return "", errors.New("invalid escape in path")
 			}
@@ -343,7 +445,7 @@ func (b *scanBody) Close() error { return b.rc.Close() }
 
 // secrets returns the session's bound secrets (none for a proxy started
 // without a secrets file).
-func (s *Server) secrets() []*Secret {
+func (s *Server) secrets() []*policy.Secret {
 	if s.opts.Secrets == nil {
 		return nil
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // FuzzLaunder checks the two properties bound secrets rest on, through
@@ -68,7 +70,7 @@ func FuzzLaunder(f *testing.F) {
 	} {
 		f.Add(s.target, s.method, s.uri, s.headers, s.body, s.transform, s.where, s.pre, s.suf)
 	}
-	e := startSecretEnvTB(f, "", func(x *Secret) {
+	e := startSecretEnvTB(f, "", func(x *policy.Secret) {
 		if x.Name == "OTHER_KEY" {
 			x.In, x.Requests = []string{"header", "path", "query", "body"}, []string{"* /ok/"}
 		}

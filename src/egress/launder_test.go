@@ -21,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // revealed names the form in which b holds v, or "": as it is in any
@@ -147,7 +149,7 @@ var transforms = []struct {
 	{"lower", func(p, v, s string) string { return strings.ToLower(p + v + s) }},
 	{"query-escaped", func(p, v, s string) string { return url.QueryEscape(p + v + s) }},
 	{"path-escaped", func(p, v, s string) string { return url.PathEscape(p + v + s) }},
-	{"percent-escaped lower", func(p, v, s string) string { return strings.ToLower(urlEscape(p + v + s)) }},
+	{"percent-escaped lower", func(p, v, s string) string { return strings.ToLower(policy.URLEscape(p + v + s)) }},
 	{"json", func(p, v, s string) string { b, _ := json.Marshal(p + v + s); return string(b) }},
 	{"json slash", func(p, v, s string) string {
 		b, _ := json.Marshal(p + v + s)
@@ -184,8 +186,8 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 func (r *chunkReader) Close() error { return nil }
 
 // maskServer is a Server with the masks of secrets and nothing else.
-func maskServer(secrets ...*Secret) *Server {
-	s := &Server{opts: Options{Secrets: &SessionSecrets{Secrets: secrets}}}
+func maskServer(secrets ...*policy.Secret) *Server {
+	s := &Server{opts: Options{Secrets: &policy.SessionSecrets{Secrets: secrets}}}
 	s.buildMasks()
 	return s
 }
@@ -197,12 +199,12 @@ func maskServer(secrets ...*Secret) *Server {
 func TestMaskInDepth(t *testing.T) {
 	special := "p@ss/w0rd<&>\"q\\z:~ %0123456789" // letters are folded in ASCII only (docs/egress.md)
 	phSpecial := "hobbs_ph_specialplaceholder0123456789abc"
-	ph, _ := NewPlaceholder(testValue)
+	ph, _ := policy.NewPlaceholder(testValue)
 	short := "abc12"
 	s := maskServer(
-		&Secret{Name: "GITHUB_TOKEN", Placeholder: ph, Value: testValue},
-		&Secret{Name: "PASSWORD", Placeholder: phSpecial, Value: special},
-		&Secret{Name: "PIN", Placeholder: "hobbs_ph_shortplaceholder01234567", Value: short},
+		&policy.Secret{Binding: policy.Binding{Name: "GITHUB_TOKEN"}, Placeholder: ph, Value: testValue},
+		&policy.Secret{Binding: policy.Binding{Name: "PASSWORD"}, Placeholder: phSpecial, Value: special},
+		&policy.Secret{Binding: policy.Binding{Name: "PIN"}, Placeholder: "hobbs_ph_shortplaceholder01234567", Value: short},
 	)
 	for _, v := range []string{testValue, special} {
 		for _, tr := range transforms {
@@ -238,7 +240,7 @@ func TestMaskInDepth(t *testing.T) {
 func readAllMasked(t *testing.T, s *Server, text string, n int) string {
 	t.Helper()
 	trailers := false
-	body := &maskBody{rc: &chunkReader{text, n}, m: s.agentMask, keep: s.agentMask.longest - 1, atEnd: func() { trailers = true }}
+	body := &maskBody{rc: &chunkReader{text, n}, m: s.agentMask, keep: s.agentMask.Longest() - 1, atEnd: func() { trailers = true }}
 	out, err := io.ReadAll(body)
 	if err != nil || !trailers {
 		t.Fatalf("read: %v (end seen %v)", err, trailers)
@@ -383,4 +385,23 @@ func TestRefusedUpgradeAnswersAtOnce(t *testing.T) {
 	if fb.count() != 0 {
 		t.Errorf("a refused upgrade reached the host:\n%s", fb.all())
 	}
+}
+
+// jsonEscapeAll is v with every character that is not printable ASCII
+// written as a \u escape, as some JSON encoders write it.
+func jsonEscapeAll(v string) string {
+	var b strings.Builder
+	for _, r := range v {
+		if r < 0x80 && r != '"' && r != '\\' && r >= 0x20 {
+			b.WriteRune(r)
+			continue
+		}
+		if r > 0xffff {
+			r1, r2 := (r-0x10000)>>10+0xd800, (r-0x10000)&0x3ff+0xdc00
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+			continue
+		}
+		fmt.Fprintf(&b, `\u%04x`, r)
+	}
+	return b.String()
 }

@@ -1,16 +1,12 @@
 package egress
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"sort"
 	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // Masking. The agent never holds a bound secret's value, so nothing the
@@ -23,263 +19,29 @@ import (
 // (headers, body, trailers; informational responses in pipeline.go),
 // toAudit for every audit line.
 //
-// A value is recognised as written and in the forms servers commonly give
-// it back (maskForms): in any letter case, percent-encoded, JSON-escaped,
-// hex-encoded (either case) and base64-encoded (standard or URL-safe
-// alphabet, at any of the three byte alignments, padded or not). What no
-// mask can recognise — the value reversed, hashed, encrypted, compressed
-// in a body that does not say so, encoded twice or wrapped across lines —
-// is the reason a binding puts the value only in credential positions
-// (placement.go); docs/egress.md states the remaining risk.
-
-// maskPattern is one form of one value and what replaces it.
-type maskPattern struct {
-	find []byte // ASCII lower case when fold
-	repl []byte
-	fold bool // matched in any ASCII letter case
-}
-
-// masker replaces values in text, in one pass: tables of the bytes a
-// pattern may start with and of its first two bytes (in lower case) say
-// where one may start, and only there are the patterns compared. Built
-// once per server (the secrets do not change while it runs).
-type masker struct {
-	pats    []maskPattern
-	short   []maskPattern // shorter than two bytes: looked for one by one
-	longest int
-	start   [256]bool             // bytes a pattern may start with
-	first2  *[1 << 16 / 64]uint64 // patterns' first two bytes, lower case
-}
-
-// newMasker builds the masker that replaces each secret's value, in each
-// of its forms, by what repl gives for that secret and form.
-func newMasker(secrets []*Secret, repl func(x *Secret, f maskForm) string) *masker {
-	m := &masker{first2: new([1 << 16 / 64]uint64)}
-	for _, x := range secrets {
-		for _, f := range maskForms(x.Value) {
-			find := f.of(x.Value)
-			if find == "" {
-				continue
-			}
-			p := maskPattern{find: []byte(find), repl: []byte(repl(x, f)), fold: f.fold}
-			if p.fold {
-				p.find = lowerASCII(p.find)
-			}
-			dup := false
-			for _, q := range append(m.pats, m.short...) {
-				dup = dup || bytes.Equal(q.find, p.find) && q.fold == p.fold
-			}
-			if dup {
-				continue
-			}
-			m.longest = max(m.longest, len(p.find))
-			if len(p.find) < 2 {
-				m.short = append(m.short, p)
-				continue
-			}
-			m.pats = append(m.pats, p)
-			k := uint16(lowerByte(p.find[0]))<<8 | uint16(lowerByte(p.find[1]))
-			m.first2[k/64] |= 1 << (k % 64)
-			for c := range 256 {
-				if byte(c) == p.find[0] || p.fold && lowerByte(byte(c)) == p.find[0] {
-					m.start[c] = true
-				}
-			}
-		}
-	}
-	return m
-}
-
-// maskForm is one way a value appears in what comes back: of turns a
-// value (or its placeholder) into that form. fold: the form is matched in
-// any letter case; keepLen: a replacement must be as long as the value
-// (base64, whose characters after it depend on the bytes before).
-type maskForm struct {
-	of      func(string) string
-	fold    bool
-	keepLen bool
-}
-
-// maskForms are the forms of value the masks look for. A value shorter
-// than MinValueScan is looked for only as written and percent-encoded, in
-// its own case: in other forms it would match ordinary text.
-func maskForms(value string) []maskForm {
-	forms := []maskForm{
-		{of: func(v string) string { return v }},
-		{of: urlEscape},
-		{of: url.QueryEscape},
-		{of: url.PathEscape},
-	}
-	if len(value) < MinValueScan {
-		return forms
-	}
-	for i := range forms { // a server may change the letters' case, and hex digits are either
-		forms[i].fold = true
-	}
-	forms = append(forms,
-		maskForm{of: jsonEscape, fold: true},
-		maskForm{of: func(v string) string { return strings.ReplaceAll(jsonEscape(v), "/", `\/`) }, fold: true},
-		maskForm{of: jsonEscapeAll, fold: true},
-		maskForm{of: func(v string) string { return hex.EncodeToString([]byte(v)) }, fold: true},
-	)
-	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-		for a := range 3 {
-			forms = append(forms, maskForm{of: func(v string) string { return base64Core(enc, a, v) }, keepLen: true})
-		}
-	}
-	return forms
-}
-
-// jsonEscape is v as a JSON string holds it, without the quotes (with the
-// HTML characters escaped, as Go and others do by default).
-func jsonEscape(v string) string {
-	q, _ := json.Marshal(v)
-	return string(q[1 : len(q)-1])
-}
-
-// jsonEscapeAll is v with every character written as a \u escape, which
-// some encoders do for whatever is not ASCII.
-func jsonEscapeAll(v string) string {
-	var b strings.Builder
-	for _, r := range v {
-		if r < 0x80 && r != '"' && r != '\\' && r >= 0x20 {
-			b.WriteRune(r)
-			continue
-		}
-		if r > 0xffff {
-			r1, r2 := (r-0x10000)>>10+0xd800, (r-0x10000)&0x3ff+0xdc00
-			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
-			continue
-		}
-		fmt.Fprintf(&b, `\u%04x`, r)
-	}
-	return b.String()
-}
-
-// base64Core is the part of the base64 encoding of any text that holds v
-// at byte offset a (mod 3) which depends on v alone: the characters whose
-// six bits all come from v. The characters at either edge mix v's bits
-// with its neighbours' and are left out (so they stay as they are when
-// the core is replaced). Padding comes after the last character, so
-// padded and unpadded encodings share the core.
-func base64Core(enc *base64.Encoding, a int, v string) string {
-	buf := make([]byte, a+len(v))
-	copy(buf[a:], v)
-	s := enc.EncodeToString(buf)
-	start := (8*a + 5) / 6 // the first character past the offset's bits
-	end := 8 * (a + len(v)) / 6
-	if end <= start {
-		return ""
-	}
-	return s[start:end]
-}
-
-// standIn is the text of the placeholder's length-keeping stand-in for
-// value in forms that must keep lengths (hex, base64): the placeholder
-// itself when it is as long as the value (NewPlaceholder keeps the shape),
-// else the placeholder repeated or cut to the value's length.
-func standIn(x *Secret) string {
-	ph := x.Placeholder
-	if len(ph) == len(x.Value) {
-		return ph
-	}
-	return strings.Repeat(ph, len(x.Value)/len(ph)+1)[:len(x.Value)]
-}
-
-// replace returns b with every pattern replaced, the leftmost match
-// first (b itself when none is found).
-func (m *masker) replace(b []byte) []byte {
-	if m == nil || len(b) == 0 {
-		return b
-	}
-	for _, p := range m.short {
-		b = bytes.ReplaceAll(b, p.find, p.repl)
-	}
-	if len(m.pats) == 0 {
-		return b
-	}
-	var out []byte
-	last := 0
-	for i := 0; i+1 < len(b); i++ {
-		if !m.start[b[i]] {
-			continue
-		}
-		if k := uint16(lowerByte(b[i]))<<8 | uint16(lowerByte(b[i+1])); m.first2[k/64]&(1<<(k%64)) == 0 {
-			continue
-		}
-		for _, p := range m.pats {
-			if !p.matchAt(b, i) {
-				continue
-			}
-			out = append(append(out, b[last:i]...), p.repl...)
-			last = i + len(p.find)
-			i = last - 1
-			break
-		}
-	}
-	if out == nil {
-		return b
-	}
-	return append(out, b[last:]...)
-}
-
-// matchAt reports whether the pattern is in b at i.
-func (p *maskPattern) matchAt(b []byte, i int) bool {
-	if i+len(p.find) > len(b) {
-		return false
-	}
-	if !p.fold {
-		return bytes.Equal(b[i:i+len(p.find)], p.find)
-	}
-	for j, c := range p.find {
-		if lowerByte(b[i+j]) != c {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerByte(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
-func (m *masker) replaceString(s string) string {
-	if m == nil || len(m.pats)+len(m.short) == 0 {
-		return s
-	}
-	return string(m.replace([]byte(s)))
-}
-
-func lowerASCII(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, c := range b {
-		out[i] = lowerByte(c)
-	}
-	return out
-}
+// The forms a value is recognised in, and why a binding puts it only in
+// credential positions unless it says otherwise, are policy.Masker's
+// (src/policy, mask.go).
 
 // buildMasks makes the server's two maskers: to the agent (the
 // placeholder, in the same form) and to the audit log (the secret's
 // name).
 func (s *Server) buildMasks() {
 	sec := s.secrets()
-	s.agentMask = newMasker(sec, func(x *Secret, f maskForm) string {
-		if f.keepLen {
-			return f.of(standIn(x))
+	s.agentMask = policy.NewMasker(sec, func(x *policy.Secret, f policy.MaskForm) string {
+		if f.KeepLen {
+			return f.Of(policy.StandIn(x))
 		}
-		return f.of(x.Placeholder)
+		return f.Of(x.Placeholder)
 	})
-	s.auditMask = newMasker(sec, func(x *Secret, _ maskForm) string { return "[secret " + x.Name + "]" })
+	s.auditMask = policy.NewMasker(sec, func(x *policy.Secret, _ policy.MaskForm) string { return "[secret " + x.Name + "]" })
 }
 
 // toAgent replaces every secret value in text by its placeholder.
-func (s *Server) toAgent(text string) string { return s.agentMask.replaceString(text) }
+func (s *Server) toAgent(text string) string { return s.agentMask.ReplaceString(text) }
 
 // toAudit replaces every secret value in text by the secret's name.
-func (s *Server) toAudit(text string) string { return s.auditMask.replaceString(text) }
+func (s *Server) toAudit(text string) string { return s.auditMask.ReplaceString(text) }
 
 // contentEncodingError is a response whose body is encoded in a way the
 // proxy does not decode, so it cannot check it for secrets.
@@ -311,7 +73,7 @@ func (s *Server) maskResponse(resp *http.Response) error {
 	}
 	// Trailers arrive with the end of the body: they are masked then,
 	// before the body reports its end and they are passed on.
-	resp.Body = &maskBody{rc: resp.Body, m: s.agentMask, keep: s.agentMask.longest - 1, atEnd: func() { s.maskHeader(resp.Trailer) }}
+	resp.Body = &maskBody{rc: resp.Body, m: s.agentMask, keep: s.agentMask.Longest() - 1, atEnd: func() { s.maskHeader(resp.Trailer) }}
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
 	return nil
@@ -333,7 +95,7 @@ func (s *Server) maskHeader(h http.Header) {
 // calls atEnd.
 type maskBody struct {
 	rc    io.ReadCloser
-	m     *masker
+	m     *policy.Masker
 	keep  int
 	atEnd func()
 	chunk []byte
@@ -347,7 +109,7 @@ func (b *maskBody) Read(p []byte) (int, error) {
 	for len(b.out) == 0 {
 		if b.eof {
 			if len(b.buf) > 0 {
-				b.out, b.buf = b.m.replace(b.buf), nil
+				b.out, b.buf = b.m.Replace(b.buf), nil
 				continue
 			}
 			return 0, b.err
@@ -362,7 +124,7 @@ func (b *maskBody) Read(p []byte) (int, error) {
 			b.atEnd()
 			continue
 		}
-		r := b.m.replace(b.buf)
+		r := b.m.Replace(b.buf)
 		// Hand out all but the last keep bytes: they may begin a value.
 		cut := max(len(r)-b.keep, 0)
 		b.out, b.buf = r[:cut], append([]byte(nil), r[cut:]...)
@@ -373,28 +135,3 @@ func (b *maskBody) Read(p []byte) (int, error) {
 }
 
 func (b *maskBody) Close() error { return b.rc.Close() }
-
-// NameMask returns a function that replaces each value of values (by
-// variable name), in every form the proxy's masks recognise, by "[secret
-// NAME]", as the audit log names it. Empty values are skipped. It is for
-// text that leaves a session for the owner (a chat turn's reply): the
-// agent holds env: values, and what it writes is its own.
-func NameMask(values map[string]string) func(string) string {
-	var sec []*Secret
-	for _, n := range sortedNames(values) {
-		if values[n] != "" {
-			sec = append(sec, &Secret{Name: n, Value: values[n]})
-		}
-	}
-	m := newMasker(sec, func(x *Secret, _ maskForm) string { return "[secret " + x.Name + "]" })
-	return m.replaceString
-}
-
-func sortedNames(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // The request pipeline. Every request the proxy reads — plain HTTP
@@ -34,7 +36,7 @@ import (
 // route is where a request the proxy reads goes: the destination its check
 // allowed and the addresses that check produced, the only ones dialled.
 type route struct {
-	Target
+	policy.Target
 	addrs []netip.Addr
 }
 
@@ -110,7 +112,7 @@ func (copyBuffers) Put(b []byte) { copyBufferPool.Put((*[32 << 10]byte)(b)) }
 // explanation of rt, with the policy in force; rec is the request's audit
 // record, written once, when the request is refused or its response is
 // done (an upgrade's when the upgrade is answered).
-func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, rec *record, rt *route, ex *Explanation) {
+func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, rec *record, rt *route, ex *policy.Explanation) {
 	rec.rule, rec.reason = ex.Rule, ex.Reason
 	if !ex.Allow {
 		s.refuse(w, rec, http.StatusForbidden)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // reloadEnv serves a proxy watching its policy file, with a target on
@@ -67,7 +69,7 @@ func switchWithin(t *testing.T, e *proxyEnv, port int) {
 	}
 }
 
-func (e *proxyEnv) Policy() *Policy { return e.srv.Policy() }
+func (e *proxyEnv) Policy() *policy.Policy { return e.srv.Policy() }
 
 func TestReloadInPlace(t *testing.T) {
 	e, tg, pol, _ := reloadEnv(t)

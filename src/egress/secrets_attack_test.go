@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // fullSeen records what an upstream received, trailers included: a body's
@@ -256,9 +258,9 @@ func TestAttackSecretAuditHoldsValue(t *testing.T) {
 // plain HTTP on port 443, where the value would travel in cleartext.
 func TestAttackSecretCleartextToBoundName(t *testing.T) {
 	e := startSecretEnv(t, "")
-	s := &Secret{Name: "GITHUB_TOKEN", Placeholder: e.ph, Value: testValue, Hosts: []string{"example.com"}}
-	ss := &SessionSecrets{CACert: e.srv.opts.Secrets.CACert, CAKey: e.srv.opts.Secrets.CAKey, Secrets: []*Secret{s}}
-	if err := ss.prepare(); err != nil {
+	s := &policy.Secret{Binding: policy.Binding{Name: "GITHUB_TOKEN", Hosts: []string{"example.com"}}, Placeholder: e.ph, Value: testValue}
+	ss := &policy.SessionSecrets{CACert: e.srv.opts.Secrets.CACert, CAKey: e.srv.opts.Secrets.CAKey, Secrets: []*policy.Secret{s}}
+	if err := ss.Prepare(); err != nil {
 		t.Fatal(err)
 	}
 	e.srv.opts.Secrets = ss
@@ -272,7 +274,7 @@ func TestAttackSecretCleartextToBoundName(t *testing.T) {
 		r, _ := http.NewRequest("GET", fmt.Sprintf("http://example.com:%d/", port), nil)
 		r.Header.Set("Authorization", "Bearer "+e.ph)
 		rec := &record{host: "example.com", port: port}
-		tg := Target{Host: "example.com", Port: port}
+		tg := policy.Target{Host: "example.com", Port: port}
 		ex := e.srv.explain(e.srv.Policy(), tg)
 		if !ex.Allow {
 			t.Fatalf("plain HTTP to example.com:%d: %s", port, ex.Rule)
@@ -507,8 +509,8 @@ func TestAttackSecretSplitAcrossChunks(t *testing.T) {
 func TestAttackSecretLeafCacheUnbounded(t *testing.T) {
 	e := startSecretEnv(t, "")
 	ss := e.srv.opts.Secrets
-	ss.Secrets = append(ss.Secrets, &Secret{Name: "WILD", Placeholder: "hobbs_ph_wildwildwildwildwild0123", Value: "wild-value-0123456789", Hosts: []string{"*.wild.test:" + e.boundPort}})
-	if err := ss.prepare(); err != nil {
+	ss.Secrets = append(ss.Secrets, &policy.Secret{Binding: policy.Binding{Name: "WILD", Hosts: []string{"*.wild.test:" + e.boundPort}}, Placeholder: "hobbs_ph_wildwildwildwildwild0123", Value: "wild-value-0123456789"})
+	if err := ss.Prepare(); err != nil {
 		t.Fatal(err)
 	}
 	e.addRules(t, "") // keep the policy as is

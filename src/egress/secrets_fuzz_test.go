@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // FuzzSubstitute checks secret substitution against a reference (plain
@@ -14,7 +16,7 @@ import (
 // host, it finds as a leak for any other host.
 func FuzzSubstitute(f *testing.F) {
 	const value = "ghp_VALUEabcdefghijklmnopqrstuvwxyz0123"
-	ph, err := NewPlaceholder(value)
+	ph, err := policy.NewPlaceholder(value)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -35,8 +37,8 @@ func FuzzSubstitute(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	secrets := []*Secret{{Name: "T", Placeholder: ph, Value: value}}
-	needles := []needle{{"T", ph, false, everywhere}}
+	secrets := []*policy.Secret{{Binding: policy.Binding{Name: "T"}, Placeholder: ph, Value: value}}
+	needles := []needle{{"T", ph, false, policy.Everywhere}}
 	f.Fuzz(func(t *testing.T, in string) {
 		// Header values: exact replacement.
 		got, used := substituteHeader("X-Token", in, secrets)
@@ -44,7 +46,7 @@ func FuzzSubstitute(f *testing.F) {
 			t.Fatalf("header %q: got %q want %q (used %v)", in, got, want, used)
 		}
 		if strings.Contains(in, ph) {
-			if _, ok := findLeak(in, needles, InHeader); !ok {
+			if _, ok := findLeak(in, needles, policy.InHeader); !ok {
 				t.Fatalf("header %q: substituted but not found as a leak", in)
 			}
 		}
@@ -55,7 +57,7 @@ func FuzzSubstitute(f *testing.F) {
 		if err != nil || string(raw) != "u:"+strings.ReplaceAll(in, ph, value) {
 			t.Fatalf("basic %q: got %q", in, raw)
 		}
-		if _, ok := findLeak(basic, needles, InHeader); !ok && strings.Contains("u:"+in, ph) {
+		if _, ok := findLeak(basic, needles, policy.InHeader); !ok && strings.Contains("u:"+in, ph) {
 			t.Fatalf("basic %q: not found as a leak", in)
 		}
 		// Bodies: JSON gets the value JSON-escaped.
@@ -70,7 +72,7 @@ func FuzzSubstitute(f *testing.F) {
 		if _, err := url.PathUnescape(in); err != nil {
 			return
 		}
-		gotURL, usedURL := substituteURL(in, secrets, urlEscape)
+		gotURL, usedURL := substituteURL(in, secrets, policy.URLEscape)
 		dec, _ := url.PathUnescape(gotURL)
 		ref, _ := url.PathUnescape(decodeUnreserved(in))
 		if want := strings.ReplaceAll(ref, ph, value); dec != want {
@@ -80,7 +82,7 @@ func FuzzSubstitute(f *testing.F) {
 			t.Fatalf("url %q: placeholder left in %q", in, gotURL)
 		}
 		if usedURL != nil {
-			if _, ok := findLeak(in, needles, InHeader); !ok {
+			if _, ok := findLeak(in, needles, policy.InHeader); !ok {
 				t.Fatalf("url %q: substituted but not found as a leak", in)
 			}
 		}

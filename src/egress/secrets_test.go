@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 const testValue = "ghp_R3alS3cretValue0123456789abcdefABCD"
@@ -76,7 +78,7 @@ func startSecretEnv(t *testing.T, rules string) *secretEnv { return startSecretE
 // startSecretEnvIn is startSecretEnv with GITHUB_TOKEN's binding putting
 // it in the positions in of the requests named (config.yaml in:, requests:).
 func startSecretEnvIn(t *testing.T, in []string, requests ...string) *secretEnv {
-	return startSecretEnvTB(t, "", func(x *Secret) {
+	return startSecretEnvTB(t, "", func(x *policy.Secret) {
 		if x.Name == "GITHUB_TOKEN" {
 			x.In, x.Requests = in, requests
 		}
@@ -90,7 +92,7 @@ func startSecretEnvB(b *testing.B) *secretEnv {
 	return e
 }
 
-func startSecretEnvTB(t testing.TB, rules string, mod func(*Secret)) *secretEnv {
+func startSecretEnvTB(t testing.TB, rules string, mod func(*policy.Secret)) *secretEnv {
 	t.Helper()
 	e := &secretEnv{seenBound: &seen{}, seenOther: &seen{}, seenPlain: &seen{}}
 	handler := func(s *seen) http.HandlerFunc {
@@ -102,15 +104,15 @@ func startSecretEnvTB(t testing.TB, rules string, mod func(*Secret)) *secretEnv 
 	t.Cleanup(func() { e.bound.Close(); e.other.Close(); e.plain.Close() })
 	port := func(s *httptest.Server) string { _, p, _ := net.SplitHostPort(s.Listener.Addr().String()); return p }
 	e.boundPort = port(e.bound)
-	certPEM, keyPEM, err := NewSessionCA("test")
+	certPEM, keyPEM, err := policy.NewSessionCA("test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.ph, _ = NewPlaceholder(testValue)
-	e.ph2, _ = NewPlaceholder("other-Secret-Value-0123456789")
-	ss := &SessionSecrets{CACert: certPEM, CAKey: keyPEM, Secrets: []*Secret{
-		{Name: "GITHUB_TOKEN", Placeholder: e.ph, Value: testValue, Hosts: []string{"example.com:" + e.boundPort}},
-		{Name: "OTHER_KEY", Placeholder: e.ph2, Value: "other-Secret-Value-0123456789", Hosts: []string{"plain.test:" + port(e.plain)}},
+	e.ph, _ = policy.NewPlaceholder(testValue)
+	e.ph2, _ = policy.NewPlaceholder("other-Secret-Value-0123456789")
+	ss := &policy.SessionSecrets{CACert: certPEM, CAKey: keyPEM, Secrets: []*policy.Secret{
+		{Binding: policy.Binding{Name: "GITHUB_TOKEN", Hosts: []string{"example.com:" + e.boundPort}}, Placeholder: e.ph, Value: testValue},
+		{Binding: policy.Binding{Name: "OTHER_KEY", Hosts: []string{"plain.test:" + port(e.plain)}}, Placeholder: e.ph2, Value: "other-Secret-Value-0123456789"},
 	}}
 	if mod != nil {
 		for _, x := range ss.Secrets {
@@ -441,52 +443,8 @@ func TestRulesNeedInterception(t *testing.T) {
 	}
 }
 
-func TestPlaceholderShape(t *testing.T) {
-	for _, v := range []string{testValue, "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "xoxb-1234567890-ABCDEFGHIJKLmnop", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "sk-ant-oat01-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"} {
-		ph, err := NewPlaceholder(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ph) != len(v) || ph == v {
-			t.Fatalf("%q → %q: want the same length, another value", v, ph)
-		}
-		pre, _ := placeholderPrefix(v)
-		want := map[string]string{testValue: "ghp_", "xoxb-1234567890-ABCDEFGHIJKLmnop": "xoxb-",
-			"sk-ant-oat01-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789": "sk-ant-oat01-"}[v]
-		if want != "" && pre != want {
-			t.Fatalf("%q: prefix %q, want %q", v, pre, want)
-		}
-		if pre == "" || !strings.HasPrefix(ph, pre) {
-			t.Fatalf("%q → %q: prefix %q not kept", v, ph, pre)
-		}
-		shape := func(s string) string {
-			return regexp.MustCompile(`[0-9]`).ReplaceAllString(regexp.MustCompile(`[A-Z]`).ReplaceAllString(regexp.MustCompile(`[a-z]`).ReplaceAllString(s, "a"), "A"), "0")
-		}
-		if shape(ph[len(pre):]) != shape(v[len(pre):]) {
-			t.Fatalf("%q → %q: shape differs", v, ph)
-		}
-	}
-	if pre, _ := placeholderPrefix("deadbeef-0123-4567-89ab-cdef01234567"); pre != "" {
-		t.Fatalf("prefix of a hex UUID: %q", pre)
-	}
-	if pre, _ := placeholderPrefix("3f2a9c1e-0123-4567-89ab-cdef01234567"); pre != "" {
-		t.Fatalf("prefix of a UUID: %q", pre)
-	}
-	for _, v := range []string{"short", "pw", "12345678", "pass phrase!"} {
-		ph, err := NewPlaceholder(v)
-		if err != nil || !strings.HasPrefix(ph, "hobbs_ph_") || len(ph) != 41 {
-			t.Fatalf("%q → %q %v: want a generic placeholder", v, ph, err)
-		}
-	}
-	a, _ := NewPlaceholder(testValue)
-	b, _ := NewPlaceholder(testValue)
-	if a == b {
-		t.Fatal("two placeholders of one value are equal")
-	}
-}
-
 func TestSessionCA(t *testing.T) {
-	certPEM, keyPEM, err := NewSessionCA("s1")
+	certPEM, keyPEM, err := policy.NewSessionCA("s1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +463,7 @@ func TestSessionCA(t *testing.T) {
 	if _, err := c.Verify(x509.VerifyOptions{DNSName: "evil.example.com", Roots: poolOf(li.ca)}); err == nil {
 		t.Fatal("a leaf for one host verifies for another")
 	}
-	other, otherKey, _ := NewSessionCA("s2")
+	other, otherKey, _ := policy.NewSessionCA("s2")
 	if _, err := newLeafIssuer(certPEM, otherKey); err == nil {
 		t.Fatal("a key that is not the CA's was accepted")
 	}
@@ -544,11 +502,11 @@ func TestInterceptShutdown(t *testing.T) {
 // and only there.
 func TestSecretInPath(t *testing.T) {
 	const token = "123456789:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
-	ph, err := NewPlaceholder(token)
+	ph, err := policy.NewPlaceholder(token)
 	if err != nil || !regexp.MustCompile(`^[0-9]{9}:[A-Za-z0-9_-]{34}$`).MatchString(ph) {
 		t.Fatalf("placeholder %q (%v): not a bot token's shape", ph, err)
 	}
-	e := startSecretEnvTB(t, "", func(x *Secret) {
+	e := startSecretEnvTB(t, "", func(x *policy.Secret) {
 		if x.Name == "GITHUB_TOKEN" {
 			x.Value, x.Placeholder, x.In = token, ph, []string{"path"}
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // ImagePolicy is where the image carries the default policy.
@@ -41,7 +42,7 @@ func (c *ProxyConfig) options() (Options, error) {
 	if len(c.Policies) == 0 {
 		if _, err := os.Stat(ImagePolicy); err != nil {
 			return Options{}, errs.Usagef("no --policy given and %s does not exist", ImagePolicy).
-				WithHint("pass --policy FILE (see 'hobbs policy show' for the format)")
+				Advise(NoImagePolicy)
 		}
 		c.Policies = []string{ImagePolicy}
 	}
@@ -56,7 +57,7 @@ func (c *ProxyConfig) options() (Options, error) {
 	}
 	opts := Options{PolicyFiles: c.Policies, AuthToken: token, AuditPath: c.AuditPath, Session: c.Session, Logf: c.Logf, IdleTimeout: c.Idle}
 	if c.SecretsFile != "" {
-		if opts.Secrets, err = LoadSessionSecrets(c.SecretsFile); err != nil {
+		if opts.Secrets, err = policy.LoadSessionSecrets(c.SecretsFile); err != nil {
 			return opts, errs.Wrap(errs.Usage, err, "secrets file")
 		}
 	}

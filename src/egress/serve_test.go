@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 func TestReadToken(t *testing.T) {
@@ -101,16 +102,16 @@ func TestWaitHealthy(t *testing.T) {
 }
 
 func TestServiceLookups(t *testing.T) {
-	names := ServiceNames()
-	if len(names) != len(Services()) || !slices.IsSorted(names) || !slices.Contains(names, "claude") {
+	names := policy.ServiceNames()
+	if len(names) != len(policy.Services()) || !slices.IsSorted(names) || !slices.Contains(names, "claude") {
 		t.Fatalf("names %q", names)
 	}
-	for _, s := range Services() {
-		if !slices.Equal(ServiceDomains(s.Name), s.Domains) {
-			t.Errorf("%s: %q, want %q", s.Name, ServiceDomains(s.Name), s.Domains)
+	for _, s := range policy.Services() {
+		if !slices.Equal(policy.ServiceDomains(s.Name), s.Domains) {
+			t.Errorf("%s: %q, want %q", s.Name, policy.ServiceDomains(s.Name), s.Domains)
 		}
 	}
-	if ServiceDomains("nope") != nil {
+	if policy.ServiceDomains("nope") != nil {
 		t.Error("an unknown service has domains")
 	}
 }

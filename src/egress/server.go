@@ -26,6 +26,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // AuthUser is the user name proxy clients authenticate with; the token is
@@ -54,7 +55,7 @@ type Options struct {
 	// Secrets are the session's CA and bound secrets (LoadSessionSecrets);
 	// nil: no interception, no substitution, and a CONNECT to a host with
 	// request rules is refused (the rules could not be applied).
-	Secrets *SessionSecrets
+	Secrets *policy.SessionSecrets
 	// UpstreamRoots verify intercepted hosts' certificates; nil: the
 	// system's roots.
 	UpstreamRoots *x509.CertPool
@@ -63,7 +64,7 @@ type Options struct {
 // Server is the egress proxy.
 type Server struct {
 	opts    Options
-	policy  atomic.Pointer[Policy]
+	policy  atomic.Pointer[policy.Policy]
 	gp      *goproxy.ProxyHttpServer
 	hs      *http.Server
 	tr      *http.Transport        // the pipeline's one transport (pipeline.go)
@@ -89,7 +90,7 @@ type Server struct {
 
 	issuer *leafIssuer // the session CA's signer; nil without Options.Secrets
 	// agentMask and auditMask replace the secrets' values (mask.go).
-	agentMask, auditMask *masker
+	agentMask, auditMask *policy.Masker
 }
 
 // NewServer loads the policy files and builds a server. It fails (exit 2
@@ -122,7 +123,7 @@ func NewServer(opts Options) (*Server, error) {
 		}
 	}
 	sum := policySum(opts.PolicyFiles)
-	p, err := LoadFiles(opts.PolicyFiles...)
+	p, err := policy.LoadFiles(opts.PolicyFiles...)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func NewServer(opts Options) (*Server, error) {
 	s.loadedSum.Store(&sum)
 	s.upgrades, s.endUpgrade = context.WithCancel(context.Background())
 	if opts.Secrets != nil {
-		if err := opts.Secrets.prepare(); err != nil {
+		if err := opts.Secrets.Prepare(); err != nil {
 			return nil, errs.Usagef("secrets: %v", err)
 		}
 		if s.issuer, err = newLeafIssuer(opts.Secrets.CACert, opts.Secrets.CAKey); err != nil {
@@ -178,7 +179,7 @@ func NewServer(opts Options) (*Server, error) {
 }
 
 // Policy returns the policy in force.
-func (s *Server) Policy() *Policy { return s.policy.Load() }
+func (s *Server) Policy() *policy.Policy { return s.policy.Load() }
 
 // Listen opens the proxy's listening socket: HOST:PORT, or unix:PATH for a
 // unix socket (what a `hobbs run` session's agent reaches the proxy by). TCP
@@ -241,7 +242,7 @@ func (s *Server) Serve(l net.Listener) error {
 func (s *Server) Reload() error {
 	sum := policySum(s.opts.PolicyFiles)
 	s.loadedSum.Store(&sum) // a failed read is seen too: the next change reloads
-	p, err := LoadFiles(s.opts.PolicyFiles...)
+	p, err := policy.LoadFiles(s.opts.PolicyFiles...)
 	if err != nil {
 		s.opts.Logf("policy reload failed, keeping the previous policy: %v", err)
 		return err
@@ -429,33 +430,6 @@ type record struct {
 	logged  atomic.Bool // a read request's line is written (logOnce)
 }
 
-// auditLine is the proxy's audit record: audit.Entry's shape (time, actor,
-// event, subject, outcome, detail) with the proxy's detail fields.
-type auditLine struct {
-	Time    time.Time   `json:"time"`
-	Actor   string      `json:"actor"`
-	Session string      `json:"session,omitempty"` // the session whose traffic it is (Options.Session)
-	Event   string      `json:"event"`
-	Subject string      `json:"subject"`
-	Outcome string      `json:"outcome"`
-	Detail  auditDetail `json:"detail"`
-}
-
-type auditDetail struct {
-	Client     string   `json:"client"`
-	Method     string   `json:"method"`
-	IP         string   `json:"ip"`
-	Rule       string   `json:"rule"`
-	Reason     string   `json:"reason,omitempty"`
-	Error      string   `json:"error,omitempty"`
-	Path       string   `json:"path,omitempty"`
-	Secrets    []string `json:"secrets,omitempty"`
-	Leak       string   `json:"leak,omitempty"`
-	BytesUp    int64    `json:"bytes_up"`
-	BytesDown  int64    `json:"bytes_down"`
-	DurationMS int64    `json:"duration_ms"`
-}
-
 // clientName is a client's address as the audit shows it: a peer on the
 // unix socket has none ("unix").
 func clientName(addr string) string {
@@ -474,10 +448,10 @@ func (s *Server) log(rec *record) {
 }
 
 // auditLine is rec's audit line.
-func (s *Server) auditLine(rec *record) auditLine {
-	l := auditLine{Time: rec.start.UTC(), Actor: "proxy", Session: s.opts.Session, Event: "egress.deny", Outcome: "denied",
+func (s *Server) auditLine(rec *record) policy.AuditLine {
+	l := policy.AuditLine{Time: rec.start.UTC(), Actor: "proxy", Session: s.opts.Session, Event: "egress.deny", Outcome: "denied",
 		Subject: net.JoinHostPort(rec.host, strconv.Itoa(rec.port)),
-		Detail: auditDetail{Client: clientName(rec.client), Method: rec.method, IP: rec.ip, Rule: rec.rule, Reason: rec.reason,
+		Detail: policy.AuditDetail{Client: clientName(rec.client), Method: rec.method, IP: rec.ip, Rule: rec.rule, Reason: rec.reason,
 			Error: rec.err, Path: rec.path, Secrets: rec.secrets, Leak: rec.leak,
 			BytesUp: rec.up + rec.bodyUp.Load(), BytesDown: rec.down, DurationMS: time.Since(rec.start).Milliseconds()}}
 	switch {
@@ -493,32 +467,32 @@ func (s *Server) auditLine(rec *record) auditLine {
 // the policy's explanation (Explain), resolve, guard. On success it returns
 // the route, with the checked addresses to dial, and the explanation; on
 // refusal the status to answer with.
-func (s *Server) decide(ctx context.Context, rec *record, hostText, portText string, connect bool) (*route, Explanation, int) {
-	h, err := NormalizeHost(hostText)
+func (s *Server) decide(ctx context.Context, rec *record, hostText, portText string, connect bool) (*route, policy.Explanation, int) {
+	h, err := policy.NormalizeHost(hostText)
 	if err == nil {
 		rec.host = h.String()
 	} else {
 		rec.host = hostText
 	}
-	port, perr := ParsePort(portText)
+	port, perr := policy.ParsePort(portText)
 	rec.port = port
 	if err != nil || perr != nil {
 		rec.rule, rec.reason = "bad-target", "invalid host or port"
-		return nil, Explanation{}, http.StatusBadRequest
+		return nil, policy.Explanation{}, http.StatusBadRequest
 	}
 	if n, ok := hostLeak(hostText, s.secrets()); ok {
 		rec.rule, rec.leak, rec.reason = "leak-detection", n.secret, (&leakError{n: n, host: "a host name"}).Error()
-		return nil, Explanation{}, http.StatusForbidden
+		return nil, policy.Explanation{}, http.StatusForbidden
 	}
 	p := s.policy.Load()
-	rt := &route{Target: Target{Host: h.String(), Port: port, Connect: connect}}
+	rt := &route{Target: policy.Target{Host: h.String(), Port: port, Connect: connect}}
 	ex := s.explain(p, rt.Target)
 	rec.rule, rec.reason = ex.Rule, ex.Reason
 	if !ex.Allow {
 		if ex.Rule == "address-guard" {
 			rec.ip = h.String()
 		}
-		return nil, Explanation{}, http.StatusForbidden
+		return nil, policy.Explanation{}, http.StatusForbidden
 	}
 	if h.IsIP() {
 		rt.addrs = []netip.Addr{h.IP}
@@ -529,7 +503,7 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 		if err != nil || len(rt.addrs) == 0 {
 			rec.allow = true
 			rec.err = "resolve: " + errString(err, "no addresses")
-			return nil, Explanation{}, http.StatusBadGateway
+			return nil, policy.Explanation{}, http.StatusBadGateway
 		}
 	}
 	for i, a := range rt.addrs {
@@ -537,7 +511,7 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 		rt.addrs[i] = a
 		if ok, why := p.AddrAllowed(a); !ok {
 			rec.ip, rec.rule, rec.reason = a.String(), "address-guard", why
-			return nil, Explanation{}, http.StatusForbidden
+			return nil, policy.Explanation{}, http.StatusForbidden
 		}
 	}
 	rec.allow = true
@@ -547,12 +521,8 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 
 // explain is p's explanation of t for this proxy: its session's secrets,
 // and interception only with a session CA.
-func (s *Server) explain(p *Policy, t Target) Explanation {
-	var bindings []Binding
-	if s.opts.Secrets != nil {
-		bindings = s.opts.Secrets.bindings
-	}
-	return p.Explain(t, bindings, s.issuer != nil)
+func (s *Server) explain(p *policy.Policy, t policy.Target) policy.Explanation {
+	return p.Explain(t, s.opts.Secrets.Matchers(), s.issuer != nil)
 }
 
 func errString(err error, def string) string {
@@ -638,15 +608,15 @@ func (s *Server) handleConnect(_ string, pctx *goproxy.ProxyCtx) (*goproxy.Conne
 // connectDecision decides a CONNECT request: proxy authentication, then the
 // request-target, which must be exactly host:port, through decide. The
 // explanation says whether the tunnel is intercepted.
-func (s *Server) connectDecision(ctx context.Context, rec *record, target, auth string, authCount int) (*route, Explanation, int) {
+func (s *Server) connectDecision(ctx context.Context, rec *record, target, auth string, authCount int) (*route, policy.Explanation, int) {
 	if !s.authorizedValue(auth, authCount) {
 		rec.host, rec.rule, rec.reason = target, "proxy-auth", "missing or wrong proxy credentials"
-		return nil, Explanation{}, http.StatusProxyAuthRequired
+		return nil, policy.Explanation{}, http.StatusProxyAuthRequired
 	}
 	host, port, ok := splitAuthority(target)
 	if !ok {
 		rec.host, rec.rule, rec.reason = target, "bad-target", "CONNECT needs host:port"
-		return nil, Explanation{}, http.StatusBadRequest
+		return nil, policy.Explanation{}, http.StatusBadRequest
 	}
 	return s.decide(ctx, rec, host, port, true)
 }
@@ -705,8 +675,8 @@ func (s *Server) servePlain(w http.ResponseWriter, r *http.Request) {
 		host, port = u.Host[:i], u.Host[i+1:]
 	}
 	if th, ok := r.Context().Value(tapHostKey{}).(tapHost); ok && th.present {
-		h, herr := NormalizeHost(host)
-		p, perr := ParsePort(port)
+		h, herr := policy.NormalizeHost(host)
+		p, perr := policy.ParsePort(port)
 		if herr != nil || perr != nil || !hostMatches(th.value, h.String(), p) {
 			rec.host, rec.rule = host, "host-mismatch"
 			rec.port = p

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // AWS Signature Version 4. An AWS secret access key is never sent: a
@@ -27,21 +28,12 @@ import (
 // signed for. The secret key's placeholder may go nowhere: a request that
 // carries it is a leak.
 
-// The kinds of secrets an aws-sigv4 binding becomes.
-const (
-	// KindAWSKeyID is the access key id: in the Credential of requests the
-	// proxy signs again, and like any header-bound secret elsewhere.
-	KindAWSKeyID = "aws-sigv4-key-id"
-	// KindAWSSecretKey is the secret access key: never in a request.
-	KindAWSSecretKey = "aws-sigv4-secret-key"
-)
-
 // maxSignBody is the largest body the proxy reads whole to hash and sign.
 const maxSignBody = 8 << 20
 
 // sigv4Request is a SigV4 request the proxy signs again.
 type sigv4Request struct {
-	keyID, secretKey *Secret
+	keyID, secretKey *policy.Secret
 	region, service  string
 	declaredHash     string // X-Amz-Content-Sha256 as sent, or ""
 }
@@ -72,7 +64,7 @@ func parseSigV4(auth string) (keyID, region, service string, ok bool) {
 // to a host an aws-sigv4 binding may sign for (keyID, bound and its
 // requests: matching): it must name keyID's placeholder and a body hash
 // the proxy can check. It returns what signing needs, or why not.
-func sigv4Check(r *http.Request, keyID, secretKey *Secret) (*sigv4Request, error) {
+func sigv4Check(r *http.Request, keyID, secretKey *policy.Secret) (*sigv4Request, error) {
 	id, region, service, ok := parseSigV4(r.Header.Get("Authorization"))
 	switch {
 	case !ok:
@@ -123,12 +115,12 @@ func (sr *sigv4Request) sign(r *http.Request, body []byte, scheme, authority str
 }
 
 // sigv4Keys returns the session's aws-sigv4 secrets (nil, nil without).
-func sigv4Keys(sec []*Secret) (keyID, secretKey *Secret) {
+func sigv4Keys(sec []*policy.Secret) (keyID, secretKey *policy.Secret) {
 	for _, x := range sec {
-		switch x.Kind {
-		case KindAWSKeyID:
+		switch x.Part {
+		case policy.PartAWSKeyID:
 			keyID = x
-		case KindAWSSecretKey:
+		case policy.PartAWSSecretKey:
 			secretKey = x
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // The example keys of AWS's documentation.
@@ -94,16 +96,16 @@ func (f *fakeAWS) verify(r *http.Request, body []byte) string {
 // fake AWS endpoint there; it returns the agent's placeholders.
 func startAWSEnv(t *testing.T) (e *secretEnv, f *fakeAWS, idPH, secretPH string) {
 	t.Helper()
-	idPH, _ = NewPlaceholder(awsKeyID)
-	secretPH, _ = NewPlaceholder(awsSecretKey)
+	idPH, _ = policy.NewPlaceholder(awsKeyID)
+	secretPH, _ = policy.NewPlaceholder(awsSecretKey)
 	var hosts []string
-	e = startSecretEnvTB(t, "", func(x *Secret) {
+	e = startSecretEnvTB(t, "", func(x *policy.Secret) {
 		switch x.Name {
 		case "GITHUB_TOKEN":
-			x.Name, x.Kind, x.Value, x.Placeholder = "AWS_ACCESS_KEY_ID", KindAWSKeyID, awsKeyID, idPH
+			x.Name, x.Kind, x.Part, x.Value, x.Placeholder = "AWS_ACCESS_KEY_ID", policy.KindAWSSigV4, policy.PartAWSKeyID, awsKeyID, idPH
 			hosts = x.Hosts
 		case "OTHER_KEY":
-			x.Name, x.Kind, x.Value, x.Placeholder, x.Hosts = "AWS_SECRET_ACCESS_KEY", KindAWSSecretKey, awsSecretKey, secretPH, hosts
+			x.Name, x.Kind, x.Part, x.Value, x.Placeholder, x.Hosts = "AWS_SECRET_ACCESS_KEY", policy.KindAWSSigV4, policy.PartAWSSecretKey, awsSecretKey, secretPH, hosts
 		}
 	})
 	f = &fakeAWS{}
@@ -143,7 +145,7 @@ func agentSigned(t *testing.T, method, u, body, keyID, secret, service string, h
 // escapes paths, with and without a body.
 func TestSigV4Resign(t *testing.T) {
 	e, f, idPH, secretPH := startAWSEnv(t)
-	if !awsKeyIDRe.MatchString(idPH) {
+	if !regexp.MustCompile(`^AKIA[A-Z2-7]{16}$`).MatchString(idPH) {
 		t.Fatalf("the key id's placeholder %q is not a key id", idPH)
 	}
 	base := "https://example.com:" + e.boundPort

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // rawTarget is a TCP server that hashes what each client sends until its

@@ -12,11 +12,11 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
@@ -107,7 +107,7 @@ func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
 
 // execute is Execute; with masked, it also returns a function that replaces
 // every value of the run's secrets in a text by the secret's name
-// (egress.NameMask): what RunChat passes the agent's output through.
+// (policy.NameMask): what RunChat passes the agent's output through.
 func execute(ctx context.Context, p *Plan, rt Runtime, masked bool) (int, func(string) string, error) {
 	env, bindings, err := p.values()
 	if err != nil {
@@ -122,7 +122,7 @@ func execute(ctx context.Context, p *Plan, rt Runtime, masked bool) (int, func(s
 	return code, mask, err
 }
 
-// valueMask is egress.NameMask of the run's values.
+// valueMask is policy.NameMask of the run's values.
 func valueMask(env []string, bindings []Binding) func(string) string {
 	values := map[string]string{}
 	for _, kv := range env {
@@ -133,10 +133,10 @@ func valueMask(env []string, bindings []Binding) func(string) string {
 	for _, b := range bindings {
 		values[b.Name] = b.Value
 		if b.SecretKey != "" {
-			values[config.AWSSecretKeyVar] = b.SecretKey
+			values[policy.AWSSecretKeyVar] = b.SecretKey
 		}
 	}
-	return egress.NameMask(values)
+	return policy.NameMask(values)
 }
 
 func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings []Binding) (int, error) {
@@ -282,7 +282,7 @@ func (p *Plan) values() (env []string, bindings []Binding, err error) {
 		mapping = append(mapping, [2]string{e.Name, e.Vault})
 	}
 	for _, b := range p.Secrets {
-		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
+		if err := (policy.Binding{Hosts: b.Hosts, In: b.In, Requests: b.Requests}).Check(); err != nil {
 			return nil, nil, errs.Usagef("config.yaml: secrets.%s.%v", b.Name, err)
 		}
 		mapping = append(mapping, [2]string{b.Name, b.Vault})
@@ -296,7 +296,7 @@ func (p *Plan) values() (env []string, bindings []Binding, err error) {
 		_, value, _ := strings.Cut(kv, "=")
 		b := p.Secrets[i]
 		nb := Binding{Name: b.Name, Value: value, Hosts: b.Hosts, In: b.In, Requests: b.Requests, Kind: b.Kind}
-		if b.Kind == config.KindAWSSigV4 {
+		if b.Kind == policy.KindAWSSigV4 {
 			id, secret, ok := awsKeyPair(value)
 			if !ok {
 				return nil, nil, errs.Usagef("vault entry %q (bound as %s, kind aws-sigv4) does not hold an AWS access key id and secret access key on two lines", b.Vault, b.Name).

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
@@ -131,7 +131,7 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 }
 
 // runReport is the run's part of its task record.
-func runReport(spec playbook.RunSpec, denied []egress.Denied, code int, runErr error, o Outcome) string {
+func runReport(spec playbook.RunSpec, denied []policy.Denied, code int, runErr error, o Outcome) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Run\n\n- playbook: %s (%s)\n- exit: %d\n", spec.Playbook, spec.Stage, code)
 	if runErr != nil {
@@ -170,13 +170,13 @@ func runReport(spec playbook.RunSpec, denied []egress.Denied, code int, runErr e
 // deniedSince are the targets the proxies of in refused by default since
 // start (the run's proxy writes the instance's egress audit log; a session
 // running at the same time may add its own).
-func deniedSince(in instance.Instance, start time.Time) []egress.Denied {
+func deniedSince(in instance.Instance, start time.Time) []policy.Denied {
 	f, err := in.FS().Open(in.EgressAuditLog())
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	return egress.DeniedSince(f, start)
+	return policy.DeniedSince(f, start)
 }
 
 func listOrNone(s []string) string {

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -852,21 +852,21 @@ func TestAWSSigV4SessionFiles(t *testing.T) {
 	}
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	s := testSession(t)
-	s.Bindings = []Binding{{Name: config.AWSKeyIDVar, Kind: config.KindAWSSigV4, Value: id, SecretKey: secret, Hosts: []string{"*.amazonaws.com"}}}
+	s.Bindings = []Binding{{Name: policy.AWSKeyIDVar, Kind: policy.KindAWSSigV4, Value: id, SecretKey: secret, Hosts: []string{"*.amazonaws.com"}}}
 	if err := s.writeSessionFiles(); err != nil {
 		t.Fatal(err)
 	}
 	defer s.removeSessionFiles()
-	ss, err := egress.LoadSessionSecrets(filepath.Join(s.filesDir, "secrets"))
+	ss, err := policy.LoadSessionSecrets(filepath.Join(s.filesDir, "secrets"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ss.Secrets) != 2 || ss.Secrets[0].Kind != egress.KindAWSKeyID || ss.Secrets[0].Value != id ||
-		ss.Secrets[1].Kind != egress.KindAWSSecretKey || ss.Secrets[1].Value != secret || ss.Secrets[1].Name != config.AWSSecretKeyVar {
+	if len(ss.Secrets) != 2 || ss.Secrets[0].Part != policy.PartAWSKeyID || ss.Secrets[0].Value != id ||
+		ss.Secrets[1].Part != policy.PartAWSSecretKey || ss.Secrets[1].Value != secret || ss.Secrets[1].Name != policy.AWSSecretKeyVar {
 		t.Fatalf("proxy secrets: %+v", ss.Secrets)
 	}
 	env := strings.Join(s.AgentEnv(), "\n")
-	for _, want := range []string{config.AWSKeyIDVar + "=" + ss.Secrets[0].Placeholder, config.AWSSecretKeyVar + "=" + ss.Secrets[1].Placeholder} {
+	for _, want := range []string{policy.AWSKeyIDVar + "=" + ss.Secrets[0].Placeholder, policy.AWSSecretKeyVar + "=" + ss.Secrets[1].Placeholder} {
 		if !strings.Contains(env, want) {
 			t.Errorf("agent env lacks %q", want)
 		}

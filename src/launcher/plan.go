@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 )
 
@@ -59,7 +59,7 @@ type RunSpec struct {
 	// Policy is the instance's effective egress policy (the image's default
 	// and policy.yaml): shown in the plan, and what a headless run's own
 	// policy is narrowed from.
-	Policy *egress.Policy `json:"-"`
+	Policy *policy.Policy `json:"-"`
 	// Host holds the facts of the host the plan needs (Survey).
 	Host Host `json:"host"`
 }
@@ -237,8 +237,8 @@ type BoundSecret struct {
 	Hosts    []string `json:"hosts"`
 	In       []string `json:"in"`
 	Requests []string `json:"requests,omitempty"`
-	// Kind is config.KindAWSSigV4 for an AWS key pair: the agent also gets
-	// config.AWSSecretKeyVar, and the proxy signs its requests again.
+	// Kind is policy.KindAWSSigV4 for an AWS key pair: the agent also gets
+	// policy.AWSSecretKeyVar, and the proxy signs its requests again.
 	Kind string `json:"kind,omitempty"`
 }
 
@@ -430,15 +430,15 @@ func (p *Plan) secrets(cfg *config.Config, grant *playbook.RunSpec) error {
 			continue
 		}
 		b := cfg.Secrets[n]
-		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
+		if err := b.Check(); err != nil {
 			return errs.Usagef("config.yaml: secrets.%s.%v", n, err).
 				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443; in: header, path, query, body (docs/vault.md)")
 		}
 		p.Secrets = append(p.Secrets, BoundSecret{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...),
 			In: b.Positions(), Requests: append([]string(nil), b.Requests...), Kind: b.Kind})
 		names = append(names, n+"=")
-		if b.Kind == config.KindAWSSigV4 {
-			names = append(names, config.AWSSecretKeyVar+"=")
+		if b.Kind == policy.KindAWSSigV4 {
+			names = append(names, policy.AWSSecretKeyVar+"=")
 		}
 	}
 	return CheckSecretNames(names)
@@ -461,7 +461,7 @@ func (p *Plan) egress(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec)
 		if err != nil {
 			return errs.Wrap(errs.Failure, err, "run policy")
 		}
-		if pol, err = egress.Parse(SessionPolicyFile, b); err != nil {
+		if pol, err = policy.Parse(SessionPolicyFile, b); err != nil {
 			return errs.Wrap(errs.Failure, err, "run policy")
 		}
 		p.proxyPol, e.Policy = b, string(b)
@@ -718,8 +718,8 @@ func (p *Plan) agentVars() []string {
 	}
 	for _, b := range p.Secrets {
 		vars = append(vars, b.Name+"=<placeholder>")
-		if b.Kind == config.KindAWSSigV4 {
-			vars = append(vars, config.AWSSecretKeyVar+"=<placeholder>")
+		if b.Kind == policy.KindAWSSigV4 {
+			vars = append(vars, policy.AWSSecretKeyVar+"=<placeholder>")
 		}
 	}
 	return vars

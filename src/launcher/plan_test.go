@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 )
 
@@ -33,17 +33,17 @@ deny: []
 allow_private: []
 `
 
-func goldenPolicy(t *testing.T, instancePolicy string) *egress.Policy {
+func goldenPolicy(t *testing.T, instancePolicy string) *policy.Policy {
 	t.Helper()
-	def, err := egress.Parse("/etc/hobbs/policy.yaml", []byte(defaultPolicy))
+	def, err := policy.Parse("/etc/hobbs/policy.yaml", []byte(defaultPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := egress.Parse("policy.yaml", []byte(instancePolicy))
+	in, err := policy.Parse("policy.yaml", []byte(instancePolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return egress.Merge(def, in)
+	return policy.Merge(def, in)
 }
 
 func goldenConfig(t *testing.T, yaml string) *config.Config {
@@ -58,7 +58,7 @@ func goldenConfig(t *testing.T, yaml string) *config.Config {
 	return cfg
 }
 
-func goldenGrant(t *testing.T, pol *egress.Policy, stage string, run *playbook.Run) *playbook.RunSpec {
+func goldenGrant(t *testing.T, pol *policy.Policy, stage string, run *playbook.Run) *playbook.RunSpec {
 	t.Helper()
 	g, err := playbook.ComputeRunSpec("weekly-invoices", "/home/ada/.local/share/hobbs/playbooks/weekly-invoices.md",
 		playbook.Meta{Title: "Pay the weekly invoices", Stage: stage, Run: run}, pol)

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -74,7 +74,7 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		env = append(env, v.Name+" (vault:"+v.Vault+")")
 	}
 	for _, b := range p.Secrets {
-		where := config.Binding{In: b.In, Requests: b.Requests, Kind: b.Kind}.Where()
+		where := policy.Binding{In: b.In, Requests: b.Requests, Kind: b.Kind}.Where()
 		bound = append(bound, b.Name+" → "+strings.Join(b.Hosts, " ")+" "+where)
 	}
 	row("env secrets", "%s", list(env))

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 )
 
@@ -104,9 +104,9 @@ func (s *Session) endProvenance() {
 	}
 	engine.Tracef("provenance: end")
 	defer engine.Tracef("provenance: ended")
-	pol := &egress.Policy{}
+	pol := &policy.Policy{}
 	if b, err := s.Instance.FS().ReadFile(s.Instance.Policy(), instance.MaxTextFile); err == nil {
-		if p, err := egress.Parse(s.Instance.Policy(), b); err == nil {
+		if p, err := policy.Parse(s.Instance.Policy(), b); err == nil {
 			pol = p
 		}
 	}
@@ -146,5 +146,5 @@ func readsOf(in instance.Instance, ses provenance.Session) ([]string, error) {
 			return nil, fmt.Errorf("seek the proxy audit log: %w", err)
 		}
 	}
-	return egress.ReadSince(f, ses.Name, ses.Started)
+	return policy.ReadSince(f, ses.Name, ses.Started)
 }

@@ -7,12 +7,12 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
@@ -40,11 +40,11 @@ type Runner struct {
 
 // Policy is the instance's effective egress policy: the image's default
 // and policy.yaml, checked as the proxy will read it.
-func (r Runner) Policy() (*egress.Policy, error) {
+func (r Runner) Policy() (*policy.Policy, error) {
 	if err := CheckPolicy(r.Instance); err != nil {
 		return nil, err
 	}
-	return egress.LoadEffective(r.Instance.FS(), BuiltinPolicyName, r.DefaultPolicy, r.Instance.Policy())
+	return policy.LoadEffective(r.Instance.FS(), BuiltinPolicyName, r.DefaultPolicy, r.Instance.Policy())
 }
 
 // BuiltinPolicyName names the image's default policy in messages.
@@ -91,7 +91,7 @@ func (r Runner) status(format string, args ...any) {
 // playbook must be at stage supervised or autonomous with a run: block
 // approved as it is now (hobbs playbook approve), as a scheduled run's
 // must. It returns the run's grant; a refusal is audited (playbook.run).
-func CheckTrigger(st *playbook.Store, name string, pol *egress.Policy) (playbook.RunSpec, error) {
+func CheckTrigger(st *playbook.Store, name string, pol *policy.Policy) (playbook.RunSpec, error) {
 	c, err := st.PrepareRun(name, pol, false, false)
 	if err != nil {
 		return playbook.RunSpec{}, err

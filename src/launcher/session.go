@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -230,7 +230,7 @@ func (s *Session) AgentEnv() []string {
 	for _, b := range s.Bindings {
 		env = append(env, b.Name+"="+b.Placeholder)
 		if b.SecretPlaceholder != "" {
-			env = append(env, config.AWSSecretKeyVar+"="+b.SecretPlaceholder)
+			env = append(env, policy.AWSSecretKeyVar+"="+b.SecretPlaceholder)
 		}
 	}
 	return env
@@ -455,7 +455,7 @@ func CheckPolicy(in instance.Instance) error {
 		return errs.Missingf("the instance's policy: %v", err).
 			WithHint("the egress proxy needs it: run hobbs init to create it")
 	}
-	if _, err := egress.ParseFile(in.Policy()); err != nil {
+	if _, err := policy.ParseFile(in.Policy()); err != nil {
 		return (&errs.Error{Code: errs.Code(err), Msg: "the egress policy is invalid; the proxy would not start: " + err.Error()}).
 			WithHint("fix %s (hobbs policy show checks it)", in.Policy())
 	}

@@ -12,9 +12,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // Session files. What a session must hand its containers but no one else may
@@ -61,7 +60,7 @@ type Binding struct {
 	In, Requests []string // where in requests the value goes (BoundSecret)
 	Placeholder  string   // made by the session
 	// An aws-sigv4 binding: Value is the access key id, SecretKey the
-	// secret access key (config.AWSSecretKeyVar holds SecretPlaceholder).
+	// secret access key (policy.AWSSecretKeyVar holds SecretPlaceholder).
 	Kind                         string
 	SecretKey, SecretPlaceholder string
 }
@@ -147,27 +146,29 @@ func (s *Session) reviewList() ([]byte, error) {
 // values), the agent's CA certificate and, for tests, the proxy's extra
 // roots.
 func (s *Session) secretFiles() (map[string][]byte, error) {
-	certPEM, keyPEM, err := egress.NewSessionCA(s.Name)
+	certPEM, keyPEM, err := policy.NewSessionCA(s.Name)
 	if err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "session CA")
 	}
-	ss := egress.SessionSecrets{CACert: certPEM, CAKey: keyPEM, Secrets: []*egress.Secret{}}
+	ss := policy.SessionSecrets{CACert: certPEM, CAKey: keyPEM, Secrets: []*policy.Secret{}}
 	for i := range s.Bindings {
 		b := &s.Bindings[i]
-		if b.Placeholder, err = egress.NewPlaceholder(b.Value); err != nil {
+		if b.Placeholder, err = policy.NewPlaceholder(b.Value); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", b.Name)
 		}
-		if b.Kind != config.KindAWSSigV4 {
-			ss.Secrets = append(ss.Secrets, &egress.Secret{Name: b.Name, Placeholder: b.Placeholder, Value: b.Value,
-				Hosts: b.Hosts, In: b.In, Requests: b.Requests})
+		if b.Kind != policy.KindAWSSigV4 {
+			ss.Secrets = append(ss.Secrets, &policy.Secret{Placeholder: b.Placeholder, Value: b.Value,
+				Binding: policy.Binding{Name: b.Name, Hosts: b.Hosts, In: b.In, Requests: b.Requests}})
 			continue
 		}
-		if b.SecretPlaceholder, err = egress.NewPlaceholder(b.SecretKey); err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", config.AWSSecretKeyVar)
+		if b.SecretPlaceholder, err = policy.NewPlaceholder(b.SecretKey); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", policy.AWSSecretKeyVar)
 		}
 		ss.Secrets = append(ss.Secrets,
-			&egress.Secret{Name: b.Name, Kind: egress.KindAWSKeyID, Placeholder: b.Placeholder, Value: b.Value, Hosts: b.Hosts, Requests: b.Requests},
-			&egress.Secret{Name: config.AWSSecretKeyVar, Kind: egress.KindAWSSecretKey, Placeholder: b.SecretPlaceholder, Value: b.SecretKey, Hosts: b.Hosts})
+			&policy.Secret{Part: policy.PartAWSKeyID, Placeholder: b.Placeholder, Value: b.Value,
+				Binding: policy.Binding{Name: b.Name, Kind: b.Kind, Hosts: b.Hosts, Requests: b.Requests}},
+			&policy.Secret{Part: policy.PartAWSSecretKey, Placeholder: b.SecretPlaceholder, Value: b.SecretKey,
+				Binding: policy.Binding{Name: policy.AWSSecretKeyVar, Kind: b.Kind, Hosts: b.Hosts}})
 	}
 	sec, err := json.Marshal(ss)
 	if err != nil {

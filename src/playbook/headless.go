@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -102,7 +102,7 @@ type RunSpec struct {
 	// TimeoutText is Timeout as text, for JSON.
 	TimeoutText string `json:"timeout"`
 
-	policy *egress.Policy
+	policy *policy.Policy
 	run    *Run
 }
 
@@ -115,7 +115,7 @@ type ExcludedHost struct {
 
 // ComputeRunSpec checks that playbook name may run headless and returns what
 // its run is allowed, given the instance's effective policy pol.
-func ComputeRunSpec(name, path string, m Meta, pol *egress.Policy) (RunSpec, error) {
+func ComputeRunSpec(name, path string, m Meta, pol *policy.Policy) (RunSpec, error) {
 	if err := CanRunHeadless(name, m); err != nil {
 		return RunSpec{}, err
 	}
@@ -138,14 +138,14 @@ func ComputeRunSpec(name, path string, m Meta, pol *egress.Policy) (RunSpec, err
 	s.MaxCostUSD = m.Run.MaxCostUSD
 	s.Secrets = append([]string{}, m.Run.Secrets...)
 	s.Tools = append([]string{}, m.Run.Tools...)
-	var allowed []*egress.Rule
+	var allowed []*policy.Rule
 	if pol != nil {
 		allowed = policyAllowRules(pol)
 	}
 	s.Hosts = []string{}
 	seen := map[string]bool{}
 	for _, h := range m.Run.Hosts {
-		r, err := egress.ParseRule(h)
+		r, err := policy.ParseRule(h)
 		if err != nil {
 			return RunSpec{}, errs.Usagef("%s: run: hosts: %v", path, err) // Parse refuses such a file; defensive
 		}
@@ -171,18 +171,18 @@ func ComputeRunSpec(name, path string, m Meta, pol *egress.Policy) (RunSpec, err
 
 // policyAllowRules are the allow rules of pol: its domains entries and the
 // domains of its services.
-func policyAllowRules(pol *egress.Policy) []*egress.Rule {
-	out := append([]*egress.Rule{}, pol.Domains...)
+func policyAllowRules(pol *policy.Policy) []*policy.Rule {
+	out := append([]*policy.Rule{}, pol.Domains...)
 	svc := map[string]bool{}
 	for _, name := range pol.Services {
 		svc[name] = true
 	}
-	for _, s := range egress.Services() {
+	for _, s := range policy.Services() {
 		if !svc[s.Name] {
 			continue
 		}
 		for _, d := range s.Domains {
-			if r, err := egress.ParseRule(d); err == nil {
+			if r, err := policy.ParseRule(d); err == nil {
 				out = append(out, r)
 			}
 		}
@@ -208,7 +208,7 @@ func policyAllowRules(pol *egress.Policy) []*egress.Rule {
 //
 // The instance's deny entries are not applied here: they go into the run's
 // policy unchanged (RunSpec.Deny) and win there as everywhere.
-func IntersectHosts(run *egress.Rule, allowed []*egress.Rule) []string {
+func IntersectHosts(run *policy.Rule, allowed []*policy.Rule) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, q := range allowed {
@@ -221,7 +221,7 @@ func IntersectHosts(run *egress.Rule, allowed []*egress.Rule) []string {
 	return out
 }
 
-func intersect(a, b *egress.Rule) (string, bool) {
+func intersect(a, b *policy.Rule) (string, bool) {
 	port, ok := meetPorts(a.Port, b.Port)
 	if !ok {
 		return "", false
@@ -303,7 +303,7 @@ func (s RunSpec) AllowCommands(host string, port int) []string {
 	if s.Declared {
 		covered := false
 		for _, h := range s.run.Hosts {
-			if r, err := egress.ParseRule(h); err == nil && matches(r, host, port) {
+			if r, err := policy.ParseRule(h); err == nil && matches(r, host, port) {
 				covered = true
 				break
 			}
@@ -319,7 +319,7 @@ func (s RunSpec) AllowCommands(host string, port int) []string {
 }
 
 // matches reports whether rule r admits host:port through a CONNECT tunnel.
-func matches(r *egress.Rule, host string, port int) bool {
+func matches(r *policy.Rule, host string, port int) bool {
 	if r.Port != port && !(r.Port == 0 && port == 443) {
 		return false
 	}

@@ -4,9 +4,9 @@ import (
 	"io"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // RunCheck is what PrepareRun found: the run's grant and, for a run: block,
@@ -26,7 +26,7 @@ type RunCheck struct {
 // computes its grant under the instance's effective policy pol. A refusal
 // is audited (playbook.run, refused) unless the caller only looks (dry
 // run, plan).
-func (s *Store) PrepareRun(name string, pol *egress.Policy, scheduled, look bool) (RunCheck, error) {
+func (s *Store) PrepareRun(name string, pol *policy.Policy, scheduled, look bool) (RunCheck, error) {
 	d, _, err := s.Get(name)
 	if err != nil {
 		return RunCheck{}, err
@@ -83,7 +83,7 @@ func (s *Store) RunLocked(name, stage string, run func() error) error {
 // they name (Approve) — and returns the grant and what a run gets under
 // the instance's effective policy pol. A playbook without a run: block has
 // nothing to approve; one that may not run headless is refused.
-func (s *Store) ApproveRuns(name string, pol *egress.Policy) (*Grant, RunSpec, error) {
+func (s *Store) ApproveRuns(name string, pol *policy.Policy) (*Grant, RunSpec, error) {
 	if err := checkName(name); err != nil {
 		return nil, RunSpec{}, err
 	}

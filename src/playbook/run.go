@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // Run is a playbook's run: block: what one headless run of it needs, and
@@ -23,7 +23,7 @@ import (
 //	  timeout: 20m                                         # Go duration > 0; default DefaultTimeout
 //	  max_cost_usd: 2.50                                   # > 0; default none (Claude Code's --max-budget-usd)
 type Run struct {
-	Hosts    []string `json:"hosts"`   // canonical policy patterns (egress.ParseRule)
+	Hosts    []string `json:"hosts"`   // canonical policy patterns (policy.ParseRule)
 	Secrets  []string `json:"secrets"` // environment variable names
 	Tools    []string `json:"tools"`
 	MaxTurns int      `json:"max_turns,omitempty"` // 0: DefaultMaxTurns
@@ -165,7 +165,7 @@ func parseRun(path string, v *yaml.Node) (*Run, []Problem, error) {
 // CheckHost validates a run host as the egress policy's domains entries are
 // validated and returns its canonical pattern.
 func CheckHost(s string) (string, error) {
-	rule, err := egress.ParseRule(s)
+	rule, err := policy.ParseRule(s)
 	if err != nil {
 		return "", err
 	}

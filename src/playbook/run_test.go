@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -230,11 +230,11 @@ func TestStageGates(t *testing.T) {
 	}
 }
 
-func rules(t *testing.T, ps ...string) []*egress.Rule {
+func rules(t *testing.T, ps ...string) []*policy.Rule {
 	t.Helper()
-	var out []*egress.Rule
+	var out []*policy.Rule
 	for _, p := range ps {
-		r, err := egress.ParseRule(p)
+		r, err := policy.ParseRule(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +274,7 @@ func TestIntersectHosts(t *testing.T) {
 }
 
 func TestComputeRunSpec(t *testing.T) {
-	pol, err := egress.Parse("policy.yaml", []byte("services: [github]\ndomains: [\"*.bank.example\", api.mail.example]\ndeny: [evil.bank.example]\n"))
+	pol, err := policy.Parse("policy.yaml", []byte("services: [github]\ndomains: [\"*.bank.example\", api.mail.example]\ndeny: [evil.bank.example]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

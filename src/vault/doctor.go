@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/style"
 )
@@ -193,7 +192,7 @@ func DoctorMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 	for _, name := range env.Config.BindingNames() {
 		b := env.Config.Secrets[name]
 		maps = append(maps, [2]string{name, b.Vault})
-		if err := egress.CheckBinding(b.Hosts, b.In, b.Requests); err != nil {
+		if err := b.Check(); err != nil {
 			out = append(out, doctor.Result{Status: doctor.Fail,
 				Message: fmt.Sprintf("config.yaml secrets.%s.%v: hobbs run will fail", name, err),
 				Advice:  errs.NewAdvice(BindingInvalid)})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 func TestReadValue(t *testing.T) {
@@ -57,7 +58,7 @@ func TestWithUses(t *testing.T) {
 func TestListedRow(t *testing.T) {
 	updated := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 	cfg := &config.Config{Env: map[string]string{"GH_TOKEN": "vault:github"},
-		Secrets: map[string]config.Binding{"API": {Vault: "github", Hosts: []string{"api.github.com", "uploads.github.com"}}}}
+		Secrets: map[string]policy.Binding{"API": {Vault: "github", Hosts: []string{"api.github.com", "uploads.github.com"}}}}
 	got := WithUses([]Entry{{Name: "github", Size: 321, Updated: updated}, {Name: "unused", Size: 200, Updated: updated}}, cfg)
 	if want := "github\t321\t2026-11-22T09:30:00Z\tAPI → api.github.com,uploads.github.com in header; GH_TOKEN (env)"; got[0].Row() != want {
 		t.Errorf("used: %q, want %q", got[0].Row(), want)

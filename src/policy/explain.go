@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"net/netip"
@@ -61,43 +61,6 @@ func ParseTarget(target string) (Target, error) {
 	return Target{Host: h.String(), Port: port, Connect: connect}, nil
 }
 
-// Binding is a secret's name, the hosts it is bound to and where in their
-// requests it may go: all Explain knows of a secret (never its value).
-type Binding struct {
-	Name  string
-	Place Placement
-	rules []*Rule
-}
-
-// BindingSpec is a binding as config.yaml writes it (secrets:): hosts in
-// the policy's domains forms, and where in their requests the value may go.
-type BindingSpec struct {
-	Hosts    []string `json:"hosts"`
-	In       []string `json:"in,omitempty"`
-	Requests []string `json:"requests,omitempty"`
-	Kind     string   `json:"kind,omitempty"` // "" or "aws-sigv4" (sigv4.go)
-}
-
-// NewBinding parses a binding.
-func NewBinding(name string, spec BindingSpec) (Binding, error) {
-	rules, err := ParseSecretHosts(spec.Hosts)
-	if err != nil {
-		return Binding{}, err
-	}
-	pl, err := ParsePlacement(spec.In, spec.Requests)
-	if err != nil {
-		return Binding{}, err
-	}
-	return Binding{Name: name, rules: rules, Place: pl}, nil
-}
-
-// BoundTo reports whether the secret may be sent to t. A bare host admits
-// 443 through a tunnel (HTTPS, which the proxy intercepts) and 80 as plain
-// HTTP; a host with a port admits that port on either path.
-func (b Binding) BoundTo(t Target) bool {
-	return boundTo(b.rules, t.Host, t.Port, t.Connect)
-}
-
 // Mode is how the proxy carries an allowed destination's traffic.
 type Mode string
 
@@ -126,8 +89,8 @@ type Explanation struct {
 // Intercepted reports whether the proxy terminates the destination's TLS.
 func (e *Explanation) Intercepted() bool { return e.Mode == ModeIntercepted }
 
-// bound reports whether the secret named name is bound to the destination.
-func (e *Explanation) bound(name string) bool {
+// Bound reports whether the secret named name is bound to the destination.
+func (e *Explanation) Bound(name string) bool {
 	for _, n := range e.Secrets {
 		if n == name {
 			return true
@@ -144,7 +107,7 @@ func (e *Explanation) bound(name string) bool {
 // read. canIntercept says whether the proxy has a session CA; without one
 // a tunnel that would be intercepted is denied (rule
 // "interception-unavailable"), as its rules could not be applied.
-func (p *Policy) Explain(t Target, bindings []Binding, canIntercept bool) Explanation {
+func (p *Policy) Explain(t Target, bindings []Matcher, canIntercept bool) Explanation {
 	e := Explanation{Decision: p.Decide(t.Host, t.Port, t.Connect)}
 	if !e.Allow {
 		return e

@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"encoding/base64"
@@ -68,5 +68,50 @@ func TestPlaceholderFormats(t *testing.T) {
 		if ph == tc.value || len(ph) != len(tc.value) || !tc.check(tc.value) || !tc.check(ph) {
 			t.Errorf("%s: %q → %q: not a token of its family, or the value itself", tc.name, tc.value, ph)
 		}
+	}
+}
+
+func TestPlaceholderShape(t *testing.T) {
+	const testValue = "ghp_R3alS3cretValue0123456789abcdefABCD"
+	for _, v := range []string{testValue, "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "xoxb-1234567890-ABCDEFGHIJKLmnop", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "sk-ant-oat01-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"} {
+		ph, err := NewPlaceholder(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ph) != len(v) || ph == v {
+			t.Fatalf("%q → %q: want the same length, another value", v, ph)
+		}
+		pre, _ := placeholderPrefix(v)
+		want := map[string]string{testValue: "ghp_", "xoxb-1234567890-ABCDEFGHIJKLmnop": "xoxb-",
+			"sk-ant-oat01-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789": "sk-ant-oat01-"}[v]
+		if want != "" && pre != want {
+			t.Fatalf("%q: prefix %q, want %q", v, pre, want)
+		}
+		if pre == "" || !strings.HasPrefix(ph, pre) {
+			t.Fatalf("%q → %q: prefix %q not kept", v, ph, pre)
+		}
+		shape := func(s string) string {
+			return regexp.MustCompile(`[0-9]`).ReplaceAllString(regexp.MustCompile(`[A-Z]`).ReplaceAllString(regexp.MustCompile(`[a-z]`).ReplaceAllString(s, "a"), "A"), "0")
+		}
+		if shape(ph[len(pre):]) != shape(v[len(pre):]) {
+			t.Fatalf("%q → %q: shape differs", v, ph)
+		}
+	}
+	if pre, _ := placeholderPrefix("deadbeef-0123-4567-89ab-cdef01234567"); pre != "" {
+		t.Fatalf("prefix of a hex UUID: %q", pre)
+	}
+	if pre, _ := placeholderPrefix("3f2a9c1e-0123-4567-89ab-cdef01234567"); pre != "" {
+		t.Fatalf("prefix of a UUID: %q", pre)
+	}
+	for _, v := range []string{"short", "pw", "12345678", "pass phrase!"} {
+		ph, err := NewPlaceholder(v)
+		if err != nil || !strings.HasPrefix(ph, "hobbs_ph_") || len(ph) != 41 {
+			t.Fatalf("%q → %q %v: want a generic placeholder", v, ph, err)
+		}
+	}
+	a, _ := NewPlaceholder(testValue)
+	b, _ := NewPlaceholder(testValue)
+	if a == b {
+		t.Fatal("two placeholders of one value are equal")
 	}
 }

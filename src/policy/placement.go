@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"errors"
@@ -27,7 +27,8 @@ const (
 	InBody                        // the body
 	InMethod                      // the method: never a place for a secret
 
-	everywhere = InHeader | InPath | InQuery | InBody | InMethod
+	// Everywhere is every position.
+	Everywhere = InHeader | InPath | InQuery | InBody | InMethod
 )
 
 // positionNames are the positions a binding may name, in order.
@@ -101,19 +102,9 @@ func ParsePlacement(in, requests []string) (Placement, error) {
 	return pl, nil
 }
 
-// CheckBinding validates a binding: its hosts (the policy's domains
-// forms), in: and requests:. The error names the key.
-func CheckBinding(hosts, in, requests []string) error {
-	if _, err := ParseSecretHosts(hosts); err != nil {
-		return err
-	}
-	_, err := ParsePlacement(in, requests)
-	return err
-}
-
-// allowed is where the secret may go in a request with this method and
+// Allowed is where the secret may go in a request with this method and
 // escaped path: nowhere when the binding names requests and none matches.
-func (pl Placement) allowed(method, escapedPath string) Position {
+func (pl Placement) Allowed(method, escapedPath string) Position {
 	if pl.requests == nil {
 		return pl.in
 	}

@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ func ReadSince(r io.Reader, session string, start time.Time) ([]string, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		var l auditLine
+		var l AuditLine
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Session != session || l.Time.Before(start.Add(-time.Second)) ||
 			l.Event != "egress.allow" || l.Detail.BytesDown <= 0 || seen[l.Subject] {
 			continue

@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"encoding/json"
@@ -16,11 +16,11 @@ rules:
   ruled.example.com:
     - allow GET /repos/
 `)
-	bound := map[string]BindingSpec{
-		"ZED":  {Hosts: []string{"api.example.com"}, In: []string{"path", "header"}},
-		"ALFA": {Hosts: []string{"api.example.com"}, In: []string{"body"}, Requests: []string{"POST /token"}},
-		"BAD":  {Hosts: []string{"exa mple.com"}},                          // does not parse: left out
-		"BODY": {Hosts: []string{"api.example.com"}, In: []string{"body"}}, // body without requests: left out
+	bound := []Binding{
+		{Name: "ZED", Hosts: []string{"api.example.com"}, In: []string{"path", "header"}},
+		{Name: "ALFA", Hosts: []string{"api.example.com"}, In: []string{"body"}, Requests: []string{"POST /token"}},
+		{Name: "BAD", Hosts: []string{"exa mple.com"}},                           // does not parse: left out
+		{Name: "BODY", Hosts: []string{"api.example.com"}, In: []string{"body"}}, // body without requests: left out
 	}
 	c := p.Report(Target{"api.example.com", 443, true}, bound)
 	if !c.Allow || !c.Intercepted || !reflect.DeepEqual(c.Secrets, []string{"ALFA", "ZED"}) || len(c.Rules) != 0 || c.Rules == nil {
@@ -47,7 +47,7 @@ rules:
 func TestReportWriteSummary(t *testing.T) {
 	p := mustParse(t, "domains:\n  - api.example.com\nrules:\n  api.example.com:\n    - deny DELETE\n")
 	var sb strings.Builder
-	p.Report(Target{"api.example.com", 443, true}, map[string]BindingSpec{"TOKEN": {Hosts: []string{"api.example.com"}}}).WriteSummary(&sb)
+	p.Report(Target{"api.example.com", 443, true}, []Binding{{Name: "TOKEN", Hosts: []string{"api.example.com"}}}).WriteSummary(&sb)
 	want := "allow api.example.com:443 by domains api.example.com (p.yaml:2)\n" +
 		"  request rule: deny DELETE (p.yaml:5)\n" +
 		"  secrets bound here (config.yaml): TOKEN (in header)\n" +

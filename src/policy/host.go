@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"errors"
@@ -210,29 +210,6 @@ func checkDNSName(s string) error {
 		}
 	}
 	return nil
-}
-
-// SplitHostPort splits an authority "host:port" strictly: the port is 1 to 5
-// decimal digits without sign, in 1..65535, without leading zeros; IPv6 must
-// be bracketed.
-func SplitHostPort(s string) (Host, int, error) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 {
-		return Host{}, 0, fmt.Errorf("%q has no port", s)
-	}
-	hostPart, portPart := s[:i], s[i+1:]
-	if strings.Contains(hostPart, ":") && !(strings.HasPrefix(hostPart, "[") && strings.HasSuffix(hostPart, "]")) {
-		return Host{}, 0, fmt.Errorf("invalid authority %q", s)
-	}
-	port, err := ParsePort(portPart)
-	if err != nil {
-		return Host{}, 0, err
-	}
-	h, err := NormalizeHost(hostPart)
-	if err != nil {
-		return Host{}, 0, err
-	}
-	return h, port, nil
 }
 
 // ParsePort parses a decimal port strictly (no sign, no leading zero, 1..65535).

@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ import (
 // request no entry matches is denied when the host has an allow entry and
 // allowed otherwise. Rules apply after the host rule (a host is not allowed
 // by having rules) to every request the proxy sees: plain HTTP, and HTTPS to
-// a host with rules, which the proxy therefore intercepts (intercept.go).
+// a host with rules, which the proxy therefore intercepts (src/egress, intercept.go).
 
 // HostRules are the request rules of one host pattern.
 type HostRules struct {
@@ -197,7 +197,7 @@ func plainPath(escaped string) (string, bool) {
 			if i+2 >= len(escaped) {
 				return "", false
 			}
-			d, ok := unhex2(escaped[i+1], escaped[i+2])
+			d, ok := Unhex2(escaped[i+1], escaped[i+2])
 			if !ok || d == '/' || d == '\\' || d == ';' || d == 0 {
 				return "", false
 			}
@@ -250,4 +250,24 @@ func (p *Policy) buildRules() {
 		p.rules.add(hr.Host)
 		p.rulesOf[hr.Host] = hr
 	}
+}
+
+// Unhex2 is the byte the hex digits a and b write (ok false when either
+// is not one).
+func Unhex2(a, b byte) (byte, bool) {
+	x, ok1 := unhex(a)
+	y, ok2 := unhex(b)
+	return x<<4 | y, ok1 && ok2
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }

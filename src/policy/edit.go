@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"bytes"
@@ -147,7 +147,7 @@ func Edit(fsys safefile.Root, path, lockPath, section, entry string, template []
 		}
 		if section == "domains" && r.section == "deny" {
 			return "", false, errs.Usagef("%s is listed under deny at %s; deny wins", rule.Pattern, r.Source).
-				WithHint("remove it from deny in %s first", path)
+				Advise(DenyWins, "path", path)
 		}
 	}
 	var doc yaml.Node
@@ -258,7 +258,7 @@ func Unlist(fsys safefile.Root, path, lockPath, entry string) (string, []string,
 	}
 	if len(removed) == 0 {
 		return "", nil, errs.Missingf("%s is not listed in %s", rule.Pattern, path).
-			WithHint("see what allows it: hobbs policy check %s", rule.Pattern)
+			Advise(NotListed, "pattern", rule.Pattern)
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ type Denied struct {
 	Port   int
 }
 
-// DeniedSince reads a proxy audit log (the lines auditLine writes) and
+// DeniedSince reads a proxy audit log (AuditLine lines) and
 // returns, sorted and once each, the targets refused by the default deny at
 // or after start (less a second: the log's clock and the caller's may
 // differ by rounding). Lines it cannot read are skipped: the log is the
@@ -32,7 +32,7 @@ func DeniedSince(r io.Reader, start time.Time) []Denied {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		var l auditLine
+		var l AuditLine
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Time.Before(start.Add(-time.Second)) ||
 			l.Event != "egress.deny" || l.Detail.Rule != DefaultDenyRule || seen[l.Subject] {
 			continue

@@ -1,9 +1,9 @@
-package egress
+package policy
 
 import (
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -22,28 +22,25 @@ type CheckReport struct {
 }
 
 // Report explains t as a session's proxy does: it always has a session CA,
-// so it can intercept. bound maps each variable config.yaml's secrets:
-// binds to its binding; a binding that does not parse is left out (config
-// validation reports it). Rules and Secrets are never nil, so the JSON
-// holds lists.
-func (p *Policy) Report(t Target, bound map[string]BindingSpec) CheckReport {
-	names := make([]string, 0, len(bound))
-	for n := range bound {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var bindings []Binding
+// so it can intercept. bindings are config.yaml's secrets:, named
+// (config.Config.Bindings), taken in the order of their names; a binding
+// that does not compile is left out (config validation reports it). Rules
+// and Secrets are never nil, so the JSON holds lists.
+func (p *Policy) Report(t Target, bindings []Binding) CheckReport {
+	bindings = slices.Clone(bindings)
+	slices.SortFunc(bindings, func(a, b Binding) int { return strings.Compare(a.Name, b.Name) })
+	var matchers []Matcher
 	where := map[string]string{}
-	for _, n := range names {
-		if b, err := NewBinding(n, bound[n]); err == nil {
-			bindings = append(bindings, b)
-			where[n] = b.Place.String()
-			if k := bound[n].Kind; k != "" {
-				where[n] = "signing requests (" + k + ")"
+	for _, b := range bindings {
+		if m, err := b.Compile(); err == nil {
+			matchers = append(matchers, m)
+			where[b.Name] = m.Place.String()
+			if b.Kind != "" {
+				where[b.Name] = "signing requests (" + b.Kind + ")"
 			}
 		}
 	}
-	x := p.Explain(t, bindings, true)
+	x := p.Explain(t, matchers, true)
 	c := CheckReport{Decision: x.Decision, Rules: []string{}, Secrets: append([]string{}, x.Secrets...),
 		SecretsIn: map[string]string{}, Intercepted: x.Intercepted()}
 	for _, n := range x.Secrets {
