@@ -121,7 +121,10 @@ not parse are reported on stderr and skipped.`,
 		}
 		a.warnEach(problems, " (file left as is)")
 		list := playbook.Select(entries, due, stage)
-		none := "no playbooks" + map[bool]string{true: " due for review", false: ""}[due]
+		none := "no playbooks"
+		if due {
+			none += " due for review"
+		}
 		return printTable(out, list, none, "NAME\tSTAGE\tNEXT REVIEW\tTITLE", func(e playbook.Entry) string {
 			next := e.NextReview
 			if e.Due {

@@ -129,11 +129,3 @@ func (a *app) audit(in instance.Instance) *audit.Logger {
 	l.Failed = func(err error) { a.warn("audit log not written: %v", err) }
 	return l
 }
-
-// outcome names an error for the audit log.
-func outcome(err error) string {
-	if err != nil {
-		return "error"
-	}
-	return "ok"
-}

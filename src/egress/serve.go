@@ -93,7 +93,10 @@ func RunProxy(ctx context.Context, c ProxyConfig) error {
 	if err := srv.Watch(ctx); err != nil {
 		logf("cannot watch the policy files (no hot reload): %v", err)
 	}
-	onOff := map[bool]string{true: "on", false: "off"}
+	auth := "off"
+	if opts.AuthToken != "" {
+		auth = "on"
+	}
 	auditTo := c.AuditPath
 	if auditTo == "" {
 		auditTo = "off"
@@ -103,7 +106,7 @@ func RunProxy(ctx context.Context, c ProxyConfig) error {
 		bound = len(opts.Secrets.Secrets)
 	}
 	logf("listening on %s; policy %s (%s); auth %s; audit %s; bound secrets %d",
-		ln.Addr(), strings.Join(c.Policies, ", "), srv.Policy().Summary(), onOff[opts.AuthToken != ""], auditTo, bound)
+		ln.Addr(), strings.Join(c.Policies, ", "), srv.Policy().Summary(), auth, auditTo, bound)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

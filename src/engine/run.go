@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
@@ -122,27 +120,4 @@ func (c CLI) Exists(ctx context.Context, args ...string) (bool, error) {
 		return false, nil
 	}
 	return false, err
-}
-
-// Retry runs f until it succeeds, ctx ends, or limit passes, sleeping every
-// between attempts. It returns f's last error.
-func Retry(ctx context.Context, limit, every time.Duration, f func(context.Context) error) error {
-	deadline := time.Now().Add(limit)
-	for {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return errors.Join(ctx.Err(), err)
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), err)
-		case <-time.After(every):
-		}
-	}
 }

@@ -19,9 +19,6 @@ var (
 	traceMu    sync.Mutex
 )
 
-// Tracing reports whether HOBBS_TRACE is set.
-func Tracing() bool { return traceOn }
-
 // Tracef writes one trace line when HOBBS_TRACE is set.
 func Tracef(format string, args ...any) {
 	if !traceOn {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -125,13 +124,6 @@ func fitOf(f Section, intro string, budget int) *FoundationFit {
 	head := intro + renderSection(f)
 	return &FoundationFit{Path: f.Path, Chars: runes(f.Text), Needed: hookLen(head), Budget: budget,
 		OverBudget: runes(head) >= budget, OverHook: hookLen(head) > HookLimit}
-}
-
-// FileSection reads path as a section; a missing file gives ok=false. It
-// refuses a link or special file at path but trusts the directories above
-// it: for a file of the instance use Store.FileSection, which trusts none.
-func FileSection(title, path string) (Section, bool, error) {
-	return fileSection(safefile.Beneath(filepath.Dir(path)), title, path)
 }
 
 // FileSection reads path, a file of the instance, as a section through the

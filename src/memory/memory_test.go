@@ -195,3 +195,7 @@ func TestMemoryJSONShape(t *testing.T) {
 		t.Errorf("id = %v", got["id"])
 	}
 }
+
+// Similarity is the Jaccard index of the normalised word sets of a and b:
+// 1 for the same words, 0 for none in common.
+func Similarity(a, b string) float64 { return jaccard(words(Normalize(a)), words(Normalize(b))) }

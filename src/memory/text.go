@@ -41,10 +41,6 @@ func words(norm string) map[string]struct{} {
 	return set
 }
 
-// Similarity is the Jaccard index of the normalised word sets of a and b:
-// 1 for the same words, 0 for none in common.
-func Similarity(a, b string) float64 { return jaccard(words(Normalize(a)), words(Normalize(b))) }
-
 func jaccard(a, b map[string]struct{}) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 0

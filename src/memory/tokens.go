@@ -151,17 +151,6 @@ func (tk *tokenizer) words(text []byte, fn func(w []byte)) {
 	tk.buf = b
 }
 
-// Terms returns the terms recall ranks text by, in order (see tokenizer).
-func Terms(text string) []string {
-	var out []string
-	newTokenizer().words([]byte(text), func(w []byte) {
-		if t := termOf(w); t != "" {
-			out = append(out, t)
-		}
-	})
-	return out
-}
-
 // isStopWord reports whether w (lower-case) is an English stop word: the
 // Snowball project's English list, which question words ("what", "when",
 // "did") are part of.
@@ -171,7 +160,8 @@ func isStopWord(w string) bool {
 }
 
 // IsStopWord reports whether w, lower-cased, is one of the stop words recall
-// leaves out.
+// leaves out (the recall benchmark leaves them out of
+// the questions it scores).
 func IsStopWord(w string) bool { return isStopWord(strings.ToLower(w)) }
 
 var stopWords = func() map[string]struct{} {

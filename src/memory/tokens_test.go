@@ -269,3 +269,14 @@ func TestStopWords(t *testing.T) {
 		}
 	}
 }
+
+// Terms returns the terms recall ranks text by, in order (see tokenizer).
+func Terms(text string) []string {
+	var out []string
+	newTokenizer().words([]byte(text), func(w []byte) {
+		if t := termOf(w); t != "" {
+			out = append(out, t)
+		}
+	})
+	return out
+}

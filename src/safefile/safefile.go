@@ -38,12 +38,6 @@ func Write(path string, data []byte, perm fs.FileMode) error {
 	return Beneath(filepath.Dir(path)).Write(filepath.Base(path), data, perm)
 }
 
-// Create atomically creates path with data and fails with an error satisfying
-// errors.Is(err, fs.ErrExist) if path already exists.
-func Create(path string, data []byte, perm fs.FileMode) error {
-	return Beneath(filepath.Dir(path)).Create(filepath.Base(path), data, perm)
-}
-
 // Append appends line to path under its lock (Root.Append).
 func Append(path string, line []byte, perm fs.FileMode) error {
 	return Beneath(filepath.Dir(path)).Append(filepath.Base(path), line, perm)

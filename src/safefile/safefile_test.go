@@ -36,11 +36,12 @@ func TestWriteReplacesAtomically(t *testing.T) {
 }
 
 func TestCreateRefusesExisting(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "f")
-	if err := Create(p, []byte("a"), 0o600); err != nil {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := Beneath(dir).Create("f", []byte("a"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := Create(p, []byte("b"), 0o600)
+	err := Beneath(dir).Create("f", []byte("b"), 0o600)
 	if !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("want ErrExist, got %v", err)
 	}

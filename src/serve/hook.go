@@ -75,14 +75,6 @@ func Verify(source string, secret []byte, h http.Header, body []byte) error {
 	return ErrSignature
 }
 
-// Sign is the X-Hub-Signature-256 value of body under secret, as GitHub
-// computes it.
-func Sign(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
 // EventName is the delivery's event as its source names it (X-GitHub-Event,
 // X-Gitlab-Event, X-Hub-Event).
 func EventName(source string, h http.Header) string {

@@ -44,16 +44,6 @@ func Append(dst, p []byte) []byte {
 	return dst
 }
 
-// String returns s with its control characters escaped.
-func String(s string) string {
-	for i := 0; i < len(s); i++ {
-		if needs(s[i]) {
-			return string(Append(make([]byte, 0, len(s)+16), []byte(s)))
-		}
-	}
-	return s
-}
-
 func appendByte(dst []byte, c byte) []byte {
 	return append(dst, '\\', 'x', hex[c>>4], hex[c&15])
 }

@@ -150,3 +150,13 @@ func TestWrapOnlyTerminals(t *testing.T) {
 		t.Error("nil")
 	}
 }
+
+// String returns s with its control characters escaped.
+func String(s string) string {
+	for i := 0; i < len(s); i++ {
+		if needs(s[i]) {
+			return string(Append(make([]byte, 0, len(s)+16), []byte(s)))
+		}
+	}
+	return s
+}

@@ -227,8 +227,12 @@ func DoctorMapped(_ context.Context, env *doctor.Env) []doctor.Result {
 			Advice:  errs.NewAdvice(kind, "entry", entry, "key", key)})
 	}
 	if len(out) == 0 {
+		verb := "are"
+		if len(maps) == 1 {
+			verb = "is"
+		}
 		out = append(out, doctor.Result{Status: doctor.OK,
-			Message: fmt.Sprintf("the %s config.yaml maps %s in the vault", style.N(len(maps), "entry", "entries"), map[bool]string{true: "is", false: "are"}[len(maps) == 1])})
+			Message: fmt.Sprintf("the %s config.yaml maps %s in the vault", style.N(len(maps), "entry", "entries"), verb)})
 	}
 	return out
 }

@@ -322,17 +322,6 @@ func (v View) Answers() int { return len(v.f.answers) }
 // Confirmed is Fake.Confirmed under Wait's lock.
 func (v View) Confirmed() int64 { return v.f.confirmed }
 
-// Calls counts the calls of method.
-func (v View) Calls(method string) int {
-	n := 0
-	for _, c := range v.f.calls {
-		if c.Method == method {
-			n++
-		}
-	}
-	return n
-}
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
