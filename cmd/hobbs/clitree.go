@@ -87,7 +87,7 @@ func commandPath(root *cobra.Command, args []string) string {
 // unknown flag, suggests the closest flag c takes (cobra suggests commands,
 // not flags).
 func flagError(c *cobra.Command, err error) error {
-	e := &errs.Error{Code: errs.Usage, Msg: err.Error()}
+	var e error = &errs.Error{Code: errs.Usage, Msg: err.Error()}
 	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 	if !ok {
 		return e
@@ -99,7 +99,7 @@ func flagError(c *cobra.Command, err error) error {
 		}
 	})
 	if s := errs.Closest(name, names); s != "" {
-		e.WithHint("did you mean --%s? (see '%s --help')", s, c.CommandPath())
+		e = withHint(e, "did you mean --%s? (see '%s --help')", s, c.CommandPath())
 	}
 	return e
 }
@@ -151,11 +151,11 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			e := errs.Usagef("unknown command %q for %q", args[0], cmd.CommandPath()).WithHint("see '%s --help'", cmd.CommandPath())
+			e := errs.Usagef("unknown command %q for %q", args[0], cmd.CommandPath())
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				e.WithHint("did you mean %s? (see '%s --help')", strings.Join(s, " or "), cmd.CommandPath())
+				return withHint(e, "did you mean %s? (see '%s --help')", strings.Join(s, " or "), cmd.CommandPath())
 			}
-			return e
+			return withHint(e, "see '%s --help'", cmd.CommandPath())
 		}
 	}
 	for _, sub := range c.Commands() {

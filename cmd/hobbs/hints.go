@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -84,22 +85,28 @@ func adviceText(a errs.Advice) string {
 	return ""
 }
 
-// hintOf is the hint for err: the words of the first advice or hint text
-// in its chain, outermost first, so a hint added around a cause is the one
-// shown.
+// hinted is an error the command layer makes itself, with its hint worded
+// where it is made (withHint).
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h *hinted) Error() string { return h.err.Error() }
+func (h *hinted) Unwrap() error { return h.err }
+
+// withHint gives err, an error of the command layer's own, the hint
+// format words.
+func withHint(err error, format string, args ...any) error {
+	return &hinted{err: err, hint: fmt.Sprintf(format, args...)}
+}
+
+// hintOf is the hint for err: the command layer's own (withHint), else the
+// words of the first advice in its chain, outermost first.
 func hintOf(err error) string {
-	for err != nil {
-		var e *errs.Error
-		if !errors.As(err, &e) {
-			return ""
-		}
-		if h := adviceText(e.Advice); h != "" {
-			return h
-		}
-		if e.Hint != "" {
-			return e.Hint
-		}
-		err = e.Err
+	var h *hinted
+	if errors.As(err, &h) {
+		return h.hint
 	}
-	return ""
+	return adviceText(errs.AdviceOf(err))
 }

@@ -99,8 +99,8 @@ func (a *app) redoFoundation(in instance.Instance, git, noInput bool, out *outpu
 		return errs.Usagef("--foundation asks questions; it cannot be used with --no-input")
 	}
 	if !a.stdinIsTTY() {
-		return errs.Usagef("--foundation asks its questions on a terminal, and stdin is not one").
-			WithHint("run hobbs init --foundation in a terminal, or edit %s directly", in.Foundation())
+		return withHint(errs.Usagef("--foundation asks its questions on a terminal, and stdin is not one"),
+			"run hobbs init --foundation in a terminal, or edit %s directly", in.Foundation())
 	}
 	res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Git: git, Audit: a.audit(in)})
 	if res != nil {

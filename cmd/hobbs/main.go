@@ -157,7 +157,7 @@ func (a *app) textArg(args []string, what string) (string, error) {
 		return string(b), err
 	}
 	if len(args) == 0 {
-		return "", errs.Usagef("no %s", what).WithHint("give it as an argument, or pipe it and use -")
+		return "", withHint(errs.Usagef("no %s", what), "give it as an argument, or pipe it and use -")
 	}
 	return strings.Join(args, " "), nil
 }

@@ -137,7 +137,7 @@ func (a *app) planRun(o launcher.SessionOptions, planOnly bool) (*launcher.Plan,
 	}
 	if !in.Exists() {
 		if planOnly {
-			return nil, r, errs.Missingf("no instance at %s", in.Root).WithHint("hobbs init creates it (hobbs run does too, on first use)")
+			return nil, r, withHint(errs.Missingf("no instance at %s", in.Root), "hobbs init creates it (hobbs run does too, on first use)")
 		}
 		// On a terminal the first run asks the foundation questions,
 		// as hobbs init does.

@@ -45,7 +45,7 @@ exits 143.`,
 				return err
 			}
 			if !ok {
-				return errs.Failf("no session %q in this instance", args[0]).WithHint("list them with: hobbs ps")
+				return withHint(errs.Failf("no session %q in this instance", args[0]), "list them with: hobbs ps")
 			}
 			fmt.Fprintln(a.out, args[0])
 			return nil

@@ -36,7 +36,7 @@ func (a *app) existingInstance() (instance.Instance, error) {
 		return in, err
 	}
 	if !in.Exists() {
-		return in, errs.Missingf("no Hobbs instance at %s", in.Root).WithHint("run: hobbs init")
+		return in, withHint(errs.Missingf("no Hobbs instance at %s", in.Root), "run: hobbs init")
 	}
 	return in, nil
 }

@@ -110,7 +110,7 @@ section (nothing is recorded then).`,
 		}
 		if remember {
 			if retro == "" {
-				return errs.Usagef("--remember needs a retrospective").WithHint("pass --retro FILE or --retro -")
+				return withHint(errs.Usagef("--remember needs a retrospective"), "pass --retro FILE or --retro -")
 			}
 			opts.Remember = rememberLessons(a, in)
 		}

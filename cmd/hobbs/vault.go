@@ -131,8 +131,8 @@ NAME: ` + vault.NameRule + `.`,
 			case len(args) == 0:
 				return errs.Usagef("vault set needs the entry NAME")
 			case len(args) > 1:
-				return errs.Usagef("refusing a secret value on the command line: argv is visible to other processes and kept in shell history").
-					WithHint("pipe it on stdin (printf %%s \"$TOKEN\" | hobbs vault set %s), use --from-file FILE, or type it at the prompt", args[0])
+				return withHint(errs.Usagef("refusing a secret value on the command line: argv is visible to other processes and kept in shell history"),
+					"pipe it on stdin (printf %%s \"$TOKEN\" | hobbs vault set %s), use --from-file FILE, or type it at the prompt", args[0])
 			}
 			return vault.CheckName(args[0])
 		},
