@@ -71,7 +71,7 @@ func runTree(args ...string) (string, int) {
 	if err == nil {
 		return out.String(), 0
 	}
-	report(&out, root, args, err, errs.Hint)
+	report(&out, root, args, err, hintOf)
 	return out.String(), exitCode(err)
 }
 
