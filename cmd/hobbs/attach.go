@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 func newAttachCmd(a *app) *cobra.Command {
@@ -27,7 +28,7 @@ same environment.`,
 				return err
 			}
 			if shell {
-				dargs := []string{"exec", "-i", "-w", launcher.WorkspaceDir}
+				dargs := []string{"exec", "-i", "-w", plan.WorkspaceDir}
 				if a.stdinIsTTY() {
 					dargs = append(dargs, "-t")
 				}

@@ -7,15 +7,16 @@ import (
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 )
 
 // playbookKind is the kind of a headless run: scheduled or by hand.
-func playbookKind(scheduled bool) launcher.Kind {
+func playbookKind(scheduled bool) plan.Kind {
 	if scheduled {
-		return launcher.KindScheduled
+		return plan.KindScheduled
 	}
-	return launcher.KindPlaybook
+	return plan.KindPlaybook
 }
 
 // headlessRunner runs in's headless runs (an error: no engine, or no config).
@@ -27,7 +28,7 @@ func (a *app) headlessRunner(in instance.Instance) (launcher.Runner, error) {
 }
 
 // planPlaybookRun is the plan of a headless run of the grant spec.
-func (a *app) planPlaybookRun(in instance.Instance, spec playbook.RunSpec, scheduled bool) (*launcher.Plan, error) {
+func (a *app) planPlaybookRun(in instance.Instance, spec playbook.Allowance, scheduled bool) (*plan.Plan, error) {
 	r, err := a.headlessRunner(in)
 	if r.Config == nil {
 		return nil, err
@@ -36,7 +37,7 @@ func (a *app) planPlaybookRun(in instance.Instance, spec playbook.RunSpec, sched
 }
 
 // runPlaybookHeadless runs the playbook spec grants headless, as a task.
-func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spec playbook.RunSpec, scheduled bool) error {
+func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spec playbook.Allowance, scheduled bool) error {
 	r, err := a.headlessRunner(in)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // exitStatus is returned by commands whose exit code is another process's
@@ -118,7 +119,7 @@ whole. A plan never holds a secret's value or the proxy's token.`,
 // planRun is the session's plan: flags and config.yaml's defaults, the
 // host surveyed (launcher.Runner.PlanSession). A missing instance is made
 // first (as hobbs init does), unless only the plan is wanted.
-func (a *app) planRun(o launcher.SessionOptions, planOnly bool) (*launcher.Plan, launcher.Runner, error) {
+func (a *app) planRun(o launcher.SessionOptions, planOnly bool) (*plan.Plan, launcher.Runner, error) {
 	in, err := a.instance()
 	if err == nil {
 		err = o.CheckName()
@@ -183,7 +184,7 @@ func (a *app) startBackground(o launcher.SessionOptions, extra ...string) (*laun
 	if o.Name == "" {
 		o.Name = launcher.NewName()
 	}
-	if err := launcher.ValidName(o.Name); err != nil {
+	if err := plan.ValidName(o.Name); err != nil {
 		return nil, instance.Instance{}, err
 	}
 	if err := launcher.RefuseRoot(); err != nil {

@@ -1,6 +1,6 @@
 // Package chat answers the owner's messages from a channel (hobbs serve's
 // Telegram bot): each message is one turn of a conversation, carried out as
-// a chat turn run (launcher.KindChat: the interactive session's
+// a chat turn run (plan.KindChat: the interactive session's
 // privileges, headless, in a fresh container), with the conversation kept
 // on the host.
 //
@@ -33,6 +33,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // Turns carries out the chat turns of one instance. Its fields are set
@@ -53,13 +54,13 @@ type Turns struct {
 	// standard error). Stdin and Stdout are each turn's own.
 	Runtime launcher.Runtime
 	// Limits, when set, are the turns' limits (default
-	// launcher.ChatMaxTurns and launcher.ChatTimeout).
+	// plan.ChatMaxTurns and plan.ChatTimeout).
 	MaxTurns int
 	Timeout  time.Duration
 
 	// run carries a turn's plan out: launcher.RunChat (tests put a fake
 	// in its place to test what Turn does around it).
-	run func(ctx context.Context, p *launcher.Plan, rt launcher.Runtime, input []byte) (launcher.ChatResult, error)
+	run func(ctx context.Context, p *plan.Plan, rt launcher.Runtime, input []byte) (launcher.ChatResult, error)
 
 	mu   sync.Mutex
 	busy map[string]*sync.Mutex
@@ -144,12 +145,12 @@ func (t *Turns) reset(store Store, conversation string) (string, error) {
 
 // Plan is the plan of a turn of conversation (launcher.PlanRun of a
 // KindChat spec): what Turn carries out, and hobbs chat --plan prints.
-func (t *Turns) Plan(conversation string) (*launcher.Plan, error) {
+func (t *Turns) Plan(conversation string) (*plan.Plan, error) {
 	if err := ValidID(conversation); err != nil {
 		return nil, err
 	}
-	spec := launcher.RunSpec{Kind: launcher.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
-		Chat: &launcher.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
+	spec := plan.RunSpec{Kind: plan.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
+		Chat: &plan.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
 	return launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil)
 }
 
@@ -185,7 +186,7 @@ func checkMessage(text string) error {
 }
 
 // input is what a turn's Claude Code reads on its standard input
-// (launcher.ChatPrompt says how to read it).
+// (plan.ChatPrompt says how to read it).
 type input struct {
 	Conversation string      `json:"conversation"`
 	Turns        []inputTurn `json:"turns"`

@@ -17,6 +17,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 func newInstance(t *testing.T) instance.Instance {
@@ -232,8 +233,8 @@ func turns(t *testing.T, reply func(input []byte) (launcher.ChatResult, error)) 
 		t.Fatal(err)
 	}
 	tr := &Turns{Instance: in, Config: config.Default(), Policy: pol, Image: "hobbs:test", Workspace: filepath.Join(t.TempDir(), "ws")}
-	tr.run = func(ctx context.Context, p *launcher.Plan, rt launcher.Runtime, input []byte) (launcher.ChatResult, error) {
-		if p.Kind != launcher.KindChat || p.Conversation == "" || p.Claude.Input == "" {
+	tr.run = func(ctx context.Context, p *plan.Plan, rt launcher.Runtime, input []byte) (launcher.ChatResult, error) {
+		if p.Kind != plan.KindChat || p.Conversation == "" || p.Claude.Input == "" {
 			t.Errorf("not a chat turn's plan: %s %q", p.Kind, p.Conversation)
 		}
 		return reply(input)

@@ -1,25 +1,26 @@
 package launcher
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/provenance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // What a chat turn came to: the reply on a successful result, else an
 // error saying why; the reply and the error pass through the mask.
 func TestChatReply(t *testing.T) {
-	p, err := NewPlan(goldenConfig(t, secretsConfig), RunSpec{Kind: KindChat, Name: "c", Image: "i", Policy: goldenPolicy(t, "{}\n"),
-		Host: goldenHost(), Chat: &ChatSpec{Conversation: "c1"}})
+	p, err := plan.New(goldenConfig(t, secretsConfig), plan.RunSpec{Kind: plan.KindChat, Name: "c", Image: "i", Policy: goldenPolicy(t, "{}\n"),
+		Host: goldenHost(), Chat: &plan.ChatSpec{Conversation: "c1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const value = "sekrit-0123456789abcdef"
 	mask := valueMask([]string{"ANTHROPIC_API_KEY=" + value}, []Binding{{Name: "GITHUB_TOKEN", Value: "ghp-value-0123456789"}})
 	result := func(subtype string, isErr bool, text string) string {
-		return `{"type":"result","subtype":"` + subtype + `","is_error":` + map[bool]string{true: "true", false: "false"}[isErr] +
+		return `{"type":"result","subtype":"` + subtype + `","is_error":` + strconv.FormatBool(isErr) +
 			`,"num_turns":3,"total_cost_usd":0.02,"result":` + jsonString(text) + `,"session_id":"s"}`
 	}
 	cases := []struct {
@@ -57,24 +58,6 @@ func TestChatReply(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), value) {
 			t.Errorf("%s: the error holds a value: %v", c.name, err)
 		}
-	}
-}
-
-// A chat turn's provenance origin is chat, named by its conversation.
-func TestChatOrigin(t *testing.T) {
-	p, err := NewPlan(nil, RunSpec{Kind: KindChat, Name: "c", Image: "i", Host: goldenHost(), Chat: &ChatSpec{Conversation: "telegram-4242"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := p.Origin(); o.Kind != provenance.OriginChat || o.Name != "telegram-4242" {
-		t.Errorf("origin %+v", o)
-	}
-	// A chat spec on another kind, or a chat turn without one, is refused.
-	if _, err := NewPlan(nil, RunSpec{Kind: KindSession, Name: "c", Image: "i", Host: goldenHost(), Chat: &ChatSpec{}}); err == nil {
-		t.Errorf("a session with a chat spec was planned")
-	}
-	if _, err := NewPlan(nil, RunSpec{Kind: KindChat, Name: "c", Image: "i", Host: goldenHost()}); err == nil {
-		t.Errorf("a chat turn without its spec was planned")
 	}
 }
 

@@ -10,14 +10,15 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 // A headless playbook run is a session without a terminal whose plan
-// (NewPlan, KindPlaybook, KindScheduled or KindTrigger) has Claude Code in print mode
+// (plan.New: KindPlaybook, KindScheduled or KindTrigger) has Claude Code in print mode
 // carry out the playbook with the run-playbook skill, within the approved
-// grant: its proxy enforces a policy of the run's own, it gets only the
+// allowance: its proxy enforces a policy of the run's own, it gets only the
 // declared secrets, Claude Code its own fresh state, the declared tools and
 // turn and cost limits, and the session is stopped at the time limit (exit
 // 124). The run is a task in the task log: started before the session,
@@ -32,8 +33,8 @@ const maxTranscript = 256 << 10
 
 // Headless is one headless run of a playbook.
 type Headless struct {
-	Plan  *Plan
-	Grant playbook.RunSpec
+	Plan  *plan.Plan
+	Grant playbook.Allowance
 	// Runtime carries the plan out; its Stdout gets the run's output too.
 	Runtime Runtime
 	Tasks   task.Log
@@ -70,7 +71,7 @@ func (h Headless) Run(ctx context.Context) (int, error) {
 
 // RunTask is Run, returning how the run ended.
 func (h Headless) RunTask(ctx context.Context) (Finished, error) {
-	in, spec := h.Plan.instance, h.Grant
+	in, spec := h.Plan.In(), h.Grant
 	id := h.Task
 	if id == "" {
 		t, err := h.Tasks.Start(task.RunTitle(spec.Playbook), "hobbs", spec.Playbook)
@@ -131,7 +132,7 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 }
 
 // runReport is the run's part of its task record.
-func runReport(spec playbook.RunSpec, denied []egress.Denied, code int, runErr error, o Outcome) string {
+func runReport(spec playbook.Allowance, denied []egress.Denied, code int, runErr error, o Outcome) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Run\n\n- playbook: %s (%s)\n- exit: %d\n", spec.Playbook, spec.Stage, code)
 	if runErr != nil {

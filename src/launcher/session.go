@@ -18,28 +18,23 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
-	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // Session is the executor of one plan (Execute): it creates, starts,
-// follows and removes the session's objects. Its exported fields other
-// than the plan's are what only the launcher's process knows: the engine,
-// the streams, the secrets' values.
+// follows and removes the session's objects. Everything it creates is
+// described by its plan; its exported fields are what only the launcher's
+// process knows: the engine, the streams, the secrets' values, and how
+// the session is followed.
 type Session struct {
-	Engine    engine.CLI
-	Instance  instance.Instance
-	Config    *config.Config
-	Name      string   // session name (ValidName)
-	Image     string   // image to run (ImageRef); Prepare makes sure it is current
-	Workspace string   // absolute host directory
-	Command   []string // empty: claude
-	UID, GID  int      // user the containers run as
-	TTY       bool     // allocate a terminal for the agent
+	Engine   engine.CLI
+	Instance instance.Instance
+	Name     string // the plan's session
 	// Detached: the launcher runs in the background (hobbs run --detach):
 	// the agent gets a terminal for later attaches, and the launcher
 	// follows its output without holding its input.
@@ -51,8 +46,8 @@ type Session struct {
 	// process when it detaches.
 	ReadyFile string
 
-	// Secrets are NAME=value pairs for the agent (vault-mapped env). They
-	// are passed as -e NAME with the value in the docker CLI's environment.
+	// Secrets are NAME=value pairs of the plan's env: variables, decrypted.
+	// They reach the agent in its session file (SessionEnvFile).
 	Secrets []string
 	// Bindings are the secrets bound to hosts (config secrets:): the agent
 	// gets placeholders, the proxy the values (sessionfiles.go).
@@ -64,12 +59,13 @@ type Session struct {
 	// ProxyTimeout bounds the wait for the proxy to become healthy.
 	ProxyTimeout time.Duration
 
-	// Prepare, when set, makes sure Image is current (Ensure: the image
-	// check, a build or a pull) while the session's objects are created —
-	// the containers among them, from the image Image names as it is then,
+	// Prepare, when set, makes sure the plan's image is current (Ensure:
+	// the image check, a build or a pull) while the session's objects are
+	// created — the containers among them, from the image as it is then,
 	// which saves the check's time at every start. It reports whether it
-	// changed what Image names (built or pulled it): the containers are
-	// then made again. Its error ends the session (after cleanup).
+	// changed what the image's name names (built or pulled it): the
+	// containers are then made again. Its error ends the session (after
+	// cleanup).
 	Prepare func(ctx context.Context) (changed bool, err error)
 
 	// Provenance, when set, records the session's origin before the agent
@@ -89,7 +85,6 @@ type Session struct {
 	owner            string
 	events           *exec.Cmd // `docker events` watching the containers
 	agentID, proxyID string    // ids of the created containers
-	runVolume        string    // the socket volume's name (RunVolume)
 	proxyStop        *future   // the proxy's stop, once started early
 	ev               *events   // what the engine's event stream told
 	agentEnded       bool      // the agent's `start --attach` returned its status
@@ -99,35 +94,23 @@ type Session struct {
 	snap             *provenance.Snapshot
 
 	// plan is what the session carries out: its containers, mounts,
-	// policy and command (NewPlan).
-	plan *Plan
+	// policy and command (plan.New).
+	plan *plan.Plan
 
 	// filesDir is the session's private directory on a tmpfs holding what
 	// its containers get but the engine must not keep (sessionfiles.go).
 	filesDir string
-
-	// The workspace as mounted (links resolved) and whether its .git is
-	// mounted read-only (workspace.go).
-	workspace  string
-	gitCovered bool
-}
-
-// usePlan makes p the session's plan: what its containers are created with.
-func (s *Session) usePlan(p *Plan) {
-	s.plan = p
-	s.runVolume = p.runVolume
-	s.workspace, s.gitCovered = p.Workspace, p.WorkspaceGitReadOnly
 }
 
 // AgentArgs is the `create` command line of the agent container (the
 // plan's, with the session's files and owner). The engine removes it when
 // its command ends (--rm): `start --attach` returns once it is gone, and no
 // removal of the launcher's is left on the way out.
-func (s *Session) AgentArgs() []string { return s.plan.Agent.args(s.filesDir, s.owner, s.plan.podman) }
+func (s *Session) AgentArgs() []string { return s.plan.Agent.CreateArgs(s.filesDir, s.owner) }
 
 // ProxyArgs is the `create` command line of the proxy container. It holds
 // no secret: the token is in a session file (sessionfiles.go).
-func (s *Session) ProxyArgs() []string { return s.plan.Proxy.args(s.filesDir, s.owner, s.plan.podman) }
+func (s *Session) ProxyArgs() []string { return s.plan.Proxy.CreateArgs(s.filesDir, s.owner) }
 
 // egressNetwork is the network the proxy joins: "" for the engine's default
 // network (no --network flag: docker's bridge, podman's own default), the
@@ -155,50 +138,14 @@ func (s *Session) stoppedError() error {
 // stopped reports whether `hobbs stop` has marked this session (records.go).
 func (s *Session) stopped() bool { return stopMarked(s.Instance, s.Name, s.owner) }
 
-// reservedEnv are variables the launcher sets; a vault mapping may not
-// override them.
-var reservedEnv = map[string]bool{"HOME": true, "USER": true, "PATH": true, "HOBBS_HOME": true, "HOBBS_CONTEXT": true,
-	"HTTP_PROXY": true, "HTTPS_PROXY": true, "http_proxy": true, "https_proxy": true, "NO_PROXY": true,
-	"no_proxy": true, "ALL_PROXY": true, "all_proxy": true, "CLAUDE_CONFIG_DIR": true,
-	"SSL_CERT_FILE": true, "CURL_CA_BUNDLE": true, "REQUESTS_CA_BUNDLE": true, "GIT_SSL_CAINFO": true, "NODE_EXTRA_CA_CERTS": true}
-
-// CheckSecretNames refuses vault-mapped names that would override what the
-// launcher sets.
-func CheckSecretNames(secrets []string) error {
-	for _, kv := range secrets {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || name == "" {
-			return errs.Failf("vault env entry without a name")
-		}
-		if reservedEnv[name] {
-			return errs.Usagef("config env maps %s, which hobbs run sets itself", name).
-				WithHint("choose another variable name in config.yaml env")
-		}
+// labelFlags are the --label flags of the session's object of role (the
+// plan's labels, with this launcher as the owner).
+func (s *Session) labelFlags(role string) []string {
+	var f []string
+	for _, l := range plan.Labels(s.Name, plan.InstanceID(s.Instance), s.owner, role, s.plan.Workspace) {
+		f = append(f, "--label", l)
 	}
-	return nil
-}
-
-func (s *Session) labels(role string) []string {
-	l := []string{
-		"--label", LabelSession + "=" + s.Name,
-		"--label", LabelRole + "=" + role,
-		"--label", LabelInstance + "=" + InstanceID(s.Instance),
-		"--label", LabelOwner + "=" + s.owner,
-	}
-	if role == RoleAgent {
-		l = append(l, "--label", LabelWork+"="+s.Workspace)
-	}
-	return l
-}
-
-// proxyURL is what the agent's proxy variables hold: the relay in its own
-// container (it has no other network), which forwards to the proxy's socket.
-func (s *Session) proxyURL() string {
-	return "http://" + TokenUser + ":" + s.token + "@" + RelayAddr
-}
-
-func (s *Session) claudeLabels() []string {
-	return []string{"--label", LabelRole + "=" + RoleClaude, "--label", LabelInstance + "=" + InstanceID(s.Instance)}
+	return f
 }
 
 // mountsCreateVolumes reports whether the engine creates a missing volume
@@ -207,54 +154,54 @@ func (s *Session) claudeLabels() []string {
 // of their own: two engine calls, each a CLI process, fewer at every
 // start. Podman's --mount takes neither options nor labels: there the
 // launcher creates them first.
-func (s *Session) mountsCreateVolumes() bool { return !s.plan.podman }
+func (s *Session) mountsCreateVolumes() bool { return !s.plan.Podman }
 
 // claudeVolume is the name of the Claude state volume the agent mounts.
 func (s *Session) claudeVolume() string {
 	for _, m := range s.plan.Agent.Mounts {
-		if m.Target == ClaudeDir {
+		if m.Target == plan.ClaudeDir {
 			return m.Source
 		}
 	}
 	return ""
 }
 
-// AgentEnv is the agent's session variables: the proxy variables (holding
-// the token), the env: secrets and the placeholders of bound secrets. They
-// reach the agent's command through the session file SessionEnvFile, never
-// its container's configuration.
+// AgentEnv is the agent's session variables (plan.AgentEnv): the proxy
+// variables holding the token, the env: secrets' values and the
+// placeholders of bound secrets. They reach the agent's command through
+// the session file SessionEnvFile, never its container's configuration.
 func (s *Session) AgentEnv() []string {
-	u := s.proxyURL()
-	env := []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
-	env = append(env, s.Secrets...)
+	values := envMap(s.Secrets)
+	placeholders := map[string]string{}
 	for _, b := range s.Bindings {
-		env = append(env, b.Name+"="+b.Placeholder)
+		placeholders[b.Name] = b.Placeholder
 		if b.SecretPlaceholder != "" {
-			env = append(env, config.AWSSecretKeyVar+"="+b.SecretPlaceholder)
+			placeholders[config.AWSSecretKeyVar] = b.SecretPlaceholder
 		}
 	}
-	return env
+	return s.plan.AgentEnv(s.token, func(e plan.EnvSecret) string { return values[e.Name] },
+		func(n string) string { return placeholders[n] })
 }
 
 // Run runs the session to its end and returns the agent command's exit
 // code. Whatever it created is removed before it returns, also when ctx is
 // cancelled (Ctrl-C, SIGTERM): the exit code is then 130.
 //
-// Start-up is a pipeline of engine calls, each begun as soon as what it
-// needs exists: the egress network, the socket volume and the state volume
-// at once (while leftovers of crashed sessions are removed); then both
-// containers are created, and both started together. The agent's entry
+// Its steps: the host's side first (setUp: the workspace claimed, the
+// session files written, the session noted), the shares' start and the
+// provenance record begun meanwhile (beginShares); leftovers of crashed
+// sessions removed meanwhile (reapLeftovers); the objects created
+// (createObjects: a pipeline of engine calls, each begun as soon as what
+// it needs exists); both containers started (start: the agent's entry
 // point starts its relay to the proxy's socket, which holds connections
-// until the proxy answers, and runs the command at once; the launcher stops
-// the agent if the proxy fails to become healthy or dies. The instance's
-// policy is checked first, on the host: a policy the proxy would refuse
-// ends the session before anything is created.
+// until the proxy answers, and runs the command at once); the session
+// followed to its end (follow: the launcher stops the agent if the proxy
+// fails to become healthy or dies); then torn down (tearDown), and the
+// shares' end and the record's after that (endShares). The plan was made
+// with the instance's policy checked as the proxy will read it (PlanRun).
 func (s *Session) Run(ctx context.Context) (code int, err error) {
-	if err := ValidName(s.Name); err != nil {
-		return 0, err
-	}
-	if err := CheckPolicy(s.Instance); err != nil {
-		return 0, err
+	if s.plan == nil {
+		return 0, errs.Failf("internal: session %s has no plan", s.Name)
 	}
 	if s.Progress == nil {
 		s.Progress = func(string, ...any) {}
@@ -264,42 +211,76 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	}
 	s.token = randHex(24)
 	s.owner = Owner()
-	if s.plan == nil {
-		return 0, errs.Failf("internal: session %s has no plan", s.Name)
-	}
-	release, err := s.claimWorkspace(claimsDir(), s.workspace, s.gitCovered)
+	release, recorded, err := s.setUp()
 	if err != nil {
 		return 0, err
+	}
+	// The shares' end and the record's are deferred before the teardown,
+	// so they run after it: once the containers are gone and the proxy's
+	// audit is complete (the teardown starts both once the agent's
+	// container is gone and the proxy has stopped: afterAgent).
+	if s.beginShares() {
+		defer s.endShares()
+	}
+	reaped := s.reapLeftovers(ctx)
+	defer func() { code, err = s.tearDown(ctx, code, err, release, recorded, reaped) }()
+	ev, err := s.createObjects(ctx, reaped)
+	if err != nil {
+		return 0, err
+	}
+	agent, proxyStart, err := s.start(ctx, ev)
+	if err != nil {
+		return 0, err
+	}
+	engine.Tracef("session: agent started")
+	return s.follow(ctx, ev, agent, proxyStart)
+}
+
+// setUp does the host's side of the start: the workspace claimed against
+// other live sessions (workspace.go), the session files written
+// (sessionfiles.go) and the session noted (records.go) before anything
+// exists to be left — without a note, every later run looks for
+// leftovers. release gives the workspace back.
+func (s *Session) setUp() (release func(), recorded bool, err error) {
+	release, err = s.claimWorkspace(claimsDir(), s.plan.Workspace, s.plan.WorkspaceGitReadOnly)
+	if err != nil {
+		return nil, false, err
 	}
 	if err := s.writeSessionFiles(); err != nil {
 		s.removeSessionFiles()
 		release()
-		return 0, err
+		return nil, false, err
 	}
-	e := s.Engine
 	engine.Tracef("session: setup")
-	// The session's note (records.go), before anything exists to be left.
-	// Without one, every later run looks for leftovers.
-	recorded, _ := record(s.Instance, s.Name, s.owner)
-	// The shares are neutralised and the session's provenance record
-	// begins while its objects are created; the agent starts only once
-	// both are done. Their ends are deferred before the cleanup, so they
-	// run after it: once the containers are gone and the proxy's audit is
-	// complete (the cleanup starts both once the agent's container is gone
-	// and the proxy has stopped: afterAgent).
-	if s.Provenance != nil || s.Neutralise != nil {
-		s.began = spawn(s.begin)
-		defer func() {
-			if <-s.began.done; s.began.err == nil && s.Provenance != nil {
-				s.endProvenance()
-			}
-			s.neutraliseEnd()
-		}()
-	}
+	recorded, _ = record(s.Instance, s.Name, s.owner)
+	return release, recorded, nil
+}
 
-	// Leftovers of crashed sessions of this instance are removed meanwhile
-	// (when a note says there may be some); a name clash waits for that
-	// removal before it counts (the leftover may have held the name).
+// beginShares neutralises the shares and begins the session's provenance
+// record while its objects are created, when the session has either; the
+// agent starts only once both are done. It reports whether it began.
+func (s *Session) beginShares() bool {
+	if s.Provenance == nil && s.Neutralise == nil {
+		return false
+	}
+	s.began = spawn(s.begin)
+	return true
+}
+
+// endShares ends what beginShares began: the provenance record (when it
+// began) and the end's neutralising.
+func (s *Session) endShares() {
+	if <-s.began.done; s.began.err == nil && s.Provenance != nil {
+		s.endProvenance()
+	}
+	s.neutraliseEnd()
+}
+
+// reapLeftovers removes leftovers of crashed sessions of this instance
+// meanwhile, when a note says there may be some; the channel is closed
+// once that is done. A name clash waits for it before it counts (the
+// leftover may have held the name).
+func (s *Session) reapLeftovers(ctx context.Context) <-chan struct{} {
 	reaped := make(chan struct{})
 	go func() {
 		defer close(reaped)
@@ -307,7 +288,7 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 		if !others {
 			return
 		}
-		if _, err := ReapOrphans(ctx, e, s.Instance); err != nil {
+		if _, err := ReapOrphans(ctx, s.Engine, s.Instance); err != nil {
 			if engine.Unreachable(err) != nil {
 				return // the session's own calls report it
 			}
@@ -320,55 +301,76 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 			unrecord(s.Instance, n)
 		}
 	}()
-	defer func() {
-		engine.Tracef("session: cleanup")
-		cerr := s.cleanup()
-		s.removeSessionFiles()
-		release()
-		// A stop removes what is left of the session itself; its removal
-		// and this cleanup may refuse each other's objects meanwhile.
-		stopped := s.stopped()
-		if cerr != nil && err == nil && !stopped {
-			err = cerr
-		}
-		if (cerr == nil || stopped) && recorded {
-			unrecord(s.Instance, s.Name)
-		}
-		unmarkStopped(s.Instance, s.Name, s.owner)
-		<-reaped
-		engine.Tracef("session: cleanup done")
-		if ctx.Err() != nil {
-			code, err = errs.Interrupted, &errs.Error{Code: errs.Interrupted, Msg: "interrupted"}
-		}
-	}()
+	return reaped
+}
+
+// tearDown removes what the session made and its files, gives its
+// workspace back and removes its note (when the cleanup succeeded or a
+// stop removes the rest), and returns the session's code and error: the
+// cleanup's error when the run had none, an interrupt's when ctx ended.
+func (s *Session) tearDown(ctx context.Context, code int, err error, release func(), recorded bool, reaped <-chan struct{}) (int, error) {
+	engine.Tracef("session: cleanup")
+	cerr := s.cleanup()
+	s.removeSessionFiles()
+	release()
+	// A stop removes what is left of the session itself; its removal
+	// and this cleanup may refuse each other's objects meanwhile.
+	stopped := s.stopped()
+	if cerr != nil && err == nil && !stopped {
+		err = cerr
+	}
+	if (cerr == nil || stopped) && recorded {
+		unrecord(s.Instance, s.Name)
+	}
+	unmarkStopped(s.Instance, s.Name, s.owner)
+	<-reaped
+	engine.Tracef("session: cleanup done")
+	if ctx.Err() != nil {
+		code, err = errs.Interrupted, &errs.Error{Code: errs.Interrupted, Msg: "interrupted"}
+	}
+	return code, err
+}
+
+// createObjects follows the engine's events and creates the session's
+// objects (create); it returns once they exist and the shares' start is
+// done.
+func (s *Session) createObjects(ctx context.Context, reaped <-chan struct{}) (*events, error) {
 	created := make(chan struct{})
 	ev, err := s.watch(ctx, created)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	s.ev = ev
 	err = s.create(ctx, reaped)
 	close(created)
 	if u := engine.Unreachable(err); u != nil {
 		// One message for every call that failed the same way.
-		return 0, u
+		return nil, u
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	engine.Tracef("session: created")
 	if s.began != nil {
 		if <-s.began.done; s.began.err != nil {
-			return 0, s.began.err
+			return nil, s.began.err
 		}
 	}
+	return ev, nil
+}
+
+// start starts the proxy and, once a headless run's sign-in is read
+// (seedClaude), the agent — or, with a ReadyFile, lets another process
+// start it. The proxy's start reports on proxyStart.
+func (s *Session) start(ctx context.Context, ev *events) (*agentRun, <-chan error, error) {
 	proxyStart := make(chan error, 1)
 	go func() { proxyStart <- s.startProxy(ctx) }()
 	if err := s.seedClaude(ctx); err != nil {
 		<-proxyStart
-		return 0, err
+		return nil, nil, err
 	}
 	var agent *agentRun
+	var err error
 	if s.ReadyFile != "" {
 		agent, err = s.awaitAgent(ev)
 	} else {
@@ -376,9 +378,15 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	}
 	if err != nil {
 		<-proxyStart
-		return 0, err
+		return nil, nil, err
 	}
-	engine.Tracef("session: agent started")
+	return agent, proxyStart, nil
+}
+
+// follow follows the running session to its end: the agent's end (its
+// exit code), a stop, the proxy's failure to become healthy or its death
+// (the agent is then killed), or ctx's end (the agent is stopped).
+func (s *Session) follow(ctx context.Context, ev *events, agent *agentRun, proxyStart <-chan error) (int, error) {
 	// The launcher's own check of the proxy's health (the agent's entry point
 	// makes its own before the command runs). It no longer matters once the
 	// agent has ended.
@@ -448,20 +456,6 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	}
 }
 
-// CheckPolicy parses the instance's policy.yaml as the session's proxy will:
-// an error (file:line) is the user's to fix, before a session starts.
-func CheckPolicy(in instance.Instance) error {
-	if _, err := in.FS().Stat(in.Policy()); err != nil {
-		return errs.Missingf("the instance's policy: %v", err).
-			WithHint("the egress proxy needs it: run hobbs init to create it")
-	}
-	if _, err := egress.ParseFile(in.Policy()); err != nil {
-		return (&errs.Error{Code: errs.Code(err), Msg: "the egress policy is invalid; the proxy would not start: " + err.Error()}).
-			WithHint("fix %s (hobbs policy show checks it)", in.Policy())
-	}
-	return nil
-}
-
 // future is the result of a function running in its own goroutine.
 type future struct {
 	done chan struct{}
@@ -489,9 +483,6 @@ func (f *future) wait() error {
 // made again.
 func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 	e := s.Engine
-	if err := CheckSecretNames(s.Secrets); err != nil {
-		return err
-	}
 	var changed bool
 	prepared := spawn(func() error {
 		if s.Prepare == nil {
@@ -502,10 +493,10 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 		return err
 	})
 	egress := spawn(func() error {
-		if s.egressNetwork() != EgressNetwork(s.Name) {
+		if s.egressNetwork() != plan.EgressNetwork(s.Name) {
 			return nil // the engine's default network or the user's own
 		}
-		return s.createNetwork(ctx, "egress", EgressNetwork(s.Name), reaped)
+		return s.createNetwork(ctx, "egress", plan.EgressNetwork(s.Name), reaped)
 	})
 	volume := spawn(func() error {
 		if s.mountsCreateVolumes() || s.claudeVolume() == "" {
@@ -513,7 +504,10 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 		}
 		// Podman refuses to create a volume that exists (Docker hands it
 		// over): the state volume exists from the second session on.
-		args := append([]string{"volume", "create"}, s.claudeLabels()...)
+		args := []string{"volume", "create"}
+		for _, l := range plan.StateLabels(plan.InstanceID(s.Instance)) {
+			args = append(args, "--label", l)
+		}
 		_, err := e.Output(ctx, append(args, s.claudeVolume())...)
 		if err != nil && isClash(err) {
 			return nil
@@ -553,7 +547,7 @@ func (s *Session) createContainers(ctx context.Context, egress *future, reaped <
 			if egress.wait() != nil {
 				return nil // reported by create
 			}
-			id, err := s.createContainer(ctx, "proxy", ProxyName(s.Name), nil, s.ProxyArgs(), reaped)
+			id, err := s.createContainer(ctx, "proxy", plan.ProxyName(s.Name), nil, s.ProxyArgs(), reaped)
 			s.proxyID = id
 			return err
 		})
@@ -588,9 +582,9 @@ func (s *Session) createRunVolume(ctx context.Context) error {
 		s.made("run")
 		return nil
 	}
-	args := append([]string{"volume", "create"}, s.labels(RoleRun)...)
+	args := append([]string{"volume", "create"}, s.labelFlags(plan.RoleRun)...)
 	args = append(args, "--driver", "local", "--opt", "type=tmpfs", "--opt", "device=tmpfs",
-		"--opt", "o=mode=1777", s.runVolume)
+		"--opt", "o=mode=1777", s.plan.RunVolume)
 	_, err := s.Engine.Output(ctx, args...)
 	if err == nil {
 		s.made("run")
@@ -602,7 +596,7 @@ func (s *Session) createRunVolume(ctx context.Context) error {
 // only after leftovers are removed: then the network is not ours and
 // stays.
 func (s *Session) createNetwork(ctx context.Context, what, name string, reaped <-chan struct{}) error {
-	args := append([]string{"network", "create"}, s.labels(RoleNetwork)...)
+	args := append([]string{"network", "create"}, s.labelFlags(plan.RoleNetwork)...)
 	args = append(args, name)
 	var err error
 	for try := 0; try < 2; try++ {
@@ -638,7 +632,7 @@ func (s *Session) createContainer(ctx context.Context, what, name string, env, a
 // A create whose arguments name SeccompSource gets the profile on its
 // standard input.
 func (s *Session) output(ctx context.Context, env []string, args ...string) (string, error) {
-	seccomp := slices.Contains(args, "seccomp="+SeccompSource)
+	seccomp := slices.Contains(args, "seccomp="+plan.SeccompSource)
 	if env == nil && !seccomp {
 		return s.Engine.Output(ctx, args...)
 	}
@@ -647,7 +641,7 @@ func (s *Session) output(ctx context.Context, env []string, args ...string) (str
 		return "", err
 	}
 	if seccomp {
-		cmd.Stdin = bytes.NewReader(SeccompProfile())
+		cmd.Stdin = bytes.NewReader(plan.SeccompProfile())
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -801,7 +795,7 @@ const proxyStopTime = 5
 // and writes every audit line before it exits. `rm -f` would kill it outright
 // and lose the lines of tunnels still open or not yet written.
 func (s *Session) stopProxy(ctx context.Context) error {
-	_, err := s.Engine.Output(ctx, "stop", "--time", strconv.Itoa(proxyStopTime), ProxyName(s.Name))
+	_, err := s.Engine.Output(ctx, "stop", "--time", strconv.Itoa(proxyStopTime), plan.ProxyName(s.Name))
 	if err != nil && !isNoSuch(err) {
 		return err
 	}
@@ -871,8 +865,8 @@ func parallel(fs ...func() error) error {
 
 // startProxy starts the created proxy container.
 func (s *Session) startProxy(ctx context.Context) error {
-	if _, err := s.Engine.Output(ctx, "start", ProxyName(s.Name)); err != nil {
-		if n := s.egressNetwork(); n != "" && n != EgressNetwork(s.Name) && isNoSuch(err) &&
+	if _, err := s.Engine.Output(ctx, "start", plan.ProxyName(s.Name)); err != nil {
+		if n := s.egressNetwork(); n != "" && n != plan.EgressNetwork(s.Name) && isNoSuch(err) &&
 			strings.Contains(err.Error(), n) {
 			// The engine checks a container's network only when it starts.
 			return errs.Missingf("the egress network %s does not exist: %s", n, firstLine(err.Error())).
@@ -903,7 +897,7 @@ func (s *Session) waitProxy(ctx context.Context, died <-chan struct{}) error {
 	case <-time.After(healthDelay):
 	}
 	for {
-		_, err := e.Output(ctx, "exec", ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "unix:"+ProxySocket)
+		_, err := e.Output(ctx, "exec", plan.ProxyName(s.Name), "hobbs", "proxy", "health", "--addr", "unix:"+plan.ProxySocket)
 		if err == nil {
 			return nil
 		}
@@ -929,7 +923,7 @@ func (s *Session) waitProxy(ctx context.Context, died <-chan struct{}) error {
 // with the end of its output.
 func (s *Session) proxyFailed(why string) error {
 	msg := "egress proxy failed: " + why
-	if c, err := s.Engine.Command(context.Background(), nil, "logs", "--tail", "20", ProxyName(s.Name)); err == nil {
+	if c, err := s.Engine.Command(context.Background(), nil, "logs", "--tail", "20", plan.ProxyName(s.Name)); err == nil {
 		if out, _ := c.CombinedOutput(); len(bytes.TrimSpace(out)) > 0 {
 			msg += "\nproxy output:\n" + strings.TrimSpace(string(out))
 		}
@@ -1104,12 +1098,12 @@ func (s *Session) cleanup() error {
 	defer proxy.wait() // the stop's CLI, if it is still returning
 	removed := none
 	if s.has("proxy") {
-		removed = spawn(func() error { return s.rmContainer(ctx, ProxyName(s.Name)) })
+		removed = spawn(func() error { return s.rmContainer(ctx, plan.ProxyName(s.Name)) })
 	}
 	network := none
 	if s.has("egress") {
 		network = spawn(func() error {
-			n := EgressNetwork(s.Name)
+			n := plan.EgressNetwork(s.Name)
 			if _, err := s.Engine.Output(ctx, "network", "rm", n); err == nil || isNoSuch(err) {
 				return nil
 			}
@@ -1124,7 +1118,7 @@ func (s *Session) cleanup() error {
 	}
 	err := removed.wait()
 	if err == nil && s.has("run") {
-		if _, verr := s.Engine.Output(ctx, "volume", "rm", s.runVolume); verr != nil && !isNoSuch(verr) {
+		if _, verr := s.Engine.Output(ctx, "volume", "rm", s.plan.RunVolume); verr != nil && !isNoSuch(verr) {
 			err = verr
 		}
 	}
@@ -1258,4 +1252,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(k)
 	return k
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 func TestFindRunning(t *testing.T) {
@@ -50,7 +51,7 @@ func TestEndedOutput(t *testing.T) {
 }
 
 func TestSessionEnvironOutsideASession(t *testing.T) {
-	if _, err := os.Stat(SessionEnvFile); err == nil {
+	if _, err := os.Stat(plan.SessionEnvFile); err == nil {
 		t.Skip("running inside a session")
 	}
 	env, caErr, err := SessionEnviron(t.TempDir())

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 )
 
@@ -40,7 +41,7 @@ func (r LauncherRunner) Run(ctx context.Context, j Job, event []byte) (Result, e
 	}
 	var res Result
 	err = r.Playbooks.RunLocked(j.Playbook, grant.Stage, func() error {
-		f, err := r.Launcher.Run(ctx, launcher.KindTrigger, grant, &launcher.Trigger{Name: j.Trigger, Source: j.Source, Event: event}, j.Task)
+		f, err := r.Launcher.Run(ctx, plan.KindTrigger, grant, &plan.Trigger{Name: j.Trigger, Source: j.Source, Event: event}, j.Task)
 		o := f.Outcome
 		res = Result{Finished: f.Recorded, Outcome: o.Status, Why: o.Why, Report: o.Report, Review: f.Review, Denied: f.Denied}
 		if c := o.Result; c != nil {
