@@ -6,9 +6,9 @@ import (
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/instance"
-	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/runner"
 )
 
 // playbookKind is the kind of a headless run: scheduled or by hand.
@@ -20,10 +20,10 @@ func playbookKind(scheduled bool) plan.Kind {
 }
 
 // headlessRunner runs in's headless runs (an error: no engine, or no config).
-func (a *app) headlessRunner(in instance.Instance) (launcher.Runner, error) {
+func (a *app) headlessRunner(in instance.Instance) (runner.Runner, error) {
 	e, cfg, err := a.engine(in)
 	def, _ := fs.ReadFile(hobbs.Dist, "policy.yaml")
-	return launcher.Runner{Instance: in, Config: cfg, Engine: e, Assets: hobbs.Assets, DefaultPolicy: def, Audit: a.audit(in),
+	return runner.Runner{Instance: in, Config: cfg, Engine: e, Assets: hobbs.Assets, DefaultPolicy: def, Audit: a.audit(in),
 		Remember: rememberLessons(a, in), Status: a.status, Stdout: a.out, Stderr: a.errOut}, err
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/plan"
+	"github.com/hobbs-agent/hobbs/src/runner"
 )
 
 // Turns carries out the chat turns of one instance. Its fields are set
@@ -58,9 +59,9 @@ type Turns struct {
 	MaxTurns int
 	Timeout  time.Duration
 
-	// run carries a turn's plan out: launcher.RunChat (tests put a fake
+	// run carries a turn's plan out: runner.RunChat (tests put a fake
 	// in its place to test what Turn does around it).
-	run func(ctx context.Context, p *plan.Plan, rt launcher.Runtime, input []byte) (launcher.ChatResult, error)
+	run func(ctx context.Context, p *plan.Plan, rt launcher.Runtime, input []byte) (runner.ChatResult, error)
 
 	mu   sync.Mutex
 	busy map[string]*sync.Mutex
@@ -100,7 +101,7 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 	}
 	run := t.run
 	if run == nil {
-		run = launcher.RunChat
+		run = runner.RunChat
 	}
 	rt := t.Runtime
 	if rt.Progress == nil {
@@ -151,7 +152,7 @@ func (t *Turns) Plan(conversation string) (*plan.Plan, error) {
 	}
 	spec := plan.RunSpec{Kind: plan.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
 		Chat: &plan.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
-	return launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil)
+	return launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil, nil)
 }
 
 // hold takes the conversation's turn: the next turn of it waits until
@@ -223,11 +224,11 @@ func firstLine(s string) string {
 
 // ForRunner returns the chat turns of r's instance: its config, effective
 // policy and image, carried out with r's engine, streams and audit log.
-func ForRunner(r launcher.Runner) (*Turns, error) {
+func ForRunner(r runner.Runner) (*Turns, error) {
 	pol, err := r.Policy()
 	if err != nil {
 		return nil, err
 	}
 	return &Turns{Instance: r.Instance, Config: r.Config, Policy: pol, Image: launcher.ImageRef(r.Config.Image),
-		Runtime: r.Runtime(launcher.SessionOptions{})}, nil
+		Runtime: r.Runtime(runner.SessionOptions{})}, nil
 }

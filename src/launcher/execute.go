@@ -26,14 +26,10 @@ import (
 // check of a run), the workspace (workspace, else config.yaml's; ~
 // expanded) made when missing, and the host surveyed (plan.Survey: every
 // bind source checked, missing share directories made). The spec's Host
-// is filled in here; its Name, when empty, is a fresh one.
-func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace string, spec plan.RunSpec, progress func(string, ...any)) (*plan.Plan, error) {
-	return planRun(in, cfg, podman, workspace, spec, progress, nil)
-}
-
-// planRun is PlanRun; load, when set, gives the spec's policy (the
-// instance's effective one) once policy.yaml has passed its check.
-func planRun(in instance.Instance, cfg *config.Config, podman bool, workspace string, spec plan.RunSpec, progress func(string, ...any),
+// is filled in here; its Name, when empty, is a fresh one. load, when set,
+// gives the spec's policy (the instance's effective one) once policy.yaml
+// has passed its check.
+func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace string, spec plan.RunSpec, progress func(string, ...any),
 	load func() (*egress.Policy, error)) (*plan.Plan, error) {
 	if spec.Name == "" {
 		spec.Name = NewName()
@@ -69,6 +65,9 @@ func planRun(in instance.Instance, cfg *config.Config, podman bool, workspace st
 	spec.Host = h
 	return plan.New(cfg, spec)
 }
+
+// BuiltinPolicyName names the image's default policy in messages.
+const BuiltinPolicyName = "built-in dist/policy.yaml"
 
 // CheckPolicy parses the instance's policy.yaml as the session's proxy will:
 // an error (file:line) is the user's to fix, before a session starts.
@@ -133,9 +132,14 @@ func Execute(ctx context.Context, p *plan.Plan, rt Runtime) (int, error) {
 	return code, err
 }
 
-// execute is Execute; with masked, it also returns a function that replaces
+// ExecuteMasked is Execute that also returns a function that replaces
 // every value of the run's secrets in a text by the secret's name
-// (egress.NameMask): what RunChat passes the agent's output through.
+// (egress.NameMask): what a chat turn's reply passes through.
+func ExecuteMasked(ctx context.Context, p *plan.Plan, rt Runtime) (int, func(string) string, error) {
+	return execute(ctx, p, rt, true)
+}
+
+// execute is Execute, with mask when masked (ExecuteMasked).
 func execute(ctx context.Context, p *plan.Plan, rt Runtime, masked bool) (int, func(string) string, error) {
 	env, bindings, err := values(p)
 	if err != nil {

@@ -21,14 +21,14 @@ func TestPlanRunPreparesTheHost(t *testing.T) {
 	}
 	ws := filepath.Join(t.TempDir(), "new", "ws")
 	spec := plan.RunSpec{Kind: plan.KindSession, Image: "i", Policy: &egress.Policy{}}
-	_, err := PlanRun(in, config.Default(), false, ws, spec, nil)
+	_, err := PlanRun(in, config.Default(), false, ws, spec, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "egress policy is invalid") || !strings.Contains(err.Error(), "policy.yaml:1") {
 		t.Fatalf("an invalid policy: %v", err)
 	}
 	if err := os.WriteFile(in.Policy(), []byte("domains: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanRun(in, config.Default(), false, ws, spec, nil)
+	p, err := PlanRun(in, config.Default(), false, ws, spec, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

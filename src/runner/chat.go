@@ -1,4 +1,4 @@
-package launcher
+package runner
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
@@ -35,16 +36,16 @@ type ChatResult struct {
 // replaced by "[secret NAME]" in the forms the proxy's masks know
 // (egress.NameMask), since the agent holds the env: values and its output
 // is its own to write.
-func RunChat(ctx context.Context, p *plan.Plan, rt Runtime, input []byte) (ChatResult, error) {
+func RunChat(ctx context.Context, p *plan.Plan, rt launcher.Runtime, input []byte) (ChatResult, error) {
 	if p.Kind != plan.KindChat {
 		return ChatResult{}, errs.Failf("internal: RunChat of a %s plan", p.Kind)
 	}
-	if err := RefuseRoot(); err != nil {
+	if err := launcher.RefuseRoot(); err != nil {
 		return ChatResult{}, err
 	}
 	out := &tailBuffer{max: maxChatOutput}
 	rt.Stdin, rt.Stdout, rt.Detached = bytes.NewReader(input), out, false
-	code, mask, runErr := execute(ctx, p, rt, true)
+	code, mask, runErr := launcher.ExecuteMasked(ctx, p, rt)
 	return chatReply(p, code, runErr, []byte(out.String()), mask)
 }
 
@@ -66,7 +67,7 @@ func chatReply(p *plan.Plan, code int, runErr error, stdout []byte, mask func(st
 	switch {
 	case runErr != nil && code == errs.Timeout:
 		return fail("the turn stopped at its time limit (%s) before Hobbs replied", p.TimeoutText)
-	case runErr != nil && errs.Code(runErr) == ExitStopped:
+	case runErr != nil && errs.Code(runErr) == launcher.ExitStopped:
 		return fail("the turn was stopped before Hobbs replied")
 	case runErr != nil:
 		var e *errs.Error

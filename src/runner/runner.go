@@ -1,4 +1,4 @@
-package launcher
+package runner
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
@@ -19,7 +20,7 @@ import (
 // Runner plans and carries out the runs of one instance, for whichever
 // process starts them: hobbs run (a session), hobbs playbook run (by hand
 // or a schedule's) and hobbs serve (a webhook's). Each run is planned by
-// planRun (the policy checked, the host surveyed, plan.New) from the
+// launcher.PlanRun (the policy checked, the host surveyed, plan.New) from the
 // instance's effective policy and, for a headless run, the playbook's
 // approved allowance, which is carried out as a task by Headless, so every
 // caller gets the same checks, plan and record.
@@ -42,29 +43,26 @@ type Runner struct {
 // Policy is the instance's effective egress policy: the image's default
 // and policy.yaml, checked as the proxy will read it.
 func (r Runner) Policy() (*egress.Policy, error) {
-	if err := CheckPolicy(r.Instance); err != nil {
+	if err := launcher.CheckPolicy(r.Instance); err != nil {
 		return nil, err
 	}
 	return r.effective()
 }
 
 // effective is the instance's effective egress policy, policy.yaml
-// checked already (planRun).
+// checked already (launcher.PlanRun).
 func (r Runner) effective() (*egress.Policy, error) {
-	return egress.LoadEffective(r.Instance.FS(), BuiltinPolicyName, r.DefaultPolicy, r.Instance.Policy())
+	return egress.LoadEffective(r.Instance.FS(), launcher.BuiltinPolicyName, r.DefaultPolicy, r.Instance.Policy())
 }
-
-// BuiltinPolicyName names the image's default policy in messages.
-const BuiltinPolicyName = "built-in dist/policy.yaml"
 
 // Plan is the plan of a headless run of kind for grant (trig: a triggered
 // run's event). planOnly: a plan to print, which root may see.
 func (r Runner) Plan(kind plan.Kind, grant playbook.Allowance, trig *plan.Trigger, planOnly bool) (*plan.Plan, error) {
-	if err := RefuseRoot(); err != nil && !planOnly {
+	if err := launcher.RefuseRoot(); err != nil && !planOnly {
 		return nil, err
 	}
-	spec := plan.RunSpec{Kind: kind, Image: ImageRef(r.Config.Image), Playbook: &grant, Trigger: trig}
-	return planRun(r.Instance, r.Config, r.Engine.IsPodman(), "", spec, r.status, r.effective)
+	spec := plan.RunSpec{Kind: kind, Image: launcher.ImageRef(r.Config.Image), Playbook: &grant, Trigger: trig}
+	return launcher.PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), "", spec, r.status, r.effective)
 }
 
 // Run plans and carries out a headless run of kind for grant as a task
@@ -125,7 +123,7 @@ type SessionOptions struct {
 }
 
 // Args are o's flags as hobbs run takes them again, for the background
-// launcher (StartBackground): --workspace, --image, --base, --binary and
+// launcher (launcher.StartBackground): --workspace, --image, --base, --binary and
 // the command.
 func (o SessionOptions) Args() []string {
 	var args []string
@@ -158,17 +156,17 @@ func (r Runner) PlanSession(o SessionOptions) (*plan.Plan, error) {
 	if o.Image == "" {
 		o.Image = r.Config.Image
 	}
-	spec := plan.RunSpec{Kind: plan.KindSession, Name: o.Name, Image: ImageRef(o.Image), Command: o.Command, TTY: o.TTY}
-	return planRun(r.Instance, r.Config, r.Engine.IsPodman(), o.Workspace, spec, r.status, r.effective)
+	spec := plan.RunSpec{Kind: plan.KindSession, Name: o.Name, Image: launcher.ImageRef(o.Image), Command: o.Command, TTY: o.TTY}
+	return launcher.PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), o.Workspace, spec, r.status, r.effective)
 }
 
-// Runtime is what Execute needs of this process, hobbs run's launcher, to
+// Runtime is what launcher.Execute needs of this process, hobbs run's launcher, to
 // carry out a plan started with o: the engine, the streams, the audit log
 // and how to make the image current (o's base and binary, else
 // config.yaml's).
-func (r Runner) Runtime(o SessionOptions) Runtime {
-	b := BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
+func (r Runner) Runtime(o SessionOptions) launcher.Runtime {
+	b := launcher.BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
 	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
-	return Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
+	return launcher.Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
 		Progress: r.status, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true}
 }

@@ -1,24 +1,26 @@
-package launcher
+package runner
 
 import (
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // What a chat turn came to: the reply on a successful result, else an
 // error saying why; the reply and the error pass through the mask.
 func TestChatReply(t *testing.T) {
-	p, err := plan.New(goldenConfig(t, secretsConfig), plan.RunSpec{Kind: plan.KindChat, Name: "c", Image: "i", Policy: goldenPolicy(t, "{}\n"),
-		Host: goldenHost(), Chat: &plan.ChatSpec{Conversation: "c1"}})
+	p, err := plan.New(nil, plan.RunSpec{Kind: plan.KindChat, Name: "c", Image: "i",
+		Host: plan.Host{Instance: "/home/ada/.local/share/hobbs", UID: 1000, GID: 1000, Workspace: "/home/ada/w"}, Chat: &plan.ChatSpec{Conversation: "c1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const value = "sekrit-0123456789abcdef"
-	mask := valueMask([]string{"ANTHROPIC_API_KEY=" + value}, []Binding{{Name: "GITHUB_TOKEN", Value: "ghp-value-0123456789"}})
+	mask := egress.NameMask(map[string]string{"ANTHROPIC_API_KEY": value, "GITHUB_TOKEN": "ghp-value-0123456789"})
 	result := func(subtype string, isErr bool, text string) string {
 		return `{"type":"result","subtype":"` + subtype + `","is_error":` + strconv.FormatBool(isErr) +
 			`,"num_turns":3,"total_cost_usd":0.02,"result":` + jsonString(text) + `,"session_id":"s"}`
@@ -40,7 +42,7 @@ func TestChatReply(t *testing.T) {
 		{"empty", 0, nil, result("success", false, "  \n"), "", "empty reply"},
 		{"no result", 2, nil, "claude: command not found", "", "no result from Claude Code (exit 2)"},
 		{"time limit", errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: "stopped"}, "", "", "time limit (10m0s)"},
-		{"stopped", ExitStopped, &errs.Error{Code: ExitStopped, Msg: "stopped"}, "", "", "was stopped"},
+		{"stopped", launcher.ExitStopped, &errs.Error{Code: launcher.ExitStopped, Msg: "stopped"}, "", "", "was stopped"},
 		{"launcher error", 0, errs.Failf("engine down").WithHint("start docker"), "", "", "could not run: engine down (start docker)"},
 	}
 	for _, c := range cases {

@@ -1,4 +1,4 @@
-package launcher
+package runner
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/task"
@@ -36,7 +37,7 @@ type Headless struct {
 	Plan  *plan.Plan
 	Grant playbook.Allowance
 	// Runtime carries the plan out; its Stdout gets the run's output too.
-	Runtime Runtime
+	Runtime launcher.Runtime
 	Tasks   task.Log
 	// Remember, when set, turns the final message's Lessons into memories.
 	Remember task.Rememberer
@@ -90,7 +91,7 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 		rt.Stdout = out
 	}
 	start := time.Now()
-	code, runErr := Execute(ctx, h.Plan, rt)
+	code, runErr := launcher.Execute(ctx, h.Plan, rt)
 
 	o := RunOutcome(code, runErr, []byte(out.String()))
 	denied := deniedSince(in, start)
@@ -219,4 +220,16 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
