@@ -41,5 +41,5 @@ func AfterAttach(ctx context.Context, e engine.CLI, name string, code int) (stri
 		code = errs.Failure
 	}
 	return "", (&errs.Error{Code: code, Msg: fmt.Sprintf("session %s ended while attached (%s)", name, why)}).
-		WithHint("hobbs logs %s shows its output, hobbs ps what still runs", name)
+		Advise(EndedAttached, "name", name)
 }

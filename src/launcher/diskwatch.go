@@ -93,5 +93,5 @@ func humanSize(n int64) string {
 // diskFullError is the error of a run its disk watch stopped.
 func diskFullError(session string, cause *DiskFullError) error {
 	return (&errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("session %s stopped, what it wrote kept", session), Err: cause}).
-		WithHint("free space on that disk (the agent's shares, memory/ or data/, or the workspace may hold what filled it), or change resources.min_free_disk in config.yaml")
+		Advise(DiskFull)
 }

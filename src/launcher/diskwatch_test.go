@@ -3,7 +3,6 @@ package launcher
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,8 +69,8 @@ func TestPlanWatchDisk(t *testing.T) {
 	err := diskFullError(p.Session, hit)
 	if errs.Code(err) != errs.Failure || err.Error() != "session s1 stopped, what it wrote kept: the filesystem holding /ws has 10.0 MiB free, below resources.min_free_disk (1 GiB)" ||
 		!errors.Is(err, ErrDiskFull) ||
-		!strings.Contains(errs.Hint(err), "resources.min_free_disk") {
-		t.Errorf("error %v (%s)", err, errs.Hint(err))
+		errs.AdviceOf(err).Kind != DiskFull {
+		t.Errorf("error %v (%+v)", err, errs.AdviceOf(err))
 	}
 	rt.DiskFree = func(string) (int64, error) { return 5 << 30, nil }
 	ctx, full = watchPlanDisk(context.Background(), p, rt)

@@ -73,12 +73,11 @@ const BuiltinPolicyName = "built-in dist/policy.yaml"
 // an error (file:line) is the user's to fix, before a session starts.
 func CheckPolicy(in instance.Instance) error {
 	if _, err := in.FS().Stat(in.Policy()); err != nil {
-		return errs.Missingf("the instance's policy: %v", err).
-			WithHint("the egress proxy needs it: run hobbs init to create it")
+		return errs.Missingf("the instance's policy: %v", err).Advise(NoPolicy)
 	}
 	if _, err := egress.ParseFile(in.Policy()); err != nil {
 		return (&errs.Error{Code: errs.Code(err), Msg: "the egress policy is invalid; the proxy would not start: " + err.Error()}).
-			WithHint("fix %s (hobbs policy show checks it)", in.Policy())
+			Advise(BadPolicy, "path", in.Policy())
 	}
 	return nil
 }

@@ -623,8 +623,7 @@ func (s *Session) createContainer(ctx context.Context, what, name string, env, a
 		}
 		<-reaped
 	}
-	return "", errs.Usagef("a container named %s exists already", name).
-		WithHint("choose another --name (hobbs ps lists the sessions)")
+	return "", errs.Usagef("a container named %s exists already", name).Advise(NameTaken)
 }
 
 // output is Engine.Output with env (NAME=value pairs) added to the CLI's
@@ -870,7 +869,7 @@ func (s *Session) startProxy(ctx context.Context) error {
 			strings.Contains(err.Error(), n) {
 			// The engine checks a container's network only when it starts.
 			return errs.Missingf("the egress network %s does not exist: %s", n, firstLine(err.Error())).
-				WithHint("config.yaml's egress_network names it: create it (docker network create %s) or set egress_network: default", n)
+				Advise(NoEgressNetwork, "network", n)
 		}
 		return s.proxyFailed(firstLine(err.Error()))
 	}
@@ -928,7 +927,7 @@ func (s *Session) proxyFailed(why string) error {
 			msg += "\nproxy output:\n" + strings.TrimSpace(string(out))
 		}
 	}
-	return errs.Failf("%s", msg).WithHint("check the policy with hobbs policy show, and the proxy output above")
+	return errs.Failf("%s", msg).Advise(ProxyFailed)
 }
 
 // agentRun is the running `docker start --attach` of the agent.

@@ -69,11 +69,11 @@ func (s *Session) claimWorkspace(dir, ws string, gitCovered bool) (release func(
 		case c.Workspace == ws:
 			if !c.GitCovered && gitCovered {
 				return nil, errs.Usagef("session %s uses the workspace %s with its .git writable: its agent could swap .git for a link while this session mounts it", c.Session, ws).
-					WithHint("stop that session first (hobbs stop %s), or use another workspace", c.Session)
+					Advise(WorkspaceShared, "session", c.Session)
 			}
 		case plan.Within(ws, c.Workspace) || plan.Within(c.Workspace, ws):
 			return nil, errs.Usagef("the workspace %s and session %s's workspace %s are inside one another: an agent can replace what the other mounts", ws, c.Session, c.Workspace).
-				WithHint("stop that session first (hobbs stop %s), or use a workspace outside it", c.Session)
+				Advise(WorkspaceNested, "session", c.Session)
 		}
 	}
 	b, _ := json.Marshal(wsClaim{Session: s.Name, Workspace: ws, Owner: s.owner, GitCovered: gitCovered})

@@ -74,7 +74,9 @@ func chatReply(p *plan.Plan, code int, runErr error, stdout []byte, mask func(st
 		if errors.As(runErr, &e) && e.Hint != "" {
 			return fail("the turn could not run: %s (%s)", firstLine(runErr.Error()), e.Hint)
 		}
-		return fail("the turn could not run: %s", firstLine(runErr.Error()))
+		res, err := fail("the turn could not run: %s", firstLine(runErr.Error()))
+		err.(*errs.Error).Advice = errs.AdviceOf(runErr) // the reply's words for it: chat.Turns.Words
+		return res, err
 	case !ok:
 		return fail("Hobbs gave no reply: no result from Claude Code (exit %d)", code)
 	case r.Subtype == SubtypeMaxTurns:

@@ -35,6 +35,9 @@ type Runner struct {
 	Audit         *audit.Logger
 	// Remember turns a run's Lessons into memories (nil: none).
 	Remember task.Rememberer
+	// Words words a piece of advice as the command layer does: a chat
+	// turn's reply says what to do about a run that could not start.
+	Words func(errs.Advice) string
 	// Status gets progress lines; Stdout and Stderr the run's output.
 	Status         func(format string, args ...any)
 	Stdout, Stderr io.Writer
@@ -100,7 +103,7 @@ func CheckTrigger(st *playbook.Store, name string, pol *egress.Policy) (playbook
 	if !c.Spec.Declared {
 		return playbook.Allowance{}, st.Refuse(name, "no run: block for a triggered run",
 			errs.Usagef("%s has no run: block: a triggered run gets only what an approved run: block grants", name).
-				WithHint("declare what a run needs under run: (docs/playbooks.md), then hobbs playbook approve %s", name))
+				Advise(plan.TriggerNoRun, "playbook", name))
 	}
 	if c.Unapproved != nil {
 		return playbook.Allowance{}, st.Refuse(name, "run: block not approved", c.Unapproved)
