@@ -49,7 +49,7 @@ func fill(text string, f errs.Facts) string {
 
 // hintTables are the words of every kind of advice, a table per domain
 // (hints_<domain>.go). A kind appears in exactly one (TestEveryKindHasWords).
-var hintTables = []map[errs.Kind]words{planHints, launcherHints}
+var hintTables = []map[errs.Kind]words{planHints, launcherHints, runnerHints}
 
 // hintWords is every table merged, built once.
 var hintWords = func() map[errs.Kind]words {

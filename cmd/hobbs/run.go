@@ -204,7 +204,7 @@ func (a *app) startBackground(o runner.SessionOptions, extra ...string) (*launch
 }
 
 func (a *app) terminal() launcher.Terminal {
-	return launcher.Terminal{In: a.in, Out: a.out, ErrOut: a.errOut, Status: a.status}
+	return launcher.Terminal{In: a.in, Out: a.out, ErrOut: a.errOut, Status: a.status, Words: adviceText}
 }
 
 // detachRun is hobbs run --detach.

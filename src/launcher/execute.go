@@ -89,6 +89,8 @@ type Runtime struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Progress       func(format string, args ...any)
+	// Words words the launcher's notices (kinds.go) for Progress.
+	Words func(errs.Advice) string
 	// Audit, when set, gets the session's start (once its image is ready)
 	// and end.
 	Audit *audit.Logger
@@ -175,7 +177,7 @@ func valueMask(env []string, bindings []Binding) func(string) string {
 // image made current meanwhile (rt.Build), its start and end audited.
 func run(ctx context.Context, p *plan.Plan, rt Runtime, env []string, bindings []Binding) (int, error) {
 	s := &Session{Engine: rt.Engine, Instance: p.In(), Name: p.Session, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
-		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress,
+		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress, Words: rt.Words,
 		Neutralise: func(when string) { neutralise(p, rt, when) }, Provenance: provenance.New(p.In().FS(), rt.Audit), plan: p}
 	if rt.Detached {
 		s.Stdin = nil
@@ -279,10 +281,10 @@ func neutralise(p *plan.Plan, rt Runtime, when string) {
 		say = func(string, ...any) {}
 	}
 	for _, m := range moved {
-		say("hobbs: moved %s out of the shares to %s: host tools (git, direnv, editors) act on what it holds; inspect it there (hobbs doctor lists it)", m.From, m.To)
+		say("hobbs: %s", word(rt.Words, MovedOut, "from", m.From, "to", m.To))
 	}
 	if err != nil {
-		say("hobbs: warning: the shares were not all checked for what host tools act on (%v); hobbs doctor names what is there", err)
+		say("hobbs: warning: %s", word(rt.Words, SharesUnchecked, "err", err.Error()))
 	}
 }
 

@@ -16,3 +16,24 @@ const (
 	AsRoot          errs.Kind = "launcher.as-root"           // hobbs run as root
 	DiskFull        errs.Kind = "launcher.disk-full"         // the disk watch stopped the run
 )
+
+// The kinds of the launcher's notices: status lines as data, worded in
+// cmd/hobbs as advice is (Runtime.Words, Terminal.Words).
+const (
+	Attached        errs.Kind = "launcher.attached"         // attached to session {name}: how to detach and come back
+	Detached        errs.Kind = "launcher.detached"         // detached from session {name}, which goes on
+	Started         errs.Kind = "launcher.started"          // session {name} runs in the background
+	MovedOut        errs.Kind = "launcher.moved-out"        // {from} moved out of the shares to {to}
+	SharesUnchecked errs.Kind = "launcher.shares-unchecked" // the shares were not all checked: {err}
+	ChangesHeld     errs.Kind = "launcher.changes-held"     // session {session} ({why}): {held} changes wait for review
+	ChangesWaiting  errs.Kind = "launcher.changes-waiting"  // {waiting} changes wait for review
+)
+
+// word is words's wording of the notice k with facts kv, "" without
+// words (the caller then says nothing).
+func word(words func(errs.Advice) string, k errs.Kind, kv ...string) string {
+	if words == nil {
+		return ""
+	}
+	return words(errs.NewAdvice(k, kv...))
+}

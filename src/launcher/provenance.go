@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/egress"
@@ -105,9 +106,9 @@ func (s *Session) endProvenance() {
 		s.Progress("warning: %s", p)
 	}
 	if len(r.Held) > 0 {
-		s.Progress("session %s %s: %d of its changes wait for your review (hobbs review)", s.Name, strings.Join(r.Session.Why, ", "), len(r.Held))
+		s.Progress("%s", word(s.Words, ChangesHeld, "session", s.Name, "why", strings.Join(r.Session.Why, ", "), "held", strconv.Itoa(len(r.Held))))
 	} else if r.Waiting > 0 {
-		s.Progress("%d changes wait for your review (hobbs review)", r.Waiting)
+		s.Progress("%s", word(s.Words, ChangesWaiting, "waiting", strconv.Itoa(r.Waiting)))
 	}
 }
 

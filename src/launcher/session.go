@@ -55,6 +55,8 @@ type Session struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Progress       func(format string, args ...any)
+	// Words words the launcher's notices (kinds.go) for Progress.
+	Words func(errs.Advice) string
 
 	// ProxyTimeout bounds the wait for the proxy to become healthy.
 	ProxyTimeout time.Duration

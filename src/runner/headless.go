@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/egress"
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/plan"
@@ -42,6 +43,8 @@ type Headless struct {
 	// Remember, when set, turns the final message's Lessons into memories.
 	Remember task.Rememberer
 	Status   func(format string, args ...any)
+	// Words words the run's notices (kinds.go) for Status.
+	Words func(errs.Advice) string
 	// Task, when set, is the run's task, started already (hobbs serve
 	// answers a webhook with it while the run waits in its queue);
 	// otherwise Run starts one.
@@ -118,9 +121,9 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 	if o.Why != "" {
 		what += " (" + o.Why + ")"
 	}
-	h.Status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, id, what, id)
+	h.Status("%s", h.word(TaskEnded, "playbook", spec.Playbook, "task", id, "what", what))
 	if review != "" {
-		h.Status("playbook %s is supervised: review the run, then hobbs task review %s --approve (or --reject)", spec.Playbook, id)
+		h.Status("%s", h.word(ReviewRun, "playbook", spec.Playbook, "task", id))
 	}
 	if runErr == nil && code == 0 && o.Status != task.OK {
 		code = 1
@@ -232,4 +235,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// word is the run's notice k with facts kv as Words words it ("" without
+// words).
+func (h Headless) word(k errs.Kind, kv ...string) string {
+	if h.Words == nil {
+		return ""
+	}
+	return h.Words(errs.NewAdvice(k, kv...))
 }

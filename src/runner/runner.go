@@ -80,7 +80,7 @@ func (r Runner) Run(ctx context.Context, kind plan.Kind, grant playbook.Allowanc
 		return Finished{}, err
 	}
 	h := Headless{Plan: p, Grant: grant, Runtime: r.Runtime(SessionOptions{}), Tasks: task.Open(r.Instance, r.Audit), Remember: r.Remember,
-		Status: r.status, Task: taskID}
+		Status: r.status, Words: r.Words, Task: taskID}
 	return h.RunTask(ctx)
 }
 
@@ -171,5 +171,5 @@ func (r Runner) Runtime(o SessionOptions) launcher.Runtime {
 	b := launcher.BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
 	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
 	return launcher.Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
-		Progress: r.status, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true}
+		Progress: r.status, Words: r.Words, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true}
 }
