@@ -3,14 +3,13 @@ package launcher
 import (
 	"testing"
 
-	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
-// The plans the launcher's tests carry out: a fixed host, config and
-// policy (the plan package's golden tests pin what plans hold).
+// The plans the launcher's tests carry out: a fixed host and policy
+// (the plan package's golden tests pin what plans hold).
 
 func goldenHost() plan.Host {
 	return plan.Host{Instance: "/home/ada/.local/share/hobbs", UID: 1000, GID: 1000, Workspace: "/home/ada/hobbs-workspace",
@@ -29,20 +28,3 @@ func goldenPolicy(t *testing.T, instancePolicy string) *egress.Policy {
 	}
 	return egress.Merge(def, in)
 }
-
-func goldenConfig(t *testing.T, yaml string) *config.Config {
-	t.Helper()
-	cfg, err := config.Parse("config.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-const secretsConfig = `env:
-  ANTHROPIC_API_KEY: vault:anthropic
-secrets:
-  GITHUB_TOKEN:
-    vault: github
-    hosts: [api.github.com]
-`

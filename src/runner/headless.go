@@ -64,16 +64,10 @@ type Finished struct {
 	Recorded bool
 }
 
-// Run carries the run out as a task and returns the session's exit code
-// and error; the task is finished either way (a failure to finish it is a
-// warning on Status). A run whose outcome is failed though Claude Code
-// exited 0 returns exit code 1.
-func (h Headless) Run(ctx context.Context) (int, error) {
-	f, err := h.RunTask(ctx)
-	return f.Code, err
-}
-
-// RunTask is Run, returning how the run ended.
+// RunTask carries the run out as a task and returns how it ended; the
+// task is finished either way (a failure to finish it is a warning on
+// Status). A run whose outcome is failed though Claude Code exited 0 has
+// exit code 1.
 func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 	in, spec := h.Plan.In(), h.Grant
 	id := h.Task
