@@ -68,7 +68,7 @@ type Session struct {
 	// the shares for review (provenance.go).
 	Provenance *provenance.Store
 	// Neutralise, when set, moves what host tools act on out of the
-	// shares (Plan.neutralise): with when "start" before the record
+	// shares (neutralise, execute.go): with when "start" before the record
 	// begins, while the image is checked and the objects are created, and
 	// with "end" once the agent's container is gone, before the shares are
 	// read for the record's end.

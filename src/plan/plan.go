@@ -239,7 +239,7 @@ type BoundSecret struct {
 }
 
 // Claude is how Claude Code runs in the agent container. For a headless
-// run each field is a flag of its command line (playbook.ClaudeCommand).
+// run each field is a flag of its command line (claude.go).
 type Claude struct {
 	Command []string `json:"command"`
 	// Tools is --tools (the built-in tools the run has at all), nil for
@@ -297,8 +297,6 @@ const (
 	ClaudeCredentials  = ".credentials.json"
 	// SeedDir is where the seed container mounts the state volume.
 	SeedDir = "/seed"
-	// maxSeed bounds the sign-in the launcher takes from the seed.
-	maxSeed = 64 << 10
 )
 
 // claudeStateTmpfs are the options of a run's own Claude Code directory:
@@ -532,7 +530,7 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 		c.Tmpfs = append(c.Tmpfs, ClaudeDir+":"+claudeStateTmpfs+","+owner)
 		if p.Kind != KindChat {
 			// A playbook run approves only its block's tools; a chat turn
-			// keeps a session's approvals (ChatCommand).
+			// keeps a session's approvals (claude.go).
 			c.Tmpfs = append(c.Tmpfs, ManagedSettingsDir+":ro,size=4k,mode=0555")
 		}
 		c.Mounts = append(c.Mounts, p.sessionFile("claude-credentials", SessionClaudeCredentials, RoleAgent,
@@ -557,7 +555,7 @@ func (p *Plan) claudeVolume(readonly bool, target string) Mount {
 // volume, mounted read-only, before the agent starts: it prints the file
 // (cat, from the image: no file of the agent's runs) and ends. It has no
 // network, and nothing it could write outlives it (--rm). The launcher
-// takes at most maxSeed bytes of a JSON object from it (Execute).
+// takes a bounded JSON object from it (launcher.Execute).
 func (p *Plan) seed() *Container {
 	c := &Container{Role: RoleSeed, Hostname: "seed", Network: "none", Remove: true, Image: p.Image,
 		Entrypoint: "cat", Command: []string{SeedDir + "/" + ClaudeCredentials}}
