@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"time"
 
@@ -740,4 +741,14 @@ func (c *Container) RunArgs(owner string) []string {
 	a := c.CreateArgs("", owner)
 	a[0] = "run"
 	return a
+}
+
+// sortedKeys returns m's keys sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
 }

@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -160,14 +159,4 @@ func quoteArgs(args []string) string {
 		q[i] = a
 	}
 	return strings.Join(q, " ")
-}
-
-// sortedKeys returns m's keys sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for x := range m {
-		k = append(k, x)
-	}
-	sort.Strings(k)
-	return k
 }
