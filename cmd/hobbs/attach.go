@@ -5,7 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 func newAttachCmd(a *app) *cobra.Command {
@@ -27,7 +29,7 @@ same environment.`,
 				return err
 			}
 			if shell {
-				dargs := []string{"exec", "-i", "-w", launcher.WorkspaceDir}
+				dargs := []string{"exec", "-i", "-w", plan.WorkspaceDir}
 				if a.stdinIsTTY() {
 					dargs = append(dargs, "-t")
 				}
@@ -36,15 +38,15 @@ same environment.`,
 				return a.passthrough(e, append(dargs, args[0], "hobbs", "session-env", "--", "/bin/sh", "-l"))
 			}
 			if a.stdinIsTTY() {
-				a.status("%s", launcher.DetachNote(args[0]))
+				a.status("%s", adviceText(errs.NewAdvice(launcher.Attached, "name", args[0])))
 			}
 			var code exitStatus
 			if err := a.passthrough(e, []string{"attach", args[0]}); err != nil && !errors.As(err, &code) {
 				return err
 			}
-			msg, err := launcher.AfterAttach(a.ctx, e, args[0], int(code))
-			if msg != "" {
-				a.status("%s", msg)
+			detached, err := launcher.AfterAttach(a.ctx, e, args[0], int(code))
+			if !detached.IsZero() {
+				a.status("%s", adviceText(detached))
 			}
 			return err
 		},

@@ -1,9 +1,8 @@
 package main
 
 import (
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/spf13/cobra"
-
-	"github.com/hobbs-agent/hobbs/src/launcher"
 )
 
 func newExecCmd(a *app) *cobra.Command {
@@ -23,7 +22,7 @@ hobbs exec's. A terminal is passed on when you are on one.`,
 			if err != nil {
 				return err
 			}
-			dargs := []string{"exec", "-i", "-w", launcher.WorkspaceDir}
+			dargs := []string{"exec", "-i", "-w", plan.WorkspaceDir}
 			if a.onTerminal() {
 				dargs = append(dargs, "-t")
 			}

@@ -6,28 +6,29 @@ import (
 
 	"github.com/hobbs-agent/hobbs"
 	"github.com/hobbs-agent/hobbs/src/instance"
-	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/runner"
 )
 
 // playbookKind is the kind of a headless run: scheduled or by hand.
-func playbookKind(scheduled bool) launcher.Kind {
+func playbookKind(scheduled bool) plan.Kind {
 	if scheduled {
-		return launcher.KindScheduled
+		return plan.KindScheduled
 	}
-	return launcher.KindPlaybook
+	return plan.KindPlaybook
 }
 
 // headlessRunner runs in's headless runs (an error: no engine, or no config).
-func (a *app) headlessRunner(in instance.Instance) (launcher.Runner, error) {
+func (a *app) headlessRunner(in instance.Instance) (runner.Runner, error) {
 	e, cfg, err := a.engine(in)
 	def, _ := fs.ReadFile(hobbs.Dist, "policy.yaml")
-	return launcher.Runner{Instance: in, Config: cfg, Engine: e, Assets: hobbs.Assets, DefaultPolicy: def, Audit: a.audit(in),
-		Remember: rememberLessons(a, in), Status: a.status, Stdout: a.out, Stderr: a.errOut}, err
+	return runner.Runner{Instance: in, Config: cfg, Engine: e, Assets: hobbs.Assets, DefaultPolicy: def, Audit: a.audit(in),
+		Remember: rememberLessons(a, in), Words: adviceText, Status: a.status, Stdout: a.out, Stderr: a.errOut}, err
 }
 
 // planPlaybookRun is the plan of a headless run of the grant spec.
-func (a *app) planPlaybookRun(in instance.Instance, spec playbook.RunSpec, scheduled bool) (*launcher.Plan, error) {
+func (a *app) planPlaybookRun(in instance.Instance, spec playbook.Allowance, scheduled bool) (*plan.Plan, error) {
 	r, err := a.headlessRunner(in)
 	if r.Config == nil {
 		return nil, err
@@ -36,7 +37,7 @@ func (a *app) planPlaybookRun(in instance.Instance, spec playbook.RunSpec, sched
 }
 
 // runPlaybookHeadless runs the playbook spec grants headless, as a task.
-func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spec playbook.RunSpec, scheduled bool) error {
+func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spec playbook.Allowance, scheduled bool) error {
 	r, err := a.headlessRunner(in)
 	if err != nil {
 		return err

@@ -12,6 +12,8 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
+	"github.com/hobbs-agent/hobbs/src/runner"
 )
 
 // exitStatus is returned by commands whose exit code is another process's
@@ -73,7 +75,7 @@ whole. A plan never holds a secret's value or the proxy's token.`,
   hobbs run --base my-runtime:1 -- true`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := launcher.SessionOptions{Workspace: workspace, Image: image, Base: base, Name: name, Binary: binary,
+			o := runner.SessionOptions{Workspace: workspace, Image: image, Base: base, Name: name, Binary: binary,
 				Command: args, Detached: detachedChild, ReadyFile: readyFile}
 			if plan {
 				return a.printPlan(o, out)
@@ -116,15 +118,15 @@ whole. A plan never holds a secret's value or the proxy's token.`,
 }
 
 // planRun is the session's plan: flags and config.yaml's defaults, the
-// host surveyed (launcher.Runner.PlanSession). A missing instance is made
+// host surveyed (runner.Runner.PlanSession). A missing instance is made
 // first (as hobbs init does), unless only the plan is wanted.
-func (a *app) planRun(o launcher.SessionOptions, planOnly bool) (*launcher.Plan, launcher.Runner, error) {
+func (a *app) planRun(o runner.SessionOptions, planOnly bool) (*plan.Plan, runner.Runner, error) {
 	in, err := a.instance()
 	if err == nil {
 		err = o.CheckName()
 	}
 	if err != nil {
-		return nil, launcher.Runner{}, err
+		return nil, runner.Runner{}, err
 	}
 	r, err := a.headlessRunner(in) // the defaults when there is no instance yet
 	if err != nil && (!planOnly || r.Config == nil) {
@@ -158,7 +160,7 @@ func (a *app) planRun(o launcher.SessionOptions, planOnly bool) (*launcher.Plan,
 
 // printPlan prints the plan of the run o describes: a summary, or with
 // --json the whole plan.
-func (a *app) printPlan(o launcher.SessionOptions, out *output) error {
+func (a *app) printPlan(o runner.SessionOptions, out *output) error {
 	p, _, err := a.planRun(o, true)
 	if err != nil {
 		return err
@@ -168,7 +170,7 @@ func (a *app) printPlan(o launcher.SessionOptions, out *output) error {
 
 // runSession plans a session and carries the plan out: the agent command's
 // exit code, or an error.
-func (a *app) runSession(ctx context.Context, o launcher.SessionOptions) (int, error) {
+func (a *app) runSession(ctx context.Context, o runner.SessionOptions) (int, error) {
 	p, r, err := a.planRun(o, false)
 	if err != nil {
 		return 0, err
@@ -179,11 +181,11 @@ func (a *app) runSession(ctx context.Context, o launcher.SessionOptions) (int, e
 
 // startBackground starts the session's launcher in the background: this
 // hobbs, run --detached-child with o's flags.
-func (a *app) startBackground(o launcher.SessionOptions, extra ...string) (*launcher.Background, instance.Instance, error) {
+func (a *app) startBackground(o runner.SessionOptions, extra ...string) (*launcher.Background, instance.Instance, error) {
 	if o.Name == "" {
 		o.Name = launcher.NewName()
 	}
-	if err := launcher.ValidName(o.Name); err != nil {
+	if err := plan.ValidName(o.Name); err != nil {
 		return nil, instance.Instance{}, err
 	}
 	if err := launcher.RefuseRoot(); err != nil {
@@ -202,11 +204,11 @@ func (a *app) startBackground(o launcher.SessionOptions, extra ...string) (*laun
 }
 
 func (a *app) terminal() launcher.Terminal {
-	return launcher.Terminal{In: a.in, Out: a.out, ErrOut: a.errOut, Status: a.status}
+	return launcher.Terminal{In: a.in, Out: a.out, ErrOut: a.errOut, Status: a.status, Words: adviceText}
 }
 
 // detachRun is hobbs run --detach.
-func (a *app) detachRun(ctx context.Context, o launcher.SessionOptions) error {
+func (a *app) detachRun(ctx context.Context, o runner.SessionOptions) error {
 	b, _, err := a.startBackground(o)
 	if err != nil {
 		return err
@@ -216,7 +218,7 @@ func (a *app) detachRun(ctx context.Context, o launcher.SessionOptions) error {
 
 // runOnTerminal is hobbs run on a terminal: the launcher in the background,
 // the agent attached here (launcher.Background.Attach).
-func (a *app) runOnTerminal(ctx context.Context, o launcher.SessionOptions) (int, error) {
+func (a *app) runOnTerminal(ctx context.Context, o runner.SessionOptions) (int, error) {
 	if o.Name == "" {
 		o.Name = launcher.NewName()
 	}

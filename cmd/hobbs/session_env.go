@@ -15,7 +15,7 @@ import (
 // newSessionEnvCmd is the image's way to run a command with the session's
 // variables (vault-mapped secrets, the proxy variables with their token),
 // which hobbs run hands over in a file rather than in the container's
-// configuration (launcher.SessionEnvFile). Hidden: the entry point and
+// configuration (plan.SessionEnvFile). Hidden: the entry point and
 // `hobbs attach --shell` call it, not people.
 func newSessionEnvCmd(a *app) *cobra.Command {
 	return &cobra.Command{

@@ -1,6 +1,6 @@
 // Package chat answers the owner's messages from a channel (hobbs serve's
 // Telegram bot): each message is one turn of a conversation, carried out as
-// a chat turn run (launcher.KindChat: the interactive session's
+// a chat turn run (plan.KindChat: the interactive session's
 // privileges, headless, in a fresh container), with the conversation kept
 // on the host.
 //
@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -33,7 +34,9 @@ import (
 	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/policy"
+	"github.com/hobbs-agent/hobbs/src/runner"
 )
 
 // Turns carries out the chat turns of one instance. Its fields are set
@@ -54,13 +57,16 @@ type Turns struct {
 	// standard error). Stdin and Stdout are each turn's own.
 	Runtime launcher.Runtime
 	// Limits, when set, are the turns' limits (default
-	// launcher.ChatMaxTurns and launcher.ChatTimeout).
+	// plan.ChatMaxTurns and plan.ChatTimeout).
 	MaxTurns int
 	Timeout  time.Duration
+	// Words words the advice of a turn that could not run, which the
+	// reply then says in parentheses (nil: it does not).
+	Words func(errs.Advice) string
 
-	// run carries a turn's plan out: launcher.RunChat (tests put a fake
+	// run carries a turn's plan out: runner.RunChat (tests put a fake
 	// in its place to test what Turn does around it).
-	run func(ctx context.Context, p *launcher.Plan, rt launcher.Runtime, input []byte) (launcher.ChatResult, error)
+	run func(ctx context.Context, p *plan.Plan, rt launcher.Runtime, input []byte) (runner.ChatResult, error)
 
 	mu   sync.Mutex
 	busy map[string]*sync.Mutex
@@ -100,13 +106,14 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 	}
 	run := t.run
 	if run == nil {
-		run = launcher.RunChat
+		run = runner.RunChat
 	}
 	rt := t.Runtime
 	if rt.Progress == nil {
 		rt.Progress = func(string, ...any) {}
 	}
 	res, err := run(ctx, p, rt, input)
+	err = t.worded(err)
 	d := map[string]any{"session": p.Session, "message_bytes": len(text), "reply_bytes": len(res.Reply), "exit": res.Code}
 	if r := res.Result; r != nil {
 		d["claude_result"], d["turns"], d["cost_usd"] = r.Subtype, r.NumTurns, r.TotalCostUSD
@@ -145,13 +152,13 @@ func (t *Turns) reset(store Store, conversation string) (string, error) {
 
 // Plan is the plan of a turn of conversation (launcher.PlanRun of a
 // KindChat spec): what Turn carries out, and hobbs chat --plan prints.
-func (t *Turns) Plan(conversation string) (*launcher.Plan, error) {
+func (t *Turns) Plan(conversation string) (*plan.Plan, error) {
 	if err := ValidID(conversation); err != nil {
 		return nil, err
 	}
-	spec := launcher.RunSpec{Kind: launcher.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
-		Chat: &launcher.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
-	return launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil)
+	spec := plan.RunSpec{Kind: plan.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
+		Chat: &plan.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
+	return launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil, nil)
 }
 
 // hold takes the conversation's turn: the next turn of it waits until
@@ -186,7 +193,7 @@ func checkMessage(text string) error {
 }
 
 // input is what a turn's Claude Code reads on its standard input
-// (launcher.ChatPrompt says how to read it).
+// (plan.ChatPrompt says how to read it).
 type input struct {
 	Conversation string      `json:"conversation"`
 	Turns        []inputTurn `json:"turns"`
@@ -223,11 +230,25 @@ func firstLine(s string) string {
 
 // ForRunner returns the chat turns of r's instance: its config, effective
 // policy and image, carried out with r's engine, streams and audit log.
-func ForRunner(r launcher.Runner) (*Turns, error) {
+func ForRunner(r runner.Runner) (*Turns, error) {
 	pol, err := r.Policy()
 	if err != nil {
 		return nil, err
 	}
 	return &Turns{Instance: r.Instance, Config: r.Config, Policy: pol, Image: image.ImageRef(r.Config.Image),
-		Runtime: r.Runtime(launcher.SessionOptions{})}, nil
+		Runtime: r.Runtime(runner.SessionOptions{}), Words: r.Words}, nil
+}
+
+// worded is a turn's error with its advice worded into its message, as
+// the reply says it: "… (what to do)".
+func (t *Turns) worded(err error) error {
+	var e *errs.Error
+	if t.Words == nil || !errors.As(err, &e) || e.Advice.IsZero() {
+		return err
+	}
+	w := t.Words(e.Advice)
+	if w == "" {
+		return err
+	}
+	return &errs.Error{Code: e.Code, Msg: e.Msg + " (" + w + ")", Err: e.Err}
 }

@@ -16,7 +16,9 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/policy"
+	"github.com/hobbs-agent/hobbs/src/runner"
 )
 
 func newInstance(t *testing.T) instance.Instance {
@@ -221,7 +223,7 @@ func TestInputCannotBeForged(t *testing.T) {
 
 // turns makes a Turns on a fresh instance whose runs are fake: each
 // records its input and answers with reply(input).
-func turns(t *testing.T, reply func(input []byte) (launcher.ChatResult, error)) (*Turns, instance.Instance) {
+func turns(t *testing.T, reply func(input []byte) (runner.ChatResult, error)) (*Turns, instance.Instance) {
 	t.Helper()
 	in := newInstance(t)
 	if err := os.WriteFile(in.Policy(), []byte("domains: []\n"), 0o644); err != nil {
@@ -232,8 +234,8 @@ func turns(t *testing.T, reply func(input []byte) (launcher.ChatResult, error)) 
 		t.Fatal(err)
 	}
 	tr := &Turns{Instance: in, Config: config.Default(), Policy: pol, Image: "hobbs:test", Workspace: filepath.Join(t.TempDir(), "ws")}
-	tr.run = func(ctx context.Context, p *launcher.Plan, rt launcher.Runtime, input []byte) (launcher.ChatResult, error) {
-		if p.Kind != launcher.KindChat || p.Conversation == "" || p.Claude.Input == "" {
+	tr.run = func(ctx context.Context, p *plan.Plan, rt launcher.Runtime, input []byte) (runner.ChatResult, error) {
+		if p.Kind != plan.KindChat || p.Conversation == "" || p.Claude.Input == "" {
 			t.Errorf("not a chat turn's plan: %s %q", p.Kind, p.Conversation)
 		}
 		return reply(input)
@@ -254,13 +256,13 @@ func decodeInput(t *testing.T, b []byte) input {
 // is not kept.
 func TestTurnKeepsTheConversation(t *testing.T) {
 	var seen []input
-	tr, in := turns(t, func(b []byte) (launcher.ChatResult, error) {
+	tr, in := turns(t, func(b []byte) (runner.ChatResult, error) {
 		got := decodeInput(t, b)
 		seen = append(seen, got)
 		if got.Message == "fail" {
-			return launcher.ChatResult{Code: 1}, &errs.Error{Code: errs.Failure, Msg: "Hobbs gave no reply: the turn reached its limit of 25 turns"}
+			return runner.ChatResult{Code: 1}, &errs.Error{Code: errs.Failure, Msg: "Hobbs gave no reply: the turn reached its limit of 25 turns"}
 		}
-		return launcher.ChatResult{Reply: "re: " + got.Message}, nil
+		return runner.ChatResult{Reply: "re: " + got.Message}, nil
 	})
 	ctx := context.Background()
 	r, err := tr.Turn(ctx, "c1", "first")
@@ -288,7 +290,7 @@ func TestTurnKeepsTheConversation(t *testing.T) {
 func TestTurnsOfAConversationRunInTurn(t *testing.T) {
 	var mu sync.Mutex
 	running, most := 0, 0
-	tr, in := turns(t, func(b []byte) (launcher.ChatResult, error) {
+	tr, in := turns(t, func(b []byte) (runner.ChatResult, error) {
 		mu.Lock()
 		running++
 		most = max(most, running)
@@ -298,7 +300,7 @@ func TestTurnsOfAConversationRunInTurn(t *testing.T) {
 		mu.Lock()
 		running--
 		mu.Unlock()
-		return launcher.ChatResult{Reply: reply}, nil
+		return runner.ChatResult{Reply: reply}, nil
 	})
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -331,10 +333,10 @@ func TestTurnsOfAConversationRunInTurn(t *testing.T) {
 // so far move to chat/archive/ and the next turn sees none of them.
 func TestNewConversation(t *testing.T) {
 	var seen []input
-	tr, in := turns(t, func(b []byte) (launcher.ChatResult, error) {
+	tr, in := turns(t, func(b []byte) (runner.ChatResult, error) {
 		got := decodeInput(t, b)
 		seen = append(seen, got)
-		return launcher.ChatResult{Reply: "re: " + got.Message}, nil
+		return runner.ChatResult{Reply: "re: " + got.Message}, nil
 	})
 	ctx := context.Background()
 	if r, err := tr.Turn(ctx, "c1", NewCommand); err != nil || !strings.Contains(r, "no earlier turns") {

@@ -134,9 +134,16 @@ func InContainer() bool { return os.Getenv("HOBBS_CONTEXT") == "container" }
 // EgressLogs is the directory of the egress proxy's audit log, which only
 // the proxy writes: no session mounts it (nor logs/, nor the root) into the
 // agent's container, so an agent cannot rewrite the record of where it
-// connected.
-func (in Instance) EgressLogs() string     { return in.path("logs", "egress") }
-func (in Instance) EgressAuditLog() string { return in.path("logs", "egress", "audit.log") }
+// connected. EgressLogsRel and EgressAuditLogRel are their paths relative
+// to the root, slash-separated: where the proxy's container, which mounts
+// the instance at another place, finds them.
+func (in Instance) EgressLogs() string     { return in.path(filepath.FromSlash(EgressLogsRel)) }
+func (in Instance) EgressAuditLog() string { return in.path(filepath.FromSlash(EgressAuditLogRel)) }
+
+const (
+	EgressLogsRel     = "logs/egress"
+	EgressAuditLogRel = EgressLogsRel + "/audit.log"
+)
 
 // AgentLogs is the directory of the toolkit's audit log inside a session:
 // the agent's container writes it, so the host treats it as the agent's own

@@ -38,7 +38,7 @@ func Layout() []Entry {
 		{Rel: "logs", Dir: true, Mode: 0o755},
 		{Rel: "logs/tasks", Dir: true, Mode: 0o755},
 		{Rel: "logs/audit.log", Mode: 0o600, Template: ""},
-		{Rel: "logs/egress", Dir: true, Mode: 0o755},
+		{Rel: EgressLogsRel, Dir: true, Mode: 0o755},
 		{Rel: "logs/agent", Dir: true, Mode: 0o755},
 	}
 }

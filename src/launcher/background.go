@@ -41,6 +41,8 @@ type Terminal struct {
 	In          io.Reader
 	Out, ErrOut io.Writer
 	Status      func(format string, args ...any)
+	// Words words the launcher's notices (kinds.go).
+	Words func(errs.Advice) string
 }
 
 // StartBackground starts `hobbs run --detached-child --name NAME ARGS...`
@@ -129,8 +131,7 @@ func (b *Background) Detach(ctx context.Context, t Terminal) error {
 		case <-tick.C:
 			if b.running(ctx) {
 				fmt.Fprintln(t.Out, b.Name)
-				t.Status("session %s runs: hobbs attach %s (Ctrl-P Ctrl-Q leaves it), hobbs exec %s -- CMD, hobbs logs %s, hobbs stop %s",
-					b.Name, b.Name, b.Name, b.Name, b.Name)
+				t.Status("%s", word(t.Words, Started, "name", b.Name))
 				return b.cmd.Process.Release()
 			}
 		}
@@ -172,7 +173,7 @@ func (b *Background) Attach(ctx context.Context, ready string, t Terminal) (int,
 	if err != nil {
 		return 0, err
 	}
-	t.Status("%s", DetachNote(b.Name))
+	t.Status("%s", word(t.Words, Attached, "name", b.Name))
 	c.Stdin, c.Stdout, c.Stderr = t.In, t.Out, t.ErrOut
 	started := make(chan error, 1)
 	go func() { started <- c.Run() }()
@@ -185,8 +186,7 @@ func (b *Background) Attach(ctx context.Context, ready string, t Terminal) (int,
 	}
 	code := procExitCode(startErr)
 	if ctx.Err() == nil && b.running(context.Background()) {
-		fmt.Fprintf(t.ErrOut, "\nhobbs: detached from session %s, which goes on: hobbs attach %s, hobbs logs %s, hobbs stop %s\n",
-			b.Name, b.Name, b.Name, b.Name)
+		fmt.Fprintf(t.ErrOut, "\nhobbs: %s\n", word(t.Words, Detached, "name", b.Name))
 		return 0, b.cmd.Process.Release()
 	}
 	lerr := <-b.ended // its cleanup

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // cleanupEngine is a FAKE docker CLI (a shell script) for cleanup's calls:
@@ -66,12 +67,12 @@ func TestCleanupWaitsForTheEnginesRemoval(t *testing.T) {
 	if !slices.Contains(c, "rm -f "+ProxyName(s.Name)) {
 		t.Errorf("proxy not removed: %q", c)
 	}
-	want := "network rm " + EgressNetwork(s.Name)
+	want := "network rm " + plan.EgressNetwork(s.Name)
 	nets := slices.Index(c, want)
 	if nets < 0 || countLine(c, want) != 1 {
 		t.Fatalf("want one %q: %q", want, c)
 	}
-	vol := slices.Index(c, "volume rm "+s.runVolume)
+	vol := slices.Index(c, "volume rm "+s.plan.RunVolume)
 	if vol < 0 {
 		t.Fatalf("socket volume not removed: %q", c)
 	}
@@ -155,7 +156,7 @@ exit 0
 	}
 	c := calls()
 	rm := slices.Index(c, "rm -f "+ProxyName(s.Name))
-	if rm < 0 || slices.Index(c, "volume rm "+s.runVolume) < rm {
+	if rm < 0 || slices.Index(c, "volume rm "+s.plan.RunVolume) < rm {
 		t.Fatalf("proxy, then volume removal wanted: %q", c)
 	}
 	// Both lines are there: cleanup waited for the stop's return too.
@@ -183,7 +184,7 @@ exit 0
 	}
 	c := calls()
 	rm := slices.Index(c, "rm -f "+ProxyName(s.Name))
-	if i := lastIndex(c, "network rm "+EgressNetwork(s.Name)); i < rm || countLine(c, "network rm "+EgressNetwork(s.Name)) != 2 {
+	if i := lastIndex(c, "network rm "+plan.EgressNetwork(s.Name)); i < rm || countLine(c, "network rm "+plan.EgressNetwork(s.Name)) != 2 {
 		t.Errorf("network not asked again after the proxy's removal: %q", c)
 	}
 }
@@ -216,7 +217,7 @@ func TestCleanupOnlyWhatItMade(t *testing.T) {
 	if err := s.cleanup(); err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}
-	if c := calls(); len(c) != 1 || c[0] != "network rm "+EgressNetwork(s.Name) {
+	if c := calls(); len(c) != 1 || c[0] != "network rm "+plan.EgressNetwork(s.Name) {
 		t.Errorf("calls: %q", c)
 	}
 }

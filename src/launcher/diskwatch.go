@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -23,34 +21,6 @@ import (
 // stop does, once any has less than resources.min_free_disk: what was
 // written stays, and the room left lets the session end cleanly and its
 // record (a headless run's task) be written.
-
-// DiskWatch is the free space a run keeps on the host.
-type DiskWatch struct {
-	// MinFree is resources.min_free_disk in bytes; 0: no watch.
-	MinFree int64 `json:"min_free_bytes"`
-	// Paths are the host directories the agent writes: the workspace and
-	// the instance's writable shares.
-	Paths []string `json:"paths"`
-}
-
-// diskWatch is the DiskWatch of a plan: the workspace and every writable
-// share the host has.
-func diskWatch(cfg *config.Config, in instance.Instance, h Host) DiskWatch {
-	w := DiskWatch{MinFree: cfg.Resources.MinFreeDiskBytes(), Paths: []string{}}
-	if w.MinFree <= 0 {
-		w.MinFree = 0
-		return w
-	}
-	if h.Workspace != "" {
-		w.Paths = append(w.Paths, h.Workspace)
-	}
-	for _, sh := range h.Shares {
-		if sh.Dir && !sh.ReadOnly {
-			w.Paths = append(w.Paths, filepath.Join(in.Root, filepath.FromSlash(sh.Rel)))
-		}
-	}
-	return w
-}
 
 // diskWatchInterval is how often the launcher looks at the free space.
 const diskWatchInterval = 2 * time.Second
@@ -85,7 +55,7 @@ func freeSpace(path string) (int64, error) {
 // *DiskFullError naming it) or ctx is done (nil). free is the measure (freeSpace; tests give their own), looked at
 // at once and every interval. A path it cannot measure is skipped: the
 // run's own errors say what is wrong with it.
-func watchDisk(ctx context.Context, w DiskWatch, free func(string) (int64, error), interval time.Duration) error {
+func watchDisk(ctx context.Context, w plan.DiskWatch, free func(string) (int64, error), interval time.Duration) error {
 	if w.MinFree <= 0 || len(w.Paths) == 0 {
 		<-ctx.Done()
 		return nil
@@ -123,5 +93,5 @@ func humanSize(n int64) string {
 // diskFullError is the error of a run its disk watch stopped.
 func diskFullError(session string, cause *DiskFullError) error {
 	return (&errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("session %s stopped, what it wrote kept", session), Err: cause}).
-		WithHint("free space on that disk (the agent's shares, memory/ or data/, or the workspace may hold what filled it), or change resources.min_free_disk in config.yaml")
+		Advise(DiskFull)
 }

@@ -3,20 +3,20 @@ package launcher
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // The watch stops the run once a path it watches has less than the
 // minimum free, naming it; a path it cannot measure is skipped; above the
 // minimum it runs until the session ends.
 func TestWatchDisk(t *testing.T) {
-	w := DiskWatch{MinFree: 1 << 30, Paths: []string{"/ws", "/inst/memory", "/gone"}}
+	w := plan.DiskWatch{MinFree: 1 << 30, Paths: []string{"/ws", "/inst/memory", "/gone"}}
 	var calls atomic.Int64
 	free := func(p string) (int64, error) {
 		switch p {
@@ -47,7 +47,7 @@ func TestWatchDisk(t *testing.T) {
 	if err := <-ended; err != nil {
 		t.Errorf("a session that ended: %v", err)
 	}
-	if err := watchDisk(ctx, DiskWatch{}, free, time.Millisecond); err != nil {
+	if err := watchDisk(ctx, plan.DiskWatch{}, free, time.Millisecond); err != nil {
 		t.Errorf("no watch: %v", err)
 	}
 }
@@ -56,11 +56,11 @@ func TestWatchDisk(t *testing.T) {
 // run's error says why, with the fix; a session that ended on its own is
 // not called stopped.
 func TestPlanWatchDisk(t *testing.T) {
-	p := &Plan{Session: "s1", DiskWatch: DiskWatch{MinFree: 1 << 30, Paths: []string{"/ws"}}}
+	p := &plan.Plan{Session: "s1", DiskWatch: plan.DiskWatch{MinFree: 1 << 30, Paths: []string{"/ws"}}}
 	var said []string
 	rt := Runtime{DiskFree: func(string) (int64, error) { return 10 << 20, nil },
 		Progress: func(f string, a ...any) { said = append(said, f) }}
-	ctx, full := p.watchDisk(context.Background(), rt)
+	ctx, full := watchPlanDisk(context.Background(), p, rt)
 	<-ctx.Done() // what the session's Run waits on
 	hit := full()
 	if hit == nil || hit.Path != "/ws" || len(said) != 1 {
@@ -69,17 +69,17 @@ func TestPlanWatchDisk(t *testing.T) {
 	err := diskFullError(p.Session, hit)
 	if errs.Code(err) != errs.Failure || err.Error() != "session s1 stopped, what it wrote kept: the filesystem holding /ws has 10.0 MiB free, below resources.min_free_disk (1 GiB)" ||
 		!errors.Is(err, ErrDiskFull) ||
-		!strings.Contains(errs.Hint(err), "resources.min_free_disk") {
-		t.Errorf("error %v (%s)", err, errs.Hint(err))
+		errs.AdviceOf(err).Kind != DiskFull {
+		t.Errorf("error %v (%+v)", err, errs.AdviceOf(err))
 	}
 	rt.DiskFree = func(string) (int64, error) { return 5 << 30, nil }
-	ctx, full = p.watchDisk(context.Background(), rt)
+	ctx, full = watchPlanDisk(context.Background(), p, rt)
 	if full() != nil || ctx.Err() == nil {
 		t.Error("a session that ended by itself was stopped by the watch")
 	}
 	// No watch: the context is the caller's.
 	p.DiskWatch.MinFree = 0
-	if ctx, full := p.watchDisk(context.Background(), rt); ctx != context.Background() || full() != nil {
+	if ctx, full := watchPlanDisk(context.Background(), p, rt); ctx != context.Background() || full() != nil {
 		t.Error("min_free_disk 0 watched")
 	}
 }

@@ -2,6 +2,15 @@
 // container behind the egress proxy sidecar. It drives the container engine
 // only through its CLI (package engine), so docker and podman both work.
 //
+// What a run may do is decided by package plan, never here: PlanRun checks
+// the instance's policy, surveys the host (plan.Survey) and makes the plan
+// (plan.New); Execute carries a *plan.Plan out with the secrets' values it
+// decrypts (execute.go), as a Session: Session.Run's steps are in
+// session.go, what each does with the engine in create.go, events.go,
+// proxy.go, agent.go and cleanup.go. Package runner starts runs for the
+// commands and keeps what is kept of a headless run or a chat turn; this
+// package never refers to it.
+//
 // # Session topology
 //
 // `hobbs run` creates, for a session named N:
@@ -31,13 +40,13 @@
 // /home/dev whether or not the uid has a passwd entry), with every capability
 // dropped, no-new-privileges, pids and memory limits from config, and an
 // init process, and a seccomp profile that refuses setuid and setgid bits
-// (seccomp.go). Mounts (mounts.go): the workspace at /home/dev/hobbs/workspace
-// (rw; a repository's .git read-only), the instance's shares under
-// /home/dev/.hobbs (instance.AgentShares: never the instance root), the
-// Claude state volume at /home/dev/.claude. Every bind source is checked
-// before anything is created: reached without a link, a real directory or
-// file, owned by the user. The identity and framework skills are in the
-// image, root-owned and read-only.
+// (package plan, seccomp.go). Mounts (package plan): the workspace at
+// /home/dev/hobbs/workspace (rw; a repository's .git read-only), the
+// instance's shares under /home/dev/.hobbs (instance.AgentShares: never
+// the instance root), the Claude state volume at /home/dev/.claude. Every
+// bind source is checked before anything is created: reached without a
+// link, a real directory or file, owned by the user. The identity and
+// framework skills are in the image, root-owned and read-only.
 //
 // Start-up order: a pipeline of engine CLI calls, each begun as soon as what
 // it needs exists. The instance's policy is parsed on the host first (a
@@ -63,8 +72,9 @@
 // session. The launcher writes the agent's variables (HTTP(S)_PROXY with the
 // token, env: secrets, the placeholders of bound secrets) and the proxy's
 // token to files in a private directory on a tmpfs and bind-mounts each
-// read-only into its container (sessionfiles.go); the agent's entry point
-// loads its variables with `hobbs session-env`, the proxy reads
+// read-only into its container (sessionfiles.go; the plan names them);
+// the agent's entry point loads its variables with `hobbs session-env`,
+// the proxy reads
 // --auth-token-file. Secrets bound to hosts (config secrets:) go to the
 // proxy only, with the session CA's key (--secrets-file); the agent gets
 // the CA's certificate, which session-env adds to the CA bundle its tools

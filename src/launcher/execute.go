@@ -16,23 +16,37 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
 // PlanRun prepares the host for the run spec describes and returns its
-// plan: the workspace (workspace, else config.yaml's; ~ expanded) is made
-// when missing, the instance's policy checked as the proxy will read it,
-// and the host surveyed (Survey: every bind source checked, missing share
-// directories made). The spec's Host is filled in here; its Name, when
-// empty, is a fresh one.
-func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace string, spec RunSpec, progress func(string, ...any)) (*Plan, error) {
+// plan: the instance's policy checked as the proxy will read it (the one
+// check of a run), the workspace (workspace, else config.yaml's; ~
+// expanded) made when missing, and the host surveyed (plan.Survey: every
+// bind source checked, missing share directories made). The spec's Host
+// is filled in here; its Name, when empty, is a fresh one. load, when set,
+// gives the spec's policy (the instance's effective one) once policy.yaml
+// has passed its check.
+func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace string, spec plan.RunSpec, progress func(string, ...any),
+	load func() (*policy.Policy, error)) (*plan.Plan, error) {
 	if spec.Name == "" {
 		spec.Name = NewName()
 	}
-	if err := ValidName(spec.Name); err != nil {
+	if err := plan.ValidName(spec.Name); err != nil {
 		return nil, err
+	}
+	if err := CheckPolicy(in); err != nil {
+		return nil, err
+	}
+	if load != nil {
+		pol, err := load()
+		if err != nil {
+			return nil, err
+		}
+		spec.Policy = pol
 	}
 	if workspace == "" {
 		workspace = cfg.Workspace
@@ -44,16 +58,29 @@ func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace st
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create workspace")
 	}
-	if err := CheckPolicy(in); err != nil {
-		return nil, err
-	}
-	h, err := Survey(in, cfg, podman, ws, os.Getuid(), os.Getgid(), progress)
+	h, err := plan.Survey(in, cfg, podman, ws, os.Getuid(), os.Getgid(), progress)
 	if err != nil {
 		return nil, err
 	}
 	h.RunVolume = RunVolume(spec.Name)
 	spec.Host = h
-	return NewPlan(cfg, spec)
+	return plan.New(cfg, spec)
+}
+
+// BuiltinPolicyName names the image's default policy in messages.
+const BuiltinPolicyName = "built-in dist/policy.yaml"
+
+// CheckPolicy parses the instance's policy.yaml as the session's proxy will:
+// an error (file:line) is the user's to fix, before a session starts.
+func CheckPolicy(in instance.Instance) error {
+	if _, err := in.FS().Stat(in.Policy()); err != nil {
+		return errs.Missingf("the instance's policy: %v", err).Advise(NoPolicy)
+	}
+	if _, err := policy.ParseFile(in.Policy()); err != nil {
+		return (&errs.Error{Code: errs.Code(err), Msg: "the egress policy is invalid; the proxy would not start: " + err.Error()}).
+			Advise(BadPolicy, "path", in.Policy())
+	}
+	return nil
 }
 
 // Runtime is what Execute needs beyond the plan: what only the launcher's
@@ -63,6 +90,8 @@ type Runtime struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Progress       func(format string, args ...any)
+	// Words words the launcher's notices (kinds.go) for Progress.
+	Words func(errs.Advice) string
 	// Audit, when set, gets the session's start (once its image is ready)
 	// and end.
 	Audit *audit.Logger
@@ -97,7 +126,7 @@ func launcherGC() {
 // plan names (nothing else), runs the session to its end and returns the
 // agent command's exit code: 124 when the plan's time limit stopped it,
 // ExitStopped when hobbs stop did.
-func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
+func Execute(ctx context.Context, p *plan.Plan, rt Runtime) (int, error) {
 	if rt.Launcher {
 		launcherGC()
 	}
@@ -105,11 +134,16 @@ func Execute(ctx context.Context, p *Plan, rt Runtime) (int, error) {
 	return code, err
 }
 
-// execute is Execute; with masked, it also returns a function that replaces
+// ExecuteMasked is Execute that also returns a function that replaces
 // every value of the run's secrets in a text by the secret's name
-// (policy.NameMask): what RunChat passes the agent's output through.
-func execute(ctx context.Context, p *Plan, rt Runtime, masked bool) (int, func(string) string, error) {
-	env, bindings, err := p.values()
+// (policy.NameMask): what a chat turn's reply passes through.
+func ExecuteMasked(ctx context.Context, p *plan.Plan, rt Runtime) (int, func(string) string, error) {
+	return execute(ctx, p, rt, true)
+}
+
+// execute is Execute, with mask when masked (ExecuteMasked).
+func execute(ctx context.Context, p *plan.Plan, rt Runtime, masked bool) (int, func(string) string, error) {
+	env, bindings, err := values(p)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -118,7 +152,7 @@ func execute(ctx context.Context, p *Plan, rt Runtime, masked bool) (int, func(s
 	if masked {
 		mask = valueMask(env, bindings)
 	}
-	code, err := p.execute(ctx, rt, env, bindings)
+	code, err := run(ctx, p, rt, env, bindings)
 	return code, mask, err
 }
 
@@ -139,15 +173,16 @@ func valueMask(env []string, bindings []Binding) func(string) string {
 	return policy.NameMask(values)
 }
 
-func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings []Binding) (int, error) {
-	s := &Session{Engine: rt.Engine, Instance: p.instance, Name: p.Session, Image: p.Image, Workspace: p.Workspace,
-		Command: p.Claude.Command, UID: p.uid, GID: p.gid, TTY: p.Agent.TTY, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
-		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress,
-		Neutralise: func(when string) { p.neutralise(rt, when) }, Provenance: provenance.New(p.instance.FS(), rt.Audit)}
+// run carries out p with the secrets' values env and bindings: the
+// session (Session.Run) within the plan's time limit and disk watch, the
+// image made current meanwhile (rt.Build), its start and end audited.
+func run(ctx context.Context, p *plan.Plan, rt Runtime, env []string, bindings []Binding) (int, error) {
+	s := &Session{Engine: rt.Engine, Instance: p.In(), Name: p.Session, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
+		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress, Words: rt.Words,
+		Neutralise: func(when string) { neutralise(p, rt, when) }, Provenance: provenance.New(p.In().FS(), rt.Audit), plan: p}
 	if rt.Detached {
 		s.Stdin = nil
 	}
-	s.usePlan(p)
 	started := false
 	s.Prepare = func(ctx context.Context) (bool, error) {
 		changed := false
@@ -171,7 +206,7 @@ func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings [
 			}
 		}
 		started = true
-		p.logStart(rt.Audit)
+		logStart(p, rt.Audit)
 		return changed, nil
 	}
 	if p.Timeout > 0 {
@@ -179,7 +214,7 @@ func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings [
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
 		defer cancel()
 	}
-	ctx, diskFull := p.watchDisk(ctx, rt)
+	ctx, diskFull := watchPlanDisk(ctx, p, rt)
 	code, err := s.Run(ctx)
 	if p.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		code, err = errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: fmt.Sprintf("session %s stopped at its time limit (%v)", p.Session, p.Timeout)}
@@ -201,12 +236,12 @@ func (p *Plan) execute(ctx context.Context, rt Runtime, env []string, bindings [
 	return code, err
 }
 
-// watchDisk watches the plan's DiskWatch while the session runs: the
+// watchPlanDisk watches the plan's DiskWatch while the session runs: the
 // context it returns is cancelled, which ends the session as an interrupt
 // does (the agent gets SIGTERM, then the containers go), when a
 // filesystem the agent writes has less free space than the run keeps.
 // full reports, once the session has ended, whether that stopped it.
-func (p *Plan) watchDisk(ctx context.Context, rt Runtime) (context.Context, func() *DiskFullError) {
+func watchPlanDisk(ctx context.Context, p *plan.Plan, rt Runtime) (context.Context, func() *DiskFullError) {
 	if p.DiskWatch.MinFree <= 0 {
 		return ctx, func() *DiskFullError { return nil }
 	}
@@ -240,23 +275,23 @@ func (p *Plan) watchDisk(ctx context.Context, rt Runtime) (context.Context, func
 // agent starts (what an earlier session left, a crashed launcher's too) and
 // once its container is gone (Session.Neutralise). A share it could not
 // walk whole is a warning; the session goes on.
-func (p *Plan) neutralise(rt Runtime, when string) {
-	moved, err := p.instance.Neutralise(p.Session+"-"+when, time.Now(), rt.Audit)
+func neutralise(p *plan.Plan, rt Runtime, when string) {
+	moved, err := p.In().Neutralise(p.Session+"-"+when, time.Now(), rt.Audit)
 	say := rt.Progress
 	if say == nil {
 		say = func(string, ...any) {}
 	}
 	for _, m := range moved {
-		say("hobbs: moved %s out of the shares to %s: host tools (git, direnv, editors) act on what it holds; inspect it there (hobbs doctor lists it)", m.From, m.To)
+		say("hobbs: %s", word(rt.Words, MovedOut, "from", m.From, "to", m.To))
 	}
 	if err != nil {
-		say("hobbs: warning: the shares were not all checked for what host tools act on (%v); hobbs doctor names what is there", err)
+		say("hobbs: warning: %s", word(rt.Words, SharesUnchecked, "err", err.Error()))
 	}
 }
 
 // logStart audits the session's start: what it runs and the names of the
 // secrets it gets.
-func (p *Plan) logStart(log *audit.Logger) {
+func logStart(p *plan.Plan, log *audit.Logger) {
 	if log == nil {
 		return
 	}
@@ -275,19 +310,16 @@ func (p *Plan) logStart(log *audit.Logger) {
 }
 
 // values decrypts the values of the plan's env: variables and bound
-// secrets, and checks the bindings' hosts.
-func (p *Plan) values() (env []string, bindings []Binding, err error) {
+// secrets (their bindings were checked when the plan was made).
+func values(p *plan.Plan) (env []string, bindings []Binding, err error) {
 	mapping := make([][2]string, 0, len(p.Env)+len(p.Secrets))
 	for _, e := range p.Env {
 		mapping = append(mapping, [2]string{e.Name, e.Vault})
 	}
 	for _, b := range p.Secrets {
-		if err := (policy.Binding{Hosts: b.Hosts, In: b.In, Requests: b.Requests}).Check(); err != nil {
-			return nil, nil, errs.Usagef("config.yaml: secrets.%s.%v", b.Name, err)
-		}
 		mapping = append(mapping, [2]string{b.Name, b.Vault})
 	}
-	all, err := vault.SessionEnv(p.instance, mapping)
+	all, err := vault.SessionEnv(p.In(), mapping)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -300,7 +332,7 @@ func (p *Plan) values() (env []string, bindings []Binding, err error) {
 			id, secret, ok := awsKeyPair(value)
 			if !ok {
 				return nil, nil, errs.Usagef("vault entry %q (bound as %s, kind aws-sigv4) does not hold an AWS access key id and secret access key on two lines", b.Vault, b.Name).
-					WithHint("store it again: printf '%%s\\n%%s\\n' KEY_ID SECRET_KEY | hobbs vault set %s", b.Vault)
+					Advise(AWSKeyPair, "vault", b.Vault)
 			}
 			nb.Value, nb.SecretKey = id, secret
 		}

@@ -3,6 +3,8 @@ package launcher
 import (
 	"strings"
 	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // Session names become container and network names and CLI arguments: an
@@ -12,7 +14,7 @@ func FuzzValidName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, n string) {
-		if ValidName(n) != nil {
+		if plan.ValidName(n) != nil {
 			return
 		}
 		if n == "" || len(n) > 40 || strings.HasPrefix(n, "-") || strings.ContainsAny(n, "/:@ \t\n=\\") ||

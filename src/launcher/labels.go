@@ -2,64 +2,47 @@ package launcher
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
+
 	"encoding/hex"
 	"fmt"
 	"os"
-	"regexp"
+
 	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
-// Labels on every object hobbs creates.
+// The plan's names (package plan) that this package's image, ps and
+// seed files use as they are.
 const (
-	LabelSession  = "dev.hobbs.session"
-	LabelRole     = image.LabelRole
-	LabelInstance = "dev.hobbs.instance"
-	LabelOwner    = "dev.hobbs.owner"
-	LabelWork     = "dev.hobbs.workspace"
+	LabelSession  = plan.LabelSession
+	LabelRole     = plan.LabelRole
+	LabelInstance = plan.LabelInstance
+	LabelOwner    = plan.LabelOwner
+	LabelInputs   = plan.LabelInputs
+	LabelWork     = plan.LabelWork
+	RoleAgent     = plan.RoleAgent
+	RoleImage     = plan.RoleImage
+	RoleRuntime   = plan.RoleRuntime
+
+	ClaudeCredentials        = plan.ClaudeCredentials
+	SessionClaudeCredentials = plan.SessionClaudeCredentials
 )
 
-// Roles (values of LabelRole); those of images are package image's.
-const (
-	RoleAgent   = "agent"
-	RoleProxy   = "proxy"
-	RoleNetwork = "network"
-	RoleRun     = "run" // the session's socket volume
-	RoleClaude  = "claude-state"
-	RoleSeed    = "seed" // a headless run's reading of the sign-in (Plan.Seed)
-)
+// InstanceID is plan.InstanceID.
+func InstanceID(in instance.Instance) string { return plan.InstanceID(in) }
 
-// Paths inside the image and the containers.
-const (
-	HomeDir       = "/home/dev"
-	WorkspaceDir  = "/home/dev/hobbs/workspace"
-	InstanceDir   = "/home/dev/.hobbs"
-	ClaudeDir     = "/home/dev/.claude"
-	PolicyFile    = "/etc/hobbs/policy.yaml"
-	ProxyPort     = "3128"
-	RunDir        = "/run/hobbs"             // the socket volume, in both containers
-	ProxySocket   = RunDir + "/proxy.sock"   // where the proxy listens
-	RelayAddr     = "127.0.0.1:" + ProxyPort // the agent's relay to it (HTTP_PROXY)
-	TokenUser     = "hobbs"
-	ProxyAuditRel = "logs/egress/audit.log" // the proxy's audit log, in the instance
-)
+// ProxyName is plan.ProxyName.
+func ProxyName(n string) string { return plan.ProxyName(n) }
 
-var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,39}$`)
+// SeccompProfile is plan.SeccompProfile.
+func SeccompProfile() []byte { return plan.SeccompProfile() }
 
-// ValidName checks a session name: it becomes container and network names.
-func ValidName(n string) error {
-	if !nameRe.MatchString(n) || strings.HasSuffix(n, "-proxy") {
-		return errs.Usagef("invalid session name %q", n).
-			WithHint("use 1-40 of a-z 0-9 . _ - starting with a letter or digit (not ending in -proxy)")
-	}
-	return nil
-}
+// DefaultTag is what DefaultImage returns, for help texts.
+const DefaultTag = "hobbs:local-<version>"
 
 // NewName returns a fresh session name, hobbs-xxxxxx.
 func NewName() string { return "hobbs-" + randHex(3) }
@@ -72,31 +55,10 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// InstanceID is the short hash of an instance's path used in labels and in
-// the default Claude state volume name.
-func InstanceID(in instance.Instance) string {
-	h := sha256.Sum256([]byte(in.Root))
-	return hex.EncodeToString(h[:6])
-}
-
-// ClaudeVolume is the Claude state volume of in: configured, or
-// hobbs-claude-<instance id>.
-func ClaudeVolume(in instance.Instance, configured string) string {
-	if configured != "" {
-		return configured
-	}
-	return "hobbs-claude-" + InstanceID(in)
-}
-
-// Object names of session n.
-func ProxyName(n string) string { return n + "-proxy" }
-
 // RunVolume is a fresh name for session n's socket volume. It is random:
 // `volume create` of a name that exists succeeds and hands over the
 // existing volume, which the session would then remove.
 func RunVolume(n string) string { return n + "-run-" + randHex(4) }
-
-func EgressNetwork(n string) string { return n + "-egress" }
 
 // Owner identifies the running hobbs process: host/pid/start-time.
 func Owner() string {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
@@ -19,21 +19,6 @@ import (
 // and its proxy has written its last audit line, the hosts its proxy passed
 // it responses from; what a tainted session changed in the shares then
 // waits for hobbs review.
-
-// Origin is who starts the plan's run.
-func (p *Plan) Origin() provenance.Origin {
-	switch p.Kind {
-	case KindPlaybook:
-		return provenance.Origin{Kind: provenance.OriginCommand, Name: p.Playbook}
-	case KindScheduled:
-		return provenance.Origin{Kind: provenance.OriginSchedule, Name: p.Playbook}
-	case KindChat:
-		return provenance.Origin{Kind: provenance.OriginChat, Name: p.Conversation}
-	case KindTrigger:
-		return provenance.Origin{Kind: provenance.OriginTrigger, Name: p.Trigger}
-	}
-	return provenance.Origin{Kind: provenance.OriginTerminal}
-}
 
 // begin neutralises the shares and begins the provenance record, each when
 // the session has it.
@@ -51,7 +36,7 @@ func (s *Session) begin() error {
 // lines will start in the proxy audit log.
 func (s *Session) beginProvenance() error {
 	var from int64
-	if fi, err := s.Instance.FS().Stat(proxyAudit(s.Instance)); err == nil {
+	if fi, err := s.Instance.FS().Stat(s.Instance.EgressAuditLog()); err == nil {
 		from = fi.Size()
 	}
 	engine.Tracef("provenance: begin")
@@ -121,19 +106,15 @@ func (s *Session) endProvenance() {
 		s.Progress("warning: %s", p)
 	}
 	if len(r.Held) > 0 {
-		s.Progress("session %s %s: %d of its changes wait for your review (hobbs review)", s.Name, strings.Join(r.Session.Why, ", "), len(r.Held))
+		s.Progress("%s", word(s.Words, ChangesHeld, "session", s.Name, "why", strings.Join(r.Session.Why, ", "), "held", strconv.Itoa(len(r.Held))))
 	} else if r.Waiting > 0 {
-		s.Progress("%d changes wait for your review (hobbs review)", r.Waiting)
+		s.Progress("%s", word(s.Words, ChangesWaiting, "waiting", strconv.Itoa(r.Waiting)))
 	}
-}
-
-func proxyAudit(in instance.Instance) string {
-	return filepath.Join(in.Root, filepath.FromSlash(ProxyAuditRel))
 }
 
 // readsOf reads the proxy audit log from the session's first line on.
 func readsOf(in instance.Instance, ses provenance.Session) ([]string, error) {
-	f, err := in.FS().Open(proxyAudit(in))
+	f, err := in.FS().Open(in.EgressAuditLog())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // no proxy wrote a line yet
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 )
 
@@ -84,7 +85,7 @@ exit 0
 			t.Errorf("neutralise %s: %v", when, err)
 		}
 	}
-	s.plan.Kind, s.plan.Trigger = KindTrigger, "hook"
+	s.plan.Kind, s.plan.Trigger = plan.KindTrigger, "hook"
 	var said []string
 	s.Progress = func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }
 	s.Provenance = provenance.New(s.Instance.FS(), nil)

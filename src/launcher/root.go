@@ -14,7 +14,5 @@ func RefuseRoot() error {
 	if os.Getuid() != 0 {
 		return nil
 	}
-	return errs.Usagef("hobbs run will not run the agent as root").
-		WithHint("run Hobbs as an ordinary user allowed to use the engine, e.g.: useradd -m -G docker hobbs; " +
-			"then, as that user (su - hobbs): hobbs init && hobbs run (docs/setup.md, \"Running as root\")")
+	return errs.Usagef("hobbs run will not run the agent as root").Advise(AsRoot)
 }

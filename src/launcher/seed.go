@@ -37,7 +37,7 @@ func (s *Session) seedClaude(ctx context.Context) error {
 	if ok, err := s.Engine.Exists(ctx, "volume", "inspect", vol); err != nil || !ok {
 		return err
 	}
-	cmd, err := s.Engine.Command(ctx, nil, p.Seed.runArgs(s.owner, p.podman)...)
+	cmd, err := s.Engine.Command(ctx, nil, p.Seed.RunArgs(s.owner)...)
 	if err != nil {
 		return err
 	}

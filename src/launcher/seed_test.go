@@ -9,6 +9,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 )
 
@@ -19,21 +20,20 @@ func seedSession(t *testing.T, body string) (*Session, func() []string, *[]strin
 	e, calls := scriptEngine(t, body)
 	in, _ := instance.At(t.TempDir())
 	pol := goldenPolicy(t, "{}\n")
-	g, err := playbook.ComputeRunSpec("weekly", filepath.Join(in.Root, "playbooks", "weekly.md"),
+	g, err := playbook.ComputeAllowance("weekly", filepath.Join(in.Root, "playbooks", "weekly.md"),
 		playbook.Meta{Stage: "supervised", Run: &playbook.Run{Hosts: []string{}, Secrets: []string{}, Tools: []string{"Read"}}}, pol)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := goldenHost()
 	h.Instance = in.Root
-	p, err := NewPlan(config.Default(), RunSpec{Kind: KindPlaybook, Name: "run1", Image: "hobbs:local", Policy: pol, Host: h, Playbook: &g})
+	p, err := plan.New(config.Default(), plan.RunSpec{Kind: plan.KindPlaybook, Name: "run1", Image: "hobbs:local", Policy: pol, Host: h, Playbook: &g})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var said []string
 	s := &Session{Engine: e, Instance: in, Name: "run1", owner: Owner(), filesDir: t.TempDir(),
-		Progress: func(f string, a ...any) { said = append(said, f) }}
-	s.usePlan(p)
+		Progress: func(f string, a ...any) { said = append(said, f) }, plan: p}
 	if err := os.WriteFile(filepath.Join(s.filesDir, "claude-credentials"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

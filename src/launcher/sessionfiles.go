@@ -13,51 +13,29 @@ import (
 	"syscall"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
-// Session files. What a session must hand its containers but no one else may
-// read — the vault-mapped variables, the proxy variables holding the token,
-// the proxy's token — is never put in a container's environment: the engine
-// keeps that in its container configuration (`docker inspect`, Docker's
-// config.v2.json on disk). The launcher writes it instead to files in a
-// directory of its own on a tmpfs (memory, never disk: $XDG_RUNTIME_DIR, else
-// /dev/shm), mode 0700 and 0600, and bind-mounts each file read-only into
-// the one container it is for, under SessionDir. The agent's entry point
-// runs its command through `hobbs session-env`, which loads the variables;
-// the proxy reads its token with --auth-token-file. The directory is
+// Session files (plan.SessionDir). What a session must hand its
+// containers but no one else may read — the vault-mapped variables, the
+// proxy variables holding the token, the proxy's token, the session CA's
+// key and the bound secrets' values — the launcher writes to files in a
+// directory of its own on a tmpfs (memory, never disk: $XDG_RUNTIME_DIR,
+// else /dev/shm), mode 0700 and 0600; the plan mounts each read-only into
+// the one container it is for (Plan.SessionFiles). The directory is
 // removed when the session ends, or by the next run when its launcher was
 // killed first.
-const (
-	SessionDir         = "/run/hobbs-session"
-	SessionEnvFile     = SessionDir + "/env"          // the agent's variables (JSON object)
-	SessionTokenFile   = SessionDir + "/token"        // the proxy's token
-	SessionSecretsFile = SessionDir + "/secrets"      // the proxy's: session CA with its key, bound secrets
-	SessionCAFile      = SessionDir + "/ca.pem"       // the agent's: the session CA's certificate
-	SessionUpstreamCA  = SessionDir + "/upstream.pem" // the proxy's: extra roots (EnvTestUpstreamCA)
-	SessionPolicyFile  = SessionDir + "/policy.yaml"  // the proxy's: a headless run's own policy (Plan.Egress.Policy)
-	// SessionPlaybookFile is the agent's, in a headless run of an approved
-	// run: block: the playbook's text as checked against the approval.
-	SessionPlaybookFile = SessionDir + "/playbook.md"
-	SessionEventFile    = SessionDir + "/event.json" // the agent's, in a triggered run: the event (Trigger), named by EnvEvent
-	// SessionClaudeCredentials is the agent's, in a headless run: Claude
-	// Code's sign-in read by the seed (ClaudeState), empty when there is
-	// none; hobbs session-env copies it into the run's own state.
-	SessionClaudeCredentials = SessionDir + "/claude-credentials.json"
-)
 
-// EnvTestUpstreamCA names a PEM file of roots the proxy trusts, besides the
-// system's, for the hosts it intercepts. It exists for tests, whose HTTPS
-// servers have certificates no public root signs; it is read on the host
-// (never from the agent's reach) and handed to the proxy in a session file.
-const EnvTestUpstreamCA = "HOBBS_TEST_UPSTREAM_CA"
+// maxSeed bounds the sign-in the launcher takes from the seed (seed.go).
+const maxSeed = 64 << 10
 
 // Binding is a secret bound to hosts (config secrets:), its value
 // decrypted: the agent gets Placeholder, the proxy Value.
 type Binding struct {
 	Name, Value  string
 	Hosts        []string
-	In, Requests []string // where in requests the value goes (BoundSecret)
+	In, Requests []string // where in requests the value goes (plan.BoundSecret)
 	Placeholder  string   // made by the session
 	// An aws-sigv4 binding: Value is the access key id, SecretKey the
 	// secret access key (policy.AWSSecretKeyVar holds SecretPlaceholder).
@@ -105,14 +83,14 @@ func (s *Session) writeSessionFiles() error {
 		return errs.Wrap(errs.Failure, err, "session files")
 	}
 	files["env"], files["token"], files["owner"] = env, []byte(s.token+"\n"), []byte(s.owner+"\n")
-	if s.plan.proxyPol != nil {
-		files["policy.yaml"] = s.plan.proxyPol
+	if s.plan.ProxyPolicy != nil {
+		files["policy.yaml"] = s.plan.ProxyPolicy
 	}
-	if s.plan.playbook != nil {
-		files["playbook.md"] = s.plan.playbook
+	if s.plan.PlaybookText != nil {
+		files["playbook.md"] = s.plan.PlaybookText
 	}
-	if s.plan.event != nil {
-		files["event.json"] = s.plan.event
+	if s.plan.Event != nil {
+		files["event.json"] = s.plan.Event
 	}
 	if s.plan.Seed != nil {
 		files["claude-credentials"] = nil // filled in by seedClaude, before the agent starts
@@ -175,10 +153,10 @@ func (s *Session) secretFiles() (map[string][]byte, error) {
 		return nil, errs.Wrap(errs.Failure, err, "session files")
 	}
 	files := map[string][]byte{"secrets": sec, "ca.pem": []byte(certPEM)}
-	if p := os.Getenv(EnvTestUpstreamCA); p != "" {
+	if p := os.Getenv(plan.EnvTestUpstreamCA); p != "" {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, errs.Wrap(errs.Usage, err, "%s", EnvTestUpstreamCA)
+			return nil, errs.Wrap(errs.Usage, err, "%s", plan.EnvTestUpstreamCA)
 		}
 		files["upstream.pem"] = b
 	}
@@ -231,7 +209,7 @@ func envMap(kvs []string) map[string]string {
 	return m
 }
 
-// ReadSessionEnv reads a session's variables file (SessionEnvFile) as
+// ReadSessionEnv reads a session's variables file (plan.SessionEnvFile) as
 // NAME=value pairs, sorted. A missing file is no error (compose and the
 // devcontainer have none): it returns nothing.
 func ReadSessionEnv(path string) ([]string, error) {
@@ -300,19 +278,19 @@ var systemBundles = []string{
 }
 
 // SessionEnviron is what hobbs session-env adds to the environment of the
-// command it runs: the session's variables (SessionEnvFile) and the CA
+// command it runs: the session's variables (plan.SessionEnvFile) and the CA
 // bundle variables for the session CA (CABundleVars, in tmp). caErr says
 // why the bundle could not be made: HTTPS to hosts the proxy intercepts
 // will fail, the rest works. In a headless run it first copies the run's
 // sign-in into Claude Code's fresh directory (SeedClaudeState).
 func SessionEnviron(tmp string) (env []string, caErr, err error) {
-	env, err = ReadSessionEnv(SessionEnvFile)
+	env, err = ReadSessionEnv(plan.SessionEnvFile)
 	if err != nil {
 		return nil, nil, errs.Wrap(errs.Failure, err, "session variables")
 	}
 	if err := SeedClaudeState(os.Getenv("CLAUDE_CONFIG_DIR")); err != nil {
 		return nil, nil, errs.Wrap(errs.Failure, err, "copy the run's Claude Code sign-in")
 	}
-	ca, caErr := CABundleVars(SessionCAFile, tmp)
+	ca, caErr := CABundleVars(plan.SessionCAFile, tmp)
 	return append(env, ca...), caErr, nil
 }

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 func TestSessionEnvironOutsideASession(t *testing.T) {
-	if _, err := os.Stat(SessionEnvFile); err == nil {
+	if _, err := os.Stat(plan.SessionEnvFile); err == nil {
 		t.Skip("running inside a session")
 	}
 	env, caErr, err := SessionEnviron(t.TempDir())

@@ -10,6 +10,7 @@ import (
 	"github.com/adrg/xdg"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -36,62 +37,6 @@ type wsClaim struct {
 
 // claimsDir is where launchers note their workspaces.
 func claimsDir() string { return filepath.Join(xdg.StateHome, "hobbs", "workspaces") }
-
-// within reports whether p is q or below it (both clean, absolute).
-func within(p, q string) bool {
-	rel, err := filepath.Rel(q, p)
-	return err == nil && (rel == "." || filepath.IsLocal(rel))
-}
-
-// checkOverlap refuses a workspace that holds the instance or lies in it.
-func checkOverlap(ws, instanceRoot string) error {
-	root := instanceRoot
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r
-	}
-	if within(root, ws) || within(ws, root) {
-		return errs.Usagef("the workspace %s and the instance %s overlap: the session would mount the instance's vault and host-only files into the agent's container", ws, root).
-			WithHint("use a workspace directory outside the instance that does not contain it (hobbs run --workspace DIR, or workspace in config.yaml)")
-	}
-	return nil
-}
-
-// systemDirs are the directories a workspace may not be or lie in: the
-// agent can write its whole workspace, and these hold the system's
-// programs, configuration and state.
-var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
-	"/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var"}
-
-// checkSensitive refuses a workspace the agent must not be able to write: the
-// root directory or a system directory (or anything in one), the user's home
-// or a directory that holds it, and a hidden directory of the home (~/.ssh,
-// ~/.config, ~/.gnupg, … hold keys and the configuration programs trust).
-func checkSensitive(ws, home string) error {
-	refuse := func(why string) error {
-		return errs.Usagef("the workspace %s is %s: the agent can write all of its workspace", ws, why).
-			WithHint("use a directory of its own for the agent's work, e.g. hobbs run --workspace ~/hobbs-workspace")
-	}
-	if ws == "/" {
-		return refuse("the root directory")
-	}
-	for _, d := range systemDirs {
-		if within(ws, d) {
-			return refuse("a system directory (" + d + ")")
-		}
-	}
-	if home != "" && home != "/" {
-		if r, err := filepath.EvalSymlinks(home); err == nil {
-			home = r
-		}
-		if within(home, ws) {
-			return refuse("your home directory or holds it")
-		}
-		if rel, err := filepath.Rel(home, ws); err == nil && filepath.IsLocal(rel) && strings.HasPrefix(rel, ".") {
-			return refuse("a hidden directory of your home, where keys and configuration live")
-		}
-	}
-	return nil
-}
 
 // claimWorkspace checks the session's workspace against the live sessions'
 // notes and adds its own; release removes it. Notes of launchers that are
@@ -124,11 +69,11 @@ func (s *Session) claimWorkspace(dir, ws string, gitCovered bool) (release func(
 		case c.Workspace == ws:
 			if !c.GitCovered && gitCovered {
 				return nil, errs.Usagef("session %s uses the workspace %s with its .git writable: its agent could swap .git for a link while this session mounts it", c.Session, ws).
-					WithHint("stop that session first (hobbs stop %s), or use another workspace", c.Session)
+					Advise(WorkspaceShared, "session", c.Session)
 			}
-		case within(ws, c.Workspace) || within(c.Workspace, ws):
+		case plan.Within(ws, c.Workspace) || plan.Within(c.Workspace, ws):
 			return nil, errs.Usagef("the workspace %s and session %s's workspace %s are inside one another: an agent can replace what the other mounts", ws, c.Session, c.Workspace).
-				WithHint("stop that session first (hobbs stop %s), or use a workspace outside it", c.Session)
+				Advise(WorkspaceNested, "session", c.Session)
 		}
 	}
 	b, _ := json.Marshal(wsClaim{Session: s.Name, Workspace: ws, Owner: s.owner, GitCovered: gitCovered})

@@ -1,7 +1,6 @@
 package playbook
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -65,10 +63,10 @@ func DefaultsNotice(name string) string {
 		name, DefaultMaxTurns, DefaultTimeout)
 }
 
-// RunSpec is everything a headless run of one playbook is allowed: computed
+// Allowance is everything a headless run of one playbook is allowed: computed
 // from the playbook's run: block and the instance's effective egress policy
-// (ComputeRunSpec). The launcher starts the session from it.
-type RunSpec struct {
+// (ComputeAllowance). Its run's plan (package plan) is made from it.
+type Allowance struct {
 	Playbook string `json:"playbook"`
 	// Text is the playbook's file as PrepareRun read and checked it against
 	// its approval: a run is handed these bytes (EnvRunPlaybookFile), never
@@ -113,13 +111,13 @@ type ExcludedHost struct {
 	Fix    string `json:"fix"` // the command that would allow it
 }
 
-// ComputeRunSpec checks that playbook name may run headless and returns what
+// ComputeAllowance checks that playbook name may run headless and returns what
 // its run is allowed, given the instance's effective policy pol.
-func ComputeRunSpec(name, path string, m Meta, pol *policy.Policy) (RunSpec, error) {
+func ComputeAllowance(name, path string, m Meta, pol *policy.Policy) (Allowance, error) {
 	if err := CanRunHeadless(name, m); err != nil {
-		return RunSpec{}, err
+		return Allowance{}, err
 	}
-	s := RunSpec{Playbook: name, Path: path, Stage: m.Stage, policy: pol, run: m.Run,
+	s := Allowance{Playbook: name, Path: path, Stage: m.Stage, policy: pol, run: m.Run,
 		MaxTurns: m.Run.Turns(), Timeout: m.Run.TimeoutDuration(), Deny: []string{}, AllowPrivate: []string{}, Excluded: []ExcludedHost{}}
 	s.TimeoutText = s.Timeout.String()
 	if pol != nil {
@@ -147,7 +145,7 @@ func ComputeRunSpec(name, path string, m Meta, pol *policy.Policy) (RunSpec, err
 	for _, h := range m.Run.Hosts {
 		r, err := policy.ParseRule(h)
 		if err != nil {
-			return RunSpec{}, errs.Usagef("%s: run: hosts: %v", path, err) // Parse refuses such a file; defensive
+			return Allowance{}, errs.Usagef("%s: run: hosts: %v", path, err) // Parse refuses such a file; defensive
 		}
 		got := IntersectHosts(r, allowed)
 		for _, g := range got {
@@ -207,7 +205,7 @@ func policyAllowRules(pol *policy.Policy) []*policy.Rule {
 //     wider than either side.
 //
 // The instance's deny entries are not applied here: they go into the run's
-// policy unchanged (RunSpec.Deny) and win there as everywhere.
+// policy unchanged (Allowance.Deny) and win there as everywhere.
 func IntersectHosts(run *policy.Rule, allowed []*policy.Rule) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -294,7 +292,7 @@ func pattern(host string, wild bool, port int) string {
 // hobbs playbook allow when run.hosts does not cover it, hobbs policy allow
 // when the instance policy does not. None when both already allow it (a deny
 // entry then decides: see hobbs policy check).
-func (s RunSpec) AllowCommands(host string, port int) []string {
+func (s Allowance) AllowCommands(host string, port int) []string {
 	if port == 0 {
 		port = 443
 	}
@@ -328,13 +326,6 @@ func matches(r *policy.Rule, host string, port int) bool {
 	}
 	return r.Host == host
 }
-
-// Runner carries out one headless run of a playbook in instance in: the
-// launcher's headless session. The caller has checked the stage, computed
-// spec and holds the run lock for the whole call. It returns when the run
-// has ended (its task recorded) or failed to start; an error carries the
-// exit code (errs), 124 for a run stopped at its time limit.
-type Runner func(ctx context.Context, in instance.Instance, spec RunSpec) error
 
 // RunLockName is the instance lock (instance.Lock) held for the length of a
 // run of playbook name.

@@ -9,10 +9,10 @@ import (
 	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
-// RunCheck is what PrepareRun found: the run's grant and, for a run: block,
+// RunCheck is what PrepareRun found: the run's allowance and, for a run: block,
 // whether it is approved.
 type RunCheck struct {
-	Spec RunSpec
+	Spec Allowance
 	Run  *Run // the run: block as the file has it; nil without one
 	Doc  *Doc // the playbook as read: what an approval approves
 	// Unapproved is why the playbook may not run yet (CheckGrant: its text
@@ -23,7 +23,7 @@ type RunCheck struct {
 
 // PrepareRun checks that playbook name may run headless now — its stage,
 // for a schedule's run (scheduled) that it is still autonomous — and
-// computes its grant under the instance's effective policy pol. A refusal
+// computes its allowance under the instance's effective policy pol. A refusal
 // is audited (playbook.run, refused) unless the caller only looks (dry
 // run, plan).
 func (s *Store) PrepareRun(name string, pol *policy.Policy, scheduled, look bool) (RunCheck, error) {
@@ -31,7 +31,7 @@ func (s *Store) PrepareRun(name string, pol *policy.Policy, scheduled, look bool
 	if err != nil {
 		return RunCheck{}, err
 	}
-	spec, err := ComputeRunSpec(name, d.Path, d.Meta, pol)
+	spec, err := ComputeAllowance(name, d.Path, d.Meta, pol)
 	if err == nil && scheduled {
 		if err = CanSchedule(name, d.Meta); err != nil {
 			err = errs.Usagef("%v; this scheduled run is refused", err).
@@ -83,26 +83,26 @@ func (s *Store) RunLocked(name, stage string, run func() error) error {
 // they name (Approve) — and returns the grant and what a run gets under
 // the instance's effective policy pol. A playbook without a run: block has
 // nothing to approve; one that may not run headless is refused.
-func (s *Store) ApproveRuns(name string, pol *policy.Policy) (*Grant, RunSpec, error) {
+func (s *Store) ApproveRuns(name string, pol *policy.Policy) (*Grant, Allowance, error) {
 	if err := checkName(name); err != nil {
-		return nil, RunSpec{}, err
+		return nil, Allowance{}, err
 	}
 	unlock, err := s.lock()
 	if err != nil {
-		return nil, RunSpec{}, err
+		return nil, Allowance{}, err
 	}
 	defer unlock()
 	d, _, err := s.Get(name)
 	if err != nil {
-		return nil, RunSpec{}, err
+		return nil, Allowance{}, err
 	}
 	if d.Meta.Run == nil {
-		return nil, RunSpec{}, errs.Usagef("%s has no run: block to approve", name).
-			Advise(NoRunBlock, "name", name)
+		return nil, Allowance{}, errs.Usagef("%s has no run: block to approve", name).
+			WithHint("declare what a run needs under run: (docs/playbooks.md), or hobbs playbook allow %s HOST", name)
 	}
-	spec, err := ComputeRunSpec(name, d.Path, d.Meta, pol)
+	spec, err := ComputeAllowance(name, d.Path, d.Meta, pol)
 	if err != nil {
-		return nil, RunSpec{}, err
+		return nil, Allowance{}, err
 	}
 	g, err := Approve(s.In, name, d, s.now(), s.Audit)
 	return g, spec, err

@@ -273,14 +273,14 @@ func TestIntersectHosts(t *testing.T) {
 	}
 }
 
-func TestComputeRunSpec(t *testing.T) {
+func TestComputeAllowance(t *testing.T) {
 	pol, err := policy.Parse("policy.yaml", []byte("services: [github]\ndomains: [\"*.bank.example\", api.mail.example]\ndeny: [evil.bank.example]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := Meta{Stage: "autonomous", Run: &Run{Hosts: []string{"api.github.com", "*.bank.example", "api.mail.example", "notallowed.example", "*.mail.example"},
 		Secrets: []string{"BANK_TOKEN"}, Tools: []string{"Read"}, MaxTurns: 7}}
-	s, err := ComputeRunSpec("inv", "/p/inv.md", m, pol)
+	s, err := ComputeAllowance("inv", "/p/inv.md", m, pol)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,11 +312,11 @@ func TestComputeRunSpec(t *testing.T) {
 		}
 	}
 	// Supervised without run: the instance defaults, said so.
-	s, err = ComputeRunSpec("inv", "/p/inv.md", Meta{Stage: "supervised"}, pol)
+	s, err = ComputeAllowance("inv", "/p/inv.md", Meta{Stage: "supervised"}, pol)
 	if err != nil || s.Declared || s.Hosts != nil || s.Secrets != nil || !strings.Contains(s.Notice, "instance defaults") || s.MaxTurns != DefaultMaxTurns {
 		t.Fatalf("%+v %v", s, err)
 	}
-	if _, err := ComputeRunSpec("inv", "/p/inv.md", Meta{Stage: "assisted"}, pol); err == nil {
+	if _, err := ComputeAllowance("inv", "/p/inv.md", Meta{Stage: "assisted"}, pol); err == nil {
 		t.Fatal("assisted ran")
 	}
 }

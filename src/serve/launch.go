@@ -3,17 +3,18 @@ package serve
 import (
 	"context"
 
-	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/runner"
 )
 
 // LauncherRunner carries out triggered runs with the launcher: each is a
-// KindTrigger run of the playbook's approved grant (launcher.CheckTrigger:
+// KindTrigger run of the playbook's approved grant (runner.CheckTrigger:
 // stage supervised or autonomous, run: block approved), planned and
-// executed by launcher.Runner as every headless run, under the playbook's
+// executed by runner.Runner as every headless run, under the playbook's
 // run lock, with the event as the session file $HOBBS_EVENT names.
 type LauncherRunner struct {
-	Launcher  launcher.Runner
+	Launcher  runner.Runner
 	Playbooks *playbook.Store
 }
 
@@ -23,7 +24,7 @@ func (r LauncherRunner) Check(pb string) error {
 	if err != nil {
 		return err
 	}
-	_, err = launcher.CheckTrigger(r.Playbooks, pb, pol)
+	_, err = runner.CheckTrigger(r.Playbooks, pb, pol)
 	return err
 }
 
@@ -34,13 +35,13 @@ func (r LauncherRunner) Run(ctx context.Context, j Job, event []byte) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	grant, err := launcher.CheckTrigger(r.Playbooks, j.Playbook, pol)
+	grant, err := runner.CheckTrigger(r.Playbooks, j.Playbook, pol)
 	if err != nil {
 		return Result{}, err
 	}
 	var res Result
 	err = r.Playbooks.RunLocked(j.Playbook, grant.Stage, func() error {
-		f, err := r.Launcher.Run(ctx, launcher.KindTrigger, grant, &launcher.Trigger{Name: j.Trigger, Source: j.Source, Event: event}, j.Task)
+		f, err := r.Launcher.Run(ctx, plan.KindTrigger, grant, &plan.Trigger{Name: j.Trigger, Source: j.Source, Event: event}, j.Task)
 		o := f.Outcome
 		res = Result{Finished: f.Recorded, Outcome: o.Status, Why: o.Why, Report: o.Report, Review: f.Review, Denied: f.Denied}
 		if c := o.Result; c != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/runner"
 	"github.com/hobbs-agent/hobbs/src/task"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
@@ -71,7 +72,7 @@ type Result struct {
 // fills Secret (the instance's vault) and Runner (LauncherRunner) when
 // they are left out.
 type Options struct {
-	Launcher launcher.Runner
+	Launcher runner.Runner
 	Instance instance.Instance
 	Config   *config.Config
 	Audit    *audit.Logger

@@ -1,4 +1,4 @@
-package launcher
+package runner
 
 import (
 	"context"
@@ -8,16 +8,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
 // A headless playbook run is a session without a terminal whose plan
-// (NewPlan, KindPlaybook, KindScheduled or KindTrigger) has Claude Code in print mode
+// (plan.New: KindPlaybook, KindScheduled or KindTrigger) has Claude Code in print mode
 // carry out the playbook with the run-playbook skill, within the approved
-// grant: its proxy enforces a policy of the run's own, it gets only the
+// allowance: its proxy enforces a policy of the run's own, it gets only the
 // declared secrets, Claude Code its own fresh state, the declared tools and
 // turn and cost limits, and the session is stopped at the time limit (exit
 // 124). The run is a task in the task log: started before the session,
@@ -32,14 +35,16 @@ const maxTranscript = 256 << 10
 
 // Headless is one headless run of a playbook.
 type Headless struct {
-	Plan  *Plan
-	Grant playbook.RunSpec
+	Plan  *plan.Plan
+	Grant playbook.Allowance
 	// Runtime carries the plan out; its Stdout gets the run's output too.
-	Runtime Runtime
+	Runtime launcher.Runtime
 	Tasks   task.Log
 	// Remember, when set, turns the final message's Lessons into memories.
 	Remember task.Rememberer
 	Status   func(format string, args ...any)
+	// Words words the run's notices (kinds.go) for Status.
+	Words func(errs.Advice) string
 	// Task, when set, is the run's task, started already (hobbs serve
 	// answers a webhook with it while the run waits in its queue);
 	// otherwise Run starts one.
@@ -59,18 +64,12 @@ type Finished struct {
 	Recorded bool
 }
 
-// Run carries the run out as a task and returns the session's exit code
-// and error; the task is finished either way (a failure to finish it is a
-// warning on Status). A run whose outcome is failed though Claude Code
-// exited 0 returns exit code 1.
-func (h Headless) Run(ctx context.Context) (int, error) {
-	f, err := h.RunTask(ctx)
-	return f.Code, err
-}
-
-// RunTask is Run, returning how the run ended.
+// RunTask carries the run out as a task and returns how it ended; the
+// task is finished either way (a failure to finish it is a warning on
+// Status). A run whose outcome is failed though Claude Code exited 0 has
+// exit code 1.
 func (h Headless) RunTask(ctx context.Context) (Finished, error) {
-	in, spec := h.Plan.instance, h.Grant
+	in, spec := h.Plan.In(), h.Grant
 	id := h.Task
 	if id == "" {
 		t, err := h.Tasks.Start(task.RunTitle(spec.Playbook), "hobbs", spec.Playbook)
@@ -89,7 +88,7 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 		rt.Stdout = out
 	}
 	start := time.Now()
-	code, runErr := Execute(ctx, h.Plan, rt)
+	code, runErr := launcher.Execute(ctx, h.Plan, rt)
 
 	o := RunOutcome(code, runErr, []byte(out.String()))
 	denied := deniedSince(in, start)
@@ -116,9 +115,9 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 	if o.Why != "" {
 		what += " (" + o.Why + ")"
 	}
-	h.Status("playbook %s: task %s %s (hobbs task show %s)", spec.Playbook, id, what, id)
+	h.Status("%s", h.word(TaskEnded, "playbook", spec.Playbook, "task", id, "what", what))
 	if review != "" {
-		h.Status("playbook %s is supervised: review the run, then hobbs task review %s --approve (or --reject)", spec.Playbook, id)
+		h.Status("%s", h.word(ReviewRun, "playbook", spec.Playbook, "task", id))
 	}
 	if runErr == nil && code == 0 && o.Status != task.OK {
 		code = 1
@@ -131,7 +130,7 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 }
 
 // runReport is the run's part of its task record.
-func runReport(spec playbook.RunSpec, denied []policy.Denied, code int, runErr error, o Outcome) string {
+func runReport(spec playbook.Allowance, denied []policy.Denied, code int, runErr error, o Outcome) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Run\n\n- playbook: %s (%s)\n- exit: %d\n", spec.Playbook, spec.Stage, code)
 	if runErr != nil {
@@ -218,4 +217,25 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// word is the run's notice k with facts kv as Words words it ("" without
+// words).
+func (h Headless) word(k errs.Kind, kv ...string) string {
+	if h.Words == nil {
+		return ""
+	}
+	return h.Words(errs.NewAdvice(k, kv...))
 }

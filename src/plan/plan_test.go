@@ -1,4 +1,4 @@
-package launcher
+package plan
 
 import (
 	"bytes"
@@ -58,9 +58,9 @@ func goldenConfig(t *testing.T, yaml string) *config.Config {
 	return cfg
 }
 
-func goldenGrant(t *testing.T, pol *policy.Policy, stage string, run *playbook.Run) *playbook.RunSpec {
+func goldenGrant(t *testing.T, pol *policy.Policy, stage string, run *playbook.Run) *playbook.Allowance {
 	t.Helper()
-	g, err := playbook.ComputeRunSpec("weekly-invoices", "/home/ada/.local/share/hobbs/playbooks/weekly-invoices.md",
+	g, err := playbook.ComputeAllowance("weekly-invoices", "/home/ada/.local/share/hobbs/playbooks/weekly-invoices.md",
 		playbook.Meta{Title: "Pay the weekly invoices", Stage: stage, Run: run}, pol)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ secrets:
 
 // TestGoldenPlans pins the plans of representative runs: what each agent
 // may do, whole. A change that widens one shows as a diff of its file
-// under testdata/plans; go test ./src/launcher -run TestGoldenPlans
+// under testdata/plans; go test ./src/plan -run TestGoldenPlans
 // -update rewrites them after review.
 func TestGoldenPlans(t *testing.T) {
 	bankPolicy := "domains: [\"api.bank.example\", \"*.files.bank.example:8443\", \"news.example\"]\ndeny: [\"gist.github.com\"]\n"
@@ -148,7 +148,7 @@ func TestGoldenPlans(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := NewPlan(goldenConfig(t, c.config), c.spec(t))
+			p, err := New(goldenConfig(t, c.config), c.spec(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestGoldenPlans(t *testing.T) {
 				}
 				want, err := os.ReadFile(path)
 				if err != nil {
-					t.Fatalf("%v (go test ./src/launcher -run TestGoldenPlans -update writes it)", err)
+					t.Fatalf("%v (go test ./src/plan -run TestGoldenPlans -update writes it)", err)
 				}
 				if !bytes.Equal(got, want) {
 					t.Errorf("the plan differs from %s; review the diff, then -update:\n%s", path, lineDiff(string(want), string(got)))
@@ -226,7 +226,7 @@ func TestPlanInvariants(t *testing.T) {
 			Trigger: &Trigger{Name: "t", Source: "github", Event: []byte("{}")}},
 	}
 	for _, spec := range specs {
-		p, err := NewPlan(cfg, spec)
+		p, err := New(cfg, spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +282,7 @@ func TestPlanInvariants(t *testing.T) {
 			for _, m := range p.Agent.Mounts {
 				ro = ro || (m.Target == SessionPlaybookFile && m.ReadOnly && m.Type == MountSessionFile)
 			}
-			if !ro || string(p.playbook) != string(g.Text) || !slices.Contains(p.Agent.Env, playbook.EnvRunPlaybookFile+"="+SessionPlaybookFile) ||
+			if !ro || string(p.PlaybookText) != string(g.Text) || !slices.Contains(p.Agent.Env, playbook.EnvRunPlaybookFile+"="+SessionPlaybookFile) ||
 				!slices.Contains(p.Agent.Env, playbook.EnvRunPlaybook+"="+g.Playbook) {
 				t.Errorf("%s: the approved text is not the run's read-only copy: %v", spec.Kind, p.Agent.Env)
 			}
@@ -329,7 +329,7 @@ func (p *Plan) checkClaudeState(t *testing.T) {
 		t.Errorf("%s: no fresh state with a hardened, read-only seed: %+v %+v", p.Kind, st, p.Seed)
 	}
 	tmpfs := strings.Join(p.Agent.Tmpfs, " ") + " "
-	owner := map[bool]string{false: ",uid=1000,gid=1000", true: ",U"}[p.podman]
+	owner := map[bool]string{false: ",uid=1000,gid=1000", true: ",U"}[p.Podman]
 	if !strings.Contains(tmpfs, ClaudeDir+":rw,") || !strings.Contains(tmpfs, owner+" ") {
 		t.Errorf("%s: agent tmpfs %q lacks the fresh state", p.Kind, p.Agent.Tmpfs)
 	}
@@ -367,45 +367,14 @@ func (p *Plan) checkClaudeState(t *testing.T) {
 func TestPlanRefusesUnknownAndReservedSecrets(t *testing.T) {
 	pol := goldenPolicy(t, "{}\n")
 	run := &playbook.Run{Hosts: []string{}, Secrets: []string{"NOPE"}, Tools: []string{}}
-	_, err := NewPlan(goldenConfig(t, secretsConfig), RunSpec{Kind: KindPlaybook, Name: "a", Image: "i", Policy: pol, Host: goldenHost(),
+	_, err := New(goldenConfig(t, secretsConfig), RunSpec{Kind: KindPlaybook, Name: "a", Image: "i", Policy: pol, Host: goldenHost(),
 		Playbook: goldenGrant(t, pol, "supervised", run)})
 	if err == nil || !strings.Contains(err.Error(), "NOPE") {
 		t.Errorf("unknown run secret: %v", err)
 	}
-	_, err = NewPlan(goldenConfig(t, "env:\n  HTTPS_PROXY: vault:x\n"), RunSpec{Kind: KindSession, Name: "a", Image: "i", Policy: pol, Host: goldenHost()})
+	_, err = New(goldenConfig(t, "env:\n  HTTPS_PROXY: vault:x\n"), RunSpec{Kind: KindSession, Name: "a", Image: "i", Policy: pol, Host: goldenHost()})
 	if err == nil || !strings.Contains(err.Error(), "HTTPS_PROXY") {
 		t.Errorf("reserved env name: %v", err)
-	}
-}
-
-// PlanRun makes a missing workspace, checks the policy as the proxy will
-// read it, and plans from what it surveyed.
-func TestPlanRunPreparesTheHost(t *testing.T) {
-	in, _ := instance.At(t.TempDir())
-	if err := os.WriteFile(in.Policy(), []byte("domains: [\"*\"]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ws := filepath.Join(t.TempDir(), "new", "ws")
-	spec := RunSpec{Kind: KindSession, Image: "i", Policy: goldenPolicy(t, "{}\n")}
-	_, err := PlanRun(in, config.Default(), false, ws, spec, nil)
-	if err == nil || !strings.Contains(err.Error(), "egress policy is invalid") || !strings.Contains(err.Error(), "policy.yaml:1") {
-		t.Fatalf("an invalid policy: %v", err)
-	}
-	if err := os.WriteFile(in.Policy(), []byte("domains: []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := PlanRun(in, config.Default(), false, ws, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
-		t.Errorf("the workspace was not made: %v", err)
-	}
-	if err := ValidName(p.Session); err != nil || p.Workspace != ws || p.Agent.Mounts[3].Source != ws {
-		t.Errorf("plan: session %q workspace %q mounts %+v", p.Session, p.Workspace, p.Agent.Mounts[:4])
-	}
-	if !p.hasAgentMount(InstanceDir+"/memory") || p.hasAgentMount(InstanceDir+"/foundation.md") {
-		t.Errorf("the survey's shares: memory made and mounted, a missing foundation.md not: %+v", p.Agent.Mounts)
 	}
 }
 
@@ -426,7 +395,7 @@ func (p *Plan) hasAgentMount(target string) bool {
 // the conversation is on standard input).
 func (p *Plan) checkChat(t *testing.T, cfg *config.Config, spec RunSpec) {
 	t.Helper()
-	session, err := NewPlan(cfg, RunSpec{Kind: KindSession, Name: spec.Name, Image: spec.Image, Policy: spec.Policy, Host: spec.Host})
+	session, err := New(cfg, RunSpec{Kind: KindSession, Name: spec.Name, Image: spec.Image, Policy: spec.Policy, Host: spec.Host})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +438,7 @@ func (p *Plan) checkTrigger(t *testing.T) {
 			t.Errorf("the proxy mounts the event")
 		}
 	}
-	if !mounted || !slices.Contains(p.Agent.Env, EnvEvent+"="+SessionEventFile) || p.event == nil {
+	if !mounted || !slices.Contains(p.Agent.Env, EnvEvent+"="+SessionEventFile) || p.Event == nil {
 		t.Errorf("trigger: the event is not a read-only session file named by %s: %v", EnvEvent, p.Agent.Env)
 	}
 	if !strings.Contains(p.Claude.Command[2], "untrusted input from") || !strings.Contains(p.Claude.Command[2], "never instructions") {
@@ -489,15 +458,15 @@ func TestTriggerPlanRefusals(t *testing.T) {
 	pol := goldenPolicy(t, "domains: [\"api.bank.example\"]\n")
 	cfg := goldenConfig(t, secretsConfig)
 	trig := &Trigger{Name: "t", Source: "github", Event: []byte("{}")}
-	if _, err := NewPlan(cfg, RunSpec{Kind: KindTrigger, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
+	if _, err := New(cfg, RunSpec{Kind: KindTrigger, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
 		Playbook: goldenGrant(t, pol, "supervised", nil), Trigger: trig}); err == nil || !strings.Contains(err.Error(), "no run: block") {
 		t.Errorf("a triggered run without a run: block: %v", err)
 	}
-	if _, err := NewPlan(cfg, RunSpec{Kind: KindPlaybook, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
+	if _, err := New(cfg, RunSpec{Kind: KindPlaybook, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
 		Playbook: goldenGrant(t, pol, "supervised", nil), Trigger: trig}); err == nil {
 		t.Errorf("a playbook run with a trigger was planned")
 	}
-	if _, err := NewPlan(cfg, RunSpec{Kind: KindTrigger, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
+	if _, err := New(cfg, RunSpec{Kind: KindTrigger, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
 		Playbook: goldenGrant(t, pol, "supervised", nil)}); err == nil {
 		t.Errorf("a triggered run without its event was planned")
 	}

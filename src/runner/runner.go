@@ -1,4 +1,4 @@
-package launcher
+package runner
 
 import (
 	"context"
@@ -11,17 +11,20 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/image"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
-// Runner plans and carries out the headless runs of one instance's
-// playbooks, for whichever process starts them: hobbs playbook run (by
-// hand or a schedule's) and hobbs serve (a webhook's). Each run is planned
-// by PlanRun (the host surveyed, NewPlan) from the playbook's approved
-// grant and the instance's effective policy, and carried out as a task by
-// Headless, so every caller gets the same checks, plan and record.
+// Runner plans and carries out the runs of one instance, for whichever
+// process starts them: hobbs run (a session), hobbs playbook run (by hand
+// or a schedule's) and hobbs serve (a webhook's). Each run is planned by
+// launcher.PlanRun (the policy checked, the host surveyed, plan.New) from the
+// instance's effective policy and, for a headless run, the playbook's
+// approved allowance, which is carried out as a task by Headless, so every
+// caller gets the same checks, plan and record.
 type Runner struct {
 	Instance instance.Instance
 	Config   *config.Config
@@ -33,6 +36,9 @@ type Runner struct {
 	Audit         *audit.Logger
 	// Remember turns a run's Lessons into memories (nil: none).
 	Remember task.Rememberer
+	// Words words a piece of advice as the command layer does: a chat
+	// turn's reply says what to do about a run that could not start.
+	Words func(errs.Advice) string
 	// Status gets progress lines; Stdout and Stderr the run's output.
 	Status         func(format string, args ...any)
 	Stdout, Stderr io.Writer
@@ -41,33 +47,32 @@ type Runner struct {
 // Policy is the instance's effective egress policy: the image's default
 // and policy.yaml, checked as the proxy will read it.
 func (r Runner) Policy() (*policy.Policy, error) {
-	if err := CheckPolicy(r.Instance); err != nil {
+	if err := launcher.CheckPolicy(r.Instance); err != nil {
 		return nil, err
 	}
-	return policy.LoadEffective(r.Instance.FS(), BuiltinPolicyName, r.DefaultPolicy, r.Instance.Policy())
+	return r.effective()
 }
 
-// BuiltinPolicyName names the image's default policy in messages.
-const BuiltinPolicyName = "built-in dist/policy.yaml"
+// effective is the instance's effective egress policy, policy.yaml
+// checked already (launcher.PlanRun).
+func (r Runner) effective() (*policy.Policy, error) {
+	return policy.LoadEffective(r.Instance.FS(), launcher.BuiltinPolicyName, r.DefaultPolicy, r.Instance.Policy())
+}
 
 // Plan is the plan of a headless run of kind for grant (trig: a triggered
 // run's event). planOnly: a plan to print, which root may see.
-func (r Runner) Plan(kind Kind, grant playbook.RunSpec, trig *Trigger, planOnly bool) (*Plan, error) {
-	if err := RefuseRoot(); err != nil && !planOnly {
+func (r Runner) Plan(kind plan.Kind, grant playbook.Allowance, trig *plan.Trigger, planOnly bool) (*plan.Plan, error) {
+	if err := launcher.RefuseRoot(); err != nil && !planOnly {
 		return nil, err
 	}
-	pol, err := r.Policy()
-	if err != nil {
-		return nil, err
-	}
-	spec := RunSpec{Kind: kind, Image: image.ImageRef(r.Config.Image), Playbook: &grant, Policy: pol, Trigger: trig}
-	return PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), "", spec, r.status)
+	spec := plan.RunSpec{Kind: kind, Image: image.ImageRef(r.Config.Image), Playbook: &grant, Trigger: trig}
+	return launcher.PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), "", spec, r.status, r.effective)
 }
 
 // Run plans and carries out a headless run of kind for grant as a task
 // (taskID: one started already, "" for a new one) and returns how it
 // ended. An error before the run started leaves the task to the caller.
-func (r Runner) Run(ctx context.Context, kind Kind, grant playbook.RunSpec, trig *Trigger, taskID string) (Finished, error) {
+func (r Runner) Run(ctx context.Context, kind plan.Kind, grant playbook.Allowance, trig *plan.Trigger, taskID string) (Finished, error) {
 	if _, err := r.Engine.Path(); err != nil {
 		return Finished{}, err
 	}
@@ -76,7 +81,7 @@ func (r Runner) Run(ctx context.Context, kind Kind, grant playbook.RunSpec, trig
 		return Finished{}, err
 	}
 	h := Headless{Plan: p, Grant: grant, Runtime: r.Runtime(SessionOptions{}), Tasks: task.Open(r.Instance, r.Audit), Remember: r.Remember,
-		Status: r.status, Task: taskID}
+		Status: r.status, Words: r.Words, Task: taskID}
 	return h.RunTask(ctx)
 }
 
@@ -91,18 +96,18 @@ func (r Runner) status(format string, args ...any) {
 // playbook must be at stage supervised or autonomous with a run: block
 // approved as it is now (hobbs playbook approve), as a scheduled run's
 // must. It returns the run's grant; a refusal is audited (playbook.run).
-func CheckTrigger(st *playbook.Store, name string, pol *policy.Policy) (playbook.RunSpec, error) {
+func CheckTrigger(st *playbook.Store, name string, pol *policy.Policy) (playbook.Allowance, error) {
 	c, err := st.PrepareRun(name, pol, false, false)
 	if err != nil {
-		return playbook.RunSpec{}, err
+		return playbook.Allowance{}, err
 	}
 	if !c.Spec.Declared {
-		return playbook.RunSpec{}, st.Refuse(name, "no run: block for a triggered run",
+		return playbook.Allowance{}, st.Refuse(name, "no run: block for a triggered run",
 			errs.Usagef("%s has no run: block: a triggered run gets only what an approved run: block grants", name).
-				WithHint("declare what a run needs under run: (docs/playbooks.md), then hobbs playbook approve %s", name))
+				Advise(plan.TriggerNoRun, "playbook", name))
 	}
 	if c.Unapproved != nil {
-		return playbook.RunSpec{}, st.Refuse(name, "run: block not approved", c.Unapproved)
+		return playbook.Allowance{}, st.Refuse(name, "run: block not approved", c.Unapproved)
 	}
 	return c.Spec, nil
 }
@@ -122,7 +127,7 @@ type SessionOptions struct {
 }
 
 // Args are o's flags as hobbs run takes them again, for the background
-// launcher (StartBackground): --workspace, --image, --base, --binary and
+// launcher (launcher.StartBackground): --workspace, --image, --base, --binary and
 // the command.
 func (o SessionOptions) Args() []string {
 	var args []string
@@ -137,39 +142,35 @@ func (o SessionOptions) Args() []string {
 	return args
 }
 
-// CheckName checks the session name o asks for, if any (ValidName).
+// CheckName checks the session name o asks for, if any (plan.ValidName).
 func (o SessionOptions) CheckName() error {
 	if o.Name == "" {
 		return nil
 	}
-	return ValidName(o.Name)
+	return plan.ValidName(o.Name)
 }
 
 // PlanSession is the plan of a session (KindSession) started with o: the
 // image config.yaml names unless o does, the instance's effective policy,
 // the host surveyed.
-func (r Runner) PlanSession(o SessionOptions) (*Plan, error) {
+func (r Runner) PlanSession(o SessionOptions) (*plan.Plan, error) {
 	if err := o.CheckName(); err != nil {
 		return nil, err
 	}
 	if o.Image == "" {
 		o.Image = r.Config.Image
 	}
-	pol, err := r.Policy()
-	if err != nil {
-		return nil, err
-	}
-	spec := RunSpec{Kind: KindSession, Name: o.Name, Image: image.ImageRef(o.Image), Command: o.Command, TTY: o.TTY, Policy: pol}
-	return PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), o.Workspace, spec, r.status)
+	spec := plan.RunSpec{Kind: plan.KindSession, Name: o.Name, Image: image.ImageRef(o.Image), Command: o.Command, TTY: o.TTY}
+	return launcher.PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), o.Workspace, spec, r.status, r.effective)
 }
 
-// Runtime is what Execute needs of this process, hobbs run's launcher, to
+// Runtime is what launcher.Execute needs of this process, hobbs run's launcher, to
 // carry out a plan started with o: the engine, the streams, the audit log
 // and how to make the image current (o's base and binary, else
 // config.yaml's).
-func (r Runner) Runtime(o SessionOptions) Runtime {
+func (r Runner) Runtime(o SessionOptions) launcher.Runtime {
 	b := image.BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
 	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
-	return Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
-		Progress: r.status, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true}
+	return launcher.Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
+		Progress: r.status, Words: r.Words, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true}
 }

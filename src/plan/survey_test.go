@@ -1,4 +1,4 @@
-package launcher
+package plan
 
 import (
 	"path/filepath"

@@ -1,8 +1,9 @@
-package launcher
+package plan
 
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"time"
 
@@ -13,20 +14,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 )
-
-// Plans. Everything an agent may do in one run — both containers' flags,
-// every mount with its checked source, the proxy's policy and the secrets
-// bound to hosts (by name), Claude Code's command line, the time limit — is
-// computed here, in NewPlan, from config.yaml and a RunSpec, and nowhere
-// else. NewPlan is pure: the host's facts it needs (which instance entries
-// exist and passed their checks, the workspace as resolved, the engine) are
-// gathered beforehand by Survey and travel in the spec, and it reads no
-// clock, no engine and no file. Execute carries a plan out; `hobbs run
-// --plan` and `hobbs playbook run --plan` print it; golden tests pin it
-// (testdata/plans), so a change that widens what an agent may do shows as a
-// diff in review. A plan never holds a secret value or the proxy's token:
-// those are made or decrypted by Execute and reach the containers only in
-// session files.
 
 // Kind says who starts a run.
 type Kind string
@@ -46,12 +33,12 @@ const (
 type RunSpec struct {
 	Kind    Kind     `json:"kind"`
 	Name    string   `json:"name"`    // the session's name (ValidName)
-	Image   string   `json:"image"`   // the image to run (ImageRef)
+	Image   string   `json:"image"`   // the image to run (image.ImageRef)
 	Command []string `json:"command"` // KindSession: the agent's command; empty: claude
 	TTY     bool     `json:"tty"`     // the agent gets a terminal
-	// Playbook is a headless run's approved grant (KindPlaybook,
+	// Playbook is a headless run's approved allowance (KindPlaybook,
 	// KindScheduled, KindTrigger): its hosts, secrets, tools and limits.
-	Playbook *playbook.RunSpec `json:"playbook,omitempty"`
+	Playbook *playbook.Allowance `json:"playbook,omitempty"`
 	// Chat is a chat turn's conversation and limits (KindChat).
 	Chat *ChatSpec `json:"chat,omitempty"`
 	// Trigger is a triggered run's event (KindTrigger).
@@ -76,7 +63,7 @@ type Trigger struct {
 	Event  []byte `json:"-"`
 }
 
-// Host is what NewPlan needs to know of the host: found and checked by
+// Host is what New needs to know of the host: found and checked by
 // Survey, or set by hand in tests.
 type Host struct {
 	Instance     string           `json:"instance"` // the instance root
@@ -139,14 +126,24 @@ type Plan struct {
 	// TimeoutText is Timeout as text, for JSON ("" for none).
 	TimeoutText string `json:"timeout,omitempty"`
 
-	uid, gid  int
-	podman    bool
-	proxyPol  []byte // a headless run's own policy file
-	event     []byte // a triggered run's event file
-	playbook  []byte // a headless run's playbook text as approved (playbook.RunSpec.Text)
-	instance  instance.Instance
-	runVolume string
+	// What carrying the plan out needs beyond what the plan shows; never
+	// a secret's value.
+	UID, GID  int    `json:"-"`
+	Podman    bool   `json:"-"` // the engine is podman
+	RunVolume string `json:"-"` // the socket volume's name
+	// ProxyPolicy is a headless run's own policy file (Egress.Policy),
+	// Event a triggered run's event, PlaybookText a headless run's
+	// playbook as approved (playbook.Allowance.Text): each the content of
+	// a session file.
+	ProxyPolicy  []byte `json:"-"`
+	Event        []byte `json:"-"`
+	PlaybookText []byte `json:"-"`
+
+	instance instance.Instance
 }
+
+// In is the instance the plan's run works on.
+func (p *Plan) In() instance.Instance { return p.instance }
 
 // Container is one container's configuration, rendered into the engine's
 // create command by args.
@@ -242,16 +239,8 @@ type BoundSecret struct {
 	Kind string `json:"kind,omitempty"`
 }
 
-// SessionFile is one file of the session's private directory.
-type SessionFile struct {
-	Name      string `json:"name"`
-	Container string `json:"container"` // agent or proxy
-	Target    string `json:"target"`
-	Holds     string `json:"holds"`
-}
-
 // Claude is how Claude Code runs in the agent container. For a headless
-// run each field is a flag of its command line (playbook.ClaudeCommand).
+// run each field is a flag of its command line (claude.go).
 type Claude struct {
 	Command []string `json:"command"`
 	// Tools is --tools (the built-in tools the run has at all), nil for
@@ -309,8 +298,6 @@ const (
 	ClaudeCredentials  = ".credentials.json"
 	// SeedDir is where the seed container mounts the state volume.
 	SeedDir = "/seed"
-	// maxSeed bounds the sign-in the launcher takes from the seed.
-	maxSeed = 64 << 10
 )
 
 // claudeStateTmpfs are the options of a run's own Claude Code directory:
@@ -330,10 +317,10 @@ const (
 	shownFiles = "<session-files>" // the session's private directory
 )
 
-// NewPlan computes the run spec describes under config cfg. It is pure: an
+// New computes the run spec describes under config cfg. It is pure: an
 // error is the user's to fix (a secret the run needs that config.yaml does
 // not have, a name the launcher sets itself, a binding's bad host).
-func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
+func New(cfg *config.Config, spec RunSpec) (*Plan, error) {
 	if err := ValidName(spec.Name); err != nil {
 		return nil, err
 	}
@@ -346,33 +333,33 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 	}
 	h := spec.Host
 	p := &Plan{Kind: spec.Kind, Session: spec.Name, Image: spec.Image, Instance: in.Root, Workspace: h.Workspace,
-		uid: h.UID, gid: h.GID, podman: h.Podman, instance: in, runVolume: h.RunVolume,
+		UID: h.UID, GID: h.GID, Podman: h.Podman, instance: in, RunVolume: h.RunVolume,
 		Env: []EnvSecret{}, Secrets: []BoundSecret{}}
-	if p.runVolume == "" {
-		p.runVolume = spec.Name + "-run"
+	if p.RunVolume == "" {
+		p.RunVolume = spec.Name + "-run"
 	}
 	grant := spec.Playbook
 	headless := spec.Kind == KindPlaybook || spec.Kind == KindScheduled || spec.Kind == KindTrigger
 	if headless != (grant != nil) {
-		return nil, errs.Failf("internal: a %s run with%s a playbook grant", spec.Kind, map[bool]string{true: "", false: "out"}[grant != nil])
+		return nil, kindMismatch(spec.Kind, grant != nil, "a playbook grant")
 	}
 	if (spec.Kind == KindChat) != (spec.Chat != nil) {
-		return nil, errs.Failf("internal: a %s run with%s a chat turn", spec.Kind, map[bool]string{true: "", false: "out"}[spec.Chat != nil])
+		return nil, kindMismatch(spec.Kind, spec.Chat != nil, "a chat turn")
 	}
 	if spec.Kind == KindChat {
 		spec.TTY = false // no one is at a terminal
 	}
 	if (spec.Kind == KindTrigger) != (spec.Trigger != nil) {
-		return nil, errs.Failf("internal: a %s run with%s a trigger", spec.Kind, map[bool]string{true: "", false: "out"}[spec.Trigger != nil])
+		return nil, kindMismatch(spec.Kind, spec.Trigger != nil, "a trigger")
 	}
 	if spec.Trigger != nil {
 		// Untrusted input starts the run: only what a run: block grants,
 		// never the instance's defaults.
 		if !grant.Declared {
 			return nil, errs.Usagef("%s has no run: block: a triggered run gets only what an approved run: block grants", grant.Playbook).
-				WithHint("declare what a run needs under run: (docs/playbooks.md), then hobbs playbook approve %s", grant.Playbook)
+				Advise(TriggerNoRun, "playbook", grant.Playbook)
 		}
-		p.Trigger, p.event = spec.Trigger.Name, append([]byte{}, spec.Trigger.Event...)
+		p.Trigger, p.Event = spec.Trigger.Name, append([]byte{}, spec.Trigger.Event...)
 	}
 	if err := p.secrets(cfg, grant); err != nil {
 		return nil, err
@@ -396,57 +383,24 @@ func NewPlan(cfg *config.Config, spec RunSpec) (*Plan, error) {
 	if p.Claude.State.Fresh {
 		p.Seed = p.seed()
 	}
-	p.AgentVars = p.agentVars()
+	p.AgentVars = p.shownAgentEnv()
 	p.Create.Agent, p.Create.Proxy, p.Create.Seed = p.Args()
 	return p, nil
 }
 
-// secrets picks the variables the run gets: all that config.yaml maps or
-// binds, or, for a run: block, only those it names.
-func (p *Plan) secrets(cfg *config.Config, grant *playbook.RunSpec) error {
-	keep := func(string) bool { return true }
-	if grant != nil && grant.Declared {
-		want := map[string]bool{}
-		for _, n := range grant.Secrets {
-			_, env := cfg.Env[n]
-			_, bound := cfg.Secrets[n]
-			if !env && !bound {
-				return errs.Usagef("the run needs the secret %s, which config.yaml neither binds (secrets:) nor maps (env:)", n).
-					WithHint("add it to config.yaml, or remove it from the playbook's run.secrets")
-			}
-			want[n] = true
-		}
-		keep = func(n string) bool { return want[n] }
+// kindMismatch is the error of a spec whose kind and parts disagree (a
+// caller's mistake, never the user's).
+func kindMismatch(k Kind, has bool, what string) error {
+	with := "with"
+	if !has {
+		with = "without"
 	}
-	var names []string
-	for _, kv := range cfg.VaultEnv() {
-		if keep(kv[0]) {
-			p.Env = append(p.Env, EnvSecret{Name: kv[0], Vault: kv[1]})
-			names = append(names, kv[0]+"=")
-		}
-	}
-	for _, n := range cfg.BindingNames() {
-		if !keep(n) {
-			continue
-		}
-		b := cfg.Secrets[n]
-		if err := b.Check(); err != nil {
-			return errs.Usagef("config.yaml: secrets.%s.%v", n, err).
-				WithHint("hosts take the forms of policy.yaml domains: api.github.com, *.example.com, host:8443; in: header, path, query, body (docs/vault.md)")
-		}
-		p.Secrets = append(p.Secrets, BoundSecret{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...),
-			In: b.Positions(), Requests: append([]string(nil), b.Requests...), Kind: b.Kind})
-		names = append(names, n+"=")
-		if b.Kind == policy.KindAWSSigV4 {
-			names = append(names, policy.AWSSecretKeyVar+"=")
-		}
-	}
-	return CheckSecretNames(names)
+	return errs.Failf("internal: a %s run %s %s", k, with, what)
 }
 
 // egress is the proxy's policy: the instance's, or a headless run's own,
 // narrowed to its run: block's hosts.
-func (p *Plan) egress(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec) error {
+func (p *Plan) egress(cfg *config.Config, spec RunSpec, grant *playbook.Allowance) error {
 	e := &p.Egress
 	e.Network = "default"
 	if n := egressNetworkOf(cfg, spec.Name); n != "" {
@@ -464,7 +418,7 @@ func (p *Plan) egress(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec)
 		if pol, err = policy.Parse(SessionPolicyFile, b); err != nil {
 			return errs.Wrap(errs.Failure, err, "run policy")
 		}
-		p.proxyPol, e.Policy = b, string(b)
+		p.ProxyPolicy, e.Policy = b, string(b)
 		e.PolicyFiles = []string{SessionPolicyFile}
 	} else {
 		e.PolicyFiles = []string{PolicyFile, InstanceDir + "/policy.yaml"}
@@ -498,51 +452,6 @@ func (p *Plan) egress(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec)
 	return nil
 }
 
-// claude is the agent's command: the spec's, or a headless run's Claude
-// Code in print mode.
-func (p *Plan) claude(cfg *config.Config, spec RunSpec, grant *playbook.RunSpec) {
-	c := &p.Claude
-	c.Settings = ManagedSettings
-	c.State = ClaudeState{Dir: ClaudeDir, Volume: ClaudeVolume(p.instance, cfg.ClaudeVolume)}
-	if grant != nil || spec.Chat != nil {
-		c.State.Fresh, c.State.Seed = true, []string{ClaudeCredentials}
-	}
-	if grant == nil {
-		c.Settings = append(append([]string{}, ManagedSettings...), ManagedSettingsDir)
-	}
-	if ch := spec.Chat; ch != nil {
-		c.Command, c.Print, c.MaxTurns, c.Input = ChatCommand(ch.maxTurns()), true, ch.maxTurns(), ChatInput
-		c.PermissionMode, c.OutputFormat, c.SettingSources = playbook.PermissionMode, playbook.OutputFormat, playbook.SettingSources
-		c.DisallowedTools = []string{"mcp__*"}
-		return
-	}
-	if grant == nil {
-		c.Command = append([]string{}, spec.Command...)
-		if len(c.Command) == 0 {
-			c.Command = []string{"claude"}
-		}
-		return
-	}
-	c.Command, c.Print, c.MaxTurns, c.MaxCostUSD = playbook.ClaudeCommand(*grant), true, grant.MaxTurns, grant.MaxCostUSD
-	if t := spec.Trigger; t != nil {
-		c.Command[2] = TriggerPrompt(grant.Playbook, t.Name, t.Source)
-	}
-	c.PermissionMode, c.OutputFormat, c.SettingSources = playbook.PermissionMode, playbook.OutputFormat, playbook.SettingSources
-	c.AllowedTools, c.DisallowedTools = grant.AllowedTools(), grant.DisallowedTools()
-	if grant.Declared {
-		c.Tools = playbook.BuiltinTools(c.AllowedTools)
-	}
-}
-
-// labels are the labels of the session's object of role.
-func sessionLabels(name, instanceID, owner, role, workspace string) []string {
-	l := []string{LabelSession + "=" + name, LabelRole + "=" + role, LabelInstance + "=" + instanceID, LabelOwner + "=" + owner}
-	if role == RoleAgent {
-		l = append(l, LabelWork+"="+workspace)
-	}
-	return l
-}
-
 // hardening is what both containers get: the user's uid, no capability,
 // no new privileges, the session's seccomp profile and an init process
 // (--init). The agent needs one: Claude Code starts many children, and
@@ -557,21 +466,21 @@ func sessionLabels(name, instanceID, owner, role, workspace string) []string {
 // standard input (SeccompSource): no file is left. Podman maps the user's
 // uid into the container as itself (keep-id).
 func (p *Plan) hardening(c *Container) {
-	c.User = fmt.Sprintf("%d:%d", p.uid, p.gid)
+	c.User = fmt.Sprintf("%d:%d", p.UID, p.GID)
 	c.CapDrop = []string{"ALL"}
 	c.SecurityOpt = []string{"no-new-privileges", "seccomp=" + SeccompSource}
 	c.Init = true
-	if p.podman {
+	if p.Podman {
 		c.Userns = "keep-id"
 	}
 }
 
 // runMount is the session's socket volume (a small tmpfs) at RunDir.
 func (p *Plan) runMount(readonly bool) Mount {
-	m := Mount{Type: MountVolume, Source: p.runVolume, Target: RunDir, ReadOnly: readonly}
-	if !p.podman {
+	m := Mount{Type: MountVolume, Source: p.RunVolume, Target: RunDir, ReadOnly: readonly}
+	if !p.Podman {
 		m.Create = "volume-driver=local,volume-opt=type=tmpfs,volume-opt=device=tmpfs,\"volume-opt=o=" + runVolumeOpts + "\""
-		m.Labels = sessionLabels(p.Session, InstanceID(p.instance), shownOwner, RoleRun, "")
+		m.Labels = Labels(p.Session, InstanceID(p.instance), shownOwner, RoleRun, "")
 	}
 	return m
 }
@@ -579,7 +488,7 @@ func (p *Plan) runMount(readonly bool) Mount {
 func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 	c := Container{Name: spec.Name, Role: RoleAgent, Hostname: "hobbs", Network: "none", Remove: true, Interactive: true,
 		TTY: spec.TTY, Image: spec.Image, Workdir: WorkspaceDir, Command: p.Claude.Command}
-	c.Labels = sessionLabels(spec.Name, InstanceID(p.instance), shownOwner, RoleAgent, h.Workspace)
+	c.Labels = Labels(spec.Name, InstanceID(p.instance), shownOwner, RoleAgent, h.Workspace)
 	p.hardening(&c)
 	c.Resources = Resources{PIDs: cfg.Resources.PIDs, Memory: cfg.Resources.Memory, CPUs: cfg.Resources.CPUs}
 	c.Env = []string{"HOME=" + HomeDir, "USER=dev", "HOBBS_HOME=" + InstanceDir, "HOBBS_CONTEXT=container",
@@ -591,7 +500,7 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 	if g := spec.Playbook; g != nil && g.Text != nil {
 		// The run carries out the text its approval was checked against,
 		// never the file again (a session may change it meanwhile).
-		p.playbook = append([]byte{}, g.Text...)
+		p.PlaybookText = append([]byte{}, g.Text...)
 		c.Env = append(c.Env, playbook.EnvRunPlaybook+"="+g.Playbook, playbook.EnvRunPlaybookFile+"="+SessionPlaybookFile)
 		c.Mounts = append(c.Mounts, p.sessionFile("playbook.md", SessionPlaybookFile, RoleAgent,
 			"the playbook's text as checked against its approval before the run: what hobbs playbook show prints in the run"))
@@ -615,14 +524,14 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 	if st := p.Claude.State; st.Fresh {
 		// A run's own Claude Code directory, owned by the session's user,
 		// and its sign-in (filled in by the seed).
-		owner := fmt.Sprintf("uid=%d,gid=%d", p.uid, p.gid)
-		if p.podman {
+		owner := fmt.Sprintf("uid=%d,gid=%d", p.UID, p.GID)
+		if p.Podman {
 			owner = "U" // podman takes no uid=: U gives the tmpfs to the container's user
 		}
 		c.Tmpfs = append(c.Tmpfs, ClaudeDir+":"+claudeStateTmpfs+","+owner)
 		if p.Kind != KindChat {
 			// A playbook run approves only its block's tools; a chat turn
-			// keeps a session's approvals (ChatCommand).
+			// keeps a session's approvals (claude.go).
 			c.Tmpfs = append(c.Tmpfs, ManagedSettingsDir+":ro,size=4k,mode=0555")
 		}
 		c.Mounts = append(c.Mounts, p.sessionFile("claude-credentials", SessionClaudeCredentials, RoleAgent,
@@ -637,8 +546,8 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 // The engine makes a missing one (Docker) with these labels.
 func (p *Plan) claudeVolume(readonly bool, target string) Mount {
 	m := Mount{Type: MountVolume, Source: p.Claude.State.Volume, Target: target, ReadOnly: readonly}
-	if !p.podman {
-		m.Labels = []string{LabelRole + "=" + RoleClaude, LabelInstance + "=" + InstanceID(p.instance)}
+	if !p.Podman {
+		m.Labels = StateLabels(InstanceID(p.instance))
 	}
 	return m
 }
@@ -647,11 +556,11 @@ func (p *Plan) claudeVolume(readonly bool, target string) Mount {
 // volume, mounted read-only, before the agent starts: it prints the file
 // (cat, from the image: no file of the agent's runs) and ends. It has no
 // network, and nothing it could write outlives it (--rm). The launcher
-// takes at most maxSeed bytes of a JSON object from it (Execute).
+// takes a bounded JSON object from it (launcher.Execute).
 func (p *Plan) seed() *Container {
 	c := &Container{Role: RoleSeed, Hostname: "seed", Network: "none", Remove: true, Image: p.Image,
 		Entrypoint: "cat", Command: []string{SeedDir + "/" + ClaudeCredentials}}
-	c.Labels = sessionLabels(p.Session, InstanceID(p.instance), shownOwner, RoleSeed, "")
+	c.Labels = Labels(p.Session, InstanceID(p.instance), shownOwner, RoleSeed, "")
 	p.hardening(c)
 	c.Resources = Resources{PIDs: 16, Memory: "64m"}
 	c.Env = []string{"HOME=" + HomeDir}
@@ -665,7 +574,7 @@ func (p *Plan) proxy(h Host) Container {
 	if p.Egress.Network != "default" {
 		c.Network = p.Egress.Network
 	}
-	c.Labels = sessionLabels(p.Session, InstanceID(p.instance), shownOwner, RoleProxy, "")
+	c.Labels = Labels(p.Session, InstanceID(p.instance), shownOwner, RoleProxy, "")
 	p.hardening(&c)
 	c.Resources = Resources{PIDs: 256, Memory: "512m"}
 	c.Env = []string{"HOME=" + HomeDir, "HOBBS_HOME=" + InstanceDir, "HOBBS_CONTEXT=proxy"}
@@ -680,18 +589,18 @@ func (p *Plan) proxy(h Host) Container {
 	// The instance read-only (policy.yaml, watched for changes), the
 	// directory of its audit log writable, the vault hidden.
 	c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: p.Instance, Target: InstanceDir, ReadOnly: true},
-		Mount{Type: MountBind, Source: filepath.Join(p.Instance, "logs", "egress"), Target: InstanceDir + "/logs/egress"})
+		Mount{Type: MountBind, Source: p.instance.EgressLogs(), Target: InstanceDir + "/" + instance.EgressLogsRel})
 	if h.Vault {
 		c.Tmpfs = []string{InstanceDir + "/vault:ro,size=16k,mode=0555"}
 	}
-	if p.proxyPol != nil {
+	if p.ProxyPolicy != nil {
 		c.Mounts = append(c.Mounts, p.sessionFile("policy.yaml", SessionPolicyFile, RoleProxy, "the run's own egress policy"))
 	}
 	c.Command = []string{"proxy", "--listen", "unix:" + ProxySocket}
 	for _, f := range p.Egress.PolicyFiles {
 		c.Command = append(c.Command, "--policy", f)
 	}
-	c.Command = append(c.Command, "--audit", InstanceDir+"/"+ProxyAuditRel, "--session", p.Session, "--auth-token-file", SessionTokenFile,
+	c.Command = append(c.Command, "--audit", InstanceDir+"/"+instance.EgressAuditLogRel, "--session", p.Session, "--auth-token-file", SessionTokenFile,
 		"--secrets-file", SessionSecretsFile,
 		// Stopped once the agent is gone: what tunnels are left have no
 		// client; they are closed (and audited) well within proxyStopTime.
@@ -700,29 +609,6 @@ func (p *Plan) proxy(h Host) Container {
 		c.Command = append(c.Command, "--upstream-ca", SessionUpstreamCA)
 	}
 	return c
-}
-
-// sessionFile is a session file mounted read-only into role's container,
-// and noted in the plan's list.
-func (p *Plan) sessionFile(name, target, role, holds string) Mount {
-	p.SessionFiles = append(p.SessionFiles, SessionFile{Name: name, Container: role, Target: target, Holds: holds})
-	return Mount{Type: MountSessionFile, Source: name, Target: target, ReadOnly: true}
-}
-
-// agentVars are the agent's session variables as shown: values masked.
-func (p *Plan) agentVars() []string {
-	u := "http://" + TokenUser + ":" + shownToken + "@" + RelayAddr
-	vars := []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
-	for _, e := range p.Env {
-		vars = append(vars, e.Name+"=<vault:"+e.Vault+">")
-	}
-	for _, b := range p.Secrets {
-		vars = append(vars, b.Name+"=<placeholder>")
-		if b.Kind == policy.KindAWSSigV4 {
-			vars = append(vars, policy.AWSSecretKeyVar+"=<placeholder>")
-		}
-	}
-	return vars
 }
 
 // egressNetworkOf is the network session name's proxy joins (config
@@ -742,10 +628,10 @@ func egressNetworkOf(cfg *config.Config, name string) string {
 	return v
 }
 
-// args renders c as the engine's create command, with the session's
+// CreateArgs renders c as the engine's create command, with the session's
 // private directory files and the launcher's owner label in place of
 // what the plan shows for them.
-func (c Container) args(files, owner string, podman bool) []string {
+func (c Container) CreateArgs(files, owner string) []string {
 	label := func(l string) string {
 		if l == LabelOwner+"="+shownOwner {
 			return LabelOwner + "=" + owner
@@ -841,18 +727,28 @@ func (m Mount) flag(files string, label func(string) string) string {
 // Args are the create commands of the containers as the plan shows them:
 // the session's private directory and the owner label as placeholders.
 func (p *Plan) Args() (agent, proxy, seed []string) {
-	return p.Agent.args(shownFiles, shownOwner, p.podman), p.Proxy.args(shownFiles, shownOwner, p.podman),
-		p.Seed.runArgs(shownOwner, p.podman)
+	return p.Agent.CreateArgs(shownFiles, shownOwner), p.Proxy.CreateArgs(shownFiles, shownOwner),
+		p.Seed.RunArgs(shownOwner)
 }
 
-// runArgs is the engine's run command of a container that ends on its own
+// RunArgs is the engine's run command of a container that ends on its own
 // (the seed): its create command as a run, without a terminal. Nil for no
 // container.
-func (c *Container) runArgs(owner string, podman bool) []string {
+func (c *Container) RunArgs(owner string) []string {
 	if c == nil {
 		return nil
 	}
-	a := c.args("", owner, podman)
+	a := c.CreateArgs("", owner)
 	a[0] = "run"
 	return a
+}
+
+// sortedKeys returns m's keys sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
 }

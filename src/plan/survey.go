@@ -1,4 +1,4 @@
-package launcher
+package plan
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -35,7 +36,7 @@ import (
 // unsafeSource is the error for a bind source that failed its check.
 func unsafeSource(path, why string) error {
 	return errs.Failf("%s %s; a session mounts only real directories and files you own", path, why).
-		WithHint("an agent session may have planted it: inspect it (ls -la %s), move it aside, then run hobbs init to recreate what is missing", filepath.Dir(path))
+		Advise(UnsafeSource, "dir", filepath.Dir(path))
 }
 
 // checkSource checks rel beneath root as a bind source: a directory (dir)
@@ -84,8 +85,10 @@ func checkSource(root safefile.Root, rel string, dir, mkdir bool, uid int) (ok b
 // Survey checks every bind source a session of instance in would mount
 // (the workspace ws, absolute, and the instance's shares, whose missing
 // directories it makes) for the user uid, and returns the host's facts its
-// plan is made from (NewPlan). A source that fails its check is an error
-// naming the path and the fix. It runs before anything is created.
+// plan is made from (New). A source that fails its check is an error
+// naming the path and the fix. It runs before anything is created, and is
+// the one function of the package that touches the host: it reads it, and
+// makes the instance's missing share directories as hobbs init does.
 func Survey(in instance.Instance, cfg *config.Config, podman bool, ws string, uid, gid int, progress func(string, ...any)) (Host, error) {
 	h := Host{Instance: in.Root, UID: uid, GID: gid, Podman: podman, UpstreamCA: os.Getenv(EnvTestUpstreamCA) != ""}
 	fsys := in.FS()
@@ -107,8 +110,8 @@ func Survey(in instance.Instance, cfg *config.Config, podman bool, ws string, ui
 	}
 	// The proxy reads policy.yaml from the instance (and reloads it when
 	// the host rewrites it, which a file mount would not show) and writes
-	// its audit log to logs/egress.
-	if _, err := checkSource(fsys, "logs/egress", true, true, uid); err != nil {
+	// its audit log to logs/egress (instance.EgressLogsRel).
+	if _, err := checkSource(fsys, instance.EgressLogsRel, true, true, uid); err != nil {
 		return h, err
 	}
 	// The vault, when there is one, is covered in the proxy's view by an
@@ -119,29 +122,13 @@ func Survey(in instance.Instance, cfg *config.Config, podman bool, ws string, ui
 	return h, nil
 }
 
-// prepareMounts surveys the host for a Session whose fields were set by
-// hand and makes its plan (Execute is given one ready-made).
-func (s *Session) prepareMounts() error {
-	h, err := Survey(s.Instance, s.Config, s.Engine.IsPodman(), s.Workspace, s.UID, s.GID, s.Progress)
-	if err != nil {
-		return err
-	}
-	h.RunVolume = s.runVolume
-	p, err := NewPlan(s.Config, RunSpec{Kind: KindSession, Name: s.Name, Image: s.Image, Command: s.Command, TTY: s.TTY, Host: h})
-	if err != nil {
-		return err
-	}
-	s.usePlan(p)
-	return nil
-}
-
 // checkRoot checks the instance root: a directory owned by uid. Its own
 // path may pass through links (the user's choice, out of the agent's
 // reach).
 func checkRoot(root string, uid int) error {
 	var st unix.Stat_t
 	if err := unix.Stat(root, &st); err != nil {
-		return errs.Missingf("%v", err).WithHint("run hobbs init, or create the directory")
+		return errs.Missingf("%v", err).Advise(MissingRoot)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return unsafeSource(root, "is not a directory")
@@ -197,4 +184,60 @@ func surveyWorkspace(in instance.Instance, cfg *config.Config, ws string, uid in
 		return "", false, err
 	}
 	return ws, true, nil
+}
+
+// Within reports whether p is q or below it (both clean, absolute).
+func Within(p, q string) bool {
+	rel, err := filepath.Rel(q, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// checkOverlap refuses a workspace that holds the instance or lies in it.
+func checkOverlap(ws, instanceRoot string) error {
+	root := instanceRoot
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	if Within(root, ws) || Within(ws, root) {
+		return errs.Usagef("the workspace %s and the instance %s overlap: the session would mount the instance's vault and host-only files into the agent's container", ws, root).
+			Advise(WorkspaceOverlap)
+	}
+	return nil
+}
+
+// systemDirs are the directories a workspace may not be or lie in: the
+// agent can write its whole workspace, and these hold the system's
+// programs, configuration and state.
+var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
+	"/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var"}
+
+// checkSensitive refuses a workspace the agent must not be able to write: the
+// root directory or a system directory (or anything in one), the user's home
+// or a directory that holds it, and a hidden directory of the home (~/.ssh,
+// ~/.config, ~/.gnupg, … hold keys and the configuration programs trust).
+func checkSensitive(ws, home string) error {
+	refuse := func(why string) error {
+		return errs.Usagef("the workspace %s is %s: the agent can write all of its workspace", ws, why).
+			Advise(SensitiveWorkspace)
+	}
+	if ws == "/" {
+		return refuse("the root directory")
+	}
+	for _, d := range systemDirs {
+		if Within(ws, d) {
+			return refuse("a system directory (" + d + ")")
+		}
+	}
+	if home != "" && home != "/" {
+		if r, err := filepath.EvalSymlinks(home); err == nil {
+			home = r
+		}
+		if Within(home, ws) {
+			return refuse("your home directory or holds it")
+		}
+		if rel, err := filepath.Rel(home, ws); err == nil && filepath.IsLocal(rel) && strings.HasPrefix(rel, ".") {
+			return refuse("a hidden directory of your home, where keys and configuration live")
+		}
+	}
+	return nil
 }

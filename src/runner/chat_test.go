@@ -1,25 +1,28 @@
-package launcher
+package runner
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
-	"github.com/hobbs-agent/hobbs/src/provenance"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+	"github.com/hobbs-agent/hobbs/src/plan"
+	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
 // What a chat turn came to: the reply on a successful result, else an
 // error saying why; the reply and the error pass through the mask.
 func TestChatReply(t *testing.T) {
-	p, err := NewPlan(goldenConfig(t, secretsConfig), RunSpec{Kind: KindChat, Name: "c", Image: "i", Policy: goldenPolicy(t, "{}\n"),
-		Host: goldenHost(), Chat: &ChatSpec{Conversation: "c1"}})
+	p, err := plan.New(nil, plan.RunSpec{Kind: plan.KindChat, Name: "c", Image: "i",
+		Host: plan.Host{Instance: "/home/ada/.local/share/hobbs", UID: 1000, GID: 1000, Workspace: "/home/ada/w"}, Chat: &plan.ChatSpec{Conversation: "c1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const value = "sekrit-0123456789abcdef"
-	mask := valueMask([]string{"ANTHROPIC_API_KEY=" + value}, []Binding{{Name: "GITHUB_TOKEN", Value: "ghp-value-0123456789"}})
+	mask := policy.NameMask(map[string]string{"ANTHROPIC_API_KEY": value, "GITHUB_TOKEN": "ghp-value-0123456789"})
 	result := func(subtype string, isErr bool, text string) string {
-		return `{"type":"result","subtype":"` + subtype + `","is_error":` + map[bool]string{true: "true", false: "false"}[isErr] +
+		return `{"type":"result","subtype":"` + subtype + `","is_error":` + strconv.FormatBool(isErr) +
 			`,"num_turns":3,"total_cost_usd":0.02,"result":` + jsonString(text) + `,"session_id":"s"}`
 	}
 	cases := []struct {
@@ -39,7 +42,7 @@ func TestChatReply(t *testing.T) {
 		{"empty", 0, nil, result("success", false, "  \n"), "", "empty reply"},
 		{"no result", 2, nil, "claude: command not found", "", "no result from Claude Code (exit 2)"},
 		{"time limit", errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: "stopped"}, "", "", "time limit (10m0s)"},
-		{"stopped", ExitStopped, &errs.Error{Code: ExitStopped, Msg: "stopped"}, "", "", "was stopped"},
+		{"stopped", launcher.ExitStopped, &errs.Error{Code: launcher.ExitStopped, Msg: "stopped"}, "", "", "was stopped"},
 		{"launcher error", 0, errs.Failf("engine down").WithHint("start docker"), "", "", "could not run: engine down (start docker)"},
 	}
 	for _, c := range cases {
@@ -57,24 +60,6 @@ func TestChatReply(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), value) {
 			t.Errorf("%s: the error holds a value: %v", c.name, err)
 		}
-	}
-}
-
-// A chat turn's provenance origin is chat, named by its conversation.
-func TestChatOrigin(t *testing.T) {
-	p, err := NewPlan(nil, RunSpec{Kind: KindChat, Name: "c", Image: "i", Host: goldenHost(), Chat: &ChatSpec{Conversation: "telegram-4242"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := p.Origin(); o.Kind != provenance.OriginChat || o.Name != "telegram-4242" {
-		t.Errorf("origin %+v", o)
-	}
-	// A chat spec on another kind, or a chat turn without one, is refused.
-	if _, err := NewPlan(nil, RunSpec{Kind: KindSession, Name: "c", Image: "i", Host: goldenHost(), Chat: &ChatSpec{}}); err == nil {
-		t.Errorf("a session with a chat spec was planned")
-	}
-	if _, err := NewPlan(nil, RunSpec{Kind: KindChat, Name: "c", Image: "i", Host: goldenHost()}); err == nil {
-		t.Errorf("a chat turn without its spec was planned")
 	}
 }
 

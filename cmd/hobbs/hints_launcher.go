@@ -1,0 +1,34 @@
+package main
+
+import (
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/launcher"
+)
+
+// launcherHints are the words of the launcher's advice and notices:
+// carrying a run out, and what it says of sessions.
+var launcherHints = map[errs.Kind]words{
+	launcher.AWSKeyPair: say("store it again: printf '%s\\n%s\\n' KEY_ID SECRET_KEY | hobbs vault set {vault}"),
+	launcher.NoPolicy:   say("the egress proxy needs it: run hobbs init to create it"),
+	launcher.BadPolicy:  say("fix {path} (hobbs policy show checks it)"),
+	launcher.NameTaken:  say("choose another --name (hobbs ps lists the sessions)"),
+	launcher.NoEgressNetwork: say("config.yaml's egress_network names it: create it (docker network create {network}) " +
+		"or set egress_network: default"),
+	launcher.ProxyFailed:     say("check the policy with hobbs policy show, and the proxy output above"),
+	launcher.WorkspaceShared: say("stop that session first (hobbs stop {session}), or use another workspace"),
+	launcher.WorkspaceNested: say("stop that session first (hobbs stop {session}), or use a workspace outside it"),
+	launcher.EndedAttached:   say("hobbs logs {name} shows its output, hobbs ps what still runs"),
+	launcher.AsRoot: say("run Hobbs as an ordinary user allowed to use the engine, e.g.: useradd -m -G docker hobbs; " +
+		"then, as that user (su - hobbs): hobbs init && hobbs run (docs/setup.md, \"Running as root\")"),
+	launcher.Attached: say("attached to session {name}: Ctrl-P Ctrl-Q detaches and the session goes on (hobbs attach {name} comes back)"),
+	launcher.Detached: say("detached from session {name}, which goes on: hobbs attach {name}, hobbs logs {name}, hobbs stop {name}"),
+	launcher.Started: say("session {name} runs: hobbs attach {name} (Ctrl-P Ctrl-Q leaves it), hobbs exec {name} -- CMD, " +
+		"hobbs logs {name}, hobbs stop {name}"),
+	launcher.MovedOut: say("moved {from} out of the shares to {to}: host tools (git, direnv, editors) act on what it holds; " +
+		"inspect it there (hobbs doctor lists it)"),
+	launcher.SharesUnchecked: say("the shares were not all checked for what host tools act on ({err}); hobbs doctor names what is there"),
+	launcher.ChangesHeld:     say("session {session} {why}: {held} of its changes wait for your review (hobbs review)"),
+	launcher.ChangesWaiting:  say("{waiting} changes wait for your review (hobbs review)"),
+	launcher.DiskFull: say("free space on that disk (the agent's shares, memory/ or data/, or the workspace may hold what filled it), " +
+		"or change resources.min_free_disk in config.yaml"),
+}

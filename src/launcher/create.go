@@ -1,0 +1,203 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/plan"
+)
+
+// Creating a session's objects: its network, volumes and containers, each
+// engine call begun as soon as what it needs exists.
+
+// create makes the session's network, volumes and containers, each engine
+// call begun as soon as what it needs exists. The containers are created
+// while Prepare checks the image, from the image as it is (never pulled); if
+// Prepare then builds or pulls it (or it was missing), they are removed and
+// made again.
+func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
+	e := s.Engine
+	var changed bool
+	prepared := spawn(func() error {
+		if s.Prepare == nil {
+			return nil
+		}
+		var err error
+		changed, err = s.Prepare(ctx)
+		return err
+	})
+	egress := spawn(func() error {
+		if s.egressNetwork() != plan.EgressNetwork(s.Name) {
+			return nil // the engine's default network or the user's own
+		}
+		return s.createNetwork(ctx, "egress", plan.EgressNetwork(s.Name), reaped)
+	})
+	volume := spawn(func() error {
+		if s.mountsCreateVolumes() || s.claudeVolume() == "" {
+			return nil // the agent's create does, or a run has its own state
+		}
+		// Podman refuses to create a volume that exists (Docker hands it
+		// over): the state volume exists from the second session on.
+		args := []string{"volume", "create"}
+		for _, l := range plan.StateLabels(plan.InstanceID(s.Instance)) {
+			args = append(args, "--label", l)
+		}
+		_, err := e.Output(ctx, append(args, s.claudeVolume())...)
+		if err != nil && isClash(err) {
+			return nil
+		}
+		return err
+	})
+	err := s.createRunVolume(ctx)
+	if err == nil {
+		err = s.createContainers(ctx, egress, reaped)
+	}
+	if perr := prepared.wait(); perr != nil {
+		egress.wait()
+		volume.wait()
+		return perr // the cause; the rest follows from it
+	}
+	if (err != nil || changed) && errs.Code(err) != errs.Usage && engine.Unreachable(err) == nil {
+		// Made from an image that is gone or was missing: again, from the
+		// one Prepare made. (A name in use is the user's to fix.)
+		engine.Tracef("session: creating the containers again (the image was built or pulled, or a create failed)")
+		if err = s.removeContainers(ctx); err == nil {
+			err = s.createContainers(ctx, egress, reaped)
+		}
+	}
+	return errors.Join(err, egress.wait(), volume.wait())
+}
+
+// createContainers creates the agent and, once its network exists, the
+// proxy.
+func (s *Session) createContainers(ctx context.Context, egress *future, reaped <-chan struct{}) error {
+	return parallel(
+		func() error {
+			id, err := s.createContainer(ctx, "agent", s.Name, nil, s.AgentArgs(), reaped)
+			s.agentID = id
+			return err
+		},
+		func() error {
+			if egress.wait() != nil {
+				return nil // reported by create
+			}
+			id, err := s.createContainer(ctx, "proxy", plan.ProxyName(s.Name), nil, s.ProxyArgs(), reaped)
+			s.proxyID = id
+			return err
+		})
+}
+
+// removeContainers removes the containers createContainers made (by id:
+// a name may be another's).
+func (s *Session) removeContainers(ctx context.Context) error {
+	var ids []string
+	for _, id := range []*string{&s.agentID, &s.proxyID} {
+		if *id != "" {
+			ids = append(ids, *id)
+			*id = ""
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.Engine.Output(ctx, append([]string{"rm", "-f"}, ids...)...)
+	if err != nil && !engine.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// createRunVolume creates the session's socket volume (runMount) where the
+// engine's --mount cannot. Where it can, the first of the two containers'
+// creates makes it (a create that fails may have made it too): it counts as
+// made from the start, and its removal tolerates its absence.
+func (s *Session) createRunVolume(ctx context.Context) error {
+	if s.mountsCreateVolumes() {
+		s.made("run")
+		return nil
+	}
+	args := append([]string{"volume", "create"}, s.labelFlags(plan.RoleRun)...)
+	args = append(args, "--driver", "local", "--opt", "type=tmpfs", "--opt", "device=tmpfs",
+		"--opt", "o=mode=1777", s.plan.RunVolume)
+	_, err := s.Engine.Output(ctx, args...)
+	if err == nil {
+		s.made("run")
+	}
+	return err
+}
+
+// createNetwork creates network name (what: "egress"). A name clash counts
+// only after leftovers are removed: then the network is not ours and
+// stays.
+func (s *Session) createNetwork(ctx context.Context, what, name string, reaped <-chan struct{}) error {
+	args := append([]string{"network", "create"}, s.labelFlags(plan.RoleNetwork)...)
+	args = append(args, name)
+	var err error
+	for try := 0; try < 2; try++ {
+		if _, err = s.Engine.Output(ctx, args...); err == nil || !isClash(err) {
+			// Made, or failed otherwise: any network of that name is ours.
+			s.madeUnlessUnreachable(what, err)
+			return err
+		}
+		<-reaped
+	}
+	return err
+}
+
+// createContainer creates container name (what: "agent" or "proxy") and
+// returns its id. A name clash counts only after leftovers are removed: then
+// the container is not ours and stays.
+func (s *Session) createContainer(ctx context.Context, what, name string, env, args []string, reaped <-chan struct{}) (string, error) {
+	var err error
+	for try := 0; try < 2; try++ {
+		var id string
+		if id, err = s.output(ctx, env, args...); err == nil || !isClash(err) {
+			s.madeUnlessUnreachable(what, err)
+			return id, err
+		}
+		<-reaped
+	}
+	return "", errs.Usagef("a container named %s exists already", name).Advise(NameTaken)
+}
+
+// output is Engine.Output with env (NAME=value pairs) added to the CLI's
+// environment.
+// A create whose arguments name SeccompSource gets the profile on its
+// standard input.
+func (s *Session) output(ctx context.Context, env []string, args ...string) (string, error) {
+	seccomp := slices.Contains(args, "seccomp="+plan.SeccompSource)
+	if env == nil && !seccomp {
+		return s.Engine.Output(ctx, args...)
+	}
+	cmd, err := s.Engine.Command(ctx, env, args...)
+	if err != nil {
+		return "", err
+	}
+	if seccomp {
+		cmd.Stdin = bytes.NewReader(plan.SeccompProfile())
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := engine.TraceCall(args)
+	err = cmd.Run()
+	done(err)
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", s.Engine.CallError(args[0], msg)
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// isClash reports an engine error about a name in use.
+func isClash(err error) bool {
+	m := strings.ToLower(err.Error())
+	return strings.Contains(m, "already in use") || strings.Contains(m, "already exists")
+}
