@@ -143,32 +143,29 @@ func ExecuteMasked(ctx context.Context, p *plan.Plan, rt Runtime) (int, func(str
 
 // execute is Execute, with mask when masked (ExecuteMasked).
 func execute(ctx context.Context, p *plan.Plan, rt Runtime, masked bool) (int, func(string) string, error) {
-	env, bindings, err := values(p)
+	env, bound, err := values(p)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer clearValues(env, bindings)
+	defer clearValues(env, bound)
 	var mask func(string) string
 	if masked {
-		mask = valueMask(env, bindings)
+		mask = valueMask(env, bound)
 	}
-	code, err := run(ctx, p, rt, env, bindings)
+	code, err := run(ctx, p, rt, env, bound)
 	return code, mask, err
 }
 
 // valueMask is policy.NameMask of the run's values.
-func valueMask(env []string, bindings []Binding) func(string) string {
+func valueMask(env []string, bound []*policy.Secret) func(string) string {
 	values := map[string]string{}
 	for _, kv := range env {
 		if n, v, ok := strings.Cut(kv, "="); ok {
 			values[n] = v
 		}
 	}
-	for _, b := range bindings {
+	for _, b := range bound {
 		values[b.Name] = b.Value
-		if b.SecretKey != "" {
-			values[policy.AWSSecretKeyVar] = b.SecretKey
-		}
 	}
 	return policy.NameMask(values)
 }
@@ -176,9 +173,9 @@ func valueMask(env []string, bindings []Binding) func(string) string {
 // run carries out p with the secrets' values env and bindings: the
 // session (Session.Run) within the plan's time limit and disk watch, the
 // image made current meanwhile (rt.Build), its start and end audited.
-func run(ctx context.Context, p *plan.Plan, rt Runtime, env []string, bindings []Binding) (int, error) {
+func run(ctx context.Context, p *plan.Plan, rt Runtime, env []string, bound []*policy.Secret) (int, error) {
 	s := &Session{Engine: rt.Engine, Instance: p.In(), Name: p.Session, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
-		Secrets: env, Bindings: bindings, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress, Words: rt.Words,
+		Secrets: env, Bound: bound, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress, Words: rt.Words,
 		Neutralise: func(when string) { neutralise(p, rt, when) }, Provenance: provenance.New(p.In().FS(), rt.Audit), plan: p}
 	if rt.Detached {
 		s.Stdin = nil
@@ -310,8 +307,10 @@ func logStart(p *plan.Plan, log *audit.Logger) {
 }
 
 // values decrypts the values of the plan's env: variables and bound
-// secrets (their bindings were checked when the plan was made).
-func values(p *plan.Plan) (env []string, bindings []Binding, err error) {
+// secrets (their bindings were checked when the plan was made): a secret
+// for the proxy of each binding, two of an aws-sigv4 one (the access key
+// id and the secret access key).
+func values(p *plan.Plan) (env []string, bound []*policy.Secret, err error) {
 	mapping := make([][2]string, 0, len(p.Env)+len(p.Secrets))
 	for _, e := range p.Env {
 		mapping = append(mapping, [2]string{e.Name, e.Vault})
@@ -326,19 +325,33 @@ func values(p *plan.Plan) (env []string, bindings []Binding, err error) {
 	env = all[:len(p.Env)]
 	for i, kv := range all[len(p.Env):] {
 		_, value, _ := strings.Cut(kv, "=")
-		b := p.Secrets[i]
-		nb := Binding{Name: b.Name, Value: value, Hosts: b.Hosts, In: b.In, Requests: b.Requests, Kind: b.Kind}
-		if b.Kind == policy.KindAWSSigV4 {
-			id, secret, ok := awsKeyPair(value)
-			if !ok {
-				return nil, nil, errs.Usagef("vault entry %q (bound as %s, kind aws-sigv4) does not hold an AWS access key id and secret access key on two lines", b.Vault, b.Name).
-					Advise(AWSKeyPair, "vault", b.Vault)
-			}
-			nb.Value, nb.SecretKey = id, secret
+		secrets, err := proxySecrets(p.Secrets[i], value)
+		if err != nil {
+			return nil, nil, err
 		}
-		bindings = append(bindings, nb)
+		bound = append(bound, secrets...)
 	}
-	return env, bindings, nil
+	return env, bound, nil
+}
+
+// proxySecrets are the proxy's secrets of binding b with its value: b
+// itself, or for an aws-sigv4 binding one of each part (the access key id,
+// placed like any header-bound secret, and the secret access key, which
+// the proxy only signs with).
+func proxySecrets(b policy.Binding, value string) ([]*policy.Secret, error) {
+	if b.Kind != policy.KindAWSSigV4 {
+		return []*policy.Secret{{Binding: b, Value: value}}, nil
+	}
+	id, secret, ok := awsKeyPair(value)
+	if !ok {
+		return nil, errs.Usagef("vault entry %q (bound as %s, kind aws-sigv4) does not hold an AWS access key id and secret access key on two lines", b.Vault, b.Name).
+			Advise(AWSKeyPair, "vault", b.Vault)
+	}
+	keyID, secretKey := b, b
+	keyID.In = nil
+	secretKey.Name, secretKey.In, secretKey.Requests = policy.AWSSecretKeyVar, nil, nil
+	return []*policy.Secret{{Binding: keyID, Part: policy.PartAWSKeyID, Value: id},
+		{Binding: secretKey, Part: policy.PartAWSSecretKey, Value: secret}}, nil
 }
 
 // awsKeyPair reads an aws-sigv4 vault entry: the access key id and the
@@ -360,11 +373,11 @@ func awsKeyPair(v string) (id, secret string, ok bool) {
 // clearValues drops the references to the secrets' values once the session
 // has ended (Go strings cannot be wiped; this keeps them from living on in
 // what the caller holds).
-func clearValues(env []string, bindings []Binding) {
+func clearValues(env []string, bound []*policy.Secret) {
 	for i := range env {
 		env[i] = ""
 	}
-	for i := range bindings {
-		bindings[i].Value, bindings[i].SecretKey = "", ""
+	for _, b := range bound {
+		b.Value = ""
 	}
 }

@@ -868,7 +868,12 @@ func TestAWSSigV4SessionFiles(t *testing.T) {
 	s := testSession(t)
 	knobs(s).cfg.Secrets = map[string]policy.Binding{policy.AWSKeyIDVar: {Vault: "aws", Kind: policy.KindAWSSigV4, Hosts: []string{"*.amazonaws.com"}}}
 	replan(t, s)
-	s.Bindings = []Binding{{Name: policy.AWSKeyIDVar, Kind: policy.KindAWSSigV4, Value: id, SecretKey: secret, Hosts: []string{"*.amazonaws.com"}}}
+	bound, err := proxySecrets(policy.Binding{Name: policy.AWSKeyIDVar, Vault: "aws", Kind: policy.KindAWSSigV4, Hosts: []string{"*.amazonaws.com"}},
+		id+"\n"+secret+"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Bound = bound
 	if err := s.writeSessionFiles(); err != nil {
 		t.Fatal(err)
 	}

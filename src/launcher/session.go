@@ -42,9 +42,10 @@ type Session struct {
 	// Secrets are NAME=value pairs of the plan's env: variables, decrypted.
 	// They reach the agent in its session file (SessionEnvFile).
 	Secrets []string
-	// Bindings are the secrets bound to hosts (config secrets:): the agent
-	// gets placeholders, the proxy the values (sessionfiles.go).
-	Bindings       []Binding
+	// Bound are the secrets bound to hosts (config secrets:), their values
+	// decrypted: the agent gets placeholders, the proxy the values
+	// (sessionfiles.go). An aws-sigv4 binding is two, one of each part.
+	Bound          []*policy.Secret
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Progress       func(format string, args ...any)
@@ -168,11 +169,8 @@ func (s *Session) claudeVolume() string {
 func (s *Session) AgentEnv() []string {
 	values := envMap(s.Secrets)
 	placeholders := map[string]string{}
-	for _, b := range s.Bindings {
+	for _, b := range s.Bound {
 		placeholders[b.Name] = b.Placeholder
-		if b.SecretPlaceholder != "" {
-			placeholders[policy.AWSSecretKeyVar] = b.SecretPlaceholder
-		}
 	}
 	return s.plan.AgentEnv(s.token, func(e plan.EnvSecret) string { return values[e.Name] },
 		func(n string) string { return placeholders[n] })

@@ -30,19 +30,6 @@ import (
 // maxSeed bounds the sign-in the launcher takes from the seed (seed.go).
 const maxSeed = 64 << 10
 
-// Binding is a secret bound to hosts (config secrets:), its value
-// decrypted: the agent gets Placeholder, the proxy Value.
-type Binding struct {
-	Name, Value  string
-	Hosts        []string
-	In, Requests []string // where in requests the value goes (plan.BoundSecret)
-	Placeholder  string   // made by the session
-	// An aws-sigv4 binding: Value is the access key id, SecretKey the
-	// secret access key (policy.AWSSecretKeyVar holds SecretPlaceholder).
-	Kind                         string
-	SecretKey, SecretPlaceholder string
-}
-
 // sessionFilesBase is where the session's private directory is made: a
 // tmpfs when the host has one for the user.
 func sessionFilesBase() (base string, onTmpfs bool) {
@@ -129,24 +116,11 @@ func (s *Session) secretFiles() (map[string][]byte, error) {
 		return nil, errs.Wrap(errs.Failure, err, "session CA")
 	}
 	ss := policy.SessionSecrets{CACert: certPEM, CAKey: keyPEM, Secrets: []*policy.Secret{}}
-	for i := range s.Bindings {
-		b := &s.Bindings[i]
+	for _, b := range s.Bound {
 		if b.Placeholder, err = policy.NewPlaceholder(b.Value); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", b.Name)
 		}
-		if b.Kind != policy.KindAWSSigV4 {
-			ss.Secrets = append(ss.Secrets, &policy.Secret{Placeholder: b.Placeholder, Value: b.Value,
-				Binding: policy.Binding{Name: b.Name, Hosts: b.Hosts, In: b.In, Requests: b.Requests}})
-			continue
-		}
-		if b.SecretPlaceholder, err = policy.NewPlaceholder(b.SecretKey); err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "placeholder for %s", policy.AWSSecretKeyVar)
-		}
-		ss.Secrets = append(ss.Secrets,
-			&policy.Secret{Part: policy.PartAWSKeyID, Placeholder: b.Placeholder, Value: b.Value,
-				Binding: policy.Binding{Name: b.Name, Kind: b.Kind, Hosts: b.Hosts, Requests: b.Requests}},
-			&policy.Secret{Part: policy.PartAWSSecretKey, Placeholder: b.SecretPlaceholder, Value: b.SecretKey,
-				Binding: policy.Binding{Name: policy.AWSSecretKeyVar, Kind: b.Kind, Hosts: b.Hosts}})
+		ss.Secrets = append(ss.Secrets, b)
 	}
 	sec, err := json.Marshal(ss)
 	if err != nil {

@@ -97,8 +97,8 @@ type Plan struct {
 	// Env are the config.yaml env: variables the agent gets with their
 	// values (from the vault); Secrets the variables bound to hosts, whose
 	// values only the proxy gets.
-	Env     []EnvSecret   `json:"env"`
-	Secrets []BoundSecret `json:"secrets"`
+	Env     []EnvSecret      `json:"env"`
+	Secrets []policy.Binding `json:"secrets"`
 	// AgentVars are the agent's session variables (SessionEnvFile), as
 	// shown: the token and every value masked.
 	AgentVars []string `json:"agent_vars"`
@@ -224,21 +224,6 @@ type EnvSecret struct {
 	Vault string `json:"vault"`
 }
 
-// BoundSecret is a config.yaml secrets: entry: the agent gets a
-// placeholder, the proxy puts the value in requests to Hosts only, in the
-// positions In names (header unless config.yaml's in: says otherwise), of
-// the Requests named (every request when there are none).
-type BoundSecret struct {
-	Name     string   `json:"name"`
-	Vault    string   `json:"vault"`
-	Hosts    []string `json:"hosts"`
-	In       []string `json:"in"`
-	Requests []string `json:"requests,omitempty"`
-	// Kind is policy.KindAWSSigV4 for an AWS key pair: the agent also gets
-	// policy.AWSSecretKeyVar, and the proxy signs its requests again.
-	Kind string `json:"kind,omitempty"`
-}
-
 // Claude is how Claude Code runs in the agent container. For a headless
 // run each field is a flag of its command line (claude.go).
 type Claude struct {
@@ -334,7 +319,7 @@ func New(cfg *config.Config, spec RunSpec) (*Plan, error) {
 	h := spec.Host
 	p := &Plan{Kind: spec.Kind, Session: spec.Name, Image: spec.Image, Instance: in.Root, Workspace: h.Workspace,
 		UID: h.UID, GID: h.GID, Podman: h.Podman, instance: in, RunVolume: h.RunVolume,
-		Env: []EnvSecret{}, Secrets: []BoundSecret{}}
+		Env: []EnvSecret{}, Secrets: []policy.Binding{}}
 	if p.RunVolume == "" {
 		p.RunVolume = spec.Name + "-run"
 	}

@@ -71,7 +71,7 @@ func (p *Plan) secrets(cfg *config.Config, grant *playbook.Allowance) error {
 			return errs.Usagef("config.yaml: secrets.%s.%v", n, err).
 				Advise(BadBinding)
 		}
-		p.Secrets = append(p.Secrets, BoundSecret{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...),
+		p.Secrets = append(p.Secrets, policy.Binding{Name: n, Vault: b.Vault, Hosts: append([]string{}, b.Hosts...),
 			In: b.Positions(), Requests: append([]string(nil), b.Requests...), Kind: b.Kind})
 		names = append(names, n+"=")
 		if b.Kind == policy.KindAWSSigV4 {

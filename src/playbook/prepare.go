@@ -98,7 +98,7 @@ func (s *Store) ApproveRuns(name string, pol *policy.Policy) (*Grant, Allowance,
 	}
 	if d.Meta.Run == nil {
 		return nil, Allowance{}, errs.Usagef("%s has no run: block to approve", name).
-			WithHint("declare what a run needs under run: (docs/playbooks.md), or hobbs playbook allow %s HOST", name)
+			Advise(NoRunBlock, "name", name)
 	}
 	spec, err := ComputeAllowance(name, d.Path, d.Meta, pol)
 	if err != nil {
