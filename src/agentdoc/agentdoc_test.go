@@ -259,13 +259,13 @@ func TestHints(t *testing.T) {
 	src := `package p
 const offlineHint = "offline: see ` + "`hobbs build --runtime`" + `"
 func f(e *E, a *A) {
-	e.WithHint("run: hobbs vault init")
-	e.WithHint("%s", offlineHint)
-	e.WithHint(fmt.Sprintf("hobbs stop %s", n) + ", then retry")
+	withHint(e, "run: hobbs vault init")
+	withHint(e, "%s", offlineHint)
+	withHint(e, fmt.Sprintf("hobbs stop %s", n) + ", then retry")
 	a.hint("hobbs memory lint")
 	_ = Result{Status: OK, Fix: "run: " + "hobbs doctor"}
 	_ = &Error{Hint: offlineHint}
-	e.WithHint(msg)
+	withHint(e, msg)
 	_ = map[Kind]words{K: say("see: hobbs playbook show {name}")}
 }
 `

@@ -15,10 +15,11 @@ type Hint struct {
 	Text string
 }
 
-// Hints extracts the hints of a package's Go files: the first argument of
-// a call to a method or function named WithHint or hint (a format), or say
-// or fill (the words of a kind of advice, cmd/hobbs/hints_*.go: text with
-// {fact} placeholders), the Hint and Fix fields of composite literals, and
+// Hints extracts the hints of a package's Go files: the format of a call
+// to a method or function named hint (its first argument) or withHint (its
+// second: cmd/hobbs's own errors), the first argument of say or fill (the
+// words of a kind of advice, cmd/hobbs/hints_*.go: text with {fact}
+// placeholders), the Hint and Fix fields of composite literals, and
 // the constants whose name ends in Hint. A hint's text is a string literal, a sum of them, a
 // constant of the package, or the format of a fmt.Sprintf among those; a
 // hint built otherwise is not found.
@@ -87,8 +88,11 @@ func Hints(fset *token.FileSet, files []*ast.File) []Hint {
 				case *ast.Ident:
 					name = fn.Name
 				}
-				if (name == "WithHint" || name == "hint" || name == "say" || name == "fill") && len(n.Args) > 0 {
+				switch {
+				case (name == "hint" || name == "say" || name == "fill") && len(n.Args) > 0:
 					add(n.Pos(), n.Args[0])
+				case name == "withHint" && len(n.Args) > 1:
+					add(n.Pos(), n.Args[1])
 				}
 			case *ast.KeyValueExpr:
 				if k, ok := n.Key.(*ast.Ident); ok && (k.Name == "Hint" || k.Name == "Fix") {

@@ -69,7 +69,6 @@ func (a Advice) IsZero() bool { return a.Kind == "" }
 type Error struct {
 	Code   int
 	Msg    string
-	Hint   string
 	Err    error // wrapped cause, may be nil
 	Advice Advice
 }
@@ -108,13 +107,6 @@ func Wrap(code int, err error, format string, args ...any) error {
 	return &Error{Code: code, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
-// WithHint returns e with a hint set. It is meant for chaining:
-// errs.Usagef("bad name %q", n).WithHint("names are kebab-case").
-func (e *Error) WithHint(format string, args ...any) *Error {
-	e.Hint = fmt.Sprintf(format, args...)
-	return e
-}
-
 // Advise returns e with its advice set to kind k and the facts kv (name,
 // value pairs). It is meant for chaining:
 // errs.Usagef("bad name %q", n).Advise(playbook.BadName, "name", n).
@@ -150,19 +142,4 @@ func Code(err error) int {
 		return e.Code
 	}
 	return Failure
-}
-
-// Hint returns the first hint found in err's chain, or "".
-func Hint(err error) string {
-	for err != nil {
-		var e *Error
-		if !errors.As(err, &e) {
-			return ""
-		}
-		if e.Hint != "" {
-			return e.Hint
-		}
-		err = e.Err
-	}
-	return ""
 }

@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-func TestCodeAndHint(t *testing.T) {
-	base := Usagef("bad key %q", "x").WithHint("remove it")
+func TestCodeAndAdvice(t *testing.T) {
+	base := Usagef("bad key %q", "x").Advise("config.unknown-key", "key", "x")
 	wrapped := fmt.Errorf("loading: %w", base)
 	if got := Code(wrapped); got != Usage {
 		t.Fatalf("Code = %d, want %d", got, Usage)
 	}
-	if got := Hint(wrapped); got != "remove it" {
-		t.Fatalf("Hint = %q", got)
+	if got := AdviceOf(wrapped); got.Kind != "config.unknown-key" || got.Facts["key"] != "x" {
+		t.Fatalf("AdviceOf = %+v", got)
 	}
 	if Code(nil) != OK || Code(errors.New("x")) != Failure {
 		t.Fatal("default codes wrong")
@@ -27,10 +27,17 @@ func TestCodeAndHint(t *testing.T) {
 	if Wrap(Missing, nil, "x") != nil {
 		t.Fatal("Wrap(nil) must be nil")
 	}
-	inner := Missingf("no key").WithHint("run hobbs vault init")
+	inner := Missingf("no key").Advise("vault.no-identity")
 	outer := Wrap(Failure, inner, "get secret")
-	if Hint(outer) != "run hobbs vault init" {
-		t.Fatalf("hint through wrap: %q", Hint(outer))
+	if AdviceOf(outer).Kind != "vault.no-identity" {
+		t.Fatalf("advice through wrap: %+v", AdviceOf(outer))
+	}
+	// The outermost advice is the one given.
+	if a := AdviceOf(Wrap(Failure, inner, "x").(*Error).Advise("vault.locked")); a.Kind != "vault.locked" {
+		t.Fatalf("outer advice: %+v", a)
+	}
+	if !AdviceOf(errors.New("x")).IsZero() || !AdviceOf(nil).IsZero() {
+		t.Fatal("advice of a plain error")
 	}
 }
 

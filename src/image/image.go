@@ -488,7 +488,7 @@ func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 	err = opt.Engine.Stream(ctx, out, buildEnv(ctx, opt.Engine), args...)
 	out.finish("runtime base "+opt.Base, err)
 	if err != nil {
-		if e, ok := err.(*errs.Error); ok && e.Code == errs.Failure && e.Hint == "" && e.Advice.IsZero() {
+		if e, ok := err.(*errs.Error); ok && e.Code == errs.Failure && e.Advice.IsZero() {
 			e.Advice = errs.NewAdvice(Offline)
 		}
 		return nil, err

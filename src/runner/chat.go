@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -70,10 +69,6 @@ func chatReply(p *plan.Plan, code int, runErr error, stdout []byte, mask func(st
 	case runErr != nil && errs.Code(runErr) == launcher.ExitStopped:
 		return fail("the turn was stopped before Hobbs replied")
 	case runErr != nil:
-		var e *errs.Error
-		if errors.As(runErr, &e) && e.Hint != "" {
-			return fail("the turn could not run: %s (%s)", firstLine(runErr.Error()), e.Hint)
-		}
 		res, err := fail("the turn could not run: %s", firstLine(runErr.Error()))
 		err.(*errs.Error).Advice = errs.AdviceOf(runErr) // the reply's words for it: chat.Turns.Words
 		return res, err

@@ -43,7 +43,7 @@ func TestChatReply(t *testing.T) {
 		{"no result", 2, nil, "claude: command not found", "", "no result from Claude Code (exit 2)"},
 		{"time limit", errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: "stopped"}, "", "", "time limit (10m0s)"},
 		{"stopped", launcher.ExitStopped, &errs.Error{Code: launcher.ExitStopped, Msg: "stopped"}, "", "", "was stopped"},
-		{"launcher error", 0, errs.Failf("engine down").WithHint("start docker"), "", "", "could not run: engine down (start docker)"},
+		{"launcher error", 0, errs.Failf("engine down").Advise("engine.unreachable", "bin", "docker"), "", "", "could not run: engine down"},
 	}
 	for _, c := range cases {
 		res, err := chatReply(p, c.code, c.runErr, []byte(c.stdout), mask)
@@ -56,6 +56,9 @@ func TestChatReply(t *testing.T) {
 			t.Errorf("%s: the base64 form is not masked: %q", c.name, res.Reply)
 		case c.reply != "" && res.Reply != c.reply:
 			t.Errorf("%s: reply %q, want %q", c.name, res.Reply, c.reply)
+		}
+		if c.name == "launcher error" && errs.AdviceOf(err).Kind != "engine.unreachable" {
+			t.Errorf("%s: the run's advice is not carried: %+v", c.name, errs.AdviceOf(err))
 		}
 		if err != nil && strings.Contains(err.Error(), value) {
 			t.Errorf("%s: the error holds a value: %v", c.name, err)

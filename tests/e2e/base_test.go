@@ -41,7 +41,7 @@ func makeBase(netprobe string) (string, error) {
 		debs, err = get()
 	}
 	if err != nil {
-		return "", fmt.Errorf("busybox-static: %v (%s)", err, errs.Hint(err))
+		return "", fmt.Errorf("busybox-static: %v (%s)", err, errs.AdviceOf(err).Kind)
 	}
 	if len(debs) != 1 {
 		return "", fmt.Errorf("busybox-static comes as %d packages: %v", len(debs), debs)
