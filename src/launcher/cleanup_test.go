@@ -64,7 +64,7 @@ func TestCleanupWaitsForTheEnginesRemoval(t *testing.T) {
 	if n := countLine(c, "rm -f "+s.Name); n != 3 {
 		t.Errorf("agent removal asked %d times, want 3 (2 refusals, then gone): %q", n, c)
 	}
-	if !slices.Contains(c, "rm -f "+ProxyName(s.Name)) {
+	if !slices.Contains(c, "rm -f "+plan.ProxyName(s.Name)) {
 		t.Errorf("proxy not removed: %q", c)
 	}
 	want := "network rm " + plan.EgressNetwork(s.Name)
@@ -86,13 +86,13 @@ func TestCleanupWaitsForTheEnginesRemoval(t *testing.T) {
 	if stop < 0 || stop > nets {
 		t.Errorf("network removed before the proxy was stopped: %q", c)
 	}
-	if vol < slices.Index(c, "rm -f "+ProxyName(s.Name)) {
+	if vol < slices.Index(c, "rm -f "+plan.ProxyName(s.Name)) {
 		t.Errorf("volume removed before the proxy: %q", c)
 	}
 }
 
 func proxyStopCall(s *Session) string {
-	return "stop --time " + strconv.Itoa(proxyStopTime) + " " + ProxyName(s.Name)
+	return "stop --time " + strconv.Itoa(proxyStopTime) + " " + plan.ProxyName(s.Name)
 }
 
 func lastIndex(lines []string, l string) int {
@@ -122,7 +122,7 @@ func TestCleanupStopsTheProxyBeforeRemovingIt(t *testing.T) {
 			t.Fatalf("cleanup: %v", err)
 		}
 		c := calls()
-		stop, rm := slices.Index(c, proxyStopCall(s)), slices.Index(c, "rm -f "+ProxyName(s.Name))
+		stop, rm := slices.Index(c, proxyStopCall(s)), slices.Index(c, "rm -f "+plan.ProxyName(s.Name))
 		if stop < 0 || rm < 0 || rm < stop {
 			t.Errorf("early=%v: want %q, then the removal: %q", early, proxyStopCall(s), c)
 		}
@@ -141,7 +141,7 @@ func TestCleanupRemovesTheProxyOnItsDeath(t *testing.T) {
 	order := filepath.Join(dir, "order")
 	e, calls := scriptEngine(t, `case "$*" in
 "stop "*) sleep 1; echo stop-returned >> `+order+`;;
-"rm -f `+ProxyName(s.Name)+`") echo proxy-removed >> `+order+`;;
+"rm -f `+plan.ProxyName(s.Name)+`") echo proxy-removed >> `+order+`;;
 esac
 exit 0
 `)
@@ -155,7 +155,7 @@ exit 0
 		t.Fatalf("cleanup: %v", err)
 	}
 	c := calls()
-	rm := slices.Index(c, "rm -f "+ProxyName(s.Name))
+	rm := slices.Index(c, "rm -f "+plan.ProxyName(s.Name))
 	if rm < 0 || slices.Index(c, "volume rm "+s.plan.RunVolume) < rm {
 		t.Fatalf("proxy, then volume removal wanted: %q", c)
 	}
@@ -172,7 +172,7 @@ func TestCleanupNetworksAfterTheProxyOnRefusal(t *testing.T) {
 	s := testSession(t)
 	proxyGone := filepath.Join(t.TempDir(), "proxy-gone")
 	e, calls := scriptEngine(t, `case "$*" in
-"rm -f `+ProxyName(s.Name)+`") sleep 0.2; touch `+proxyGone+`;;
+"rm -f `+plan.ProxyName(s.Name)+`") sleep 0.2; touch `+proxyGone+`;;
 "network rm "*) [ -e `+proxyGone+` ] || { echo "Error: network is being used" >&2; exit 1; };;
 esac
 exit 0
@@ -183,7 +183,7 @@ exit 0
 		t.Fatalf("cleanup: %v (calls %q)", err, calls())
 	}
 	c := calls()
-	rm := slices.Index(c, "rm -f "+ProxyName(s.Name))
+	rm := slices.Index(c, "rm -f "+plan.ProxyName(s.Name))
 	if i := lastIndex(c, "network rm "+plan.EgressNetwork(s.Name)); i < rm || countLine(c, "network rm "+plan.EgressNetwork(s.Name)) != 2 {
 		t.Errorf("network not asked again after the proxy's removal: %q", c)
 	}

@@ -10,36 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/hobbs-agent/hobbs/src/instance"
-	"github.com/hobbs-agent/hobbs/src/plan"
 )
-
-// The plan's names (package plan) that this package's image, ps and
-// seed files use as they are.
-const (
-	LabelSession  = plan.LabelSession
-	LabelRole     = plan.LabelRole
-	LabelInstance = plan.LabelInstance
-	LabelOwner    = plan.LabelOwner
-	LabelInputs   = plan.LabelInputs
-	LabelWork     = plan.LabelWork
-	RoleAgent     = plan.RoleAgent
-	RoleImage     = plan.RoleImage
-	RoleRuntime   = plan.RoleRuntime
-
-	ClaudeCredentials        = plan.ClaudeCredentials
-	SessionClaudeCredentials = plan.SessionClaudeCredentials
-)
-
-// InstanceID is plan.InstanceID.
-func InstanceID(in instance.Instance) string { return plan.InstanceID(in) }
-
-// ProxyName is plan.ProxyName.
-func ProxyName(n string) string { return plan.ProxyName(n) }
-
-// SeccompProfile is plan.SeccompProfile.
-func SeccompProfile() []byte { return plan.SeccompProfile() }
 
 // DefaultTag is what DefaultImage returns, for help texts.
 const DefaultTag = "hobbs:local-<version>"

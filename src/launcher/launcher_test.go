@@ -223,7 +223,7 @@ func TestAgentIsConfined(t *testing.T) {
 		{"--mount", "type=bind,source=" + s.Instance.Tasks() + ",target=" + plan.InstanceDir + "/logs/tasks"},
 		// Docker makes the volumes from the mounts, labelled.
 		{"--mount", "type=volume,source=" + plan.ClaudeVolume(s.Instance, "") + ",target=" + plan.ClaudeDir +
-			",volume-label=dev.hobbs.role=claude-state,volume-label=dev.hobbs.instance=" + InstanceID(s.Instance)},
+			",volume-label=dev.hobbs.role=claude-state,volume-label=dev.hobbs.instance=" + plan.InstanceID(s.Instance)},
 		// The proxy's socket, read-only (connecting is not writing), and
 		// the relay the entry point starts to it.
 		{"--mount", "type=volume,source=" + s.plan.RunVolume + ",target=/run/hobbs,ro" + runVolumeSpec(s)},
@@ -454,7 +454,7 @@ func asPodman(t *testing.T, e engine.CLI) engine.CLI {
 func runVolumeSpec(s *Session) string {
 	return `,volume-driver=local,volume-opt=type=tmpfs,volume-opt=device=tmpfs,"volume-opt=o=size=64k,mode=1777"` +
 		",volume-label=dev.hobbs.session=hobbs-abc123,volume-label=dev.hobbs.role=run" +
-		",volume-label=dev.hobbs.instance=" + InstanceID(s.Instance) + ",volume-label=dev.hobbs.owner=" + s.owner
+		",volume-label=dev.hobbs.instance=" + plan.InstanceID(s.Instance) + ",volume-label=dev.hobbs.owner=" + s.owner
 }
 
 // Podman's --mount creates no labelled volumes: the session creates them
@@ -564,10 +564,10 @@ func TestValidName(t *testing.T) {
 func TestInstanceID(t *testing.T) {
 	in, _ := instance.At("/home/u/.local/share/hobbs")
 	h := sha256.Sum256([]byte(in.Root))
-	if got := InstanceID(in); got != hex.EncodeToString(h[:6]) { // tests/e2e mirrors this
-		t.Errorf("InstanceID = %s", got)
+	if got := plan.InstanceID(in); got != hex.EncodeToString(h[:6]) { // tests/e2e mirrors this
+		t.Errorf("plan.InstanceID = %s", got)
 	}
-	if plan.ClaudeVolume(in, "") != "hobbs-claude-"+InstanceID(in) || plan.ClaudeVolume(in, "mine") != "mine" {
+	if plan.ClaudeVolume(in, "") != "hobbs-claude-"+plan.InstanceID(in) || plan.ClaudeVolume(in, "mine") != "mine" {
 		t.Errorf("plan.ClaudeVolume")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // The sessions of an instance as the engine has them: every container,
@@ -61,7 +62,7 @@ type inspected struct {
 // List returns the sessions of instance in (every labelled container,
 // network and socket volume), sorted by name.
 func List(ctx context.Context, e engine.CLI, in instance.Instance) ([]SessionInfo, error) {
-	f := "label=" + LabelInstance + "=" + InstanceID(in)
+	f := "label=" + plan.LabelInstance + "=" + plan.InstanceID(in)
 	byName := map[string]*SessionInfo{}
 	get := func(name, owner string) *SessionInfo {
 		s := byName[name]
@@ -72,35 +73,35 @@ func List(ctx context.Context, e engine.CLI, in instance.Instance) ([]SessionInf
 		}
 		return s
 	}
-	cs, err := listInspected(ctx, e, "container", f, "label="+LabelSession)
+	cs, err := listInspected(ctx, e, "container", f, "label="+plan.LabelSession)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range cs {
 		l := c.Config.Labels
-		s := get(l[LabelSession], l[LabelOwner])
+		s := get(l[plan.LabelSession], l[plan.LabelOwner])
 		s.Containers = append(s.Containers, strings.TrimPrefix(c.Name, "/"))
-		if l[LabelRole] == RoleAgent {
-			s.Status, s.Image, s.Workspace, s.Created = c.State.Status, c.Config.Image, l[LabelWork], c.Created
+		if l[plan.LabelRole] == plan.RoleAgent {
+			s.Status, s.Image, s.Workspace, s.Created = c.State.Status, c.Config.Image, l[plan.LabelWork], c.Created
 		}
 	}
-	ns, err := listInspected(ctx, e, "network", f, "label="+LabelSession)
+	ns, err := listInspected(ctx, e, "network", f, "label="+plan.LabelSession)
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range ns {
-		s := get(n.Labels[LabelSession], n.Labels[LabelOwner])
+		s := get(n.Labels[plan.LabelSession], n.Labels[plan.LabelOwner])
 		s.Networks = append(s.Networks, n.Name)
 		if s.Created.IsZero() || n.Created.Before(s.Created) && s.Status == "partial" {
 			s.Created = n.Created
 		}
 	}
-	vs, err := listInspected(ctx, e, "volume", f, "label="+LabelSession)
+	vs, err := listInspected(ctx, e, "volume", f, "label="+plan.LabelSession)
 	if err != nil {
 		return nil, err
 	}
 	for _, v := range vs {
-		s := get(v.Labels[LabelSession], v.Labels[LabelOwner])
+		s := get(v.Labels[plan.LabelSession], v.Labels[plan.LabelOwner])
 		s.Volumes = append(s.Volumes, v.Name)
 	}
 	out := make([]SessionInfo, 0, len(byName))
@@ -199,7 +200,7 @@ const proxyStopTime = 5
 // removeSession removes every container, network and volume labelled as
 // session n.
 func removeSession(ctx context.Context, e engine.CLI, n string) error {
-	f := "label=" + LabelSession + "=" + n
+	f := "label=" + plan.LabelSession + "=" + n
 	ids, err := e.Output(ctx, "ps", "-aq", "--filter", f)
 	if err != nil {
 		return err
@@ -295,7 +296,7 @@ func LogsArgs(name string, proxy, follow bool, tail string) []string {
 		args = append(args, "--tail", tail)
 	}
 	if proxy {
-		name = ProxyName(name)
+		name = plan.ProxyName(name)
 	}
 	return append(args, name)
 }

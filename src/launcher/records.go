@@ -7,6 +7,7 @@ import (
 
 	"github.com/adrg/xdg"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -23,7 +24,7 @@ import (
 
 // recordDir is where the notes of instance in's sessions are kept.
 func recordDir(in instance.Instance) string {
-	return filepath.Join(xdg.StateHome, "hobbs", "sessions", InstanceID(in))
+	return filepath.Join(xdg.StateHome, "hobbs", "sessions", plan.InstanceID(in))
 }
 
 // record notes session name of in, owned by owner. A note of the same name
@@ -122,5 +123,5 @@ func unmarkStopped(in instance.Instance, name, owner string) {
 // (hobbs run --detach): on the host, per instance, after the session ends
 // too, for hobbs logs.
 func SessionLog(in instance.Instance, name string) string {
-	return filepath.Join(xdg.StateHome, "hobbs", "logs", InstanceID(in), name+".log")
+	return filepath.Join(xdg.StateHome, "hobbs", "logs", plan.InstanceID(in), name+".log")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // A headless run's Claude Code state (ClaudeState). The run's agent gets a
@@ -41,7 +42,7 @@ func (s *Session) seedClaude(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd.Stdin = bytes.NewReader(SeccompProfile())
+	cmd.Stdin = bytes.NewReader(plan.SeccompProfile())
 	out := &limitBuffer{max: maxSeed}
 	var stderr limitBuffer
 	stderr.max = 4096
@@ -56,7 +57,7 @@ func (s *Session) seedClaude(ctx context.Context) error {
 		return nil
 	case err != nil && engine.IsUnreachableMsg(msg):
 		return s.Engine.CallError("run", msg)
-	case err != nil && strings.Contains(msg, ClaudeCredentials):
+	case err != nil && strings.Contains(msg, plan.ClaudeCredentials):
 		return nil // no sign-in in the volume (cat names the missing file)
 	case err != nil:
 		s.Progress("warning: could not read the Claude Code sign-in from volume %s (%s): the run starts without it", vol, firstLine(orDash(msg)))
@@ -64,7 +65,7 @@ func (s *Session) seedClaude(ctx context.Context) error {
 	}
 	data := bytes.TrimSpace(out.buf.Bytes())
 	if !json.Valid(data) || !bytes.HasPrefix(data, []byte("{")) {
-		s.Progress("warning: %s in volume %s is not a JSON object: the run starts without it", ClaudeCredentials, vol)
+		s.Progress("warning: %s in volume %s is not a JSON object: the run starts without it", plan.ClaudeCredentials, vol)
 		return nil
 	}
 	if err := os.WriteFile(filepath.Join(s.filesDir, "claude-credentials"), data, 0o600); err != nil {
@@ -96,7 +97,7 @@ var errSeedTooLarge = errors.New("too large")
 // sign-in is there already. hobbs session-env does it, in the agent's
 // container, before Claude Code starts. Outside a run there is no file:
 // nothing happens.
-func SeedClaudeState(dir string) error { return seedClaudeState(SessionClaudeCredentials, dir) }
+func SeedClaudeState(dir string) error { return seedClaudeState(plan.SessionClaudeCredentials, dir) }
 
 func seedClaudeState(src, dir string) error {
 	data, err := os.ReadFile(src)
@@ -106,7 +107,7 @@ func seedClaudeState(src, dir string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ClaudeCredentials), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, plan.ClaudeCredentials), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		return nil
 	}

@@ -117,7 +117,7 @@ func TestSeedClaudeState(t *testing.T) {
 	if err := seedClaudeState(src, dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ClaudeCredentials)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, plan.ClaudeCredentials)); !os.IsNotExist(err) {
 		t.Fatalf("an empty sign-in was copied: %v", err)
 	}
 	os.WriteFile(src, []byte(`{"a":1}`), 0o600)
@@ -126,8 +126,8 @@ func TestSeedClaudeState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fi, err := os.Stat(filepath.Join(dir, ClaudeCredentials))
-	if b, _ := os.ReadFile(filepath.Join(dir, ClaudeCredentials)); err != nil || string(b) != `{"a":1}` || fi.Mode().Perm() != 0o600 {
+	fi, err := os.Stat(filepath.Join(dir, plan.ClaudeCredentials))
+	if b, _ := os.ReadFile(filepath.Join(dir, plan.ClaudeCredentials)); err != nil || string(b) != `{"a":1}` || fi.Mode().Perm() != 0o600 {
 		t.Errorf("copied %q %v", b, err)
 	}
 }

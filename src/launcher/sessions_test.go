@@ -41,9 +41,9 @@ func TestLogsArgs(t *testing.T) {
 		want          []string
 	}{
 		{false, false, "", []string{"logs", "s1"}},
-		{true, false, "", []string{"logs", ProxyName("s1")}},
+		{true, false, "", []string{"logs", plan.ProxyName("s1")}},
 		{false, true, "20", []string{"logs", "--follow", "--tail", "20", "s1"}},
-		{true, true, "5", []string{"logs", "--follow", "--tail", "5", ProxyName("s1")}},
+		{true, true, "5", []string{"logs", "--follow", "--tail", "5", plan.ProxyName("s1")}},
 	} {
 		if got := LogsArgs("s1", c.proxy, c.follow, c.tail); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("LogsArgs(s1, %v, %v, %q) = %q, want %q", c.proxy, c.follow, c.tail, got, c.want)

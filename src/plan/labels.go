@@ -16,20 +16,18 @@ const (
 	LabelRole     = "dev.hobbs.role"
 	LabelInstance = "dev.hobbs.instance"
 	LabelOwner    = "dev.hobbs.owner"
-	LabelInputs   = "dev.hobbs.inputs"
 	LabelWork     = "dev.hobbs.workspace"
 )
 
-// Roles (values of LabelRole).
+// Roles (values of LabelRole) of a session's objects; those of images are
+// package image's.
 const (
 	RoleAgent   = "agent"
 	RoleProxy   = "proxy"
 	RoleNetwork = "network"
 	RoleRun     = "run" // the session's socket volume
 	RoleClaude  = "claude-state"
-	RoleSeed    = "seed"    // a headless run's reading of the sign-in (Plan.Seed)
-	RoleImage   = "image"   // the Hobbs image (hobbs build, hobbs run)
-	RoleRuntime = "runtime" // a runtime base (hobbs build --runtime)
+	RoleSeed    = "seed" // a headless run's reading of the sign-in (Plan.Seed)
 )
 
 // Paths inside the image and the containers.
