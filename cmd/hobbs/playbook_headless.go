@@ -33,7 +33,7 @@ func (a *app) planPlaybookRun(in instance.Instance, spec playbook.Allowance, sch
 	if r.Config == nil {
 		return nil, err
 	}
-	return r.Plan(playbookKind(scheduled), spec, nil, true)
+	return r.Plan(playbookKind(scheduled), spec, nil, nil, true)
 }
 
 // runPlaybookHeadless runs the playbook spec grants headless, as a task.
@@ -42,7 +42,7 @@ func (a *app) runPlaybookHeadless(ctx context.Context, in instance.Instance, spe
 	if err != nil {
 		return err
 	}
-	f, err := r.Run(ctx, playbookKind(scheduled), spec, nil, "")
+	f, err := r.Run(ctx, playbookKind(scheduled), spec, nil, nil, "")
 	if err == nil && f.Code != 0 {
 		return exitStatus(f.Code)
 	}

@@ -158,7 +158,8 @@ func (t *Turns) Plan(conversation string) (*plan.Plan, error) {
 	}
 	spec := plan.RunSpec{Kind: plan.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
 		Chat: &plan.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
-	return launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil, nil)
+	return launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil,
+		func() (*policy.Policy, error) { return t.Policy, nil })
 }
 
 // hold takes the conversation's turn: the next turn of it waits until

@@ -27,9 +27,11 @@ import (
 // check of a run), the workspace (workspace, else config.yaml's; ~
 // expanded) made when missing, and the host surveyed (plan.Survey: every
 // bind source checked, missing share directories made). The spec's Host
-// is filled in here; its Name, when empty, is a fresh one. load, when set,
-// gives the spec's policy (the instance's effective one) once policy.yaml
-// has passed its check.
+// is filled in here; its Name, when empty, is a fresh one. load gives the
+// spec's policy (the instance's effective one) once policy.yaml has passed
+// its check; nil when the caller has checked policy.yaml itself
+// (runner.Runner.Policy, which is this check and load) and set the spec's
+// policy: the run then checks nothing again.
 func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace string, spec plan.RunSpec, progress func(string, ...any),
 	load func() (*policy.Policy, error)) (*plan.Plan, error) {
 	if spec.Name == "" {
@@ -38,10 +40,13 @@ func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace st
 	if err := plan.ValidName(spec.Name); err != nil {
 		return nil, err
 	}
-	if err := CheckPolicy(in); err != nil {
-		return nil, err
+	if load == nil && spec.Policy == nil {
+		return nil, errs.Failf("internal: a run planned without its policy")
 	}
 	if load != nil {
+		if err := CheckPolicy(in); err != nil {
+			return nil, err
+		}
 		pol, err := load()
 		if err != nil {
 			return nil, err

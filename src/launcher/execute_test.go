@@ -13,24 +13,36 @@ import (
 )
 
 // PlanRun makes a missing workspace, checks the policy as the proxy will
-// read it, and plans from what it surveyed.
+// read it (unless its caller did), and plans from what it surveyed.
 func TestPlanRunPreparesTheHost(t *testing.T) {
 	in, _ := instance.At(t.TempDir())
 	if err := os.WriteFile(in.Policy(), []byte("domains: [\"*\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ws := filepath.Join(t.TempDir(), "new", "ws")
-	spec := plan.RunSpec{Kind: plan.KindSession, Image: "i", Policy: &policy.Policy{}}
-	_, err := PlanRun(in, config.Default(), false, ws, spec, nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "egress policy is invalid") || !strings.Contains(err.Error(), "policy.yaml:1") {
-		t.Fatalf("an invalid policy: %v", err)
+	spec := plan.RunSpec{Kind: plan.KindSession, Image: "i"}
+	loads := 0
+	load := func() (*policy.Policy, error) { loads++; return &policy.Policy{}, nil }
+	_, err := PlanRun(in, config.Default(), false, ws, spec, nil, load)
+	if err == nil || !strings.Contains(err.Error(), "egress policy is invalid") || !strings.Contains(err.Error(), "policy.yaml:1") || loads != 0 {
+		t.Fatalf("an invalid policy: %v (loaded %d times)", err, loads)
+	}
+	// A policy its caller checked (runner.Runner.Policy) is not checked
+	// again: the run takes it as it is.
+	checked := spec
+	checked.Policy = &policy.Policy{}
+	if _, err := PlanRun(in, config.Default(), false, ws, checked, nil, nil); err != nil {
+		t.Fatalf("a policy checked by the caller: %v", err)
+	}
+	if _, err := PlanRun(in, config.Default(), false, ws, spec, nil, nil); err == nil {
+		t.Fatal("a run planned with no policy and nothing to load it")
 	}
 	if err := os.WriteFile(in.Policy(), []byte("domains: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanRun(in, config.Default(), false, ws, spec, nil, nil)
-	if err != nil {
-		t.Fatal(err)
+	p, err := PlanRun(in, config.Default(), false, ws, spec, nil, load)
+	if err != nil || loads != 1 {
+		t.Fatalf("%v (loaded %d times)", err, loads)
 	}
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		t.Errorf("the workspace was not made: %v", err)

@@ -12,8 +12,6 @@ import (
 	"syscall"
 )
 
-// DefaultTag is what DefaultImage returns, for help texts.
-const DefaultTag = "hobbs:local-<version>"
 
 // NewName returns a fresh session name, hobbs-xxxxxx.
 func NewName() string { return "hobbs-" + randHex(3) }

@@ -60,23 +60,30 @@ func (r Runner) effective() (*policy.Policy, error) {
 }
 
 // Plan is the plan of a headless run of kind for grant (trig: a triggered
-// run's event). planOnly: a plan to print, which root may see.
-func (r Runner) Plan(kind plan.Kind, grant playbook.Allowance, trig *plan.Trigger, planOnly bool) (*plan.Plan, error) {
+// run's event). pol is the effective policy the caller has from Policy,
+// nil to check and load it here. planOnly: a plan to print, which root may
+// see.
+func (r Runner) Plan(kind plan.Kind, grant playbook.Allowance, trig *plan.Trigger, pol *policy.Policy, planOnly bool) (*plan.Plan, error) {
 	if err := launcher.RefuseRoot(); err != nil && !planOnly {
 		return nil, err
 	}
-	spec := plan.RunSpec{Kind: kind, Image: image.ImageRef(r.Config.Image), Playbook: &grant, Trigger: trig}
-	return launcher.PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), "", spec, r.status, r.effective)
+	spec := plan.RunSpec{Kind: kind, Image: image.ImageRef(r.Config.Image), Playbook: &grant, Trigger: trig, Policy: pol}
+	load := r.effective
+	if pol != nil {
+		load = nil
+	}
+	return launcher.PlanRun(r.Instance, r.Config, r.Engine.IsPodman(), "", spec, r.status, load)
 }
 
 // Run plans and carries out a headless run of kind for grant as a task
 // (taskID: one started already, "" for a new one) and returns how it
-// ended. An error before the run started leaves the task to the caller.
-func (r Runner) Run(ctx context.Context, kind plan.Kind, grant playbook.Allowance, trig *plan.Trigger, taskID string) (Finished, error) {
+// ended; pol as Plan takes it. An error before the run started leaves the
+// task to the caller.
+func (r Runner) Run(ctx context.Context, kind plan.Kind, grant playbook.Allowance, trig *plan.Trigger, pol *policy.Policy, taskID string) (Finished, error) {
 	if _, err := r.Engine.Path(); err != nil {
 		return Finished{}, err
 	}
-	p, err := r.Plan(kind, grant, trig, false)
+	p, err := r.Plan(kind, grant, trig, pol, false)
 	if err != nil {
 		return Finished{}, err
 	}

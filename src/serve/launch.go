@@ -28,8 +28,9 @@ func (r LauncherRunner) Check(pb string) error {
 	return err
 }
 
-// Run runs j: the playbook checked again (it may have changed since the
-// delivery was queued), then the run.
+// Run runs j: the policy and the playbook checked again (either may have
+// changed since the delivery was queued), then the run, under the policy
+// just checked.
 func (r LauncherRunner) Run(ctx context.Context, j Job, event []byte) (Result, error) {
 	pol, err := r.Launcher.Policy()
 	if err != nil {
@@ -41,7 +42,7 @@ func (r LauncherRunner) Run(ctx context.Context, j Job, event []byte) (Result, e
 	}
 	var res Result
 	err = r.Playbooks.RunLocked(j.Playbook, grant.Stage, func() error {
-		f, err := r.Launcher.Run(ctx, plan.KindTrigger, grant, &plan.Trigger{Name: j.Trigger, Source: j.Source, Event: event}, j.Task)
+		f, err := r.Launcher.Run(ctx, plan.KindTrigger, grant, &plan.Trigger{Name: j.Trigger, Source: j.Source, Event: event}, pol, j.Task)
 		o := f.Outcome
 		res = Result{Finished: f.Recorded, Outcome: o.Status, Why: o.Why, Report: o.Report, Review: f.Review, Denied: f.Denied}
 		if c := o.Result; c != nil {
