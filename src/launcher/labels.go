@@ -12,7 +12,6 @@ import (
 	"syscall"
 )
 
-
 // NewName returns a fresh session name, hobbs-xxxxxx.
 func NewName() string { return "hobbs-" + randHex(3) }
 
