@@ -24,7 +24,7 @@ func (a *app) headlessRunner(in instance.Instance) (runner.Runner, error) {
 	e, cfg, err := a.engine(in)
 	def, _ := fs.ReadFile(hobbs.Dist, "policy.yaml")
 	return runner.Runner{Instance: in, Config: cfg, Engine: e, Assets: hobbs.Assets, DefaultPolicy: def, Audit: a.audit(in),
-		Remember: rememberLessons(a, in), Words: adviceText, Status: a.status, Stdout: a.out, Stderr: a.errOut}, err
+		Remember: rememberLessons(a, in), Words: adviceText, Passphrase: passphrase, Status: a.status, Stdout: a.out, Stderr: a.errOut}, err
 }
 
 // planPlaybookRun is the plan of a headless run of the grant spec.

@@ -112,6 +112,7 @@ func (a *app) withTasks(body func(cmd *cobra.Command, args []string, log task.Lo
 func (a *app) withVault(body func(cmd *cobra.Command, args []string, v *vault.Vault) error) runE {
 	return a.withExistingInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
 		v := vault.Open(in)
+		v.Passphrase = passphrase
 		v.AuditFailed = func(err error) { a.warn("audit log not written: %v", err) }
 		return body(cmd, args, v)
 	})

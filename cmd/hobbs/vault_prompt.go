@@ -12,9 +12,10 @@ import (
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
-// The vault asks the passphrase of a protected identity on the terminal,
-// whoever opens it (a command, the launcher starting a session).
-func init() { vault.Ask = askPassphrase }
+// passphrase is how hobbs unlocks a protected vault identity, whoever opens
+// the vault (a command, the launcher starting a session, hobbs serve): the
+// passphrase file if set, else a prompt on the terminal.
+var passphrase = vault.Passphrases(askPassphrase)
 
 // askPassphrase asks a passphrase on the controlling terminal (/dev/tty)
 // with echo off, twice when confirm; vault.ErrNoTerminal when there is none.

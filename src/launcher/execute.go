@@ -109,6 +109,9 @@ type Runtime struct {
 	// DiskFree measures the free space of the filesystem holding a path
 	// for the plan's DiskWatch; nil: statfs.
 	DiskFree func(path string) (int64, error)
+	// Passphrase unlocks a passphrase-protected vault identity for the
+	// run's secrets (vault.Passphrases); nil: vault.FilePassphrase.
+	Passphrase vault.PassphraseFunc
 	// Launcher: this process is the session's own launcher (hobbs run),
 	// which ends with the session; Execute tunes its garbage collector
 	// for that (launcherGC).
@@ -148,7 +151,7 @@ func ExecuteMasked(ctx context.Context, p *plan.Plan, rt Runtime) (int, func(str
 
 // execute is Execute, with mask when masked (ExecuteMasked).
 func execute(ctx context.Context, p *plan.Plan, rt Runtime, masked bool) (int, func(string) string, error) {
-	env, bound, err := values(p)
+	env, bound, err := values(p, rt.Passphrase)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -315,7 +318,7 @@ func logStart(p *plan.Plan, log *audit.Logger) {
 // secrets (their bindings were checked when the plan was made): a secret
 // for the proxy of each binding, two of an aws-sigv4 one (the access key
 // id and the secret access key).
-func values(p *plan.Plan) (env []string, bound []*policy.Secret, err error) {
+func values(p *plan.Plan, pass vault.PassphraseFunc) (env []string, bound []*policy.Secret, err error) {
 	mapping := make([][2]string, 0, len(p.Env)+len(p.Secrets))
 	for _, e := range p.Env {
 		mapping = append(mapping, [2]string{e.Name, e.Vault})
@@ -323,7 +326,7 @@ func values(p *plan.Plan) (env []string, bound []*policy.Secret, err error) {
 	for _, b := range p.Secrets {
 		mapping = append(mapping, [2]string{b.Name, b.Vault})
 	}
-	all, err := vault.SessionEnv(p.In(), mapping)
+	all, err := vault.SessionEnv(p.In(), mapping, pass)
 	if err != nil {
 		return nil, nil, err
 	}

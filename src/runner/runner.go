@@ -16,6 +16,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/task"
+	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
 // Runner plans and carries out the runs of one instance, for whichever
@@ -39,6 +40,10 @@ type Runner struct {
 	// Words words a piece of advice as the command layer does: a chat
 	// turn's reply says what to do about a run that could not start.
 	Words func(errs.Advice) string
+	// Passphrase unlocks a passphrase-protected vault identity (the run's
+	// secrets, a trigger's): vault.Passphrases with the command layer's
+	// prompt; nil: vault.FilePassphrase.
+	Passphrase vault.PassphraseFunc
 	// Status gets progress lines; Stdout and Stderr the run's output.
 	Status         func(format string, args ...any)
 	Stdout, Stderr io.Writer
@@ -179,5 +184,5 @@ func (r Runner) Runtime(o SessionOptions) launcher.Runtime {
 	b := image.BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
 	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
 	return launcher.Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
-		Progress: r.status, Words: r.Words, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true}
+		Progress: r.status, Words: r.Words, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true, Passphrase: r.Passphrase}
 }

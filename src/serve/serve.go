@@ -130,7 +130,11 @@ func New(opt Options) (*Service, error) {
 		opt.Instance, opt.Config, opt.Audit = l.Instance, l.Config, l.Audit
 		opt.Tasks = task.Open(l.Instance, l.Audit)
 		if opt.Secret == nil {
-			opt.Secret = vault.Open(l.Instance).Get
+			v := vault.Open(l.Instance)
+			if l.Passphrase != nil {
+				v.Passphrase = l.Passphrase
+			}
+			opt.Secret = v.Get
 		}
 		if opt.Runner == nil {
 			opt.Runner = LauncherRunner{Launcher: l, Playbooks: opt.Playbooks}

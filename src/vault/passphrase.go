@@ -18,26 +18,36 @@ const EnvPassphraseFile = "HOBBS_VAULT_PASSPHRASE_FILE"
 // what it is for; confirm asks for it twice (when setting a new one).
 type PassphraseFunc func(prompt string, confirm bool) ([]byte, error)
 
-// Ask asks the user for a passphrase when no file names one: the command
-// layer sets it to a prompt on the terminal. It returns ErrNoTerminal when
-// it has nowhere to ask; unset, nothing is asked.
-var Ask PassphraseFunc
-
-// ErrNoTerminal is what Ask returns when there is no terminal to ask on.
+// ErrNoTerminal is what an asker (Passphrases) returns when there is no
+// terminal to ask on.
 var ErrNoTerminal = errors.New("no terminal to ask a passphrase on")
 
-// DefaultPassphrase is Open's PassphraseFunc: the first line of the file
-// named by $HOBBS_VAULT_PASSPHRASE_FILE if set, else what Ask returns. With
-// neither it fails with advice (NoTerminal); it never reads stdin, which
-// may carry a secret value.
-func DefaultPassphrase(prompt string, confirm bool) ([]byte, error) {
-	if f := os.Getenv(EnvPassphraseFile); f != "" {
-		return passphraseFromFile(f)
+// FilePassphrase is Open's PassphraseFunc: the first line of the file
+// named by $HOBBS_VAULT_PASSPHRASE_FILE; without it, it fails with advice
+// (NoTerminal). It never reads stdin, which may carry a secret value.
+func FilePassphrase(prompt string, confirm bool) ([]byte, error) {
+	return Passphrases(nil)(prompt, confirm)
+}
+
+// Passphrases is a PassphraseFunc that takes the passphrase from the file
+// named by $HOBBS_VAULT_PASSPHRASE_FILE if set, else from ask (the command
+// layer's prompt on the terminal, which returns ErrNoTerminal when there is
+// none); nil ask asks nothing. No passphrase, or an empty one, is an error.
+func Passphrases(ask PassphraseFunc) PassphraseFunc {
+	return func(prompt string, confirm bool) ([]byte, error) {
+		if f := os.Getenv(EnvPassphraseFile); f != "" {
+			return passphraseFromFile(f)
+		}
+		if ask == nil {
+			return nil, noTerminal()
+		}
+		return asked(ask(prompt, confirm))
 	}
-	if Ask == nil {
-		return nil, noTerminal()
-	}
-	p, err := Ask(prompt, confirm)
+}
+
+// asked is the answer of an asker: ErrNoTerminal becomes advice, an empty
+// passphrase is refused.
+func asked(p []byte, err error) ([]byte, error) {
 	if errors.Is(err, ErrNoTerminal) {
 		return nil, noTerminal()
 	}

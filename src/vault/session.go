@@ -16,13 +16,16 @@ import (
 // by entry name and variable). On any error nothing is returned, and the error
 // names the variable and the entry.
 //
-// A passphrase-protected identity is unlocked with DefaultPassphrase (the
-// file named by $HOBBS_VAULT_PASSPHRASE_FILE, else Ask: the command layer's
-// prompt on the terminal);
-// callers that need another source use Open(in) with Passphrase set and call
-// its SessionEnv method. An empty mapping touches nothing and needs no keys.
-func SessionEnv(in instance.Instance, mapping [][2]string) ([]string, error) {
-	return Open(in).SessionEnv(mapping)
+// A passphrase-protected identity is unlocked with pass (Passphrases: the
+// file named by $HOBBS_VAULT_PASSPHRASE_FILE, else the command layer's
+// prompt on the terminal); nil: FilePassphrase. An empty mapping touches
+// nothing and needs no keys.
+func SessionEnv(in instance.Instance, mapping [][2]string, pass PassphraseFunc) ([]string, error) {
+	v := Open(in)
+	if pass != nil {
+		v.Passphrase = pass
+	}
+	return v.SessionEnv(mapping)
 }
 
 // SessionEnv is the package-level SessionEnv with this vault's settings.

@@ -22,7 +22,7 @@ func TestSessionEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, v.In.Root)
-	env, err := SessionEnv(v.In, cfg.VaultEnv())
+	env, err := SessionEnv(v.In, cfg.VaultEnv(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,31 +46,31 @@ func TestSessionEnv(t *testing.T) {
 
 	// Empty mapping: no keys needed at all.
 	os.Rename(v.In.VaultIdentity(), v.In.VaultIdentity()+".away")
-	if env, err := SessionEnv(v.In, nil); err != nil || env != nil {
+	if env, err := SessionEnv(v.In, nil, nil); err != nil || env != nil {
 		t.Fatalf("empty mapping: %v %v", env, err)
 	}
 	// Missing identity: names the variable and the entry.
-	_, err = SessionEnv(v.In, [][2]string{{"GITHUB_TOKEN", "github-token"}})
+	_, err = SessionEnv(v.In, [][2]string{{"GITHUB_TOKEN", "github-token"}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "GITHUB_TOKEN") || !strings.Contains(err.Error(), "github-token") {
 		t.Fatalf("missing identity: %v", err)
 	}
 	os.Rename(v.In.VaultIdentity()+".away", v.In.VaultIdentity())
 
 	// A missing entry fails the whole call, naming variable and entry.
-	env, err = SessionEnv(v.In, [][2]string{{"GITHUB_TOKEN", "github-token"}, {"API_KEY", "absent"}})
+	env, err = SessionEnv(v.In, [][2]string{{"GITHUB_TOKEN", "github-token"}, {"API_KEY", "absent"}}, nil)
 	if env != nil || errs.Code(err) != errs.Failure || !strings.Contains(err.Error(), "env API_KEY (vault:absent)") ||
 		!strings.Contains(err.Error(), "not found") {
 		t.Fatalf("missing entry: %v %v", env, err)
 	}
 	// Bad names never reach the file system.
 	for _, m := range [][2]string{{"BAD-NAME", "github-token"}, {"1X", "github-token"}, {"X", "../keys/identity"}, {"X", ""}} {
-		if _, err := SessionEnv(v.In, [][2]string{m}); errs.Code(err) != errs.Usage {
+		if _, err := SessionEnv(v.In, [][2]string{m}, nil); errs.Code(err) != errs.Usage {
 			t.Errorf("mapping %q: %v", m, err)
 		}
 	}
 	// A NUL cannot go into an environment variable.
 	mustSet(t, v, "nul", "a\x00b")
-	if _, err := SessionEnv(v.In, [][2]string{{"X", "nul"}}); err == nil || !strings.Contains(err.Error(), "NUL") {
+	if _, err := SessionEnv(v.In, [][2]string{{"X", "nul"}}, nil); err == nil || !strings.Contains(err.Error(), "NUL") {
 		t.Fatalf("NUL value: %v", err)
 	}
 	// Passphrase-protected identity: the Vault method takes the callback.
@@ -84,6 +84,15 @@ func TestSessionEnv(t *testing.T) {
 	q.Passphrase = p.Passphrase
 	if env, err := q.SessionEnv([][2]string{{"K", "k"}}); err != nil || env[0] != "K=protected-value" {
 		t.Fatalf("protected: %v %v", env, err)
+	}
+	// The package's SessionEnv unlocks it with the function it is given;
+	// without one, only a passphrase file would.
+	t.Setenv(EnvPassphraseFile, "")
+	if env, err := SessionEnv(p.In, [][2]string{{"K", "k"}}, p.Passphrase); err != nil || env[0] != "K=protected-value" {
+		t.Fatalf("protected, through SessionEnv: %v %v", env, err)
+	}
+	if _, err := SessionEnv(p.In, [][2]string{{"K", "k"}}, nil); errs.AdviceOf(err).Kind != NoTerminal {
+		t.Fatalf("protected, nothing to ask with: %v", err)
 	}
 }
 

@@ -61,9 +61,9 @@ type Vault struct {
 }
 
 // Open returns the vault of in, logging to its audit log and asking
-// passphrases with DefaultPassphrase.
+// passphrases with FilePassphrase.
 func Open(in instance.Instance) *Vault {
-	return &Vault{In: in, Audit: audit.New(in.FS(), in.AuditLog()), Passphrase: DefaultPassphrase, Now: time.Now}
+	return &Vault{In: in, Audit: audit.New(in.FS(), in.AuditLog()), Passphrase: FilePassphrase, Now: time.Now}
 }
 
 // InContainer reports whether hobbs runs inside the agent container

@@ -507,24 +507,32 @@ func TestPassphraseIdentity(t *testing.T) {
 
 // Without a passphrase file and with nowhere to ask, the passphrase is
 // refused with advice naming the file's variable; an asker's answer is
-// taken, an empty one refused.
-func TestDefaultPassphrase(t *testing.T) {
+// taken, an empty one refused; the file, when named, wins over the asker.
+func TestPassphrases(t *testing.T) {
 	t.Setenv(EnvPassphraseFile, "")
-	defer func(a PassphraseFunc) { Ask = a }(Ask)
-	for _, ask := range []PassphraseFunc{nil, func(string, bool) ([]byte, error) { return nil, ErrNoTerminal }} {
-		Ask = ask
-		_, err := DefaultPassphrase("x", false)
+	for _, pass := range []PassphraseFunc{FilePassphrase, Passphrases(nil),
+		Passphrases(func(string, bool) ([]byte, error) { return nil, ErrNoTerminal })} {
+		_, err := pass("x", false)
 		if a := errs.AdviceOf(err); err == nil || a.Kind != NoTerminal || a.Facts["env"] != EnvPassphraseFile {
 			t.Fatalf("no terminal: %v (%+v)", err, a)
 		}
 	}
-	Ask = func(string, bool) ([]byte, error) { return []byte("pw"), nil }
-	if p, err := DefaultPassphrase("x", true); err != nil || string(p) != "pw" {
+	ask := Passphrases(func(string, bool) ([]byte, error) { return []byte("pw"), nil })
+	if p, err := ask("x", true); err != nil || string(p) != "pw" {
 		t.Fatalf("asked: %q %v", p, err)
 	}
-	Ask = func(string, bool) ([]byte, error) { return nil, nil }
-	if _, err := DefaultPassphrase("x", false); err == nil {
+	if _, err := Passphrases(func(string, bool) ([]byte, error) { return nil, nil })("x", false); err == nil {
 		t.Fatal("an empty passphrase was taken")
+	}
+	f := filepath.Join(t.TempDir(), "pass")
+	if err := os.WriteFile(f, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvPassphraseFile, f)
+	for _, pass := range []PassphraseFunc{FilePassphrase, ask} {
+		if p, err := pass("x", false); err != nil || string(p) != "from-file" {
+			t.Fatalf("the file: %q %v", p, err)
+		}
 	}
 }
 
