@@ -11,11 +11,11 @@ import (
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
 
-// doctorHints words the advice of hobbs doctor's checks (doctorChecks): the
-// fix printed under a result, and the "fix" of its JSON. Some kinds are
-// also errors' elsewhere: the launcher's runtime base kinds are
-// MissingBase's, which hobbs run and build return; schedule's are
-// CanFire's, which schedule add and list give.
+// doctorHints words the advice that only hobbs doctor's checks
+// (doctorChecks) give: the fix printed under a result, and the "fix" of its
+// JSON. A check that reports an error of its package's (the image's
+// MissingBase, schedule's CanFire, the engine's) gives that error's
+// advice, worded in that package's table.
 var doctorHints = map[errs.Kind]words{
 	doctor.NoInstance:       say("run: hobbs init (or point HOBBS_HOME / --instance at your instance)"),
 	doctor.LayoutIncomplete: say("run: hobbs init (creates only what is missing)"),

@@ -22,7 +22,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -60,9 +59,6 @@ type Turns struct {
 	// plan.ChatMaxTurns and plan.ChatTimeout).
 	MaxTurns int
 	Timeout  time.Duration
-	// Words words the advice of a turn that could not run, which the
-	// reply then says in parentheses (nil: it does not).
-	Words func(errs.Advice) string
 
 	// run carries a turn's plan out: runner.RunChat (tests put a fake
 	// in its place to test what Turn does around it).
@@ -113,7 +109,6 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 		rt.Progress = func(string, ...any) {}
 	}
 	res, err := run(ctx, p, rt, input)
-	err = t.worded(err)
 	d := map[string]any{"session": p.Session, "message_bytes": len(text), "reply_bytes": len(res.Reply), "exit": res.Code}
 	if r := res.Result; r != nil {
 		d["claude_result"], d["turns"], d["cost_usd"] = r.Subtype, r.NumTurns, r.TotalCostUSD
@@ -237,19 +232,5 @@ func ForRunner(r runner.Runner) (*Turns, error) {
 		return nil, err
 	}
 	return &Turns{Instance: r.Instance, Config: r.Config, Policy: pol, Image: image.ImageRef(r.Config.Image),
-		Runtime: r.Runtime(runner.SessionOptions{}), Words: r.Words}, nil
-}
-
-// worded is a turn's error with its advice worded into its message, as
-// the reply says it: "… (what to do)".
-func (t *Turns) worded(err error) error {
-	var e *errs.Error
-	if t.Words == nil || !errors.As(err, &e) || e.Advice.IsZero() {
-		return err
-	}
-	w := t.Words(e.Advice)
-	if w == "" {
-		return err
-	}
-	return &errs.Error{Code: e.Code, Msg: e.Msg + " (" + w + ")", Err: e.Err}
+		Runtime: r.Runtime(runner.SessionOptions{})}, nil
 }

@@ -364,20 +364,3 @@ func TestNewConversation(t *testing.T) {
 		t.Errorf("the archived conversation: %s", b)
 	}
 }
-
-// A turn that could not run says what to do in the reply, in the words the
-// command layer gives its advice (Words); without words, the error alone.
-func TestTurnThatCouldNotRunSaysWhatToDo(t *testing.T) {
-	tr, _ := turns(t, func([]byte) (runner.ChatResult, error) {
-		return runner.ChatResult{}, errs.Failf("the turn could not run: engine down").Advise("engine.unreachable", "bin", "docker")
-	})
-	_, err := tr.Turn(context.Background(), "c1", "hello")
-	if err == nil || err.Error() != "the turn could not run: engine down" {
-		t.Fatalf("without words: %v", err)
-	}
-	tr.Words = func(a errs.Advice) string { return "start " + a.Facts["bin"] }
-	_, err = tr.Turn(context.Background(), "c1", "hello")
-	if err == nil || err.Error() != "the turn could not run: engine down (start docker)" || errs.Code(err) != errs.Failure {
-		t.Fatalf("with words: %v", err)
-	}
-}

@@ -13,10 +13,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
-// PolicyInvalid is the advice of doctor's policy check for a policy.yaml
-// that does not parse; cmd/hobbs words it (hints_doctor.go).
-const PolicyInvalid errs.Kind = "egress.policy-invalid"
-
 // DoctorPolicy is doctor's policy check: it validates the instance's
 // policy.yaml, the file the proxy loads after the image's default.
 func DoctorPolicy(_ context.Context, env *doctor.Env) []doctor.Result {

@@ -8,3 +8,7 @@ const (
 	// not there.
 	NoImagePolicy errs.Kind = "egress.no-image-policy"
 )
+
+// PolicyInvalid is the advice of doctor's policy check for a policy.yaml
+// that does not parse; cmd/hobbs words it (hints_doctor.go).
+const PolicyInvalid errs.Kind = "egress.policy-invalid"

@@ -6,7 +6,7 @@
 // A domain package never words a hint. It names the situation (a Kind it
 // declares beside the code that returns it) and the facts a hint needs
 // (Advise); the command layer holds the words for every kind
-// (cmd/hobbs/hints.go) and renders them in one function.
+// (cmd/hobbs/hints_*.go) and renders them in one function (hints.go).
 //
 // Exit codes (documented for users in docs/cli.md):
 //

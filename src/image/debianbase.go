@@ -21,6 +21,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
@@ -91,7 +92,7 @@ func BuildDebianBase(ctx context.Context, opt DebianBaseOptions) (*Result, error
 		{Path: "root", Dir: true, Mode: 0o700}, {Path: "home", Dir: true, Mode: 0o755}, {Path: "run", Dir: true, Mode: 0o755},
 	}
 	changes := []string{"ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		fmt.Sprintf("LABEL %s=%s %s=%s", LabelRole, RoleRuntime, LabelUser, BuildUser())}
+		fmt.Sprintf("LABEL %s=%s %s=%s", plan.LabelRole, RoleRuntime, LabelUser, BuildUser())}
 	fmt.Fprintf(opt.Progress, "importing their files as %s\n", opt.Tag)
 	if err := ImportRootFS(ctx, opt.Engine, opt.Tag, debs, files, changes); err != nil {
 		return nil, err

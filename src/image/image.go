@@ -22,6 +22,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/plan"
 )
 
 // EnvBinary names a static linux hobbs binary to put in the image when the
@@ -341,7 +342,7 @@ func Build(ctx context.Context, opt BuildOptions) (*Result, error) {
 // an image Hobbs did not build.
 func replacedImage(ctx context.Context, e engine.CLI, ref string) (string, error) {
 	img, ok, err := imageInfo(ctx, e, ref)
-	if err != nil || !ok || img.labels[LabelRole] != RoleImage {
+	if err != nil || !ok || img.labels[plan.LabelRole] != RoleImage {
 		return "", err
 	}
 	return img.id, nil
@@ -432,7 +433,7 @@ func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) 
 	tag := opt.tag()
 	fmt.Fprintf(opt.Progress, "building %s FROM %s (inputs %s)\n", tag, in.base, in.hash[:12])
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile"), "--build-arg", "BASE=" + in.base,
-		"--label", LabelInputs + "=" + in.hash, "--label", LabelRole + "=" + RoleImage, "--label", LabelVersion + "=" + Version(),
+		"--label", LabelInputs + "=" + in.hash, "--label", plan.LabelRole + "=" + RoleImage, "--label", LabelVersion + "=" + Version(),
 		"--label", LabelUser + "=" + BuildUser(), "-t", tag, dir}
 	out := newBuildLog(opt.Progress, opt.Verbose)
 	err = opt.Engine.Stream(ctx, out, buildEnv(ctx, opt.Engine), args...)
@@ -483,7 +484,7 @@ func BuildRuntime(ctx context.Context, opt BuildOptions) (*Result, error) {
 	}
 	fmt.Fprintf(opt.Progress, "building runtime base %s\n", opt.Base)
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile.runtime"),
-		"--label", LabelRole + "=" + RoleRuntime, "--label", LabelUser + "=" + BuildUser(), "-t", opt.Base, dir}
+		"--label", plan.LabelRole + "=" + RoleRuntime, "--label", LabelUser + "=" + BuildUser(), "-t", opt.Base, dir}
 	out := newBuildLog(opt.Progress, opt.Verbose)
 	err = opt.Engine.Stream(ctx, out, buildEnv(ctx, opt.Engine), args...)
 	out.finish("runtime base "+opt.Base, err)
@@ -545,7 +546,7 @@ func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) 
 		}
 	}
 	have := img.labels[LabelInputs]
-	imgID, hobbsBuilt := img.id, img.labels[LabelRole] == RoleImage
+	imgID, hobbsBuilt := img.id, img.labels[plan.LabelRole] == RoleImage
 	local, derr := digest()
 	if err = errors.Join(err, derr); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
@@ -121,7 +122,7 @@ func pruneCandidates(ctx context.Context, e engine.CLI, keep []string, user stri
 	}
 	seen := map[string]bool{}
 	for _, q := range []struct{ role, extra string }{{RoleImage, ""}, {RoleRuntime, "dangling=true"}} {
-		args := []string{"image", "ls", "--no-trunc", "--filter", "label=" + LabelRole + "=" + q.role}
+		args := []string{"image", "ls", "--no-trunc", "--filter", "label=" + plan.LabelRole + "=" + q.role}
 		if user != "" {
 			args = append(args, "--filter", "label="+LabelUser+"="+user)
 		}

@@ -18,19 +18,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/image"
 )
 
-// The kinds of advice the launcher's doctor checks give; cmd/hobbs words
-// them (hints_doctor.go). Facts: bin (the engine's CLI), ref and image (an
-// image), default (image.DefaultBase), where (a containers.conf).
-const (
-	PodmanOld       errs.Kind = "launcher.podman-old"
-	DockerOld       errs.Kind = "launcher.docker-old"
-	ImageNotPulled  errs.Kind = "launcher.image-not-pulled"
-	NoClaude        errs.Kind = "launcher.no-claude"
-	ClaudeUnchecked errs.Kind = "launcher.claude-unchecked"
-	NoCatatonit     errs.Kind = "launcher.no-catatonit"
-	BadInitPath     errs.Kind = "launcher.bad-init-path"
-)
-
 func engineOf(env *doctor.Env) engine.CLI {
 	if env.Config != nil {
 		return engine.New(env.Config.Engine)

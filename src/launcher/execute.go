@@ -23,10 +23,10 @@ import (
 )
 
 // PlanRun prepares the host for the run spec describes and returns its
-// plan: the instance's policy checked as the proxy will read it (the one
-// check of a run), the workspace (workspace, else config.yaml's; ~
-// expanded) made when missing, and the host surveyed (plan.Survey: every
-// bind source checked, missing share directories made). The spec's Host
+// plan: the workspace (workspace, else config.yaml's; ~ expanded) made
+// when missing, the instance's policy checked as the proxy will read it
+// (the one check of a run), and the host surveyed (plan.Survey: every bind
+// source checked, missing share directories made). The spec's Host
 // is filled in here; its Name, when empty, is a fresh one. load gives the
 // spec's policy (the instance's effective one) once policy.yaml has passed
 // its check; nil when the caller has checked policy.yaml itself
@@ -40,6 +40,16 @@ func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace st
 	if err := plan.ValidName(spec.Name); err != nil {
 		return nil, err
 	}
+	if workspace == "" {
+		workspace = cfg.Workspace
+	}
+	ws, err := config.ExpandHome(workspace)
+	if err != nil {
+		return nil, errs.Wrap(errs.Usage, err, "workspace %q", workspace)
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "create workspace")
+	}
 	if load == nil && spec.Policy == nil {
 		return nil, errs.Failf("internal: a run planned without its policy")
 	}
@@ -52,16 +62,6 @@ func PlanRun(in instance.Instance, cfg *config.Config, podman bool, workspace st
 			return nil, err
 		}
 		spec.Policy = pol
-	}
-	if workspace == "" {
-		workspace = cfg.Workspace
-	}
-	ws, err := config.ExpandHome(workspace)
-	if err != nil {
-		return nil, errs.Wrap(errs.Usage, err, "workspace %q", workspace)
-	}
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return nil, errs.Wrap(errs.Failure, err, "create workspace")
 	}
 	h, err := plan.Survey(in, cfg, podman, ws, os.Getuid(), os.Getgid(), progress)
 	if err != nil {

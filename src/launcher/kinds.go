@@ -37,3 +37,20 @@ func word(words func(errs.Advice) string, k errs.Kind, kv ...string) string {
 	}
 	return words(errs.NewAdvice(k, kv...))
 }
+
+// The kinds of advice the launcher's doctor checks give; cmd/hobbs words
+// them (hints_doctor.go). Facts: bin (the engine's CLI), ref and image (an
+// image), default (image.DefaultBase), where (a containers.conf).
+const (
+	PodmanOld       errs.Kind = "launcher.podman-old"
+	DockerOld       errs.Kind = "launcher.docker-old"
+	ImageNotPulled  errs.Kind = "launcher.image-not-pulled"
+	NoClaude        errs.Kind = "launcher.no-claude"
+	ClaudeUnchecked errs.Kind = "launcher.claude-unchecked"
+	NoCatatonit     errs.Kind = "launcher.no-catatonit"
+	BadInitPath     errs.Kind = "launcher.bad-init-path"
+)
+
+// NoRunningSession advises listing the sessions: the one named is not
+// running.
+const NoRunningSession errs.Kind = "launcher.no-running-session"

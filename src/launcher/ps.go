@@ -25,10 +25,6 @@ import (
 // This file uses only the labels and the session notes (records.go), never
 // the code that runs a session.
 
-// NoRunningSession advises listing the sessions: the one named is not
-// running.
-const NoRunningSession errs.Kind = "launcher.no-running-session"
-
 // SessionInfo is one session as `hobbs ps` shows it.
 type SessionInfo struct {
 	Name       string    `json:"name"`

@@ -161,7 +161,7 @@ func (s *Session) claudeVolume() string {
 	return ""
 }
 
-// AgentEnv is the agent's session variables (plan.AgentEnv): the proxy
+// AgentEnv is the agent's session variables (plan.Plan.AgentEnv): the proxy
 // variables holding the token, the env: secrets' values and the
 // placeholders of bound secrets. They reach the agent's command through
 // the session file SessionEnvFile, never its container's configuration.

@@ -10,16 +10,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
-// The kinds of advice memory's doctor checks give; cmd/hobbs words them
-// (hints_doctor.go). Facts: path (foundation.md, the memory directory),
-// chars (the length to shorten to), limit (the hook's limit).
-const (
-	FoundationOverHook   errs.Kind = "memory.foundation-over-hook"
-	FoundationOverBudget errs.Kind = "memory.foundation-over-budget"
-	DirUnreadable        errs.Kind = "memory.dir-unreadable"
-	UnusableFiles        errs.Kind = "memory.unusable-files"
-)
-
 // DoctorContext is doctor's memory.context check: it measures foundation.md
 // against the context budget and the hook limit. Over the hook limit fails:
 // sessions then start with a note naming the file instead of the foundation

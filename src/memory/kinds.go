@@ -30,3 +30,13 @@ const (
 	// FilesToFix is hobbs memory lint's advice when Lint finds problems.
 	FilesToFix errs.Kind = "memory.files-to-fix"
 )
+
+// The kinds of advice memory's doctor checks give; cmd/hobbs words them
+// (hints_doctor.go). Facts: path (foundation.md, the memory directory),
+// chars (the length to shorten to), limit (the hook's limit).
+const (
+	FoundationOverHook   errs.Kind = "memory.foundation-over-hook"
+	FoundationOverBudget errs.Kind = "memory.foundation-over-budget"
+	DirUnreadable        errs.Kind = "memory.dir-unreadable"
+	UnusableFiles        errs.Kind = "memory.unusable-files"
+)

@@ -9,10 +9,6 @@ import (
 	"github.com/hobbs-agent/hobbs/src/style"
 )
 
-// LintProblems is the advice of doctor's playbooks check for playbooks that
-// fail lint; cmd/hobbs words it (hints_doctor.go).
-const LintProblems errs.Kind = "playbook.lint-problems"
-
 // Doctor is doctor's playbooks check: it warns about playbooks that fail lint
 // and reports how many are due for review. Problems in playbooks never fail
 // the doctor: they are the user's documents, not the system's health.

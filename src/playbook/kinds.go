@@ -32,3 +32,7 @@ const (
 	ScheduledRunRefused    errs.Kind = "playbook.scheduled-run-refused"
 	NoRunBlock             errs.Kind = "playbook.no-run-block"
 )
+
+// LintProblems is the advice of doctor's playbooks check for playbooks that
+// fail lint; cmd/hobbs words it (hints_doctor.go).
+const LintProblems errs.Kind = "playbook.lint-problems"

@@ -45,13 +45,14 @@ func RunChat(ctx context.Context, p *plan.Plan, rt launcher.Runtime, input []byt
 	out := &tailBuffer{max: maxChatOutput}
 	rt.Stdin, rt.Stdout, rt.Detached = bytes.NewReader(input), out, false
 	code, mask, runErr := launcher.ExecuteMasked(ctx, p, rt)
-	return chatReply(p, code, runErr, []byte(out.String()), mask)
+	return chatReply(p, code, runErr, []byte(out.String()), mask, rt.Words)
 }
 
 // chatReply decides what a chat turn came to from its exit code, the
 // launcher's error and its standard output, with mask applied to every
-// text that leaves.
-func chatReply(p *plan.Plan, code int, runErr error, stdout []byte, mask func(string) string) (ChatResult, error) {
+// text that leaves; a turn that could not run says what to do in
+// parentheses, its advice as words gives it (nil: it does not).
+func chatReply(p *plan.Plan, code int, runErr error, stdout []byte, mask func(string) string, words func(errs.Advice) string) (ChatResult, error) {
 	if mask == nil {
 		mask = func(s string) string { return s }
 	}
@@ -69,9 +70,12 @@ func chatReply(p *plan.Plan, code int, runErr error, stdout []byte, mask func(st
 	case runErr != nil && errs.Code(runErr) == launcher.ExitStopped:
 		return fail("the turn was stopped before Hobbs replied")
 	case runErr != nil:
-		res, err := fail("the turn could not run: %s", firstLine(runErr.Error()))
-		err.(*errs.Error).Advice = errs.AdviceOf(runErr) // the reply's words for it: chat.Turns.Words
-		return res, err
+		if a := errs.AdviceOf(runErr); words != nil && !a.IsZero() {
+			if w := words(a); w != "" {
+				return fail("the turn could not run: %s (%s)", firstLine(runErr.Error()), w)
+			}
+		}
+		return fail("the turn could not run: %s", firstLine(runErr.Error()))
 	case !ok:
 		return fail("Hobbs gave no reply: no result from Claude Code (exit %d)", code)
 	case r.Subtype == SubtypeMaxTurns:

@@ -25,6 +25,7 @@ func TestChatReply(t *testing.T) {
 		return `{"type":"result","subtype":"` + subtype + `","is_error":` + strconv.FormatBool(isErr) +
 			`,"num_turns":3,"total_cost_usd":0.02,"result":` + jsonString(text) + `,"session_id":"s"}`
 	}
+	words := func(a errs.Advice) string { return "start " + a.Facts["bin"] }
 	cases := []struct {
 		name    string
 		code    int
@@ -43,10 +44,13 @@ func TestChatReply(t *testing.T) {
 		{"no result", 2, nil, "claude: command not found", "", "no result from Claude Code (exit 2)"},
 		{"time limit", errs.Timeout, &errs.Error{Code: errs.Timeout, Msg: "stopped"}, "", "", "time limit (10m0s)"},
 		{"stopped", launcher.ExitStopped, &errs.Error{Code: launcher.ExitStopped, Msg: "stopped"}, "", "", "was stopped"},
-		{"launcher error", 0, errs.Failf("engine down").Advise("engine.unreachable", "bin", "docker"), "", "", "could not run: engine down"},
+		{"launcher error", 0, errs.Failf("engine down").Advise("engine.unreachable", "bin", "docker"), "", "", "could not run: engine down (start docker)"},
+		{"words holding a value", 0, errs.Failf("engine down").Advise("engine.unreachable", "bin", value), "", "",
+			"could not run: engine down (start [secret ANTHROPIC_API_KEY])"},
+		{"no advice", 0, errs.Failf("engine down"), "", "", "could not run: engine down"},
 	}
 	for _, c := range cases {
-		res, err := chatReply(p, c.code, c.runErr, []byte(c.stdout), mask)
+		res, err := chatReply(p, c.code, c.runErr, []byte(c.stdout), mask, words)
 		switch {
 		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr) || res.Reply != ""):
 			t.Errorf("%s: %q, %v; want an error with %q", c.name, res.Reply, err, c.wantErr)
@@ -57,8 +61,8 @@ func TestChatReply(t *testing.T) {
 		case c.reply != "" && res.Reply != c.reply:
 			t.Errorf("%s: reply %q, want %q", c.name, res.Reply, c.reply)
 		}
-		if c.name == "launcher error" && errs.AdviceOf(err).Kind != "engine.unreachable" {
-			t.Errorf("%s: the run's advice is not carried: %+v", c.name, errs.AdviceOf(err))
+		if c.name == "no advice" && err != nil && strings.Contains(err.Error(), "(") {
+			t.Errorf("%s: words without advice: %v", c.name, err)
 		}
 		if err != nil && strings.Contains(err.Error(), value) {
 			t.Errorf("%s: the error holds a value: %v", c.name, err)

@@ -20,3 +20,7 @@ const (
 	// MissedRun is what to do about a run that did not happen (Status.Missed).
 	MissedRun errs.Kind = "schedule.missed-run"
 )
+
+// Unlistable is the advice of doctor's schedules check when the scheduler
+// cannot list the schedules; cmd/hobbs words it (hints_doctor.go).
+const Unlistable errs.Kind = "schedule.unlistable"

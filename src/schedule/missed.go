@@ -246,10 +246,6 @@ func writeMissedState(path string, st missedState) {
 	_ = safefile.Write(path, append(b, '\n'), 0o600)
 }
 
-// Unlistable is the advice of doctor's schedules check when the scheduler
-// cannot list the schedules; cmd/hobbs words it (hints_doctor.go).
-const Unlistable errs.Kind = "schedule.unlistable"
-
 // Doctor is doctor's schedules check of the user's schedules (every
 // instance's): the scheduler can fire them, and none missed a run; each with
 // its next and last run.

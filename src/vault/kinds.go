@@ -32,3 +32,26 @@ const (
 	NotARecipient          errs.Kind = "vault.not-a-recipient"     // a key to remove that is not listed
 	RotationPending        errs.Kind = "vault.rotation-pending"    // a recipients change during a rotation
 )
+
+// The kinds of advice the vault's doctor checks give; cmd/hobbs words them
+// (hints_doctor.go). Facts: name and entry (a vault entry), key (the vault's
+// own recipient, or config.yaml's key that names an entry), label (the
+// recipient's label), rule (NameRule), var (a variable under env:).
+const (
+	KeysDirUnsafe        errs.Kind = "vault.keys-dir-unsafe"
+	DataDirUnsafe        errs.Kind = "vault.data-dir-unsafe"
+	DataNotPlain         errs.Kind = "vault.data-not-plain"
+	IdentityLost         errs.Kind = "vault.identity-lost"
+	KeysInContainer      errs.Kind = "vault.keys-in-container"
+	KeyNotRegular        errs.Kind = "vault.key-not-regular"
+	RecipientsUnparsable errs.Kind = "vault.recipients-unparsable"
+	SelfNotRecipient     errs.Kind = "vault.self-not-recipient"
+	RotationUnfinished   errs.Kind = "vault.rotation-unfinished"
+	StrayFiles           errs.Kind = "vault.stray-files"
+	RecordUnloadable     errs.Kind = "vault.record-unloadable"
+	EntryCorrupt         errs.Kind = "vault.entry-corrupt"
+	BindingInvalid       errs.Kind = "vault.binding-invalid"
+	MappedMissing        errs.Kind = "vault.mapped-missing"
+	MappedRemoved        errs.Kind = "vault.mapped-removed"
+	EnvSecret            errs.Kind = "vault.env-secret"
+)

@@ -11,8 +11,9 @@ import (
 // SessionEnv decrypts the entries that config.yaml maps to environment
 // variables (mapping is config's VaultEnv(): pairs of NAME and entry) and
 // returns them as "NAME=value" strings, in mapping order. Values exist only in
-// memory: the launcher passes them in the docker CLI child's environment and
-// puts only "-e NAME" in argv. Every entry read is audited ("vault.session",
+// memory and in the session's env file (package launcher: a session file,
+// on a tmpfs where the host has one, that only the agent's container
+// mounts); never in argv or the engine's container configuration. Every entry read is audited ("vault.session",
 // by entry name and variable). On any error nothing is returned, and the error
 // names the variable and the entry.
 //
