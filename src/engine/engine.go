@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,13 +67,18 @@ func (c CLI) Path() (string, error) {
 // Output runs the CLI with args and returns stdout; stderr is folded into the
 // error.
 func (c CLI) Output(ctx context.Context, args ...string) (string, error) {
-	p, err := c.Path()
+	return c.OutputWith(ctx, nil, nil, args...)
+}
+
+// OutputWith is Output with env (NAME=value pairs) added to the CLI's
+// environment and stdin, when not nil, as its standard input.
+func (c CLI) OutputWith(ctx context.Context, env []string, stdin io.Reader, args ...string) (string, error) {
+	cmd, err := c.Command(ctx, env, args...)
 	if err != nil {
 		return "", err
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, p, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, &stderr
 	done := TraceCall(args)
 	err = cmd.Run()
 	done(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 
@@ -166,34 +167,14 @@ func (s *Session) createContainer(ctx context.Context, what, name string, env, a
 }
 
 // output is Engine.Output with env (NAME=value pairs) added to the CLI's
-// environment.
-// A create whose arguments name SeccompSource gets the profile on its
-// standard input.
+// environment. A create whose arguments name SeccompSource gets the
+// profile on its standard input.
 func (s *Session) output(ctx context.Context, env []string, args ...string) (string, error) {
-	seccomp := slices.Contains(args, "seccomp="+plan.SeccompSource)
-	if env == nil && !seccomp {
-		return s.Engine.Output(ctx, args...)
+	var stdin io.Reader
+	if slices.Contains(args, "seccomp="+plan.SeccompSource) {
+		stdin = bytes.NewReader(plan.SeccompProfile())
 	}
-	cmd, err := s.Engine.Command(ctx, env, args...)
-	if err != nil {
-		return "", err
-	}
-	if seccomp {
-		cmd.Stdin = bytes.NewReader(plan.SeccompProfile())
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	done := engine.TraceCall(args)
-	err = cmd.Run()
-	done(err)
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return "", s.Engine.CallError(args[0], msg)
-	}
-	return strings.TrimSpace(stdout.String()), nil
+	return s.Engine.OutputWith(ctx, env, stdin, args...)
 }
 
 // isClash reports an engine error about a name in use.

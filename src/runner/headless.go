@@ -142,7 +142,11 @@ func runReport(spec playbook.Allowance, denied []policy.Denied, code int, runErr
 	}
 	b.WriteString("\n")
 	if r := o.Result; r != nil {
-		fmt.Fprintf(&b, "- claude: %s, %d turns, $%s, session %s\n", r.Subtype, r.NumTurns, playbook.FormatUSD(r.TotalCostUSD), orDash(r.SessionID))
+		session := r.SessionID
+		if session == "" {
+			session = "-"
+		}
+		fmt.Fprintf(&b, "- claude: %s, %d turns, $%s, session %s\n", r.Subtype, r.NumTurns, playbook.FormatUSD(r.TotalCostUSD), session)
 	}
 	cost := "no cap"
 	if spec.MaxCostUSD > 0 {
@@ -221,13 +225,6 @@ func (t *tailBuffer) String() string {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
 	return s
 }
 
