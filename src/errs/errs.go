@@ -4,7 +4,7 @@
 // knowing where it came from.
 //
 // A domain package never words a hint. It names the situation (a Kind it
-// declares beside the code that returns it) and the facts a hint needs
+// declares, in its kinds.go) and the facts a hint needs
 // (Advise); the command layer holds the words for every kind
 // (cmd/hobbs/hints_*.go) and renders them in one function (hints.go).
 //
