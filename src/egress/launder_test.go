@@ -155,7 +155,7 @@ var transforms = []struct {
 		b, _ := json.Marshal(p + v + s)
 		return strings.ReplaceAll(string(b), "/", `\/`)
 	}},
-	{"json all escaped", func(p, v, s string) string { return p + jsonEscapeAll(v) + s }},
+	{"json all escaped", func(p, v, s string) string { return p + policy.JSONEscapeAll(v) + s }},
 	{"hex", func(p, v, s string) string { return hex.EncodeToString([]byte(p + v + s)) }},
 	{"HEX", func(p, v, s string) string { return strings.ToUpper(hex.EncodeToString([]byte(p + v + s))) }},
 	{"base64", func(p, v, s string) string { return base64.StdEncoding.EncodeToString([]byte(p + v + s)) }},
@@ -385,23 +385,4 @@ func TestRefusedUpgradeAnswersAtOnce(t *testing.T) {
 	if fb.count() != 0 {
 		t.Errorf("a refused upgrade reached the host:\n%s", fb.all())
 	}
-}
-
-// jsonEscapeAll is v with every character that is not printable ASCII
-// written as a \u escape, as some JSON encoders write it.
-func jsonEscapeAll(v string) string {
-	var b strings.Builder
-	for _, r := range v {
-		if r < 0x80 && r != '"' && r != '\\' && r >= 0x20 {
-			b.WriteRune(r)
-			continue
-		}
-		if r > 0xffff {
-			r1, r2 := (r-0x10000)>>10+0xd800, (r-0x10000)&0x3ff+0xdc00
-			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
-			continue
-		}
-		fmt.Fprintf(&b, `\u%04x`, r)
-	}
-	return b.String()
 }

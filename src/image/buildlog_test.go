@@ -7,23 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/adrg/xdg"
+	"github.com/hobbs-agent/hobbs/src/tooltest"
 )
 
 // TestMain keeps what the package's tests write to the state and cache
 // directories (build logs, binary digests) out of the user's.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hobbs-image-test-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_STATE_HOME", dir)
-	os.Setenv("XDG_CACHE_HOME", dir)
-	xdg.Reload()
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(tooltest.Main(m, "hobbs-image-test-")) }
 
 // legacyOutput is what the legacy builder prints (docker 20.10 to 28,
 // DOCKER_BUILDKIT=0), with the banner newer docker CLIs put first.

@@ -116,7 +116,7 @@ func maskForms(value string) []MaskForm {
 	forms = append(forms,
 		MaskForm{Of: jsonEscape, Fold: true},
 		MaskForm{Of: func(v string) string { return strings.ReplaceAll(jsonEscape(v), "/", `\/`) }, Fold: true},
-		MaskForm{Of: jsonEscapeAll, Fold: true},
+		MaskForm{Of: JSONEscapeAll, Fold: true},
 		MaskForm{Of: func(v string) string { return hex.EncodeToString([]byte(v)) }, Fold: true},
 	)
 	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
@@ -134,9 +134,10 @@ func jsonEscape(v string) string {
 	return string(q[1 : len(q)-1])
 }
 
-// jsonEscapeAll is v with every character written as a \u escape, which
-// some encoders do for whatever is not ASCII.
-func jsonEscapeAll(v string) string {
+// JSONEscapeAll is v with every character that is not printable ASCII
+// written as a \u escape, as some JSON encoders write it (a form a value
+// is recognised in).
+func JSONEscapeAll(v string) string {
 	var b strings.Builder
 	for _, r := range v {
 		if r < 0x80 && r != '"' && r != '\\' && r >= 0x20 {

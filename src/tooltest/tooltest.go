@@ -5,7 +5,8 @@
 // the test is skipped, and the skip is noted, with the package that brings
 // the tool, in the file HOBBS_SKIPPED names: make test prints those notes
 // when it ends, so a run on a machine without the tools passes and says
-// exactly what it did not run.
+// exactly what it did not run. Main keeps what a package's tests write to
+// the XDG state and cache directories out of the user's.
 package tooltest
 
 import (
@@ -15,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/adrg/xdg"
 )
 
 // EnvSkipped names the file skips are noted in (make test sets it).
@@ -105,4 +108,20 @@ func pkgDir() string {
 			return strings.TrimPrefix(wd, "/")
 		}
 	}
+}
+
+// Main runs a package's tests (m) with XDG_STATE_HOME and XDG_CACHE_HOME in
+// a temporary directory named after prefix, removed afterwards, so what
+// they write there (logs, session notes, digests) stays out of the user's;
+// a TestMain calls os.Exit with its result.
+func Main(m *testing.M, prefix string) int {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv("XDG_STATE_HOME", dir)
+	os.Setenv("XDG_CACHE_HOME", dir)
+	xdg.Reload()
+	return m.Run()
 }
