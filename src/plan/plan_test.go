@@ -67,7 +67,8 @@ func goldenGrant(t *testing.T, pol *policy.Policy, stage string, run *playbook.R
 	}
 	if run != nil {
 		g.Text = []byte("---\ntitle: Pay the weekly invoices\n---\n# Pay the weekly invoices\n") // as approved
-		g.Assets = []playbook.AssetFile{ // what the text names, as approved
+		// What the text names, as approved.
+		g.Assets = []playbook.AssetFile{
 			{Kind: "skill", Name: "bank-export", Path: "skills/bank-export/SKILL.md", Data: []byte("---\nname: bank-export\n---\n")},
 			{Kind: "agent", Name: "ledger", Path: "agents/custom/ledger.md", Data: []byte("---\nname: ledger\n---\n")},
 		}
