@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -253,4 +254,72 @@ func (s *Store) applyOne(st *state, a approval) error {
 	// its next kept change stamps it.
 	st.Baseline[it.Path], _ = s.stamp(st, it.Path, fst, "approved by the owner ("+it.ID+"); "+record(it.Sessions))
 	return nil
+}
+
+// Pending is one change of a change set to hold that is not in the shares
+// (a session's own layer, say): the file at Path (slash-separated,
+// relative to the instance; a watched file), the text it had where the
+// change set started (Base, with HadBase) and the text the change set
+// gives it (Text), or Removed.
+type Pending struct {
+	Path    string
+	Base    []byte
+	HadBase bool
+	Text    []byte
+	Removed bool
+}
+
+// HoldSet holds changes as the changes of sessions (the first: the session
+// whose change set it is) and returns the items it made: each text is
+// copied into the store with its hash, as hold does, and the shares are
+// not touched (what the change set holds was never in effect). An approval
+// puts a text in effect only while the path holds its Base.
+func (s *Store) HoldSet(sessions []Session, changes []Pending) ([]Item, error) {
+	if len(sessions) == 0 {
+		return nil, errs.Failf("provenance: a change set to hold names no session")
+	}
+	var out []Item
+	err := s.locked(func(st *state) error {
+		out = nil
+		for _, c := range changes {
+			kind, ok := Watched(c.Path)
+			if !ok || !filepath.IsLocal(c.Path) {
+				return errs.Failf("provenance: %s is not a watched file", c.Path)
+			}
+			if !c.Removed && len(c.Text) > maxFile {
+				return errs.Failf("provenance: %s is larger than %d bytes", c.Path, maxFile)
+			}
+			st.Next++
+			it := &Item{ID: fmt.Sprintf("r%d", st.Next), Path: c.Path, Kind: kind, Sessions: sessions, Found: s.now(), Status: Waiting}
+			switch {
+			case !c.HadBase:
+				it.Change = "created"
+			case c.Removed:
+				it.Change = "removed"
+			default:
+				it.Change = "changed"
+			}
+			if c.HadBase {
+				it.Before = hashOf(c.Base)
+				if err := st.pack.put(it.Before, c.Base); err != nil {
+					return err
+				}
+			}
+			if !c.Removed {
+				if err := s.Root.MkdirAll(s.rel("held"), 0o700); err != nil {
+					return err
+				}
+				if err := s.Root.Write(s.rel("held", it.ID), c.Text, 0o600); err != nil {
+					return errs.Wrap(errs.Failure, err, "hold %s for review", c.Path)
+				}
+				it.After = hashOf(c.Text)
+			}
+			st.Items = append(st.Items, it)
+			out = append(out, *it)
+			s.Audit.Record(audit.Entry{Event: "provenance.hold", Subject: c.Path, Outcome: "held",
+				Detail: map[string]any{"id": it.ID, "change": it.Change, "session": sessions[0].Name, "hash": it.After}}, nil)
+		}
+		return nil
+	})
+	return out, err
 }

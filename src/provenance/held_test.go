@@ -185,3 +185,43 @@ func TestHeldLinkIsNotApproved(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A change set from outside the shares (a session's own layer) is held as
+// copies without touching the shares, and approved like any held change.
+func TestHoldSet(t *testing.T) {
+	f := newFixture(t)
+	f.begin("s0", terminal)
+	f.end("s0") // the baseline: the fixture's files
+	ses := Session{Name: "s1", Origin: terminal, Tainted: true, Why: []string{"read from evil.example:443"}}
+	items, err := f.s.HoldSet([]Session{ses}, []Pending{
+		{Path: "memory/active/mem_2.md", Text: []byte(memFile("mem_2", "2026-01-02", "The user moved to Lyon."))},
+		{Path: "playbooks/weekly.md", HadBase: true, Base: []byte("# Weekly\n"), Text: []byte("# Weekly v2\n")},
+		{Path: "skills/gone/SKILL.md", HadBase: true, Base: []byte("x\n"), Removed: true},
+	})
+	if err != nil || len(items) != 3 {
+		t.Fatalf("%v %+v", err, items)
+	}
+	if items[0].Change != "created" || items[1].Change != "changed" || items[2].Change != "removed" {
+		t.Errorf("changes: %+v", items)
+	}
+	if _, ok := f.read("memory/active/mem_2.md"); ok {
+		t.Error("holding put a change in the shares")
+	}
+	c, err := f.s.Change(items[1].ID)
+	if err != nil || c.Conflict || c.AfterText != "# Weekly v2\n" {
+		t.Fatalf("show: %+v %v", c, err)
+	}
+	if err := f.s.Approve([]string{items[0].ID, items[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := f.read("playbooks/weekly.md"); b != "# Weekly v2\n" {
+		t.Errorf("approved playbook: %q", b)
+	}
+	// The removal was held against a file that is not there: a conflict.
+	if err := f.s.Approve([]string{items[2].ID}); err == nil {
+		t.Error("a removal of a file not in effect was approved")
+	}
+	if _, err := f.s.HoldSet([]Session{ses}, []Pending{{Path: "data/x", Text: []byte("x")}}); err == nil {
+		t.Error("an unwatched path was held")
+	}
+}
