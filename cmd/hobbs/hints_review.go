@@ -15,5 +15,5 @@ var reviewHints = map[errs.Kind]words{
 	provenance.NameTheChanges:  say("hobbs review lists them"),
 	provenance.CannotRead:      say("restore it from a backup, or move it aside to start a new record (what waits for review is then lost)"),
 	provenance.NotText:         say("inspect {held} without following it (ls -l), then hobbs review reject {id}; put a file you want in place yourself"),
-	provenance.HeldCopyChanged: say("what hobbs review show {id} would print is not what was held; reject it (hobbs review reject {id}) and look at the session again"),
+	provenance.HeldCopyChanged: say("its copy in the instance's provenance/held/ was changed after it was held; reject it (hobbs review reject {id}) and look at what the session did again"),
 }
