@@ -494,9 +494,11 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 			if scheduled || !a.stdinIsTTY() {
 				return st.Refuse(name, "run: block not approved", c.Unapproved)
 			}
-			if !askApproval(st, a.in, a.errOut, name, c) {
+			files, ok := askApproval(st, a.in, a.errOut, name, c)
+			if !ok {
 				return errs.Usagef("not approved; nothing started")
 			}
+			spec.Assets = files // what the approval read, as the run gets it
 		}
 		if detach {
 			return a.detachPlaybookRun(in, name, scheduled)
@@ -508,19 +510,21 @@ schedule add): it refuses a playbook that is no longer autonomous.`,
 
 // askApproval shows on w why c's playbook may not run yet, what changed
 // since its approval and what a run would get, asks whether to approve it
-// as it was checked, and approves it on a yes read from r (a terminal).
-func askApproval(st *playbook.Store, r io.Reader, w io.Writer, name string, c playbook.RunCheck) bool {
+// as it was checked, and approves it on a yes read from r (a terminal),
+// returning the skills' and sub-agents' files the approval read.
+func askApproval(st *playbook.Store, r io.Reader, w io.Writer, name string, c playbook.RunCheck) ([]playbook.AssetFile, bool) {
 	fmt.Fprintf(w, "hobbs: warning: %v\n", c.Unapproved)
 	_, _ = playbook.WriteDiff(w, st.In, name, c.Doc)
 	c.Spec.WriteSummary(w)
 	fmt.Fprintf(w, "Approve %s, as shown, for its headless runs? [y/N] ", name)
 	line, _ := bufio.NewReader(r).ReadString('\n')
 	if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
-		return false
+		return nil, false
 	}
-	if err := st.ApproveChecked(name, c); err != nil {
+	files, err := st.ApproveChecked(name, c)
+	if err != nil {
 		fmt.Fprintf(w, "hobbs: warning: approval not recorded: %v\n", err)
-		return false
+		return nil, false
 	}
-	return true
+	return files, true
 }

@@ -16,8 +16,12 @@ func newReviewCmd(a *app) *cobra.Command {
 		Long: `A session that read from a host you do not trust (policy.yaml trusted:, hobbs policy
 trust) or was started by an outside event is tainted: what it changed in memory,
 playbooks, skills and agents was taken out of effect at its end and waits here
-(docs/memory.md). show prints a change as a diff; approve puts changes in effect;
-reject keeps them out for good (their text stays in the instance's provenance/held/).`,
+(docs/memory.md). Each change's text is held as a copy in the instance's
+provenance/held/, with its hash. show prints a change as a diff against what is in
+effect (three-way, conflicts marked, when that changed since the change was held);
+approve writes the held copies in place, all or none, only if each is still the text
+that was held and its file still what it was held against; reject keeps them out for
+good (their copies stay in provenance/held/).`,
 		Example: `  hobbs review
   hobbs review show r3
   hobbs review approve r3 r4
@@ -35,9 +39,9 @@ reject keeps them out for good (their text stays in the instance's provenance/he
 		}
 		return out.print(items, items.Write)
 	})
-	show := &cobra.Command{Use: "show ID", Short: "Print a held change as a diff", Args: usageArgs(cobra.ExactArgs(1)),
+	show := &cobra.Command{Use: "show ID", Short: "Print a held change as a diff against what is in effect", Args: usageArgs(cobra.ExactArgs(1)),
 		Example: "  hobbs review show r3"}
-	showOut := a.jsonFlag(show, "print the change and both texts as JSON")
+	showOut := a.jsonFlag(show, "print the change, its texts and what is in effect as JSON")
 	show.RunE = a.withReview(func(s *provenance.Store, args []string) error {
 		c, err := s.Change(args[0])
 		if err != nil {
@@ -52,7 +56,7 @@ reject keeps them out for good (their text stays in the instance's provenance/he
 func newReviewDecideCmd(a *app, verb string) *cobra.Command {
 	var from string
 	cmd := &cobra.Command{Use: verb + " ID...|--all-from SESSION", Short: map[string]string{
-		"approve": "Put held changes in effect", "reject": "Keep held changes out of effect for good"}[verb],
+		"approve": "Put held changes in effect (all or none)", "reject": "Keep held changes out of effect for good"}[verb],
 		Example: "  hobbs review " + verb + " r3 r4\n  hobbs review " + verb + " --all-from hobbs-20261126-101500"}
 	cmd.Flags().StringVar(&from, "all-from", "", "every waiting change found while SESSION was live")
 	cmd.RunE = a.withReview(func(s *provenance.Store, ids []string) error {

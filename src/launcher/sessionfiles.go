@@ -14,6 +14,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/plan"
+	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/policy"
 )
 
@@ -85,9 +86,48 @@ func (s *Session) writeSessionFiles() error {
 	if files["review.json"], err = s.reviewList(); err != nil {
 		return err
 	}
+	if s.plan.PlaybookText != nil {
+		if err := writeRunAssets(filepath.Join(dir, "assets"), s.plan.RunAssets); err != nil {
+			return errs.Wrap(errs.Failure, err, "session files: the run's skills and sub-agents")
+		}
+	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return errs.Wrap(errs.Failure, err, "session files")
+		}
+	}
+	return nil
+}
+
+// writeRunAssets writes the approved copies of a run's skills and
+// sub-agents into dir (plan.SessionAssetsDir): skills/NAME/… and
+// agents/NAME.md, both directories made even when empty, so that the run
+// links these and nothing else. A path that would leave its asset's
+// directory is refused.
+func writeRunAssets(dir string, files []playbook.AssetFile) error {
+	for _, d := range []string{dir, filepath.Join(dir, "skills"), filepath.Join(dir, "agents")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		if !filepath.IsLocal(f.Name) || strings.ContainsAny(f.Name, `/\`) {
+			return fmt.Errorf("%s %q: not a name", f.Kind, f.Name)
+		}
+		var target string
+		switch rest, ok := strings.CutPrefix(f.Path, "skills/"+f.Name+"/"); {
+		case f.Kind == "skill" && ok && filepath.IsLocal(rest):
+			target = filepath.Join(dir, "skills", f.Name, filepath.FromSlash(rest))
+		case f.Kind == "agent" && f.Path == "agents/custom/"+f.Name+".md" && filepath.IsLocal(f.Name+".md"):
+			target = filepath.Join(dir, "agents", f.Name+".md")
+		default:
+			return fmt.Errorf("%s %s: %s is not one of its files", f.Kind, f.Name, f.Path)
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, f.Data, 0o600); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -138,6 +138,11 @@ type Plan struct {
 	ProxyPolicy  []byte `json:"-"`
 	Event        []byte `json:"-"`
 	PlaybookText []byte `json:"-"`
+	// RunAssets are the files of the skills and sub-agents an approved
+	// run gets, as checked against the approval
+	// (playbook.Allowance.Assets): the content of the session directory
+	// SessionAssetsDir.
+	RunAssets []playbook.AssetFile `json:"-"`
 
 	instance instance.Instance
 }
@@ -489,6 +494,12 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 		c.Env = append(c.Env, playbook.EnvRunPlaybook+"="+g.Playbook, playbook.EnvRunPlaybookFile+"="+SessionPlaybookFile)
 		c.Mounts = append(c.Mounts, p.sessionFile("playbook.md", SessionPlaybookFile, RoleAgent,
 			"the playbook's text as checked against its approval before the run: what hobbs playbook show prints in the run"))
+		// So are the skills and sub-agents it names, and no others: the
+		// shell start-up links these copies, not the shares
+		// (hobbs-init.sh).
+		p.RunAssets = append([]playbook.AssetFile{}, g.Assets...)
+		c.Env = append(c.Env, playbook.EnvRunAssets+"="+SessionAssetsDir)
+		c.Mounts = append(c.Mounts, p.sessionFile("assets", SessionAssetsDir, RoleAgent, assetsHolds(g.Assets)))
 	}
 	if t := spec.Trigger; t != nil {
 		c.Env = append(c.Env, EnvEvent+"="+SessionEventFile)

@@ -67,6 +67,11 @@ func goldenGrant(t *testing.T, pol *policy.Policy, stage string, run *playbook.R
 	}
 	if run != nil {
 		g.Text = []byte("---\ntitle: Pay the weekly invoices\n---\n# Pay the weekly invoices\n") // as approved
+		// What the text names, as approved.
+		g.Assets = []playbook.AssetFile{
+			{Kind: "skill", Name: "bank-export", Path: "skills/bank-export/SKILL.md", Data: []byte("---\nname: bank-export\n---\n")},
+			{Kind: "agent", Name: "ledger", Path: "agents/custom/ledger.md", Data: []byte("---\nname: ledger\n---\n")},
+		}
 	}
 	return &g
 }
@@ -261,6 +266,21 @@ func TestPlanInvariants(t *testing.T) {
 			}
 		}
 		p.checkClaudeState(t)
+		// An approved run links only the approved copies it is handed, read-only.
+		approved := spec.Playbook != nil && spec.Playbook.Text != nil
+		hasAssets := slices.Contains(p.Agent.Env, playbook.EnvRunAssets+"="+SessionAssetsDir)
+		mounted := false
+		for _, m := range p.Agent.Mounts {
+			if m.Target == SessionAssetsDir {
+				mounted = true
+				if m.Type != MountSessionFile || !m.ReadOnly || !hasAssets {
+					t.Errorf("%s: the run's approved copies are mounted as %+v (variable set: %v)", spec.Kind, m, hasAssets)
+				}
+			}
+		}
+		if hasAssets != approved || mounted != approved || approved && len(p.RunAssets) != len(spec.Playbook.Assets) {
+			t.Errorf("%s: approved %v, gets approved copies %v (%d files)", spec.Kind, approved, hasAssets, len(p.RunAssets))
+		}
 		if spec.Kind == KindPlaybook && spec.Playbook.Declared {
 			if len(p.Env) != 0 || len(p.Secrets) != 1 || p.Secrets[0].Name != "BANK_TOKEN" {
 				t.Errorf("a run: block naming BANK_TOKEN gets env %v, secrets %v", p.Env, p.Secrets)

@@ -1,6 +1,12 @@
 package plan
 
-import "github.com/hobbs-agent/hobbs/src/policy"
+import (
+	"sort"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/playbook"
+	"github.com/hobbs-agent/hobbs/src/policy"
+)
 
 // Session files. What a session must hand its containers but no one else may
 // read — the vault-mapped variables, the proxy variables holding the token,
@@ -25,6 +31,11 @@ const (
 	// run: block: the playbook's text as checked against the approval.
 	SessionPlaybookFile = SessionDir + "/playbook.md"
 	SessionEventFile    = SessionDir + "/event.json" // the agent's, in a triggered run: the event (Trigger), named by EnvEvent
+	// SessionAssetsDir is the agent's, in a headless run of an approved
+	// run: block: a directory holding the skills (skills/NAME/) and
+	// sub-agents (agents/NAME.md) the playbook names, as checked against
+	// the approval (Plan.RunAssets), named by playbook.EnvRunAssets.
+	SessionAssetsDir = SessionDir + "/assets"
 	// SessionClaudeCredentials is the agent's, in a headless run: Claude
 	// Code's sign-in read by the seed (ClaudeState), empty when there is
 	// none; hobbs session-env copies it into the run's own state.
@@ -78,4 +89,23 @@ func (p *Plan) AgentEnv(token string, value func(EnvSecret) string, placeholder 
 func (p *Plan) shownAgentEnv() []string {
 	return p.AgentEnv(shownToken, func(e EnvSecret) string { return "<vault:" + e.Vault + ">" },
 		func(string) string { return "<placeholder>" })
+}
+
+// assetsHolds says what SessionAssetsDir holds: the skills and sub-agents
+// by name, sorted.
+func assetsHolds(files []playbook.AssetFile) string {
+	seen := map[string]bool{}
+	var names []string
+	for _, f := range files {
+		if n := f.Kind + " " + f.Name; !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	what := "no instance skill or sub-agent (the playbook names none)"
+	if len(names) > 0 {
+		what = strings.Join(names, ", ")
+	}
+	return "the approved copies of what the playbook names, the only instance skills and sub-agents the run links: " + what
 }

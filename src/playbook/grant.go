@@ -47,6 +47,10 @@ type Grant struct {
 	Text     string    `json:"text,omitempty"`
 	Assets   []Asset   `json:"assets,omitempty"`
 	Approved time.Time `json:"approved"`
+
+	// files are the bytes of Assets' files as this process read them to
+	// approve them (Approve; nil for a grant loaded from its file).
+	files []AssetFile
 }
 
 // Asset is an instance skill or sub-agent a playbook's text names, with
@@ -125,7 +129,7 @@ func approve(in instance.Instance, name string, d *Doc, now time.Time) (*Grant, 
 	if instance.InContainer() {
 		return nil, errs.Usagef("playbooks are approved on the host, not in the agent's container")
 	}
-	assets, err := NamedAssets(in, string(d.Raw()))
+	assets, files, err := namedAssets(in, string(d.Raw()))
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +145,7 @@ func approve(in instance.Instance, name string, d *Doc, now time.Time) (*Grant, 
 	}
 	defer unlock()
 	g := &Grant{Playbook: name, Hash: RunHash(d.Meta.Run), Run: d.Meta.Run, TextHash: hashBytes(d.Raw()), Text: string(d.Raw()),
-		Assets: assets, Approved: now.UTC().Truncate(time.Second)}
+		Assets: assets, Approved: now.UTC().Truncate(time.Second), files: files}
 	data, err := json.MarshalIndent(g, "", "  ")
 	if err != nil {
 		return nil, err
@@ -156,35 +160,48 @@ func approve(in instance.Instance, name string, d *Doc, now time.Time) (*Grant, 
 // the skills and sub-agents its text names as they are now) is what the
 // user approved; the error says what changed and what to do.
 func CheckGrant(in instance.Instance, name string, d *Doc) error {
+	_, err := CheckedAssets(in, name, d)
+	return err
+}
+
+// CheckedAssets is CheckGrant returning, when the playbook is approved as
+// it is, the files of the skills and sub-agents its text names with the
+// very bytes it checked against the approval: what a run of it is handed
+// (Allowance.Assets), so that a file changed after the check changes
+// nothing the run reads.
+func CheckedAssets(in instance.Instance, name string, d *Doc) ([]AssetFile, error) {
 	g, err := LoadGrant(in, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	review := func(e *errs.Error) error {
 		return e.Advise(ChangedSinceApproval, "name", name)
 	}
 	switch {
 	case g == nil:
-		return errs.Usagef("%s has not been approved: a session can edit playbooks, so a run carries out only a text you approved on the host", name).
+		return nil, errs.Usagef("%s has not been approved: a session can edit playbooks, so a run carries out only a text you approved on the host", name).
 			Advise(NotApproved, "name", name)
 	case g.TextHash == "":
-		return errs.Usagef("%s was approved (%s) when approval covered only its run: block; a run now needs its whole text approved", name, g.Approved.Format(time.RFC3339)).
+		return nil, errs.Usagef("%s was approved (%s) when approval covered only its run: block; a run now needs its whole text approved", name, g.Approved.Format(time.RFC3339)).
 			Advise(ApprovedBlockOnly, "name", name)
 	case g.TextHash != hashBytes(d.Raw()):
 		what := "its text"
 		if g.Hash != RunHash(d.Meta.Run) {
 			what = "its run: block"
 		}
-		return review(errs.Usagef("playbooks/%s.md changed since you approved it (%s): %s differs", name, g.Approved.Format(time.RFC3339), what))
+		return nil, review(errs.Usagef("playbooks/%s.md changed since you approved it (%s): %s differs", name, g.Approved.Format(time.RFC3339), what))
 	}
-	now, err := NamedAssets(in, string(d.Raw()))
+	now, files, err := namedAssets(in, string(d.Raw()))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ch := assetChanges(g.Assets, now); len(ch) > 0 {
-		return review(errs.Usagef("what %s uses changed since you approved it (%s): %s", name, g.Approved.Format(time.RFC3339), strings.Join(ch, "; ")))
+		return nil, review(errs.Usagef("what %s uses changed since you approved it (%s): %s", name, g.Approved.Format(time.RFC3339), strings.Join(ch, "; ")))
 	}
-	return nil
+	if files == nil {
+		files = []AssetFile{}
+	}
+	return files, nil
 }
 
 // WriteDiff prints what changed in playbook name (as d holds it) since it
@@ -259,11 +276,29 @@ var assetNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // or a skill with more than instance.MaxSkillFiles files, is an error
 // naming it: nothing hobbs did not read can be approved.
 func NamedAssets(in instance.Instance, text string) ([]Asset, error) {
+	as, _, err := namedAssets(in, text)
+	return as, err
+}
+
+// AssetFile is one file of an approved skill or sub-agent, as a run gets
+// it: its path relative to the instance (skills/NAME/..., agents/custom/
+// NAME.md) and the bytes checked against the approval.
+type AssetFile struct {
+	Kind string // "skill" or "agent"
+	Name string // the skill's or sub-agent's name
+	Path string
+	Data []byte
+}
+
+// namedAssets is NamedAssets with the bytes it hashed: the regular files
+// of each asset (an entry it does not read, a link, has none).
+func namedAssets(in instance.Instance, text string) ([]Asset, []AssetFile, error) {
+	var files []AssetFile
 	root := in.FS()
 	out := []Asset{}
 	skills, err := root.ReadDir(in.Skills())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, errs.Wrap(errs.Failure, err, "skills")
+		return nil, nil, errs.Wrap(errs.Failure, err, "skills")
 	}
 	for _, e := range skills {
 		if !e.IsDir() || !assetNameRe.MatchString(e.Name()) || !mentions(text, e.Name()) {
@@ -290,16 +325,17 @@ func NamedAssets(in instance.Instance, text string) ([]Asset, error) {
 				return err
 			}
 			a.Files[rel] = hashBytes(b)
+			files = append(files, AssetFile{Kind: "skill", Name: e.Name(), Path: rel, Data: b})
 			return nil
 		})
 		if err != nil {
-			return nil, errs.Wrap(errs.Failure, err, "skill %s", e.Name())
+			return nil, nil, errs.Wrap(errs.Failure, err, "skill %s", e.Name())
 		}
 		out = append(out, a)
 	}
 	agents, err := root.ReadDir(in.AgentsCustom())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, errs.Wrap(errs.Failure, err, "agents")
+		return nil, nil, errs.Wrap(errs.Failure, err, "agents")
 	}
 	for _, e := range agents {
 		name, ok := strings.CutSuffix(e.Name(), ".md")
@@ -313,13 +349,14 @@ func NamedAssets(in instance.Instance, text string) ([]Asset, error) {
 		} else {
 			b, err := root.ReadFile(p, instance.MaxAgentFile)
 			if err != nil {
-				return nil, errs.Wrap(errs.Failure, err, "agent %s", name)
+				return nil, nil, errs.Wrap(errs.Failure, err, "agent %s", name)
 			}
 			a.Files[in.Rel(p)] = hashBytes(b)
+			files = append(files, AssetFile{Kind: "agent", Name: name, Path: in.Rel(p), Data: b})
 		}
 		out = append(out, a)
 	}
-	return out, nil
+	return out, files, nil
 }
 
 // mentions reports whether text holds name as a word: not inside a longer

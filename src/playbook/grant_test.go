@@ -179,3 +179,64 @@ func TestMentions(t *testing.T) {
 		}
 	}
 }
+
+// A run is handed the files of the skills and sub-agents its playbook
+// names as the check read them — the bytes compared with the approval —
+// and nothing of a skill it does not name; the terminal's approval hands
+// over what it read.
+func TestCheckedAssetsAreTheBytesChecked(t *testing.T) {
+	in := instance.Instance{Root: t.TempDir()}
+	for rel, text := range map[string]string{
+		"skills/bank-export/SKILL.md":       "approved skill\n",
+		"skills/bank-export/scripts/get.sh": "echo approved\n",
+		"skills/garden/SKILL.md":            "not named\n",
+		"agents/custom/ledger.md":           "approved agent\n",
+	} {
+		p := filepath.Join(in.Root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := withFrontmatter("autonomous", runBlock) + "\nUse /bank-export, then the ledger agent.\n"
+	d := mustParse(t, in, "weekly", text)
+	if files, err := CheckedAssets(in, "weekly", d); err == nil || files != nil {
+		t.Fatalf("unapproved: %v %v", files, err)
+	}
+	g, err := Approve(in, "weekly", d, time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range g.files {
+		got[f.Kind+" "+f.Name+" "+f.Path] = string(f.Data)
+	}
+	files, err := CheckedAssets(in, "weekly", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"skill bank-export skills/bank-export/SKILL.md":       "approved skill\n",
+		"skill bank-export skills/bank-export/scripts/get.sh": "echo approved\n",
+		"agent ledger agents/custom/ledger.md":                "approved agent\n",
+	}
+	checked := map[string]string{}
+	for _, f := range files {
+		checked[f.Kind+" "+f.Name+" "+f.Path] = string(f.Data)
+	}
+	for _, m := range []map[string]string{got, checked} {
+		if len(m) != len(want) {
+			t.Fatalf("files %v, want %v", m, want)
+		}
+		for k, v := range want {
+			if m[k] != v {
+				t.Errorf("%s: %q, want %q", k, m[k], v)
+			}
+		}
+	}
+	// Swapped after the check: the next check refuses it.
+	os.WriteFile(filepath.Join(in.Root, "skills/bank-export/SKILL.md"), []byte("swapped\n"), 0o644)
+	if files, err := CheckedAssets(in, "weekly", d); err == nil || files != nil {
+		t.Fatalf("a swapped skill: %v %v", files, err)
+	}
+}

@@ -71,9 +71,14 @@ type Allowance struct {
 	// Text is the playbook's file as PrepareRun read and checked it against
 	// its approval: a run is handed these bytes (EnvRunPlaybookFile), never
 	// the file again, which a session could change meanwhile.
-	Text  []byte `json:"-"`
-	Path  string `json:"path"`
-	Stage string `json:"stage"`
+	Text []byte `json:"-"`
+	// Assets are the files of the instance skills and sub-agents the
+	// text names, as PrepareRun read and checked them against the
+	// approval: a run is handed these bytes and links no other instance
+	// skill or sub-agent (nil: none named, or not approved).
+	Assets []AssetFile `json:"-"`
+	Path   string      `json:"path"`
+	Stage  string      `json:"stage"`
 	// Declared is false for a supervised playbook without a run: block:
 	// the run gets the instance defaults (Hosts, Secrets and Tools are nil,
 	// meaning the instance policy whole, every mapped secret, Claude Code's

@@ -46,7 +46,7 @@ func (s *Store) PrepareRun(name string, pol *policy.Policy, scheduled, look bool
 	}
 	c := RunCheck{Spec: spec, Run: d.Meta.Run, Doc: d}
 	if spec.Declared && s.In.Root != "" {
-		c.Unapproved = CheckGrant(s.In, name, d)
+		c.Spec.Assets, c.Unapproved = CheckedAssets(s.In, name, d)
 		c.Spec.Text = append([]byte(nil), d.raw...)
 	}
 	return c, nil
@@ -122,8 +122,16 @@ func (s *Store) Diff(w io.Writer, name string) (bool, error) {
 }
 
 // ApproveChecked approves c's playbook as PrepareRun read it (the prompt
-// of a run on a terminal): the bytes it checked, not the file again.
-func (s *Store) ApproveChecked(name string, c RunCheck) error {
-	_, err := Approve(s.In, name, c.Doc, s.now(), s.Audit)
-	return err
+// of a run on a terminal): the bytes it checked, not the file again. It
+// returns the files of the skills and sub-agents approved with it, as
+// the approval read them: what the run is handed (Allowance.Assets).
+func (s *Store) ApproveChecked(name string, c RunCheck) ([]AssetFile, error) {
+	g, err := Approve(s.In, name, c.Doc, s.now(), s.Audit)
+	if err != nil {
+		return nil, err
+	}
+	if g.files == nil {
+		return []AssetFile{}, nil
+	}
+	return g.files, nil
 }

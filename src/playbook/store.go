@@ -231,6 +231,11 @@ func (s *Store) Show(name string) (*Doc, Shown, error) {
 const (
 	EnvRunPlaybook     = "HOBBS_RUN_PLAYBOOK"      // the playbook the run carries out
 	EnvRunPlaybookFile = "HOBBS_RUN_PLAYBOOK_FILE" // its approved text
+	// EnvRunAssets names the directory of the approved copies of the
+	// skills (skills/NAME/) and sub-agents (agents/NAME.md) the playbook
+	// names: the shell start-up (hobbs-init.sh) links these, and no
+	// instance skill or sub-agent from the shares.
+	EnvRunAssets = "HOBBS_RUN_ASSETS"
 )
 
 // runCopy returns the approved copy of name when this process runs in a

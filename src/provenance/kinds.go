@@ -12,4 +12,10 @@ const (
 	CannotRead      errs.Kind = "provenance.cannot-read"
 	ListInSession   errs.Kind = "provenance.list-in-session"
 	NameTheChanges  errs.Kind = "provenance.name-the-changes"
+	// NotText: a held entry Hobbs did not copy (a link, a FIFO, a file
+	// over its cap) cannot be approved (facts: id, held).
+	NotText errs.Kind = "provenance.not-text"
+	// HeldCopyChanged: a held copy no longer hashes to what was held
+	// (facts: id).
+	HeldCopyChanged errs.Kind = "provenance.held-copy-changed"
 )

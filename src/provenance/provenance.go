@@ -932,8 +932,12 @@ func withoutAccess(b []byte) []byte {
 	return out
 }
 
-// hold takes one change out of effect: the file now at p (if any) moves
-// into the store, the baseline's content (if any) goes back in place.
+// hold takes one change out of effect: the text now at p (if any) is
+// copied into the store (held/ID, a file the host writes, with the hash of
+// the bytes it copied), and the file at p is replaced by the baseline's
+// content (or removed): no link to anything in a share is kept, so a hard
+// link the session left to the file reaches only the inode that has left
+// the shares, never the held copy (holdCopy).
 func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileState, live []Session) (*Item, error) {
 	kind, _ := Watched(p)
 	st.Next++
@@ -950,23 +954,26 @@ func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileStat
 		it.Before = b.Hash
 	}
 	if has {
-		it.After = a.Hash
-		if err := s.Root.MkdirAll(s.rel("held"), 0o700); err != nil {
-			return nil, err
-		}
-		if err := s.Root.Rename(p, s.rel("held", it.ID)); err != nil {
+		h, err := s.holdCopy(p, it.ID, a)
+		if err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "hold %s for review", p)
 		}
+		it.After = h
 	}
 	if had {
 		if err := s.restore(st, p, b.Hash); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "put back %s as it was before the session", p)
 		}
 	} else {
+		if has && isText(it.After) {
+			if err := s.Root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, errs.Wrap(errs.Failure, err, "take %s out of the shares", p)
+			}
+		}
 		s.removeEmptyParents(p)
 	}
 	s.Audit.Record(audit.Entry{Event: "provenance.hold", Subject: p, Outcome: "held",
-		Detail: map[string]any{"id": it.ID, "change": it.Change, "session": live[0].Name}}, nil)
+		Detail: map[string]any{"id": it.ID, "change": it.Change, "session": live[0].Name, "hash": it.After}}, nil)
 	return it, nil
 }
 

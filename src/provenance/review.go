@@ -3,11 +3,9 @@ package provenance
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
@@ -113,7 +111,8 @@ func (s *Store) readItems() (*state, error) {
 }
 
 // Content returns what the held change id had before and has after (nil
-// where the file did not exist).
+// where the file did not exist, or the held entry is not text): the held
+// copy checked against the hash recorded when it was held.
 func (s *Store) Content(id string) (before, after []byte, err error) {
 	st, err := s.read()
 	if err != nil {
@@ -128,9 +127,9 @@ func (s *Store) Content(id string) (before, after []byte, err error) {
 			return nil, nil, errs.Wrap(errs.Failure, err, "%s: the content before", id)
 		}
 	}
-	if it.After != "" {
-		if after, err = s.Root.ReadFile(s.rel("held", it.ID), maxFile); err != nil {
-			return nil, nil, errs.Wrap(errs.Failure, err, "%s: the held content", id)
+	if isText(it.After) {
+		if after, err = s.heldText(it); err != nil {
+			return nil, nil, err
 		}
 	}
 	return before, after, nil
@@ -192,71 +191,54 @@ func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
 	return len(ids), s.Reject(ids)
 }
 
-// Approve puts each held change in effect: the held file goes back in
-// place (or, for a removal, the file is removed) and becomes the baseline.
-// A path that changed again since the change was held is refused: review
-// its newer change first.
+// Approve puts the held changes ids in effect, all or none: each held
+// copy is written atomically into place (a removal removes the file) and
+// becomes the baseline, once every one of them is checked (checkApprovals):
+// its copy is still the text that was held, its path still holds what it
+// was held against (else: review its newer change first, or reject).
 func (s *Store) Approve(ids []string) error {
-	return s.decide(ids, "approve", Approved, func(st *state, it *Item) error {
-		if err := s.unchangedSince(st, it); err != nil {
-			return err
-		}
-		if it.After == "" {
-			if err := s.Root.Remove(it.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			delete(st.Baseline, it.Path)
-			s.removeEmptyParents(it.Path)
-			return nil
-		}
-		if err := s.Root.MkdirAll(filepath.Dir(filepath.Join(s.Root.Dir(), it.Path)), 0o755); err != nil {
-			return err
-		}
-		if err := s.Root.Rename(s.rel("held", it.ID), it.Path); err != nil {
-			return err
-		}
-		fi, err := s.Root.Lstat(it.Path)
+	return s.decideAll(ids, "approve", Approved, func(st *state, items []*Item) error {
+		as, err := s.checkApprovals(st, items)
 		if err != nil {
 			return err
 		}
-		fst := statOf(fi)
-		fst.Hash = it.After
-		if err := s.keepFile(st, it.Path, it.After); err != nil {
-			return err
-		}
-		// A memory left unstamped (its lock busy) is approved all the same;
-		// its next kept change stamps it.
-		st.Baseline[it.Path], _ = s.stamp(st, it.Path, fst, "approved by the owner ("+it.ID+"); "+record(it.Sessions))
-		return nil
+		return s.apply(st, as)
 	})
 }
 
-// Reject keeps each held change out of effect for good: the shares keep
-// the state before it; the held file stays in the store (provenance/held/ID)
-// for the owner to inspect.
-func (s *Store) Reject(ids []string) error {
-	return s.decide(ids, "reject", Rejected, func(*state, *Item) error { return nil })
-}
-
-// unchangedSince refuses to approve it unless its path holds what the
-// change was held against (the baseline's entry equals it.Before).
+// unchangedSince refuses to approve it unless the baseline holds what the
+// change was held against (for a memory, its last_accessed aside).
 func (s *Store) unchangedSince(st *state, it *Item) error {
 	b, had := st.Baseline[it.Path]
 	switch {
 	case it.Before == "" && !had, had && b.Hash == it.Before:
 		return nil
+	case had && it.Before != "" && it.Kind == "memory":
+		x, err1 := s.getObject(st, b.Hash)
+		y, err2 := s.getObject(st, it.Before)
+		if err1 == nil && err2 == nil && sameText(it.Kind, x, y) {
+			return nil
+		}
 	}
-	return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: %s changed since this change was held", it.ID, it.Path),
-		Advice: errs.NewAdvice(LaterChange)}
+	return laterChange(it)
 }
 
-func (s *Store) decide(ids []string, verb, to string, apply func(*state, *Item) error) error {
+// Reject keeps each held change out of effect for good: the shares keep
+// the state before it; the held copy stays in the store (provenance/held/ID)
+// for the owner to inspect.
+func (s *Store) Reject(ids []string) error {
+	return s.decideAll(ids, "reject", Rejected, func(*state, []*Item) error { return nil })
+}
+
+// decideAll decides the changes ids (verb, to) with apply, all or none:
+// when apply fails nothing is saved, and each change's audit line says so.
+func (s *Store) decideAll(ids []string, verb, to string, apply func(*state, []*Item) error) error {
 	if len(ids) == 0 {
 		return errs.Usagef("name the changes to %s", verb).Advise(NameTheChanges)
 	}
-	var failed error
-	err := s.locked(func(st *state) error {
+	return s.locked(func(st *state) error {
 		var items []*Item
+		seen := map[string]bool{}
 		for _, id := range ids {
 			it, err := find(st, id)
 			if err != nil {
@@ -265,23 +247,20 @@ func (s *Store) decide(ids []string, verb, to string, apply func(*state, *Item) 
 			if it.Status != Waiting {
 				return errs.Failf("%s was %s on %s", id, it.Status, it.Decided.Format("2006-01-02 15:04"))
 			}
-			items = append(items, it)
-		}
-		sort.Slice(items, func(i, j int) bool { return items[i].Found.Before(items[j].Found) })
-		for _, it := range items {
-			err := apply(st, it)
-			s.Audit.Record(audit.Entry{Event: "provenance." + verb, Subject: it.Path,
-				Detail: map[string]any{"id": it.ID, "change": it.Change, "session": it.Sessions[0].Name}}, err)
-			if err != nil {
-				failed = err // what was decided before it is saved
-				return nil
+			if !seen[id] {
+				seen[id] = true
+				items = append(items, it)
 			}
-			it.Status, it.Decided = to, s.now()
 		}
-		return nil
-	})
-	if err != nil {
+		sort.SliceStable(items, func(i, j int) bool { return items[i].Found.Before(items[j].Found) })
+		err := apply(st, items)
+		for _, it := range items {
+			s.Audit.Record(audit.Entry{Event: "provenance." + verb, Subject: it.Path,
+				Detail: map[string]any{"id": it.ID, "change": it.Change, "session": it.Sessions[0].Name, "hash": it.After}}, err)
+			if err == nil {
+				it.Status, it.Decided = to, s.now()
+			}
+		}
 		return err
-	}
-	return failed
+	})
 }

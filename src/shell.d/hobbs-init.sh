@@ -9,6 +9,14 @@
 #   ~/.hobbs/skills/<name>/          → $CLAUDE_CONFIG_DIR/skills/<name>
 #   ~/.hobbs/agents/custom/<name>.md → $CLAUDE_CONFIG_DIR/agents/<name>.md
 #
+# In a headless run of an approved playbook (HOBBS_RUN_ASSETS set) it links
+# instead the approved copies of the skills and sub-agents the playbook
+# names, which the launcher hands the run read-only, and nothing from the
+# instance's shares:
+#
+#   $HOBBS_RUN_ASSETS/skills/<name>/    → $CLAUDE_CONFIG_DIR/skills/<name>
+#   $HOBBS_RUN_ASSETS/agents/<name>.md  → $CLAUDE_CONFIG_DIR/agents/<name>.md
+#
 # Claude Code reads the user scope whatever the working directory, and the
 # workspace (a directory of the host, often a git repository) gets nothing:
 # this script never writes there. The framework's skills and agents need no
@@ -30,6 +38,7 @@
 #   HOBBS_HOME            instance directory                (default ~/.hobbs)
 #   HOBBS_FRAMEWORK_DIR   the framework's managed directory (default /etc/claude-code/.claude)
 #   CLAUDE_CONFIG_DIR     Claude Code's user directory      (default ~/.claude)
+#   HOBBS_RUN_ASSETS      a run's approved skills and agents (unset: the instance's)
 
 _hobbs_init() (
 	home=${HOBBS_HOME:-$HOME/.hobbs}
@@ -116,8 +125,12 @@ _hobbs_init() (
 		return 0
 	}
 
-	link_all skill "$home/skills" "$claude/skills" "$framework/skills" ""
-	link_all agent "$home/agents/custom" "$claude/agents" "$framework/agents" ".md"
+	skills=$home/skills agents=$home/agents/custom
+	if [ -n "${HOBBS_RUN_ASSETS:-}" ]; then
+		skills=$HOBBS_RUN_ASSETS/skills agents=$HOBBS_RUN_ASSETS/agents
+	fi
+	link_all skill "$skills" "$claude/skills" "$framework/skills" ""
+	link_all agent "$agents" "$claude/agents" "$framework/agents" ".md"
 	# Links into ~/hobbs/.claude point at nothing (the image has no such
 	# path): they go.
 	unlink_gone agent "$claude/agents" "$HOME/hobbs/.claude"

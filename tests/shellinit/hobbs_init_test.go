@@ -390,3 +390,32 @@ func TestMissingPlacesAreQuiet(t *testing.T) {
 		t.Fatal("linked into the instance through the directory link")
 	}
 }
+
+// TestRunLinksOnlyItsApprovedCopies: in a headless run of an approved
+// playbook (HOBBS_RUN_ASSETS) the approved copies are linked, and no
+// skill or agent of the instance's shares, named or not.
+func TestRunLinksOnlyItsApprovedCopies(t *testing.T) {
+	for _, sh := range shells(t) {
+		t.Run(filepath.Base(strings.Fields(sh)[0]), func(t *testing.T) {
+			e := newEnv(t, sh)
+			e.skill(".hobbs/skills/taxes")
+			e.skill(".hobbs/skills/garden")
+			e.write(".hobbs/agents/custom/bookkeeper.md", "---\nname: bookkeeper\n---\n")
+			e.skill("run/skills/taxes")
+			e.write("run/agents/bookkeeper.md", "---\nname: bookkeeper\n---\n")
+			_, errOut := e.run("HOBBS_RUN_ASSETS=" + e.p("run"))
+			wantLines(t, errOut,
+				"hobbs-init: linked skill taxes ("+e.p(".claude/skills/taxes")+")",
+				"hobbs-init: linked agent bookkeeper ("+e.p(".claude/agents/bookkeeper.md")+")")
+			if got := e.link(".claude/skills/taxes"); got != e.p("run/skills/taxes") {
+				t.Fatalf("taxes -> %s, want the run's copy", got)
+			}
+			if got := e.link(".claude/agents/bookkeeper.md"); got != e.p("run/agents/bookkeeper.md") {
+				t.Fatalf("bookkeeper -> %s, want the run's copy", got)
+			}
+			if _, err := os.Lstat(e.p(".claude/skills/garden")); err == nil {
+				t.Fatal("a skill the run does not name was linked")
+			}
+		})
+	}
+}
