@@ -7,7 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -322,4 +326,49 @@ func (s *Store) HoldSet(sessions []Session, changes []Pending) ([]Item, error) {
 		return nil
 	})
 	return out, err
+}
+
+// shareWait is how long an approval waits for the lock of a share it
+// writes (lockShares), which a live session's hobbs command may hold.
+var shareWait = 10 * time.Second
+
+// lockedShares are the shares with a lock of their own (memory/.lock,
+// playbooks/.lock, agents/.lock: instance.Lock), which every writer of
+// the share, the agent's included, takes before it re-reads and writes.
+var lockedShares = map[string]bool{"memory": true, "playbooks": true, "agents": true}
+
+// lockShares takes the lock of each share a path of items is in (in a
+// fixed order, after the store's own lock, as stamp does), so that what
+// checkApprovals reads is still there when apply writes; st records the
+// memory lock as held, for stamp. A lock still taken after shareWait is an
+// error: nothing is checked or written.
+func (s *Store) lockShares(st *state, items []*Item) (func(), error) {
+	need := map[string]bool{}
+	for _, it := range items {
+		if share, _, _ := strings.Cut(it.Path, "/"); lockedShares[share] {
+			need[share] = true
+		}
+	}
+	shares := slices.Sorted(maps.Keys(need))
+	var unlocks []func()
+	release := func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+		st.memoryLocked = false
+	}
+	for _, share := range shares {
+		if err := s.Root.MkdirAll(share, 0o755); err != nil {
+			release()
+			return nil, err
+		}
+		unlock, err := s.Root.Lock(filepath.Join(s.Root.Dir(), share, ".lock"), shareWait)
+		if err != nil {
+			release()
+			return nil, errs.Wrap(errs.Failure, err, "%s is being changed (%s/.lock is held, by a session's hobbs command perhaps); nothing was approved, try again", share, share)
+		}
+		unlocks = append(unlocks, unlock)
+	}
+	st.memoryLocked = need["memory"]
+	return release, nil
 }

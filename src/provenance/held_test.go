@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // taintedEnd runs a tainted session s in which write makes its changes.
@@ -223,5 +225,47 @@ func TestHoldSet(t *testing.T) {
 	}
 	if _, err := f.s.HoldSet([]Session{ses}, []Pending{{Path: "data/x", Text: []byte("x")}}); err == nil {
 		t.Error("an unwatched path was held")
+	}
+}
+
+// Approving writes a file of a share that has a lock (memory, playbooks,
+// agents) under that lock, as every writer of the share does: a live
+// session's hobbs memory holding it (reinforcing the same memory, say) is
+// not overwritten between the approval's check and its write. While the
+// lock stays taken the approval changes nothing and decides nothing.
+func TestApproveTakesTheShareLock(t *testing.T) {
+	defer func(w time.Duration) { shareWait = w }(shareWait)
+	shareWait = 50 * time.Millisecond
+	f := newFixture(t)
+	r := f.taintedEnd("s1", func() {
+		f.write("memory/active/mem_2.md", memFile("mem_2", "2026-01-02", "The user moved to Lyon."))
+		f.write("playbooks/weekly.md", "# Weekly v2\n")
+	})
+	mem, pb := heldID(t, r, "memory/active/mem_2.md"), heldID(t, r, "playbooks/weekly.md")
+	for _, share := range []string{"memory", "playbooks"} {
+		unlock, err := safefile.Lock(filepath.Join(f.dir, share, ".lock"), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.s.Approve([]string{mem, pb})
+		unlock()
+		if err == nil {
+			t.Fatalf("approved while %s/.lock was held", share)
+		}
+		if _, ok := f.read("memory/active/mem_2.md"); ok {
+			t.Errorf("%s/.lock held: the memory was written", share)
+		}
+		if b, _ := f.read("playbooks/weekly.md"); b != "# Weekly\n" {
+			t.Errorf("%s/.lock held: the playbook was written: %q", share, b)
+		}
+		if l, _ := f.s.List(false); len(l) != 2 {
+			t.Errorf("%s/.lock held: changes were decided: %+v", share, l)
+		}
+	}
+	if err := f.s.Approve([]string{mem, pb}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := f.read("memory/active/mem_2.md"); !strings.Contains(b, "Lyon") || !strings.Contains(b, "approved by the owner") {
+		t.Errorf("approved memory, stamped: %q", b)
 	}
 }

@@ -182,6 +182,9 @@ type state struct {
 	// when the state was read: a save that changed none of them neither
 	// prunes nor writes the baseline.
 	loaded *loadedState
+	// memoryLocked: this change of the state holds memory/.lock already
+	// (lockShares), so stamp does not take it again.
+	memoryLocked bool
 }
 
 type loadedState struct {

@@ -195,9 +195,16 @@ func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
 // copy is written atomically into place (a removal removes the file) and
 // becomes the baseline, once every one of them is checked (checkApprovals):
 // its copy is still the text that was held, its path still holds what it
-// was held against (else: review its newer change first, or reject).
+// was held against (else: review its newer change first, or reject). The
+// check and the writes run under the locks of the shares written
+// (lockShares).
 func (s *Store) Approve(ids []string) error {
 	return s.decideAll(ids, "approve", Approved, func(st *state, items []*Item) error {
+		unlock, err := s.lockShares(st, items)
+		if err != nil {
+			return err
+		}
+		defer unlock()
 		as, err := s.checkApprovals(st, items)
 		if err != nil {
 			return err
