@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -262,8 +263,8 @@ func (s *Store) applyOne(st *state, a approval) error {
 
 // Pending is one change of a change set to hold that is not in the shares
 // (a session's own layer, say): the file at Path (slash-separated,
-// relative to the instance; a watched file), the text it had where the
-// change set started (Base, with HadBase) and the text the change set
+// relative to the instance, clean; a watched file), the text it had where
+// the change set started (Base, with HadBase) and the text the change set
 // gives it (Text), or Removed.
 type Pending struct {
 	Path    string
@@ -287,7 +288,7 @@ func (s *Store) HoldSet(sessions []Session, changes []Pending) ([]Item, error) {
 		out = nil
 		for _, c := range changes {
 			kind, ok := Watched(c.Path)
-			if !ok || !filepath.IsLocal(c.Path) {
+			if !ok || !filepath.IsLocal(c.Path) || path.Clean(c.Path) != c.Path {
 				return errs.Failf("provenance: %s is not a watched file", c.Path)
 			}
 			if !c.Removed && len(c.Text) > maxFile {

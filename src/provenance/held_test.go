@@ -223,8 +223,10 @@ func TestHoldSet(t *testing.T) {
 	if err := f.s.Approve([]string{items[2].ID}); err == nil {
 		t.Error("a removal of a file not in effect was approved")
 	}
-	if _, err := f.s.HoldSet([]Session{ses}, []Pending{{Path: "data/x", Text: []byte("x")}}); err == nil {
-		t.Error("an unwatched path was held")
+	for _, p := range []string{"data/x", "skills/../memory/active/mem_9.md", "skills/x/./SKILL.md", "/skills/x/SKILL.md"} {
+		if _, err := f.s.HoldSet([]Session{ses}, []Pending{{Path: p, Text: []byte("x")}}); err == nil {
+			t.Errorf("%s was held", p)
+		}
 	}
 }
 
