@@ -220,20 +220,25 @@ func (s *Store) put(p string, e effect) error {
 }
 
 // apply writes each checked approval into place and records it as the
-// baseline; when a write fails, what this call had written is put back as
-// it was, and the error returned (the caller then saves nothing).
-func (s *Store) apply(st *state, as []approval) error {
+// baseline, counting in done the approvals it has begun to write (a
+// failed one included): the caller puts those back (putBack) unless the
+// record of all of them is saved.
+func (s *Store) apply(st *state, as []approval, done *int) error {
 	for i, a := range as {
-		err := s.applyOne(st, a)
-		if err == nil {
-			continue
+		*done = i + 1
+		if err := s.applyOne(st, a); err != nil {
+			return errs.Wrap(errs.Failure, err, "%s: put %s in effect", a.it.ID, a.it.Path)
 		}
-		for j := i; j >= 0; j-- {
-			_ = s.put(as[j].it.Path, as[j].prev) // best effort: the error below says what failed
-		}
-		return errs.Wrap(errs.Failure, err, "%s: put %s in effect", a.it.ID, a.it.Path)
 	}
 	return nil
+}
+
+// putBack puts what was at the paths of as before they were written back
+// in place, last first.
+func (s *Store) putBack(as []approval) {
+	for j := len(as) - 1; j >= 0; j-- {
+		_ = s.put(as[j].it.Path, as[j].prev) // best effort: the approval's error says what failed
+	}
 }
 
 func (s *Store) applyOne(st *state, a approval) error {

@@ -2,6 +2,7 @@ package provenance
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -269,5 +270,46 @@ func TestApproveTakesTheShareLock(t *testing.T) {
 	}
 	if b, _ := f.read("memory/active/mem_2.md"); !strings.Contains(b, "Lyon") || !strings.Contains(b, "approved by the owner") {
 		t.Errorf("approved memory, stamped: %q", b)
+	}
+}
+
+// An approval whose record cannot be saved changes nothing: the copies it
+// wrote are put back, and the changes still wait. (A directory where the
+// store's next pack goes makes the save fail.)
+func TestApproveUnsavedChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	r := f.taintedEnd("s1", func() {
+		f.write("memory/active/mem_2.md", memFile("mem_2", "2026-01-02", "The user moved to Lyon."))
+		f.write("playbooks/weekly.md", "# Weekly v2\n")
+	})
+	mem, pb := heldID(t, r, "memory/active/mem_2.md"), heldID(t, r, "playbooks/weekly.md")
+	packs, err := os.ReadDir(filepath.Join(f.dir, Dir, "packs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := filepath.Join(f.dir, Dir, "packs", fmt.Sprintf("%d.pack", len(packs)+1), "x")
+	if err := os.MkdirAll(block, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Approve([]string{mem, pb}); err == nil {
+		t.Fatal("approved with a record that cannot be saved")
+	}
+	if _, ok := f.read("memory/active/mem_2.md"); ok {
+		t.Error("the memory is in effect, its change still waiting")
+	}
+	if b, _ := f.read("playbooks/weekly.md"); b != "# Weekly\n" {
+		t.Errorf("the playbook is %q, its change still waiting", b)
+	}
+	if l, _ := f.s.List(false); len(l) != 2 {
+		t.Errorf("changes were decided: %+v", l)
+	}
+	if err := os.RemoveAll(filepath.Dir(block)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Approve([]string{mem, pb}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := f.read("playbooks/weekly.md"); b != "# Weekly v2\n" {
+		t.Errorf("approved: %q", b)
 	}
 }

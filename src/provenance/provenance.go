@@ -185,6 +185,9 @@ type state struct {
 	// memoryLocked: this change of the state holds memory/.lock already
 	// (lockShares), so stamp does not take it again.
 	memoryLocked bool
+	// after are called, last first, once this change of the state is
+	// saved or has failed (saved false: nothing of it was recorded).
+	after []func(saved bool)
 }
 
 type loadedState struct {
@@ -356,7 +359,15 @@ func (s *Store) lockedFrom(snap *Snapshot, list bool, f func(st *state) error) e
 			return l
 		}
 	}
-	if err := f(st); err != nil {
+	err = f(st)
+	after, saved := st.after, false
+	st.after = nil
+	defer func() {
+		for i := len(after) - 1; i >= 0; i-- {
+			after[i](saved)
+		}
+	}()
+	if err != nil {
 		return err
 	}
 	if err := st.pack.finish(); err != nil {
@@ -382,6 +393,7 @@ func (s *Store) lockedFrom(snap *Snapshot, list bool, f func(st *state) error) e
 	if err := s.Root.Write(s.rel("state.json"), b, 0o600); err != nil {
 		return err
 	}
+	saved = true
 	s.keep(b, st)
 	s.removeBaseline(oldBaseline)
 	for _, n := range unused {
