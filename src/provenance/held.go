@@ -108,10 +108,12 @@ func (s *Store) heldText(it *Item) ([]byte, error) {
 	return b, nil
 }
 
-// effect is what a path holds now: its bytes, whether it exists.
+// effect is what a path holds now: its bytes, whether it exists, whether
+// its owner can run it.
 type effect struct {
 	text   []byte
 	exists bool
+	exec   bool
 }
 
 // inEffect reads what is at p now (a file Hobbs cannot read as text is an
@@ -124,7 +126,11 @@ func (s *Store) inEffect(p string) (effect, error) {
 	if err != nil {
 		return effect{}, err
 	}
-	return effect{text: b, exists: true}, nil
+	fi, err := s.Root.Lstat(p)
+	if err != nil {
+		return effect{}, err
+	}
+	return effect{text: b, exists: true, exec: fi.Mode().Perm()&0o100 != 0}, nil
 }
 
 // sameText reports whether a and b are the same text for a file of kind:
@@ -192,7 +198,7 @@ func (s *Store) checkApprovals(st *state, items []*Item) ([]approval, error) {
 		if !s.asBefore(st, it, cur) {
 			return nil, laterChange(it)
 		}
-		next[it.Path] = effect{text: a.text, exists: it.After != ""}
+		next[it.Path] = effect{text: a.text, exists: it.After != "", exec: it.Exec}
 		out = append(out, a)
 	}
 	return out, nil
@@ -203,8 +209,8 @@ func laterChange(it *Item) error {
 		Advice: errs.NewAdvice(LaterChange, "id", it.ID)}
 }
 
-// put writes b at p atomically (or removes p, when exists is false), making
-// its directory.
+// put writes e's text at p atomically (or removes p, when e does not
+// exist), making its directory; 0755 for a file its owner runs, else 0644.
 func (s *Store) put(p string, e effect) error {
 	if !e.exists {
 		if err := s.Root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -216,7 +222,11 @@ func (s *Store) put(p string, e effect) error {
 	if err := s.Root.MkdirAll(filepath.Dir(filepath.Join(s.Root.Dir(), p)), 0o755); err != nil {
 		return err
 	}
-	return s.Root.Write(p, e.text, 0o644)
+	perm := fs.FileMode(0o644)
+	if e.exec {
+		perm = 0o755
+	}
+	return s.Root.Write(p, e.text, perm)
 }
 
 // apply writes each checked approval into place and records it as the
@@ -243,7 +253,7 @@ func (s *Store) putBack(as []approval) {
 
 func (s *Store) applyOne(st *state, a approval) error {
 	it := a.it
-	if err := s.put(it.Path, effect{text: a.text, exists: a.text != nil}); err != nil {
+	if err := s.put(it.Path, effect{text: a.text, exists: a.text != nil, exec: it.Exec}); err != nil {
 		return err
 	}
 	if a.text == nil {

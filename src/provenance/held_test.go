@@ -313,3 +313,28 @@ func TestApproveUnsavedChangesNothing(t *testing.T) {
 		t.Errorf("approved: %q", b)
 	}
 }
+
+// A held script its session made executable is approved executable, as
+// the file was: the approval writes the held text with the file's execute
+// bit.
+func TestApproveKeepsTheExecuteBit(t *testing.T) {
+	f := newFixture(t)
+	script := filepath.Join(f.dir, "skills/tool/run.sh")
+	r := f.taintedEnd("s1", func() {
+		f.write("skills/tool/SKILL.md", "---\nname: tool\n---\nRun scripts/run.sh.\n")
+		f.write("skills/tool/run.sh", "#!/bin/sh\necho ran\n")
+		if err := os.Chmod(script, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ids := []string{heldID(t, r, "skills/tool/SKILL.md"), heldID(t, r, "skills/tool/run.sh")}
+	if err := f.s.Approve(ids); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(script); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("approved script: %v %v", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(f.dir, "skills/tool/SKILL.md")); err != nil || fi.Mode().Perm()&0o111 != 0 {
+		t.Errorf("approved SKILL.md: %v %v", fi.Mode(), err)
+	}
+}

@@ -118,6 +118,7 @@ type Item struct {
 	Found    time.Time `json:"found"`
 	Status   string    `json:"status"` // waiting, approved, rejected
 	Decided  time.Time `json:"decided,omitzero"`
+	Exec     bool      `json:"exec,omitempty"` // the held file's owner could run it (a script): approved so
 }
 
 // Item states.
@@ -973,7 +974,7 @@ func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileStat
 		if err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "hold %s for review", p)
 		}
-		it.After = h
+		it.After, it.Exec = h, fs.FileMode(a.Mode).Perm()&0o100 != 0
 	}
 	if had {
 		if err := s.restore(st, p, b.Hash); err != nil {
