@@ -15,7 +15,7 @@ func TestWriteRunAssets(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "assets")
 	err := writeRunAssets(dir, []playbook.AssetFile{
 		{Kind: "skill", Name: "bank-export", Path: "skills/bank-export/SKILL.md", Data: []byte("approved skill\n")},
-		{Kind: "skill", Name: "bank-export", Path: "skills/bank-export/scripts/fetch.sh", Data: []byte("echo approved\n")},
+		{Kind: "skill", Name: "bank-export", Path: "skills/bank-export/scripts/fetch.sh", Data: []byte("echo approved\n"), Exec: true},
 		{Kind: "agent", Name: "ledger", Path: "agents/custom/ledger.md", Data: []byte("approved agent\n")},
 	})
 	if err != nil {
@@ -25,6 +25,13 @@ func TestWriteRunAssets(t *testing.T) {
 		"skills/bank-export/scripts/fetch.sh": "echo approved\n", "agents/ledger.md": "approved agent\n"} {
 		if b, err := os.ReadFile(filepath.Join(dir, rel)); err != nil || string(b) != want {
 			t.Errorf("%s: %q, %v", rel, b, err)
+		}
+	}
+	// A script the skill runs keeps its owner's execute bit; the rest is
+	// the owner's to read only.
+	for rel, want := range map[string]os.FileMode{"skills/bank-export/scripts/fetch.sh": 0o700, "skills/bank-export/SKILL.md": 0o600} {
+		if fi, err := os.Stat(filepath.Join(dir, rel)); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", rel, fi.Mode().Perm(), err, want)
 		}
 	}
 	empty := filepath.Join(t.TempDir(), "assets")

@@ -102,8 +102,8 @@ func (s *Session) writeSessionFiles() error {
 // writeRunAssets writes the approved copies of a run's skills and
 // sub-agents into dir (plan.SessionAssetsDir): skills/NAME/… and
 // agents/NAME.md, both directories made even when empty, so that the run
-// links these and nothing else. A path that would leave its asset's
-// directory is refused.
+// links these and nothing else; a file its owner could run (Exec) keeps
+// that bit. A path that would leave its asset's directory is refused.
 func writeRunAssets(dir string, files []playbook.AssetFile) error {
 	for _, d := range []string{dir, filepath.Join(dir, "skills"), filepath.Join(dir, "agents")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
@@ -126,7 +126,11 @@ func writeRunAssets(dir string, files []playbook.AssetFile) error {
 		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
 			return err
 		}
-		if err := os.WriteFile(target, f.Data, 0o600); err != nil {
+		perm := os.FileMode(0o600)
+		if f.Exec {
+			perm = 0o700
+		}
+		if err := os.WriteFile(target, f.Data, perm); err != nil {
 			return err
 		}
 	}

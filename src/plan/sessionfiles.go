@@ -92,7 +92,8 @@ func (p *Plan) shownAgentEnv() []string {
 }
 
 // assetsHolds says what SessionAssetsDir holds: the skills and sub-agents
-// by name, sorted.
+// by name, sorted; files nil, that nothing was checked against an
+// approval (the playbook is not approved as it is).
 func assetsHolds(files []playbook.AssetFile) string {
 	seen := map[string]bool{}
 	var names []string
@@ -104,6 +105,9 @@ func assetsHolds(files []playbook.AssetFile) string {
 	}
 	sort.Strings(names)
 	what := "no instance skill or sub-agent (the playbook names none)"
+	if files == nil {
+		what = "none, as it is not approved as it is now (a run needs your approval first)"
+	}
 	if len(names) > 0 {
 		what = strings.Join(names, ", ")
 	}

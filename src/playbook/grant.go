@@ -288,6 +288,10 @@ type AssetFile struct {
 	Name string // the skill's or sub-agent's name
 	Path string
 	Data []byte
+	// Exec: its owner could run it where it was read (a skill's script),
+	// so the run's copy can be run too. The approval covers the bytes,
+	// not the mode.
+	Exec bool
 }
 
 // namedAssets is NamedAssets with the bytes it hashed: the regular files
@@ -325,7 +329,11 @@ func namedAssets(in instance.Instance, text string) ([]Asset, []AssetFile, error
 				return err
 			}
 			a.Files[rel] = hashBytes(b)
-			files = append(files, AssetFile{Kind: "skill", Name: e.Name(), Path: rel, Data: b})
+			exec := false
+			if fi, err := de.Info(); err == nil {
+				exec = fi.Mode().Perm()&0o100 != 0
+			}
+			files = append(files, AssetFile{Kind: "skill", Name: e.Name(), Path: rel, Data: b, Exec: exec})
 			return nil
 		})
 		if err != nil {

@@ -198,6 +198,9 @@ func TestCheckedAssetsAreTheBytesChecked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.Chmod(filepath.Join(in.Root, "skills/bank-export/scripts/get.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	text := withFrontmatter("autonomous", runBlock) + "\nUse /bank-export, then the ledger agent.\n"
 	d := mustParse(t, in, "weekly", text)
 	if files, err := CheckedAssets(in, "weekly", d); err == nil || files != nil {
@@ -223,6 +226,9 @@ func TestCheckedAssetsAreTheBytesChecked(t *testing.T) {
 	checked := map[string]string{}
 	for _, f := range files {
 		checked[f.Kind+" "+f.Name+" "+f.Path] = string(f.Data)
+		if f.Exec != strings.HasSuffix(f.Path, ".sh") {
+			t.Errorf("%s: Exec %v", f.Path, f.Exec)
+		}
 	}
 	for _, m := range []map[string]string{got, checked} {
 		if len(m) != len(want) {

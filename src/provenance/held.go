@@ -7,7 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -103,10 +108,12 @@ func (s *Store) heldText(it *Item) ([]byte, error) {
 	return b, nil
 }
 
-// effect is what a path holds now: its bytes, whether it exists.
+// effect is what a path holds now: its bytes, whether it exists, whether
+// its owner can run it.
 type effect struct {
 	text   []byte
 	exists bool
+	exec   bool
 }
 
 // inEffect reads what is at p now (a file Hobbs cannot read as text is an
@@ -119,7 +126,11 @@ func (s *Store) inEffect(p string) (effect, error) {
 	if err != nil {
 		return effect{}, err
 	}
-	return effect{text: b, exists: true}, nil
+	fi, err := s.Root.Lstat(p)
+	if err != nil {
+		return effect{}, err
+	}
+	return effect{text: b, exists: true, exec: fi.Mode().Perm()&0o100 != 0}, nil
 }
 
 // sameText reports whether a and b are the same text for a file of kind:
@@ -187,7 +198,7 @@ func (s *Store) checkApprovals(st *state, items []*Item) ([]approval, error) {
 		if !s.asBefore(st, it, cur) {
 			return nil, laterChange(it)
 		}
-		next[it.Path] = effect{text: a.text, exists: it.After != ""}
+		next[it.Path] = effect{text: a.text, exists: it.After != "", exec: it.Exec}
 		out = append(out, a)
 	}
 	return out, nil
@@ -198,8 +209,8 @@ func laterChange(it *Item) error {
 		Advice: errs.NewAdvice(LaterChange, "id", it.ID)}
 }
 
-// put writes b at p atomically (or removes p, when exists is false), making
-// its directory.
+// put writes e's text at p atomically (or removes p, when e does not
+// exist), making its directory; 0755 for a file its owner runs, else 0644.
 func (s *Store) put(p string, e effect) error {
 	if !e.exists {
 		if err := s.Root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -211,29 +222,38 @@ func (s *Store) put(p string, e effect) error {
 	if err := s.Root.MkdirAll(filepath.Dir(filepath.Join(s.Root.Dir(), p)), 0o755); err != nil {
 		return err
 	}
-	return s.Root.Write(p, e.text, 0o644)
+	perm := fs.FileMode(0o644)
+	if e.exec {
+		perm = 0o755
+	}
+	return s.Root.Write(p, e.text, perm)
 }
 
 // apply writes each checked approval into place and records it as the
-// baseline; when a write fails, what this call had written is put back as
-// it was, and the error returned (the caller then saves nothing).
-func (s *Store) apply(st *state, as []approval) error {
+// baseline, counting in done the approvals it has begun to write (a
+// failed one included): the caller puts those back (putBack) unless the
+// record of all of them is saved.
+func (s *Store) apply(st *state, as []approval, done *int) error {
 	for i, a := range as {
-		err := s.applyOne(st, a)
-		if err == nil {
-			continue
+		*done = i + 1
+		if err := s.applyOne(st, a); err != nil {
+			return errs.Wrap(errs.Failure, err, "%s: put %s in effect", a.it.ID, a.it.Path)
 		}
-		for j := i; j >= 0; j-- {
-			_ = s.put(as[j].it.Path, as[j].prev) // best effort: the error below says what failed
-		}
-		return errs.Wrap(errs.Failure, err, "%s: put %s in effect", a.it.ID, a.it.Path)
 	}
 	return nil
 }
 
+// putBack puts what was at the paths of as before they were written back
+// in place, last first.
+func (s *Store) putBack(as []approval) {
+	for j := len(as) - 1; j >= 0; j-- {
+		_ = s.put(as[j].it.Path, as[j].prev) // best effort: the approval's error says what failed
+	}
+}
+
 func (s *Store) applyOne(st *state, a approval) error {
 	it := a.it
-	if err := s.put(it.Path, effect{text: a.text, exists: a.text != nil}); err != nil {
+	if err := s.put(it.Path, effect{text: a.text, exists: a.text != nil, exec: it.Exec}); err != nil {
 		return err
 	}
 	if a.text == nil {
@@ -258,8 +278,8 @@ func (s *Store) applyOne(st *state, a approval) error {
 
 // Pending is one change of a change set to hold that is not in the shares
 // (a session's own layer, say): the file at Path (slash-separated,
-// relative to the instance; a watched file), the text it had where the
-// change set started (Base, with HadBase) and the text the change set
+// relative to the instance, clean; a watched file), the text it had where
+// the change set started (Base, with HadBase) and the text the change set
 // gives it (Text), or Removed.
 type Pending struct {
 	Path    string
@@ -283,7 +303,7 @@ func (s *Store) HoldSet(sessions []Session, changes []Pending) ([]Item, error) {
 		out = nil
 		for _, c := range changes {
 			kind, ok := Watched(c.Path)
-			if !ok || !filepath.IsLocal(c.Path) {
+			if !ok || !filepath.IsLocal(c.Path) || path.Clean(c.Path) != c.Path {
 				return errs.Failf("provenance: %s is not a watched file", c.Path)
 			}
 			if !c.Removed && len(c.Text) > maxFile {
@@ -322,4 +342,49 @@ func (s *Store) HoldSet(sessions []Session, changes []Pending) ([]Item, error) {
 		return nil
 	})
 	return out, err
+}
+
+// shareWait is how long an approval waits for the lock of a share it
+// writes (lockShares), which a live session's hobbs command may hold.
+var shareWait = 10 * time.Second
+
+// lockedShares are the shares with a lock of their own (memory/.lock,
+// playbooks/.lock, agents/.lock: instance.Lock), which every writer of
+// the share, the agent's included, takes before it re-reads and writes.
+var lockedShares = map[string]bool{"memory": true, "playbooks": true, "agents": true}
+
+// lockShares takes the lock of each share a path of items is in (in a
+// fixed order, after the store's own lock, as stamp does), so that what
+// checkApprovals reads is still there when apply writes; st records the
+// memory lock as held, for stamp. A lock still taken after shareWait is an
+// error: nothing is checked or written.
+func (s *Store) lockShares(st *state, items []*Item) (func(), error) {
+	need := map[string]bool{}
+	for _, it := range items {
+		if share, _, _ := strings.Cut(it.Path, "/"); lockedShares[share] {
+			need[share] = true
+		}
+	}
+	shares := slices.Sorted(maps.Keys(need))
+	var unlocks []func()
+	release := func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+		st.memoryLocked = false
+	}
+	for _, share := range shares {
+		if err := s.Root.MkdirAll(share, 0o755); err != nil {
+			release()
+			return nil, err
+		}
+		unlock, err := s.Root.Lock(filepath.Join(s.Root.Dir(), share, ".lock"), shareWait)
+		if err != nil {
+			release()
+			return nil, errs.Wrap(errs.Failure, err, "%s is being changed (%s/.lock is held, by a session's hobbs command perhaps); nothing was approved, try again", share, share)
+		}
+		unlocks = append(unlocks, unlock)
+	}
+	st.memoryLocked = need["memory"]
+	return release, nil
 }

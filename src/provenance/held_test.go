@@ -2,12 +2,15 @@ package provenance
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // taintedEnd runs a tainted session s in which write makes its changes.
@@ -221,7 +224,117 @@ func TestHoldSet(t *testing.T) {
 	if err := f.s.Approve([]string{items[2].ID}); err == nil {
 		t.Error("a removal of a file not in effect was approved")
 	}
-	if _, err := f.s.HoldSet([]Session{ses}, []Pending{{Path: "data/x", Text: []byte("x")}}); err == nil {
-		t.Error("an unwatched path was held")
+	for _, p := range []string{"data/x", "skills/../memory/active/mem_9.md", "skills/x/./SKILL.md", "/skills/x/SKILL.md"} {
+		if _, err := f.s.HoldSet([]Session{ses}, []Pending{{Path: p, Text: []byte("x")}}); err == nil {
+			t.Errorf("%s was held", p)
+		}
+	}
+}
+
+// Approving writes a file of a share that has a lock (memory, playbooks,
+// agents) under that lock, as every writer of the share does: a live
+// session's hobbs memory holding it (reinforcing the same memory, say) is
+// not overwritten between the approval's check and its write. While the
+// lock stays taken the approval changes nothing and decides nothing.
+func TestApproveTakesTheShareLock(t *testing.T) {
+	defer func(w time.Duration) { shareWait = w }(shareWait)
+	shareWait = 50 * time.Millisecond
+	f := newFixture(t)
+	r := f.taintedEnd("s1", func() {
+		f.write("memory/active/mem_2.md", memFile("mem_2", "2026-01-02", "The user moved to Lyon."))
+		f.write("playbooks/weekly.md", "# Weekly v2\n")
+	})
+	mem, pb := heldID(t, r, "memory/active/mem_2.md"), heldID(t, r, "playbooks/weekly.md")
+	for _, share := range []string{"memory", "playbooks"} {
+		unlock, err := safefile.Lock(filepath.Join(f.dir, share, ".lock"), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.s.Approve([]string{mem, pb})
+		unlock()
+		if err == nil {
+			t.Fatalf("approved while %s/.lock was held", share)
+		}
+		if _, ok := f.read("memory/active/mem_2.md"); ok {
+			t.Errorf("%s/.lock held: the memory was written", share)
+		}
+		if b, _ := f.read("playbooks/weekly.md"); b != "# Weekly\n" {
+			t.Errorf("%s/.lock held: the playbook was written: %q", share, b)
+		}
+		if l, _ := f.s.List(false); len(l) != 2 {
+			t.Errorf("%s/.lock held: changes were decided: %+v", share, l)
+		}
+	}
+	if err := f.s.Approve([]string{mem, pb}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := f.read("memory/active/mem_2.md"); !strings.Contains(b, "Lyon") || !strings.Contains(b, "approved by the owner") {
+		t.Errorf("approved memory, stamped: %q", b)
+	}
+}
+
+// An approval whose record cannot be saved changes nothing: the copies it
+// wrote are put back, and the changes still wait. (A directory where the
+// store's next pack goes makes the save fail.)
+func TestApproveUnsavedChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	r := f.taintedEnd("s1", func() {
+		f.write("memory/active/mem_2.md", memFile("mem_2", "2026-01-02", "The user moved to Lyon."))
+		f.write("playbooks/weekly.md", "# Weekly v2\n")
+	})
+	mem, pb := heldID(t, r, "memory/active/mem_2.md"), heldID(t, r, "playbooks/weekly.md")
+	packs, err := os.ReadDir(filepath.Join(f.dir, Dir, "packs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := filepath.Join(f.dir, Dir, "packs", fmt.Sprintf("%d.pack", len(packs)+1), "x")
+	if err := os.MkdirAll(block, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Approve([]string{mem, pb}); err == nil {
+		t.Fatal("approved with a record that cannot be saved")
+	}
+	if _, ok := f.read("memory/active/mem_2.md"); ok {
+		t.Error("the memory is in effect, its change still waiting")
+	}
+	if b, _ := f.read("playbooks/weekly.md"); b != "# Weekly\n" {
+		t.Errorf("the playbook is %q, its change still waiting", b)
+	}
+	if l, _ := f.s.List(false); len(l) != 2 {
+		t.Errorf("changes were decided: %+v", l)
+	}
+	if err := os.RemoveAll(filepath.Dir(block)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Approve([]string{mem, pb}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := f.read("playbooks/weekly.md"); b != "# Weekly v2\n" {
+		t.Errorf("approved: %q", b)
+	}
+}
+
+// A held script its session made executable is approved executable, as
+// the file was: the approval writes the held text with the file's execute
+// bit.
+func TestApproveKeepsTheExecuteBit(t *testing.T) {
+	f := newFixture(t)
+	script := filepath.Join(f.dir, "skills/tool/run.sh")
+	r := f.taintedEnd("s1", func() {
+		f.write("skills/tool/SKILL.md", "---\nname: tool\n---\nRun scripts/run.sh.\n")
+		f.write("skills/tool/run.sh", "#!/bin/sh\necho ran\n")
+		if err := os.Chmod(script, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ids := []string{heldID(t, r, "skills/tool/SKILL.md"), heldID(t, r, "skills/tool/run.sh")}
+	if err := f.s.Approve(ids); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(script); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("approved script: %v %v", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(f.dir, "skills/tool/SKILL.md")); err != nil || fi.Mode().Perm()&0o111 != 0 {
+		t.Errorf("approved SKILL.md: %v %v", fi.Mode(), err)
 	}
 }

@@ -118,6 +118,7 @@ type Item struct {
 	Found    time.Time `json:"found"`
 	Status   string    `json:"status"` // waiting, approved, rejected
 	Decided  time.Time `json:"decided,omitzero"`
+	Exec     bool      `json:"exec,omitempty"` // the held file's owner could run it (a script): approved so
 }
 
 // Item states.
@@ -182,6 +183,12 @@ type state struct {
 	// when the state was read: a save that changed none of them neither
 	// prunes nor writes the baseline.
 	loaded *loadedState
+	// memoryLocked: this change of the state holds memory/.lock already
+	// (lockShares), so stamp does not take it again.
+	memoryLocked bool
+	// after are called, last first, once this change of the state is
+	// saved or has failed (saved false: nothing of it was recorded).
+	after []func(saved bool)
 }
 
 type loadedState struct {
@@ -353,7 +360,15 @@ func (s *Store) lockedFrom(snap *Snapshot, list bool, f func(st *state) error) e
 			return l
 		}
 	}
-	if err := f(st); err != nil {
+	err = f(st)
+	after, saved := st.after, false
+	st.after = nil
+	defer func() {
+		for i := len(after) - 1; i >= 0; i-- {
+			after[i](saved)
+		}
+	}()
+	if err != nil {
 		return err
 	}
 	if err := st.pack.finish(); err != nil {
@@ -379,6 +394,7 @@ func (s *Store) lockedFrom(snap *Snapshot, list bool, f func(st *state) error) e
 	if err := s.Root.Write(s.rel("state.json"), b, 0o600); err != nil {
 		return err
 	}
+	saved = true
 	s.keep(b, st)
 	s.removeBaseline(oldBaseline)
 	for _, n := range unused {
@@ -958,7 +974,7 @@ func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileStat
 		if err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "hold %s for review", p)
 		}
-		it.After = h
+		it.After, it.Exec = h, fs.FileMode(a.Mode).Perm()&0o100 != 0
 	}
 	if had {
 		if err := s.restore(st, p, b.Hash); err != nil {

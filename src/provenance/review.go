@@ -195,14 +195,29 @@ func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
 // copy is written atomically into place (a removal removes the file) and
 // becomes the baseline, once every one of them is checked (checkApprovals):
 // its copy is still the text that was held, its path still holds what it
-// was held against (else: review its newer change first, or reject).
+// was held against (else: review its newer change first, or reject). The
+// check and the writes run under the locks of the shares written
+// (lockShares).
 func (s *Store) Approve(ids []string) error {
 	return s.decideAll(ids, "approve", Approved, func(st *state, items []*Item) error {
-		as, err := s.checkApprovals(st, items)
+		unlock, err := s.lockShares(st, items)
 		if err != nil {
 			return err
 		}
-		return s.apply(st, as)
+		var as []approval
+		done := 0
+		// Once the record is saved, or not: what was written is put back
+		// unless it is recorded, still under the shares' locks.
+		st.after = append(st.after, func(saved bool) {
+			if !saved {
+				s.putBack(as[:done])
+			}
+			unlock()
+		})
+		if as, err = s.checkApprovals(st, items); err != nil {
+			return err
+		}
+		return s.apply(st, as, &done)
 	})
 }
 
@@ -254,13 +269,22 @@ func (s *Store) decideAll(ids []string, verb, to string, apply func(*state, []*I
 		}
 		sort.SliceStable(items, func(i, j int) bool { return items[i].Found.Before(items[j].Found) })
 		err := apply(st, items)
-		for _, it := range items {
-			s.Audit.Record(audit.Entry{Event: "provenance." + verb, Subject: it.Path,
-				Detail: map[string]any{"id": it.ID, "change": it.Change, "session": it.Sessions[0].Name, "hash": it.After}}, err)
-			if err == nil {
+		if err == nil {
+			for _, it := range items {
 				it.Status, it.Decided = to, s.now()
 			}
 		}
+		// Audited once the decision is recorded, or has failed.
+		st.after = append(st.after, func(saved bool) {
+			aerr := err
+			if aerr == nil && !saved {
+				aerr = errs.Failf("the provenance record was not saved")
+			}
+			for _, it := range items {
+				s.Audit.Record(audit.Entry{Event: "provenance." + verb, Subject: it.Path,
+					Detail: map[string]any{"id": it.ID, "change": it.Change, "session": it.Sessions[0].Name, "hash": it.After}}, aerr)
+			}
+		})
 		return err
 	})
 }

@@ -46,11 +46,13 @@ func (s *Store) stamp(st *state, p string, cur fileState, text string) (fileStat
 	if kind, _ := Watched(p); kind != "memory" {
 		return cur, nil
 	}
-	unlock, err := s.Root.Lock(filepath.Join(s.Root.Dir(), "memory", ".lock"), stampWait)
-	if err != nil {
-		return cur, fmt.Errorf("%s: not stamped with its provenance: %w", p, err)
+	if !st.memoryLocked {
+		unlock, err := s.Root.Lock(filepath.Join(s.Root.Dir(), "memory", ".lock"), stampWait)
+		if err != nil {
+			return cur, fmt.Errorf("%s: not stamped with its provenance: %w", p, err)
+		}
+		defer unlock()
 	}
-	defer unlock()
 	b, err := s.Root.ReadFile(p, maxFile)
 	if err != nil {
 		return cur, err
