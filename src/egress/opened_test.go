@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,4 +142,22 @@ func TestOpenNotRecordedIsRefused(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(readFile(t, e.audit))), &l); err != nil || !strings.HasPrefix(l.Detail.Error, "audit log: ") {
 		t.Fatalf("the refusal's line (%v):\n%s", err, readFile(t, e.audit))
 	}
+}
+
+// BenchmarkOpenedRecorded: what a connection to a target already on record
+// pays for the record (the allowed request's fast path).
+func BenchmarkOpenedRecorded(b *testing.B) {
+	s := &Server{opts: Options{AuditPath: filepath.Join(b.TempDir(), "audit.log")}}
+	rec := &record{host: "api.example.com", port: 443, allow: true}
+	if err := s.opened(rec); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.opened(rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
