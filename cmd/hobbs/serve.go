@@ -18,8 +18,9 @@ func newServeCmd(a *app) *cobra.Command {
 		Use:   "serve",
 		Short: "Run playbooks for signed webhooks and deliver their results",
 		Long: `The host service (docs/serve.md): POST /hooks/NAME for each trigger in
-config.yaml, GET /healthz, at serve.listen (127.0.0.1:8421). A signed,
-unseen (24 h) delivery of a listed event queues a run of the trigger's
+config.yaml, GET /healthz, at serve.listen (127.0.0.1:8421). A signed
+delivery of a listed event whose id and body the trigger has not seen in
+24 h (a replay under a new id is refused too) queues a run of the trigger's
 playbook (202 with the task id; the event is untrusted data in $HOBBS_EVENT);
 serve.max_runs at once; each end goes to the owner's channels, or stderr.
 As you (never root), in the foreground, logs on stderr; SIGTERM drains.`,

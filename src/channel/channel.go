@@ -49,10 +49,34 @@ type Host interface {
 	// Act carries out a pressed button and returns the text to show.
 	Act(ctx context.Context, a Action) (string, error)
 	// Chat is one turn of the owner's conversation with Hobbs: conversation
-	// names it (the channel's chat), text is the owner's message; the reply
-	// is what to send back.
-	Chat(ctx context.Context, conversation, text string) (string, error)
+	// names it (the channel's chat), m is the owner's message; the reply is
+	// what to send back.
+	Chat(ctx context.Context, conversation string, m Message) (string, error)
 }
+
+// Message is one message of the owner's to a conversation. Text is what
+// the owner wrote. Quoted is the text the message carries from elsewhere —
+// a forwarded message's whole text, a quote, the message it replies to
+// when that is not the owner's own — which is untrusted input to its turn,
+// never the owner's words: a channel never merges it into Text.
+type Message struct {
+	Text   string   `json:"text"`
+	Quoted []Quoted `json:"quoted,omitempty"`
+}
+
+// Quoted is someone else's text a message carries.
+type Quoted struct {
+	Kind string `json:"kind"`           // QuoteForwarded, QuoteQuote, QuoteReply
+	From string `json:"from,omitempty"` // who wrote it, as the channel names them ("" when it does not say)
+	Text string `json:"text,omitempty"`
+}
+
+// The kinds of Quoted.
+const (
+	QuoteForwarded = "forwarded" // a message the owner forwarded
+	QuoteQuote     = "quote"     // part of another message the owner quoted
+	QuoteReply     = "reply"     // the message the owner replied to
+)
 
 // Channel is a way to reach the owner.
 type Channel interface {

@@ -16,6 +16,17 @@
 // read it from Claude Code's JSON result, nothing else of the run. The
 // next turn gets that record as data on its standard input, JSON-encoded,
 // so no reply can pass for an owner's turn however it is worded.
+//
+// Taint follows the conversation. A turn whose session was tainted (it
+// read an untrusted host, or it started tainted) leaves its reply in the
+// record, and the next turn reads that reply: so the conversation is
+// marked tainted, and every later turn of it starts tainted (what it
+// changes waits for hobbs review) until the owner trusts the conversation
+// again (TrustCommand, hobbs chat /trust) or starts it afresh
+// (NewCommand). Text a message carries from someone else (channel.Quoted:
+// a forwarded message, a quote, a reply to a message not the owner's) is
+// untrusted input: its turn starts tainted, and the turn gets it apart
+// from the owner's text.
 package chat
 
 import (
@@ -28,6 +39,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/channel"
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/image"
@@ -35,6 +47,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/policy"
+	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/runner"
 )
 
@@ -68,35 +81,49 @@ type Turns struct {
 	busy map[string]*sync.Mutex
 }
 
-// Turn answers the owner's message text in conversation: it plans a chat
-// turn, runs it with the conversation kept so far and text on Claude
-// Code's standard input, keeps the exchange, and returns the reply. A
-// turn that gives no reply is an error saying why (the channel shows it);
+// Turn answers the owner's message text in conversation: TurnMessage of
+// a message with nothing quoted.
+func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, error) {
+	return t.TurnMessage(ctx, conversation, channel.Message{Text: text})
+}
+
+// TurnMessage answers the owner's message m in conversation: it plans a
+// chat turn, runs it with the conversation kept so far and m on Claude
+// Code's standard input, keeps the exchange, and returns the reply. A turn
+// that gives no reply is an error saying why (the channel shows it);
 // nothing is kept of it. Turns of one conversation (through one Turns)
 // run one at a time, so each sees the one before; turns of different
-// conversations run side by side.
-func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, error) {
+// conversations run side by side. The turn starts tainted when the
+// conversation is or m quotes someone else's text; the conversation is
+// tainted from a turn whose session was.
+func (t *Turns) TurnMessage(ctx context.Context, conversation string, m channel.Message) (string, error) {
 	if err := ValidID(conversation); err != nil {
 		return "", err
 	}
-	if err := checkMessage(text); err != nil {
+	if err := checkMessage(m); err != nil {
 		return "", err
 	}
 	unlock := t.hold(conversation)
 	defer unlock()
 	store := Open(t.Instance)
-	if strings.TrimSpace(text) == NewCommand {
-		return t.reset(store, conversation)
+	if len(m.Quoted) == 0 { // a quoted "/new" is someone else's text, not a command
+		switch strings.TrimSpace(m.Text) {
+		case NewCommand:
+			return t.reset(store, conversation)
+		case TrustCommand:
+			return t.trust(store, conversation)
+		}
 	}
 	conv, err := store.Load(conversation)
 	if err != nil {
 		return "", err
 	}
-	input, err := Input(conv, text)
+	input, err := Input(conv, m)
 	if err != nil {
 		return "", err
 	}
-	p, err := t.Plan(conversation)
+	untrusted := untrustedWhy(conv, m)
+	p, err := t.plan(conversation, strings.Join(untrusted, "; "))
 	if err != nil {
 		return "", err
 	}
@@ -108,8 +135,13 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 	if rt.Progress == nil {
 		rt.Progress = func(string, ...any) {}
 	}
+	var ended *provenance.Session
+	rt.Ended = func(s provenance.Session) { ended = &s }
 	res, err := run(ctx, p, rt, input)
-	d := map[string]any{"session": p.Session, "message_bytes": len(text), "reply_bytes": len(res.Reply), "exit": res.Code}
+	d := map[string]any{"session": p.Session, "message_bytes": len(m.Text), "reply_bytes": len(res.Reply), "exit": res.Code}
+	if len(m.Quoted) > 0 {
+		d["quoted"] = len(m.Quoted)
+	}
 	if r := res.Result; r != nil {
 		d["claude_result"], d["turns"], d["cost_usd"] = r.Subtype, r.NumTurns, r.TotalCostUSD
 	}
@@ -117,21 +149,74 @@ func (t *Turns) Turn(ctx context.Context, conversation, text string) (string, er
 		t.Runtime.Audit.Record(audit.Entry{Event: "chat.turn", Subject: conversation, Detail: d}, err)
 		return "", err
 	}
-	if _, err := store.Append(conversation, Turn{Owner: text, Reply: res.Reply}); err != nil {
+	turn := Turn{Owner: m.Text, Quoted: m.Quoted, Reply: res.Reply}
+	switch {
+	case ended == nil: // what the turn read is not known
+		turn.Tainted = []string{"session " + p.Session + ": its provenance was not recorded"}
+	case ended.Tainted:
+		turn.Tainted = []string{"session " + p.Session + ": " + strings.Join(ended.Why, ", ")}
+	}
+	if len(turn.Tainted) > 0 {
+		d["tainted"] = turn.Tainted
+	}
+	reply := res.Reply
+	if len(turn.Tainted) > 0 && len(conv.Tainted) == 0 {
+		reply += "\n\n(" + TaintedNote + ")"
+	}
+	if _, err := store.Append(conversation, turn); err != nil {
 		// The reply is the owner's all the same; the next turn will not
 		// see this exchange, and the owner is told so.
 		d["kept"] = false
 		t.Runtime.Audit.Record(audit.Entry{Event: "chat.turn", Subject: conversation, Detail: d}, err)
-		return res.Reply + "\n\n(Hobbs could not keep this exchange, so the next message will not see it: " + firstLine(err.Error()) + ")", nil
+		return reply + "\n\n(Hobbs could not keep this exchange, so the next message will not see it: " + firstLine(err.Error()) + ")", nil
 	}
 	d["kept"] = true
 	t.Runtime.Audit.Record(audit.Entry{Event: "chat.turn", Subject: conversation, Outcome: "ok", Detail: d}, nil)
-	return res.Reply, nil
+	return reply, nil
+}
+
+// TaintedNote ends the reply of the turn that taints its conversation.
+const TaintedNote = "This turn read untrusted input: what it changed waits for hobbs review, and so will what the " +
+	"next turns of this conversation change, until you send " + TrustCommand + " (or " + NewCommand + " to start afresh)."
+
+// untrustedWhy says why a turn of conv with message m starts tainted:
+// the conversation holds a tainted turn, m quotes someone else's text.
+func untrustedWhy(conv Conversation, m channel.Message) []string {
+	var why []string
+	if len(conv.Tainted) > 0 {
+		why = append(why, "conversation "+conv.ID+" holds a tainted turn ("+conv.Tainted[0]+")")
+	}
+	for _, q := range m.Quoted {
+		w := "the message carries " + q.Kind + " text"
+		if q.From != "" {
+			w += " from " + q.From
+		}
+		why = append(why, w)
+	}
+	return why
 }
 
 // NewCommand, as a turn's whole message, starts the conversation afresh
 // instead of running a turn (Store.Reset).
 const NewCommand = "/new"
+
+// TrustCommand, as a turn's whole message, trusts the conversation again
+// instead of running a turn (Store.Trust): its later turns no longer start
+// tainted.
+const TrustCommand = "/trust"
+
+func (t *Turns) trust(store Store, conversation string) (string, error) {
+	was, err := store.Trust(conversation)
+	t.Runtime.Audit.Record(audit.Entry{Event: "chat.trust", Subject: conversation, Detail: map[string]any{"was": was}}, err)
+	if err != nil {
+		return "", err
+	}
+	if len(was) == 0 {
+		return "This conversation was not tainted: nothing to do.", nil
+	}
+	return "This conversation is trusted again: its next turns are not held for review for what earlier turns read " +
+		"(" + was[0] + "). What those turns changed still waits for hobbs review.", nil
+}
 
 func (t *Turns) reset(store Store, conversation string) (string, error) {
 	to, err := store.Reset(conversation)
@@ -147,12 +232,23 @@ func (t *Turns) reset(store Store, conversation string) (string, error) {
 
 // Plan is the plan of a turn of conversation (launcher.PlanRun of a
 // KindChat spec): what Turn carries out, and hobbs chat --plan prints.
+// The turn starts tainted when the conversation is.
 func (t *Turns) Plan(conversation string) (*plan.Plan, error) {
 	if err := ValidID(conversation); err != nil {
 		return nil, err
 	}
+	conv, err := Open(t.Instance).Load(conversation)
+	if err != nil {
+		return nil, err
+	}
+	return t.plan(conversation, strings.Join(untrustedWhy(conv, channel.Message{}), "; "))
+}
+
+// plan is the plan of a turn of conversation, tainted from its start for
+// the reason untrusted ("": not).
+func (t *Turns) plan(conversation, untrusted string) (*plan.Plan, error) {
 	spec := plan.RunSpec{Kind: plan.KindChat, Name: launcher.NewName(), Image: t.Image, Policy: t.Policy,
-		Chat: &plan.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout}}
+		Chat: &plan.ChatSpec{Conversation: conversation, MaxTurns: t.MaxTurns, Timeout: t.Timeout, Untrusted: untrusted}}
 	return launcher.PlanRun(t.Instance, t.Config, t.Runtime.Engine.IsPodman(), t.Workspace, spec, nil,
 		func() (*policy.Policy, error) { return t.Policy, nil })
 }
@@ -174,15 +270,23 @@ func (t *Turns) hold(conversation string) func() {
 	return m.Unlock
 }
 
-// checkMessage refuses a message a turn cannot take: empty, longer than
-// MaxMessage, or not UTF-8 text.
-func checkMessage(text string) error {
+// checkMessage refuses a message a turn cannot take: empty (no text of
+// the owner's and none quoted), longer than MaxMessage in all, or not
+// UTF-8 text.
+func checkMessage(m channel.Message) error {
+	size, empty := len(m.Text), strings.TrimSpace(m.Text) == ""
+	valid := utf8.ValidString(m.Text)
+	for _, q := range m.Quoted {
+		size += len(q.Kind) + len(q.From) + len(q.Text)
+		empty = empty && strings.TrimSpace(q.Text) == ""
+		valid = valid && utf8.ValidString(q.Kind) && utf8.ValidString(q.From) && utf8.ValidString(q.Text)
+	}
 	switch {
-	case strings.TrimSpace(text) == "":
+	case empty:
 		return errs.Usagef("the message is empty")
-	case len(text) > MaxMessage:
-		return errs.Usagef("the message is %d bytes long; a chat turn takes at most %d", len(text), MaxMessage)
-	case !utf8.ValidString(text):
+	case size > MaxMessage:
+		return errs.Usagef("the message is %d bytes long; a chat turn takes at most %d", size, MaxMessage)
+	case !valid:
 		return errs.Usagef("the message is not UTF-8 text")
 	}
 	return nil
@@ -191,24 +295,29 @@ func checkMessage(text string) error {
 // input is what a turn's Claude Code reads on its standard input
 // (plan.ChatPrompt says how to read it).
 type input struct {
-	Conversation string      `json:"conversation"`
-	Turns        []inputTurn `json:"turns"`
-	Message      string      `json:"message"`
+	Conversation string           `json:"conversation"`
+	Turns        []inputTurn      `json:"turns"`
+	Message      string           `json:"message"`
+	Quoted       []channel.Quoted `json:"quoted,omitempty"` // someone else's text the message carries
 }
 
 type inputTurn struct {
-	At    string `json:"at"`
-	Owner string `json:"owner"`
-	Hobbs string `json:"hobbs"`
+	At        string           `json:"at"`
+	Owner     string           `json:"owner"`
+	Quoted    []channel.Quoted `json:"quoted,omitempty"`
+	Hobbs     string           `json:"hobbs"`
+	Untrusted bool             `json:"untrusted,omitempty"` // the turn read untrusted input
 }
 
-// Input is turn text's standard input: conversation c's kept turns and
-// text, as JSON. Every text is a JSON string, so nothing in a reply or a
-// message can end it and pass for another turn.
-func Input(c Conversation, text string) ([]byte, error) {
-	in := input{Conversation: c.ID, Turns: []inputTurn{}, Message: text}
+// Input is message m's standard input: conversation c's kept turns and m,
+// as JSON. Every text is a JSON string, so nothing in a reply or a message
+// can end it and pass for another turn, and what m quotes is apart from
+// the owner's text.
+func Input(c Conversation, m channel.Message) ([]byte, error) {
+	in := input{Conversation: c.ID, Turns: []inputTurn{}, Message: m.Text, Quoted: m.Quoted}
 	for _, t := range c.Turns {
-		in.Turns = append(in.Turns, inputTurn{At: t.At.UTC().Format(time.RFC3339), Owner: t.Owner, Hobbs: t.Reply})
+		in.Turns = append(in.Turns, inputTurn{At: t.At.UTC().Format(time.RFC3339), Owner: t.Owner, Quoted: t.Quoted,
+			Hobbs: t.Reply, Untrusted: len(t.Tainted) > 0})
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

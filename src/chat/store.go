@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hobbs-agent/hobbs/src/channel"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
@@ -41,16 +42,28 @@ const lockWait = 30 * time.Second
 
 // Turn is one exchange of a conversation.
 type Turn struct {
-	At    time.Time `json:"at"`
-	Owner string    `json:"owner"` // the owner's message
-	Reply string    `json:"reply"` // Hobbs's reply
+	At     time.Time        `json:"at"`
+	Owner  string           `json:"owner"`            // the owner's message
+	Quoted []channel.Quoted `json:"quoted,omitempty"` // someone else's text the message carried
+	Reply  string           `json:"reply"`            // Hobbs's reply
+	// Tainted says why the turn's session was tainted (none: it was not).
+	Tainted []string `json:"tainted,omitempty"`
 }
 
 // Conversation is one conversation's file.
 type Conversation struct {
 	ID    string `json:"conversation"`
 	Turns []Turn `json:"turns"`
+	// Tainted, when set, says why the conversation is tainted: the turns
+	// that were, since the owner last trusted it (Store.Trust). It stays
+	// when those turns are dropped by the bounds: their replies may live
+	// on in later ones.
+	Tainted []string `json:"tainted,omitempty"`
 }
+
+// maxTaintReasons bounds the reasons a conversation keeps: the first ones
+// and a count of the rest.
+const maxTaintReasons = 8
 
 var idRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
@@ -143,14 +156,51 @@ func (s Store) Append(id string, t Turn) (Conversation, error) {
 	}
 	t.Owner, t.Reply = cut(t.Owner, MaxMessage), cut(t.Reply, MaxMessage)
 	c.Turns = bound(append(c.Turns, t))
+	for _, why := range t.Tainted {
+		switch {
+		case len(c.Tainted) < maxTaintReasons:
+			c.Tainted = append(c.Tainted, why)
+		case len(c.Tainted) == maxTaintReasons:
+			c.Tainted = append(c.Tainted, "and later tainted turns")
+		}
+	}
+	return c, s.write(c)
+}
+
+// write writes conversation c's file (under the store's lock).
+func (s Store) write(c Conversation) error {
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
-		return Conversation{}, errs.Wrap(errs.Failure, err, "conversation %s", id)
+		return errs.Wrap(errs.Failure, err, "conversation %s", c.ID)
 	}
-	if err := s.root.Write(s.path(id), append(data, '\n'), 0o600); err != nil {
-		return Conversation{}, errs.Wrap(errs.Failure, err, "conversation %s", id)
+	if err := s.root.Write(s.path(c.ID), append(data, '\n'), 0o600); err != nil {
+		return errs.Wrap(errs.Failure, err, "conversation %s", c.ID)
 	}
-	return c, nil
+	return nil
+}
+
+// Trust clears conversation id's taint: its next turns do not start
+// tainted for what its earlier turns read. It returns why it was tainted
+// (none: it was not, and nothing is written).
+func (s Store) Trust(id string) ([]string, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	if err := s.root.MkdirAll(filepath.Dir(s.lock), 0o700); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "conversation store")
+	}
+	unlock, err := s.root.Lock(s.lock, lockWait)
+	if err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "conversation store")
+	}
+	defer unlock()
+	c, err := s.Load(id)
+	if err != nil || len(c.Tainted) == 0 {
+		return nil, err
+	}
+	was := c.Tainted
+	c.Tainted = nil
+	return was, s.write(c)
 }
 
 // Reset starts conversation id afresh: its file moves to chat/archive/
@@ -188,7 +238,7 @@ func bound(turns []Turn) []Turn {
 	size := 0
 	keep := 0
 	for i := len(turns) - 1; i >= 0; i-- {
-		size += len(turns[i].Owner) + len(turns[i].Reply)
+		size += turns[i].size()
 		if keep > 0 && (keep == KeepTurns || size > KeepBytes) {
 			break
 		}
@@ -212,11 +262,20 @@ func cut(s string, max int) string {
 	return s[:n] + cutMark
 }
 
+// size is the text turn t holds, in bytes.
+func (t Turn) size() int {
+	n := len(t.Owner) + len(t.Reply)
+	for _, q := range t.Quoted {
+		n += len(q.From) + len(q.Text)
+	}
+	return n
+}
+
 // Size is the text a conversation holds, in bytes.
 func (c Conversation) Size() int {
 	n := 0
 	for _, t := range c.Turns {
-		n += len(t.Owner) + len(t.Reply)
+		n += t.size()
 	}
 	return n
 }

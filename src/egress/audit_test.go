@@ -23,8 +23,8 @@ func TestAuditLinesAreEntries(t *testing.T) {
 	mustWaitFor(t, 10*time.Second, func() bool { return e.srv.ActiveTunnels() == 0 })
 	e.srv.Shutdown(t.Context())
 	lines := strings.Split(strings.TrimSpace(readFile(t, e.audit)), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("%d audit lines, want 3:\n%s", len(lines), strings.Join(lines, "\n"))
+	if len(lines) != 4 { // the target's opening is on record once
+		t.Fatalf("%d audit lines, want 4:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	events := map[string]int{}
 	for _, l := range lines {
@@ -45,7 +45,7 @@ func TestAuditLinesAreEntries(t *testing.T) {
 			t.Fatalf("allowed line without bytes: %s", l)
 		}
 	}
-	if events["egress.allow/allowed"] != 2 || events["egress.deny/denied"] != 1 {
+	if events["egress.allow/allowed"] != 2 || events["egress.deny/denied"] != 1 || events["egress.open/allowed"] != 1 {
 		t.Fatalf("events %v", events)
 	}
 }

@@ -162,9 +162,20 @@ var transforms = []struct {
 	{"base64 raw", func(p, v, s string) string { return base64.RawStdEncoding.EncodeToString([]byte(p + v + s)) }},
 	{"base64url", func(p, v, s string) string { return base64.URLEncoding.EncodeToString([]byte(p + v + s)) }},
 	{"base64url raw", func(p, v, s string) string { return base64.RawURLEncoding.EncodeToString([]byte(p + v + s)) }},
+	{"reversed", func(p, v, s string) string { return reverse(p + v + s) }},
+	{"reversed upper", func(p, v, s string) string { return strings.ToUpper(reverse(p + v + s)) }},
 	{"basic credential", func(p, v, s string) string {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(p+":"+v)) + s
 	}},
+}
+
+// reverse is s with its bytes in reverse order.
+func reverse(s string) string {
+	b := []byte(s)
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	return string(b)
 }
 
 // chunkReader returns its text n bytes per read.
@@ -226,6 +237,8 @@ func TestMaskInDepth(t *testing.T) {
 		{hex.EncodeToString([]byte(testValue)), hex.EncodeToString([]byte(ph))},
 		{base64.StdEncoding.EncodeToString([]byte(testValue)), base64.StdEncoding.EncodeToString([]byte(ph))},
 		{url.QueryEscape(special), url.QueryEscape(phSpecial)},
+		{"<" + reverse(testValue) + ">", "<" + reverse(ph) + ">"},
+		{strings.ToUpper(reverse(special)), reverse(phSpecial)},
 		{short + " " + strings.ToUpper(short), "hobbs_ph_shortplaceholder01234567 " + strings.ToUpper(short)}, // a short value only as written
 	} {
 		if got := readAllMasked(t, s, tc.in, 5); got != tc.want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -161,6 +162,9 @@ func rewrite(pr *httputil.ProxyRequest) {
 // switched to.
 func modifyResponse(resp *http.Response) error {
 	x := exchangeOf(resp.Request.Context())
+	if err := x.s.opened(x.rec); err != nil { // before the response head is passed on
+		return fmt.Errorf("audit log: %w", err)
+	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		if up := resp.Request.Header.Get("Upgrade"); up == "" || !strings.EqualFold(up, resp.Header.Get("Upgrade")) {
 			return errUnrequestedUpgrade

@@ -57,8 +57,8 @@ func TestRelayedProxyChecks(t *testing.T) {
 			t.Errorf("audit client %q, want unix: %s", l.Detail.Client, sc.Text())
 		}
 	}
-	if lines != 4 {
-		t.Errorf("%d audit lines, want 4", lines)
+	if lines != 5 { // 4 decisions and the allowed target's opening
+		t.Errorf("%d audit lines, want 5", lines)
 	}
 }
 

@@ -91,6 +91,8 @@ type Server struct {
 	issuer *leafIssuer // the session CA's signer; nil without Options.Secrets
 	// agentMask and auditMask replace the secrets' values (mask.go).
 	agentMask, auditMask *policy.Masker
+	// openedTargets are the targets whose opening is on record (opened.go).
+	openedTargets openedSet
 }
 
 // NewServer loads the policy files and builds a server. It fails (exit 2

@@ -187,6 +187,14 @@ func (s *Server) runTunnel(t *tunnel, client net.Conn, addrs []netip.Addr, rec *
 	if ra, ok := up.RemoteAddr().(*net.TCPAddr); ok {
 		rec.ip = ra.IP.String()
 	}
+	if err := s.opened(rec); err != nil { // before any of the target's bytes can reach the client
+		up.Close()
+		rec.err = "audit log: " + err.Error()
+		s.log(rec)
+		writeRaw(client, http.StatusBadGateway, s.refusal(http.StatusBadGateway, rec))
+		client.Close()
+		return
+	}
 	if !t.attach(client, up) {
 		up.Close()
 		s.refuseShuttingDown(client, rec)

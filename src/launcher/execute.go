@@ -112,6 +112,10 @@ type Runtime struct {
 	// Passphrase unlocks a passphrase-protected vault identity for the
 	// run's secrets (vault.Passphrases); nil: vault.FilePassphrase.
 	Passphrase vault.PassphraseFunc
+	// Ended, when set, gets the session's provenance record once its end
+	// decided the session's taint (not called when the end could not be
+	// recorded).
+	Ended func(provenance.Session)
 	// Launcher: this process is the session's own launcher (hobbs run),
 	// which ends with the session; Execute tunes its garbage collector
 	// for that (launcherGC).
@@ -184,7 +188,7 @@ func valueMask(env []string, bound []*policy.Secret) func(string) string {
 func run(ctx context.Context, p *plan.Plan, rt Runtime, env []string, bound []*policy.Secret) (int, error) {
 	s := &Session{Engine: rt.Engine, Instance: p.In(), Name: p.Session, Detached: rt.Detached, ReadyFile: rt.ReadyFile,
 		Secrets: env, Bound: bound, Stdin: rt.Stdin, Stdout: rt.Stdout, Stderr: rt.Stderr, Progress: rt.Progress, Words: rt.Words,
-		Neutralise: func(when string) { neutralise(p, rt, when) }, Provenance: provenance.New(p.In().FS(), rt.Audit), plan: p}
+		Neutralise: func(when string) { neutralise(p, rt, when) }, Provenance: provenance.New(p.In().FS(), rt.Audit), Ended: rt.Ended, plan: p}
 	if rt.Detached {
 		s.Stdin = nil
 	}

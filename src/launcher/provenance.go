@@ -102,6 +102,9 @@ func (s *Session) endProvenance() {
 		s.Progress("warning: the session's changes were not reviewed for provenance: %v (the next session's start holds them)", err)
 		return
 	}
+	if s.Ended != nil {
+		s.Ended(r.Session)
+	}
 	for _, p := range r.Problems {
 		s.Progress("warning: %s", p)
 	}

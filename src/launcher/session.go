@@ -67,6 +67,8 @@ type Session struct {
 	// can write and, at its end, holds what a tainted session changed in
 	// the shares for review (provenance.go).
 	Provenance *provenance.Store
+	// Ended, when set, gets the provenance record at the session's end.
+	Ended func(provenance.Session)
 	// Neutralise, when set, moves what host tools act on out of the
 	// shares (neutralise, execute.go): with when "start" before the record
 	// begins, while the image is checked and the objects are created, and

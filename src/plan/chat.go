@@ -29,6 +29,10 @@ type ChatSpec struct {
 	// stops the turn (0: ChatTimeout).
 	MaxTurns int           `json:"max_turns"`
 	Timeout  time.Duration `json:"-"`
+	// Untrusted, when set, says why the turn is untrusted input from the
+	// start (its conversation holds a tainted turn; its message carries
+	// someone else's text): its session is tainted from its start.
+	Untrusted string `json:"untrusted,omitempty"`
 }
 
 // A chat turn's limits unless its spec sets others: enough for a reply

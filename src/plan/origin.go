@@ -14,7 +14,7 @@ func (p *Plan) Origin() provenance.Origin {
 	case KindScheduled:
 		return provenance.Origin{Kind: provenance.OriginSchedule, Name: p.Playbook}
 	case KindChat:
-		return provenance.Origin{Kind: provenance.OriginChat, Name: p.Conversation}
+		return provenance.Origin{Kind: provenance.OriginChat, Name: p.Conversation, Untrusted: p.Untrusted}
 	case KindTrigger:
 		return provenance.Origin{Kind: provenance.OriginTrigger, Name: p.Trigger}
 	}

@@ -85,10 +85,13 @@ type Plan struct {
 	Playbook string `json:"playbook,omitempty"`
 	// Conversation is a chat turn's conversation (KindChat).
 	Conversation string `json:"conversation,omitempty"`
-	Trigger      string `json:"trigger,omitempty"` // a triggered run's trigger (KindTrigger)
-	Image        string `json:"image"`
-	Instance     string `json:"instance"`
-	Workspace    string `json:"workspace"`
+	// Untrusted says why a chat turn is tainted from its start
+	// (ChatSpec.Untrusted).
+	Untrusted string `json:"untrusted,omitempty"`
+	Trigger   string `json:"trigger,omitempty"` // a triggered run's trigger (KindTrigger)
+	Image     string `json:"image"`
+	Instance  string `json:"instance"`
+	Workspace string `json:"workspace"`
 	// WorkspaceGitReadOnly: the workspace's .git is mounted read-only.
 	WorkspaceGitReadOnly bool      `json:"workspace_git_readonly"`
 	Agent                Container `json:"agent"`
@@ -363,7 +366,7 @@ func New(cfg *config.Config, spec RunSpec) (*Plan, error) {
 		p.Timeout, p.TimeoutText = grant.Timeout, grant.Timeout.String()
 	}
 	if ch := spec.Chat; ch != nil {
-		p.Conversation = ch.Conversation
+		p.Conversation, p.Untrusted = ch.Conversation, ch.Untrusted
 		p.Timeout, p.TimeoutText = ch.timeout(), ch.timeout().String()
 	}
 	p.WorkspaceGitReadOnly = h.WorkspaceGit && cfg.GitReadOnly()

@@ -22,12 +22,16 @@ import (
 //
 // A value is recognised as written and in the forms servers commonly give
 // it back (maskForms): in any letter case, percent-encoded, JSON-escaped,
-// hex-encoded (either case) and base64-encoded (standard or URL-safe
-// alphabet, at any of the three byte alignments, padded or not). What no
-// mask can recognise — the value reversed, hashed, encrypted, compressed
-// in a body that does not say so, encoded twice or wrapped across lines —
-// is the reason a binding puts the value only in credential positions
-// (placement.go); docs/egress.md states the remaining risk.
+// hex-encoded (either case), base64-encoded (standard or URL-safe
+// alphabet, at any of the three byte alignments, padded or not) and
+// reversed (by character or by byte, in any letter case: a host that
+// stores what a body binding sends it may hand it back transformed, and
+// reversing is the cheapest transform to try). What no mask can recognise
+// — the value hashed, encrypted, compressed in a body that does not say
+// so, encoded twice, reversed and then encoded, cut in pieces or wrapped
+// across lines — is the reason a binding puts the value only in
+// credential positions (placement.go); docs/egress.md and docs/vault.md
+// state the remaining risk.
 
 // maskPattern is one form of one value and what replaces it.
 type maskPattern struct {
@@ -118,6 +122,8 @@ func maskForms(value string) []MaskForm {
 		MaskForm{Of: func(v string) string { return strings.ReplaceAll(jsonEscape(v), "/", `\/`) }, Fold: true},
 		MaskForm{Of: JSONEscapeAll, Fold: true},
 		MaskForm{Of: func(v string) string { return hex.EncodeToString([]byte(v)) }, Fold: true},
+		MaskForm{Of: reverseRunes, Fold: true},
+		MaskForm{Of: reverseBytes, Fold: true},
 	)
 	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 		for a := range 3 {
@@ -125,6 +131,25 @@ func maskForms(value string) []MaskForm {
 		}
 	}
 	return forms
+}
+
+// reverseRunes is v with its characters in reverse order.
+func reverseRunes(v string) string {
+	r := []rune(v)
+	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+		r[i], r[j] = r[j], r[i]
+	}
+	return string(r)
+}
+
+// reverseBytes is v with its bytes in reverse order (for a value that is
+// not ASCII, not valid UTF-8: as a program that reverses bytes gives it).
+func reverseBytes(v string) string {
+	b := []byte(v)
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	return string(b)
 }
 
 // jsonEscape is v as a JSON string holds it, without the quotes (with the

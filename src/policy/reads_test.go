@@ -7,8 +7,9 @@ import (
 )
 
 // ReadSince finds the hosts a session's proxy passed responses from: its
-// own allowed lines with bytes down, not another session's, not a refusal,
-// not an empty answer, not before its start.
+// own allowed lines with bytes down and the connections it opened (still
+// open: no bytes counted yet), not another session's, not a refusal, not an
+// empty answer, not before its start.
 func TestReadSince(t *testing.T) {
 	start := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	log := strings.Join([]string{
@@ -19,6 +20,8 @@ func TestReadSince(t *testing.T) {
 		`{"time":"2026-11-26T10:00:08Z","session":"s1","event":"egress.deny","subject":"evil.example:443","detail":{"bytes_down":0}}`,
 		`{"time":"2026-11-26T10:00:08Z","session":"s2","event":"egress.allow","subject":"other.example:443","detail":{"bytes_down":7}}`,
 		`{"time":"2026-11-26T09:00:00Z","session":"s1","event":"egress.allow","subject":"old.example:443","detail":{"bytes_down":7}}`,
+		`{"time":"2026-11-26T10:00:09Z","session":"s1","event":"egress.open","subject":"held.example:443","detail":{"bytes_down":0}}`,
+		`{"time":"2026-11-26T10:00:09Z","session":"s2","event":"egress.open","subject":"other2.example:443","detail":{"bytes_down":0}}`,
 		`not json`,
 	}, "\n")
 	hosts, err := ReadSince(strings.NewReader(log), "s1", start)
@@ -26,7 +29,7 @@ func TestReadSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(hosts, " ")
-	if want := "api.anthropic.com:443 news.example:443"; got != want {
+	if want := "api.anthropic.com:443 held.example:443 news.example:443"; got != want {
 		t.Fatalf("ReadSince = %q, want %q", got, want)
 	}
 }

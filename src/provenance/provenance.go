@@ -69,6 +69,10 @@ const maxState = 512 << 20
 type Origin struct {
 	Kind string `json:"kind"`           // OriginTerminal, OriginCommand, OriginSchedule, OriginTrigger, OriginChat
 	Name string `json:"name,omitempty"` // the playbook, schedule, trigger or conversation
+	// Untrusted, when set, says why the session starts tainted though its
+	// kind does not: a chat turn of a conversation that holds a tainted
+	// turn, or whose message carries text from someone else.
+	Untrusted string `json:"untrusted,omitempty"`
 }
 
 // Origins of a session.
@@ -683,9 +687,13 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 			}
 		}
 		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now(), AuditFrom: auditFrom}
-		if origin.Kind == OriginTrigger {
+		switch {
+		case origin.Kind == OriginTrigger:
 			ses.Tainted = true
 			ses.Why = []string{"started by " + origin.String()}
+		case origin.Untrusted != "":
+			ses.Tainted = true
+			ses.Why = []string{origin.Untrusted}
 		}
 		st.Open[name] = ses
 		return nil

@@ -37,8 +37,8 @@ func (s *Service) setUpChannels() error {
 			return err
 		}
 		// Telegram is the one channel: its chat ids name the conversations.
-		opt.Chat = func(ctx context.Context, conversation, text string) (string, error) {
-			return t.Turn(ctx, chatID("telegram", conversation), text)
+		opt.Chat = func(ctx context.Context, conversation string, m channel.Message) (string, error) {
+			return t.TurnMessage(ctx, chatID("telegram", conversation), m)
 		}
 	}
 	if opt.Channels != nil || !opt.Config.Channels.Telegram.Enabled() {

@@ -27,8 +27,10 @@ import (
 //     X-Hub-Signature-256; GitLab sends the secret itself in X-Gitlab-Token
 //     (https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries,
 //     https://docs.gitlab.com/user/project/integrations/webhooks/);
-//  3. the delivery id (DeliveryID) must not have been seen in the last
-//     ReplayWindow (409);
+//  3. neither the delivery id (DeliveryID) nor the body's digest may have
+//     been seen by the trigger in the last ReplayWindow (409, ReplayKeys):
+//     the signature covers the body, not the id, so a captured delivery
+//     sent again under a new id (or none) is the same event;
 //  4. an event the trigger does not list is answered 202 and ignored;
 //  5. only then is the body parsed (Normalise), and a bot's delivery
 //     dropped when the trigger ignores bots.
@@ -108,6 +110,20 @@ func DeliveryID(source string, h http.Header, body []byte) string {
 	}
 	sum := sha256.Sum256(body)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ReplayKeys are what the trigger's replay record keeps of a delivery: its
+// id (DeliveryID) and the SHA-256 of its body as it was signed, once when
+// the id is that digest already. Two deliveries share a key when they are
+// the same event, whatever id they carry.
+func ReplayKeys(source string, h http.Header, body []byte) []string {
+	id := DeliveryID(source, h, body)
+	sum := sha256.Sum256(body)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	if id == digest {
+		return []string{id}
+	}
+	return []string{id, digest}
 }
 
 // Event is a delivery normalised: what the run gets in the file $HOBBS_EVENT

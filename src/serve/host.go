@@ -173,9 +173,9 @@ func (s *Service) Act(ctx context.Context, a channel.Action) (string, error) {
 var ErrNoChat = errs.Failf("chat is not set up")
 
 // Chat is one turn of the owner's conversation, by Options.Chat.
-func (s *Service) Chat(ctx context.Context, conversation, text string) (string, error) {
+func (s *Service) Chat(ctx context.Context, conversation string, m channel.Message) (string, error) {
 	if s.opt.Chat == nil {
 		return "", ErrNoChat
 	}
-	return s.opt.Chat(ctx, conversation, text)
+	return s.opt.Chat(ctx, conversation, m)
 }

@@ -78,28 +78,30 @@ func (s *Service) hook(w http.ResponseWriter, r *http.Request, name string) {
 		refuse(http.StatusUnauthorized, "bad signature", nil)
 		return
 	}
-	id := DeliveryID(t.Source, r.Header, body)
+	keys := ReplayKeys(t.Source, r.Header, body)
+	id := keys[0]
 	now := s.opt.Now()
-	seen, err := s.st.Seen(name, id, now)
+	seen, err := s.st.Seen(name, keys, now)
 	if err != nil {
 		s.logf("trigger %s: %v", name, err)
 		jsonReply(w, http.StatusServiceUnavailable, reply{Status: "refused", Reason: "delivery record unavailable"})
 		return
 	}
 	if seen {
-		refuse(http.StatusConflict, "replay: delivery seen in the last 24h", map[string]any{"delivery": id})
-		return
-	}
-	event := EventName(t.Source, r.Header)
-	if !Listed(t, event) {
-		s.audit(audit.Entry{Event: "serve.hook", Subject: name, Outcome: "ignored", Detail: map[string]any{"delivery": id, "event": event}})
-		jsonReply(w, http.StatusAccepted, reply{Status: "ignored", Reason: "event not listed"})
+		refuse(http.StatusConflict, "replay: delivery seen in the last 24h", map[string]any{"delivery": id, "body": keys[len(keys)-1]})
 		return
 	}
 	forget := func() {
-		if err := s.st.Forget(name, id); err != nil {
+		if err := s.st.Forget(name, keys); err != nil {
 			s.logf("trigger %s: %v", name, err)
 		}
+	}
+	event := EventName(t.Source, r.Header)
+	if !Listed(t, event) {
+		forget() // ran nothing: taken if the trigger comes to list it
+		s.audit(audit.Entry{Event: "serve.hook", Subject: name, Outcome: "ignored", Detail: map[string]any{"delivery": id, "event": event}})
+		jsonReply(w, http.StatusAccepted, reply{Status: "ignored", Reason: "event not listed"})
+		return
 	}
 	e, err := Normalise(name, t.Source, event, id, now, body)
 	if err != nil {
@@ -108,6 +110,7 @@ func (s *Service) hook(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	if e.SenderBot && t.DropsBots() {
+		forget()
 		s.audit(audit.Entry{Event: "serve.hook", Subject: name, Outcome: "ignored", Detail: map[string]any{"delivery": id, "event": event, "bot": e.Sender}})
 		jsonReply(w, http.StatusAccepted, reply{Status: "ignored", Reason: "sent by a bot"})
 		return

@@ -86,7 +86,7 @@ type Options struct {
 	Channels []channel.Channel
 	// Chat is one turn of the owner's conversation (channel.Host.Chat);
 	// nil: chat is not set up.
-	Chat func(ctx context.Context, conversation, text string) (string, error)
+	Chat func(ctx context.Context, conversation string, m channel.Message) (string, error)
 	// Log writes the service's log lines (stderr).
 	Log io.Writer
 	// Now is the clock (nil: time.Now).

@@ -617,7 +617,7 @@ func TestActAndStop(t *testing.T) {
 	if _, err := s.Stop(context.Background(), rep.Task); err == nil {
 		t.Fatal("stopped twice")
 	}
-	if _, err := s.Chat(context.Background(), "c", "hi"); err != ErrNoChat {
+	if _, err := s.Chat(context.Background(), "c", channel.Message{Text: "hi"}); err != ErrNoChat {
 		t.Fatalf("chat: %v", err)
 	}
 }

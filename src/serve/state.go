@@ -21,11 +21,12 @@ import (
 // SIGTERM leaves the old file or the new one; a file that does not parse is
 // reported and never rewritten.
 
-// ReplayWindow is how long a delivery id is remembered.
+// ReplayWindow is how long a delivery's id and body digest are remembered.
 const ReplayWindow = 24 * time.Hour
 
-// maxSeen bounds the delivery ids kept: signed deliveries only reach the
-// record, so only the secret's holders can fill it.
+// maxSeen bounds the replay keys kept (two per delivery): signed
+// deliveries only reach the record, so only the secret's holders can fill
+// it.
 const maxSeen = 100000
 
 // store is the state files of one instance.
@@ -75,9 +76,11 @@ func (s store) write(name string, v any) error {
 	return nil
 }
 
-// Seen records delivery id of trigger at now and reports whether it was
-// seen already within ReplayWindow. Ids older than the window are dropped.
-func (s store) Seen(trigger, id string, now time.Time) (bool, error) {
+// Seen records the replay keys of a delivery to trigger (ReplayKeys: its
+// id and its body's digest) at now and reports whether any of them was
+// seen already within ReplayWindow: a delivery is a replay when its id or
+// its body was. Keys older than the window are dropped.
+func (s store) Seen(trigger string, keys []string, now time.Time) (bool, error) {
 	unlock, err := s.lock("deliveries")
 	if err != nil {
 		return false, err
@@ -87,27 +90,30 @@ func (s store) Seen(trigger, id string, now time.Time) (bool, error) {
 	if err := s.read("deliveries.json", &seen); err != nil {
 		return false, err
 	}
-	key := trigger + " " + id
-	if t, ok := seen[key]; ok && now.Sub(t) < ReplayWindow {
-		return true, nil
+	for _, k := range keys {
+		if t, ok := seen[trigger+" "+k]; ok && now.Sub(t) < ReplayWindow {
+			return true, nil
+		}
 	}
 	for k, t := range seen {
 		if now.Sub(t) >= ReplayWindow {
 			delete(seen, k)
 		}
 	}
-	if len(seen) >= maxSeen {
-		return false, errs.Failf("%d deliveries in the last %v: refusing more until older ones expire", len(seen), ReplayWindow)
+	if len(seen)+len(keys) > maxSeen {
+		return false, errs.Failf("%d delivery records in the last %v: refusing more until older ones expire", len(seen), ReplayWindow)
 	}
-	seen[key] = now.UTC()
+	for _, k := range keys {
+		seen[trigger+" "+k] = now.UTC()
+	}
 	return false, s.write("deliveries.json", seen)
 }
 
-// Forget removes delivery id of trigger from the record: a delivery
-// refused after its signature held (its playbook may not run, its body
-// does not parse, it was not queued) may be delivered again once that is
-// fixed.
-func (s store) Forget(trigger, id string) error {
+// Forget removes a delivery's replay keys from trigger's record: a
+// delivery refused after its signature held (its playbook may not run, its
+// body does not parse, it was not queued) may be delivered again once that
+// is fixed.
+func (s store) Forget(trigger string, keys []string) error {
 	unlock, err := s.lock("deliveries")
 	if err != nil {
 		return err
@@ -117,7 +123,9 @@ func (s store) Forget(trigger, id string) error {
 	if err := s.read("deliveries.json", &seen); err != nil {
 		return err
 	}
-	delete(seen, trigger+" "+id)
+	for _, k := range keys {
+		delete(seen, trigger+" "+k)
+	}
 	return s.write("deliveries.json", seen)
 }
 

@@ -154,8 +154,10 @@ func TestChatTurn(t *testing.T) {
 	var in2 struct {
 		Turns []struct{ Owner, Hobbs string } `json:"turns"`
 	}
+	// The reply as kept, without the note that the turn tainted the
+	// conversation (it read the bound host, which is not trusted).
 	if err := json.Unmarshal([]byte(p2["stdin"]), &in2); err != nil || len(in2.Turns) != 1 || in2.Turns[0].Owner != first ||
-		strings.TrimSpace(in2.Turns[0].Hobbs) != strings.TrimSpace(r.stdout) {
+		!strings.HasPrefix(r.stdout, strings.TrimSpace(in2.Turns[0].Hobbs)) || strings.Contains(in2.Turns[0].Hobbs, "/trust") {
 		t.Errorf("turn 2 was not given turn 1's exchange: %q (%v)", p2["stdin"], err)
 	}
 	if strings.Contains(p2["state"], "mark-") {
@@ -183,8 +185,8 @@ func TestChatTurn(t *testing.T) {
 		t.Errorf("audit: %d chat.turn lines\n%s", n, audit)
 	}
 	// Provenance: each turn's origin is the owner's chat; a turn is tainted
-	// by what it read (the bound host is not trusted), not by itself (the
-	// last turn read nothing).
+	// by what it read (the bound host is not trusted), and the last, which
+	// read nothing, by its conversation, which holds tainted turns.
 	var origins, outcomes []string
 	for _, l := range strings.Split(string(audit), "\n") {
 		var a struct {
@@ -196,7 +198,7 @@ func TestChatTurn(t *testing.T) {
 		}
 	}
 	if len(origins) != 4 || origins[0] != "chat telegram-4242" || origins[2] != "chat other" ||
-		strings.Join(outcomes, " ") != "tainted tainted tainted ok" {
+		strings.Join(outcomes, " ") != "tainted tainted tainted tainted" {
 		t.Errorf("provenance: origins %q, outcomes %q", origins, outcomes)
 	}
 	if l := e.leftovers(t); len(l) > 0 {

@@ -306,9 +306,10 @@ func (st store) setAside(e *entry) error {
 
 // inboxItem is one owner message waiting for its chat turn.
 type inboxItem struct {
-	Update int64  `json:"update"`
-	Chat   int64  `json:"chat"`
-	Text   string `json:"text"`
+	Update int64            `json:"update"`
+	Chat   int64            `json:"chat"`
+	Text   string           `json:"text"`
+	Quoted []channel.Quoted `json:"quoted,omitempty"` // someone else's text the message carries
 
 	name string
 }

@@ -442,8 +442,13 @@ func (c *Channel) stranger(chat int64, kind, why string) {
 	c.o.Audit.Record(audit.Entry{Event: "telegram.stranger", Subject: "chat:" + strconv.FormatInt(chat, 10), Outcome: "ignored", Detail: d}, nil)
 }
 
-// chatNew is the message that starts the conversation afresh (chat.NewCommand).
-const chatNew = "/new"
+// chatNew is the message that starts the conversation afresh
+// (chat.NewCommand); chatTrust the one that trusts it again
+// (chat.TrustCommand).
+const (
+	chatNew   = "/new"
+	chatTrust = "/trust"
+)
 
 // helpText answers /help (and /start from an owner).
 const helpText = `Hobbs answers these without the model:
@@ -451,6 +456,7 @@ const helpText = `Hobbs answers these without the model:
 /runs – the latest runs and their outcomes
 /stop NAME – stop a session or a run
 /new – start a new conversation (the earlier turns are kept on the host)
+/trust – trust this conversation again after a turn read untrusted input (a web page, a forwarded message)
 /help – this text
 Anything else you write is a turn of your conversation with Hobbs.`
 
@@ -476,6 +482,9 @@ func (c *Channel) message(ctx context.Context, h channel.Host, upd int64, m *mod
 		return err
 	}
 	cmd, args, isCmd := command(m.Text)
+	if m.ForwardOrigin != nil || m.IsAutomaticForward {
+		isCmd = false // a forwarded "/trust" is someone else's text, never the owner's command
+	}
 	if !s.isOwner(chat) {
 		if isCmd && cmd == "start" && args != "" && m.Chat.Type == models.ChatTypePrivate && m.From != nil && m.From.ID == chat {
 			return c.pair(chat, upd, args)
@@ -493,7 +502,7 @@ func (c *Channel) message(ctx context.Context, h channel.Host, upd int64, m *mod
 		return reply("Hobbs reads text messages only.")
 	}
 	if !isCmd {
-		return c.queueChat(upd, chat, m.Text)
+		return c.queueChat(upd, chat, ownerMessage(m, chat))
 	}
 	var text string
 	switch cmd {
@@ -509,9 +518,11 @@ func (c *Channel) message(ctx context.Context, h channel.Host, upd int64, m *mod
 		}
 		text, err = h.Stop(ctx, args)
 	case "new": // in turn with the messages before it
-		return c.queueChat(upd, chat, chatNew)
+		return c.queueChat(upd, chat, channel.Message{Text: chatNew})
+	case "trust":
+		return c.queueChat(upd, chat, channel.Message{Text: chatTrust})
 	default:
-		return c.queueChat(upd, chat, m.Text)
+		return c.queueChat(upd, chat, ownerMessage(m, chat))
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -522,8 +533,8 @@ func (c *Channel) message(ctx context.Context, h channel.Host, upd int64, m *mod
 	return reply(text)
 }
 
-func (c *Channel) queueChat(upd, chat int64, text string) error {
-	if err := c.st.addInbox(inboxItem{Update: upd, Chat: chat, Text: text}); err != nil {
+func (c *Channel) queueChat(upd, chat int64, m channel.Message) error {
+	if err := c.st.addInbox(inboxItem{Update: upd, Chat: chat, Text: m.Text, Quoted: m.Quoted}); err != nil {
 		return err
 	}
 	poke(c.wakeChat)
@@ -652,7 +663,7 @@ func (c *Channel) chat(ctx context.Context, h channel.Host) {
 			}
 			continue
 		}
-		reply, err := h.Chat(ctx, strconv.FormatInt(it.Chat, 10), it.Text)
+		reply, err := h.Chat(ctx, strconv.FormatInt(it.Chat, 10), channel.Message{Text: it.Text, Quoted: it.Quoted})
 		if ctx.Err() != nil {
 			return
 		}

@@ -100,7 +100,11 @@ func (h *host) Act(_ context.Context, a channel.Action) (string, error) {
 	return a.Kind + " done", nil
 }
 
-func (h *host) Chat(_ context.Context, conv, text string) (string, error) {
+func (h *host) Chat(_ context.Context, conv string, m channel.Message) (string, error) {
+	text := m.Text
+	for _, q := range m.Quoted {
+		text += " [" + q.Kind + " from " + q.From + ": " + q.Text + "]"
+	}
 	h.record("chat " + conv + " " + text)
 	if h.chat != nil {
 		return h.chat(conv, text), nil
@@ -401,6 +405,7 @@ func TestInstincts(t *testing.T) {
 		{"/help", helpText, ""},
 		// A chat turn in order with the others: the host's chat starts afresh.
 		{"/new@hobbs_test_bot", "you said: /new", "chat " + strconv.FormatInt(owner, 10) + " /new"},
+		{"/trust", "you said: /trust", "chat " + strconv.FormatInt(owner, 10) + " /trust"},
 	}
 	n := 1
 	var calls []string

@@ -22,7 +22,9 @@
 //	netprobe tunnel HOST:PORT CONNECT through $HTTPS_PROXY (asking again while
 //	                          it answers 403, for 15 s: a policy being
 //	                          reloaded), send "held-bytes\n", print
-//	                          "tunnel=open" and keep the tunnel until killed
+//	                          "tunnel=open" and keep the tunnel until killed,
+//	                          printing "tunnel-read=LINE" for each line the
+//	                          target sends
 package main
 
 import (
@@ -242,6 +244,15 @@ func holdTunnel(target string) error {
 			}
 			fmt.Println("tunnel=open")
 			held = c // kept reachable: a collected conn would be closed
+			go func() {
+				for {
+					l, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					fmt.Printf("tunnel-read=%s", l)
+				}
+			}()
 			return nil
 		}
 		c.Close()

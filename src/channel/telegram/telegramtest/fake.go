@@ -21,6 +21,14 @@
 //     with callback_data of 1-64 bytes), editMessageText (400 "message is not
 //     modified" when nothing changes) and answerCallbackQuery (text up to 200
 //     characters; a query is answered once).
+//   - a message the owner forwards carries forward_origin (a MessageOrigin:
+//     "type" user with sender_user, hidden_user with sender_user_name, chat
+//     with sender_chat, channel with chat and message_id; each with its
+//     date); a reply carries reply_to_message (the message replied to, in
+//     the same chat, without its own reply_to_message), external_reply
+//     (an ExternalReplyInfo with the origin of a message in another chat)
+//     and, when the owner quoted part of it, quote (a TextQuote: text and
+//     position).
 //
 // Tests drive it as any chat: Send writes a message to the bot from a chat id,
 // Press presses an inline button, Fail injects 429 with retry_after and 5xx
@@ -104,12 +112,50 @@ type chat struct {
 }
 
 type message struct {
-	ID          int             `json:"message_id"`
-	From        *user           `json:"from,omitempty"`
-	Date        int64           `json:"date"`
-	Chat        chat            `json:"chat"`
-	Text        string          `json:"text,omitempty"`
-	ReplyMarkup *inlineKeyboard `json:"reply_markup,omitempty"`
+	ID             int             `json:"message_id"`
+	From           *user           `json:"from,omitempty"`
+	Date           int64           `json:"date"`
+	Chat           chat            `json:"chat"`
+	ForwardOrigin  *Origin         `json:"forward_origin,omitempty"`
+	ReplyToMessage *message        `json:"reply_to_message,omitempty"`
+	ExternalReply  *externalReply  `json:"external_reply,omitempty"`
+	Quote          *textQuote      `json:"quote,omitempty"`
+	Text           string          `json:"text,omitempty"`
+	ReplyMarkup    *inlineKeyboard `json:"reply_markup,omitempty"`
+}
+
+// Origin is a MessageOrigin: where a forwarded message, or one replied to
+// in another chat, came from. Type is "user" (SenderUser), "hidden_user"
+// (SenderUserName), "chat" (SenderChat) or "channel" (Chat, MessageID).
+type Origin struct {
+	Type           string `json:"type"`
+	Date           int64  `json:"date"`
+	SenderUser     *user  `json:"sender_user,omitempty"`
+	SenderUserName string `json:"sender_user_name,omitempty"`
+	SenderChat     *chat  `json:"sender_chat,omitempty"`
+	Chat           *chat  `json:"chat,omitempty"`
+	MessageID      int    `json:"message_id,omitempty"`
+}
+
+// FromUser is the origin of a message user id (first name name) wrote.
+func FromUser(id int64, name string) Origin {
+	return Origin{Type: "user", Date: time.Now().Unix(), SenderUser: &user{ID: id, FirstName: name}}
+}
+
+// FromChannel is the origin of message msgID of channel id (title).
+func FromChannel(id int64, title string, msgID int) Origin {
+	return Origin{Type: "channel", Date: time.Now().Unix(), Chat: &chat{ID: id, Type: "channel", Title: title}, MessageID: msgID}
+}
+
+type externalReply struct {
+	Origin    Origin `json:"origin"`
+	Chat      *chat  `json:"chat,omitempty"`
+	MessageID int    `json:"message_id,omitempty"`
+}
+
+type textQuote struct {
+	Text     string `json:"text"`
+	Position int    `json:"position"`
 }
 
 type inlineKeyboard struct {
@@ -141,6 +187,8 @@ type Fake struct {
 	nextMsg   int
 	sent      []*Sent
 	chats     map[int64]string // chat id → type, chats the bot may write to
+	received  map[int]message  // messages sent to the bot, for replies to them
+	msgOf     map[int64]int    // update id → the id of the message it carried
 	answers   []Answer
 	queries   map[string]bool // open callback queries: id → answered
 	fails     map[string][]failure
@@ -199,6 +247,78 @@ func (f *Fake) SendAs(chatID int64, chatType string, from int64, text string) in
 	return f.addLocked(update{Message: m, kind: "message"})
 }
 
+// Forward makes chat (private) forward to the bot a message with text
+// that origin wrote, and returns the update's id.
+func (f *Fake) Forward(chatID int64, origin Origin, text string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.newMessageLocked(chatID, text)
+	m.ForwardOrigin = &origin
+	return f.addLocked(update{Message: m, kind: "message"})
+}
+
+// Reply makes chat (private) reply with text to message msgID of the chat
+// (one the bot sent or one the chat sent it), quoting quote of it when
+// quote is not "", and returns the update's id.
+func (f *Fake) Reply(chatID int64, msgID int, quote, text string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.newMessageLocked(chatID, text)
+	to := f.messageLocked(chatID, msgID)
+	m.ReplyToMessage = &to
+	if quote != "" {
+		m.Quote = &textQuote{Text: quote, Position: strings.Index(to.Text, quote)}
+	}
+	return f.addLocked(update{Message: m, kind: "message"})
+}
+
+// ReplyExternal makes chat (private) reply with text to a message origin
+// wrote in another chat, quoting quote of it, and returns the update's id.
+func (f *Fake) ReplyExternal(chatID int64, origin Origin, quote, text string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.newMessageLocked(chatID, text)
+	m.ExternalReply = &externalReply{Origin: origin, Chat: origin.Chat, MessageID: origin.MessageID}
+	if quote != "" {
+		m.Quote = &textQuote{Text: quote}
+	}
+	return f.addLocked(update{Message: m, kind: "message"})
+}
+
+// newMessageLocked is a new message of private chat chatID's, sent by the
+// chat's user.
+func (f *Fake) newMessageLocked(chatID int64, text string) *message {
+	f.chats[chatID] = "private"
+	f.nextMsg++
+	m := &message{ID: f.nextMsg, From: &user{ID: chatID, FirstName: "user" + strconv.FormatInt(chatID, 10)},
+		Date: time.Now().Unix(), Chat: chat{ID: chatID, Type: "private"}, Text: text}
+	return m
+}
+
+// MessageOf is the id of the message update id carried (0: none).
+func (f *Fake) MessageOf(id int64) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.msgOf[id]
+}
+
+// messageLocked is message msgID of chat chatID as a reply carries it: one
+// the bot sent, as it stands, or one the chat sent it.
+func (f *Fake) messageLocked(chatID int64, msgID int) message {
+	for _, s := range f.sent {
+		if s.Chat == chatID && s.ID == msgID {
+			m := f.asMessage(s, f.chats[chatID])
+			m.ReplyMarkup = nil
+			return m
+		}
+	}
+	if m, ok := f.received[msgID]; ok && m.Chat.ID == chatID {
+		m.ReplyToMessage = nil // Telegram does not nest replies further
+		return m
+	}
+	return message{ID: msgID, Date: time.Now().Unix(), Chat: chat{ID: chatID, Type: f.chats[chatID]}}
+}
+
 // Press makes user from press the button with data on message msgID of
 // chat chatID, as Telegram reports it (the message as the bot last set it),
 // and returns the callback query's id. from may differ from chatID, as in
@@ -230,6 +350,16 @@ func (f *Fake) Press(chatID, from int64, msgID int, data string) string {
 func (f *Fake) addLocked(u update) int64 {
 	f.nextID++
 	u.ID = f.nextID
+	if u.Message != nil {
+		if f.msgOf == nil {
+			f.msgOf = map[int64]int{}
+		}
+		f.msgOf[u.ID] = u.Message.ID
+		if f.received == nil {
+			f.received = map[int]message{}
+		}
+		f.received[u.Message.ID] = *u.Message
+	}
 	if len(f.allowed) > 0 && !contains(f.allowed, u.kind) {
 		return u.ID // Telegram does not queue updates of types the bot did not ask for
 	}
