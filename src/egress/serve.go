@@ -172,9 +172,18 @@ func rootsWith(file string) (*x509.CertPool, error) {
 // ends or wait has passed (at least once), every 10ms.
 func WaitHealthy(ctx context.Context, addr string, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
+	var answered error // the last refusal the proxy itself gave, if any
 	for {
-		err := Health(addr, min(3*time.Second, max(time.Until(deadline), 100*time.Millisecond)))
+		// Each attempt gets at least a second: on a loaded machine a shorter
+		// timeout reports a live proxy as not answering.
+		got, err := health(addr, min(3*time.Second, max(time.Until(deadline), time.Second)))
+		if got && err != nil {
+			answered = err
+		}
 		if err == nil || time.Now().After(deadline) {
+			if err != nil && answered != nil {
+				return answered
+			}
 			return err
 		}
 		select {
@@ -188,6 +197,13 @@ func WaitHealthy(ctx context.Context, addr string, wait time.Duration) error {
 // Health asks the proxy at addr (HOST:PORT or unix:PATH) for its health
 // path once: a plain, non-proxy request that needs no token.
 func Health(addr string, timeout time.Duration) error {
+	_, err := health(addr, timeout)
+	return err
+}
+
+// health is Health, also saying whether the proxy answered at all (an
+// answer other than 200 is still an answer).
+func health(addr string, timeout time.Duration) (answered bool, err error) {
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return DialAddr(ctx, addr) }
 	client := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: dial}}
 	host := addr
@@ -196,11 +212,11 @@ func Health(addr string, timeout time.Duration) error {
 	}
 	resp, err := client.Get("http://" + host + HealthPath)
 	if err != nil {
-		return errs.Failf("proxy at %s is not answering: %v", addr, err)
+		return false, errs.Failf("proxy at %s is not answering: %v", addr, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return errs.Failf("proxy at %s answered %s", addr, resp.Status)
+		return true, errs.Failf("proxy at %s answered %s", addr, resp.Status)
 	}
-	return nil
+	return true, nil
 }
