@@ -20,7 +20,8 @@ func newServeCmd(a *app) *cobra.Command {
 		Long: `The host service (docs/serve.md): POST /hooks/NAME for each trigger in
 config.yaml, GET /healthz, at serve.listen (127.0.0.1:8421). A signed,
 unseen (24 h) delivery of a listed event queues a run of the trigger's
-playbook (202 with the task id; the event is untrusted data in $HOBBS_EVENT);
+playbook (202 with the job id; the event is untrusted data in $HOBBS_EVENT),
+within the queue's limits (beyond: 429 or 503 at once; docs/serve.md, Limits);
 serve.max_runs at once; each end goes to the owner's channels, or stderr.
 As you (never root), in the foreground, logs on stderr; SIGTERM drains.`,
 		Example: `  hobbs vault set webhook-github        # the webhook's shared secret
@@ -48,7 +49,7 @@ As you (never root), in the foreground, logs on stderr; SIGTERM drains.`,
 		}
 		return err
 	})
-	cmd.AddCommand(newServeInstallCmd(a), pair)
+	cmd.AddCommand(newServeInstallCmd(a), pair, newServeStatusCmd(a))
 	return cmd
 }
 

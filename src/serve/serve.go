@@ -110,6 +110,7 @@ type Service struct {
 	lim      *limits
 	refusals refusals
 	secrets  map[string][]byte
+	auditMu  sync.Mutex
 
 	mu       sync.Mutex
 	running  map[string]live // job → its run
@@ -193,8 +194,13 @@ func (s *Service) logf(format string, args ...any) {
 	fmt.Fprintf(s.opt.Log, "%s hobbs serve: %s\n", s.opt.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 }
 
+// audit records e. The service's own lines are written one at a time: a
+// flood's handlers then wait on a mutex, not in the audit log's file lock,
+// whose waiters poll.
 func (s *Service) audit(e audit.Entry) {
 	if s.opt.Audit != nil {
+		s.auditMu.Lock()
+		defer s.auditMu.Unlock()
 		s.opt.Audit.Record(e, nil)
 	}
 }
