@@ -24,7 +24,7 @@ import (
 //     trigger in an hour (a delivery debounce folds into a waiting run
 //     starts none and is not counted);
 //   - the trigger's owner (triggers.NAME.owner_login; a mail trigger's
-//     allowed senders, through Admit's owner) is not limited per sender
+//     allowed senders, through enqueueFrom) is not limited per sender
 //     and has a lane of the queue of its own, the trigger's max_queue,
 //     which strangers cannot fill; the owner's waiting runs start first.
 //
@@ -247,11 +247,11 @@ func shedNotice(name string, t *shedTally, now time.Time) channel.Notice {
 	sort.Strings(why)
 	return channel.Notice{ID: "shed:" + name + ":" + now.UTC().Format("20060102T150405"),
 		Text: fmt.Sprintf("trigger %s shed %d deliveries since %s (%s), from %d senders: %s. They were answered at once, not run; "+
-			"GitHub's delivery log lists them. The next count comes in an hour at the earliest (hobbs serve status).",
+			"the source's delivery log lists them (GitHub: the webhook's Recent Deliveries). The next count comes in an hour at the earliest (hobbs serve status).",
 			name, t.pending, t.first.UTC().Format("15:04:05 UTC"), strings.Join(why, ", "), len(ss), strings.Join(from, ", "))}
 }
 
-// Admit decides whether a delivery of trigger from sender may start a new
+// admit decides whether a delivery of trigger from sender may start a new
 // run now, and counts it when it may not: nil, or the *Shed that says why.
 // owner: the sender is the trigger's owner (ownerOf). The caller queues
 // the run under the queue's lock (the counts are the queue's).

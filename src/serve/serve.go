@@ -489,6 +489,10 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelFunc, j Job) 
 	s.mu.Unlock()
 	s.kick()
 	s.logf("run %s: %s", j.Task, outcomeText(res))
+	if j.Task == "" { // its task record could not be made
+		s.deliver(channel.Notice{ID: "job:" + j.ID + ":end", Text: fmt.Sprintf("%s (trigger %s, job %s): %s", j.Playbook, j.Trigger, j.ID, outcomeText(res))})
+		return
+	}
 	s.deliver(endNotice(j, res))
 	for _, n := range deniedNotices(j.Task, j.Playbook, res.Denied) {
 		s.deliver(n)

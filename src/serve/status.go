@@ -102,7 +102,7 @@ func (s *Service) loadShed() error {
 	return nil
 }
 
-// shedSince counts a shed file's deliveries in the hour before now.
+// since counts a shed file's deliveries in the hour before now.
 func (f shedFile) since(now time.Time) map[string]int {
 	out := map[string]int{}
 	for name, r := range f.Triggers {
