@@ -116,7 +116,7 @@ func (c *fakeChannel) Deliver(n channel.Notice) error {
 }
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	in     instance.Instance
 	cfg    *config.Config
 	runner *fakeRunner
@@ -126,7 +126,7 @@ type fixture struct {
 	drain  time.Duration
 }
 
-func newFixture(t *testing.T, debounce string) *fixture {
+func newFixture(t testing.TB, debounce string) *fixture {
 	in, err := instance.At(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -11,3 +11,5 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 go test ./tests/e2e -run '^TestServeUnderFlood$' -count "${ROUNDS:-1}" -v -timeout 30m |
   grep -E 'serve_limits_test.go:[0-9]+: (5000 deliveries|serve.s peak RSS|20,000 unsigned)|^(--- |ok|FAIL)'
+# The listener alone, in process, without runs: the same ratio.
+go test ./src/serve -run '^$' -bench '^BenchmarkFloodAnswers$' -benchtime 3x -count 1 | grep -E '^Benchmark'
