@@ -149,10 +149,11 @@ func readJob(st store, id string) (*Job, error) {
 	if j.ID != id {
 		return nil, fmt.Errorf("%s: names job %q; hobbs serve leaves it as it is: move it aside", rel, j.ID)
 	}
-	switch j.State {
-	case Queued, Running, Done:
-	default:
+	switch {
+	case j.State != Queued && j.State != Running && j.State != Done:
 		return nil, fmt.Errorf("%s: unknown state %q; hobbs serve leaves it as it is: move it aside", rel, j.State)
+	case j.State == Done && j.Finished == nil:
+		return nil, fmt.Errorf("%s: done without an end time; hobbs serve leaves it as it is: move it aside", rel)
 	}
 	return &j, nil
 }
