@@ -21,7 +21,8 @@ func newServeCmd(a *app) *cobra.Command {
 config.yaml, GET /healthz, at serve.listen (127.0.0.1:8421). A signed
 delivery of a listed event whose id and body the trigger has not seen in
 24 h (a replay under a new id is refused too) queues a run of the trigger's
-playbook (202 with the task id; the event is untrusted data in $HOBBS_EVENT);
+playbook (202 with the job id; the event is untrusted data in $HOBBS_EVENT),
+within the queue's limits (beyond: 429 or 503 at once; docs/serve.md, Limits);
 serve.max_runs at once; each end goes to the owner's channels, or stderr.
 As you (never root), in the foreground, logs on stderr; SIGTERM drains.`,
 		Example: `  hobbs vault set webhook-github        # the webhook's shared secret
@@ -49,7 +50,7 @@ As you (never root), in the foreground, logs on stderr; SIGTERM drains.`,
 		}
 		return err
 	})
-	cmd.AddCommand(newServeInstallCmd(a), pair)
+	cmd.AddCommand(newServeInstallCmd(a), pair, newServeStatusCmd(a))
 	return cmd
 }
 

@@ -163,7 +163,7 @@ func Default() *Config {
 		Resources: Resources{Memory: "4g", PIDs: 512, MinFreeDisk: DefaultMinFreeDisk},
 		Memory:    Memory{ContextBudget: 9500, TidyAfterDays: 90},
 		Playbooks: Playbooks{ReviewEveryDays: 30},
-		Serve:     Serve{Listen: DefaultServeListen, MaxRuns: DefaultServeMaxRuns},
+		Serve:     Serve{Listen: DefaultServeListen, MaxRuns: DefaultServeMaxRuns, MaxQueue: DefaultServeMaxQueue},
 		Triggers:  map[string]Trigger{},
 		Channels:  Channels{Telegram: Telegram{APIURL: DefaultTelegramAPI}},
 

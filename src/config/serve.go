@@ -15,6 +15,9 @@ import (
 type Serve struct {
 	Listen  string `yaml:"listen" json:"listen"`
 	MaxRuns int    `yaml:"max_runs" json:"max_runs"`
+	// MaxQueue bounds the runs waiting across all triggers (0: the
+	// default); a delivery beyond it is shed (QueueBound).
+	MaxQueue int `yaml:"max_queue" json:"max_queue"`
 }
 
 // The defaults of serve: loopback only, two runs at a time.
@@ -22,6 +25,23 @@ const (
 	DefaultServeListen  = "127.0.0.1:8421"
 	DefaultServeMaxRuns = 2
 )
+
+// The defaults of the queue's bounds: runs waiting across all triggers,
+// runs waiting for one trigger, and the runs one sender may start through
+// one trigger in an hour.
+const (
+	DefaultServeMaxQueue    = 50
+	DefaultTriggerMaxQueue  = 20
+	DefaultTriggerPerSender = 5
+)
+
+// QueueBound is serve.max_queue, or its default.
+func (s Serve) QueueBound() int {
+	if s.MaxQueue == 0 {
+		return DefaultServeMaxQueue
+	}
+	return s.MaxQueue
+}
 
 // Trigger is one entry of triggers:: a webhook at POST /hooks/NAME that
 // runs Playbook for the Events listed, once its signature checks out
@@ -39,6 +59,30 @@ type Trigger struct {
 	Debounce string `yaml:"debounce,omitempty" json:"debounce,omitempty"`
 	// IgnoreBots drops deliveries a bot sent (nil: true).
 	IgnoreBots *bool `yaml:"ignore_bots,omitempty" json:"ignore_bots,omitempty"`
+	// MaxQueue bounds this trigger's waiting runs (0: the default).
+	MaxQueue int `yaml:"max_queue,omitempty" json:"max_queue,omitempty"`
+	// PerSender bounds the runs one sender starts through this trigger in
+	// an hour (0: the default).
+	PerSender int `yaml:"per_sender,omitempty" json:"per_sender,omitempty"`
+	// OwnerLogin is the owner's own account at the source: never limited
+	// per sender, and given a lane of the queue strangers cannot fill.
+	OwnerLogin string `yaml:"owner_login,omitempty" json:"owner_login,omitempty"`
+}
+
+// QueueBound is t.MaxQueue, or its default.
+func (t Trigger) QueueBound() int {
+	if t.MaxQueue == 0 {
+		return DefaultTriggerMaxQueue
+	}
+	return t.MaxQueue
+}
+
+// SenderBound is t.PerSender, or its default.
+func (t Trigger) SenderBound() int {
+	if t.PerSender == 0 {
+		return DefaultTriggerPerSender
+	}
+	return t.PerSender
 }
 
 // The trigger sources.
@@ -87,6 +131,14 @@ var (
 	eventRe       = regexp.MustCompile(`^[A-Za-z0-9_ .:-]{1,64}$`)
 )
 
+// The largest values of the queue's bounds.
+const (
+	MaxQueueBound = 10000
+	MaxPerSender  = 1000
+)
+
+var ownerLoginRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
 // MaxDebounce bounds a trigger's debounce window.
 const MaxDebounce = time.Hour
 
@@ -112,6 +164,9 @@ func (c *Config) validateServe(bad func(keys []string, format string, args ...an
 	if c.Serve.MaxRuns < 1 || c.Serve.MaxRuns > 64 {
 		bad([]string{"serve", "max_runs"}, "must be 1 to 64")
 	}
+	if c.Serve.MaxQueue < 0 || c.Serve.MaxQueue > MaxQueueBound {
+		bad([]string{"serve", "max_queue"}, "must be 1 to %d (runs waiting across all triggers)", MaxQueueBound)
+	}
 	for _, name := range c.TriggerNames() {
 		t := c.Triggers[name]
 		at := func(k string) []string { return []string{"triggers", name, k} }
@@ -131,6 +186,15 @@ func (c *Config) validateServe(bad func(keys []string, format string, args ...an
 				if !eventRe.MatchString(e) {
 					bad(at("events"), "%q is not an event name (GitHub's X-GitHub-Event, GitLab's X-Gitlab-Event)", e)
 				}
+			}
+			if t.MaxQueue < 0 || t.MaxQueue > MaxQueueBound {
+				bad(at("max_queue"), "must be 1 to %d (this trigger's runs waiting)", MaxQueueBound)
+			}
+			if t.PerSender < 0 || t.PerSender > MaxPerSender {
+				bad(at("per_sender"), "must be 1 to %d (runs one sender may start in an hour)", MaxPerSender)
+			}
+			if t.OwnerLogin != "" && !ownerLoginRe.MatchString(t.OwnerLogin) {
+				bad(at("owner_login"), "%q is not an account name at the source (letters, digits, . _ -)", t.OwnerLogin)
 			}
 			if t.Debounce != "" {
 				if d, err := time.ParseDuration(t.Debounce); err != nil || d < 0 || d > MaxDebounce {

@@ -43,9 +43,10 @@ const (
 	// MaxChatFile: chat/*.json, host-only, one conversation's last turns
 	// (src/chat keeps each well below it).
 	MaxChatFile = 1 << 20
-	// MaxServeFile: hobbs serve's host-only state (serve/queue.json,
-	// serve/deliveries.json, serve/events/*.json: an event is at most
-	// a 1 MiB webhook body, normalised).
+	// MaxServeFile: hobbs serve's host-only state (serve/jobs/*.json,
+	// each with its event: at most a 1 MiB webhook body, normalised;
+	// serve/deliveries.json; an older hobbs's serve/queue.json and
+	// serve/events/*.json).
 	MaxServeFile = 16 << 20
 )
 

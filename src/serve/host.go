@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
@@ -46,46 +47,27 @@ func (s *Service) Status(ctx context.Context) (string, error) {
 	return b.String(), nil
 }
 
-// queueStatus is the queued and running runs.
+// queueStatus is the queue at a glance (QueueStatus.Text).
 func (s *Service) queueStatus() (string, error) {
-	jobs, err := s.st.jobs()
-	if err != nil {
-		return "", err
-	}
-	var running, queued []string
-	for _, j := range jobs {
-		line := fmt.Sprintf("%s %s (trigger %s)", j.Task, j.Playbook, j.Trigger)
-		switch j.State {
-		case Running:
-			running = append(running, line)
-		case Queued:
-			queued = append(queued, line)
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d running, %d queued (at most %d at once)", len(running), len(queued), s.opt.Config.Serve.MaxRuns)
-	for _, l := range running {
-		b.WriteString("\nrunning: " + l)
-	}
-	for _, l := range queued {
-		b.WriteString("\nqueued: " + l)
-	}
-	return b.String(), nil
+	return s.status().Text(), nil
 }
 
 // Runs answers /runs: the latest triggered runs and their outcomes.
 func (s *Service) Runs(ctx context.Context) (string, error) {
-	jobs, err := s.st.jobs()
-	if err != nil {
-		return "", err
-	}
-	var lines []string
-	for i := len(jobs) - 1; i >= 0; i-- {
-		j := jobs[i]
-		if j.State != Done {
-			continue
+	var done []Job
+	for _, j := range s.q.list() {
+		if j.State == Done {
+			done = append(done, j)
 		}
-		l := fmt.Sprintf("%s %s (trigger %s): %s", j.Task, j.Playbook, j.Trigger, j.Outcome)
+	}
+	sort.SliceStable(done, func(a, b int) bool { return done[a].Finished.After(*done[b].Finished) })
+	var lines []string
+	for _, j := range done {
+		name := j.Task
+		if name == "" {
+			name = j.ID
+		}
+		l := fmt.Sprintf("%s %s (trigger %s): %s", name, j.Playbook, j.Trigger, j.Outcome)
 		if j.Note != "" {
 			l += " — " + j.Note
 		}
@@ -97,37 +79,31 @@ func (s *Service) Runs(ctx context.Context) (string, error) {
 	return strings.Join(lines, "\n"), nil
 }
 
-// Stop answers /stop NAME: a queued run (by its task id) is dropped, a
-// running one stopped.
+// Stop answers /stop NAME: a waiting run (by its job id) is dropped, a
+// running one (by its job or task id) stopped.
 func (s *Service) Stop(ctx context.Context, name string) (string, error) {
-	s.mu.Lock()
-	r, running := s.running[name]
-	s.mu.Unlock()
-	if running {
-		r.cancel()
-		s.audit(audit.Entry{Event: "serve.stop", Subject: name, Outcome: "ok", Detail: map[string]any{"state": Running}})
-		return "stopping " + name, nil
-	}
-	found := false
-	err := s.st.update(func(q *queueFile) error {
-		for _, j := range q.Jobs {
-			if j.Task == name && j.State == Queued {
-				now := s.opt.Now().UTC()
-				j.State, j.Finished, j.Outcome, j.Note = Done, &now, task.Failed, "stopped by the owner before it started"
-				found = true
-			}
+	j, ok := s.q.find(name)
+	if ok && j.State == Running {
+		s.mu.Lock()
+		r, running := s.running[j.ID]
+		s.mu.Unlock()
+		if running {
+			r.cancel()
+			s.audit(audit.Entry{Event: "serve.stop", Subject: name, Outcome: "ok", Detail: map[string]any{"state": Running}})
+			return "stopping " + name, nil
 		}
-		return nil
-	})
-	if err != nil {
-		return "", err
 	}
-	if !found {
+	if !ok || j.State != Queued {
 		return "", errs.Usagef("no queued or running run %s", name)
 	}
-	s.st.removeEvent(name)
-	if _, err := s.opt.Tasks.Done(name, task.DoneOptions{Outcome: task.Failed, Retro: "## Run\n\n- stopped by the owner before it started\n"}); err != nil {
-		s.logf("task %s: %v", name, err)
+	const note = "stopped by the owner before it started"
+	if err := s.q.finish(j.ID, task.Failed, note, s.opt.Now()); err != nil {
+		return "", err
+	}
+	if j.Task != "" { // a job converted from an older hobbs has its task already
+		if _, err := s.opt.Tasks.Done(j.Task, task.DoneOptions{Outcome: task.Failed, Retro: "## Run\n\n- " + note + "\n"}); err != nil {
+			s.logf("task %s: %v", j.Task, err)
+		}
 	}
 	s.audit(audit.Entry{Event: "serve.stop", Subject: name, Outcome: "ok", Detail: map[string]any{"state": Queued}})
 	return "dropped " + name + " from the queue", nil

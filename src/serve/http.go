@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -9,7 +10,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/channel"
-	"github.com/hobbs-agent/hobbs/src/task"
+	"github.com/hobbs-agent/hobbs/src/config"
 )
 
 // ServeHTTP is the listener: GET /healthz, POST /hooks/NAME.
@@ -37,8 +38,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // reply is the listener's JSON answer.
 type reply struct {
-	Status string `json:"status"` // queued, ignored, refused
-	Task   string `json:"task,omitempty"`
+	Status string `json:"status"` // queued, ignored, refused, shed
+	Job    string `json:"job,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -60,22 +61,32 @@ func (s *Service) hook(w http.ResponseWriter, r *http.Request, name string) {
 		s.logf("trigger %s: refused (%d): %s", name, code, why)
 		jsonReply(w, code, reply{Status: "refused", Reason: why})
 	}
+	// Before the signature holds, a refusal is counted and logged at most
+	// once a second per source address (limits.go).
+	unsigned := func(code int, why string) {
+		s.refuseUnsigned(r, name, code, why)
+		jsonReply(w, code, reply{Status: "refused", Reason: why})
+	}
 	if r.ContentLength > MaxBody {
-		refuse(http.StatusRequestEntityTooLarge, "body over 1 MiB", nil)
+		unsigned(http.StatusRequestEntityTooLarge, "body over 1 MiB")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			refuse(http.StatusRequestEntityTooLarge, "body over 1 MiB", nil)
+			unsigned(http.StatusRequestEntityTooLarge, "body over 1 MiB")
 			return
 		}
-		refuse(http.StatusBadRequest, "body not read", nil)
+		unsigned(http.StatusBadRequest, "body not read")
 		return
 	}
 	if err := Verify(t.Source, secret, r.Header, body); err != nil {
-		refuse(http.StatusUnauthorized, "bad signature", nil)
+		unsigned(http.StatusUnauthorized, "bad signature")
+		return
+	}
+	if sh, sender := s.precheck(name, t, r.Header, body); sh != nil {
+		s.shed(w, name, DeliveryID(t.Source, r.Header, body), sender, sh)
 		return
 	}
 	keys := ReplayKeys(t.Source, r.Header, body)
@@ -126,7 +137,13 @@ func (s *Service) hook(w http.ResponseWriter, r *http.Request, name string) {
 		s.deliver(channel.Notice{ID: "hook:" + name + ":" + id, Text: "trigger " + name + ": a delivery was refused: " + err.Error()})
 		return
 	}
-	taskID, folded, err := s.enqueue(name, t.Source, t.Playbook, t.DebounceDuration(), e)
+	jobID, folded, err := s.enqueue(name, t.Source, t.Playbook, t.DebounceDuration(), e)
+	var sh *Shed
+	if errors.As(err, &sh) {
+		forget()
+		s.shed(w, name, id, e.Sender, sh)
+		return
+	}
 	if err != nil {
 		forget()
 		s.logf("trigger %s: %v", name, err)
@@ -134,9 +151,9 @@ func (s *Service) hook(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	s.audit(audit.Entry{Event: "serve.hook", Subject: name, Outcome: "queued",
-		Detail: map[string]any{"delivery": id, "event": event, "task": taskID, "debounced": folded}})
+		Detail: map[string]any{"delivery": id, "event": event, "job": jobID, "sender": e.Sender, "debounced": folded}})
 	s.kick()
-	jsonReply(w, http.StatusAccepted, reply{Status: "queued", Task: taskID})
+	jsonReply(w, http.StatusAccepted, reply{Status: "queued", Job: jobID})
 }
 
 func (s *Service) isDraining() bool {
@@ -145,38 +162,96 @@ func (s *Service) isDraining() bool {
 	return s.draining
 }
 
-// enqueue queues a run of playbook for event e, or folds e into the queued
-// run with the same key whose debounce window is still open. It returns the
-// run's task.
+// enqueue queues a run of playbook for event e, or folds e into the waiting
+// run with the same key whose debounce window is still open; a delivery
+// beyond the queue's limits is not queued (the error is a *Shed). It
+// returns the run's job. e.Sender is who the limits count: a trigger
+// source sets it (GitHub's sender login, a mail's From address), and a
+// sender who is the trigger's owner_login is the owner (enqueueFrom).
 func (s *Service) enqueue(trigger, source, pb string, debounce time.Duration, e Event) (string, bool, error) {
-	var id string
-	folded := false
+	return s.enqueueFrom(trigger, source, pb, debounce, e, ownerOf(s.opt.Config.Triggers[trigger], e.Sender))
+}
+
+// enqueueFrom is enqueue with the verdict on the sender given: owner, the
+// trigger's owner (a mail trigger's allowed sender), is not limited per
+// sender and has a lane of the queue strangers cannot fill.
+func (s *Service) enqueueFrom(trigger, source, pb string, debounce time.Duration, e Event, owner bool) (string, bool, error) {
+	ev, err := json.MarshalIndent(e, "", " ")
+	if err != nil {
+		return "", false, err
+	}
 	now := s.opt.Now().UTC()
-	err := s.st.update(func(q *queueFile) error {
-		if debounce > 0 {
-			for _, j := range q.Jobs {
-				if j.State == Queued && j.Key == e.Key() && now.Before(j.NotBefore) {
-					if err := s.st.writeEvent(j.Task, e); err != nil {
-						return err
-					}
-					j.Deliveries = append(j.Deliveries, e.Delivery)
-					id, folded = j.Task, true
-					return nil
+	t := s.opt.Config.Triggers[trigger]
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	if debounce > 0 {
+		for _, j := range s.q.jobs {
+			if j.State == Queued && j.Key == e.Key() && now.Before(j.NotBefore) {
+				old, oldEv := j.Deliveries, j.Event
+				j.Deliveries, j.Event = append(j.Deliveries, e.Delivery), ev
+				if err := s.q.save(j); err != nil {
+					j.Deliveries, j.Event = old, oldEv
+					return "", false, err
 				}
+				return j.ID, true, nil
 			}
 		}
-		t, err := s.opt.Tasks.Start(task.RunTitle(pb), "hobbs", pb)
-		if err != nil {
-			return err
+	}
+	if sh := s.admit(trigger, t, e.Sender, owner, s.q.count(trigger), now); sh != nil {
+		return "", false, sh
+	}
+	j := &Job{ID: newJobID(now), Trigger: trigger, Source: source, Playbook: pb, Key: e.Key(), Sender: e.Sender, Owner: owner,
+		State: Queued, Queued: now, NotBefore: now.Add(debounce), Deliveries: []string{e.Delivery}, Event: ev}
+	if err := s.q.save(j); err != nil {
+		return "", false, err
+	}
+	s.q.jobs[j.ID] = j
+	if !owner {
+		s.lim.started(trigger, e.Sender, now)
+	}
+	return j.ID, false, nil
+}
+
+// precheck reports, before the delivery is recorded, whether a signed
+// delivery of trigger name would be shed now, and its sender: a flood of
+// deliveries beyond the limits costs no write but its audit line.
+func (s *Service) precheck(name string, t config.Trigger, h http.Header, body []byte) (*Shed, string) {
+	event := EventName(t.Source, h)
+	if !Listed(t, event) {
+		return nil, ""
+	}
+	e, err := Normalise(name, t.Source, event, "", s.opt.Now(), body)
+	if err != nil || (e.SenderBot && t.DropsBots()) {
+		return nil, ""
+	}
+	owner := ownerOf(t, e.Sender)
+	now := s.opt.Now()
+	s.q.mu.Lock()
+	c := s.q.count(name)
+	s.q.mu.Unlock()
+	if t.DebounceDuration() > 0 && s.folds(e.Key(), now) {
+		return nil, e.Sender
+	}
+	return s.admit(name, t, e.Sender, owner, c, now), e.Sender
+}
+
+// folds reports whether a waiting run with key is still open to debounce.
+func (s *Service) folds(key string, now time.Time) bool {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	for _, j := range s.q.jobs {
+		if j.State == Queued && j.Key == key && now.Before(j.NotBefore) {
+			return true
 		}
-		id = t.ID
-		if err := s.st.writeEvent(id, e); err != nil {
-			_, _ = s.opt.Tasks.Done(id, task.DoneOptions{Outcome: task.Failed, Retro: "## Run\n\n- not queued: " + err.Error() + "\n"})
-			return err
-		}
-		q.Jobs = append(q.Jobs, &Job{Task: id, Trigger: trigger, Source: source, Playbook: pb, Key: e.Key(), State: Queued,
-			Queued: now, NotBefore: now.Add(debounce), Deliveries: []string{e.Delivery}})
-		return nil
-	})
-	return id, folded, err
+	}
+	return false
+}
+
+// shed answers a delivery refused by a limit at once, audits it and counts
+// it for the owner's notice and the status.
+func (s *Service) shed(w http.ResponseWriter, name, id, sender string, sh *Shed) {
+	s.lim.shedOne(name, sender, shedKind(sh), s.opt.Now())
+	s.audit(audit.Entry{Event: "serve.hook", Subject: name, Outcome: "shed",
+		Detail: map[string]any{"delivery": id, "sender": sender, "reason": sh.Reason}})
+	jsonReply(w, sh.Code, reply{Status: "shed", Reason: sh.Reason})
 }

@@ -94,6 +94,9 @@ type Options struct {
 	// DrainTimeout is how long a SIGTERM lets running runs finish before
 	// they are stopped (0: DefaultDrainTimeout).
 	DrainTimeout time.Duration
+	// ShedNoticeDelay is how long after a trigger's first shed delivery
+	// its owner is told (0: DefaultShedNoticeDelay).
+	ShedNoticeDelay time.Duration
 }
 
 // DefaultDrainTimeout bounds a drain's wait for running runs.
@@ -101,12 +104,16 @@ const DefaultDrainTimeout = 30 * time.Second
 
 // Service is one hobbs serve.
 type Service struct {
-	opt     Options
-	st      store
-	secrets map[string][]byte
+	opt      Options
+	st       store
+	q        *queue
+	lim      *limits
+	refusals refusals
+	secrets  map[string][]byte
+	auditMu  sync.Mutex
 
 	mu       sync.Mutex
-	running  map[string]live // task → its run
+	running  map[string]live // job → its run
 	draining bool
 	wg       sync.WaitGroup
 	kickc    chan struct{}
@@ -118,6 +125,7 @@ type Service struct {
 type live struct {
 	cancel   context.CancelFunc
 	playbook string
+	task     string
 }
 
 var _ channel.Host = (*Service)(nil)
@@ -149,7 +157,10 @@ func New(opt Options) (*Service, error) {
 	if opt.DrainTimeout == 0 {
 		opt.DrainTimeout = DefaultDrainTimeout
 	}
-	s := &Service{opt: opt, st: store{in: opt.Instance}, secrets: map[string][]byte{}, running: map[string]live{},
+	if opt.ShedNoticeDelay == 0 {
+		opt.ShedNoticeDelay = DefaultShedNoticeDelay
+	}
+	s := &Service{opt: opt, st: store{in: opt.Instance}, lim: newLimits(), secrets: map[string][]byte{}, running: map[string]live{},
 		kickc: make(chan struct{}, 1)}
 	s.runCtx, s.stopRuns = context.WithCancel(context.Background())
 	for _, name := range opt.Config.TriggerNames() {
@@ -164,9 +175,18 @@ func New(opt Options) (*Service, error) {
 	if err := s.setUpChannels(); err != nil {
 		return nil, err
 	}
-	if err := s.recover(); err != nil {
+	q, problems, err := loadQueue(s.st)
+	if err != nil {
 		return nil, err
 	}
+	s.q = q
+	for _, p := range problems {
+		s.logf("queue: %s", p)
+	}
+	if err := s.loadShed(); err != nil {
+		return nil, err
+	}
+	s.recover()
 	return s, nil
 }
 
@@ -174,34 +194,37 @@ func (s *Service) logf(format string, args ...any) {
 	fmt.Fprintf(s.opt.Log, "%s hobbs serve: %s\n", s.opt.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 }
 
+// audit records e. The service's own lines are written one at a time: a
+// flood's handlers then wait on a mutex, not in the audit log's file lock,
+// whose waiters poll.
 func (s *Service) audit(e audit.Entry) {
 	if s.opt.Audit != nil {
+		s.auditMu.Lock()
+		defer s.auditMu.Unlock()
 		s.opt.Audit.Record(e, nil)
 	}
 }
 
 // recover records the runs a previous service left running as
 // interrupted: they are not run again (what they did is not known).
-func (s *Service) recover() error {
-	var lost []Job
-	err := s.st.update(func(q *queueFile) error {
-		now := s.opt.Now().UTC()
-		for _, j := range q.Jobs {
-			if j.State == Running {
-				j.State, j.Finished, j.Outcome, j.Note = Done, &now, task.Failed, "interrupted: hobbs serve stopped before the run ended"
-				lost = append(lost, *j)
+func (s *Service) recover() {
+	const note = "interrupted: hobbs serve stopped before the run ended"
+	for _, j := range s.q.list() {
+		if j.State != Running {
+			continue
+		}
+		if err := s.q.finish(j.ID, task.Failed, note, s.opt.Now()); err != nil {
+			s.logf("queue: %v", err)
+		}
+		id := "job:" + j.ID
+		if j.Task != "" {
+			id = "task:" + j.Task
+			if _, err := s.opt.Tasks.Done(j.Task, task.DoneOptions{Outcome: task.Failed, Retro: "## Run\n\n- " + note + "\n"}); err != nil {
+				s.logf("task %s: %v", j.Task, err)
 			}
 		}
-		return nil
-	})
-	for _, j := range lost {
-		s.st.removeEvent(j.Task)
-		if _, err := s.opt.Tasks.Done(j.Task, task.DoneOptions{Outcome: task.Failed, Retro: "## Run\n\n- " + j.Note + "\n"}); err != nil {
-			s.logf("task %s: %v", j.Task, err)
-		}
-		s.deliver(channel.Notice{ID: "task:" + j.Task + ":end", Text: fmt.Sprintf("%s (trigger %s): %s", j.Playbook, j.Trigger, j.Note)})
+		s.deliver(channel.Notice{ID: id + ":end", Text: fmt.Sprintf("%s (trigger %s): %s", j.Playbook, j.Trigger, note)})
 	}
-	return err
 }
 
 // Serve is hobbs serve: as the user (never root), a Service made of opt
@@ -260,6 +283,21 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 	}
 	chWG.Add(1)
 	go func() { defer chWG.Done(); s.watch(chCtx) }()
+	chWG.Add(1)
+	go func() {
+		defer chWG.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-chCtx.Done():
+				s.tick(s.opt.Now())
+				return
+			case <-t.C:
+				s.tick(s.opt.Now())
+			}
+		}
+	}()
 	dctx, stopDispatch := context.WithCancel(context.Background())
 	dispatched := make(chan struct{})
 	go func() { defer close(dispatched); s.dispatch(dctx) }()
@@ -346,71 +384,91 @@ func (s *Service) startReady() time.Duration {
 	if free <= 0 {
 		return 0
 	}
-	type start struct {
-		j     Job
-		event []byte
-	}
-	var starts []start
+	var starts []Job
 	var next time.Duration
 	now := s.opt.Now()
-	err := s.st.update(func(q *queueFile) error {
-		queued := []*Job{}
-		for _, j := range q.Jobs {
-			if j.State == Queued {
-				queued = append(queued, j)
-			}
+	s.q.mu.Lock()
+	var queued []*Job
+	for _, j := range s.q.jobs {
+		if j.State == Queued {
+			queued = append(queued, j)
 		}
-		sort.SliceStable(queued, func(a, b int) bool { return queued[a].Queued.Before(queued[b].Queued) })
-		for _, j := range queued {
-			if wait := j.NotBefore.Sub(now); wait > 0 {
-				if next == 0 || wait < next {
-					next = wait
-				}
-				continue
-			}
-			if len(starts) >= free {
-				break
-			}
-			if busy[j.Playbook] {
-				continue
-			}
-			busy[j.Playbook] = true
-			ev, err := s.st.readEvent(j.Task)
-			if err != nil {
-				s.logf("%v", err)
-			}
-			t := now.UTC()
-			j.State, j.Started = Running, &t
-			starts = append(starts, start{*j, ev})
-		}
-		return nil
-	})
-	if err != nil {
-		s.logf("queue: %v", err)
-		return time.Second
 	}
-	for _, st := range starts {
+	// The owner's runs first, then the oldest.
+	sort.Slice(queued, func(a, b int) bool {
+		if queued[a].Owner != queued[b].Owner {
+			return queued[a].Owner
+		}
+		if !queued[a].Queued.Equal(queued[b].Queued) {
+			return queued[a].Queued.Before(queued[b].Queued)
+		}
+		return queued[a].ID < queued[b].ID
+	})
+	for _, j := range queued {
+		if wait := j.NotBefore.Sub(now); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		if len(starts) >= free {
+			break
+		}
+		if busy[j.Playbook] {
+			continue
+		}
+		busy[j.Playbook] = true
+		t := now.UTC()
+		j.State, j.Started = Running, &t
+		if err := s.q.save(j); err != nil {
+			s.logf("queue: %v", err)
+		}
+		starts = append(starts, *j)
+	}
+	s.q.mu.Unlock()
+	for _, j := range starts {
 		ctx, cancel := context.WithCancel(s.runCtx)
 		s.mu.Lock()
-		s.running[st.j.Task] = live{cancel: cancel, playbook: st.j.Playbook}
+		s.running[j.ID] = live{cancel: cancel, playbook: j.Playbook, task: j.Task}
 		s.mu.Unlock()
 		s.wg.Add(1)
-		go s.runJob(ctx, cancel, st.j, st.event)
+		go s.runJob(ctx, cancel, j)
 	}
 	return next
 }
 
-// runJob carries out one run and records and delivers its end.
-func (s *Service) runJob(ctx context.Context, cancel context.CancelFunc, j Job, event []byte) {
+// runJob carries out one run: it makes the run's task record (a job
+// converted from an older hobbs has one already), runs it, and records and
+// delivers its end.
+func (s *Service) runJob(ctx context.Context, cancel context.CancelFunc, j Job) {
 	defer s.wg.Done()
 	defer cancel()
-	s.logf("run %s: playbook %s for trigger %s (%d deliveries)", j.Task, j.Playbook, j.Trigger, len(j.Deliveries))
 	var res Result
 	var err error
-	if event == nil {
-		err = errs.Failf("the run's event file is missing")
-	} else {
-		res, err = s.opt.Runner.Run(ctx, j, event)
+	if j.Task == "" {
+		var t *task.Task
+		t, err = s.opt.Tasks.Start(task.RunTitle(j.Playbook), "hobbs", j.Playbook)
+		if err == nil {
+			j.Task = t.ID
+			if uerr := s.q.update(j.ID, func(q *Job) bool { q.Task = t.ID; return true }); uerr != nil {
+				s.logf("queue: %v", uerr)
+			}
+			s.mu.Lock()
+			if l, ok := s.running[j.ID]; ok {
+				l.task = t.ID
+				s.running[j.ID] = l
+			}
+			s.mu.Unlock()
+		}
+	}
+	s.logf("run %s: playbook %s for trigger %s (job %s, %d deliveries)", j.Task, j.Playbook, j.Trigger, j.ID, len(j.Deliveries))
+	switch {
+	case err != nil:
+		err = errs.Wrap(errs.Failure, err, "the run's task record")
+	case j.Event == nil:
+		err = errs.Failf("the run's event is missing")
+	default:
+		res, err = s.opt.Runner.Run(ctx, j, j.Event)
 	}
 	if err != nil && res.Outcome == "" {
 		res.Outcome, res.Why = task.Failed, firstLine(err.Error())
@@ -418,28 +476,23 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelFunc, j Job, 
 	if ctx.Err() != nil && s.runCtx.Err() != nil {
 		res.Why = "stopped: hobbs serve was shutting down"
 	}
-	if !res.Finished {
+	if !res.Finished && j.Task != "" {
 		if _, derr := s.opt.Tasks.Done(j.Task, task.DoneOptions{Outcome: res.Outcome, Retro: "## Run\n\n- " + res.Why + "\n"}); derr != nil {
 			s.logf("task %s: %v", j.Task, derr)
 		}
 	}
-	now := s.opt.Now().UTC()
-	if uerr := s.st.update(func(q *queueFile) error {
-		for _, q := range q.Jobs {
-			if q.Task == j.Task {
-				q.State, q.Finished, q.Outcome, q.Note = Done, &now, res.Outcome, res.Why
-			}
-		}
-		return nil
-	}); uerr != nil {
+	if uerr := s.q.finish(j.ID, res.Outcome, res.Why, s.opt.Now()); uerr != nil {
 		s.logf("queue: %v", uerr)
 	}
-	s.st.removeEvent(j.Task)
 	s.mu.Lock()
-	delete(s.running, j.Task)
+	delete(s.running, j.ID)
 	s.mu.Unlock()
 	s.kick()
 	s.logf("run %s: %s", j.Task, outcomeText(res))
+	if j.Task == "" { // its task record could not be made
+		s.deliver(channel.Notice{ID: "job:" + j.ID + ":end", Text: fmt.Sprintf("%s (trigger %s, job %s): %s", j.Playbook, j.Trigger, j.ID, outcomeText(res))})
+		return
+	}
 	s.deliver(endNotice(j, res))
 	for _, n := range deniedNotices(j.Task, j.Playbook, res.Denied) {
 		s.deliver(n)

@@ -63,7 +63,7 @@ func (f *fakeRunner) Run(ctx context.Context, j Job, event []byte) (Result, erro
 	f.overlap = f.overlap || f.perBook[j.Playbook] > 1
 	f.mu.Unlock()
 	if f.started != nil {
-		f.started <- j.Task
+		f.started <- j.ID
 	}
 	var err error
 	if f.gate != nil {
@@ -116,7 +116,7 @@ func (c *fakeChannel) Deliver(n channel.Notice) error {
 }
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	in     instance.Instance
 	cfg    *config.Config
 	runner *fakeRunner
@@ -126,7 +126,7 @@ type fixture struct {
 	drain  time.Duration
 }
 
-func newFixture(t *testing.T, debounce string) *fixture {
+func newFixture(t testing.TB, debounce string) *fixture {
 	in, err := instance.At(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -198,12 +198,17 @@ func send(s *Service, r *http.Request) (int, reply) {
 	return w.Code, rep
 }
 
+// jobs reads the queue on disk, as the next service would.
 func (f *fixture) jobs() []*Job {
-	j, err := store{in: f.in}.jobs()
-	if err != nil {
-		f.t.Fatal(err)
+	q, problems, err := loadQueue(store{in: f.in})
+	if err != nil || len(problems) > 0 {
+		f.t.Fatal(err, problems)
 	}
-	return j
+	var out []*Job
+	for _, j := range q.list() {
+		out = append(out, &j)
+	}
+	return out
 }
 
 func (f *fixture) auditHas(want ...string) {
@@ -268,7 +273,7 @@ func TestSignatures(t *testing.T) {
 			}
 			jobs := f.jobs()
 			if c.code == http.StatusAccepted {
-				if rep.Status != "queued" || rep.Task == "" || len(jobs) != 1 || jobs[0].Task != rep.Task {
+				if rep.Status != "queued" || rep.Job == "" || len(jobs) != 1 || jobs[0].ID != rep.Job {
 					t.Fatalf("reply %+v, jobs %+v", rep, jobs)
 				}
 				return
@@ -417,7 +422,7 @@ func TestDebounce(t *testing.T) {
 		if code != http.StatusAccepted || rep.Status != "queued" {
 			t.Fatalf("delivery %d: %d %+v", i, code, rep)
 		}
-		tasks = append(tasks, rep.Task)
+		tasks = append(tasks, rep.Job)
 	}
 	if tasks[0] != tasks[1] || tasks[0] != tasks[3] || tasks[0] == tasks[2] {
 		t.Fatalf("tasks %v", tasks)
@@ -436,7 +441,7 @@ func TestDebounce(t *testing.T) {
 		t.Fatalf("%d runs", n)
 	}
 	for i, j := range f.runner.jobs {
-		if j.Task == tasks[0] {
+		if j.ID == tasks[0] {
 			if len(j.Deliveries) != 3 || f.runner.events[i].Sender != "user3" {
 				t.Fatalf("debounced run: %+v, event from %s", j, f.runner.events[i].Sender)
 			}
@@ -468,7 +473,7 @@ func TestConcurrencyCapAndDelivery(t *testing.T) {
 	<-f.runner.started
 	<-f.runner.started
 	st, _ := s.Status(context.Background())
-	if !strings.HasPrefix(st, "2 running, 4 queued") {
+	if !strings.HasPrefix(st, "2 running (at most 2 at once), 4 waiting") {
 		t.Fatalf("status %q", st)
 	}
 	close(f.runner.gate)
@@ -509,21 +514,26 @@ func TestQueueSurvivesRestart(t *testing.T) {
 	f := newFixture(t, "")
 	s := f.service() // never Run: the process stops with the run queued
 	_, rep := send(s, github(issue(9, "carol"), "issues", "d-9", secret))
-	if rep.Task == "" {
+	if rep.Job == "" {
 		t.Fatalf("reply %+v", rep)
+	}
+	if ents, _ := os.ReadDir(f.in.Tasks()); len(ents) != 0 {
+		n := len(ents)
+		t.Fatalf("%d task records for a queued run: a record is made when the run starts", n)
 	}
 	f.runner.started = make(chan string, 1)
 	s2 := f.service()
 	stop := run(t, s2)
-	if got := <-f.runner.started; got != rep.Task {
-		t.Fatalf("ran %s, want %s", got, rep.Task)
+	if got := <-f.runner.started; got != rep.Job {
+		t.Fatalf("ran %s, want %s", got, rep.Job)
 	}
 	stop()
 	if e := f.runner.events[0]; e.Number != 9 || e.Sender != "carol" || e.Repository != "o/r" || !strings.Contains(e.Untrusted, "untrusted") {
 		t.Fatalf("event %+v", e)
 	}
-	if _, err := os.Stat(store{in: f.in}.eventPath(rep.Task)); !os.IsNotExist(err) {
-		t.Fatalf("the event file is left: %v", err)
+	j := f.jobs()[0]
+	if j.State != Done || j.Event != nil || task.ValidID(j.Task) != nil {
+		t.Fatalf("the job after its run: %+v", j)
 	}
 }
 
@@ -546,20 +556,20 @@ func TestDrain(t *testing.T) {
 	if f.runner.stoppedCtx != 1 || f.runner.count() != 1 {
 		t.Fatalf("stopped %d, runs %d", f.runner.stoppedCtx, f.runner.count())
 	}
-	byTask := map[string]*Job{}
+	byJob := map[string]*Job{}
 	for _, j := range f.jobs() {
-		byTask[j.Task] = j
+		byJob[j.ID] = j
 	}
-	if j := byTask[first.Task]; j.State != Done || j.Outcome != task.Failed || !strings.Contains(j.Note, "shutting down") {
+	if j := byJob[first.Job]; j.State != Done || j.Outcome != task.Failed || !strings.Contains(j.Note, "shutting down") {
 		t.Fatalf("running job after the drain: %+v", j)
 	}
-	if j := byTask[second.Task]; j.State != Queued {
+	if j := byJob[second.Job]; j.State != Queued || j.Task != "" {
 		t.Fatalf("queued job after the drain: %+v", j)
 	}
 	if n := <-f.ch.got; !strings.Contains(n.Text, "shutting down") {
 		t.Fatalf("notice %q", n.Text)
 	}
-	rec, err := task.Open(f.in, nil).Get(first.Task)
+	rec, err := task.Open(f.in, nil).Get(byJob[first.Job].Task)
 	if err != nil || rec.Status != task.Failed {
 		t.Fatalf("task %+v %v", rec, err)
 	}
@@ -575,7 +585,11 @@ func TestInterruptedRunRecovered(t *testing.T) {
 	f := newFixture(t, "")
 	s := f.service()
 	_, rep := send(s, github(issue(1, "alice"), "issues", "d-1", secret))
-	if err := s.st.update(func(q *queueFile) error { q.Jobs[0].State = Running; return nil }); err != nil {
+	tk, err := task.Open(f.in, nil).Start(task.RunTitle("triage-issue"), "hobbs", "triage-issue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.q.update(rep.Job, func(j *Job) bool { j.State, j.Task = Running, tk.ID; return true }); err != nil {
 		t.Fatal(err)
 	}
 	f.service()
@@ -583,7 +597,7 @@ func TestInterruptedRunRecovered(t *testing.T) {
 	if j.State != Done || !strings.Contains(j.Note, "interrupted") || len(f.ch.notices) != 1 || !strings.Contains(f.ch.notices[0].Text, "interrupted") {
 		t.Fatalf("job %+v, notices %+v", j, f.ch.notices)
 	}
-	if rec, _ := task.Open(f.in, nil).Get(rep.Task); rec.Status != task.Failed {
+	if rec, _ := task.Open(f.in, nil).Get(tk.ID); rec.Status != task.Failed {
 		t.Fatalf("task %+v", rec)
 	}
 }
@@ -608,13 +622,13 @@ func TestActAndStop(t *testing.T) {
 		t.Fatal("a bad task id was taken")
 	}
 	_, rep := send(s, github(issue(1, "alice"), "issues", "d-1", secret))
-	if _, err := s.Stop(context.Background(), rep.Task); err != nil {
+	if _, err := s.Stop(context.Background(), rep.Job); err != nil {
 		t.Fatal(err)
 	}
 	if j := f.jobs()[0]; j.State != Done {
 		t.Fatalf("job %+v", j)
 	}
-	if _, err := s.Stop(context.Background(), rep.Task); err == nil {
+	if _, err := s.Stop(context.Background(), rep.Job); err == nil {
 		t.Fatal("stopped twice")
 	}
 	if _, err := s.Chat(context.Background(), "c", channel.Message{Text: "hi"}); err != ErrNoChat {
@@ -649,12 +663,9 @@ func TestWatchDeliversOtherRuns(t *testing.T) {
 	f.advance(time.Minute)
 	nightly := run("label-issue", task.ReviewPending)
 	own := run("triage-issue", "")
-	if err := s.st.update(func(q *queueFile) error {
-		q.Jobs = append(q.Jobs, &Job{Task: own.ID, Playbook: "triage-issue", Trigger: "new-issues", State: Done})
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	s.q.mu.Lock()
+	s.q.jobs["job_20261126T120000_00000001"] = &Job{ID: "job_20261126T120000_00000001", Task: own.ID, Playbook: "triage-issue", Trigger: "new-issues", State: Done}
+	s.q.mu.Unlock()
 	// A session can write task records and its own audit lines, never the
 	// host's audit log: a forged record, or a task.done line of a
 	// container's, delivers nothing.

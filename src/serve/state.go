@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -16,10 +15,12 @@ import (
 
 // hobbs serve's state is host-only (instance serve/, which no session
 // mounts): the deliveries seen in the replay window (deliveries.json), the
-// run queue (queue.json) and the events of the queued runs (events/). Each
-// file is written atomically under its own lock (.locks/), so a crash or a
-// SIGTERM leaves the old file or the new one; a file that does not parse is
-// reported and never rewritten.
+// run queue (jobs/, queue.go) and the shed counts (shed.json, status.go).
+// Each file is written atomically, a shared one under its own lock
+// (.locks/), so a crash or a SIGTERM leaves the old file or the new one; a
+// file that does not parse is reported and never rewritten. events/ is
+// where an older hobbs kept the queued runs' events (read when its queue
+// is converted).
 
 // ReplayWindow is how long a delivery's id and body digest are remembered.
 const ReplayWindow = 24 * time.Hour
@@ -129,96 +130,7 @@ func (s store) Forget(trigger string, keys []string) error {
 	return s.write("deliveries.json", seen)
 }
 
-// Job states.
-const (
-	Queued  = "queued"
-	Running = "running"
-	Done    = "done"
-)
-
-// Job is one triggered run in the queue. Its id is the run's task id.
-type Job struct {
-	Task     string    `json:"task"`
-	Trigger  string    `json:"trigger"`
-	Source   string    `json:"source"`
-	Playbook string    `json:"playbook"`
-	Key      string    `json:"key"` // debounce key (Event.Key)
-	State    string    `json:"state"`
-	Queued   time.Time `json:"queued"`
-	// NotBefore is when the run may start: the end of its debounce window.
-	NotBefore time.Time `json:"not_before"`
-	// Deliveries are the delivery ids this run stands for (one, or those
-	// debounce folded into it); the event file holds the latest.
-	Deliveries []string   `json:"deliveries"`
-	Started    *time.Time `json:"started,omitempty"`
-	Finished   *time.Time `json:"finished,omitempty"`
-	Outcome    string     `json:"outcome,omitempty"`
-	Note       string     `json:"note,omitempty"`
-}
-
-// queueFile is queue.json: the jobs not done, and the latest done ones.
-type queueFile struct {
-	Jobs []*Job `json:"jobs"`
-}
-
-// keepDone is how many finished jobs queue.json keeps (hobbs serve's /runs).
-const keepDone = 20
-
-// update runs fn on the queue under its lock and writes what it leaves.
-func (s store) update(fn func(q *queueFile) error) error {
-	unlock, err := s.lock("queue")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	var q queueFile
-	if err := s.read("queue.json", &q); err != nil {
-		return err
-	}
-	if err := fn(&q); err != nil {
-		return err
-	}
-	var live, done []*Job
-	for _, j := range q.Jobs {
-		if j.State == Done {
-			done = append(done, j)
-		} else {
-			live = append(live, j)
-		}
-	}
-	sort.SliceStable(done, func(i, k int) bool { return done[i].Finished.Before(*done[k].Finished) })
-	if len(done) > keepDone {
-		done = done[len(done)-keepDone:]
-	}
-	q.Jobs = append(live, done...)
-	return s.write("queue.json", q)
-}
-
-// jobs reads the queue.
-func (s store) jobs() ([]*Job, error) {
-	unlock, err := s.lock("queue")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	var q queueFile
-	err = s.read("queue.json", &q)
-	return q.Jobs, err
-}
-
-// writeEvent writes a job's event file.
-func (s store) writeEvent(task string, e Event) error {
-	b, err := json.MarshalIndent(e, "", " ")
-	if err != nil {
-		return err
-	}
-	if err := s.fs().MkdirAll(filepath.Dir(s.eventPath(task)), 0o700); err != nil {
-		return err
-	}
-	return s.fs().Write(s.eventPath(task), append(b, '\n'), 0o600)
-}
-
-// readEvent reads a job's event file.
+// readEvent reads an event file an older hobbs wrote.
 func (s store) readEvent(task string) ([]byte, error) {
 	b, err := s.fs().ReadFile(s.eventPath(task), instance.MaxServeFile)
 	if err != nil {
@@ -227,7 +139,7 @@ func (s store) readEvent(task string) ([]byte, error) {
 	return b, nil
 }
 
-// removeEvent removes a finished job's event file.
+// removeEvent removes an event file an older hobbs wrote, once converted.
 func (s store) removeEvent(task string) {
 	_ = s.fs().Remove(s.eventPath(task))
 }

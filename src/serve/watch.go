@@ -89,16 +89,8 @@ func (s *Service) watchOnce() {
 
 // ranHere reports whether task id is a run this service started.
 func (s *Service) ranHere(id string) bool {
-	jobs, err := s.st.jobs()
-	if err != nil {
-		return false
-	}
-	for _, j := range jobs {
-		if j.Task == id {
-			return true
-		}
-	}
-	return false
+	_, ok := s.q.find(id)
+	return ok
 }
 
 // endedRuns returns the task.done lines of headless runs a host process

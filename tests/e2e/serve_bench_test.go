@@ -64,9 +64,10 @@ func BenchmarkServe(b *testing.B) {
 		}
 		n++
 		hook = append(hook, waitStart(n)-sent)
+		tk := s.taskOf(b, r.Job, time.Minute)
 		fake.Wait(b, 3*time.Minute, "the run's end delivered", func(v telegramtest.View) bool {
 			for _, m := range v.Sent(owner) {
-				if strings.Contains(m.Text, "task "+r.Task) {
+				if strings.Contains(m.Text, "task "+tk) {
 					return true
 				}
 			}

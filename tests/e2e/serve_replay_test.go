@@ -22,9 +22,9 @@ func TestServeReplayUnderAnotherID(t *testing.T) {
 	if rr := s.deliver(t, "new-issues", body, "replay-2", hookSecret); rr.code != 409 {
 		t.Errorf("the same body under a new id, while it runs: %d %+v", rr.code, rr)
 	}
-	s.waitNotice(t, r.Task, 3*time.Minute)
+	s.waitNotice(t, s.taskOf(t, r.Job, 3*time.Minute), 3*time.Minute)
 	for _, id := range []string{"replay-3", ""} {
-		if rr := s.deliver(t, "new-issues", body, id, hookSecret); rr.code != 409 || rr.Task != "" {
+		if rr := s.deliver(t, "new-issues", body, id, hookSecret); rr.code != 409 || rr.Job != "" {
 			t.Errorf("the same body under id %q, after the run: %d %+v", id, rr.code, rr)
 		}
 	}
@@ -37,7 +37,7 @@ func TestServeReplayUnderAnotherID(t *testing.T) {
 	if rr := s.deliver(t, "new-issues", other, "replay-4", hookSecret); rr.code != 202 || rr.Status != "queued" {
 		t.Errorf("another event: %d %+v", rr.code, rr)
 	} else {
-		s.waitNotice(t, rr.Task, 3*time.Minute)
+		s.waitNotice(t, s.taskOf(t, rr.Job, 3*time.Minute), 3*time.Minute)
 	}
 	aud, _ := os.ReadFile(filepath.Join(s.inst, "logs", "audit.log"))
 	if n := strings.Count(string(aud), `"reason":"replay: delivery seen in the last 24h"`); n != 3 {

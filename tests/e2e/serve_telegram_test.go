@@ -71,10 +71,11 @@ func TestServeTelegram(t *testing.T) {
 	if r.code != 202 {
 		t.Fatalf("signed delivery: %d %+v\n%s", r.code, r, s.log())
 	}
+	tk := s.taskOf(t, r.Job, 3*time.Minute)
 	var notice telegramtest.Sent
 	fake.Wait(t, 3*time.Minute, "the run's outcome to reach the owner", func(v telegramtest.View) bool {
 		for _, m := range v.Sent(owner) {
-			if strings.Contains(m.Text, "task "+r.Task) {
+			if strings.Contains(m.Text, "task "+tk) {
 				notice = m
 				return true
 			}
@@ -101,7 +102,7 @@ func TestServeTelegram(t *testing.T) {
 		}
 		return false
 	})
-	rec, _ := os.ReadFile(filepath.Join(s.inst, "logs", "tasks", r.Task+".md"))
+	rec, _ := os.ReadFile(filepath.Join(s.inst, "logs", "tasks", tk+".md"))
 	if !strings.Contains(string(rec), "review: approved") {
 		t.Errorf("the owner's Approve did not approve the run:\n%s", rec)
 	}

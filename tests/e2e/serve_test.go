@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -178,7 +179,7 @@ func issueBody(repo string, n int, title, body string) []byte {
 type hookReply struct {
 	code   int
 	Status string
-	Task   string
+	Job    string
 	Reason string
 }
 
@@ -260,13 +261,14 @@ func TestServeTriggeredRun(t *testing.T) {
 
 	sent := uptime(t)
 	r := s.deliver(t, "new-issues", body, "good-1", hookSecret)
-	if r.code != 202 || r.Status != "queued" || !strings.HasPrefix(r.Task, "task_") {
+	if r.code != 202 || r.Status != "queued" || !strings.HasPrefix(r.Job, "job_") {
 		t.Fatalf("signed delivery: %d %+v\n%s", r.code, r, s.log())
 	}
 	if rr := s.deliver(t, "new-issues", body, "good-1", hookSecret); rr.code != 409 {
 		t.Errorf("replay: %d %+v", rr.code, rr)
 	}
-	notice := s.waitNotice(t, r.Task, 3*time.Minute)
+	tk := s.taskOf(t, r.Job, 3*time.Minute)
+	notice := s.waitNotice(t, tk, 3*time.Minute)
 	for _, want := range []string{"triage-issue (trigger new-issues): ok", "2 turns, $0.02", "ok - triaged the issue", "approve or reject"} {
 		if !strings.Contains(notice, want) {
 			t.Errorf("the delivered notice lacks %q:\n%s", want, notice)
@@ -291,7 +293,7 @@ func TestServeTriggeredRun(t *testing.T) {
 	if n := len(s.tasks(t)); n != 1 {
 		t.Errorf("%d tasks, want the one run", n)
 	}
-	rec, _ := os.ReadFile(filepath.Join(s.inst, "logs", "tasks", r.Task+".md"))
+	rec, _ := os.ReadFile(filepath.Join(s.inst, "logs", "tasks", tk+".md"))
 	if !strings.Contains(string(rec), "status: ok") || !strings.Contains(string(rec), "review: pending") {
 		t.Errorf("the task record:\n%s", rec)
 	}
@@ -353,14 +355,14 @@ func TestServeFlood(t *testing.T) {
 				fmt.Sprintf("flood-%d", i), hookSecret)
 			mu.Lock()
 			defer mu.Unlock()
-			if r.code != 202 || r.Task == "" {
+			if r.code != 202 || r.Job == "" {
 				bad++
 				return
 			}
 			if byKey[k] == nil {
 				byKey[k] = map[string]bool{}
 			}
-			byKey[k][r.Task] = true
+			byKey[k][r.Job] = true
 		}(i, k)
 	}
 	wg.Wait()
@@ -380,7 +382,7 @@ func TestServeFlood(t *testing.T) {
 		t.Fatalf("%d runs for %d issues", len(tasks), len(keys))
 	}
 	for id := range tasks {
-		s.waitNotice(t, id, 5*time.Minute)
+		s.waitNotice(t, s.taskOf(t, id, 5*time.Minute), 5*time.Minute)
 	}
 	if n := len(s.tasks(t)); n != len(keys) {
 		t.Errorf("%d task records, want %d", n, len(keys))
@@ -432,6 +434,7 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Fatalf("deliveries: %+v %+v", r, queued)
 	}
 	waitFor(t, 2*time.Minute, "the run to start", func() bool { return strings.Contains(s.log(), "event_title=hang") })
+	tk := s.taskOf(t, r.Job, time.Minute)
 	start := time.Now()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -444,24 +447,22 @@ func TestServeSIGTERM(t *testing.T) {
 	if took > 75*time.Second {
 		t.Errorf("the drain took %v", took)
 	}
-	if !strings.Contains(s.log(), "notice task:"+r.Task+":end:") || !strings.Contains(s.log(), "shutting down") {
+	if !strings.Contains(s.log(), "notice task:"+tk+":end:") || !strings.Contains(s.log(), "shutting down") {
 		t.Errorf("the stopped run's end was not delivered:\n%s", s.log())
 	}
-	var q struct {
-		Jobs []struct{ Task, State, Note string }
-	}
-	b, _ := os.ReadFile(filepath.Join(s.inst, "serve", "queue.json"))
-	if err := json.Unmarshal(b, &q); err != nil {
-		t.Fatalf("queue.json: %v\n%s", err, b)
-	}
 	states := map[string]string{}
-	for _, j := range q.Jobs {
-		states[j.Task] = j.State
+	for _, id := range []string{r.Job, queued.Job} {
+		var j struct{ State string }
+		b, err := os.ReadFile(filepath.Join(s.inst, "serve", "jobs", id+".json"))
+		if err := errors.Join(err, json.Unmarshal(b, &j)); err != nil {
+			t.Fatalf("job %s: %v", id, err)
+		}
+		states[id] = j.State
 	}
-	if states[r.Task] != "done" || states[queued.Task] != "queued" {
-		t.Errorf("queue after the drain: %s", b)
+	if states[r.Job] != "done" || states[queued.Job] != "queued" {
+		t.Errorf("queue after the drain: %v", states)
 	}
-	rec, _ := os.ReadFile(filepath.Join(s.inst, "logs", "tasks", r.Task+".md"))
+	rec, _ := os.ReadFile(filepath.Join(s.inst, "logs", "tasks", tk+".md"))
 	if !strings.Contains(string(rec), "status: failed") {
 		t.Errorf("the stopped run's task:\n%s", rec)
 	}
