@@ -69,6 +69,13 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		row("  rules "+h, "%s", list(e.Rules[h]))
 	}
 	row("  intercepted", "%s", list(e.Intercepted))
+	if e.Hold != "" {
+		always := "policy.yaml"
+		if e.HoldPlaybook != "" {
+			always = "the run: block of playbook " + e.HoldPlaybook
+		}
+		row("  hold", "%s: a request to a host outside the policy waits for your answer (hobbs approvals); always adds to %s", e.Hold, always)
+	}
 	var env, bound []string
 	for _, v := range p.Env {
 		env = append(env, v.Name+" (vault:"+v.Vault+")")
