@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hobbs-agent/hobbs/src/channel/telegram/telegramtest"
 )
 
 // holdProbeScript asks for hosts outside the policy, one step at a time,
@@ -229,4 +231,134 @@ func msOf(l string) int {
 func readOr(p string) string {
 	b, _ := os.ReadFile(p)
 	return string(b)
+}
+
+// holdPhoneScript asks for two hosts outside the policy, one after the
+// other.
+const holdPhoneScript = `set -u
+W=/home/dev/hobbs/workspace
+touch $W/.probe-started
+netprobe held p1 http://phone.test:8080/a >> $W/out
+netprobe held p2 http://both.test:8080/b >> $W/out
+touch $W/.probe-done
+`
+
+// TestHeldRequestOnTelegram: with hobbs serve's Telegram channel (the
+// FAKE Bot API server), a held request's question reaches the owner with
+// its answers as buttons; a stranger's press does nothing; the owner's
+// Once lets it through. The session has then read from an untrusted host:
+// its next question has no Always. That one is answered on the host first;
+// the owner's later press is told so.
+func TestHeldRequestOnTelegram(t *testing.T) {
+	name := sessionName(t, "holdtg")
+	var fake *telegramtest.Fake
+	s := newServeEnv(t, 1, "0s", func(e *env) string {
+		fake = telegramtest.NewFake(t, "")
+		if r := e.hobbs([]byte(telegramtest.Token), "vault", "set", "telegram-bot"); r.code != 0 {
+			t.Fatalf("vault set telegram-bot: %s", r.stderr)
+		}
+		upNet := upstreamWith(t, name, "phone.test", "both.test")
+		writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains: []\n"+privateRanges)
+		return "egress_network: " + upNet + "\negress:\n  hold: 60s\nchannels:\n  telegram:\n    token: telegram-bot\n    api_url: " + fake.URL + "\n"
+	})
+	code := s.pair(t)
+	fake.Send(owner, "/start "+code)
+	fake.Wait(t, time.Minute, "the owner to be paired", func(v telegramtest.View) bool { return len(v.Sent(owner)) > 0 })
+
+	c, out, errb := s.startProbe(t, name, holdPhoneScript)
+	question := func(host string) telegramtest.Sent {
+		var q telegramtest.Sent
+		fake.Wait(t, time.Minute, "the question about "+host, func(v telegramtest.View) bool {
+			for _, m := range v.Sent(owner) {
+				if strings.Contains(m.Text, host) && len(m.Keyboard) > 0 {
+					q = m
+					return true
+				}
+			}
+			return false
+		})
+		return q
+	}
+	labels := func(m telegramtest.Sent) []string {
+		var l []string
+		for _, row := range m.Keyboard {
+			l = append(l, row[0].Text)
+		}
+		return l
+	}
+	button := func(m telegramtest.Sent, label string) string {
+		for _, row := range m.Keyboard {
+			if row[0].Text == label {
+				return row[0].CallbackData
+			}
+		}
+		t.Fatalf("no %s button on %q: %v", label, m.Text, labels(m))
+		return ""
+	}
+	answered := func(m telegramtest.Sent) string {
+		var text string
+		fake.Wait(t, time.Minute, "the press to be answered", func(v telegramtest.View) bool {
+			for _, x := range v.Sent(owner) {
+				if x.ID == m.ID && x.Edits > 0 {
+					text = x.Text
+					return true
+				}
+			}
+			return false
+		})
+		return text
+	}
+
+	q1 := question("phone.test:8080")
+	for _, want := range []string{"Session " + name + " (terminal)", `GET phone.test:8080, path "/a"`, "1 request waits"} {
+		if !strings.Contains(q1.Text, want) {
+			t.Errorf("question lacks %q:\n%s", want, q1.Text)
+		}
+	}
+	if got := strings.Join(labels(q1), ","); got != "Once,This session,Always,Deny" {
+		t.Errorf("buttons %s; want Once,This session,Always,Deny", got)
+	}
+	// The stranger's press (Always) counts for nothing: the owner's Once,
+	// handled after it, is the answer.
+	fake.Press(owner, stranger, q1.ID, button(q1, "Always"))
+	fake.Press(owner, owner, q1.ID, button(q1, "Once"))
+	if text := answered(q1); !strings.Contains(text, "Once: "+name+" may reach phone.test:8080 this once") {
+		t.Errorf("after the owner's Once the message says:\n%s", text)
+	}
+
+	// Tainted now (it read from phone.test): no Always.
+	q2 := question("both.test:8080")
+	if got := strings.Join(labels(q2), ","); got != "Once,This session,Deny" {
+		t.Errorf("tainted session's buttons %s; want Once,This session,Deny", got)
+	}
+	if !strings.Contains(q2.Text, "It is tainted (read from phone.test:8080)") {
+		t.Errorf("tainted question does not say why:\n%s", q2.Text)
+	}
+	qs := s.approvals(t)
+	if len(qs) != 1 || qs[0].Host != "both.test" {
+		t.Fatalf("waiting on the host: %+v", qs)
+	}
+	if r := s.hobbs(nil, "approvals", "allow", qs[0].ID, "--session"); r.code != 0 {
+		t.Fatalf("approvals allow --session: %s", r.stderr)
+	}
+	fake.Press(owner, owner, q2.ID, button(q2, "Deny"))
+	if text := answered(q2); !strings.Contains(text, "already answered on the host: session") {
+		t.Errorf("the phone was not told of the host's answer:\n%s", text)
+	}
+
+	waitFor(t, 2*time.Minute, "the probe to finish", func() bool { return exists(filepath.Join(s.ws, ".probe-done")) })
+	if err := c.Wait(); err != nil {
+		t.Fatalf("session: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	steps := readOr(filepath.Join(s.ws, "out"))
+	if !strings.Contains(steps, "p1 ms=") || !strings.Contains(steps, "p2 ms=") || strings.Count(steps, "status=200") != 2 {
+		t.Errorf("the requests: %s", steps)
+	}
+	if m := fake.Sent(stranger); len(m) != 0 {
+		t.Errorf("the stranger got answers: %+v", m)
+	}
+	b, _ := os.ReadFile(filepath.Join(s.inst, "logs", "egress", "audit.log"))
+	if !strings.Contains(string(b), "answered on the telegram by telegram:4242") {
+		t.Errorf("the egress audit does not say who answered where:\n%s", b)
+	}
 }
