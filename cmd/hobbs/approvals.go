@@ -143,7 +143,11 @@ func newApprovalsAnswerCmd(a *app, verb string) *cobra.Command {
 		case approval.Session:
 			a.status("allowed %s for the rest of %s", q.Target(), q.Session)
 		case approval.Always:
-			a.status("allowed %s for the rest of %s, and added it to %s", q.Target(), q.Session, res.Wrote)
+			if q.Playbook != "" {
+				a.status("allowed %s for the rest of %s; playbook %s's run: block gains it when the run ends", q.Target(), q.Session, q.Playbook)
+			} else {
+				a.status("allowed %s for the rest of %s, and added it to %s", q.Target(), q.Session, res.Wrote)
+			}
 		}
 		return nil
 	})

@@ -10,12 +10,14 @@ import (
 
 // Owner answers questions for the owner, on the host or from serve's
 // channel: the one way an answer is given. Always also writes what the
-// session's policy is read from — the playbook's run: block for a run
-// with one (playbook.Store.AllowHost: the run: block gains the host, the
-// playbook's approval is renewed, audited as playbook.allow), policy.yaml
-// otherwise (policy.PolicyFile.Allow, which running proxies reload) —
-// before the answer is written. Only a domain is added: a bound secret's
-// hosts stay config.yaml's. Each answer is audited as egress.answer.
+// session's policy is read from: policy.yaml for a session whose policy is
+// the instance's (policy.PolicyFile.Allow, which running proxies reload),
+// before the answer is written; for a run with a run: block, the
+// playbook's run: block, once the run has ended (ApplyDeferred: the
+// playbook is an agent share, and a change to it while a tainted session
+// is live would be held for review as that session's). Only a domain is
+// added: a bound secret's hosts stay config.yaml's. Each answer is audited
+// as egress.answer.
 type Owner struct {
 	Dir       Dir
 	Policy    policy.PolicyFile
@@ -45,9 +47,8 @@ func (o Owner) Answer(id, a, via, by string) (Answered, error) {
 			return nil
 		}
 		if q.Playbook != "" {
-			_, err := o.Playbooks.AllowHost(q.Playbook, q.Target(), "allowed when a run asked (question "+q.ID+")")
 			res.Wrote = "playbook " + q.Playbook
-			return err
+			return o.Dir.defer_(q)
 		}
 		_, _, err := o.Policy.Allow(q.Target())
 		res.Wrote = o.Policy.Name

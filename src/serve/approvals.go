@@ -138,6 +138,9 @@ func (s *Service) answerQuestion(a channel.Action) (string, error) {
 	case approval.Session:
 		return fmt.Sprintf("%s may reach %s until it ends", q.Session, q.Target()), nil
 	case approval.Always:
+		if q.Playbook != "" {
+			return fmt.Sprintf("%s may reach %s; playbook %s's run: block gains it when the run ends", q.Session, q.Target(), q.Playbook), nil
+		}
 		return fmt.Sprintf("%s may reach %s; added to %s", q.Session, q.Target(), res.Wrote), nil
 	}
 	return fmt.Sprintf("%s stays refused for %s", q.Target(), q.Session), nil

@@ -362,3 +362,97 @@ func TestHeldRequestOnTelegram(t *testing.T) {
 		t.Errorf("the egress audit does not say who answered where:\n%s", b)
 	}
 }
+
+// TestHeldRequestAlwaysFromRun: a headless run of a playbook whose run:
+// block does not name a host the instance allows is held there; the
+// owner's Always on the host adds the host to the run: block, renews the
+// playbook's approval (audited), and lets the request through. The next
+// run reaches the host unasked.
+func TestHeldRequestAlwaysFromRun(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	name := sessionName(t, "holdrun")
+	upNet := upstreamWith(t, name, "extra.test")
+	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains: [extra.test:8080]\n"+privateRanges)
+	writeFile(t, filepath.Join(e.inst, "config.yaml"), fmt.Sprintf("image: %s\nbase_image: %s\nworkspace: %s\negress_network: %s\negress:\n  hold: 60s\n",
+		image, baseImage, e.ws, upNet))
+	writeFile(t, filepath.Join(e.inst, "playbooks", "fetcher.md"), `---
+title: fetcher
+stage: autonomous
+tags: []
+created: 2026-01-01
+updated: 2026-01-01
+last_reviewed: 2026-01-01
+run:
+  hosts: []
+  secrets: []
+  tools: ["Read"]
+  max_turns: 5
+  timeout: 5m
+---
+# fetcher
+
+## Steps
+1. Fetch the data.
+`)
+	writeFile(t, filepath.Join(e.ws, ".fake-claude-run"), `echo "fetch=$(netprobe held x http://extra.test:8080/data)" >&2
+echo "## Outcome"
+echo "ok - fetched"
+`)
+	if r := e.hobbs(nil, "playbook", "approve", "fetcher"); r.code != 0 {
+		t.Fatalf("approve: %s", r.stderr)
+	}
+	grant := func() string { return readOr(filepath.Join(e.inst, "grants", "fetcher.json")) }
+	before := grant()
+
+	c := e.command(nil, "playbook", "run", "fetcher")
+	var out, errb strings.Builder
+	c.Stdout, c.Stderr = &out, &errb
+	e.start(t, c)
+	var q heldQuestion
+	waitFor(t, 2*time.Minute, "the run's question", func() bool {
+		for _, x := range e.approvals(t) {
+			if x.Host == "extra.test" {
+				q = x
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(strings.Join(q.Answers, ","), "always") || q.Tainted {
+		t.Fatalf("the run's question %+v: want Always offered (an owner's run, untainted)", q)
+	}
+	r := e.hobbs(nil, "approvals", "allow", q.ID, "--always")
+	if r.code != 0 || !strings.Contains(r.stderr, "playbook fetcher's run: block gains it when the run ends") {
+		t.Fatalf("approvals allow --always: %d %s", r.code, r.stderr)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("playbook run: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), "fetch=x ms=") || !strings.Contains(errb.String(), "status=200 body=upstream-ok") {
+		t.Errorf("the held request did not go through:\n%s", errb.String())
+	}
+	pb := readOr(filepath.Join(e.inst, "playbooks", "fetcher.md"))
+	if !strings.Contains(pb, "extra.test:8080") {
+		t.Errorf("the run: block did not gain the host:\n%s", pb)
+	}
+	after := grant()
+	if after == before || !strings.Contains(after, "extra.test:8080") {
+		t.Errorf("the approval was not renewed with the host:\nbefore %s\nafter %s", before, after)
+	}
+	aud := readOr(filepath.Join(e.inst, "logs", "audit.log"))
+	for _, want := range []string{`"event":"playbook.allow","subject":"fetcher"`, `"event":"egress.answer"`, `"wrote":"playbook fetcher"`} {
+		if !strings.Contains(aud, want) {
+			t.Errorf("audit lacks %s:\n%s", want, aud)
+		}
+	}
+
+	// The next run: no question.
+	r = e.hobbs(nil, "playbook", "run", "fetcher")
+	if r.code != 0 || !strings.Contains(r.stderr, "status=200 body=upstream-ok") {
+		t.Fatalf("the next run: %d\n%s", r.code, r.stderr)
+	}
+	if ms := msOf(between(r.stderr, "fetch=", "\n")); ms < 0 || ms > 10000 {
+		t.Errorf("the next run's request took %d ms", ms)
+	}
+}
