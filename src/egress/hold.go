@@ -151,7 +151,7 @@ func (h *holder) ask(ctx context.Context, rec *record, t policy.Target) (policy.
 		w.q.Waiting++
 		q := w.q
 		h.mu.Unlock()
-		h.dir.WriteQuestion(q) // the count the owner sees; best effort
+		h.recount(w, q)
 	} else {
 		var err error
 		if w, err = h.newQuestion(rec, t, key); err != nil {
@@ -181,6 +181,23 @@ func (h *holder) ask(ctx context.Context, rec *record, t policy.Target) (policy.
 		}
 	}
 	return policy.Explanation{}, false
+}
+
+// recount rewrites w's question with the number of requests waiting on
+// it, while it is still open (under the directory's lock, which the hold's
+// end takes to remove it); best effort.
+func (h *holder) recount(w *heldQuestion, q approval.Question) {
+	unlock, err := h.dir.Lock()
+	if err != nil {
+		return
+	}
+	defer unlock()
+	if !h.dir.Root.Exists(q.Session + "/" + q.ID + ".q.json") {
+		return
+	}
+	if _, answered, _ := h.dir.ReadAnswer(q.Session, q.ID); !answered {
+		h.dir.WriteQuestion(q)
+	}
 }
 
 func (h *holder) isClosed() bool {
@@ -276,15 +293,20 @@ func (h *holder) resolve(w *heldQuestion, a approval.Answer) {
 // the directory's lock (which answers are given under), the answer is read
 // once more, then the question removed.
 func (h *holder) expire(w *heldQuestion) {
+	// The directory's lock is let go before h.mu is taken: newQuestion
+	// takes them the other way round.
 	unlock, err := h.dir.Lock()
-	if err == nil {
-		defer unlock()
+	a, answered, _ := h.dir.ReadAnswer(w.q.Session, w.q.ID)
+	if !answered {
+		h.dir.RemoveQuestion(w.q.Session, w.q.ID) // no answer can come now
 	}
-	if a, ok, _ := h.dir.ReadAnswer(w.q.Session, w.q.ID); ok {
+	if err == nil {
+		unlock()
+	}
+	if answered {
 		h.resolve(w, a)
 		return
 	}
-	h.dir.RemoveQuestion(w.q.Session, w.q.ID)
 	h.mu.Lock()
 	if h.byID[w.q.ID] != w {
 		h.mu.Unlock()

@@ -241,3 +241,22 @@ func (e *proxyEnv) rawLong(t *testing.T, req string) (int, string) {
 	resp.Body.Close()
 	return resp.StatusCode, resp.Status + "\n" + string(body)
 }
+
+func TestHoldOneQuestionPerHost(t *testing.T) {
+	e, tg, d := holdEnv(t, 20*time.Second, "")
+	a := e.async(t, "new.test", tg.port)
+	q := question(t, d, "new.test")
+	b := e.async(t, "new.test", tg.port)
+	mustWaitFor(t, 10*time.Second, func() bool { qs, _, _ := d.Waiting(); return len(qs) == 1 && qs[0].Waiting == 2 })
+	if qs, _, _ := d.Waiting(); len(qs) != 1 || qs[0].ID != q.ID {
+		t.Fatalf("a second request to the host asked again: %+v", qs)
+	}
+	if _, _, err := d.Give(q.ID, approval.Once, approval.ViaHost, "ada", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan result{a, b} {
+		if r := <-ch; r.code != 200 {
+			t.Fatalf("a request waiting on the question: %d %s", r.code, r.body)
+		}
+	}
+}
