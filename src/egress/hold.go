@@ -159,8 +159,9 @@ func (h *holder) ask(ctx context.Context, rec *record, t policy.Target) (policy.
 			rec.reason += "; not held: " + err.Error()
 			return policy.Explanation{}, false
 		}
+		q := w.q
 		h.mu.Unlock()
-		h.audit(w, "egress.hold", "held", rec.client, "")
+		h.audit(q, "egress.hold", "held", rec.client, "")
 	}
 	select {
 	case <-w.done:
@@ -286,7 +287,7 @@ func (h *holder) resolve(w *heldQuestion, a approval.Answer) {
 	w.timer.Stop()
 	close(w.done)
 	h.mu.Unlock()
-	h.audit(w, "egress.answer", a.Answer, a.Via, a.By)
+	h.audit(w.q, "egress.answer", a.Answer, a.Via, a.By) // w is no longer pending: w.q stays as it is
 }
 
 // expire ends w unanswered, unless an answer came as the hold ended: under
@@ -316,7 +317,7 @@ func (h *holder) expire(w *heldQuestion) {
 	delete(h.pending, w.key)
 	close(w.done)
 	h.mu.Unlock()
-	h.audit(w, "egress.answer", "expired", "", "")
+	h.audit(w.q, "egress.answer", "expired", "", "")
 }
 
 // watch reads answers as they come: fsnotify on the session's directory,
@@ -390,9 +391,9 @@ func (h *holder) close() {
 	}
 }
 
-// audit writes a held request's question or answer to the egress audit.
-func (h *holder) audit(w *heldQuestion, event, outcome, via, by string) {
-	q := w.q
+// audit writes a held request's question or answer to the egress audit:
+// for egress.hold, via is the client that asked.
+func (h *holder) audit(q approval.Question, event, outcome, via, by string) {
 	reason := fmt.Sprintf("question %s: %s %s", q.ID, q.Method, q.Target())
 	if q.Tainted {
 		reason += " (tainted: " + strings.Join(q.Why, "; ") + ")"
