@@ -70,11 +70,14 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 	}
 	row("  intercepted", "%s", list(e.Intercepted))
 	if e.Hold != "" {
-		always := "policy.yaml"
-		if e.HoldPlaybook != "" {
-			always = "the run: block of playbook " + e.HoldPlaybook
+		always := "always adds to policy.yaml"
+		switch {
+		case p.Kind == KindTrigger:
+			always = "always is not offered (a triggered run is tainted)"
+		case e.HoldPlaybook != "":
+			always = "always adds to the run: block of playbook " + e.HoldPlaybook
 		}
-		row("  hold", "%s: a request to a host outside the policy waits for your answer (hobbs approvals); always adds to %s", e.Hold, always)
+		row("  hold", "%s: a request to a host outside the policy waits for your answer (hobbs approvals); %s", e.Hold, always)
 	}
 	var env, bound []string
 	for _, v := range p.Env {
