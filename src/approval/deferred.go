@@ -38,8 +38,8 @@ func (d Dir) defer_(q Question) error {
 // (the error says which host was not added, and the owner can add it with
 // hobbs playbook allow).
 func ApplyDeferred(d Dir, session string, allow func(playbook, host, reason string) error) []error {
-	if !sessionRe.MatchString(session) {
-		return nil
+	if !sessionRe.MatchString(session) || !d.Root.Exists(deferredDir) {
+		return nil // nothing deferred (the common case: no lock, nothing created)
 	}
 	unlock, err := d.Lock()
 	if err != nil {
