@@ -79,7 +79,13 @@ func writeQuestions(a *app, w io.Writer, qs []approval.Question) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s  %s %s%s\n", q.ID, q.Method, q.Target(), q.Path)
+		// The path is the agent's text: quoted, so that it cannot pass for
+		// more lines of the listing.
+		path := ""
+		if q.Path != "" {
+			path = fmt.Sprintf(" path %q", q.Path)
+		}
+		fmt.Fprintf(w, "%s  %s %s%s\n", q.ID, q.Method, q.Target(), path)
 		fmt.Fprintf(w, "  session  %s\n", describeSession(q))
 		if q.Tainted {
 			fmt.Fprintf(w, "  tainted  %s\n", strings.Join(q.Why, "; "))
