@@ -56,7 +56,7 @@ var hintTables = []map[errs.Kind]words{
 	doctorHints, engineHints,
 	imageHints, psHints,
 	memoryHints, playbookHints, scheduleHints, serveHints, chatHints, reviewHints,
-	policyHints,
+	policyHints, approvalHints,
 	planHints, launcherHints, runnerHints,
 }
 

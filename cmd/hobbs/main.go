@@ -126,6 +126,7 @@ HOBBS_HOME or --instance to choose another.`,
 	root.AddCommand(newInitCmd(a), newDoctorCmd(a), newConfigCmd(a), newPolicyCmd(a))
 	root.AddCommand(newBuildCmd(a), newPruneCmd(a), newRunCmd(a), newPsCmd(a), newAttachCmd(a), newExecCmd(a), newLogsCmd(a), newStopCmd(a))
 	root.AddCommand(newScheduleCmd(a), newReviewCmd(a), newChatCmd(a), newServeCmd(a))
+	root.AddCommand(newApprovalsCmd(a))
 	// The toolkit the agent uses in its container (and you on the host).
 	root.AddCommand(newMemoryCmd(a), newPlaybookCmd(a), newAgentCmd(a), newTaskCmd(a), newVaultCmd(a))
 	// What the images run: the egress proxy and the session's environment.

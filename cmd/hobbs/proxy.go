@@ -35,6 +35,11 @@ each secret in place of its placeholder in requests to its hosts only,
 refuses requests that carry one anywhere else, and intercepts HTTPS to those
 hosts and to hosts with request rules (docs/egress.md).
 
+With --hold and --approvals, a request to a host no rule names waits (up to
+--hold) while the owner is asked: a question in the approvals directory,
+answered with hobbs approvals on the host or from the Telegram channel of
+hobbs serve. Deny entries, private addresses and leaks are refused at once.
+
 Without --policy, ` + egress.ImagePolicy + ` is used. SIGTERM drains open
 requests and tunnels (up to --grace) and exits 0.`,
 		Example: `  hobbs proxy --policy /etc/hobbs/policy.yaml --policy ~/.hobbs/policy.yaml \
@@ -58,6 +63,10 @@ requests and tunnels (up to --grace) and exits 0.`,
 	f.StringVar(&c.UpstreamCA, "upstream-ca", "", "PEM roots to trust, besides the system's, for intercepted hosts (tests)")
 	f.DurationVar(&c.Idle, "idle-timeout", 10*time.Minute, "close a tunnel after this long without traffic")
 	f.DurationVar(&c.Grace, "grace", 10*time.Second, "on SIGTERM, wait this long for open tunnels")
+	f.DurationVar(&c.Hold.Wait, "hold", 0, "hold a request to a host outside the policy this long while the owner is asked (needs --approvals, --session)")
+	f.StringVar(&c.Hold.Dir, "approvals", "", "the approvals directory questions are asked in (hobbs run mounts the instance's)")
+	f.StringVar(&c.Hold.Origin, "origin", "", "how the session started, KIND[:NAME] (a trigger's session is tainted), for questions")
+	f.StringVar(&c.Hold.Playbook, "playbook", "", "the playbook whose run: block is the policy (Always adds the host there), for questions")
 	cmd.AddCommand(newProxyHealthCmd(a), newProxyRelayCmd(a))
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs"
+	"github.com/hobbs-agent/hobbs/src/approval"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/schedule"
@@ -37,7 +38,8 @@ As you (never root), in the foreground, logs on stderr; SIGTERM drains.`,
 			return err
 		}
 		r.Stdout = a.errOut // a run's output goes to the log
-		return serve.Serve(a.ctx, serve.Options{Launcher: r, Playbooks: st, Log: a.errOut})
+		ap := approval.OpenOwner(in, a.policyFile(in), st, a.audit(in))
+		return serve.Serve(a.ctx, serve.Options{Launcher: r, Playbooks: st, Approvals: &ap, Log: a.errOut})
 	})
 	pair := &cobra.Command{Use: "pair telegram", Short: "Print a one-time code that makes your Telegram chat the owner's",
 		Example: "  hobbs serve pair telegram    # then send /start CODE to your bot, in a private chat",

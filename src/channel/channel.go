@@ -6,7 +6,10 @@
 // everything it may do goes through Host, which checks and audits it.
 package channel
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Notice is one message to the owner: a run's end, a failure, a missed
 // schedule, an approval waiting. ID is unique per notice (for example
@@ -16,6 +19,10 @@ type Notice struct {
 	ID      string   `json:"id"`
 	Text    string   `json:"text"`
 	Buttons []Action `json:"buttons,omitempty"`
+	// Expires, when set, is when its buttons stop counting (a held
+	// request's question ends with its hold); otherwise the channel's own
+	// limit applies.
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Action is what a button asks for. The channel binds it to the message it
@@ -27,6 +34,11 @@ type Action struct {
 	Task     string `json:"task,omitempty"`     // ActApprove, ActReject: the task under review
 	Playbook string `json:"playbook,omitempty"` // ActAllowHost, ActDenyHost
 	Host     string `json:"host,omitempty"`     // ActAllowHost, ActDenyHost
+	Question string `json:"question,omitempty"` // ActAnswer: the held request's question id
+	Answer   string `json:"answer,omitempty"`   // ActAnswer: once, session, always or deny
+	// By is who pressed it, as the channel names them (set by the channel
+	// when it hands the press on, never taken from a notice).
+	By string `json:"by,omitempty"`
 }
 
 // The kinds of Action.
@@ -35,6 +47,7 @@ const (
 	ActReject    = "reject"     // reject it
 	ActAllowHost = "allow-host" // allow Host for Playbook's runs (hobbs playbook allow)
 	ActDenyHost  = "deny-host"  // leave it refused
+	ActAnswer    = "answer"     // answer a held request's question (package approval)
 )
 
 // Host is the service as a channel sees it. Every method is called only for

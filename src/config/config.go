@@ -36,6 +36,7 @@ type Config struct {
 	ClaudeVolume string `yaml:"claude_volume" json:"claude_volume"`
 	Engine       string `yaml:"engine" json:"engine"`
 	EgressNet    string `yaml:"egress_network" json:"egress_network"`
+	Egress       Egress `yaml:"egress" json:"egress"`
 	// WorkspaceGitReadOnly keeps a workspace repository's .git read-only in
 	// the agent's container (nil: true).
 	WorkspaceGitReadOnly *bool                     `yaml:"workspace_git_readonly" json:"workspace_git_readonly"`
@@ -158,6 +159,7 @@ func Default() *Config {
 		Workspace: "~/hobbs-workspace",
 		Engine:    "docker",
 		EgressNet: EgressDefault,
+		Egress:    Egress{Hold: "0s"},
 		Env:       map[string]string{},
 		Secrets:   map[string]policy.Binding{},
 		Resources: Resources{Memory: "4g", PIDs: 512, MinFreeDisk: DefaultMinFreeDisk},
@@ -429,6 +431,7 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 		bad([]string{"playbooks", "review_every_days"}, "must be at least 1")
 	}
 	c.validateServe(bad)
+	c.validateEgress(bad)
 	if len(problems) > 0 {
 		return errs.Usagef("%s", strings.Join(problems, "\n"))
 	}

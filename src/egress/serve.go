@@ -35,6 +35,7 @@ type ProxyConfig struct {
 	UpstreamCA  string // PEM roots to trust besides the system's
 	Idle, Grace time.Duration
 	Logf        func(format string, args ...any)
+	Hold        HoldOptions // held requests (hold.go)
 }
 
 // options checks c and turns it into the server's options.
@@ -55,7 +56,7 @@ func (c *ProxyConfig) options() (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	opts := Options{PolicyFiles: c.Policies, AuthToken: token, AuditPath: c.AuditPath, Session: c.Session, Logf: c.Logf, IdleTimeout: c.Idle}
+	opts := Options{PolicyFiles: c.Policies, AuthToken: token, AuditPath: c.AuditPath, Session: c.Session, Logf: c.Logf, IdleTimeout: c.Idle, Hold: c.Hold}
 	if c.SecretsFile != "" {
 		if opts.Secrets, err = policy.LoadSessionSecrets(c.SecretsFile); err != nil {
 			return opts, errs.Wrap(errs.Usage, err, "secrets file")

@@ -59,6 +59,9 @@ type Options struct {
 	// UpstreamRoots verify intercepted hosts' certificates; nil: the
 	// system's roots.
 	UpstreamRoots *x509.CertPool
+	// Hold holds requests to hosts outside the policy while the owner is
+	// asked (hold.go); the zero value holds nothing.
+	Hold HoldOptions
 }
 
 // Server is the egress proxy.
@@ -89,6 +92,7 @@ type Server struct {
 	stopped   atomic.Bool
 
 	issuer *leafIssuer // the session CA's signer; nil without Options.Secrets
+	hold   *holder     // nil: nothing is held (hold.go)
 	// agentMask and auditMask replace the secrets' values (mask.go).
 	agentMask, auditMask *policy.Masker
 	// openedTargets are the targets whose opening is on record (opened.go).
@@ -151,6 +155,9 @@ func NewServer(opts Options) (*Server, error) {
 	s.dns = dnsCache{lookup: opts.LookupNetIP, ttl: opts.DNSCacheTTL}
 	s.policy.Store(p)
 	s.audit = newAuditLog(opts.AuditPath, opts.Logf)
+	if s.hold, err = newHolder(s, opts.Hold); err != nil {
+		return nil, errs.Usagef("hold: %v", err)
+	}
 
 	s.newForwarder()
 	// goproxy takes CONNECT requests to handleConnect, which hijacks every
@@ -265,6 +272,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.watch != nil {
 		s.watch.stop()
 	}
+	s.hold.close()    // held requests are refused: no question outlives the session
 	s.tunnels.drain() // tunnels decided from now on are refused
 	s.conns.cutHeads()
 	err := s.hs.Shutdown(ctx) // closes the listener: no new connections
@@ -430,6 +438,9 @@ type record struct {
 	// rather than wait for a body the client may send only once answered).
 	hasBody bool
 	logged  atomic.Bool // a read request's line is written (logOnce)
+	// holdPath is a plain-HTTP request's path (no query), for the question
+	// of a held request.
+	holdPath string
 }
 
 // clientName is a client's address as the audit shows it: a peer on the
@@ -490,6 +501,12 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 	rt := &route{Target: policy.Target{Host: h.String(), Port: port, Connect: connect}}
 	ex := s.explain(p, rt.Target)
 	rec.rule, rec.reason = ex.Rule, ex.Reason
+	if !ex.Allow && s.hold != nil && holdable(p, h, ex) {
+		if hex, ok := s.hold.ask(ctx, rec, rt.Target); ok {
+			ex = hex
+			rec.rule, rec.reason = ex.Rule, ex.Reason
+		}
+	}
 	if !ex.Allow {
 		if ex.Rule == "address-guard" {
 			rec.ip = h.String()
@@ -518,6 +535,7 @@ func (s *Server) decide(ctx context.Context, rec *record, hostText, portText str
 	}
 	rec.allow = true
 	rec.ip = rt.addrs[0].String()
+	s.hold.noteAllowed(p, rt.Target)
 	return rt, ex, 0
 }
 
@@ -660,7 +678,7 @@ func refusalBytes(code int, body string) []byte {
 // HTTP server (the host tap has it, and it must name the same host), and
 // the forwarded request names the URL's host.
 func (s *Server) servePlain(w http.ResponseWriter, r *http.Request) {
-	rec := &record{start: time.Now(), client: r.RemoteAddr, method: r.Method, hasBody: r.ContentLength != 0}
+	rec := &record{start: time.Now(), client: r.RemoteAddr, method: r.Method, hasBody: r.ContentLength != 0, holdPath: r.URL.Path}
 	if !s.authorized(r) {
 		rec.host, rec.rule, rec.reason = r.URL.Host, "proxy-auth", "missing or wrong proxy credentials"
 		s.refuse(w, rec, http.StatusProxyAuthRequired)

@@ -145,6 +145,15 @@ const (
 	EgressAuditLogRel = EgressLogsRel + "/audit.log"
 )
 
+// Approvals is the directory of held requests' questions and answers
+// (package approval): beside the proxy's audit log, written by the
+// session's proxy (questions) and the host (answers), never mounted into
+// the agent's container. ApprovalsRel is its path relative to the root.
+func (in Instance) Approvals() string { return in.path(filepath.FromSlash(ApprovalsRel)) }
+
+// ApprovalsRel is Approvals relative to the root, slash-separated.
+const ApprovalsRel = EgressLogsRel + "/approvals"
+
 // AgentLogs is the directory of the toolkit's audit log inside a session:
 // the agent's container writes it, so the host treats it as the agent's own
 // account, never as a record of its own.

@@ -224,6 +224,11 @@ type Egress struct {
 	// Intercepted are the hosts whose HTTPS the proxy terminates: those a
 	// secret is bound to and those with request rules.
 	Intercepted []string `json:"intercepted"`
+	// Hold is config egress.hold when it holds requests ("" refuses at
+	// once); HoldPlaybook is the playbook whose run: block an Always
+	// answer adds a host to ("" for policy.yaml).
+	Hold         string `json:"hold,omitempty"`
+	HoldPlaybook string `json:"hold_playbook,omitempty"`
 }
 
 // EnvSecret is a config.yaml env: variable: the agent gets its value.
@@ -399,6 +404,9 @@ func (p *Plan) egress(cfg *config.Config, spec RunSpec, grant *playbook.Allowanc
 	if n := egressNetworkOf(cfg, spec.Name); n != "" {
 		e.Network = n
 	}
+	if d := cfg.Egress.HoldDuration(); d > 0 {
+		e.Hold = d.String()
+	}
 	pol := spec.Policy
 	if grant != nil && grant.Declared {
 		if pol == nil {
@@ -413,6 +421,9 @@ func (p *Plan) egress(cfg *config.Config, spec RunSpec, grant *playbook.Allowanc
 		}
 		p.ProxyPolicy, e.Policy = b, string(b)
 		e.PolicyFiles = []string{SessionPolicyFile}
+		if e.Hold != "" {
+			e.HoldPlaybook = grant.Playbook
+		}
 	} else {
 		e.PolicyFiles = []string{PolicyFile, InstanceDir + "/policy.yaml"}
 	}
@@ -606,6 +617,19 @@ func (p *Plan) proxy(h Host) Container {
 		"--grace", "2s")
 	if h.UpstreamCA {
 		c.Command = append(c.Command, "--upstream-ca", SessionUpstreamCA)
+	}
+	if e := p.Egress; e.Hold != "" {
+		// Questions go in the approvals directory, below the egress logs'
+		// (mounted above): host-only, never the agent's.
+		o := p.Origin()
+		origin := o.Kind
+		if o.Name != "" {
+			origin += ":" + o.Name
+		}
+		c.Command = append(c.Command, "--hold", e.Hold, "--approvals", InstanceDir+"/"+instance.ApprovalsRel, "--origin", origin)
+		if e.HoldPlaybook != "" {
+			c.Command = append(c.Command, "--playbook", e.HoldPlaybook)
+		}
 	}
 	return c
 }

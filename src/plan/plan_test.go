@@ -144,6 +144,15 @@ func TestGoldenPlans(t *testing.T) {
 			return RunSpec{Kind: KindScheduled, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
 				Playbook: goldenGrant(t, pol, "autonomous", &playbook.Run{Hosts: []string{}, Secrets: []string{}, Tools: []string{}})}
 		}},
+		{"session-hold", "egress:\n  hold: 90s\n", func(t *testing.T) RunSpec {
+			return RunSpec{Kind: KindSession, Name: "work", Image: "hobbs:local-1.0", TTY: true, Policy: goldenPolicy(t, "{}\n"), Host: goldenHost()}
+		}},
+		{"trigger-hold", secretsConfig + "egress:\n  hold: 2m\n", func(t *testing.T) RunSpec {
+			pol := goldenPolicy(t, bankPolicy)
+			return RunSpec{Kind: KindTrigger, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
+				Playbook: goldenGrant(t, pol, "supervised", run),
+				Trigger:  &Trigger{Name: "new-issues", Source: "github", Event: []byte(`{"event":"issues"}`)}}
+		}},
 		{"trigger-run-block", secretsConfig, func(t *testing.T) RunSpec {
 			pol := goldenPolicy(t, bankPolicy)
 			return RunSpec{Kind: KindTrigger, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),

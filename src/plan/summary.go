@@ -69,6 +69,16 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		row("  rules "+h, "%s", list(e.Rules[h]))
 	}
 	row("  intercepted", "%s", list(e.Intercepted))
+	if e.Hold != "" {
+		always := "always adds to policy.yaml"
+		switch {
+		case p.Kind == KindTrigger:
+			always = "always is not offered (a triggered run is tainted)"
+		case e.HoldPlaybook != "":
+			always = "always adds to the run: block of playbook " + e.HoldPlaybook
+		}
+		row("  hold", "%s: a request to a host outside the policy waits for your answer (hobbs approvals); %s", e.Hold, always)
+	}
 	var env, bound []string
 	for _, v := range p.Env {
 		env = append(env, v.Name+" (vault:"+v.Vault+")")

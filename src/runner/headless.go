@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
@@ -49,6 +50,8 @@ type Headless struct {
 	// answers a webhook with it while the run waits in its queue);
 	// otherwise Run starts one.
 	Task string
+	// Audit records what the run's end changes (a host answered Always).
+	Audit *audit.Logger
 }
 
 // Finished is how a headless run ended, as its task records it.
@@ -89,6 +92,7 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 	}
 	start := time.Now()
 	code, runErr := launcher.Execute(ctx, h.Plan, rt)
+	h.applyAlways()
 
 	o := RunOutcome(code, runErr, []byte(out.String()))
 	denied := deniedSince(in, start)

@@ -93,7 +93,7 @@ func (r Runner) Run(ctx context.Context, kind plan.Kind, grant playbook.Allowanc
 		return Finished{}, err
 	}
 	h := Headless{Plan: p, Grant: grant, Runtime: r.Runtime(SessionOptions{}), Tasks: task.Open(r.Instance, r.Audit), Remember: r.Remember,
-		Status: r.status, Words: r.Words, Task: taskID}
+		Status: r.status, Words: r.Words, Task: taskID, Audit: r.Audit}
 	return h.RunTask(ctx)
 }
 

@@ -138,6 +138,8 @@ func (s *Service) Act(ctx context.Context, a channel.Action) (string, error) {
 			return fmt.Sprintf("%s already allows %s", a.Playbook, res.Host), nil
 		}
 		return fmt.Sprintf("%s may now reach %s", a.Playbook, res.Host), nil
+	case channel.ActAnswer:
+		return s.answerQuestion(a)
 	case channel.ActDenyHost:
 		s.audit(audit.Entry{Event: "playbook.allow", Subject: a.Playbook, Outcome: "denied", Detail: map[string]any{"host": a.Host, "by": "channel"}})
 		return fmt.Sprintf("%s stays refused for %s", a.Host, a.Playbook), nil

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/approval"
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/channel"
 	"github.com/hobbs-agent/hobbs/src/config"
@@ -79,6 +80,9 @@ type Options struct {
 	Tasks    task.Log
 	// Playbooks is where Act allows a host for a playbook's runs.
 	Playbooks *playbook.Store
+	// Approvals answers held requests' questions from the channels
+	// (approvals.go); nil: they are asked on the host only.
+	Approvals *approval.Owner
 	// Secret reads a vault entry: each trigger's shared secret, read once
 	// when the service starts.
 	Secret   func(entry string) ([]byte, error)
@@ -298,6 +302,8 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 			}
 		}
 	}()
+	chWG.Add(1)
+	go func() { defer chWG.Done(); s.watchApprovals(chCtx) }()
 	dctx, stopDispatch := context.WithCancel(context.Background())
 	dispatched := make(chan struct{})
 	go func() { defer close(dispatched); s.dispatch(dctx) }()

@@ -7,6 +7,8 @@
 # CPU time per tunnel (relay and proxy together), bulk MB/s, and the RSS
 # growth for 500 idle tunnels.
 #
+# HOLD=DURATION runs the hobbs under test with held requests on (--hold,
+# an approvals directory): allowed requests must cost the same.
 # BASELINE=FILE adds another hobbs binary on the same path to every round;
 # BASELINE_REF=REF builds one from a git ref (e.g. BASELINE_REF=main), for an
 # A/B comparison. ROUNDS interleaved rounds (default 5); prints medians and
@@ -53,9 +55,12 @@ echo "bench-token-0123456789" > "$tmp/token"
 # session BIN NAME RELAYPORT: the proxy on a unix socket and the relay in
 # front of it, as in a session; sets <NAME>_PIDS to "proxy,relay".
 session() {
-  local bin=$1 name=$2 rport=$3
+  local bin=$1 name=$2 rport=$3 hold=()
+  if [ "$name" = hobbs ] && [ -n "${HOLD:-}" ]; then
+    hold=(--hold "$HOLD" --approvals "$tmp/approvals" --session bench)
+  fi
   "$bin" proxy --listen "unix:$tmp/$name.sock" --policy "$tmp/default.yaml" --policy "$tmp/policy.yaml" \
-    --audit "$tmp/$name-audit.log" --auth-token-file "$tmp/token" 2>"$tmp/$name.err" &
+    --audit "$tmp/$name-audit.log" --auth-token-file "$tmp/token" "${hold[@]}" 2>"$tmp/$name.err" &
   local ppid=$!
   pids+=($ppid)
   "$bin" proxy relay --listen 127.0.0.1:$rport --to "unix:$tmp/$name.sock" 2>"$tmp/$name-relay.err" &
@@ -149,6 +154,8 @@ def ratio(a, b, k, goal):
     print(f"{a} / {b} {k:14} = {st.median(pr):.2f}  (goal {goal}; per round: {' '.join(f'{x:.2f}' for x in pr)})")
 ratio("hobbs", "tinyproxy", "tunnels_per_s", ">= 0.5")
 ratio("hobbs", "tinyproxy", "bulk_MBps", ">= 1.0")
+ratio("baseline", "tinyproxy", "tunnels_per_s", "the baseline's")
+ratio("baseline", "tinyproxy", "bulk_MBps", "the baseline's")
 ratio("hobbs", "baseline", "tunnels_per_s", ">= 0.9")
 ratio("hobbs", "baseline", "bulk_MBps", ">= 0.9")
 ratio("hobbs", "tinyproxy", "cpu_us_per_tunnel", "lower is better")

@@ -180,6 +180,8 @@ type entry struct {
 	Text string `json:"text"`
 	// Buttons become the inline keyboard of the message's last part.
 	Buttons []channel.Action `json:"buttons,omitempty"`
+	// Expires, when set, ends the buttons' life before ButtonTTL does.
+	Expires time.Time `json:"expires,omitzero"`
 	// Edit, when set, makes this entry an edit of message Edit in Chat.
 	Edit int `json:"edit,omitempty"`
 	// To is the chats it goes to, fixed at the first attempt.

@@ -181,7 +181,7 @@ func (c *Channel) Deliver(n channel.Notice) error {
 	if n.ID == "" {
 		return errors.New("telegram: a notice needs an id")
 	}
-	return c.enqueue(&entry{ID: n.ID, Text: n.Text, Buttons: n.Buttons})
+	return c.enqueue(&entry{ID: n.ID, Text: n.Text, Buttons: n.Buttons, Expires: n.Expires})
 }
 
 // MaxTotalText bounds the text of one notice or reply: 64 messages. A
@@ -621,6 +621,7 @@ func (c *Channel) callback(ctx context.Context, h channel.Host, upd int64, q *mo
 		c.answer(ctx, q.ID, verdict)
 		return nil
 	}
+	b.Action.By = "telegram:" + strconv.FormatInt(chat, 10)
 	result, actErr := h.Act(ctx, b.Action)
 	if actErr != nil {
 		result = "failed: " + audit.Redact(actErr.Error())
@@ -876,13 +877,17 @@ func (c *Channel) bind(e *entry) error {
 	now := c.o.Now()
 	parts := split(e.Text, MaxText)
 	text := parts[len(parts)-1]
+	expires := now.Add(ButtonTTL)
+	if !e.Expires.IsZero() && e.Expires.Before(expires) {
+		expires = e.Expires
+	}
 	return c.st.update(func(s *state) error {
 		if s.Buttons == nil {
 			s.Buttons = map[string]button{}
 		}
 		for _, chat := range e.To {
 			for i, a := range e.Buttons {
-				s.Buttons[e.Tokens[strconv.FormatInt(chat, 10)][i]] = button{Notice: e.ID, Action: a, Chat: chat, Text: text, Expires: now.Add(ButtonTTL)}
+				s.Buttons[e.Tokens[strconv.FormatInt(chat, 10)][i]] = button{Notice: e.ID, Action: a, Chat: chat, Text: text, Expires: expires}
 			}
 		}
 		s.prune(now)

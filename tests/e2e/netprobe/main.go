@@ -47,6 +47,10 @@ func main() {
 		fetch(os.Args[2:])
 		return
 	}
+	if len(os.Args) == 4 && os.Args[1] == "held" {
+		heldGet(os.Args[2], os.Args[3])
+		return
+	}
 	if len(os.Args) >= 4 && os.Args[1] == "req" {
 		request(os.Args[2], os.Args[3], os.Args[4:])
 		return
@@ -207,6 +211,23 @@ func report(resp *http.Response, err error) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	fmt.Printf("status=%d body=%s\n", resp.StatusCode, oneLine(string(b)))
+}
+
+// heldGet GETs u through the environment's proxy with time for the owner
+// to answer a held request, and prints the answer prefixed by tag with the
+// milliseconds it took.
+func heldGet(tag, u string) {
+	start := time.Now()
+	c := &http.Client{Timeout: 120 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+	resp, err := c.Get(u)
+	ms := time.Since(start).Milliseconds()
+	if err != nil {
+		fmt.Printf("%s ms=%d error=%s\n", tag, ms, oneLine(err.Error()))
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	fmt.Printf("%s ms=%d status=%d body=%s\n", tag, ms, resp.StatusCode, oneLine(string(b)))
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
