@@ -308,15 +308,17 @@ func (w *Watcher) catchUp(ctx context.Context, c *imapclient.Client, st State) (
 			if err != nil {
 				return st, err
 			}
+			// Saved before anything else can fail: a handled message is
+			// never handed over again.
+			st.LastUID = uint32(m.UID)
+			if err := w.Save(st); err != nil {
+				return st, err
+			}
 			if seen {
 				flags := &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}
 				if err := c.Store(imap.UIDSetNum(m.UID), flags, nil).Close(); err != nil {
 					return st, fmt.Errorf("mark %d seen: %w", m.UID, err)
 				}
-			}
-			st.LastUID = uint32(m.UID)
-			if err := w.Save(st); err != nil {
-				return st, err
 			}
 		}
 	}

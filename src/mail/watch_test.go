@@ -2,6 +2,7 @@ package mail_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -107,5 +108,150 @@ func TestWatcherIdle(t *testing.T) {
 	}
 	if x.state.LastUID != x.got[2].UID {
 		t.Errorf("state %+v, last %d", x.state, x.got[2].UID)
+	}
+}
+
+// TestWatcherPoll: without IDLE the watcher polls, and hands over what
+// arrived once each.
+func TestWatcherPoll(t *testing.T) {
+	d := mailtest.Start(t)
+	x := watch(t, d, d.Password, func(w *mail.Watcher) { w.NoIdle, w.Poll = true, 100*time.Millisecond })
+	x.waitStatus(t, mail.StatusUp, 1)
+	d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", "polled", "hello"))
+	x.wait(t, 1)
+	x.stop()
+	<-x.done
+	if len(x.got) != 1 {
+		t.Errorf("%d handed over", len(x.got))
+	}
+}
+
+// TestWatcherDropMidIdle: the server drops the connection while the
+// watcher idles, and mail arrives while it is away: it reconnects with
+// backoff and hands over every message once, none missed, none twice.
+func TestWatcherDropMidIdle(t *testing.T) {
+	d := mailtest.Start(t)
+	x := watch(t, d, d.Password, nil)
+	x.waitStatus(t, mail.StatusUp, 1)
+	d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", "a", "1"))
+	x.wait(t, 1)
+	for round := 0; round < 3; round++ {
+		d.Kick(t)
+		d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", fmt.Sprintf("during %d", round), "2"))
+		x.wait(t, 1)
+		x.waitStatus(t, mail.StatusUp, round+2)
+	}
+	d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", "after", "3"))
+	x.wait(t, 1)
+	x.stop()
+	<-x.done
+	seen := map[uint32]bool{}
+	for _, f := range x.got {
+		if seen[f.UID] {
+			t.Errorf("UID %d handed over twice", f.UID)
+		}
+		seen[f.UID] = true
+	}
+	if len(x.got) != 5 {
+		t.Errorf("%d handed over, want 5", len(x.got))
+	}
+	downs := 0
+	for _, s := range x.statuses {
+		if s.Kind == mail.StatusDown {
+			downs++
+		}
+	}
+	if downs != 3 {
+		t.Errorf("%d down reports for 3 drops: %+v", downs, x.statuses)
+	}
+}
+
+// TestWatcherWrongPassword: a refused login is one clear error, then no
+// retry until AuthBackoff: no storm of logins.
+func TestWatcherWrongPassword(t *testing.T) {
+	d := mailtest.Start(t)
+	x := watch(t, d, "wrong", func(w *mail.Watcher) { w.AuthBackoff = time.Hour })
+	x.waitStatus(t, mail.StatusDown, 1)
+	// An observation window, not a wait for an event: with MinBackoff at
+	// 50ms, a watcher that retried a refused login would log in again
+	// several times within it (Dovecot delays each refusal 2s).
+	window := time.NewTimer(5 * time.Second)
+	<-window.C
+	x.stop()
+	<-x.done
+	if len(x.statuses) != 1 || !x.statuses[0].Auth || !errors.Is(x.statuses[0].Err, mail.ErrAuth) {
+		t.Fatalf("statuses %+v", x.statuses)
+	}
+	logins := strings.Count(d.Log(t), "auth failed") + strings.Count(d.Log(t), "Aborted login")
+	if logins != 1 {
+		t.Errorf("%d failed logins in Dovecot's log, want 1:\n%s", logins, d.Log(t))
+	}
+}
+
+// TestWatcherUIDValidity: the folder's UIDVALIDITY differs from the one
+// kept (the mailbox was recreated on the server): it is reported, the
+// messages there are not handed over again wholesale, and new mail is.
+func TestWatcherUIDValidity(t *testing.T) {
+	d := mailtest.Start(t)
+	x := watch(t, d, d.Password, nil)
+	x.waitStatus(t, mail.StatusUp, 1)
+	d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", "a", "1"))
+	x.wait(t, 1)
+	x.stop()
+	<-x.done
+	old := x.state
+	y := watch(t, d, d.Password, func(w *mail.Watcher) {
+		w.Load = func() (mail.State, error) {
+			y0 := mail.State{UIDValidity: old.UIDValidity - 1, LastUID: 0}
+			return y0, nil
+		}
+	})
+	y.waitStatus(t, mail.StatusUp, 1)
+	d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", "b", "2"))
+	y.wait(t, 1)
+	y.stop()
+	<-y.done
+	if len(y.got) != 1 || !strings.Contains(string(y.got[0].Raw), "Subject: b") {
+		t.Errorf("after the change: %d handed over", len(y.got))
+	}
+	if s := y.statuses[0]; s.Kind != mail.StatusUIDValidity || s.Old != old.UIDValidity-1 || s.New != old.UIDValidity {
+		t.Errorf("statuses %+v", y.statuses)
+	}
+}
+
+// TestWatcherFlood: 1,000 messages at once are each handed over once, in
+// UID order.
+func TestWatcherFlood(t *testing.T) {
+	d := mailtest.Start(t)
+	x := watch(t, d, d.Password, nil)
+	x.waitStatus(t, mail.StatusUp, 1)
+	for i := 0; i < 1000; i++ {
+		d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", fmt.Sprintf("n%d", i), "x"))
+	}
+	x.wait(t, 1000)
+	x.stop()
+	<-x.done
+	for i := 1; i < len(x.got); i++ {
+		if x.got[i].UID <= x.got[i-1].UID {
+			t.Fatalf("UIDs out of order or twice at %d: %d after %d", i, x.got[i].UID, x.got[i-1].UID)
+		}
+	}
+	if len(x.got) != 1000 {
+		t.Errorf("%d handed over", len(x.got))
+	}
+}
+
+// TestWatcherTooLarge: a message over MaxMessage is reported by size and
+// never fetched.
+func TestWatcherTooLarge(t *testing.T) {
+	d := mailtest.Start(t)
+	x := watch(t, d, d.Password, func(w *mail.Watcher) { w.MaxMessage = 1 << 20 })
+	x.waitStatus(t, mail.StatusUp, 1)
+	d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", "big", strings.Repeat("0123456789abcdef\n", 3<<20/17)))
+	x.wait(t, 1)
+	x.stop()
+	<-x.done
+	if len(x.got) != 1 || x.got[0].Raw != nil || x.got[0].Size < 3<<20-100 {
+		t.Errorf("the big one: %+v", x.got)
 	}
 }

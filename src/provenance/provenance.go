@@ -82,6 +82,9 @@ const (
 	// owner's input, not tainted by itself (what the turn reads is, as
 	// for any session).
 	OriginChat = "chat"
+	// OriginMail is a mail message a mail trigger took (its sender
+	// checked, its content not): untrusted input, as a webhook's.
+	OriginMail = "mail"
 )
 
 func (o Origin) String() string {
@@ -667,7 +670,7 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 			}
 		}
 		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now(), AuditFrom: auditFrom}
-		if origin.Kind == OriginTrigger {
+		if origin.Kind == OriginTrigger || origin.Kind == OriginMail {
 			ses.Tainted = true
 			ses.Why = []string{"started by " + origin.String()}
 		}

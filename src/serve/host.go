@@ -70,6 +70,7 @@ func (s *Service) queueStatus() (string, error) {
 	for _, l := range queued {
 		b.WriteString("\nqueued: " + l)
 	}
+	b.WriteString(s.mailStatus())
 	return b.String(), nil
 }
 

@@ -31,6 +31,7 @@ type Dovecot struct {
 	Password string
 	Dir      string
 	conf     string
+	bin      string
 	maildir  string
 	uid, gid int
 	seq      atomic.Int64
@@ -58,7 +59,7 @@ func Start(t testing.TB) *Dovecot {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d := &Dovecot{User: "hobbs", Password: "test-password-" + strconv.Itoa(os.Getpid()), Dir: dir,
+	d := &Dovecot{User: "hobbs@test.example", Password: "test-password-" + strconv.Itoa(os.Getpid()), Dir: dir,
 		uid: os.Getuid(), gid: os.Getgid()}
 	login, internal := "", ""
 	if d.uid == 0 {
@@ -69,6 +70,7 @@ func Start(t testing.TB) *Dovecot {
 		u, _ := user.Current()
 		login, internal = u.Username, u.Username
 	}
+	d.bin = bin
 	d.maildir = filepath.Join(dir, "mail", d.User)
 	for _, sub := range []string{"new", "cur", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(d.maildir, sub), 0o700); err != nil {
@@ -280,5 +282,56 @@ func DNS(keys ...Key) func(string) ([]string, error) {
 			}
 		}
 		return nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+	}
+}
+
+// Log is Dovecot's log so far.
+func (d *Dovecot) Log(t testing.TB) string {
+	b, err := os.ReadFile(filepath.Join(d.Dir, "dovecot.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Stop stops Dovecot, as a server going away does; Restart starts it again
+// on the same port.
+func (d *Dovecot) Stop(t testing.TB) {
+	t.Helper()
+	if out, err := exec.Command(d.bin, "-c", d.conf, "stop").CombinedOutput(); err != nil {
+		t.Fatalf("dovecot stop: %v %s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", d.Addr, time.Second)
+		if err != nil {
+			return
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("dovecot still listens on %s", d.Addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Restart starts a stopped Dovecot again.
+func (d *Dovecot) Restart(t testing.TB) {
+	t.Helper()
+	start := exec.Command(d.bin, "-c", d.conf)
+	if err := start.Run(); err != nil {
+		t.Fatalf("dovecot restart: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", d.Addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dovecot does not listen again on %s: %v", d.Addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
