@@ -222,6 +222,9 @@ func TestWatcherUIDValidity(t *testing.T) {
 // TestWatcherFlood: 1,000 messages at once are each handed over once, in
 // UID order.
 func TestWatcherFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 deliveries: the full suite (make test's second pass) runs it")
+	}
 	d := mailtest.Start(t)
 	x := watch(t, d, d.Password, nil)
 	x.waitStatus(t, mail.StatusUp, 1)

@@ -73,6 +73,9 @@ func (f *fixture) waitWatching() {
 // forged ones among them run nothing, stay unread, and are counted in
 // /status.
 func TestMailFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of runs: the full suite (make test's second pass) runs it")
+	}
 	f, d, key, s := mailFixture(t, 3)
 	stop := run(t, s)
 	defer stop()
