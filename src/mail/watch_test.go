@@ -244,17 +244,17 @@ func TestWatcherFlood(t *testing.T) {
 	}
 }
 
-// TestWatcherTooLarge: a message over MaxMessage is reported by size and
-// never fetched.
+// TestWatcherTooLarge: a 50 MiB message, over the 10 MiB default cap, is
+// reported by its size and never fetched.
 func TestWatcherTooLarge(t *testing.T) {
 	d := mailtest.Start(t)
-	x := watch(t, d, d.Password, func(w *mail.Watcher) { w.MaxMessage = 1 << 20 })
+	x := watch(t, d, d.Password, func(w *mail.Watcher) { w.MaxMessage = mail.DefaultLimits.Message })
 	x.waitStatus(t, mail.StatusUp, 1)
-	d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", "big", strings.Repeat("0123456789abcdef\n", 3<<20/17)))
+	d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", "big", strings.Repeat("0123456789abcdef\n", 50<<20/17)))
 	x.wait(t, 1)
 	x.stop()
 	<-x.done
-	if len(x.got) != 1 || x.got[0].Raw != nil || x.got[0].Size < 3<<20-100 {
+	if len(x.got) != 1 || x.got[0].Raw != nil || x.got[0].Size < 50<<20-100 {
 		t.Errorf("the big one: %+v", x.got)
 	}
 }

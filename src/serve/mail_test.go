@@ -150,3 +150,52 @@ func TestMailStuckMailbox(t *testing.T) {
 	}
 	f.auditHas(`"outcome":"down"`, `"outcome":"up"`)
 }
+
+// TestMailDebounceByThread: a message and a reply to it (its thread)
+// within the debounce window make one run, with the latest message;
+// another thread makes its own.
+func TestMailDebounceByThread(t *testing.T) {
+	f, d, key, _ := mailFixture(t, 2)
+	tr := f.cfg.Triggers["inbox"]
+	tr.Debounce = "1m"
+	f.cfg.Triggers["inbox"] = tr
+	s, err := New(Options{Instance: f.in, Config: f.cfg, Audit: audit.New(f.in.FS(), f.in.AuditLog()),
+		Tasks: task.Open(f.in, nil), Runner: f.runner, Channels: []channel.Channel{f.ch}, Now: f.now,
+		Secret: func(string) ([]byte, error) { return []byte(d.Password), nil },
+		Mail:   MailOptions{LookupTXT: mailtest.DNS(key)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, s)
+	defer stop()
+	f.waitWatching()
+	first := mailtest.Message("alice@example.org", "h@test", "Invoice", "first")
+	id := strings.TrimSpace(strings.SplitN(strings.SplitN(string(first), "Message-ID:", 2)[1], "\r\n", 2)[0])
+	d.Deliver(t, key.Sign(first))
+	d.Deliver(t, key.Sign(mailtest.Message("alice@example.org", "h@test", "Re: Invoice", "second", "In-Reply-To: "+id, "References: "+id)))
+	d.Deliver(t, key.Sign(mailtest.Message("alice@example.org", "h@test", "Other", "third")))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, _ := f.in.FS().ReadFile(f.in.AuditLog(), 1<<20)
+		if strings.Count(string(b), `"outcome":"queued"`) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("3 messages not queued:\n%s", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.advance(2 * time.Minute)
+	s.kick()
+	f.waitNotice("task:")
+	f.waitNotice("task:")
+	f.runner.mu.Lock()
+	defer f.runner.mu.Unlock()
+	titles := map[string]int{}
+	for i, j := range f.runner.jobs {
+		titles[f.runner.events[i].Title] = len(j.Deliveries)
+	}
+	if len(f.runner.jobs) != 2 || titles["Re: Invoice"] != 2 || titles["Other"] != 1 {
+		t.Errorf("runs: %v", titles)
+	}
+}
