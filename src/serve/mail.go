@@ -120,6 +120,7 @@ func (s *Service) setUpMail(o MailOptions) error {
 
 // runMail watches every mailbox until ctx ends.
 func (s *Service) runMail(ctx context.Context, wg *sync.WaitGroup) {
+	s.sweepMailRuns()
 	for _, b := range s.mail.boxes {
 		w := s.watcher(b)
 		wg.Add(1)

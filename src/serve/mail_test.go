@@ -199,3 +199,56 @@ func TestMailDebounceByThread(t *testing.T) {
 		t.Errorf("runs: %v", titles)
 	}
 }
+
+// TestMailRefused: a message over max_message, one whose header does not
+// parse, and a forged one run nothing, stay unread, are audited with the
+// sender and reason but not the body, and are counted in /status; the
+// files of a mail run no longer queued are swept at the start.
+func TestMailRefused(t *testing.T) {
+	f, d, _, _ := mailFixture(t, 2)
+	tr := f.cfg.Triggers["inbox"]
+	tr.MaxMessage = 64 << 10
+	f.cfg.Triggers["inbox"] = tr
+	stale := store{in: f.in}.mailRunDir("task_20260101_001")
+	if err := f.in.FS().MkdirAll(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Instance: f.in, Config: f.cfg, Audit: audit.New(f.in.FS(), f.in.AuditLog()),
+		Tasks: task.Open(f.in, nil), Runner: f.runner, Channels: []channel.Channel{f.ch}, Now: time.Now,
+		Secret: func(string) ([]byte, error) { return []byte(d.Password), nil },
+		Mail:   MailOptions{LookupTXT: mailtest.DNS()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, s)
+	defer stop()
+	f.waitWatching()
+	if f.in.FS().Exists(stale) {
+		t.Errorf("a stale mail run's files were not swept")
+	}
+	d.Deliver(t, mailtest.Message("alice@example.org", "h@test", "big", strings.Repeat("SECRET-BODY ", 10000)))
+	d.Deliver(t, []byte("From: alice@example.org\r\nFrom: bob@example.org\r\n\r\nSECRET-BODY"))
+	d.Deliver(t, mailtest.Message("alice@example.org", "h@test", "forged", "SECRET-BODY"))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, _ := s.Status(t.Context())
+		if strings.Contains(st, "3 messages refused") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status: %s", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.auditHas(`"reason":"over 65536 bytes (max_message)"`, `"reason":"does not parse: 2 From headers"`, `"reason":"no DKIM signature"`, `"sender":"alice@example.org"`)
+	b, _ := f.in.FS().ReadFile(f.in.AuditLog(), 1<<20)
+	if strings.Contains(string(b), "SECRET-BODY") {
+		t.Errorf("a refused body reached the audit log")
+	}
+	if u := d.Unseen(t); u != 3 {
+		t.Errorf("%d unread, want 3", u)
+	}
+	if f.runner.count() != 0 {
+		t.Errorf("%d runs", f.runner.count())
+	}
+}

@@ -77,6 +77,32 @@ func (s store) mailReply(task string) (replyTo, error) {
 	return r, json.Unmarshal(b, &r)
 }
 
+// sweepMailRuns removes the files of mail runs no longer queued or
+// running (dropped by /stop, or interrupted by a stop of the service).
+func (s *Service) sweepMailRuns() {
+	es, err := s.st.fs().ReadDir(filepath.Join(s.in().Serve(), "mail-runs"))
+	if err != nil {
+		return
+	}
+	jobs, err := s.st.jobs()
+	if err != nil {
+		return
+	}
+	live := map[string]bool{}
+	for _, j := range jobs {
+		if j.State != Done {
+			live[j.Task] = true
+		}
+	}
+	for _, e := range es {
+		if !live[e.Name()] {
+			_ = s.st.fs().RemoveAll(s.st.mailRunDir(e.Name()))
+		}
+	}
+}
+
+func (s *Service) in() instance.Instance { return s.st.in }
+
 // mailRunEnded sends a mail run's reply when its trigger says reply: true
 // and the run ended ok with a report, then drops the run's files.
 func (s *Service) mailRunEnded(j Job, res Result) {
