@@ -102,14 +102,14 @@ func (s *Service) setUpMail(o MailOptions) error {
 		pw, err := s.opt.Secret(t.Password)
 		if err != nil {
 			return errs.Failf("trigger %s: its password (vault entry %s): %v", name, t.Password, err).
-				Advise(NoTriggerSecret, "entry", t.Password)
+				Advise(NoMailPassword, "entry", t.Password)
 		}
 		b := &mailBox{name: name, t: t, password: string(pw), smtpPass: string(pw)}
 		if t.Reply && t.SMTPPassword != "" {
 			sp, err := s.opt.Secret(t.SMTPPassword)
 			if err != nil {
 				return errs.Failf("trigger %s: its SMTP password (vault entry %s): %v", name, t.SMTPPassword, err).
-					Advise(NoTriggerSecret, "entry", t.SMTPPassword)
+					Advise(NoMailPassword, "entry", t.SMTPPassword)
 			}
 			b.smtpPass = string(sp)
 		}
