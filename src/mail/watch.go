@@ -143,6 +143,9 @@ func (w *Watcher) dial(opt *imapclient.Options) (*imapclient.Client, error) {
 	opt.Dialer = &net.Dialer{Timeout: 30 * time.Second}
 	switch w.TLS {
 	case "none":
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return nil, errors.New("refusing to send a password in the clear to a host that is not loopback")
+		}
 		return imapclient.DialInsecure(w.Addr, opt)
 	case "starttls":
 		return imapclient.DialStartTLS(w.Addr, opt)

@@ -2,6 +2,7 @@ package mail_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -256,5 +257,32 @@ func TestWatcherTooLarge(t *testing.T) {
 	<-x.done
 	if len(x.got) != 1 || x.got[0].Raw != nil || x.got[0].Size < 50<<20-100 {
 		t.Errorf("the big one: %+v", x.got)
+	}
+}
+
+// TestWatcherTLS: against Dovecot with TLS required, the watcher logs in
+// over STARTTLS and over implicit TLS, verifying the server's certificate;
+// one it does not trust is refused before the password is sent.
+func TestWatcherTLS(t *testing.T) {
+	d := mailtest.StartTLS(t)
+	for _, c := range []struct{ mode, addr string }{{"starttls", d.Addr}, {"implicit", d.TLSAddr}} {
+		x := watch(t, d, d.Password, func(w *mail.Watcher) {
+			w.TLS, w.Addr, w.TLSConfig = c.mode, c.addr, &tls.Config{RootCAs: d.Roots, ServerName: "127.0.0.1"}
+		})
+		x.waitStatus(t, mail.StatusUp, 1)
+		d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", c.mode, "x"))
+		x.wait(t, 1)
+		x.stop()
+		<-x.done
+	}
+	x := watch(t, d, d.Password, func(w *mail.Watcher) { w.TLS, w.Addr = "implicit", d.TLSAddr })
+	x.waitStatus(t, mail.StatusDown, 1)
+	x.stop()
+	<-x.done
+	if err := x.statuses[0].Err; err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("an untrusted certificate: %v", err)
+	}
+	if n := strings.Count(d.Log(t), "Login: user=<"+d.User+">"); n != 2 {
+		t.Errorf("%d logins, want the two trusted ones:\n%s", n, d.Log(t))
 	}
 }

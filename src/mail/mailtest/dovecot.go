@@ -8,6 +8,7 @@ package mailtest
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -26,7 +27,9 @@ import (
 
 // Dovecot is one running Dovecot.
 type Dovecot struct {
-	Addr     string // 127.0.0.1:PORT, plain IMAP (tls: none)
+	Addr     string // 127.0.0.1:PORT, plain IMAP (tls: none), or STARTTLS (StartTLS)
+	TLSAddr  string // StartTLS: 127.0.0.1:PORT, implicit TLS
+	Roots    *x509.CertPool
 	User     string
 	Password string
 	Dir      string
@@ -39,7 +42,14 @@ type Dovecot struct {
 
 // Start starts Dovecot for t, stopped at its end. Without Dovecot it
 // skips (fails in CI) naming the Debian package.
-func Start(t testing.TB) *Dovecot {
+func Start(t testing.TB) *Dovecot { return start(t, false) }
+
+// StartTLS starts Dovecot with TLS: STARTTLS on Addr (plain login
+// refused before it), implicit TLS on TLSAddr, with a certificate for
+// 127.0.0.1 that Roots holds.
+func StartTLS(t testing.TB) *Dovecot { return start(t, true) }
+
+func start(t testing.TB, withTLS bool) *Dovecot {
 	t.Helper()
 	bin, err := exec.LookPath("dovecot")
 	if err != nil {
@@ -79,6 +89,22 @@ func Start(t testing.TB) *Dovecot {
 	}
 	port := freePort(t)
 	d.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	tlsConf := "ssl = no\ndisable_plaintext_auth = no\n"
+	imaps := "port = 0"
+	if withTLS {
+		certPEM, keyPEM, roots := selfSigned(t)
+		d.Roots = roots
+		if err := os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "key.pem"), keyPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tport := freePort(t)
+		d.TLSAddr = fmt.Sprintf("127.0.0.1:%d", tport)
+		tlsConf = fmt.Sprintf("ssl = required\nssl_cert = <%[1]s/cert.pem\nssl_key = <%[1]s/key.pem\ndisable_plaintext_auth = yes\n", dir)
+		imaps = fmt.Sprintf("address = 127.0.0.1\n    port = %d", tport)
+	}
 	write := func(name, data string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
@@ -92,9 +118,7 @@ log_path = %[1]s/dovecot.log
 info_log_path = %[1]s/dovecot.log
 protocols = imap
 listen = 127.0.0.1
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain login
+%[5]sauth_mechanisms = plain login
 default_login_user = %[3]s
 default_internal_user = %[4]s
 first_valid_uid = 1
@@ -114,7 +138,7 @@ service imap-login {
     port = %[2]d
   }
   inet_listener imaps {
-    port = 0
+    %[6]s
   }
 }
 service anvil {
@@ -128,7 +152,7 @@ service stats {
     mode = 0666
   }
 }
-`, dir, port, login, internal))
+`, dir, port, login, internal, tlsConf, imaps))
 	if os.Getuid() == 0 {
 		for _, p := range []string{filepath.Join(dir, "mail"), d.maildir, filepath.Join(d.maildir, "new"), filepath.Join(d.maildir, "cur"), filepath.Join(d.maildir, "tmp")} {
 			if err := os.Chown(p, d.uid, d.gid); err != nil {
