@@ -14,4 +14,5 @@ var serveHints = map[errs.Kind]words{
 	serve.NoTelegram:      say("docs/serve.md, \"Telegram\": make a bot with BotFather, hobbs vault set telegram-bot, then name the entry in config.yaml"),
 	serve.OnlyTelegram:    say("hobbs serve pairs telegram"),
 	serve.NoTriggerSecret: say("put the webhook's shared secret in the vault: hobbs vault set {entry}"),
+	serve.NoMailPassword:  say("put the mailbox's password in the vault (an app password where the provider has two-step sign-in): hobbs vault set {entry}"),
 }

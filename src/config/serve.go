@@ -67,6 +67,8 @@ type Trigger struct {
 	// OwnerLogin is the owner's own account at the source: never limited
 	// per sender, and given a lane of the queue strangers cannot fill.
 	OwnerLogin string `yaml:"owner_login,omitempty" json:"owner_login,omitempty"`
+	// The keys of source: imap (mail.go); a webhook trigger has none.
+	IMAP `yaml:",inline"`
 }
 
 // QueueBound is t.MaxQueue, or its default.
@@ -90,6 +92,7 @@ const (
 	TriggerGitHub  = "github"  // X-Hub-Signature-256: sha256=HMAC-SHA256 of the body; X-GitHub-Event, X-GitHub-Delivery
 	TriggerGitLab  = "gitlab"  // X-Gitlab-Token: the secret itself; X-Gitlab-Event, X-Gitlab-Event-UUID
 	TriggerGeneric = "generic" // X-Hub-Signature-256 as GitHub's; X-Hub-Event, X-Hub-Delivery
+	TriggerIMAP    = "imap"    // a mailbox hobbs serve watches (mail.go), no webhook
 )
 
 // DebounceDuration is t.Debounce as a duration (0: none); Validate refuses
@@ -170,6 +173,13 @@ func (c *Config) validateServe(bad func(keys []string, format string, args ...an
 	for _, name := range c.TriggerNames() {
 		t := c.Triggers[name]
 		at := func(k string) []string { return []string{"triggers", name, k} }
+		if t.Source == TriggerIMAP && triggerNameRe.MatchString(name) {
+			validateIMAP(t, at, bad)
+			continue
+		}
+		if t.IMAP.set() {
+			bad([]string{"triggers", name}, "host, user, from and the other mail keys belong to a trigger with source: imap")
+		}
 		switch {
 		case !triggerNameRe.MatchString(name):
 			bad([]string{"triggers", name}, "a trigger's name is lower-case letters, digits and dashes (it is the URL's last part: /hooks/NAME)")

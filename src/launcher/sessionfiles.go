@@ -80,6 +80,9 @@ func (s *Session) writeSessionFiles() error {
 	if s.plan.Event != nil {
 		files["event.json"] = s.plan.Event
 	}
+	for name, data := range s.plan.Attachments {
+		files["attachment-"+name] = data // names checked by the plan (plan.attachments)
+	}
 	if s.plan.Seed != nil {
 		files["claude-credentials"] = nil // filled in by seedClaude, before the agent starts
 	}

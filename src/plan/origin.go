@@ -16,6 +16,9 @@ func (p *Plan) Origin() provenance.Origin {
 	case KindChat:
 		return provenance.Origin{Kind: provenance.OriginChat, Name: p.Conversation, Untrusted: p.Untrusted}
 	case KindTrigger:
+		if p.Mail {
+			return provenance.Origin{Kind: provenance.OriginMail, Name: p.Trigger}
+		}
 		return provenance.Origin{Kind: provenance.OriginTrigger, Name: p.Trigger}
 	}
 	return provenance.Origin{Kind: provenance.OriginTerminal}

@@ -61,6 +61,9 @@ type Trigger struct {
 	Name   string `json:"name"`
 	Source string `json:"source"`
 	Event  []byte `json:"-"`
+	// Attachments are a mail's attached files (source imap), by their
+	// safe names: read-only files under SessionAttachmentDir.
+	Attachments map[string][]byte `json:"-"`
 }
 
 // Host is what New needs to know of the host: found and checked by
@@ -146,6 +149,10 @@ type Plan struct {
 	// (playbook.Allowance.Assets): the content of the session directory
 	// SessionAssetsDir.
 	RunAssets []playbook.AssetFile `json:"-"`
+	// Attachments are a mail run's attached files (Trigger.Attachments).
+	Attachments map[string][]byte `json:"-"`
+	// Mail: the run was started by a mail message (origin mail).
+	Mail bool `json:"mail,omitempty"`
 
 	instance instance.Instance
 }
@@ -358,6 +365,7 @@ func New(cfg *config.Config, spec RunSpec) (*Plan, error) {
 				Advise(TriggerNoRun, "playbook", grant.Playbook)
 		}
 		p.Trigger, p.Event = spec.Trigger.Name, append([]byte{}, spec.Trigger.Event...)
+		p.Mail = spec.Trigger.Source == TriggerSourceIMAP
 	}
 	if err := p.secrets(cfg, grant); err != nil {
 		return nil, err
@@ -519,6 +527,7 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 		c.Env = append(c.Env, EnvEvent+"="+SessionEventFile)
 		c.Mounts = append(c.Mounts, p.sessionFile("event.json", SessionEventFile, RoleAgent,
 			"the event that started the run, normalised JSON: untrusted input from "+t.Source+" (trigger "+t.Name+")"))
+		p.attachments(&c, t)
 	}
 	// The workspace and the instance's shares: never the instance root,
 	// whose entries the agent could rename or plant.

@@ -159,6 +159,13 @@ func TestGoldenPlans(t *testing.T) {
 				Playbook: goldenGrant(t, pol, "supervised", run),
 				Trigger:  &Trigger{Name: "new-issues", Source: "github", Event: []byte(`{"event":"issues"}`)}}
 		}},
+		{"mail-run-block", secretsConfig, func(t *testing.T) RunSpec {
+			pol := goldenPolicy(t, bankPolicy)
+			return RunSpec{Kind: KindTrigger, Name: "work", Image: "hobbs:local-1.0", Policy: pol, Host: goldenHost(),
+				Playbook: goldenGrant(t, pol, "supervised", run),
+				Trigger: &Trigger{Name: "inbox", Source: "imap", Event: []byte(`{"event":"message"}`),
+					Attachments: map[string][]byte{"01-invoice.pdf": []byte("%PDF"), "../escape": []byte("x")}}}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -86,6 +86,9 @@ const (
 	// owner's input, not tainted by itself (what the turn reads is, as
 	// for any session).
 	OriginChat = "chat"
+	// OriginMail is a mail message a mail trigger took (its sender
+	// checked, its content not): untrusted input, as a webhook's.
+	OriginMail = "mail"
 )
 
 func (o Origin) String() string {
@@ -688,7 +691,7 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 		}
 		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now(), AuditFrom: auditFrom}
 		switch {
-		case origin.Kind == OriginTrigger:
+		case origin.Kind == OriginTrigger || origin.Kind == OriginMail:
 			ses.Tainted = true
 			ses.Why = []string{"started by " + origin.String()}
 		case origin.Untrusted != "":

@@ -143,6 +143,7 @@ type Event struct {
 	URL        string          `json:"url,omitempty"`
 	Sender     string          `json:"sender,omitempty"`
 	SenderBot  bool            `json:"sender_bot,omitempty"`
+	Thread     string          `json:"thread,omitempty"` // a mail's thread (mail.Message.Thread)
 	Payload    json.RawMessage `json:"payload"`
 }
 
@@ -155,6 +156,9 @@ func (e Event) Key() string {
 	}
 	if e.Number != 0 {
 		k += "#" + strconv.Itoa(e.Number)
+	}
+	if e.Thread != "" {
+		k += " thread " + e.Thread
 	}
 	return k
 }

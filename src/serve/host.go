@@ -49,7 +49,7 @@ func (s *Service) Status(ctx context.Context) (string, error) {
 
 // queueStatus is the queue at a glance (QueueStatus.Text).
 func (s *Service) queueStatus() (string, error) {
-	return s.status().Text(), nil
+	return s.status().Text() + s.mailStatus(), nil
 }
 
 // Runs answers /runs: the latest triggered runs and their outcomes.

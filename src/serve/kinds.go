@@ -12,4 +12,5 @@ const (
 	NoTelegram      errs.Kind = "serve.no-telegram"
 	OnlyTelegram    errs.Kind = "serve.only-telegram"
 	NoTriggerSecret errs.Kind = "serve.no-trigger-secret"
+	NoMailPassword  errs.Kind = "serve.no-mail-password" // a mail trigger's password or smtp_password: {entry}
 )

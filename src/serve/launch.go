@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/runner"
@@ -42,7 +43,11 @@ func (r LauncherRunner) Run(ctx context.Context, j Job, event []byte) (Result, e
 	}
 	var res Result
 	err = r.Playbooks.RunLocked(j.Playbook, grant.Stage, func() error {
-		f, err := r.Launcher.Run(ctx, plan.KindTrigger, grant, &plan.Trigger{Name: j.Trigger, Source: j.Source, Event: event}, pol, j.Task)
+		trig := &plan.Trigger{Name: j.Trigger, Source: j.Source, Event: event}
+		if j.Source == config.TriggerIMAP {
+			trig.Attachments = store{in: r.Launcher.Instance}.mailFiles(j.ID)
+		}
+		f, err := r.Launcher.Run(ctx, plan.KindTrigger, grant, trig, pol, j.Task)
 		o := f.Outcome
 		res = Result{Finished: f.Recorded, Outcome: o.Status, Why: o.Why, Report: o.Report, Review: f.Review, Denied: f.Denied}
 		if c := o.Result; c != nil {

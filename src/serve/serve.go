@@ -101,6 +101,8 @@ type Options struct {
 	// ShedNoticeDelay is how long after a trigger's first shed delivery
 	// its owner is told (0: DefaultShedNoticeDelay).
 	ShedNoticeDelay time.Duration
+	// Mail is what tests change of the mail triggers (mail.go).
+	Mail MailOptions
 }
 
 // DefaultDrainTimeout bounds a drain's wait for running runs.
@@ -123,6 +125,7 @@ type Service struct {
 	kickc    chan struct{}
 	runCtx   context.Context
 	stopRuns context.CancelFunc
+	mail     mailBoxes // the mail triggers (mail.go)
 }
 
 // live is a run this service is running.
@@ -169,12 +172,18 @@ func New(opt Options) (*Service, error) {
 	s.runCtx, s.stopRuns = context.WithCancel(context.Background())
 	for _, name := range opt.Config.TriggerNames() {
 		t := opt.Config.Triggers[name]
+		if t.Source == config.TriggerIMAP {
+			continue // setUpMail
+		}
 		v, err := opt.Secret(t.Secret)
 		if err != nil {
 			return nil, errs.Failf("trigger %s: its secret (vault entry %s): %v", name, t.Secret, err).
 				Advise(NoTriggerSecret, "entry", t.Secret)
 		}
 		s.secrets[name] = v
+	}
+	if err := s.setUpMail(opt.Mail); err != nil {
+		return nil, err
 	}
 	if err := s.setUpChannels(); err != nil {
 		return nil, err
@@ -304,6 +313,7 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 	}()
 	chWG.Add(1)
 	go func() { defer chWG.Done(); s.watchApprovals(chCtx) }()
+	s.runMail(chCtx, &chWG)
 	dctx, stopDispatch := context.WithCancel(context.Background())
 	dispatched := make(chan struct{})
 	go func() { defer close(dispatched); s.dispatch(dctx) }()
@@ -500,6 +510,7 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelFunc, j Job) 
 		return
 	}
 	s.deliver(endNotice(j, res))
+	s.mailRunEnded(j, res)
 	for _, n := range deniedNotices(j.Task, j.Playbook, res.Denied) {
 		s.deliver(n)
 	}

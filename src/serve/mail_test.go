@@ -1,0 +1,254 @@
+package serve
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/channel"
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/mail"
+	"github.com/hobbs-agent/hobbs/src/mail/mailtest"
+	"github.com/hobbs-agent/hobbs/src/task"
+)
+
+// mailFixture is a fixture whose one trigger is a mail trigger on the
+// real Dovecot d, with example.org's throwaway DKIM key in its DNS.
+func mailFixture(t *testing.T, maxRuns int) (*fixture, *mailtest.Dovecot, mailtest.Key, *Service) {
+	f := newFixture(t, "")
+	d := mailtest.Start(t)
+	key := mailtest.NewKey("example.org")
+	host, port, _ := strings.Cut(d.Addr, ":")
+	p := 0
+	fmt.Sscan(port, &p)
+	f.cfg.Serve.MaxRuns = maxRuns
+	f.cfg.Triggers = map[string]config.Trigger{"inbox": {Source: config.TriggerIMAP, Playbook: "triage-issue",
+		IMAP: config.IMAP{Host: host, Port: p, TLS: config.TLSNone, User: d.User, Password: "mail-password", From: []string{"alice@example.org"}}}}
+	f.ch.got = make(chan channel.Notice, 5000)
+	s, err := New(Options{Instance: f.in, Config: f.cfg, Audit: audit.New(f.in.FS(), f.in.AuditLog()),
+		Tasks: task.Open(f.in, nil), Runner: f.runner, Channels: []channel.Channel{f.ch}, Now: time.Now,
+		Secret: func(string) ([]byte, error) { return []byte(d.Password), nil },
+		Mail: MailOptions{LookupTXT: mailtest.DNS(key), Tune: func(w *mail.Watcher) {
+			w.MinBackoff, w.MaxBackoff = 50*time.Millisecond, 200*time.Millisecond
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, d, key, s
+}
+
+// waitNotice waits for a notice whose ID has prefix and returns it.
+func (f *fixture) waitNotice(prefix string) channel.Notice {
+	f.t.Helper()
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case n := <-f.ch.got:
+			if strings.HasPrefix(n.ID, prefix) {
+				return n
+			}
+		case <-deadline:
+			f.t.Fatalf("no notice %s", prefix)
+		}
+	}
+}
+
+// waitWatching waits until the mailbox's state was first written: mail
+// delivered from then on is new to the watcher.
+func (f *fixture) waitWatching() {
+	f.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !f.in.FS().Exists(store{in: f.in}.path(mailState("inbox"))) {
+		if time.Now().After(deadline) {
+			f.t.Fatal("the mailbox is not watched")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMailFlood: 1,000 signed messages at once, each its own thread, all
+// become runs: none lost, none twice, never more than max_runs at once;
+// forged ones among them run nothing, stay unread, and are counted in
+// /status.
+func TestMailFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of runs: the full suite (make test's second pass) runs it")
+	}
+	f, d, key, s := mailFixture(t, 3)
+	stop := run(t, s)
+	defer stop()
+	f.waitWatching()
+	const n = 1000
+	for i := 0; i < n; i++ {
+		d.Deliver(t, key.Sign(mailtest.Message("alice@example.org", "h@test", fmt.Sprintf("flood %d", i), "x")))
+		if i%250 == 0 {
+			d.Deliver(t, mailtest.Message("alice@example.org", "h@test", "forged", "x"))
+		}
+	}
+	seen := map[string]bool{}
+	for len(seen) < n {
+		nt := f.waitNotice("task:")
+		if seen[nt.ID] {
+			t.Fatalf("two ends of %s", nt.ID)
+		}
+		seen[nt.ID] = true
+	}
+	f.runner.mu.Lock()
+	most, got := f.runner.most, len(f.runner.jobs)
+	subjects := map[string]bool{}
+	for _, e := range f.runner.events {
+		subjects[e.Title] = true
+	}
+	f.runner.mu.Unlock()
+	if got != n || len(subjects) != n || most > 3 {
+		t.Errorf("%d runs of %d subjects, at most %d at once (max_runs 3)", got, len(subjects), most)
+	}
+	st, err := s.Status(t.Context())
+	if err != nil || !strings.Contains(st, "mail inbox: watching, 4 messages refused") {
+		t.Errorf("status: %v\n%s", err, st)
+	}
+	if u := d.Unseen(t); u != 4 {
+		t.Errorf("%d unread, want the 4 forged", u)
+	}
+}
+
+// TestMailStuckMailbox: the server gone reaches the owner once, however
+// often the watcher retries, and its return once; mail that arrived
+// meanwhile runs once.
+func TestMailStuckMailbox(t *testing.T) {
+	f, d, key, s := mailFixture(t, 2)
+	stop := run(t, s)
+	defer stop()
+	f.waitWatching()
+	d.Stop(t)
+	down := f.waitNotice("mail:inbox:")
+	if down.ID != "mail:inbox:down" || !strings.Contains(down.Text, "cannot be read") {
+		t.Fatalf("notice %+v", down)
+	}
+	d.Deliver(t, key.Sign(mailtest.Message("alice@example.org", "h@test", "while away", "x")))
+	d.Restart(t)
+	up := f.waitNotice("mail:inbox:")
+	if up.ID != "mail:inbox:up" {
+		t.Fatalf("after the restart: %+v", up)
+	}
+	end := f.waitNotice("task:")
+	if !strings.Contains(end.Text, "trigger inbox") {
+		t.Errorf("end %+v", end)
+	}
+	f.ch.mu.Lock()
+	downs := 0
+	for _, n := range f.ch.notices {
+		if n.ID == "mail:inbox:down" {
+			downs++
+		}
+	}
+	f.ch.mu.Unlock()
+	if downs != 1 {
+		t.Errorf("%d down notices", downs)
+	}
+	f.auditHas(`"outcome":"down"`, `"outcome":"up"`)
+}
+
+// TestMailDebounceByThread: a message and a reply to it (its thread)
+// within the debounce window make one run, with the latest message;
+// another thread makes its own.
+func TestMailDebounceByThread(t *testing.T) {
+	f, d, key, _ := mailFixture(t, 2)
+	tr := f.cfg.Triggers["inbox"]
+	tr.Debounce = "1m"
+	f.cfg.Triggers["inbox"] = tr
+	s, err := New(Options{Instance: f.in, Config: f.cfg, Audit: audit.New(f.in.FS(), f.in.AuditLog()),
+		Tasks: task.Open(f.in, nil), Runner: f.runner, Channels: []channel.Channel{f.ch}, Now: f.now,
+		Secret: func(string) ([]byte, error) { return []byte(d.Password), nil },
+		Mail:   MailOptions{LookupTXT: mailtest.DNS(key)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, s)
+	defer stop()
+	f.waitWatching()
+	first := mailtest.Message("alice@example.org", "h@test", "Invoice", "first")
+	id := strings.TrimSpace(strings.SplitN(strings.SplitN(string(first), "Message-ID:", 2)[1], "\r\n", 2)[0])
+	d.Deliver(t, key.Sign(first))
+	d.Deliver(t, key.Sign(mailtest.Message("alice@example.org", "h@test", "Re: Invoice", "second", "In-Reply-To: "+id, "References: "+id)))
+	d.Deliver(t, key.Sign(mailtest.Message("alice@example.org", "h@test", "Other", "third")))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, _ := f.in.FS().ReadFile(f.in.AuditLog(), 1<<20)
+		if strings.Count(string(b), `"outcome":"queued"`) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("3 messages not queued:\n%s", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.advance(2 * time.Minute)
+	s.kick()
+	f.waitNotice("task:")
+	f.waitNotice("task:")
+	f.runner.mu.Lock()
+	defer f.runner.mu.Unlock()
+	titles := map[string]int{}
+	for i, j := range f.runner.jobs {
+		titles[f.runner.events[i].Title] = len(j.Deliveries)
+	}
+	if len(f.runner.jobs) != 2 || titles["Re: Invoice"] != 2 || titles["Other"] != 1 {
+		t.Errorf("runs: %v", titles)
+	}
+}
+
+// TestMailRefused: a message over max_message, one whose header does not
+// parse, and a forged one run nothing, stay unread, are audited with the
+// sender and reason but not the body, and are counted in /status; the
+// files of a mail run no longer queued are swept at the start.
+func TestMailRefused(t *testing.T) {
+	f, d, _, _ := mailFixture(t, 2)
+	tr := f.cfg.Triggers["inbox"]
+	tr.MaxMessage = 64 << 10
+	f.cfg.Triggers["inbox"] = tr
+	stale := store{in: f.in}.mailRunDir("task_20260101_001")
+	if err := f.in.FS().MkdirAll(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Instance: f.in, Config: f.cfg, Audit: audit.New(f.in.FS(), f.in.AuditLog()),
+		Tasks: task.Open(f.in, nil), Runner: f.runner, Channels: []channel.Channel{f.ch}, Now: time.Now,
+		Secret: func(string) ([]byte, error) { return []byte(d.Password), nil },
+		Mail:   MailOptions{LookupTXT: mailtest.DNS()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, s)
+	defer stop()
+	f.waitWatching()
+	if f.in.FS().Exists(stale) {
+		t.Errorf("a stale mail run's files were not swept")
+	}
+	d.Deliver(t, mailtest.Message("alice@example.org", "h@test", "big", strings.Repeat("SECRET-BODY ", 10000)))
+	d.Deliver(t, []byte("From: alice@example.org\r\nFrom: bob@example.org\r\n\r\nSECRET-BODY"))
+	d.Deliver(t, mailtest.Message("alice@example.org", "h@test", "forged", "SECRET-BODY"))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, _ := s.Status(t.Context())
+		if strings.Contains(st, "3 messages refused") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status: %s", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.auditHas(`"reason":"over 65536 bytes (max_message)"`, `"reason":"does not parse: 2 From headers"`, `"reason":"no DKIM signature"`, `"sender":"alice@example.org"`)
+	b, _ := f.in.FS().ReadFile(f.in.AuditLog(), 1<<20)
+	if strings.Contains(string(b), "SECRET-BODY") {
+		t.Errorf("a refused body reached the audit log")
+	}
+	if u := d.Unseen(t); u != 3 {
+		t.Errorf("%d unread, want 3", u)
+	}
+	if f.runner.count() != 0 {
+		t.Errorf("%d runs", f.runner.count())
+	}
+}
