@@ -54,7 +54,9 @@ one-line fix for anything not ok.
 
 Exit status: 0 when nothing failed (warnings allowed), 3 when the only
 failures are missing dependencies (the instance, the container engine,
-podman's init binary, the runtime base image), 1 otherwise.
+podman's init binary, the runtime base image, Claude Code in the image),
+1 otherwise. An image whose build found no claude in its base fails the
+image check.
 
 --deep also runs slow checks: it decrypts every vault entry and starts a
 container from the image (or the runtime base it is built from) to check

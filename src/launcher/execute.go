@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -204,6 +205,9 @@ func run(ctx context.Context, p *plan.Plan, rt Runtime, env []string, bound []*p
 			if img.Image != p.Image {
 				return false, errs.Failf("internal: the image is %s, not %s", img.Image, p.Image)
 			}
+			if img.NoClaude && startsClaude(p) {
+				return false, image.NoClaudeCode(img.Image)
+			}
 			engine.Tracef("run: image ready")
 			changed = img.Built || img.Pulled
 			if rt.Progress != nil {
@@ -239,6 +243,14 @@ func run(ctx context.Context, p *plan.Plan, rt Runtime, env []string, bound []*p
 		_ = rt.Audit.Log(audit.Entry{Event: "session.end", Subject: p.Session, Outcome: out, Detail: map[string]any{"exit": code}})
 	}
 	return code, err
+}
+
+// startsClaude reports whether p's agent command is Claude Code: a
+// session's default command, a chat turn's and a headless run's, or
+// claude named in hobbs run -- COMMAND.
+func startsClaude(p *plan.Plan) bool {
+	c := p.Claude.Command
+	return len(c) > 0 && path.Base(c[0]) == "claude"
 }
 
 // watchPlanDisk watches the plan's DiskWatch while the session runs: the

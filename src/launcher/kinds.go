@@ -45,7 +45,6 @@ const (
 	PodmanOld       errs.Kind = "launcher.podman-old"
 	DockerOld       errs.Kind = "launcher.docker-old"
 	ImageNotPulled  errs.Kind = "launcher.image-not-pulled"
-	NoClaude        errs.Kind = "launcher.no-claude"
 	ClaudeUnchecked errs.Kind = "launcher.claude-unchecked"
 	NoCatatonit     errs.Kind = "launcher.no-catatonit"
 	BadInitPath     errs.Kind = "launcher.bad-init-path"
