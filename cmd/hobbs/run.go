@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -213,7 +214,26 @@ func (a *app) detachRun(ctx context.Context, o runner.SessionOptions) error {
 	if err != nil {
 		return err
 	}
-	return b.Detach(ctx, a.terminal())
+	return launcherEnded(b.Detach(ctx, a.terminal()))
+}
+
+// launcherEnded is err, for a background launcher that ended before its
+// session was up (launcher.EndedEarly): its own error and hint, shown
+// above, say why and what to do, so this one only exits with its code;
+// a launcher that said nothing (killed) gets the line that it ended.
+func launcherEnded(err error) error {
+	var e *launcher.EndedEarly
+	if !errors.As(err, &e) {
+		return err
+	}
+	code := e.Code
+	if code == 0 {
+		code = errs.Failure
+	}
+	if e.Said {
+		return exitStatus(code)
+	}
+	return &errs.Error{Code: code, Msg: e.Error()}
 }
 
 // runOnTerminal is hobbs run on a terminal: the launcher in the background,
@@ -232,5 +252,6 @@ func (a *app) runOnTerminal(ctx context.Context, o runner.SessionOptions) (int, 
 	if err != nil {
 		return 0, err
 	}
-	return b.Attach(ctx, ready, a.terminal())
+	code, err := b.Attach(ctx, ready, a.terminal())
+	return code, launcherEnded(err)
 }

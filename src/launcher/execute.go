@@ -332,11 +332,19 @@ func logStart(p *plan.Plan, log *audit.Logger) {
 // id and the secret access key).
 func values(p *plan.Plan, pass vault.PassphraseFunc) (env []string, bound []*policy.Secret, err error) {
 	mapping := make([][2]string, 0, len(p.Env)+len(p.Secrets))
+	maps := make([]vault.Mapped, 0, cap(mapping))
 	for _, e := range p.Env {
 		mapping = append(mapping, [2]string{e.Name, e.Vault})
+		maps = append(maps, vault.Mapped{Var: e.Name, Entry: e.Vault, Key: "env." + e.Name})
 	}
 	for _, b := range p.Secrets {
 		mapping = append(mapping, [2]string{b.Name, b.Vault})
+		maps = append(maps, vault.Mapped{Var: b.Name, Entry: b.Vault, Key: "secrets." + b.Name + ".vault"})
+	}
+	// A missing entry is named with its fix before a passphrase is asked
+	// for or anything is decrypted.
+	if err := vault.CheckMapped(p.In(), maps); err != nil {
+		return nil, nil, err
 	}
 	all, err := vault.SessionEnv(p.In(), mapping, pass)
 	if err != nil {
