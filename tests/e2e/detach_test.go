@@ -192,8 +192,9 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// TestAttachOnTerminal: hobbs attach on a terminal says once how to detach
-// and come back; Ctrl-P Ctrl-Q detaches it (exit 0) and the session goes
+// TestAttachOnTerminal: hobbs attach without a terminal is refused (exit
+// 2) with the commands that work without one; on a terminal it says once
+// how to detach and come back, with no stray byte; Ctrl-P Ctrl-Q detaches it (exit 0) and the session goes
 // on; attached again, a hobbs stop from elsewhere ends it, and hobbs
 // attach says so and exits 143.
 func TestAttachOnTerminal(t *testing.T) {
@@ -208,6 +209,12 @@ func TestAttachOnTerminal(t *testing.T) {
 	}
 	note := "attached to session " + name + ": Ctrl-P Ctrl-Q detaches and the session goes on (hobbs attach " + name + " comes back)"
 
+	// Without a terminal: refused, with the ways that work without one.
+	if r := e.hobbs(nil, "attach", name); r.code != 2 || !strings.Contains(r.stderr, "needs a terminal") ||
+		!strings.Contains(r.stderr, "hobbs logs "+name) || strings.Contains(r.stderr, "detached from") {
+		t.Errorf("hobbs attach without a terminal: exit %d\n%s", r.code, r.stderr)
+	}
+
 	a := startTerminal(t, e, "attach", name)
 	a.waitFor(t, note, 30*time.Second)
 	a.in.Write([]byte("hello\r"))
@@ -216,6 +223,9 @@ func TestAttachOnTerminal(t *testing.T) {
 	if code := a.end(t, 30*time.Second); code != 0 || !strings.Contains(a.output(), "detached from session "+name+", which goes on") ||
 		strings.Count(a.output(), note) != 1 {
 		t.Fatalf("hobbs attach after Ctrl-P Ctrl-Q: exit %d\n%s", code, a.output())
+	}
+	if strings.Contains(a.output(), "\x00") {
+		t.Errorf("a NUL byte on the terminal after the detach: %q", a.output())
 	}
 
 	a = startTerminal(t, e, "attach", name)
