@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -33,7 +35,16 @@ reject keeps them out for good (their text stays in the instance's provenance/he
 		if err != nil {
 			return err
 		}
-		return out.print(items, items.Write)
+		if items == nil {
+			items = provenance.Items{}
+		}
+		return out.print(items, func(w io.Writer) error {
+			if len(items) == 0 {
+				a.status("nothing waits for review")
+				return nil
+			}
+			return items.Write(w)
+		})
 	})
 	show := &cobra.Command{Use: "show ID", Short: "Print a held change as a diff", Args: usageArgs(cobra.ExactArgs(1)),
 		Example: "  hobbs review show r3"}
