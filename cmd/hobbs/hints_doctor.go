@@ -17,8 +17,8 @@ import (
 // MissingBase, schedule's CanFire, the engine's) gives that error's
 // advice, worded in that package's table.
 var doctorHints = map[errs.Kind]words{
-	doctor.NoInstance:       say("run: hobbs init (or point HOBBS_HOME / --instance at your instance)"),
-	doctor.LayoutIncomplete: say("run: hobbs init (creates only what is missing)"),
+	doctor.NoInstance:       say("run: {init} (or point HOBBS_HOME / --instance at your instance)"),
+	doctor.LayoutIncomplete: say("run: {init} (creates only what is missing)"),
 	doctor.UntrustedEntries: say("inspect each (ls -l); an agent may have planted it: move what it points to back in place if it " +
 		"is yours, remove the entry, then run hobbs doctor again"),
 	doctor.UnreadablePaths:      say("give your user read access to the instance (chmod u+rX)"),

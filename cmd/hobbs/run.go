@@ -140,7 +140,7 @@ func (a *app) planRun(o runner.SessionOptions, planOnly bool) (*plan.Plan, runne
 	}
 	if !in.Exists() {
 		if planOnly {
-			return nil, r, withHint(errs.Missingf("no instance at %s", in.Root), "hobbs init creates it (hobbs run does too, on first use)")
+			return nil, r, withHint(errs.Missingf("no instance at %s", in.Root), "%s creates it (hobbs run does too, on first use)", initCommand(in))
 		}
 		// On a terminal the first run asks the foundation questions,
 		// as hobbs init does.
