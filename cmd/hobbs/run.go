@@ -142,14 +142,9 @@ func (a *app) planRun(o runner.SessionOptions, planOnly bool) (*plan.Plan, runne
 		if planOnly {
 			return nil, r, withHint(errs.Missingf("no instance at %s", in.Root), "%s creates it (hobbs run does too, on first use)", initCommand(in))
 		}
-		// On a terminal the first run asks the foundation questions,
-		// as hobbs init does.
-		res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Foundation: a.foundationInterview(false)})
-		if err != nil {
+		if err := a.initForRun(in); err != nil {
 			return nil, r, err
 		}
-		_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
-		a.status("created instance %s", in.Root)
 		if r.Config, err = a.config(in); err != nil {
 			return nil, r, err
 		}
@@ -157,6 +152,20 @@ func (a *app) planRun(o runner.SessionOptions, planOnly bool) (*plan.Plan, runne
 	o.TTY = o.Detached || a.onTerminal()
 	p, err := r.PlanSession(o)
 	return p, r, err
+}
+
+// initForRun creates the instance of a first hobbs run, as hobbs init
+// does: on a terminal it asks the foundation questions. hobbs run on a
+// terminal and --detach call it before their launcher starts in the
+// background, where there is no terminal to ask on.
+func (a *app) initForRun(in instance.Instance) error {
+	res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Foundation: a.foundationInterview(false)})
+	if err != nil {
+		return err
+	}
+	_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
+	a.status("created instance %s", in.Root)
+	return nil
 }
 
 // printPlan prints the plan of the run o describes: a summary, or with
@@ -195,6 +204,11 @@ func (a *app) startBackground(o runner.SessionOptions, extra ...string) (*launch
 	in, err := a.instance()
 	if err != nil {
 		return nil, in, err
+	}
+	if !in.Exists() {
+		if err := a.initForRun(in); err != nil {
+			return nil, in, err
+		}
 	}
 	e, _, err := a.engine(in)
 	if err != nil {

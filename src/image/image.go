@@ -38,6 +38,10 @@ type BuildOptions struct {
 	Binary   string    // explicit binary (--binary / HOBBS_BINARY); "" = this executable
 	Progress io.Writer // build progress and status lines
 	Verbose  bool      // the builder's whole output on Progress, not a line per step
+	// Brief: where Progress is not a terminal, no line per step (a build
+	// on the way to a run, whose output is the session's): the build's
+	// start and end lines only.
+	Brief bool
 }
 
 // Defaults fills what o leaves empty from cfg: the runtime base
@@ -446,6 +450,7 @@ func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) 
 		"--label", LabelUser + "=" + BuildUser()}
 	args = append(append(args, claude...), "-t", tag, dir)
 	out := newBuildLog(opt.Progress, opt.Verbose)
+	out.brief = opt.Brief
 	err = opt.Engine.Stream(ctx, out, buildEnv(ctx, opt.Engine), args...)
 	out.finish(tag, err)
 	if err != nil {

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -236,5 +239,34 @@ func TestAttachOnTerminal(t *testing.T) {
 	if code := a.end(t, 60*time.Second); code != 143 ||
 		!strings.Contains(a.output(), "session "+name+" ended while attached (exit 143: stopped from elsewhere, by hobbs stop or the engine)") {
 		t.Errorf("hobbs attach to a session stopped elsewhere: exit %d\n%s", code, a.output())
+	}
+}
+
+// TestFirstRunOnTerminal: the first hobbs run on a terminal, with no
+// instance yet, asks the foundation questions before its launcher goes to
+// the background (where there is no terminal to ask on), as hobbs init
+// does; then the session runs.
+func TestFirstRunOnTerminal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fresh := *e
+	fresh.inst = filepath.Join(e.dir, "fresh")
+	instMu.Lock()
+	instanceIDs = append(instanceIDs, instanceID(fresh.inst))
+	instMu.Unlock()
+	fresh.removeVolume(t)
+	r := startTerminalRun(t, &fresh, sessionName(t, "first"), "sh", "-c", "echo first-session-up")
+	r.waitFor(t, "Let's write your foundation", 30*time.Second)
+	for i, answer := range []string{"Honesty; Curiosity\r", "\r", "\r"} {
+		// Each answer once its question's prompt ("\n> ") is shown.
+		waitFor(t, 30*time.Second, fmt.Sprintf("question %d", i+1), func() bool { return strings.Count(r.output(), "\n> ") > i })
+		r.in.Write([]byte(answer))
+	}
+	if code := r.end(t, 2*time.Minute); code != 0 || !strings.Contains(r.output(), "first-session-up") {
+		t.Fatalf("the first hobbs run on a terminal: exit %d\n%s", code, r.output())
+	}
+	f, err := os.ReadFile(filepath.Join(fresh.inst, "foundation.md"))
+	if err != nil || !strings.Contains(string(f), "- Honesty") {
+		t.Errorf("foundation.md does not hold the answer: %v\n%s", err, f)
 	}
 }

@@ -12,7 +12,8 @@ import (
 // everywhere, image.NoClaudeCode, with one next step: hobbs build says it,
 // hobbs run, hobbs chat and hobbs playbook run end with it (exit 3) before
 // an agent starts, and hobbs doctor (plain and --deep) report it. A
-// command other than claude still runs on such an image.
+// command other than claude still runs on such an image; the run that
+// builds it shows the build's start and end, not a line per step.
 func TestNoClaudeCode(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -38,6 +39,16 @@ func TestNoClaudeCode(t *testing.T) {
 				t.Errorf("%s says %q:\n%s", cmd, bad, out)
 			}
 		}
+	}
+	// The first run builds the image: its start and end lines, no line
+	// per step (hobbs build's own output has them). Its command is not
+	// claude, so it runs.
+	r := e.hobbs(nil, "run", "--name", sessionName(t, "noclaude-sh"), "--", "sh", "-c", "echo other-command")
+	if r.code != 0 || !strings.Contains(r.stdout, "other-command") {
+		t.Fatalf("a command other than claude: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "building "+img) || !strings.Contains(r.stderr, "built "+img) || strings.Contains(r.stderr, "[1/") {
+		t.Errorf("hobbs run's build, want its start and end lines only:\n%s", r.stderr)
 	}
 	says(t, "hobbs build", e.hobbs(nil, "build"), 0)
 	says(t, "hobbs run", e.hobbs(nil, "run", "--name", sessionName(t, "noclaude")), 3)
@@ -67,9 +78,6 @@ run:
 	}
 	says(t, "hobbs playbook run", e.hobbs(nil, "playbook", "run", "weekly"), 3)
 
-	if r := e.hobbs(nil, "run", "--name", sessionName(t, "noclaude-sh"), "--", "sh", "-c", "echo other-command"); r.code != 0 || !strings.Contains(r.stdout, "other-command") {
-		t.Errorf("a command other than claude: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
