@@ -270,3 +270,24 @@ func TestFirstRunOnTerminal(t *testing.T) {
 		t.Errorf("foundation.md does not hold the answer: %v\n%s", err, f)
 	}
 }
+
+// TestSignInNotice: the first session on a state volume without a sign-in
+// says, before Claude Code starts, that it will ask and what to do; once
+// the volume holds a sign-in (.credentials.json), nothing is said.
+func TestSignInNotice(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.removeVolume(t)
+	const notice = "Claude Code is not signed in on this instance yet: type /login"
+	r := startTerminalRun(t, e, sessionName(t, "signin"))
+	if code := r.end(t, 2*time.Minute); code != 0 || strings.Count(r.output(), notice) != 1 || !strings.Contains(r.output(), "fake-claude: ") {
+		t.Fatalf("the first session: exit %d, want the notice once before Claude Code:\n%s", code, r.output())
+	}
+	if w := e.hobbs(nil, e.runArgs(sessionName(t, "signin-w"), "sh", "-c", `echo '{"claudeAiOauth":{}}' > "$CLAUDE_CONFIG_DIR/.credentials.json"`)...); w.code != 0 {
+		t.Fatalf("write the sign-in: %d %s", w.code, w.stderr)
+	}
+	r = startTerminalRun(t, e, sessionName(t, "signin-2"))
+	if code := r.end(t, 2*time.Minute); code != 0 || strings.Contains(r.output(), notice) {
+		t.Errorf("a signed-in session: exit %d, and no notice wanted:\n%s", code, r.output())
+	}
+}
