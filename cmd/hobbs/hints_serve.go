@@ -14,4 +14,12 @@ var serveHints = map[errs.Kind]words{
 	serve.NoTelegram:      say("docs/serve.md, \"Telegram\": make a bot with BotFather, hobbs vault set telegram-bot, then name the entry in config.yaml"),
 	serve.OnlyTelegram:    say("hobbs serve pairs telegram"),
 	serve.NoTriggerSecret: say("put the webhook's shared secret in the vault: hobbs vault set {entry}"),
+	serve.AlreadyServing: func(f errs.Facts) string {
+		stop := "kill {pid}; "
+		if f["pid"] == "" || f["pid"] == "0" {
+			stop = ""
+		}
+		return fill("one hobbs serve per instance: stop that one first ("+stop+"systemctl --user stop hobbs-serve "+
+			"when hobbs serve install started it), or serve another instance (--instance DIR, with its own serve.listen)", f)
+	},
 }

@@ -46,4 +46,3 @@ func TestStartsClaudeSession(t *testing.T) {
 		}
 	}
 }
-
