@@ -11,7 +11,8 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hobbs
 
 ## install: static binary where your shell finds it: BINDIR, else the first of ~/.local/bin, ~/bin and
-## $(go env GOPATH)/bin that is on $PATH, else ~/.local/bin, and then it fails naming the PATH line to add
+## $(go env GOPATH)/bin that is on $PATH, else ~/.local/bin, and then it fails naming the PATH line to add (or,
+## when ~/.profile already adds that directory, as Debian's does for ~/.local/bin once it exists, to log in again)
 BINDIR ?=
 install:
 	@dir='$(BINDIR)'; \
@@ -25,8 +26,13 @@ install:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "$$dir/hobbs" ./cmd/hobbs || exit 1; \
 	echo "installed $$dir/hobbs"; \
 	case ":$$PATH:" in *":$$dir:"*) ;; *) \
-	  echo "$$dir is not on your PATH; add it, then run hobbs again:"; \
-	  echo "  export PATH=\"$$dir:\$$PATH\"   # and the same line in your shell's profile (~/.profile)"; exit 1;; esac; \
+	  rel=$${dir#$$HOME/}; \
+	  if [ "$$rel" != "$$dir" ] && grep -qsF "$$rel" "$$HOME/.profile"; then \
+	    echo "$$dir is not on this shell's PATH yet; your ~/.profile adds it once it exists: log in again, or run: . ~/.profile"; \
+	  else \
+	    echo "$$dir is not on your PATH; add it, then run hobbs again:"; \
+	    echo "  export PATH=\"$$dir:\$$PATH\"   # and the same line in your shell's profile (~/.profile)"; \
+	  fi; exit 1;; esac; \
 	found=$$(command -v hobbs); \
 	if [ "$$found" != "$$dir/hobbs" ]; then \
 	  echo "your shell finds another hobbs first: $$found; remove it, or install with make install BINDIR=$$(dirname "$$found")"; exit 1; \
@@ -37,17 +43,20 @@ install:
 ## Outside CI, a test that needs a tool this machine lacks (podman,
 ## docker-registry, age, …) is skipped, and the end lists each with the
 ## package that brings the tool; with CI=true such a test fails instead
-## (src/tooltest)
+## (src/tooltest). go test runs through tests/gotest, which prints a line per
+## package as it ends and per slow test (the end-to-end suite runs for
+## minutes), failures whole, and exits with go test's status.
 test: lint
-	@skipped=$$(mktemp) || exit 1; \
+	@skipped=$$(mktemp) && gotest=$$(mktemp) || exit 1; \
+	$(GO) build -o "$$gotest" ./tests/gotest || { rm -f "$$skipped" "$$gotest"; exit 1; }; \
 	echo "DOCKER_HOST=unix:///nonexistent/docker.sock $(GO) test -count=1 -short -timeout 5m ./..."; \
-	DOCKER_HOST=unix:///nonexistent/docker.sock HOBBS_SKIPPED=$$skipped $(GO) test -count=1 -short -timeout 5m ./... && \
+	DOCKER_HOST=unix:///nonexistent/docker.sock HOBBS_SKIPPED=$$skipped "$$gotest" -count=1 -short -timeout 5m ./... && \
 	echo "$(GO) test -count=1 -timeout 25m ./..." && \
-	HOBBS_SKIPPED=$$skipped $(GO) test -count=1 -timeout 25m ./...; rc=$$?; \
+	HOBBS_SKIPPED=$$skipped "$$gotest" -count=1 -timeout 25m ./...; rc=$$?; \
 	if [ -s "$$skipped" ]; then \
 	  echo "make test: not run here, for want of what CI installs (.ci/run):"; sort -u "$$skipped"; \
 	fi; \
-	rm -f "$$skipped"; exit $$rc
+	rm -f "$$skipped" "$$gotest"; exit $$rc
 
 ## test-short: unit tests and CLI scenarios; needs no Docker (under a minute)
 test-short:

@@ -7,7 +7,8 @@
 # holds a connection that comes before the proxy answers (30 s at most), and
 # the launcher ends the session if the proxy fails. With HOBBS_PROXY_WAIT
 # (host:port) instead, the command is held back until the proxy there
-# answers its health check. Then the shell start-up scripts run (they link
+# answers its health check. Then the session's uid gets a passwd entry
+# when the image has none. Then the shell start-up scripts run (they link
 # instance skills and agents where Claude Code finds them), then the
 # command, through `hobbs session-env`, which gives it the session's
 # variables (the proxy's, holding its token, and vault-mapped secrets) from
@@ -26,6 +27,17 @@ if [ -n "${HOBBS_PROXY_WAIT:-}" ]; then
 		exit 125
 	fi
 fi
+# The session runs as the host user's uid, which the image's /etc/passwd
+# (writable for this, dist/Dockerfile) may not know: without an entry,
+# shells print "I have no name!" and tools that ask for the user's name
+# fail. The entry is added in this container only.
+uid=$(id -u) gid=$(id -g)
+if ! grep -q "^[^:]*:[^:]*:$uid:" /etc/passwd 2>/dev/null && [ -w /etc/passwd ]; then
+	name=hobbs
+	grep -q '^hobbs:' /etc/passwd && name=hobbs-$uid
+	printf '%s:x:%s:%s:Hobbs agent:%s:/bin/sh\n' "$name" "$uid" "$gid" "${HOME:-/home/dev}" >> /etc/passwd
+fi
+unset uid gid name
 for f in /etc/hobbs/shell.d/*.sh; do
 	[ -r "$f" ] && . "$f"
 done

@@ -18,7 +18,9 @@ func newAttachCmd(a *app) *cobra.Command {
 		Long: `Attach your terminal to the agent of a running session (docker attach: detach
 again with Ctrl-P Ctrl-Q, which it says on a terminal). When the session
 ends while attached (hobbs stop from elsewhere, or its command ends), it
-says so and exits with the agent's exit code (1 for 0). --shell opens a
+says so and exits with the agent's exit code (1 for 0). A session started
+on a terminal or with --detach needs one to attach to (exit 2 without;
+hobbs logs and hobbs exec work from scripts). --shell opens a
 new shell in the agent container instead, as the session's user, with the
 same environment.`,
 		Example: "  hobbs attach hobbs-3f9a2c\n  hobbs attach --shell hobbs-3f9a2c",
@@ -36,6 +38,9 @@ same environment.`,
 				// With the session's variables (the proxy, mapped secrets),
 				// which are not in the container's configuration.
 				return a.passthrough(e, append(dargs, args[0], "hobbs", "session-env", "--", "/bin/sh", "-l"))
+			}
+			if err := launcher.CheckAttach(a.ctx, e, args[0], a.stdinIsTTY()); err != nil {
+				return err
 			}
 			if a.stdinIsTTY() {
 				a.status("%s", adviceText(errs.NewAdvice(launcher.Attached, "name", args[0])))

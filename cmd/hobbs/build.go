@@ -93,6 +93,11 @@ it comes only from its own registry (npm).`,
 		if fromDebian {
 			fmt.Fprintf(a.errOut, "note: %s\n", claudeCodeNote)
 		}
+		if res.NoClaude {
+			e := image.NoClaudeCode(res.Image)
+			a.warn("%s", e.Msg)
+			a.hint("%s", adviceText(e.Advice))
+		}
 		return out.printLine(res, res.Image, nil)
 	})
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/memory"
@@ -54,7 +55,9 @@ one-line fix for anything not ok.
 
 Exit status: 0 when nothing failed (warnings allowed), 3 when the only
 failures are missing dependencies (the instance, the container engine,
-podman's init binary, the runtime base image), 1 otherwise.
+podman's init binary, the runtime base image, Claude Code in the image),
+1 otherwise. An image whose build found no claude in its base fails the
+image check.
 
 --deep also runs slow checks: it decrypts every vault entry and starts a
 container from the image (or the runtime base it is built from) to check
@@ -68,7 +71,7 @@ that claude is on its PATH.`,
 		env := &doctor.Env{Instance: in, Deep: deep}
 		env.Config, env.ConfigErr = a.config(in)
 		results := doctor.Run(cmd.Context(), env, doctorChecks)
-		rows := doctorRows(results)
+		rows := doctorRows(results, in)
 		err := out.print(rows, func(w io.Writer) error { return writeDoctorRows(w, rows) })
 		if err != nil {
 			return err
@@ -92,9 +95,12 @@ type doctorRow struct {
 	Missing bool          `json:"missing_dependency,omitempty"`
 }
 
-func doctorRows(rs []doctor.Result) []doctorRow {
+func doctorRows(rs []doctor.Result, in instance.Instance) []doctorRow {
 	var out []doctorRow
 	for _, r := range rs {
+		if r.Advice.Kind == doctor.NoInstance || r.Advice.Kind == doctor.LayoutIncomplete {
+			r.Advice = errs.NewAdvice(r.Advice.Kind, "init", initCommand(in))
+		}
 		out = append(out, doctorRow{Check: r.Check, Status: r.Status, Message: r.Message, Fix: adviceText(r.Advice), Missing: r.Missing})
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 )
 
 func TestWriteDoctorRows(t *testing.T) {
@@ -15,7 +16,7 @@ func TestWriteDoctorRows(t *testing.T) {
 		{Check: "instance.permissions", Status: doctor.Fail, Message: "vault/keys is 0755, must be 0700",
 			Advice: errs.NewAdvice(doctor.ModeTooOpen, "mode", "0700", "path", "vault/keys")},
 		{Check: "engine", Status: doctor.Warn, Message: "podman"},
-	})
+	}, instance.Instance{})
 	err := writeDoctorRows(&sb, rows)
 	want := "ok    instance.layout        complete\n" +
 		"fail  instance.permissions   vault/keys is 0755, must be 0700\n" +

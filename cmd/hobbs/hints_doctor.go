@@ -17,8 +17,8 @@ import (
 // MissingBase, schedule's CanFire, the engine's) gives that error's
 // advice, worded in that package's table.
 var doctorHints = map[errs.Kind]words{
-	doctor.NoInstance:       say("run: hobbs init (or point HOBBS_HOME / --instance at your instance)"),
-	doctor.LayoutIncomplete: say("run: hobbs init (creates only what is missing)"),
+	doctor.NoInstance:       say("run: {init} (or point HOBBS_HOME / --instance at your instance)"),
+	doctor.LayoutIncomplete: say("run: {init} (creates only what is missing)"),
 	doctor.UntrustedEntries: say("inspect each (ls -l); an agent may have planted it: move what it points to back in place if it " +
 		"is yours, remove the entry, then run hobbs doctor again"),
 	doctor.UnreadablePaths:      say("give your user read access to the instance (chmod u+rX)"),
@@ -57,13 +57,11 @@ var doctorHints = map[errs.Kind]words{
 	vault.EnvSecret: say("bind it to the hosts that need it instead (docs/vault.md): in config.yaml remove env.{var} and add\n" +
 		"  secrets:\n    {var}:\n      vault: {entry}\n      hosts: [api.example.com]"),
 
-	launcher.DockerOld:      say("upgrade Docker Engine (https://docs.docker.com/engine/install/)"),
-	launcher.PodmanOld:      say("upgrade podman"),
-	launcher.NoCatatonit:    say("install catatonit (Debian, Ubuntu: sudo apt-get install catatonit; Fedora: sudo dnf install catatonit), or set init_path in containers.conf"),
-	launcher.BadInitPath:    say("install catatonit (Debian, Ubuntu: sudo apt-get install catatonit), or correct init_path in {where}"),
-	launcher.ImageNotPulled: say("pull it now ({bin} pull {ref}), or build one here with hobbs build"),
-	launcher.NoClaude: say("use a runtime base with Claude Code: `hobbs build --runtime` makes {default} " +
-		"(needs the internet), or set base_image in config.yaml to one that has it; then hobbs build"),
+	launcher.DockerOld:       say("upgrade Docker Engine (https://docs.docker.com/engine/install/)"),
+	launcher.PodmanOld:       say("upgrade podman"),
+	launcher.NoCatatonit:     say("install catatonit (Debian, Ubuntu: sudo apt-get install catatonit; Fedora: sudo dnf install catatonit), or set init_path in containers.conf"),
+	launcher.BadInitPath:     say("install catatonit (Debian, Ubuntu: sudo apt-get install catatonit), or correct init_path in {where}"),
+	launcher.ImageNotPulled:  say("pull it now ({bin} pull {ref}), or build one here with hobbs build"),
 	launcher.ClaudeUnchecked: say("run it by hand: {bin} run --rm --entrypoint sh {image} -c 'command -v claude'"),
 
 	playbook.LintProblems: say("run: hobbs playbook lint"),

@@ -37,4 +37,6 @@ var imageHints = map[errs.Kind]words{
 	image.OlderImage: say("update the image: set image in config.yaml (or --image) to {own}, or leave it empty to run this hobbs's own; " +
 		"or install that release ({have}) to match the image"),
 	image.NewerImage: say("update hobbs: the image is newer; install its release {have} (docs/setup.md, \"Install\"), or run {own} (--image, or image in config.yaml)"),
+	image.NoClaude: say("get a runtime base with Claude Code: `hobbs build --runtime` makes {default} (needs the internet), " +
+		"or set base_image in config.yaml to an image that has it; then hobbs build (docs/setup.md, \"A runtime base without the internet\")"),
 }

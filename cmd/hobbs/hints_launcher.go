@@ -18,9 +18,13 @@ var launcherHints = map[errs.Kind]words{
 	launcher.WorkspaceShared: say("stop that session first (hobbs stop {session}), or use another workspace"),
 	launcher.WorkspaceNested: say("stop that session first (hobbs stop {session}), or use a workspace outside it"),
 	launcher.EndedAttached:   say("hobbs logs {name} shows its output, hobbs ps what still runs"),
+	launcher.AttachNeedsTerminal: say("attach from a terminal; without one, hobbs logs {name} shows its output and " +
+		"hobbs exec {name} -- CMD runs a command in it"),
 	launcher.AsRoot: say("run Hobbs as an ordinary user allowed to use the engine, e.g.: useradd -m -G docker hobbs; " +
 		"then, as that user (su - hobbs): hobbs init && hobbs run (docs/setup.md, \"Running as root\")"),
 	launcher.Attached: say("attached to session {name}: Ctrl-P Ctrl-Q detaches and the session goes on (hobbs attach {name} comes back)"),
+	launcher.NotSignedIn: say("Claude Code is not signed in on this instance yet: type /login at its prompt, open the URL it prints " +
+		"in a browser on your machine and paste the code back (docs/setup.md, \"First login\"); the sign-in is kept for later sessions"),
 	launcher.Detached: say("detached from session {name}, which goes on: hobbs attach {name}, hobbs logs {name}, hobbs stop {name}"),
 	launcher.Started: say("session {name} runs: hobbs attach {name} (Ctrl-P Ctrl-Q leaves it), hobbs exec {name} -- CMD, " +
 		"hobbs logs {name}, hobbs stop {name}"),

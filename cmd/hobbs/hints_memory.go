@@ -30,7 +30,7 @@ var memoryHints = map[errs.Kind]words{
 	memory.LooksLikeSecret: say("keep the secret in the vault, on the host: hobbs vault set NAME; then remember only where it lives, " +
 		"e.g. hobbs memory add \"The GitHub token is in the vault as github-token\""),
 	memory.ForgetUnreadable: say("Hobbs does not remove a file it cannot read: delete it by hand, then run " +
-		"hobbs memory forget {id} --purge to take its text out of the history"),
+		"hobbs memory rm {id} --purge to take its text out of the history"),
 	memory.FilesToFix:       say("fix the files by hand; Hobbs never rewrites a file it cannot parse"),
-	memory.NoMemoryToForget: say("see the ids with: hobbs memory list --all; to clean the history of a memory already removed: hobbs memory forget {id} --purge"),
+	memory.NoMemoryToForget: say("see the ids with: hobbs memory list --all; to clean the history of a memory already removed: hobbs memory rm {id} --purge"),
 }

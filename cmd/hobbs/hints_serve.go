@@ -15,4 +15,12 @@ var serveHints = map[errs.Kind]words{
 	serve.OnlyTelegram:    say("hobbs serve pairs telegram"),
 	serve.NoTriggerSecret: say("put the webhook's shared secret in the vault: hobbs vault set {entry}"),
 	serve.NoMailPassword:  say("put the mailbox's password in the vault (an app password where the provider has two-step sign-in): hobbs vault set {entry}"),
+	serve.AlreadyServing: func(f errs.Facts) string {
+		stop := "kill {pid}; "
+		if f["pid"] == "" || f["pid"] == "0" {
+			stop = ""
+		}
+		return fill("one hobbs serve per instance: stop that one first ("+stop+"systemctl --user stop hobbs-serve "+
+			"when hobbs serve install started it), or serve another instance (--instance DIR, with its own serve.listen)", f)
+	},
 }

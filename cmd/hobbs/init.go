@@ -67,6 +67,10 @@ foundation.md.TIME.bak before writing; without a yes nothing changes (exit 1).`,
 			for _, p := range res.Created {
 				a.status("created  %s", p)
 			}
+			if !noInput && opt.Foundation == nil && slices.Contains(res.Created, "foundation.md") {
+				a.status("stdin is not a terminal, so the foundation questions were not asked: foundation.md holds the template " +
+					"(hobbs init --foundation in a terminal asks them)")
+			}
 			if len(res.Created) == 0 {
 				a.status("%s: already complete, nothing changed (%s kept)", in.Root, style.N(len(res.Kept), "path", "paths"))
 			} else if len(res.Kept) > 0 {

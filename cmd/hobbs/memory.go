@@ -20,7 +20,7 @@ func newMemoryCmd(a *app) *cobra.Command {
 memory/active/ (loaded into every session) and memory/archive/ (searchable).
 Every change is atomic, serialised on a lock, appended to memory/history.jsonl
 and to the audit log. Memories are archived or superseded, not deleted; only
-forget removes one. Text that looks like a secret is refused (keep secrets in
+rm removes one. Text that looks like a secret is refused (keep secrets in
 the vault). A file hobbs cannot parse is reported (path:line: reason) and
 never rewritten. See docs/memory.md.`,
 		Example: `  hobbs memory add "The user prefers short answers" --tag style
@@ -179,20 +179,21 @@ func memTierCmd(a *app, verb string) *cobra.Command {
 func memForgetCmd(a *app) *cobra.Command {
 	var purge bool
 	cmd := &cobra.Command{
-		Use:   "forget ID",
-		Short: "Remove a memory for good (--purge: its text from the history and index too)",
-		Long: `forget removes the memory's file from the active tier or the archive. The
+		Use:     "rm ID",
+		Aliases: []string{"forget"},
+		Short:   "Remove a memory for good (--purge: its text from the history and index too)",
+		Long: `rm (or forget, its older name) removes the memory's file from the active tier or the archive. The
 history (memory/history.jsonl) keeps its lines, with the first line of its
 text, so it can still be read back there: use archive for a memory that
-only no longer applies, forget for one that must not be kept.
+only no longer applies, rm for one that must not be kept.
 
 --purge also rewrites the history without the memory's text (the lines stay,
 marked purged) and drops the search index (memory/.index, rebuilt by the
 next command). It also works for an id whose file is already gone.
 
 The history line and the audit entry name the id, never the text.`,
-		Example: `  hobbs memory forget mem_20260122_001
-  hobbs memory forget mem_20260122_001 --purge --json`,
+		Example: `  hobbs memory rm mem_20260122_001
+  hobbs memory rm mem_20260122_001 --purge --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 	}
 	cmd.Flags().BoolVar(&purge, "purge", false, "also take the memory's text out of memory/history.jsonl and drop the search index")
@@ -212,7 +213,7 @@ The history line and the audit entry name the id, never the text.`,
 				a.status("purged its text from %s, dropped %s naming it; search index dropped",
 					style.N(res.HistoryLines, "history line", "history lines"), style.N(res.HistoryDropped, "unreadable line", "unreadable lines"))
 			} else {
-				a.status("memory/history.jsonl still holds its text: hobbs memory forget %s --purge takes it out", res.ID)
+				a.status("memory/history.jsonl still holds its text: hobbs memory rm %s --purge takes it out", res.ID)
 			}
 		})
 	})

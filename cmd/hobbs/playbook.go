@@ -41,7 +41,7 @@ playbooks.review_every_days in config.yaml). Inside a session, the
 	}
 	cmd.AddCommand(newPlaybookNewCmd(a), newPlaybookListCmd(a), newPlaybookShowCmd(a), newPlaybookUpdateCmd(a),
 		newPlaybookStageCmd(a), newPlaybookReviewedCmd(a), newPlaybookLintCmd(a), newPlaybookAllowCmd(a),
-		newPlaybookRunCmd(a), newPlaybookApproveCmd(a), newPlaybookRunsCmd(a))
+		newPlaybookRunCmd(a), newPlaybookApproveCmd(a), newPlaybookRunsCmd(a), newPlaybookRmCmd(a))
 	return cmd
 }
 
@@ -158,6 +158,34 @@ review, lint problems and body.`,
 		return out.print(v, func(w io.Writer) error {
 			_, err := w.Write(d.Raw())
 			return err
+		})
+	})
+	return cmd
+}
+
+func newPlaybookRmCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rm NAME",
+		Short: "Remove a playbook (and its approval)",
+		Long: `Remove playbooks/NAME.md, whether or not it parses, and its run: block's
+approval: a playbook made again under NAME starts unapproved. The task
+records of its runs stay (hobbs playbook runs NAME lists them); a schedule
+of it stays until hobbs schedule rm NAME.`,
+		Example: `  hobbs playbook rm weekly-invoices
+  hobbs playbook rm weekly-invoices --json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	out := a.jsonFlag(cmd, "print the result as JSON")
+	cmd.RunE = a.withPlaybooks(func(cmd *cobra.Command, args []string, in instance.Instance, st *playbook.Store) error {
+		r, err := st.Remove(args[0])
+		if err != nil {
+			return err
+		}
+		return out.printLine(r, r.Name, func() {
+			a.status("removed %s", r.Path)
+			if r.Approval {
+				a.status("removed its approval: a playbook made again as %s starts unapproved", r.Name)
+			}
 		})
 	})
 	return cmd
@@ -348,7 +376,7 @@ func newPlaybookRunsCmd(a *app) *cobra.Command {
 		Short: "List a playbook's headless runs, newest first, with their reviews",
 		Long: `List the tasks that headless runs of playbooks/NAME.md recorded (hobbs
 playbook run): when, outcome, and for a supervised playbook's runs the
-review (pending until hobbs task review ID --approve or --reject).`,
+review (pending until hobbs task approve ID or hobbs task reject ID).`,
 		Example: "  hobbs playbook runs weekly-invoices\n  hobbs playbook runs weekly-invoices --json --limit 5",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -37,7 +39,16 @@ good (their copies stay in provenance/held/).`,
 		if err != nil {
 			return err
 		}
-		return out.print(items, items.Write)
+		if items == nil {
+			items = provenance.Items{}
+		}
+		return out.print(items, func(w io.Writer) error {
+			if len(items) == 0 {
+				a.status("nothing waits for review")
+				return nil
+			}
+			return items.Write(w)
+		})
 	})
 	show := &cobra.Command{Use: "show ID", Short: "Print a held change as a diff against what is in effect", Args: usageArgs(cobra.ExactArgs(1)),
 		Example: "  hobbs review show r3"}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -139,16 +140,11 @@ func (a *app) planRun(o runner.SessionOptions, planOnly bool) (*plan.Plan, runne
 	}
 	if !in.Exists() {
 		if planOnly {
-			return nil, r, withHint(errs.Missingf("no instance at %s", in.Root), "hobbs init creates it (hobbs run does too, on first use)")
+			return nil, r, withHint(errs.Missingf("no instance at %s", in.Root), "%s creates it (hobbs run does too, on first use)", initCommand(in))
 		}
-		// On a terminal the first run asks the foundation questions,
-		// as hobbs init does.
-		res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Foundation: a.foundationInterview(false)})
-		if err != nil {
+		if err := a.initForRun(in); err != nil {
 			return nil, r, err
 		}
-		_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
-		a.status("created instance %s", in.Root)
 		if r.Config, err = a.config(in); err != nil {
 			return nil, r, err
 		}
@@ -156,6 +152,20 @@ func (a *app) planRun(o runner.SessionOptions, planOnly bool) (*plan.Plan, runne
 	o.TTY = o.Detached || a.onTerminal()
 	p, err := r.PlanSession(o)
 	return p, r, err
+}
+
+// initForRun creates the instance of a first hobbs run, as hobbs init
+// does: on a terminal it asks the foundation questions. hobbs run on a
+// terminal and --detach call it before their launcher starts in the
+// background, where there is no terminal to ask on.
+func (a *app) initForRun(in instance.Instance) error {
+	res, err := instance.Init(in, instance.InitOptions{Templates: hobbs.Templates, Foundation: a.foundationInterview(false)})
+	if err != nil {
+		return err
+	}
+	_ = a.audit(in).Log(audit.Entry{Event: "init", Subject: in.Root, Outcome: "ok", Detail: map[string]any{"created": res.Created, "by": "run"}})
+	a.status("created instance %s", in.Root)
+	return nil
 }
 
 // printPlan prints the plan of the run o describes: a summary, or with
@@ -195,6 +205,11 @@ func (a *app) startBackground(o runner.SessionOptions, extra ...string) (*launch
 	if err != nil {
 		return nil, in, err
 	}
+	if !in.Exists() {
+		if err := a.initForRun(in); err != nil {
+			return nil, in, err
+		}
+	}
 	e, _, err := a.engine(in)
 	if err != nil {
 		return nil, in, err
@@ -213,7 +228,26 @@ func (a *app) detachRun(ctx context.Context, o runner.SessionOptions) error {
 	if err != nil {
 		return err
 	}
-	return b.Detach(ctx, a.terminal())
+	return launcherEnded(b.Detach(ctx, a.terminal()))
+}
+
+// launcherEnded is err, for a background launcher that ended before its
+// session was up (launcher.EndedEarly): its own error and hint, shown
+// above, say why and what to do, so this one only exits with its code;
+// a launcher that said nothing (killed) gets the line that it ended.
+func launcherEnded(err error) error {
+	var e *launcher.EndedEarly
+	if !errors.As(err, &e) {
+		return err
+	}
+	code := e.Code
+	if code == 0 {
+		code = errs.Failure
+	}
+	if e.Said {
+		return exitStatus(code)
+	}
+	return &errs.Error{Code: code, Msg: e.Error()}
 }
 
 // runOnTerminal is hobbs run on a terminal: the launcher in the background,
@@ -232,5 +266,6 @@ func (a *app) runOnTerminal(ctx context.Context, o runner.SessionOptions) (int, 
 	if err != nil {
 		return 0, err
 	}
-	return b.Attach(ctx, ready, a.terminal())
+	code, err := b.Attach(ctx, ready, a.terminal())
+	return code, launcherEnded(err)
 }

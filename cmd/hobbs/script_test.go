@@ -63,7 +63,7 @@ if [ $# -eq 5 ] && [ "$1" = image ] && [ "$2" = inspect ] && [ "$3" = --format ]
 fi
 if [ $# -gt 2 ] && [ "$1" = run ]; then
 	eval "last=\${$#}"
-	if [ "$last" = "command -v claude" ]; then
+	if [ "$last" = "command -v claude || exit 9" ]; then
 		echo /usr/local/bin/claude
 		exit 0
 	fi

@@ -35,6 +35,9 @@ func newSessionEnvCmd(a *app) *cobra.Command {
 				k, v, _ := strings.Cut(kv, "=")
 				os.Setenv(k, v)
 			}
+			if launcher.StartsClaudeSession(args) && a.stdinIsTTY() && launcher.SignInNeeded(os.Environ()) {
+				a.status("hobbs: %s", adviceText(errs.NewAdvice(launcher.NotSignedIn)))
+			}
 			path, err := exec.LookPath(args[0])
 			if err != nil {
 				return errs.Wrap(errs.Missing, err, "run %s", args[0])

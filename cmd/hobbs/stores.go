@@ -7,6 +7,7 @@ package main
 
 import (
 	"io/fs"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,9 +37,23 @@ func (a *app) existingInstance() (instance.Instance, error) {
 		return in, err
 	}
 	if !in.Exists() {
-		return in, withHint(errs.Missingf("no Hobbs instance at %s", in.Root), "run: hobbs init")
+		return in, withHint(errs.Missingf("no Hobbs instance at %s", in.Root), "run: %s", initCommand(in))
 	}
 	return in, nil
+}
+
+// initCommand is the hobbs init that creates in: plain for the instance
+// hobbs finds without --instance (HOBBS_HOME, else the default), else
+// with --instance naming it (a plain hobbs init would create another).
+func initCommand(in instance.Instance) string {
+	if def, err := instance.Resolve(""); err == nil && def.Root == in.Root {
+		return "hobbs init"
+	}
+	root := in.Root
+	if strings.ContainsAny(root, " '\"$`\\") {
+		root = "'" + strings.ReplaceAll(root, "'", `'\''`) + "'"
+	}
+	return "hobbs --instance " + root + " init"
 }
 
 // withInstance runs body with the instance, which need not exist yet.

@@ -31,7 +31,8 @@ retrospective can become memories with --remember.`,
   hobbs task done "$id" --outcome ok --retro retro.md --remember
   hobbs task list`,
 	}
-	cmd.AddCommand(newTaskStartCmd(a), newTaskDoneCmd(a), newTaskListCmd(a), newTaskShowCmd(a), newTaskReviewCmd(a))
+	cmd.AddCommand(newTaskStartCmd(a), newTaskDoneCmd(a), newTaskListCmd(a), newTaskShowCmd(a), newTaskReviewCmd(a),
+		newTaskDecideCmd(a, "approve"), newTaskDecideCmd(a, "reject"))
 	return cmd
 }
 
@@ -171,21 +172,61 @@ func newTaskShowCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+// taskReviewLong says what a supervised run's review is, for hobbs task
+// approve and reject.
+const taskReviewLong = `A headless run of a supervised playbook (hobbs playbook run) waits for your
+review: read its record (hobbs task show ID), check what it did, then approve
+or reject it (as hobbs review approve and reject do a tainted session's
+changes). hobbs playbook runs NAME shows the reviews of a playbook's runs,
+and /review-playbooks suggests the next stage from them.`
+
+// newTaskDecideCmd is hobbs task approve (verb "approve") or reject: the
+// review of a supervised run's result.
+func newTaskDecideCmd(a *app, verb string) *cobra.Command {
+	var note string
+	cmd := &cobra.Command{
+		Use: verb + " ID [--note TEXT]",
+		Short: map[string]string{"approve": "Approve the result of a supervised playbook run",
+			"reject": "Reject the result of a supervised playbook run"}[verb],
+		Long: taskReviewLong,
+		Example: map[string]string{"approve": `  hobbs task show task_20261124_003
+  hobbs task approve task_20261124_003`,
+			"reject": `  hobbs task reject task_20261124_004 --note "booked two invoices twice"`}[verb],
+		Args: usageArgs(cobra.ExactArgs(1)),
+	}
+	cmd.Flags().StringVar(&note, "note", "", "why (one line, kept in the record)")
+	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
+		return a.setReview(log, args[0], verb == "reject", note)
+	})
+	return cmd
+}
+
+// setReview records the review of task id: approved, or rejected.
+func (a *app) setReview(log task.Log, id string, reject bool, note string) error {
+	verdict := task.ReviewApproved
+	if reject {
+		verdict = task.ReviewRejected
+	}
+	t, err := log.SetReview(id, verdict, note)
+	if err != nil {
+		return err
+	}
+	a.status("task %s (%s): %s", t.ID, orDash(t.Playbook), verdict)
+	return nil
+}
+
+// newTaskReviewCmd is hobbs task review ID --approve|--reject, the older
+// form of hobbs task approve and reject, kept for scripts (hidden).
 func newTaskReviewCmd(a *app) *cobra.Command {
 	var approve, reject bool
 	var note string
 	cmd := &cobra.Command{
-		Use:   "review ID --approve|--reject [--note TEXT]",
-		Short: "Approve or reject the result of a supervised playbook run",
-		Long: `A headless run of a supervised playbook (hobbs playbook run) waits for your
-review: read its record (hobbs task show ID), check what it did, then approve
-or reject it. hobbs playbook runs NAME shows the reviews of a playbook's runs,
-and /review-playbooks suggests the next stage from them.`,
-		Example: `  hobbs playbook runs weekly-invoices
-  hobbs task show task_20261124_003
-  hobbs task review task_20261124_003 --approve
-  hobbs task review task_20261124_004 --reject --note "booked two invoices twice"`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Use:     "review ID --approve|--reject [--note TEXT]",
+		Short:   "Approve or reject the result of a supervised playbook run (hobbs task approve, reject)",
+		Long:    taskReviewLong + "\n\nThis is the older form of hobbs task approve ID and hobbs task reject ID.",
+		Example: "  hobbs task review task_20261124_003 --approve",
+		Hidden:  true,
+		Args:    usageArgs(cobra.ExactArgs(1)),
 	}
 	cmd.Flags().BoolVar(&approve, "approve", false, "the run did what it should")
 	cmd.Flags().BoolVar(&reject, "reject", false, "the run did not do what it should")
@@ -193,16 +234,7 @@ and /review-playbooks suggests the next stage from them.`,
 	cmd.MarkFlagsMutuallyExclusive("approve", "reject")
 	cmd.MarkFlagsOneRequired("approve", "reject")
 	cmd.RunE = a.withTasks(func(cmd *cobra.Command, args []string, log task.Log) error {
-		verdict := task.ReviewApproved
-		if reject {
-			verdict = task.ReviewRejected
-		}
-		t, err := log.SetReview(args[0], verdict, note)
-		if err != nil {
-			return err
-		}
-		a.status("task %s (%s): %s", t.ID, orDash(t.Playbook), verdict)
-		return nil
+		return a.setReview(log, args[0], reject, note)
 	})
 	return cmd
 }

@@ -7,4 +7,7 @@ import "github.com/hobbs-agent/hobbs/src/errs"
 const (
 	// Invalid: config.yaml does not decode (its errors name file:line).
 	Invalid errs.Kind = "config.invalid"
+	// UnknownKey: a key config.yaml does not take (facts: key; suggest,
+	// the closest known key, or "").
+	UnknownKey errs.Kind = "config.unknown-key"
 )

@@ -23,7 +23,8 @@ import (
 // apt and npm theirs. buildLog keeps all of it in the build log file
 // (BuildLogPath) and shows the user one line per step ("[3/24] COPY …"):
 // on a terminal each step's line replaces the last, elsewhere each is a
-// line of its own; with Verbose the output as the builder printed it. The
+// line of its own (none with Brief: the start and end lines say it all);
+// with Verbose the output as the builder printed it. The
 // legacy builder's deprecation banner, which the docker CLI prints when
 // Hobbs selects that builder (DOCKER_BUILDKIT=0, no buildx), is never
 // shown. When the build fails, the last lines of the output are shown
@@ -54,6 +55,9 @@ type buildLog struct {
 	w       io.Writer // the user's
 	tty     *os.File  // w's terminal, when the step line is rewritten in place
 	verbose bool
+	// brief: no step lines where each would be a line of its own
+	// (BuildOptions.Brief).
+	brief   bool
 	file    *os.File // the build log; nil when it could not be made
 	path    string
 	fileErr error
@@ -129,6 +133,9 @@ func (b *buildLog) line(l string) error {
 		return nil
 	}
 	b.steps++
+	if b.tty == nil && b.brief {
+		return nil
+	}
 	if b.tty == nil {
 		_, err := fmt.Fprintln(b.w, step)
 		return err

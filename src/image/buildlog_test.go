@@ -108,6 +108,21 @@ func TestBuildLogOneLinePerStep(t *testing.T) {
 	}
 }
 
+// Brief, off a terminal (a build on the way to hobbs run): the end line
+// only, with the steps counted.
+func TestBuildLogBrief(t *testing.T) {
+	var w strings.Builder
+	b := newBuildLog(&w, false)
+	b.brief = true
+	if _, err := b.Write([]byte(legacyOutput)); err != nil {
+		t.Fatal(err)
+	}
+	b.finish("hobbs:test", nil)
+	if got := w.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "built hobbs:test in ") || !strings.Contains(got, "(3 steps; full log: ") {
+		t.Errorf("brief output:\n%s", got)
+	}
+}
+
 // --verbose shows the output as it is, but for the banner.
 func TestBuildLogVerbose(t *testing.T) {
 	got := runBuildLog(t, true, legacyOutput, nil)

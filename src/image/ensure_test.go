@@ -115,7 +115,7 @@ func TestEnsureEngineCalls(t *testing.T) {
 			var before []string
 			built := false
 			for _, l := range calls() {
-				if strings.HasPrefix(l, "build ") {
+				if strings.HasPrefix(l, "build ") || strings.HasPrefix(l, "run --rm") { // the build's claude probe
 					built = true
 					break
 				}

@@ -38,6 +38,10 @@ type BuildOptions struct {
 	Binary   string    // explicit binary (--binary / HOBBS_BINARY); "" = this executable
 	Progress io.Writer // build progress and status lines
 	Verbose  bool      // the builder's whole output on Progress, not a line per step
+	// Brief: where Progress is not a terminal, no line per step (a build
+	// on the way to a run, whose output is the session's): the build's
+	// start and end lines only.
+	Brief bool
 }
 
 // Defaults fills what o leaves empty from cfg: the runtime base
@@ -312,6 +316,14 @@ type Result struct {
 	Inputs string `json:"inputs,omitempty"`
 	Built  bool   `json:"built"`
 	Pulled bool   `json:"pulled,omitempty"`
+	// NoClaude: the image's LabelClaude says its base has no claude.
+	NoClaude bool `json:"no_claude,omitempty"`
+}
+
+// noClaude reports whether labels say the image has no claude.
+func noClaude(labels map[string]string) bool {
+	has, known := HasClaude(labels)
+	return known && !has
 }
 
 // ImageRef is the image Ensure(ctx, ref, …) makes sure of: ref, or
@@ -432,17 +444,21 @@ func build(ctx context.Context, opt *BuildOptions, in *inputs) (*Result, error) 
 	}
 	tag := opt.tag()
 	fmt.Fprintf(opt.Progress, "building %s FROM %s (inputs %s)\n", tag, in.base, in.hash[:12])
+	claude := claudeLabel(ctx, opt.Engine, in.base)
 	args := []string{"build", "-f", filepath.Join(dir, "dist", "Dockerfile"), "--build-arg", "BASE=" + in.base,
 		"--label", LabelInputs + "=" + in.hash, "--label", plan.LabelRole + "=" + RoleImage, "--label", LabelVersion + "=" + Version(),
-		"--label", LabelUser + "=" + BuildUser(), "-t", tag, dir}
+		"--label", LabelUser + "=" + BuildUser()}
+	args = append(append(args, claude...), "-t", tag, dir)
 	out := newBuildLog(opt.Progress, opt.Verbose)
+	out.brief = opt.Brief
 	err = opt.Engine.Stream(ctx, out, buildEnv(ctx, opt.Engine), args...)
 	out.finish(tag, err)
 	if err != nil {
 		return nil, err
 	}
 	removeReplaced(ctx, opt, in.oldID, tag)
-	return &Result{Image: tag, Inputs: in.hash, Built: true}, nil
+	none := len(claude) == 2 && claude[1] == LabelClaude+"="+ClaudeNone
+	return &Result{Image: tag, Inputs: in.hash, Built: true, NoClaude: none}, nil
 }
 
 // catchSIGPIPE makes a write to a closed stdout or stderr (hobbs build |
@@ -518,14 +534,14 @@ func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) 
 			return nil, err
 		}
 		if ok {
-			return &Result{Image: ref}, matchVersion(ref, img.labels[LabelVersion], false)
+			return &Result{Image: ref, NoClaude: noClaude(img.labels)}, matchVersion(ref, img.labels[LabelVersion], false)
 		}
 		err = pull(ctx, opt, ref, false)
 		if err == nil {
 			if img, _, err = imageInfo(ctx, opt.Engine, ref); err == nil {
 				err = matchVersion(ref, img.labels[LabelVersion], false)
 			}
-			return &Result{Image: ref, Pulled: true}, err
+			return &Result{Image: ref, Pulled: true, NoClaude: noClaude(img.labels)}, err
 		} else if errs.Code(err) == errs.Interrupted || engine.Unreachable(err) != nil {
 			return nil, err
 		}
@@ -553,7 +569,7 @@ func Ensure(ctx context.Context, ref string, opt BuildOptions) (*Result, error) 
 	}
 	in.baseID, in.hash = baseID, inputsHash(local, in.base, baseID)
 	if ok && have == in.hash {
-		return &Result{Image: opt.tag(), Inputs: in.hash}, nil
+		return &Result{Image: opt.tag(), Inputs: in.hash, NoClaude: noClaude(img.labels)}, nil
 	}
 	if ok && hobbsBuilt {
 		in.oldID = imgID

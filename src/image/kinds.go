@@ -44,4 +44,8 @@ const (
 	OlderImage errs.Kind = "image.older-image"
 	// NewerImage: the image is newer than this hobbs (facts: have, own).
 	NewerImage errs.Kind = "image.newer-image"
+	// NoClaude: the image has no Claude Code (claude is not on its
+	// PATH), which a session, a chat turn and a playbook run start
+	// (facts: image, default).
+	NoClaude errs.Kind = "image.no-claude"
 )

@@ -92,7 +92,7 @@ func ensurePublished(ctx context.Context, ref string, opt BuildOptions) (*Result
 	if err := matchVersion(ref, img.labels[LabelVersion], true); err != nil {
 		return nil, err
 	}
-	return &Result{Image: ref, Pulled: pulled}, nil
+	return &Result{Image: ref, Pulled: pulled, NoClaude: noClaude(img.labels)}, nil
 }
 
 // pull pulls ref with its progress on opt.Progress. The registry is

@@ -9,6 +9,22 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 )
 
+// CheckAttach refuses an attach to session name whose agent has a
+// terminal (a session started with --detach or on a terminal) when ours
+// has none (stdinTTY false): the engine would refuse it only after saying
+// so in its own words, and the attach would look like a detach.
+func CheckAttach(ctx context.Context, e engine.CLI, name string, stdinTTY bool) error {
+	if stdinTTY {
+		return nil
+	}
+	out, err := e.Output(ctx, "inspect", "--format", "{{.Config.Tty}}", name)
+	if err != nil || strings.TrimSpace(out) != "true" {
+		return nil // the attach itself says what is wrong
+	}
+	return errs.Usagef("hobbs attach %s needs a terminal: the session's agent has one, and this input is not a terminal", name).
+		Advise(AttachNeedsTerminal, "name", name)
+}
+
 // AfterAttach says what happened when an attach to session name returned
 // with code (the engine's attach: the agent's exit code once it ended, 0
 // after a detach): the session still runs (a detach: the Detached notice),

@@ -124,7 +124,7 @@ func (b *Background) Detach(ctx context.Context, t Terminal) error {
 		case err := <-b.ended:
 			out, _ := os.ReadFile(b.LogPath)
 			fmt.Fprint(t.ErrOut, LastLines(string(out), 20))
-			return &errs.Error{Code: procExitCode(err), Msg: fmt.Sprintf("session %s ended before it was up", b.Name)}
+			return b.endedEarly(err)
 		case <-ctx.Done():
 			_ = b.cmd.Process.Signal(syscall.SIGTERM)
 			return ctx.Err()
@@ -136,6 +136,25 @@ func (b *Background) Detach(ctx context.Context, t Terminal) error {
 			}
 		}
 	}
+}
+
+// EndedEarly is the error of a session whose background launcher ended
+// before the session was up. Said: the launcher's output, shown already,
+// ends with its own error (a "hobbs: " line: what went wrong and the next
+// step), which is then the whole story.
+type EndedEarly struct {
+	Name string
+	Code int
+	Said bool
+}
+
+func (e *EndedEarly) Error() string { return fmt.Sprintf("session %s ended before it was up", e.Name) }
+
+// endedEarly is the EndedEarly of b's launcher, ended with wait error err.
+func (b *Background) endedEarly(err error) error {
+	out, _ := os.ReadFile(b.LogPath)
+	last := strings.TrimSpace(LastLines(string(out), 1))
+	return &EndedEarly{Name: b.Name, Code: procExitCode(err), Said: strings.HasPrefix(last, "hobbs: ")}
 }
 
 // ReadyFile is where the background launcher of session name says that its
@@ -157,7 +176,7 @@ func (b *Background) Attach(ctx context.Context, ready string, t Terminal) (int,
 		select {
 		case err := <-b.ended:
 			follow.copy()
-			return procExitCode(err), &errs.Error{Code: procExitCode(err), Msg: fmt.Sprintf("session %s ended before it was up", b.Name)}
+			return procExitCode(err), b.endedEarly(err)
 		case <-ctx.Done():
 			_ = b.cmd.Process.Signal(syscall.SIGTERM)
 			<-b.ended

@@ -3,14 +3,11 @@ package launcher
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/engine"
@@ -84,9 +81,10 @@ func versionParts(v string) []int {
 
 // DoctorImage is doctor's image check: it reports whether hobbs run will find
 // its image: the image it runs (config.yaml's image, else the default), or,
-// for a local build, the runtime base it is built from. With --deep it also
-// runs `command -v claude` in the image (or in the base a build would use): a
-// session starts Claude Code.
+// for a local build, the runtime base it is built from, and an image whose
+// build found no claude in its base (image.LabelClaude). With --deep it
+// also looks for claude in the image (or in the base a build would use),
+// starting a container: a session starts Claude Code.
 func DoctorImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 	if os.Getenv("HOBBS_CONTEXT") == "container" || env.Config == nil {
 		return nil // no engine in the agent's container; the config check reports a bad config
@@ -104,6 +102,10 @@ func DoctorImage(ctx context.Context, env *doctor.Env) []doctor.Result {
 	probe := ref
 	switch {
 	case ok:
+		if has, known, _ := image.LabelledClaude(ctx, e, ref); known && !has {
+			e := image.NoClaudeCode(ref)
+			return []doctor.Result{{Status: doctor.Fail, Missing: true, Message: e.Msg, Advice: e.Advice}}
+		}
 		out = append(out, doctor.Result{Status: doctor.OK, Message: "image " + ref + " is here"})
 	case image.IsRegistryRef(ref):
 		return []doctor.Result{{Status: doctor.Warn, Message: "image " + ref + " is not here: hobbs run pulls it, which needs its registry",
@@ -137,38 +139,19 @@ func imagePresent(ctx context.Context, e engine.CLI, ref string) (bool, error) {
 	return err == nil, err
 }
 
-// claudeTimeout bounds the --deep check that starts a container.
-const claudeTimeout = 2 * time.Minute
-
-// checkClaude runs `command -v claude` in image ref (no network, nothing
-// pulled): a session's command is Claude Code. The shell's exit status 1
-// means none; the engine's own failures (125 and up) are reported as such.
+// checkClaude looks for claude in image ref (image.ClaudePath): a
+// session's command is Claude Code.
 func checkClaude(ctx context.Context, e engine.CLI, ref string) doctor.Result {
-	ctx, cancel := context.WithTimeout(ctx, claudeTimeout)
-	defer cancel()
-	cmd, err := e.Command(ctx, nil, "run", "--rm", "--pull", "never", "--network", "none", "--entrypoint", "sh", ref, "-c", "command -v claude")
-	if err != nil {
-		return doctor.Result{Status: doctor.Warn, Message: err.Error(), Advice: errs.AdviceOf(err)}
-	}
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	p := strings.TrimSpace(stdout.String())
-	var ee *exec.ExitError
+	p, err := image.ClaudePath(ctx, e, ref)
 	switch {
-	case err == nil && p != "":
-		return doctor.Result{Status: doctor.OK, Message: "claude in " + ref + ": " + firstLine(p)}
-	case err == nil, errors.As(err, &ee) && ee.ExitCode() == 1:
-		return doctor.Result{Status: doctor.Fail,
-			Message: "image " + ref + " has no claude on its PATH: a session cannot start Claude Code",
-			Advice:  errs.NewAdvice(NoClaude, "default", image.DefaultBase)}
+	case err != nil:
+		return doctor.Result{Status: doctor.Warn, Message: "could not look for claude: " + firstLine(err.Error()),
+			Advice: errs.NewAdvice(ClaudeUnchecked, "bin", e.Bin, "image", ref)}
+	case p == "":
+		e := image.NoClaudeCode(ref)
+		return doctor.Result{Status: doctor.Fail, Missing: true, Message: e.Msg, Advice: e.Advice}
 	}
-	msg := firstLine(strings.TrimSpace(stderr.String()))
-	if msg == "" {
-		msg = err.Error()
-	}
-	return doctor.Result{Status: doctor.Warn, Message: "could not look for claude in " + ref + ": " + msg,
-		Advice: errs.NewAdvice(ClaudeUnchecked, "bin", e.Bin, "image", ref)}
+	return doctor.Result{Status: doctor.OK, Message: "claude in " + ref + ": " + p}
 }
 
 // initPaths are where podman looks for its init binary (catatonit) when

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -208,6 +209,9 @@ func run(ctx context.Context, p *plan.Plan, rt Runtime, env []string, bound []*p
 			if img.Image != p.Image {
 				return false, errs.Failf("internal: the image is %s, not %s", img.Image, p.Image)
 			}
+			if img.NoClaude && startsClaude(p) {
+				return false, image.NoClaudeCode(img.Image)
+			}
 			engine.Tracef("run: image ready")
 			changed = img.Built || img.Pulled
 			if rt.Progress != nil {
@@ -243,6 +247,14 @@ func run(ctx context.Context, p *plan.Plan, rt Runtime, env []string, bound []*p
 		_ = rt.Audit.Log(audit.Entry{Event: "session.end", Subject: p.Session, Outcome: out, Detail: map[string]any{"exit": code}})
 	}
 	return code, err
+}
+
+// startsClaude reports whether p's agent command is Claude Code: a
+// session's default command, a chat turn's and a headless run's, or
+// claude named in hobbs run -- COMMAND.
+func startsClaude(p *plan.Plan) bool {
+	c := p.Claude.Command
+	return len(c) > 0 && path.Base(c[0]) == "claude"
 }
 
 // watchPlanDisk watches the plan's DiskWatch while the session runs: the
@@ -324,11 +336,19 @@ func logStart(p *plan.Plan, log *audit.Logger) {
 // id and the secret access key).
 func values(p *plan.Plan, pass vault.PassphraseFunc) (env []string, bound []*policy.Secret, err error) {
 	mapping := make([][2]string, 0, len(p.Env)+len(p.Secrets))
+	maps := make([]vault.Mapped, 0, cap(mapping))
 	for _, e := range p.Env {
 		mapping = append(mapping, [2]string{e.Name, e.Vault})
+		maps = append(maps, vault.Mapped{Var: e.Name, Entry: e.Vault, Key: "env." + e.Name})
 	}
 	for _, b := range p.Secrets {
 		mapping = append(mapping, [2]string{b.Name, b.Vault})
+		maps = append(maps, vault.Mapped{Var: b.Name, Entry: b.Vault, Key: "secrets." + b.Name + ".vault"})
+	}
+	// A missing entry is named with its fix before a passphrase is asked
+	// for or anything is decrypted.
+	if err := vault.CheckMapped(p.In(), maps); err != nil {
+		return nil, nil, err
 	}
 	all, err := vault.SessionEnv(p.In(), mapping, pass)
 	if err != nil {

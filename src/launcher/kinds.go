@@ -13,8 +13,11 @@ const (
 	WorkspaceShared errs.Kind = "launcher.workspace-shared"  // a live session shares the workspace, its .git writable: {session}
 	WorkspaceNested errs.Kind = "launcher.workspace-nested"  // a live session's workspace is inside or around this one: {session}
 	EndedAttached   errs.Kind = "launcher.ended-attached"    // the session ended while attached: {name}
-	AsRoot          errs.Kind = "launcher.as-root"           // hobbs run as root
-	DiskFull        errs.Kind = "launcher.disk-full"         // the disk watch stopped the run
+	// AttachNeedsTerminal: hobbs attach without a terminal to a session
+	// that has one: {name}.
+	AttachNeedsTerminal errs.Kind = "launcher.attach-needs-terminal"
+	AsRoot              errs.Kind = "launcher.as-root"   // hobbs run as root
+	DiskFull            errs.Kind = "launcher.disk-full" // the disk watch stopped the run
 )
 
 // The kinds of the launcher's notices: status lines as data, worded in
@@ -45,7 +48,6 @@ const (
 	PodmanOld       errs.Kind = "launcher.podman-old"
 	DockerOld       errs.Kind = "launcher.docker-old"
 	ImageNotPulled  errs.Kind = "launcher.image-not-pulled"
-	NoClaude        errs.Kind = "launcher.no-claude"
 	ClaudeUnchecked errs.Kind = "launcher.claude-unchecked"
 	NoCatatonit     errs.Kind = "launcher.no-catatonit"
 	BadInitPath     errs.Kind = "launcher.bad-init-path"

@@ -86,7 +86,7 @@ func (s *Store) List(all bool) (Items, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out Items
+	out := Items{} // none is [] in JSON, as every listing's
 	for _, it := range st.Items {
 		if all || it.Status == Waiting {
 			out = append(out, *it)

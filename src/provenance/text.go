@@ -13,12 +13,9 @@ import (
 // writers escape it on a terminal (src/termsafe).
 
 // WriteList prints held changes, one line each, with the session that
-// ended when each was found and why it is held.
+// ended when each was found and why it is held; nothing for none (the
+// command layer says so on stderr).
 func WriteList(w io.Writer, items []Item) error {
-	if len(items) == 0 {
-		_, err := fmt.Fprintln(w, "nothing waits for review")
-		return err
-	}
 	for _, it := range items {
 		ses := it.Sessions[0]
 		why := ses.Why

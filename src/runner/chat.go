@@ -70,12 +70,14 @@ func chatReply(p *plan.Plan, code int, runErr error, stdout []byte, mask func(st
 	case runErr != nil && errs.Code(runErr) == launcher.ExitStopped:
 		return fail("the turn was stopped before Hobbs replied")
 	case runErr != nil:
+		msg := "the turn could not run: " + firstLine(runErr.Error())
 		if a := errs.AdviceOf(runErr); words != nil && !a.IsZero() {
 			if w := words(a); w != "" {
-				return fail("the turn could not run: %s (%s)", firstLine(runErr.Error()), w)
+				msg += " (" + w + ")"
 			}
 		}
-		return fail("the turn could not run: %s", firstLine(runErr.Error()))
+		// The launcher's code stays: a missing image or Claude Code is 3.
+		return res, &errs.Error{Code: errs.Code(runErr), Msg: mask(msg)}
 	case !ok:
 		return fail("Hobbs gave no reply: no result from Claude Code (exit %d)", code)
 	case r.Subtype == SubtypeMaxTurns:

@@ -103,8 +103,10 @@ func (h Headless) RunTask(ctx context.Context) (Finished, error) {
 		report += "\n" + lessonsSection(o.Report)
 	}
 	review := ""
-	if spec.Stage == "supervised" {
-		review = task.ReviewPending // a supervised run's result waits for the user
+	// A supervised run's result waits for the user; a run that never got
+	// to Claude Code (its session failed before a result) has none.
+	if spec.Stage == "supervised" && (runErr == nil || o.Result != nil || code == errs.Timeout) {
+		review = task.ReviewPending
 	}
 	done := task.DoneOptions{Outcome: o.Status, Retro: report, Remember: lessons, Review: review}
 	if r := o.Result; r != nil {

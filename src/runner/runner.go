@@ -179,9 +179,10 @@ func (r Runner) PlanSession(o SessionOptions) (*plan.Plan, error) {
 // Runtime is what launcher.Execute needs of this process, hobbs run's launcher, to
 // carry out a plan started with o: the engine, the streams, the audit log
 // and how to make the image current (o's base and binary, else
-// config.yaml's).
+// config.yaml's). A build on the way says where it starts and how it
+// ended, without a line per step (image.BuildOptions.Brief).
 func (r Runner) Runtime(o SessionOptions) launcher.Runtime {
-	b := image.BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr}
+	b := image.BuildOptions{Engine: r.Engine, Assets: r.Assets, Base: o.Base, Binary: o.Binary, Progress: r.Stderr, Brief: true}
 	b.Defaults(r.Config, true) // the base and the binary; the image is the plan's
 	return launcher.Runtime{Engine: r.Engine, Stdin: o.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Audit: r.Audit, Build: &b,
 		Progress: r.status, Words: r.Words, Detached: o.Detached, ReadyFile: o.ReadyFile, Launcher: true, Passphrase: r.Passphrase}

@@ -49,7 +49,7 @@ func (s *Service) hook(w http.ResponseWriter, r *http.Request, name string) {
 	t, ok := s.opt.Config.Triggers[name]
 	secret := s.secrets[name]
 	if !ok || secret == nil {
-		http.NotFound(w, r)
+		jsonReply(w, http.StatusNotFound, reply{Status: "refused", Reason: "no such trigger"}) // JSON, as every answer of /hooks/
 		return
 	}
 	refuse := func(code int, why string, detail map[string]any) {

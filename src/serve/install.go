@@ -84,7 +84,7 @@ func Install(o InstallOptions) (Installed, error) {
 	}
 	for _, a := range [][]string{{"--user", "daemon-reload"}, {"--user", "enable", "--now", UnitName}} {
 		if out, err := exec.Command(ctl, a...).CombinedOutput(); err != nil {
-			err = errs.Failf("%s %s: %s", ctl, strings.Join(a, " "), strings.TrimSpace(string(out))).Advise(schedule.NoUserManager)
+			err = errs.Failf("%s %s: %s", ctl, strings.Join(a, " "), strings.TrimSpace(string(out))).Advise(NoUserManager, "instance", o.Instance)
 			o.Audit.Record(audit.Entry{Event: "serve.install", Subject: path, Outcome: "error"}, err)
 			return res, err
 		}

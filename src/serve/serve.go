@@ -37,6 +37,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/launcher"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/runner"
+	"github.com/hobbs-agent/hobbs/src/style"
 	"github.com/hobbs-agent/hobbs/src/task"
 	"github.com/hobbs-agent/hobbs/src/vault"
 )
@@ -258,6 +259,9 @@ func Serve(ctx context.Context, opt Options) error {
 func (s *Service) ListenAndRun(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.opt.Config.Serve.Listen)
 	if err != nil {
+		if pid, held := serving(s.opt.Instance); held && addrInUse(err) {
+			return alreadyServing(s.opt.Instance, pid)
+		}
 		return errs.Wrap(errs.Failure, err, "listen on %s (serve.listen)", s.opt.Config.Serve.Listen)
 	}
 	return s.Run(ctx, ln)
@@ -275,9 +279,12 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 	unlock, err := s.opt.Instance.FS().Lock(s.opt.Instance.Lock("serve"), 100*time.Millisecond)
 	if err != nil {
 		ln.Close()
-		return errs.Failf("another hobbs serve runs for %s", s.opt.Instance.Root)
+		pid, _ := serving(s.opt.Instance)
+		return alreadyServing(s.opt.Instance, pid)
 	}
 	defer unlock()
+	writePID(s.opt.Instance)
+	defer removePID(s.opt.Instance)
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
 	s.logf("listening on %s: %d triggers, at most %d runs at once", ln.Addr(), len(s.secrets), s.opt.Config.Serve.MaxRuns)
@@ -477,7 +484,7 @@ func (s *Service) runJob(ctx context.Context, cancel context.CancelFunc, j Job) 
 			s.mu.Unlock()
 		}
 	}
-	s.logf("run %s: playbook %s for trigger %s (job %s, %d deliveries)", j.Task, j.Playbook, j.Trigger, j.ID, len(j.Deliveries))
+	s.logf("run %s: playbook %s for trigger %s (job %s, %s)", j.Task, j.Playbook, j.Trigger, j.ID, style.N(len(j.Deliveries), "delivery", "deliveries"))
 	switch {
 	case err != nil:
 		err = errs.Wrap(errs.Failure, err, "the run's task record")

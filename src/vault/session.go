@@ -83,3 +83,35 @@ func validEnvName(s string) bool {
 	}
 	return true
 }
+
+// Mapped is a vault entry a run's configuration maps a variable to: the
+// variable, the entry, and the config.yaml key that names it (env.NAME,
+// secrets.NAME.vault).
+type Mapped struct{ Var, Entry, Key string }
+
+// CheckMapped reports the first of maps whose entry is not in the vault,
+// before anything is decrypted or started: an error naming the variable
+// and the entry, with the advice doctor's vault.mapped check gives
+// (MappedMissing, or MappedRemoved for an entry hobbs vault rm kept).
+func CheckMapped(in instance.Instance, maps []Mapped) error {
+	if len(maps) == 0 || InContainer() {
+		return nil
+	}
+	v := Open(in)
+	for _, m := range maps {
+		if !ValidName(m.Entry) {
+			continue // SessionEnv says why
+		}
+		has, err := v.exists(in.VaultEntry(m.Entry))
+		if err != nil || has {
+			continue
+		}
+		kind := MappedMissing
+		if v.wasRemoved(m.Entry) {
+			kind = MappedRemoved
+		}
+		return errs.Missingf("config.yaml maps %s to vault:%s, which is not in the vault", m.Var, m.Entry).
+			Advise(kind, "entry", m.Entry, "key", m.Key)
+	}
+	return nil
+}

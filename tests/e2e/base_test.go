@@ -25,7 +25,11 @@ import (
 // cached), with its applet links, /etc/passwd, the fake claude and
 // netprobe, imported with `docker import`. The tag carries a hash of the
 // inputs, so later runs reuse it.
-func makeBase(netprobe string) (string, error) {
+func makeBase(netprobe string) (string, error) { return makeBaseWith(netprobe, true) }
+
+// makeBaseWith is makeBase, with the FAKE claude or (withClaude false)
+// without any: a base as hobbs build --base-from-debian makes offline.
+func makeBaseWith(netprobe string, withClaude bool) (string, error) {
 	cache, err := e2eCache()
 	if err != nil {
 		return "", err
@@ -64,6 +68,9 @@ func makeBase(netprobe string) (string, error) {
 	h.Write(fake)
 	h.Write(probe)
 	h.Write([]byte(passwd + group + "v2"))
+	if !withClaude {
+		h.Write([]byte("no claude"))
+	}
 	tag := "hobbs-e2e-base:" + hex.EncodeToString(h.Sum(nil))[:16]
 	if exec.Command("docker", "image", "inspect", tag).Run() == nil {
 		return tag, nil
@@ -96,8 +103,10 @@ func makeBase(netprobe string) (string, error) {
 	files = append(files,
 		hobbsimage.BaseFile{Path: "etc/passwd", Mode: 0o644, Data: []byte(passwd)},
 		hobbsimage.BaseFile{Path: "etc/group", Mode: 0o644, Data: []byte(group)},
-		hobbsimage.BaseFile{Path: "usr/local/bin/claude", Mode: 0o755, Data: fake},
 		hobbsimage.BaseFile{Path: "usr/local/bin/netprobe", Mode: 0o755, Data: probe})
+	if withClaude {
+		files = append(files, hobbsimage.BaseFile{Path: "usr/local/bin/claude", Mode: 0o755, Data: fake})
+	}
 	err = hobbsimage.ImportRootFS(context.Background(), engine.New("docker"), tag, []string{deb}, files,
 		[]string{"ENV PATH=/usr/local/bin:/usr/bin:/bin"})
 	if err != nil {

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -192,8 +195,9 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// TestAttachOnTerminal: hobbs attach on a terminal says once how to detach
-// and come back; Ctrl-P Ctrl-Q detaches it (exit 0) and the session goes
+// TestAttachOnTerminal: hobbs attach without a terminal is refused (exit
+// 2) with the commands that work without one; on a terminal it says once
+// how to detach and come back, with no stray byte; Ctrl-P Ctrl-Q detaches it (exit 0) and the session goes
 // on; attached again, a hobbs stop from elsewhere ends it, and hobbs
 // attach says so and exits 143.
 func TestAttachOnTerminal(t *testing.T) {
@@ -208,6 +212,12 @@ func TestAttachOnTerminal(t *testing.T) {
 	}
 	note := "attached to session " + name + ": Ctrl-P Ctrl-Q detaches and the session goes on (hobbs attach " + name + " comes back)"
 
+	// Without a terminal: refused, with the ways that work without one.
+	if r := e.hobbs(nil, "attach", name); r.code != 2 || !strings.Contains(r.stderr, "needs a terminal") ||
+		!strings.Contains(r.stderr, "hobbs logs "+name) || strings.Contains(r.stderr, "detached from") {
+		t.Errorf("hobbs attach without a terminal: exit %d\n%s", r.code, r.stderr)
+	}
+
 	a := startTerminal(t, e, "attach", name)
 	a.waitFor(t, note, 30*time.Second)
 	a.in.Write([]byte("hello\r"))
@@ -216,6 +226,9 @@ func TestAttachOnTerminal(t *testing.T) {
 	if code := a.end(t, 30*time.Second); code != 0 || !strings.Contains(a.output(), "detached from session "+name+", which goes on") ||
 		strings.Count(a.output(), note) != 1 {
 		t.Fatalf("hobbs attach after Ctrl-P Ctrl-Q: exit %d\n%s", code, a.output())
+	}
+	if strings.Contains(a.output(), "\x00") {
+		t.Errorf("a NUL byte on the terminal after the detach: %q", a.output())
 	}
 
 	a = startTerminal(t, e, "attach", name)
@@ -226,5 +239,55 @@ func TestAttachOnTerminal(t *testing.T) {
 	if code := a.end(t, 60*time.Second); code != 143 ||
 		!strings.Contains(a.output(), "session "+name+" ended while attached (exit 143: stopped from elsewhere, by hobbs stop or the engine)") {
 		t.Errorf("hobbs attach to a session stopped elsewhere: exit %d\n%s", code, a.output())
+	}
+}
+
+// TestFirstRunOnTerminal: the first hobbs run on a terminal, with no
+// instance yet, asks the foundation questions before its launcher goes to
+// the background (where there is no terminal to ask on), as hobbs init
+// does; then the session runs.
+func TestFirstRunOnTerminal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fresh := *e
+	fresh.inst = filepath.Join(e.dir, "fresh")
+	instMu.Lock()
+	instanceIDs = append(instanceIDs, instanceID(fresh.inst))
+	instMu.Unlock()
+	fresh.removeVolume(t)
+	r := startTerminalRun(t, &fresh, sessionName(t, "first"), "sh", "-c", "echo first-session-up")
+	r.waitFor(t, "Let's write your foundation", 30*time.Second)
+	for i, answer := range []string{"Honesty; Curiosity\r", "\r", "\r"} {
+		// Each answer once its question's prompt ("\n> ") is shown.
+		waitFor(t, 30*time.Second, fmt.Sprintf("question %d", i+1), func() bool { return strings.Count(r.output(), "\n> ") > i })
+		r.in.Write([]byte(answer))
+	}
+	if code := r.end(t, 2*time.Minute); code != 0 || !strings.Contains(r.output(), "first-session-up") {
+		t.Fatalf("the first hobbs run on a terminal: exit %d\n%s", code, r.output())
+	}
+	f, err := os.ReadFile(filepath.Join(fresh.inst, "foundation.md"))
+	if err != nil || !strings.Contains(string(f), "- Honesty") {
+		t.Errorf("foundation.md does not hold the answer: %v\n%s", err, f)
+	}
+}
+
+// TestSignInNotice: the first session on a state volume without a sign-in
+// says, before Claude Code starts, that it will ask and what to do; once
+// the volume holds a sign-in (.credentials.json), nothing is said.
+func TestSignInNotice(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.removeVolume(t)
+	const notice = "Claude Code is not signed in on this instance yet: type /login"
+	r := startTerminalRun(t, e, sessionName(t, "signin"))
+	if code := r.end(t, 2*time.Minute); code != 0 || strings.Count(r.output(), notice) != 1 || !strings.Contains(r.output(), "fake-claude: ") {
+		t.Fatalf("the first session: exit %d, want the notice once before Claude Code:\n%s", code, r.output())
+	}
+	if w := e.hobbs(nil, e.runArgs(sessionName(t, "signin-w"), "sh", "-c", `echo '{"claudeAiOauth":{}}' > "$CLAUDE_CONFIG_DIR/.credentials.json"`)...); w.code != 0 {
+		t.Fatalf("write the sign-in: %d %s", w.code, w.stderr)
+	}
+	r = startTerminalRun(t, e, sessionName(t, "signin-2"))
+	if code := r.end(t, 2*time.Minute); code != 0 || strings.Contains(r.output(), notice) {
+		t.Errorf("a signed-in session: exit %d, and no notice wanted:\n%s", code, r.output())
 	}
 }

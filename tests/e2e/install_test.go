@@ -12,7 +12,8 @@ import (
 // repository, and then hobbs called by name. make install puts the binary
 // in a directory of $PATH (~/.local/bin here), where a shell then finds it;
 // when no candidate directory is on $PATH it installs into ~/.local/bin and
-// fails, printing the PATH line to add.
+// fails, printing the PATH line to add, or, when ~/.profile adds the
+// directory already, saying to log in again.
 func TestMakeInstall(t *testing.T) {
 	if setupErr != nil {
 		t.Fatalf("setup failed: %v", setupErr)
@@ -58,5 +59,20 @@ func TestMakeInstall(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home2, ".local", "bin", "hobbs")); err != nil {
 		t.Errorf("not installed into ~/.local/bin: %v", err)
+	}
+
+	// A ~/.profile that adds ~/.local/bin once it exists (Debian's does):
+	// the advice is to log in again, not a second PATH line.
+	home3 := t.TempDir()
+	profile := "# set PATH so it includes user's private bin if it exists\nif [ -d \"$HOME/.local/bin\" ] ; then\n    PATH=\"$HOME/.local/bin:$PATH\"\nfi\n"
+	if err := os.WriteFile(filepath.Join(home3, ".profile"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(home3, sysPath, "make", "install")
+	if err == nil || !strings.Contains(out, "your ~/.profile adds it once it exists: log in again, or run: . ~/.profile") || strings.Contains(out, "export PATH=") {
+		t.Errorf("make install with ~/.profile adding ~/.local/bin: %v\n%s", err, out)
+	}
+	if out, err := run(home3, sysPath, "sh", "-c", ". \"$HOME/.profile\" && command -v hobbs"); err != nil || !strings.Contains(out, filepath.Join(home3, ".local", "bin", "hobbs")) {
+		t.Errorf("after . ~/.profile a shell does not find hobbs: %v\n%s", err, out)
 	}
 }

@@ -183,7 +183,7 @@ run:
 	}
 
 	// A supervised playbook's run, in the background: it waits for the
-	// user's review, which playbook runs shows and task review records.
+	// user's review, which playbook runs shows and task approve records.
 	r = hobbsAs(nil, e.home, []string{"HOBBS_HOME=" + e.inst}, "playbook", "run", "checked", "--detach")
 	if r.code != 0 || !strings.Contains(r.stderr, "running in the background") {
 		t.Fatalf("playbook run --detach: exit %d %s", r.code, r.stderr)
@@ -201,8 +201,8 @@ run:
 		t.Fatalf("the detached supervised run is not an ok run waiting for review:\n%s%s", runs.stdout, runs.stderr)
 	}
 	cid := strings.Fields(strings.Split(strings.TrimSpace(runs.stdout), "\n")[1])[0]
-	if r := e.hobbs(nil, "task", "review", cid, "--approve", "--note", "checked by hand"); r.code != 0 {
-		t.Fatalf("task review: %s", r.stderr)
+	if r := e.hobbs(nil, "task", "approve", cid, "--note", "checked by hand"); r.code != 0 {
+		t.Fatalf("task approve: %s", r.stderr)
 	}
 	if runs = e.hobbs(nil, "playbook", "runs", "checked"); !strings.Contains(runs.stdout, "approved") {
 		t.Errorf("the review is not shown: %s", runs.stdout)
