@@ -47,6 +47,7 @@ type Config struct {
 	Serve                Serve                     `yaml:"serve" json:"serve"`
 	Triggers             map[string]Trigger        `yaml:"triggers" json:"triggers"`
 	Channels             Channels                  `yaml:"channels" json:"channels"`
+	Backup               Backup                    `yaml:"backup" json:"backup"`
 }
 
 // Resources are limits for the agent container, and the free disk the
@@ -166,6 +167,7 @@ func Default() *Config {
 		Serve:     Serve{Listen: DefaultServeListen, MaxRuns: DefaultServeMaxRuns},
 		Triggers:  map[string]Trigger{},
 		Channels:  Channels{Telegram: Telegram{APIURL: DefaultTelegramAPI}},
+		Backup:    DefaultBackup(),
 
 		// As templates/config.yaml writes it (GitReadOnly treats nil the same).
 		WorkspaceGitReadOnly: func() *bool { t := true; return &t }(),
@@ -429,6 +431,7 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 		bad([]string{"playbooks", "review_every_days"}, "must be at least 1")
 	}
 	c.validateServe(bad)
+	c.validateBackup(bad)
 	if len(problems) > 0 {
 		return errs.Usagef("%s", strings.Join(problems, "\n"))
 	}
