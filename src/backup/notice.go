@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/doctor"
@@ -135,4 +136,15 @@ func Doctor(_ context.Context, env *doctor.Env) []doctor.Result {
 		out = append(out, doctor.Result{Status: doctor.Warn, Message: "the last backup failed: " + st.Last.Error, Advice: errs.NewAdvice(Failed, "repo", st.Repo)})
 	}
 	return out
+}
+
+// RecordFailure records a backup that failed before restic ran (no
+// password, no repository) as Backup records one that failed in it.
+func RecordFailure(in instance.Instance, at time.Time, err error) error {
+	if _, ok, lerr := LoadState(in); lerr != nil || !ok {
+		return lerr
+	}
+	return updateState(in, func(s *State) {
+		s.Last = &Run{Time: at.UTC(), Error: strings.SplitN(err.Error(), "\n", 2)[0]}
+	})
 }
