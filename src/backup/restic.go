@@ -106,8 +106,22 @@ func (r *Restic) run(ctx context.Context, args ...string) ([]byte, error) {
 	return out.Bytes(), err
 }
 
-// stream runs restic with args, calling line for each line of its stdout.
+// stream runs restic with args, calling line for each line of its
+// stdout. A repository locked by a restic that no longer runs (killed, the
+// machine gone down) is unlocked (restic unlock removes only such stale
+// locks) and the command run once more.
 func (r *Restic) stream(ctx context.Context, line func([]byte), args ...string) error {
+	err := r.stream1(ctx, line, args...)
+	if errs.AdviceOf(err).Kind != RepoLocked || args[0] == "unlock" {
+		return err
+	}
+	if uerr := r.stream1(ctx, func([]byte) {}, "unlock"); uerr != nil {
+		return err
+	}
+	return r.stream1(ctx, line, args...)
+}
+
+func (r *Restic) stream1(ctx context.Context, line func([]byte), args ...string) error {
 	cmd, closeFn, err := r.command(ctx, args...)
 	if err != nil {
 		return err
