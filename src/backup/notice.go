@@ -13,6 +13,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/safefile"
+	"github.com/hobbs-agent/hobbs/src/schedule"
 )
 
 // Never silent: a backup that failed, or a scheduled one that did not
@@ -48,7 +49,7 @@ func Pending(st State, now time.Time) (Alert, bool) {
 		if now.After(due.Add(MissGrace)) {
 			return Alert{ID: "overdue:" + due.Format(time.RFC3339),
 				Line: fmt.Sprintf("no backup since %s (scheduled every %s; due %s)", st.LastOK.Time.Local().Format("2006-01-02 15:04"),
-					time.Duration(st.Every), due.Local().Format("2006-01-02 15:04")),
+					schedule.FormatDuration(time.Duration(st.Every)), due.Local().Format("2006-01-02 15:04")),
 				Advice: errs.NewAdvice(Overdue, "repo", st.Repo)}, true
 		}
 	}
@@ -123,7 +124,7 @@ func Doctor(_ context.Context, env *doctor.Env) []doctor.Result {
 	age := now.Sub(st.LastOK.Time)
 	msg := fmt.Sprintf("last good backup %s ago (%s, snapshot %s) to %s", ageOf(age), st.LastOK.Time.Local().Format("2006-01-02 15:04"), st.LastOK.Snapshot, st.Repo)
 	if st.Every > 0 {
-		msg += fmt.Sprintf("; scheduled every %s", time.Duration(st.Every))
+		msg += "; scheduled every " + schedule.FormatDuration(time.Duration(st.Every))
 	}
 	var out []doctor.Result
 	switch {

@@ -223,16 +223,16 @@ func resticError(repo, op, stderr string, err error) error {
 	case has("config file already exists"):
 		return &errs.Error{Code: errs.Failure, Msg: "a repository exists at " + repo, Err: errors.Join(ErrExists, re)}
 	case has("no space left on device", "disk quota exceeded"):
-		return &errs.Error{Code: errs.Failure, Msg: "no space left: " + msg, Err: re, Advice: errs.NewAdvice(NoSpace, "repo", repo)}
+		return &errs.Error{Code: errs.Failure, Msg: "no space left", Err: re, Advice: errs.NewAdvice(NoSpace, "repo", repo)}
 	case has("repository is already locked", "unable to create lock"):
 		return &errs.Error{Code: errs.Failure, Msg: "the repository " + repo + " is locked by another restic", Err: re, Advice: errs.NewAdvice(RepoLocked, "repo", repo)}
 	case has("connection refused", "no such host", "network is unreachable", "i/o timeout", "connection reset", "dial tcp",
 		"server response unexpected", "giving up after", "tls:", "unable to open repository", "host key"):
-		return &errs.Error{Code: errs.Failure, Msg: "cannot reach the repository " + repo + ": " + msg, Err: re, Advice: errs.NewAdvice(Unreachable, "repo", repo)}
+		return &errs.Error{Code: errs.Failure, Msg: "cannot reach the repository " + repo, Err: re, Advice: errs.NewAdvice(Unreachable, "repo", repo)}
 	case has("unable to open config file", "is there a repository at the following location"):
 		return &errs.Error{Code: errs.Missing, Msg: "no restic repository at " + repo, Err: re, Advice: errs.NewAdvice(NoRepository, "repo", repo)}
 	}
-	return &errs.Error{Code: errs.Failure, Msg: re.Error(), Err: re, Advice: errs.NewAdvice(ResticFailed, "msg", msg)}
+	return &errs.Error{Code: errs.Failure, Err: re, Advice: errs.NewAdvice(ResticFailed, "msg", msg)}
 }
 
 var versionRe = regexp.MustCompile(`restic (\d+)\.(\d+)\.(\d+)`)
