@@ -84,7 +84,11 @@ See docs/backup.md.`,
 			a.status("snapshot %s of %s to %s: %d new, %d changed, %d unchanged files, %s added",
 				res.Snapshot, device, res.Repo, res.FilesNew, res.FilesMod, res.FilesSame, safefile.FormatSize(res.Added))
 			if len(res.Forgotten) > 0 {
-				a.status("retention: forgot %d snapshot(s)", len(res.Forgotten))
+				pruned := "their data goes at the next prune (weekly)"
+				if res.Pruned {
+					pruned = "pruned the data no snapshot uses"
+				}
+				a.status("retention: forgot %d snapshot(s); %s", len(res.Forgotten), pruned)
 			}
 		})
 	})

@@ -147,7 +147,12 @@ func Init(ctx context.Context, o InitOptions) (res InitResult, err error) {
 		}
 		res.Stored = true
 	}
-	return res, updateState(o.Instance, func(s *State) { s.Repo, s.Device = o.Restic.Repo, o.Device })
+	return res, updateState(o.Instance, func(s *State) {
+		s.Repo, s.Device = o.Restic.Repo, o.Device
+		if s.Pruned.IsZero() {
+			s.Pruned = time.Now().UTC()
+		}
+	})
 }
 
 // Options are what Backup needs.
@@ -182,6 +187,7 @@ type Result struct {
 	Bytes      int64    `json:"total_bytes_processed"`
 	Seconds    float64  `json:"total_duration"`
 	Forgotten  []string `json:"forgotten"`
+	Pruned     bool     `json:"pruned"`
 	Repo       string   `json:"repo"`
 	Device     string   `json:"device"`
 	HobbsVersn string   `json:"hobbs_version"`
@@ -343,17 +349,32 @@ func Backup(ctx context.Context, o Options) (res Result, err error) {
 	if !seen || res.Snapshot == "" {
 		return res, errs.Failf("restic backup ended without naming its snapshot").Advise(ResticFailed, "msg", "no summary")
 	}
-	res.Forgotten, err = forget(ctx, o.Restic, o.Device, o.Keep)
+	st, _, _ := LoadState(in)
+	prune := !now().Before(st.Pruned.Add(PruneEvery))
+	res.Forgotten, err = forget(ctx, o.Restic, o.Device, o.Keep, prune)
+	if err == nil && prune && len(res.Forgotten) > 0 {
+		res.Pruned = true
+		err = updateState(in, func(s *State) { s.Pruned = now().UTC() })
+	}
 	return res, err
 }
 
-// forget applies keep to the device's hobbs snapshots and prunes what no
-// snapshot uses any more; it returns the IDs forgotten.
-func forget(ctx context.Context, r *Restic, device string, keep config.BackupKeep) ([]string, error) {
+// PruneEvery is how often Backup prunes: the retention forgets snapshots
+// after every backup, but removing the data no snapshot uses any more
+// reads every remaining snapshot's trees and may rewrite packs, so it is
+// done at most this often (and only when a snapshot was forgotten).
+const PruneEvery = 7 * 24 * time.Hour
+
+// forget applies keep to the device's hobbs snapshots, with prune
+// removing what no snapshot uses any more; it returns the IDs forgotten.
+func forget(ctx context.Context, r *Restic, device string, keep config.BackupKeep, prune bool) ([]string, error) {
 	if keep.Daily == 0 && keep.Weekly == 0 && keep.Monthly == 0 {
 		return []string{}, nil
 	}
-	args := []string{"forget", "--json", "--prune", "--tag", Tag, "--host", device}
+	args := []string{"forget", "--json", "--tag", Tag, "--host", device}
+	if prune {
+		args = append(args, "--prune")
+	}
 	for flag, n := range map[string]int{"--keep-daily": keep.Daily, "--keep-weekly": keep.Weekly, "--keep-monthly": keep.Monthly} {
 		if n > 0 {
 			args = append(args, flag, strconv.Itoa(n))

@@ -480,12 +480,25 @@ func TestRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Forgotten) != 1 {
-		t.Errorf("forgotten: %v", res.Forgotten)
+	if len(res.Forgotten) != 1 || res.Pruned {
+		t.Errorf("forgotten: %v, pruned %v (want no prune within a week of init)", res.Forgotten, res.Pruned)
 	}
 	snaps, _ := List(ctx, r)
 	if len(snaps) != 1 || !strings.HasPrefix(snaps[0].ID, res.Snapshot) {
 		t.Errorf("after retention: %+v", snaps)
+	}
+	// A week on, the forgotten data is pruned.
+	if err := updateState(in, func(s *State) { s.Pruned = time.Now().Add(-PruneEvery - time.Minute) }); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = Backup(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Forgotten) != 1 || !res.Pruned {
+		t.Errorf("a week on: forgotten %v, pruned %v", res.Forgotten, res.Pruned)
+	}
+	if _, err := Check(ctx, r, true); err != nil {
+		t.Errorf("check after prune: %v", err)
 	}
 }
 

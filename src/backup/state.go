@@ -19,6 +19,9 @@ type State struct {
 	// LastOK is the last backup that succeeded; Last the last attempt.
 	LastOK *Run `json:"last_ok,omitempty"`
 	Last   *Run `json:"last,omitempty"`
+	// Pruned is when the repository was last pruned (Backup prunes at
+	// most every PruneEvery).
+	Pruned time.Time `json:"pruned,omitempty"`
 	// Told is the failure or overdue time the owner was last told of
 	// (Notice tells each once).
 	Told string `json:"told,omitempty"`
