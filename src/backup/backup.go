@@ -147,8 +147,20 @@ func Init(ctx context.Context, o InitOptions) (res InitResult, err error) {
 		}
 		res.Stored = true
 	}
+	// What this device has in the repository: none in a new one.
+	kept, known := []Kept{}, res.Created
+	if !res.Created {
+		if snaps, err := List(ctx, o.Restic); err == nil {
+			for _, s := range snaps {
+				if s.Host == o.Device {
+					kept = append(kept, Kept{ID: s.ShortID, Time: s.Time})
+				}
+			}
+			known = true
+		}
+	}
 	return res, updateState(o.Instance, func(s *State) {
-		s.Repo, s.Device = o.Restic.Repo, o.Device
+		s.Repo, s.Device, s.Kept, s.Known = o.Restic.Repo, o.Device, kept, known
 		if s.Pruned.IsZero() {
 			s.Pruned = time.Now().UTC()
 		}
@@ -298,9 +310,6 @@ func Backup(ctx context.Context, o Options) (res Result, err error) {
 	if !in.Exists() {
 		return res, errs.Missingf("no Hobbs instance at %s", in.Root)
 	}
-	if _, err := o.Restic.Version(ctx); err != nil {
-		return res, err
-	}
 	args := []string{"backup", "--json", "--host", o.Device, "--tag", Tag,
 		"--tag", tagDevice + o.Device, "--tag", tagVersion + o.Version, "--tag", tagFormat + strconv.Itoa(Format),
 		"--exclude", ".tmp-*"}
@@ -350,13 +359,64 @@ func Backup(ctx context.Context, o Options) (res Result, err error) {
 		return res, errs.Failf("restic backup ended without naming its snapshot").Advise(ResticFailed, "msg", "no summary")
 	}
 	st, _, _ := LoadState(in)
-	prune := !now().Before(st.Pruned.Add(PruneEvery))
-	res.Forgotten, err = forget(ctx, o.Restic, o.Device, o.Keep, prune)
-	if err == nil && prune && len(res.Forgotten) > 0 {
-		res.Pruned = true
-		err = updateState(in, func(s *State) { s.Pruned = now().UTC() })
+	// restic dates the snapshot when it starts, just after start.
+	kept := append(append([]Kept{}, st.Kept...), Kept{ID: res.Snapshot, Time: start})
+	if st.Known && len(expired(kept, o.Keep)) == 0 {
+		// Nothing to forget: restic is not asked (opening the repository
+		// again costs its key derivation).
+		res.Forgotten = []string{}
+		return res, updateState(in, func(s *State) { s.Kept, s.Known = kept, true })
 	}
-	return res, err
+	prune := !now().Before(st.Pruned.Add(PruneEvery))
+	res.Forgotten, kept, err = forget(ctx, o.Restic, o.Device, o.Keep, prune)
+	if err != nil {
+		return res, err
+	}
+	res.Pruned = prune && len(res.Forgotten) > 0
+	return res, updateState(in, func(s *State) {
+		s.Kept, s.Known = kept, kept != nil
+		if res.Pruned {
+			s.Pruned = now().UTC()
+		}
+	})
+}
+
+// expired returns the snapshots of kept that keep would forget: restic's
+// policy (newest first, the first snapshot of each of the last Daily days,
+// Weekly ISO weeks, Monthly months in local time is kept). All zero keeps
+// all.
+func expired(kept []Kept, keep config.BackupKeep) []Kept {
+	if keep.Daily == 0 && keep.Weekly == 0 && keep.Monthly == 0 {
+		return nil
+	}
+	s := append([]Kept{}, kept...)
+	sort.SliceStable(s, func(i, j int) bool { return s[i].Time.After(s[j].Time) })
+	type bucket struct {
+		n    int
+		last int
+		of   func(time.Time) int
+	}
+	bs := []*bucket{
+		{keep.Daily, -1, func(t time.Time) int { return t.Year()*10000 + int(t.Month())*100 + t.Day() }},
+		{keep.Weekly, -1, func(t time.Time) int { y, w := t.ISOWeek(); return y*100 + w }},
+		{keep.Monthly, -1, func(t time.Time) int { return t.Year()*100 + int(t.Month()) }},
+	}
+	var out []Kept
+	for _, k := range s {
+		keepIt := false
+		for _, b := range bs {
+			if b.n > 0 {
+				if v := b.of(k.Time.Local()); v != b.last {
+					keepIt, b.last = true, v
+					b.n--
+				}
+			}
+		}
+		if !keepIt {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // PruneEvery is how often Backup prunes: the retention forgets snapshots
@@ -366,10 +426,21 @@ func Backup(ctx context.Context, o Options) (res Result, err error) {
 const PruneEvery = 7 * 24 * time.Hour
 
 // forget applies keep to the device's hobbs snapshots, with prune
-// removing what no snapshot uses any more; it returns the IDs forgotten.
-func forget(ctx context.Context, r *Restic, device string, keep config.BackupKeep, prune bool) ([]string, error) {
+// removing what no snapshot uses any more; it returns the IDs forgotten
+// and the snapshots kept.
+func forget(ctx context.Context, r *Restic, device string, keep config.BackupKeep, prune bool) ([]string, []Kept, error) {
 	if keep.Daily == 0 && keep.Weekly == 0 && keep.Monthly == 0 {
-		return []string{}, nil
+		snaps, err := List(ctx, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		kept := []Kept{}
+		for _, s := range snaps {
+			if s.Host == device {
+				kept = append(kept, Kept{ID: s.ShortID, Time: s.Time})
+			}
+		}
+		return []string{}, kept, nil
 	}
 	args := []string{"forget", "--json", "--tag", Tag, "--host", device}
 	if prune {
@@ -382,15 +453,18 @@ func forget(ctx context.Context, r *Restic, device string, keep config.BackupKee
 	}
 	out, err := r.run(ctx, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	gone := []string{}
+	gone, kept := []string{}, []Kept{}
 	// The JSON is on one line; prune's report, when it prunes, follows.
 	for _, line := range strings.Split(string(out), "\n") {
+		type snap struct {
+			ShortID string    `json:"short_id"`
+			Time    time.Time `json:"time"`
+		}
 		var groups []struct {
-			Remove []struct {
-				ShortID string `json:"short_id"`
-			} `json:"remove"`
+			Keep   []snap `json:"keep"`
+			Remove []snap `json:"remove"`
 		}
 		if json.Unmarshal([]byte(line), &groups) != nil {
 			continue
@@ -399,9 +473,12 @@ func forget(ctx context.Context, r *Restic, device string, keep config.BackupKee
 			for _, s := range g.Remove {
 				gone = append(gone, s.ShortID)
 			}
+			for _, s := range g.Keep {
+				kept = append(kept, Kept{ID: s.ShortID, Time: s.Time})
+			}
 		}
 	}
-	return gone, nil
+	return gone, kept, nil
 }
 
 // Snapshot is one hobbs snapshot in the repository.

@@ -686,3 +686,33 @@ func hashes(dir string) string {
 }
 
 var _ = errors.New
+
+func TestExpired(t *testing.T) {
+	day := func(d, h int) time.Time { return time.Date(2026, 3, d, h, 0, 0, 0, time.Local) }
+	var kept []Kept
+	for _, d := range []int{1, 2, 2, 3, 9, 10, 10} {
+		kept = append(kept, Kept{ID: fmt.Sprintf("d%d-%d", d, len(kept)), Time: day(d, len(kept))})
+	}
+	ids := func(ks []Kept) string {
+		var s []string
+		for _, k := range ks {
+			s = append(s, k.ID)
+		}
+		sort.Strings(s)
+		return strings.Join(s, " ")
+	}
+	for _, c := range []struct {
+		keep config.BackupKeep
+		want string
+	}{
+		{config.BackupKeep{}, ""},
+		{config.BackupKeep{Daily: 2}, "d1-0 d10-5 d2-1 d2-2 d3-3"},
+		{config.BackupKeep{Daily: 1, Weekly: 2}, "d1-0 d10-5 d2-1 d2-2 d9-4"}, // weeks 11 (9th, 10th) and 10 (3rd)
+		{config.BackupKeep{Monthly: 1}, "d1-0 d10-5 d2-1 d2-2 d3-3 d9-4"},
+		{config.BackupKeep{Daily: 7, Weekly: 4, Monthly: 12}, "d10-5 d2-1"},
+	} {
+		if got := ids(expired(kept, c.keep)); got != c.want {
+			t.Errorf("keep %+v: expired %q, want %q", c.keep, got, c.want)
+		}
+	}
+}

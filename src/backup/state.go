@@ -22,6 +22,11 @@ type State struct {
 	// Pruned is when the repository was last pruned (Backup prunes at
 	// most every PruneEvery).
 	Pruned time.Time `json:"pruned,omitempty"`
+	// Kept are this device's snapshots in the repository, as the last
+	// forget (or Init) left them and the backups since added; Known says
+	// the list is whole (else the next backup asks restic).
+	Kept  []Kept `json:"kept,omitempty"`
+	Known bool   `json:"known,omitempty"`
 	// Told is the failure or overdue time the owner was last told of
 	// (Notice tells each once).
 	Told string `json:"told,omitempty"`
@@ -87,4 +92,10 @@ func updateState(in instance.Instance, change func(*State)) error {
 		return errs.Wrap(errs.Failure, err, "write %s", in.Rel(in.BackupState()))
 	}
 	return nil
+}
+
+// Kept is one snapshot of the device's.
+type Kept struct {
+	ID   string    `json:"id"`
+	Time time.Time `json:"time"`
 }
