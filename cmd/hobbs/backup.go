@@ -69,7 +69,7 @@ See docs/backup.md.`,
 		if !scheduled && !out.json {
 			last := time.Time{}
 			o.Progress = func(p backup.Progress) {
-				if time.Since(last) < time.Second {
+				if time.Since(last) < time.Second || p.TotalFiles == 0 {
 					return
 				}
 				last = time.Now()

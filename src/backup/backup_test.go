@@ -716,3 +716,22 @@ func TestExpired(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot's path is the repository's word: one whose restored
+// components include a link, or that is not clean and absolute, does not
+// name the directory to swap in.
+func TestStagedPathRefusesLinksAndDots(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(outside, "hobbs"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "home", "me", "hobbs"), 0o755)
+	os.Symlink(outside, filepath.Join(dir, "link"))
+	if p, err := stagedPath(dir, Snapshot{ShortID: "ok", Paths: []string{"/home/me/hobbs"}}); err != nil || p != filepath.Join(dir, "home", "me", "hobbs") {
+		t.Errorf("a plain path: %q %v", p, err)
+	}
+	for _, bad := range []string{"/link/hobbs", "/home/me/../../link/hobbs", "home/me/hobbs", "/", "/home/me/nothing"} {
+		if p, err := stagedPath(dir, Snapshot{ShortID: "bad", Paths: []string{bad}}); err == nil {
+			t.Errorf("%s: staged %s", bad, p)
+		}
+	}
+}

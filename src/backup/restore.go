@@ -134,6 +134,12 @@ func Restore(ctx context.Context, o RestoreOptions) (res RestoreResult, err erro
 		st.Device = o.Device
 	}
 	if _, err := os.Lstat(in.Root); err == nil {
+		// No writer is half-way through a change of the instance as it goes.
+		unlock, err := lockInstance(in)
+		if err != nil {
+			return res, err
+		}
+		defer unlock()
 		res.Previous = fmt.Sprintf("%s.before-restore-%s", in.Root, now().UTC().Format("20060102-150405"))
 		if err := os.Rename(in.Root, res.Previous); err != nil {
 			return res, errs.Wrap(errs.Failure, err, "keep the instance in place as %s", res.Previous)
@@ -227,9 +233,26 @@ func restoreInto(ctx context.Context, r *Restic, snap Snapshot, dir string) (str
 	if _, err := nc.run(ctx, "restore", snap.ID, "--target", dir, "--verify"); err != nil {
 		return "", err
 	}
-	staged := filepath.Join(dir, filepath.FromSlash(snap.Paths[0]))
-	if fi, err := os.Lstat(staged); err != nil || !fi.IsDir() {
-		return "", errs.Failf("snapshot %s did not restore %s", snap.ShortID, snap.Paths[0])
+	return stagedPath(dir, snap)
+}
+
+// stagedPath is where restic restored the instance of snap beneath dir:
+// the snapshot's path, each component of it a directory restic made
+// there — never a link (a snapshot made elsewhere could hold one, to move
+// a directory outside the staging directory into the instance's place),
+// never ".." (the path is the repository's word, not ours).
+func stagedPath(dir string, snap Snapshot) (string, error) {
+	p := snap.Paths[0]
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+		return "", errs.Failf("snapshot %s holds the path %q, not an instance directory", snap.ShortID, p)
+	}
+	staged := dir
+	for _, c := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		staged = filepath.Join(staged, c)
+		fi, err := os.Lstat(staged)
+		if err != nil || !fi.IsDir() {
+			return "", errs.Failf("snapshot %s did not restore %s as a directory (at %s)", snap.ShortID, p, c)
+		}
 	}
 	return staged, nil
 }
