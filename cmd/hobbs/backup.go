@@ -157,7 +157,7 @@ recorded for this machine.`,
 		}
 		generated := false
 		if pw == nil {
-			if !a.onTerminal() {
+			if !a.stdinIsTTY() {
 				return errs.Usagef("no password: without a terminal, set RESTIC_PASSWORD or RESTIC_PASSWORD_FILE").Advise(backup.NoPassword)
 			}
 			if pw, err = backup.GeneratePassword(); err != nil {

@@ -44,7 +44,7 @@ On a terminal it asks before the swap; without one it swaps only with --yes.`,
 	cmd.Flags().BoolVar(&yes, "yes", false, "swap without asking")
 	out := a.jsonFlag(cmd, "print the result as JSON")
 	cmd.RunE = a.withInstance(func(cmd *cobra.Command, args []string, in instance.Instance) error {
-		tty := a.onTerminal()
+		tty := a.stdinIsTTY()
 		if !yes && !tty {
 			return errs.Usagef("without a terminal, restore swaps the instance only with --yes").Advise(backup.NeedsYes)
 		}
