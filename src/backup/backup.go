@@ -94,6 +94,17 @@ func Password(v *vault.Vault) ([]byte, error) {
 	return p, err
 }
 
+var deviceRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// CheckDevice refuses a device name restic's tags and hosts cannot carry
+// as one word (a comma splits a tag).
+func CheckDevice(name string) error {
+	if !deviceRe.MatchString(name) {
+		return errs.Usagef("device name %q: use 1 to 64 letters, digits, '.', '_' and '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
 // InitOptions are what Init needs.
 type InitOptions struct {
 	Instance instance.Instance
@@ -124,6 +135,9 @@ func Init(ctx context.Context, o InitOptions) (res InitResult, err error) {
 	}()
 	if instance.InContainer() {
 		return res, errs.Usagef("backups are made on the host").Advise(OnTheHost)
+	}
+	if err := CheckDevice(o.Device); err != nil {
+		return res, err
 	}
 	if _, err := o.Restic.Version(ctx); err != nil {
 		return res, err
@@ -309,6 +323,9 @@ func Backup(ctx context.Context, o Options) (res Result, err error) {
 	}
 	if !in.Exists() {
 		return res, errs.Missingf("no Hobbs instance at %s", in.Root)
+	}
+	if err := CheckDevice(o.Device); err != nil {
+		return res, err
 	}
 	args := []string{"backup", "--json", "--host", o.Device, "--tag", Tag,
 		"--tag", tagDevice + o.Device, "--tag", tagVersion + o.Version, "--tag", tagFormat + strconv.Itoa(Format),
@@ -569,10 +586,14 @@ func Check(ctx context.Context, r *Restic, readData bool) (CheckResult, error) {
 	return res, errs.Failf("the repository %s is damaged: damaged pack(s) %s", r.Repo, packs).Advise(Damaged, "repo", r.Repo, "packs", packs)
 }
 
-// Device is the default device name: the host name, as restic records it.
+// Device is the default device name: the host name, as restic records it
+// (its first label when it is not a valid device name whole).
 func Device() string {
 	h, err := os.Hostname()
-	if err != nil || h == "" {
+	if err == nil && CheckDevice(h) != nil {
+		h, _, _ = strings.Cut(h, ".")
+	}
+	if err != nil || CheckDevice(h) != nil {
 		return "unknown"
 	}
 	return h
