@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hobbs-agent/hobbs/src/backup"
 	"github.com/hobbs-agent/hobbs/src/doctor"
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
@@ -42,6 +43,7 @@ var doctorChecks = []doctor.Check{
 	{Name: "image", Run: launcher.DoctorImage},
 	{Name: "playbooks", Run: playbook.Doctor},
 	{Name: "schedules", Run: schedule.Doctor},
+	{Name: "backup", Run: backup.Doctor},
 }
 
 // newDoctorCmd runs doctorChecks and prints their results.

@@ -57,7 +57,7 @@ var hintTables = []map[errs.Kind]words{
 	imageHints, psHints,
 	memoryHints, playbookHints, scheduleHints, serveHints, chatHints, reviewHints,
 	policyHints, approvalHints,
-	planHints, launcherHints, runnerHints,
+	planHints, launcherHints, runnerHints, backupHints,
 }
 
 // hintWords is every table merged, built once.

@@ -60,6 +60,10 @@ var terminalCommands = map[string]bool{"hobbs run": true, "hobbs attach": true}
 var quietCommands = map[string]bool{"proxy": true, "session-env": true, "completion": true, "__complete": true,
 	"version": true, "schedule": true, "doctor": true}
 
+// backupCommands report their own outcome: no warning of a failed
+// backup after them (warnBackup).
+var backupCommands = map[string]bool{"backup": true, "restore": true}
+
 // Main runs hobbs with args and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -82,6 +86,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if c, _, ferr := root.Find(args); ferr == nil && !quietCommands[strings.Fields(c.CommandPath() + " x")[1]] && !backupCommands[strings.Fields(c.CommandPath() + " x")[1]] {
+		a.warnBackup()
+	}
 	if err == nil {
 		return errs.OK
 	}
@@ -127,6 +134,7 @@ HOBBS_HOME or --instance to choose another.`,
 	root.AddCommand(newBuildCmd(a), newPruneCmd(a), newRunCmd(a), newPsCmd(a), newAttachCmd(a), newExecCmd(a), newLogsCmd(a), newStopCmd(a))
 	root.AddCommand(newScheduleCmd(a), newReviewCmd(a), newChatCmd(a), newServeCmd(a))
 	root.AddCommand(newApprovalsCmd(a))
+	root.AddCommand(newBackupCmd(a), newRestoreCmd(a))
 	// The toolkit the agent uses in its container (and you on the host).
 	root.AddCommand(newMemoryCmd(a), newPlaybookCmd(a), newAgentCmd(a), newTaskCmd(a), newVaultCmd(a))
 	// What the images run: the egress proxy and the session's environment.

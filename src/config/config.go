@@ -48,6 +48,7 @@ type Config struct {
 	Serve                Serve                     `yaml:"serve" json:"serve"`
 	Triggers             map[string]Trigger        `yaml:"triggers" json:"triggers"`
 	Channels             Channels                  `yaml:"channels" json:"channels"`
+	Backup               Backup                    `yaml:"backup" json:"backup"`
 }
 
 // Resources are limits for the agent container, and the free disk the
@@ -168,6 +169,7 @@ func Default() *Config {
 		Serve:     Serve{Listen: DefaultServeListen, MaxRuns: DefaultServeMaxRuns, MaxQueue: DefaultServeMaxQueue},
 		Triggers:  map[string]Trigger{},
 		Channels:  Channels{Telegram: Telegram{APIURL: DefaultTelegramAPI}},
+		Backup:    DefaultBackup(),
 
 		// As templates/config.yaml writes it (GitReadOnly treats nil the same).
 		WorkspaceGitReadOnly: func() *bool { t := true; return &t }(),
@@ -432,6 +434,7 @@ func (c *Config) validate(path string, root *yaml.Node) error {
 	}
 	c.validateServe(bad)
 	c.validateEgress(bad)
+	c.validateBackup(bad)
 	if len(problems) > 0 {
 		return errs.Usagef("%s", strings.Join(problems, "\n"))
 	}

@@ -96,6 +96,10 @@ func WithLastRuns(entries []Entry, now time.Time) []Status {
 	out := make([]Status, 0, len(entries))
 	for _, e := range entries {
 		s := Status{Entry: e}
+		if e.Task != "" {
+			out = append(out, s) // no playbook runs; backup's own record has its runs
+			continue
+		}
 		var started time.Time
 		if last := lastRun(e, time.Time{}); last != nil {
 			started = last.Started
@@ -184,6 +188,9 @@ func MissedRuns(o Options, now time.Time) []Status {
 	changed := false
 	var out []Status
 	for _, e := range entries {
+		if e.Task != "" {
+			continue // its own package reports it (backup.Notice)
+		}
 		key := e.Instance + "\t" + e.Playbook
 		s := Status{Entry: e}
 		var started time.Time
@@ -280,7 +287,7 @@ func Doctor(_ context.Context, env *doctor.Env) []doctor.Result {
 		if s.LastRun != "" {
 			last = s.LastOutcome + " " + s.LastRun
 		}
-		if s.Missed != "" {
+		if s.Missed != "" && s.Task == "" {
 			out = append(out, doctor.Result{Status: doctor.Warn, Message: s.MissedLine(), Advice: errs.NewAdvice(MissedRun, "name", s.Playbook)})
 			continue
 		}

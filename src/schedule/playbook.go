@@ -33,6 +33,9 @@ func ParseSpec(every, at string) (Spec, error) {
 // st.Audit). The job runs Binary with the
 // instance's absolute path.
 func AddPlaybook(o Options, st *playbook.Store, name string, spec Spec) (Result, error) {
+	if name == BackupJob {
+		return Result{}, errs.Usagef("%s is the name of the backup schedule; rename the playbook", name)
+	}
 	d, _, err := st.Get(name)
 	if err != nil {
 		return Result{}, err
@@ -132,4 +135,31 @@ func (s Status) Row() string {
 		last += " MISSED at " + s.Missed
 	}
 	return strings.Join([]string{s.Playbook, s.When(), orDash(s.Next), last, s.Backend}, "\t")
+}
+
+// AddBackup schedules hobbs backup of the instance at root (absolute)
+// with the scheduler o detects, under the key BackupJob.
+func AddBackup(o Options, root string, spec Spec) (Result, error) {
+	b, err := Detect(o)
+	if err != nil {
+		return Result{}, err
+	}
+	bin, err := Binary()
+	if err != nil {
+		return Result{}, err
+	}
+	if err := CanFire(o, b.Name()); err != nil {
+		return Result{}, err
+	}
+	return b.Add(Job{Playbook: BackupJob, Task: TaskBackup, Instance: root, Binary: bin, Spec: spec, Added: time.Now().UTC().Truncate(time.Second)})
+}
+
+// RemoveBackup removes the backup schedule; false when there was none.
+func RemoveBackup(o Options) (string, bool, error) {
+	b, err := Detect(o)
+	if err != nil {
+		return "", false, err
+	}
+	removed, err := b.Remove(BackupJob)
+	return b.Name(), removed, err
 }

@@ -86,11 +86,25 @@ type Job struct {
 	// Added is when the schedule was made (kept when the same schedule is
 	// added again); zero for a schedule made before hobbs recorded it.
 	Added time.Time
+	// Task is what the job runs when it is not a playbook: TaskBackup
+	// (hobbs backup, Playbook then BackupJob). "": the playbook.
+	Task string
 }
+
+// TaskBackup is the Task of the backup schedule (hobbs backup schedule):
+// it runs hobbs backup --scheduled, under the key BackupJob.
+const TaskBackup = "backup"
+
+// BackupJob is the key (in place of a playbook name) of the backup
+// schedule of an instance; no playbook may take it (AddPlaybook).
+const BackupJob = "hobbs-backup"
 
 // Command is what the scheduler runs. --scheduled makes the run refuse a
 // playbook whose stage is not autonomous (playbook.CanSchedule).
 func (j Job) Command() []string {
+	if j.Task == TaskBackup {
+		return []string{j.Binary, "--instance", j.Instance, "backup", "--scheduled"}
+	}
 	return []string{j.Binary, "--instance", j.Instance, "playbook", "run", j.Playbook, "--scheduled"}
 }
 
@@ -103,10 +117,11 @@ type meta struct {
 	Instance string `json:"instance"`
 	Binary   string `json:"binary"`
 	Added    string `json:"added,omitempty"` // RFC 3339
+	Task     string `json:"task,omitempty"`
 }
 
 func (j Job) meta() meta {
-	m := meta{Playbook: j.Playbook, At: j.Spec.At, Instance: j.Instance, Binary: j.Binary}
+	m := meta{Playbook: j.Playbook, At: j.Spec.At, Instance: j.Instance, Binary: j.Binary, Task: j.Task}
 	if j.Spec.Every != 0 {
 		m.Every = FormatDuration(j.Spec.Every)
 	}
@@ -117,7 +132,7 @@ func (j Job) meta() meta {
 }
 
 func (m meta) job() (Job, error) {
-	j := Job{Playbook: m.Playbook, Instance: m.Instance, Binary: m.Binary, Spec: Spec{At: m.At}}
+	j := Job{Playbook: m.Playbook, Instance: m.Instance, Binary: m.Binary, Spec: Spec{At: m.At}, Task: m.Task}
 	if m.Added != "" {
 		t, err := time.Parse(time.RFC3339, m.Added)
 		if err != nil {
@@ -167,6 +182,7 @@ type Entry struct {
 	Next     string   `json:"next"` // RFC 3339, or as the scheduler reports it; "" when unknown
 	Unit     string   `json:"unit,omitempty"`
 	Added    string   `json:"added,omitempty"` // when the schedule was made, RFC 3339; "" when not recorded
+	Task     string   `json:"task,omitempty"`  // TaskBackup for the backup schedule; "" for a playbook's
 
 	job Job
 }
@@ -174,7 +190,7 @@ type Entry struct {
 func (j Job) entry(backend string) Entry {
 	m := j.meta()
 	return Entry{Playbook: j.Playbook, Backend: backend, Every: m.Every, At: m.At, Instance: j.Instance, Command: j.Command(),
-		Added: m.Added, job: j}
+		Added: m.Added, Task: j.Task, job: j}
 }
 
 // Result says what Add did.

@@ -47,7 +47,7 @@ func Units(j Job) (service, timer []byte, err error) {
 		args = append(args, systemdQuote(a))
 	}
 	svc := head + "[Unit]\n" +
-		"Description=Hobbs playbook " + j.Playbook + " (headless run)\n\n" +
+		"Description=" + j.describe() + "\n\n" +
 		"[Service]\n" +
 		"Type=oneshot\n" +
 		"ExecStart=" + strings.Join(args, " ") + "\n"
@@ -262,4 +262,12 @@ func (s *systemd) jobs() ([]Entry, error) {
 	}
 	sort.Slice(out, func(i, k int) bool { return out[i].Playbook < out[k].Playbook })
 	return out, nil
+}
+
+// describe is the service's description.
+func (j Job) describe() string {
+	if j.Task == TaskBackup {
+		return "Hobbs backup of " + j.Instance
+	}
+	return "Hobbs playbook " + j.Playbook + " (headless run)"
 }

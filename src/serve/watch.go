@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/backup"
 	"github.com/hobbs-agent/hobbs/src/channel"
 	"github.com/hobbs-agent/hobbs/src/schedule"
 	"github.com/hobbs-agent/hobbs/src/task"
@@ -27,7 +28,8 @@ import (
 // restart delivers what ended while the service was down and nothing
 // twice; the first start delivers nothing from before it. Missed runs are
 // reported once per outage (schedule.MissedRuns, with a state of the
-// service's own, so the host's commands report them too).
+// service's own, so the host's commands report them too); so is a backup
+// that failed or is overdue (backup.Tell).
 
 // WatchInterval is how often the service looks for ended runs and missed
 // schedules.
@@ -84,6 +86,11 @@ func (s *Service) watchOnce() {
 			continue
 		}
 		s.deliver(channel.Notice{ID: "missed:" + m.Playbook + ":" + m.Missed, Text: "Missed: " + m.MissedLine() + ".\n\n" + schedule.MissedHint})
+	}
+	// A failed or overdue backup of the instance, once (its own record of
+	// what it told: the host's commands tell it too).
+	if al, ok := backup.Tell(s.opt.Instance, now, s.st.path("backup-told.json")); ok {
+		s.deliver(channel.Notice{ID: "backup:" + al.ID, Text: "Backup: " + al.Line + ".\n\nhobbs doctor shows the last good backup; hobbs backup runs one now (docs/backup.md)."})
 	}
 }
 
