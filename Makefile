@@ -50,9 +50,9 @@ test: lint
 	@skipped=$$(mktemp) && gotest=$$(mktemp) || exit 1; \
 	$(GO) build -o "$$gotest" ./tests/gotest || { rm -f "$$skipped" "$$gotest"; exit 1; }; \
 	echo "DOCKER_HOST=unix:///nonexistent/docker.sock $(GO) test -count=1 -short -timeout 5m ./..."; \
-	DOCKER_HOST=unix:///nonexistent/docker.sock HOBBS_SKIPPED=$$skipped "$$gotest" -count=1 -short -timeout 5m ./... && \
+	DOCKER_HOST=unix:///nonexistent/docker.sock HOBBS_SKIPPED=$$skipped GOTEST_GO="$(GO)" "$$gotest" -count=1 -short -timeout 5m ./... && \
 	echo "$(GO) test -count=1 -timeout 25m ./..." && \
-	HOBBS_SKIPPED=$$skipped "$$gotest" -count=1 -timeout 25m ./...; rc=$$?; \
+	HOBBS_SKIPPED=$$skipped GOTEST_GO="$(GO)" "$$gotest" -count=1 -timeout 25m ./...; rc=$$?; \
 	if [ -s "$$skipped" ]; then \
 	  echo "make test: not run here, for want of what CI installs (.ci/run):"; sort -u "$$skipped"; \
 	fi; \

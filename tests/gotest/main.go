@@ -9,6 +9,8 @@
 // through it (Makefile).
 //
 // Usage: go run ./tests/gotest [go test flags] PACKAGES...
+//
+// It runs the go command $GOTEST_GO names (make's $(GO)), else go.
 package main
 
 import (
@@ -42,7 +44,11 @@ func main() { os.Exit(run("", os.Args[1:], os.Stdout, os.Stderr)) }
 // run runs go test -json args in dir ("": here) and returns the exit
 // status gotest exits with.
 func run(dir string, args []string, stdout, stderr io.Writer) int {
-	cmd := exec.Command("go", append([]string{"test", "-json"}, args...)...)
+	goCmd := os.Getenv("GOTEST_GO")
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	cmd := exec.Command(goCmd, append([]string{"test", "-json"}, args...)...)
 	cmd.Dir, cmd.Stdin, cmd.Stderr = dir, os.Stdin, stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
