@@ -26,6 +26,11 @@ func (s *Session) begin() error {
 	if s.Neutralise != nil {
 		s.Neutralise("start")
 	}
+	if s.layered() {
+		if err := s.makeLayers(); err != nil {
+			return err
+		}
+	}
 	if s.Provenance == nil {
 		return nil
 	}
@@ -40,7 +45,11 @@ func (s *Session) beginProvenance() error {
 		from = fi.Size()
 	}
 	engine.Tracef("provenance: begin")
-	err := s.Provenance.Begin(s.Name, s.plan.Origin(), s.owner, from, OwnerAlive)
+	begin := s.Provenance.Begin
+	if s.layered() {
+		begin = s.Provenance.BeginLayer
+	}
+	err := begin(s.Name, s.plan.Origin(), s.owner, from, OwnerAlive)
 	engine.Tracef("provenance: begun")
 	return err
 }
@@ -58,8 +67,8 @@ func (s *Session) neutraliseEnd() {
 // record's end (a Snapshot), while the cleanup removes the proxy's
 // container and the session's other objects.
 func (s *Session) afterAgent() {
-	if s.began == nil || s.snapshot != nil {
-		return
+	if s.began == nil || s.snapshot != nil || s.layered() {
+		return // a layered session's changes are its layers: nothing to read
 	}
 	select {
 	case <-s.began.done:

@@ -252,7 +252,7 @@ func (s *Session) setUp() (release func(), recorded bool, err error) {
 // record while its objects are created, when the session has either; the
 // agent starts only once both are done. It reports whether it began.
 func (s *Session) beginShares() bool {
-	if s.Provenance == nil && s.Neutralise == nil {
+	if s.Provenance == nil && s.Neutralise == nil && !s.layered() {
 		return false
 	}
 	s.began = spawn(s.begin)
@@ -262,7 +262,9 @@ func (s *Session) beginShares() bool {
 // endShares ends what beginShares began: the provenance record (when it
 // began) and the end's neutralising.
 func (s *Session) endShares() {
-	if <-s.began.done; s.began.err == nil && s.Provenance != nil {
+	if <-s.began.done; s.began.err == nil && s.layered() {
+		s.endLayers()
+	} else if s.began.err == nil && s.Provenance != nil {
 		s.endProvenance()
 	}
 	s.neutraliseEnd()
