@@ -229,4 +229,3 @@ func leftOut(share string, c layer.Change) string {
 	}
 	return ""
 }
-
