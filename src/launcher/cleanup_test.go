@@ -203,7 +203,7 @@ func TestCleanupTrustsTheDestroyEvent(t *testing.T) {
 	if countLine(c, "rm -f "+s.Name) != 0 {
 		t.Errorf("the removed agent was removed again: %q", c)
 	}
-	if len(c) != 4+len(s.plan.Layers) {
+	if len(c) != 5 {
 		t.Errorf("want the proxy's stop and removal, the network's, the volume's and the layers' removal, got %q", c)
 	}
 }

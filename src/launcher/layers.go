@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"strconv"
 	"strings"
@@ -30,6 +31,13 @@ import (
 // session: overlayfs leaves root-owned entries in one that the user cannot
 // remove, and empties it itself at its next mount.
 var layerWorkPool = path.Join(plan.LayersDir, ".work")
+
+// layerLowerPool is where ended sessions' snapshots wait, per share, for
+// the next session to bring one up to date (layer.Recycle) rather than
+// link every file anew; at most lowerPoolSize wait per share.
+var layerLowerPool = path.Join(plan.LayersDir, ".lower")
+
+const lowerPoolSize = 2
 
 func (s *Session) layered() bool { return s.plan != nil && len(s.plan.Layers) > 0 }
 
@@ -58,26 +66,37 @@ func (s *Session) makeLayers() error {
 				}
 			}
 		}
+		pool := path.Join(layerLowerPool, path.Base(lm.Dir))
+		if ents, err := root.ReadDir(pool); err == nil {
+			for _, e := range ents {
+				if root.Rename(path.Join(pool, e.Name()), l.Lower()) == nil {
+					break
+				}
+			}
+		}
 		if _, err := layer.Create(root, lm.Share, l.Dir, l.Work, lm.Mode); err != nil {
 			return fmt.Errorf("the session's layer of %s: %w", lm.Share, err)
 		}
 	}
-	return nil
+	return s.snapshotInstructions()
 }
 
 // removeLayerVolumes removes the overlay volumes (unmounting the layers)
-// once the agent's container is gone.
+// once the agent's container is gone, in one engine call.
 func (s *Session) removeLayerVolumes(ctx context.Context) error {
-	var errs []error
+	args := []string{"volume", "rm"}
 	for _, lm := range s.plan.Layers {
-		if lm.Volume == "" {
-			continue
-		}
-		if _, err := s.Engine.Output(ctx, "volume", "rm", lm.Volume); err != nil && !engine.IsNotFound(err) {
-			errs = append(errs, err)
+		if lm.Volume != "" {
+			args = append(args, lm.Volume)
 		}
 	}
-	return errors.Join(errs...)
+	if len(args) == 2 {
+		return nil
+	}
+	if _, err := s.Engine.Output(ctx, args...); err != nil && !engine.IsNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // discardLayers removes the session's layers, their work directories back
@@ -91,10 +110,17 @@ func (s *Session) discardLayers() {
 				_ = root.Rename(l.Work, path.Join(layerWorkPool, s.Name+"-"+path.Base(lm.Dir)))
 			}
 		}
+		pool := path.Join(layerLowerPool, path.Base(lm.Dir))
+		if ents, err := root.ReadDir(pool); err == nil && len(ents) < lowerPoolSize || errors.Is(err, fs.ErrNotExist) {
+			if root.MkdirAll(pool, 0o700) == nil {
+				_ = l.Recycle(path.Join(pool, s.Name))
+			}
+		}
 		if err := l.Discard(); err != nil {
 			s.Progress("warning: the session's layer %s was not removed: %v", l.Dir, err)
 		}
 	}
+	_ = root.RemoveAll(s.wsLayerDir())
 	_ = root.Remove(path.Join(plan.LayersDir, s.Name))
 }
 
@@ -102,15 +128,19 @@ func (s *Session) discardLayers() {
 func (s *Session) endLayers() {
 	engine.Tracef("layers: end")
 	defer engine.Tracef("layers: ended")
-	merge := func(tainted bool) (kept []string, hold []provenance.LayerChange, problems []string) {
+	merge := func(tainted bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
 		for _, lm := range s.plan.Layers {
-			k, h, p := s.mergeLayer(s.layerOf(lm), tainted)
+			k, h, p := s.mergeLayer(s.layerOf(lm), tainted, stamp)
 			kept, hold, problems = append(kept, k...), append(hold, h...), append(problems, p...)
+		}
+		if tainted {
+			h, p := s.holdInstructions()
+			hold, problems = append(hold, h...), append(problems, p...)
 		}
 		return kept, hold, problems
 	}
 	if s.Provenance == nil {
-		_, _, problems := merge(false)
+		_, _, problems := merge(false, "")
 		for _, p := range problems {
 			s.Progress("warning: %s", p)
 		}
@@ -150,7 +180,7 @@ func (s *Session) endLayers() {
 // hold (tainted). What host tools act on (instance.HostTrusted), entries
 // that are not regular files and the memory's own bookkeeping (its index
 // and locks) are never taken.
-func (s *Session) mergeLayer(l *layer.Layer, tainted bool) (kept []string, hold []provenance.LayerChange, problems []string) {
+func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
 	changes, err := l.Changes()
 	if err != nil {
 		return nil, nil, []string{fmt.Sprintf("the session's changes to %s could not be read: %v (left in %s)", l.Share, err, l.Dir)}
@@ -183,14 +213,27 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool) (kept []string, hold 
 		return c
 	}
 	if tainted {
+		// Held whole, but for what every session's context load does to
+		// the memories it loads (their last_accessed), which merges.
+		var access []layer.Change
 		for _, c := range take {
+			if l.Share == "memory" && !c.Removed && accessOnly(l, c.Path) {
+				access = append(access, c)
+				continue
+			}
 			hold = append(hold, holdOf(c.Path, !c.Removed))
 		}
-		return nil, hold, problems
+		if len(access) == 0 {
+			return nil, hold, problems
+		}
+		take, paths = access, nil
+		for _, c := range access {
+			paths = append(paths, c.Path)
+		}
 	}
 	var outs []layer.Outcome
 	if l.Share == "memory" {
-		outs, err = memory.MergeLayer(root, l.Share, l.Base(), l.Theirs(take), paths)
+		outs, err = memory.MergeLayer(root, l.Share, l.Base(), l.Theirs(take), paths, stamp)
 	} else {
 		outs = layer.Trees(paths, l.Base(), ours, l.Theirs(take), nil)
 		err = layer.Apply(root, l.Share, outs)
@@ -209,6 +252,14 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool) (kept []string, hold 
 		}
 	}
 	return kept, hold, problems
+}
+
+// accessOnly reports whether the layer changed the memory file p in its
+// last_accessed alone (memory.AccessOnly).
+func accessOnly(l *layer.Layer, p string) bool {
+	b, err1 := l.Base().Get(p)
+	t, err2 := l.Theirs(nil).Get(p)
+	return err1 == nil && err2 == nil && b.Exists && t.Exists && memory.AccessOnly(b.Data, t.Data)
 }
 
 // leftOut says why a change is not taken: "bookkeeping" for the memory's

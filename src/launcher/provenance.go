@@ -26,15 +26,19 @@ func (s *Session) begin() error {
 	if s.Neutralise != nil {
 		s.Neutralise("start")
 	}
-	if s.layered() {
-		if err := s.makeLayers(); err != nil {
-			return err
+	// The layers' snapshots and the record's start read the shares, and
+	// neither writes them: both at once.
+	layers := spawn(func() error {
+		if !s.layered() {
+			return nil
 		}
+		return s.makeLayers()
+	})
+	var err error
+	if s.Provenance != nil {
+		err = s.beginProvenance()
 	}
-	if s.Provenance == nil {
-		return nil
-	}
-	return s.beginProvenance()
+	return errors.Join(layers.wait(), err)
 }
 
 // beginProvenance records the session's start, with where its proxy's

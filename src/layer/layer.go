@@ -61,7 +61,8 @@ func (l *Layer) MountOptions() string {
 // Create makes the layer: the snapshot of the share (regular files and
 // directories only; anything else in the share is not given to the
 // session), the upper directory (for Copy, a copy of the snapshot) and the
-// work directory. A missing share is an empty snapshot.
+// work directory. A lower directory already in place (a recycled snapshot,
+// Recycle) is brought up to date. A missing share is an empty snapshot.
 func Create(root safefile.Root, share, dir, work string, mode Mode) (*Layer, error) {
 	l := &Layer{Root: root, Share: share, Dir: dir, Work: work, Mode: mode}
 	if err := root.MkdirAll(l.Upper(), 0o755); err != nil {
@@ -75,24 +76,29 @@ func Create(root safefile.Root, share, dir, work string, mode Mode) (*Layer, err
 	if err := root.MkdirAll(l.Lower(), 0o755); err != nil {
 		return nil, err
 	}
-	src := l.abs(share)
-	err := snapshot(src, l.abs(l.Lower()), func(from, to string, fi fs.FileInfo) error {
-		if mode == Copy {
-			if err := copyFile(from, filepath.Join(l.abs(l.Upper()), to[len(l.abs(l.Lower())):]), fi); err != nil {
-				return err
-			}
-		}
+	lower := l.abs(l.Lower())
+	err := syncSnapshot(l.abs(share), lower, func(from, to string) error {
 		return unix.Linkat(unix.AT_FDCWD, from, unix.AT_FDCWD, to, 0)
-	}, func(to string) error {
-		if mode == Copy {
-			return os.Mkdir(filepath.Join(l.abs(l.Upper()), to[len(l.abs(l.Lower())):]), 0o755)
-		}
-		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("snapshot %s: %w", share, err)
 	}
+	if mode == Copy {
+		up := l.abs(l.Upper())
+		err := snapshot(lower, up, func(from, to string, fi fs.FileInfo) error {
+			return copyFile(from, to, fi)
+		}, func(string) error { return nil })
+		if err != nil {
+			return nil, fmt.Errorf("copy %s: %w", share, err)
+		}
+	}
 	return l, nil
+}
+
+// Recycle moves the layer's snapshot to to (relative to Root), for a later
+// layer of the same share to bring up to date rather than make anew.
+func (l *Layer) Recycle(to string) error {
+	return os.Rename(l.abs(l.Lower()), l.abs(to))
 }
 
 // snapshot mirrors the tree at src into dst: directories made (and

@@ -116,3 +116,52 @@ func TestOverlayChanges(t *testing.T) {
 		t.Fatalf("options %s", got)
 	}
 }
+
+// A recycled snapshot, brought up to date, is the share as it is now: a
+// file replaced (as the host does, by rename), one added, one removed, a
+// directory removed.
+func TestRecycledSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	root := safefile.Beneath(dir)
+	write(t, filepath.Join(dir, "memory/active/a.md"), "a")
+	write(t, filepath.Join(dir, "memory/active/b.md"), "b")
+	write(t, filepath.Join(dir, "memory/old/c.md"), "c")
+	l, err := Create(root, "memory", "layers/s1/memory", "layers/s1/memory/work", Overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Recycle("pool/x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Write("memory/active/a.md", []byte("A"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "memory/active/n.md"), "n")
+	os.Remove(filepath.Join(dir, "memory/active/b.md"))
+	os.RemoveAll(filepath.Join(dir, "memory/old"))
+	if err := os.MkdirAll(filepath.Join(dir, "layers/s2/memory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "pool/x"), filepath.Join(dir, "layers/s2/memory/lower")); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Create(root, "memory", "layers/s2/memory", "layers/s2/memory/work", Overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ""
+	filepath.WalkDir(filepath.Join(dir, l2.Lower()), func(p string, d os.DirEntry, err error) error {
+		if d != nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(filepath.Join(dir, l2.Lower()), p)
+			got += rel + "=" + string(b) + ";"
+		}
+		return nil
+	})
+	if want := "active/a.md=A;active/n.md=n;"; got != want {
+		t.Fatalf("recycled snapshot %s, want %s", got, want)
+	}
+}

@@ -179,7 +179,10 @@ func RenameInLog(lines []byte, from, to string) []byte {
 // host's own and are left out (the index notices the files' changes). It
 // applies what merged (layer.Apply) and returns every outcome, a
 // renumbered memory's under its new path.
-func MergeLayer(root safefile.Root, dir string, base, theirs layer.Tree, paths []string) ([]layer.Outcome, error) {
+//
+// stamp, when set, is written into the provenance field of each memory the
+// merge changes (Stamp), in the same write.
+func MergeLayer(root safefile.Root, dir string, base, theirs layer.Tree, paths []string, stamp string) ([]layer.Outcome, error) {
 	unlock, err := root.Lock(filepath.Join(root.Dir(), filepath.FromSlash(dir), ".lock"), 30*time.Second)
 	if err != nil {
 		return nil, err
@@ -261,6 +264,19 @@ func MergeLayer(root safefile.Root, dir string, base, theirs layer.Tree, paths [
 		}
 		outs = append(outs, o)
 	}
+	if stamp != "" {
+		for i, o := range outs {
+			if o.Changed && !o.Conflict && o.Result.Exists && isMemoryFile(o.Path) && !AccessOnly(o.Base.Data, o.Theirs.Data) {
+				tier := Active
+				if strings.HasPrefix(o.Path, "archive/") {
+					tier = Archive
+				}
+				if b, err := Stamp(o.Result.Data, tier, stamp); err == nil {
+					outs[i].Result = layer.Of(b)
+				}
+			}
+		}
+	}
 	return outs, layer.Apply(root, dir, outs)
 }
 
@@ -269,4 +285,32 @@ func MergeLayer(root safefile.Root, dir string, base, theirs layer.Tree, paths [
 func isMemoryFile(p string) bool {
 	d, f := path.Split(p)
 	return (d == "active/" || d == "archive/") && strings.HasSuffix(f, ".md") && !strings.HasPrefix(f, ".")
+}
+
+// AccessOnly reports whether a memory file changed from base to theirs in
+// its last_accessed line alone: what every session's context load does,
+// bookkeeping rather than a change of what the memory says.
+func AccessOnly(base, theirs []byte) bool {
+	return !bytes.Equal(base, theirs) && bytes.Equal(withoutAccess(base), withoutAccess(theirs))
+}
+
+// withoutAccess is a memory file without its frontmatter's last_accessed
+// line.
+func withoutAccess(b []byte) []byte {
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if len(lines) == 0 || !bytes.Equal(bytes.TrimRight(lines[0], "\r\n"), []byte("---")) {
+		return b
+	}
+	var out []byte
+	in := true
+	for i, l := range lines {
+		if i > 0 && in && bytes.Equal(bytes.TrimRight(l, "\r\n"), []byte("---")) {
+			in = false
+		}
+		if i > 0 && in && bytes.HasPrefix(l, []byte("last_accessed:")) {
+			continue
+		}
+		out = append(out, l...)
+	}
+	return out
 }

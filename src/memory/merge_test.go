@@ -59,7 +59,7 @@ func TestMergeLayerRenumbersAndAppends(t *testing.T) {
 	put("up/active/mem_20260122_001.md", mergeFile("mem_20260122_001", "Theirs.", 0, ""))
 	put("up/.index/x", "junk")
 	outs, err := MergeLayer(root, "memory", layer.DirTree{Root: root, Dir: "base"}, layer.DirTree{Root: root, Dir: "up"},
-		[]string{"history.jsonl", "active/mem_20260122_001.md", ".index/x"})
+		[]string{"history.jsonl", "active/mem_20260122_001.md", ".index/x"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,5 +81,14 @@ func TestMergeLayerRenumbersAndAppends(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "memory/.index")); err == nil {
 		t.Fatal("the layer's index was merged")
+	}
+}
+
+func TestAccessOnly(t *testing.T) {
+	a := []byte(mergeFile("m1", "Likes tea.", 0, ""))
+	b := []byte(strings.Replace(string(a), "last_accessed: 2026-01-22T09:30:00Z", "last_accessed: 2026-02-01T10:00:00Z", 1))
+	c := []byte(strings.Replace(string(b), "Likes tea.", "Likes coffee.", 1))
+	if !AccessOnly(a, b) || AccessOnly(a, c) || AccessOnly(a, a) {
+		t.Fatal("AccessOnly")
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // Layered sessions (src/layer). A session that writes the shares through
@@ -29,14 +32,21 @@ type LayerChange struct {
 	From string
 	// Base is the hash of what the session started from ("" for none).
 	Base string
+	// BaseData is the content Base names (kept for review show).
+	BaseData []byte
 	// Why, for a change the merge could not take: the conflict.
 	Why string
+	// Workspace, for an instruction file of the session's workspace, is
+	// the workspace (absolute); Path is then relative to it.
+	Workspace string
 }
 
 // LayerMerge is the caller's merge of a session's layers: tainted says
-// whether the session may change what is in effect. It returns the paths
-// (relative to the instance) it changed in effect and the changes to hold.
-type LayerMerge func(tainted bool) (kept []string, hold []LayerChange, problems []string)
+// whether the session may change what is in effect; stamp is the host's
+// record of the session, which each memory the merge changes carries in
+// its provenance field (memory.Stamp). It returns the paths (relative to
+// the instance) it changed in effect and the changes to hold.
+type LayerMerge func(tainted bool, stamp string) (kept []string, hold []LayerChange, problems []string)
 
 // BeginLayer is Begin for a session whose writes go to private layers.
 func (s *Store) BeginLayer(name string, origin Origin, owner string, auditFrom int64, alive func(owner string) bool) error {
@@ -63,7 +73,7 @@ func (s *Store) EndLayer(name string, reads Reads, trusted func(host string) boo
 			return errs.Failf("provenance: session %s has no record of its start", name)
 		}
 		taint(ses, reads, trusted)
-		kept, hold, problems := merge(ses.Tainted)
+		kept, hold, problems := merge(ses.Tainted, record([]Session{*ses}))
 		res.Problems = problems
 		ses.Ended = s.now()
 		delete(st.Open, name)
@@ -95,13 +105,6 @@ func (s *Store) EndLayer(name string, reads Reads, trusted func(host string) boo
 			if err := st.pack.put(fst.Hash, b); err != nil {
 				res.Problems = append(res.Problems, err.Error())
 				continue
-			}
-			if _, ok := Watched(p); ok {
-				stamped, err := s.stamp(st, p, fst, record(live))
-				if err != nil {
-					res.Problems = append(res.Problems, err.Error())
-				}
-				fst = stamped
 			}
 			st.Baseline[p] = fst
 			res.Kept++
@@ -156,9 +159,17 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 	if err != nil {
 		return nil, err
 	}
-	it.Path, it.Before = c.Path, c.Base
+	it.Path, it.Before, it.Workspace = c.Path, c.Base, c.Workspace
+	if c.Base != "" && c.BaseData != nil {
+		if err := st.pack.put(c.Base, c.BaseData); err != nil {
+			return nil, err
+		}
+	}
 	it.Kind, _ = Watched(c.Path)
-	if it.Kind == "" {
+	switch {
+	case c.Workspace != "":
+		it.Kind = "workspace"
+	case it.Kind == "":
 		it.Kind, _, _ = cutShare(c.Path)
 	}
 	switch {
@@ -179,4 +190,40 @@ func cutShare(p string) (string, string, bool) {
 		}
 	}
 	return p, "", false
+}
+
+// approveWorkspace puts a held instruction file of a workspace back in the
+// workspace, if the file there is still what it was held against (else the
+// approval is refused: review it again).
+func (s *Store) approveWorkspace(it *Item) error {
+	ws := safefile.Beneath(it.Workspace)
+	cur, err := ws.ReadFile(it.Path, maxFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		cur = nil
+	case err != nil:
+		return err
+	}
+	sum := sha256.Sum256(cur)
+	if h := hex.EncodeToString(sum[:]); (cur == nil) != (it.Before == "") || cur != nil && h != it.Before {
+		return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: %s changed in the workspace since this change was held", it.ID, it.Path),
+			Advice: errs.NewAdvice(LaterChange)}
+	}
+	if it.After == "" {
+		if err := ws.Remove(it.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := s.Root.ReadFile(s.rel("held", it.ID), maxFile)
+	if err != nil {
+		return err
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != it.After {
+		return errs.Failf("%s: the held copy is not what was held", it.ID)
+	}
+	if err := ws.MkdirAll(filepath.Join(ws.Dir(), filepath.Dir(it.Path)), 0o755); err != nil {
+		return err
+	}
+	return ws.Write(it.Path, b, 0o644)
 }

@@ -122,6 +122,10 @@ type Item struct {
 	Found    time.Time `json:"found"`
 	Status   string    `json:"status"` // waiting, approved, rejected
 	Decided  time.Time `json:"decided,omitzero"`
+	// Workspace, for an instruction file of a session's workspace (held
+	// from a tainted session: layer.go), is that workspace; Path is then
+	// relative to it.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Item states.

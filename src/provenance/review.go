@@ -198,6 +198,9 @@ func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
 // its newer change first.
 func (s *Store) Approve(ids []string) error {
 	return s.decide(ids, "approve", Approved, func(st *state, it *Item) error {
+		if it.Workspace != "" {
+			return s.approveWorkspace(it)
+		}
 		if err := s.unchangedSince(st, it); err != nil {
 			return err
 		}
