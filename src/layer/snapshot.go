@@ -68,7 +68,6 @@ func readDirIno(dir string) (map[string]dirent, error) {
 	}
 }
 
-
 // typeOf is an entry's type, from the directory or, where the file system
 // does not say (DT_UNKNOWN), from lstat.
 func typeOf(dir, name string, e dirent) uint8 {
