@@ -129,6 +129,8 @@ func (s *Session) endLayers() {
 	engine.Tracef("layers: end")
 	defer engine.Tracef("layers: ended")
 	merge := func(tainted bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
+		engine.Tracef("layers: merge")
+		defer engine.Tracef("layers: merged")
 		for _, lm := range s.plan.Layers {
 			k, h, p := s.mergeLayer(s.layerOf(lm), tainted, stamp)
 			kept, hold, problems = append(kept, k...), append(hold, h...), append(problems, p...)

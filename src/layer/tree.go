@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"sync"
 
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -99,35 +100,65 @@ func Trees(paths []string, base, ours, theirs Tree, by func(path string) Merger)
 	return out
 }
 
+// applyWorkers is how many files Apply writes at once: each atomic write
+// waits for its file and directory to reach the disk, so several at once
+// overlap those waits.
+const applyWorkers = 8
+
 // Apply puts each outcome that merged and changed in effect below dir
 // (relative to root): Result written atomically, or the file removed (and
 // the directories that leaves empty). Conflicts are left as they are.
 func Apply(root safefile.Root, dir string, outs []Outcome) error {
-	var errs []error
-	for _, o := range outs {
-		if o.Conflict || !o.Changed {
-			continue
-		}
-		p := path.Join(dir, o.Path)
-		if !o.Result.Exists {
-			if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-				continue
-			}
-			for d := path.Dir(p); d != dir && d != "." && d != "/"; d = path.Dir(d) {
-				if ents, err := root.ReadDir(d); err != nil || len(ents) > 0 || root.Remove(d) != nil {
-					break
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	work := make(chan Outcome)
+	for range applyWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range work {
+				if err := apply1(root, dir, o); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
 				}
 			}
+		}()
+	}
+	for _, o := range outs {
+		if !o.Conflict && o.Changed {
+			work <- o
+		}
+	}
+	close(work)
+	wg.Wait()
+	// The directories removals left empty, deepest first.
+	for _, o := range outs {
+		if o.Conflict || !o.Changed || o.Result.Exists {
 			continue
 		}
-		if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := root.Write(p, o.Result.Data, 0o644); err != nil {
-			errs = append(errs, err)
+		for d := path.Dir(path.Join(dir, o.Path)); d != dir && d != "." && d != "/"; d = path.Dir(d) {
+			if ents, err := root.ReadDir(d); err != nil || len(ents) > 0 || root.Remove(d) != nil {
+				break
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func apply1(root safefile.Root, dir string, o Outcome) error {
+	p := path.Join(dir, o.Path)
+	if !o.Result.Exists {
+		if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return root.Write(p, o.Result.Data, 0o644)
 }

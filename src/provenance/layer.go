@@ -63,8 +63,7 @@ func (s *Store) BeginLayer(name string, origin Origin, owner string, auditFrom i
 
 // EndLayer records the end of the layered session name: its taint from
 // reads and trusted (its own proxy's record, complete once the proxy has
-// stopped), then merge, then holds what merge hands back and makes what
-// it kept the baseline.
+// stopped), then merge, then holds what merge hands back.
 func (s *Store) EndLayer(name string, reads Reads, trusted func(host string) bool, merge LayerMerge) (Result, error) {
 	var res Result
 	err := s.lockedFrom(nil, false, func(st *state) error {
@@ -78,37 +77,11 @@ func (s *Store) EndLayer(name string, reads Reads, trusted func(host string) boo
 		ses.Ended = s.now()
 		delete(st.Open, name)
 		live := []Session{*ses}
-		if len(kept) > 0 || len(hold) > 0 {
-			if err := s.decode(st); err != nil {
-				return err
-			}
-		}
-		for _, p := range kept {
-			fi, err := s.Root.Lstat(p)
-			if errors.Is(err, fs.ErrNotExist) {
-				delete(st.Baseline, p)
-				res.Kept++
-				continue
-			}
-			if err != nil {
-				res.Problems = append(res.Problems, err.Error())
-				continue
-			}
-			b, err := s.Root.ReadFile(p, maxFile)
-			if err != nil {
-				res.Problems = append(res.Problems, err.Error())
-				continue
-			}
-			sum := sha256.Sum256(b)
-			fst := statOf(fi)
-			fst.Hash, fst.Racy = hex.EncodeToString(sum[:]), true
-			if err := st.pack.put(fst.Hash, b); err != nil {
-				res.Problems = append(res.Problems, err.Error())
-				continue
-			}
-			st.Baseline[p] = fst
-			res.Kept++
-		}
+		// What the merge put in effect is not written into the baseline
+		// here (a rewrite of every file's entry at each end): the next
+		// start with no session open reads it as it reads your own edits,
+		// and an approval checks the file in effect itself (unchangedSince).
+		res.Kept = len(kept)
 		for _, c := range hold {
 			it, err := s.holdLayer(st, c, live)
 			if err != nil {

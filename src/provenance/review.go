@@ -1,6 +1,8 @@
 package provenance
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -244,6 +246,23 @@ func (s *Store) Reject(ids []string) error {
 // unchangedSince refuses to approve it unless its path holds what the
 // change was held against (the baseline's entry equals it.Before).
 func (s *Store) unchangedSince(st *state, it *Item) error {
+	if len(it.Sessions) > 0 && it.Sessions[0].Layered {
+		// Held from a session's layer against the file then in effect,
+		// which later merges change without the baseline: the file itself.
+		cur, err := s.Root.ReadFile(it.Path, maxFile)
+		h := ""
+		if err == nil {
+			sum := sha256.Sum256(cur)
+			h = hex.EncodeToString(sum[:])
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if h == it.Before {
+			return nil
+		}
+		return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: %s changed since this change was held", it.ID, it.Path),
+			Advice: errs.NewAdvice(LaterChange)}
+	}
 	b, had := st.Baseline[it.Path]
 	switch {
 	case it.Before == "" && !had, had && b.Hash == it.Before:
