@@ -78,7 +78,18 @@ func Create(root safefile.Root, share, dir, work string, mode Mode) (*Layer, err
 	}
 	lower := l.abs(l.Lower())
 	err := syncSnapshot(l.abs(share), lower, func(from, to string) error {
-		return unix.Linkat(unix.AT_FDCWD, from, unix.AT_FDCWD, to, 0)
+		err := unix.Linkat(unix.AT_FDCWD, from, unix.AT_FDCWD, to, 0)
+		if errors.Is(err, unix.EXDEV) {
+			// A share on another file system (a mount of its own): a copy,
+			// which a later snapshot replaces (its inode is not the
+			// share's).
+			fi, serr := os.Lstat(from)
+			if serr != nil {
+				return serr
+			}
+			return copyFile(from, to, fi)
+		}
+		return err
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("snapshot %s: %w", share, err)

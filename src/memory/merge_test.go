@@ -92,3 +92,28 @@ func TestAccessOnly(t *testing.T) {
 		t.Fatal("AccessOnly")
 	}
 }
+
+// The layer's side of a merge is the agent's text: any bytes merge or
+// conflict, never panic, and a merged memory parses.
+func FuzzMerge3(f *testing.F) {
+	base := mergeFile("m1", "Likes tea.", 0, "")
+	f.Add(base, mergeFile("m1", "Likes tea.", 1, ""), mergeFile("m1", "Likes coffee.", 2, "sources: [x]\n"))
+	f.Add("", base, "---\nid: m1\n---\n")
+	f.Fuzz(func(t *testing.T, b, o, x string) {
+		bv, ov, xv := layer.Of([]byte(b)), layer.Of([]byte(o)), layer.Of([]byte(x))
+		if b == "" {
+			bv = layer.Absent
+		}
+		got, ok := Merge3(bv, ov, xv)
+		if !ok || !got.Exists {
+			return
+		}
+		if _, err := Parse(ov.Data, Active); err == nil {
+			if _, err := Parse(xv.Data, Active); err == nil {
+				if _, err := Parse(got.Data, Active); err != nil {
+					t.Fatalf("two memories merged into one that does not parse: %v\n%s", err, got.Data)
+				}
+			}
+		}
+	})
+}
