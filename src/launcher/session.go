@@ -263,7 +263,9 @@ func (s *Session) beginShares() bool {
 // began) and the end's neutralising.
 func (s *Session) endShares() {
 	if <-s.began.done; s.began.err == nil && s.layered() {
+		s.neutraliseEnd() // the layers' too: before they merge
 		s.endLayers()
+		return
 	} else if s.began.err == nil && s.Provenance != nil {
 		s.endProvenance()
 	}
