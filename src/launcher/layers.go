@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -78,6 +79,7 @@ func (s *Session) makeLayers() error {
 			return fmt.Errorf("the session's layer of %s: %w", lm.Share, err)
 		}
 	}
+	s.layersMade = time.Now()
 	return s.snapshotInstructions()
 }
 
@@ -210,7 +212,7 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept [
 		}
 		if v, err := ours.Get(p); err == nil && v.Exists {
 			sum := sha256.Sum256(v.Data)
-			c.Base = hex.EncodeToString(sum[:])
+			c.Base, c.BaseData = hex.EncodeToString(sum[:]), v.Data // review shows it
 		}
 		return c
 	}
@@ -235,18 +237,24 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept [
 	}
 	var outs []layer.Outcome
 	if l.Share == "memory" {
-		outs, err = memory.MergeLayer(root, l.Share, l.Base(), l.Theirs(take), paths, stamp)
+		outs, err = memory.MergeLayer(root, l.Share, s.baseOf(l), l.Theirs(take), paths, stamp)
 	} else {
-		outs = layer.Trees(paths, l.Base(), ours, l.Theirs(take), nil)
+		outs = layer.Trees(paths, s.baseOf(l), ours, l.Theirs(take), nil)
 		err = layer.Apply(root, l.Share, outs)
 	}
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("merging the session's changes to %s: %v", l.Share, err))
 	}
+	removed := map[string]bool{}
+	for _, c := range take {
+		removed[c.Path] = c.Removed
+	}
 	for _, o := range outs {
 		switch {
 		case o.Conflict:
-			c := holdOf(o.Path, o.Theirs.Exists)
+			// The layer's own record of the change says whether it holds a
+			// file (a conflict read of a side may have failed first).
+			c := holdOf(o.Path, !removed[o.Path])
 			c.Why = "changed on both sides"
 			hold = append(hold, c)
 		case o.Changed:
@@ -254,6 +262,16 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept [
 		}
 	}
 	return kept, hold, problems
+}
+
+// baseOf is what the layer started from: its snapshot, but for a file
+// rewritten in place since it was taken (layer.BaseSince), which merges
+// as a conflict.
+func (s *Session) baseOf(l *layer.Layer) layer.Tree {
+	if s.layersMade.IsZero() {
+		return l.Base()
+	}
+	return l.BaseSince(s.layersMade)
 }
 
 // accessOnly reports whether the layer changed the memory file p in its

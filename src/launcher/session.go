@@ -87,6 +87,7 @@ type Session struct {
 	neutralisedEnd   sync.Once // the end's Neutralise
 	snapshot         *future   // the shares read once the agent is gone (provenance.go)
 	snap             *provenance.Snapshot
+	layersMade       time.Time // when the layers' snapshots were complete
 
 	// plan is what the session carries out: its containers, mounts,
 	// policy and command (plan.New).

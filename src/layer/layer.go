@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -361,3 +362,28 @@ func (t theirs) Get(p string) (Version, error) {
 
 // Discard removes the layer's directory (the overlay must be unmounted).
 func (l *Layer) Discard() error { return os.RemoveAll(l.abs(l.Dir)) }
+
+// BaseSince is Base, except that a file of the snapshot modified at or
+// after made (the moment the snapshot was complete) is an error (its
+// modification time, not its change time: replacing the file in effect by
+// rename changes the snapshot's link count, and so its change time): the file in effect was rewritten in place rather than replaced, so
+// the snapshot, which links it, no longer holds what the session started
+// from, and a merge against it could take the rewrite for the base and
+// drop it. Trees makes such a path a conflict.
+func (l *Layer) BaseSince(made time.Time) Tree {
+	return sinceTree{DirTree{Root: l.Root, Dir: l.Lower()}, made}
+}
+
+type sinceTree struct {
+	DirTree
+	made time.Time
+}
+
+func (t sinceTree) Get(p string) (Version, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(t.Root.Dir(), filepath.FromSlash(path.Join(t.Dir, p))), &st); err == nil &&
+		!time.Unix(st.Mtim.Unix()).Before(t.made) {
+		return Absent, fmt.Errorf("%s: rewritten in place during the session (its snapshot changed with it)", p)
+	}
+	return t.DirTree.Get(p)
+}
