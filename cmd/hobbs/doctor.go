@@ -40,6 +40,7 @@ var doctorChecks = []doctor.Check{
 	{Name: "engine", Run: engine.Doctor},
 	{Name: "engine.version", Run: launcher.DoctorVersion},
 	{Name: "engine.init", Run: launcher.DoctorInit},
+	{Name: "engine.layers", Run: launcher.DoctorLayers},
 	{Name: "image", Run: launcher.DoctorImage},
 	{Name: "playbooks", Run: playbook.Doctor},
 	{Name: "schedules", Run: schedule.Doctor},

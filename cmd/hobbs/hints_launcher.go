@@ -8,10 +8,13 @@ import (
 // launcherHints are the words of the launcher's advice and notices:
 // carrying a run out, and what it says of sessions.
 var launcherHints = map[errs.Kind]words{
-	launcher.AWSKeyPair: say("store it again: printf '%s\\n%s\\n' KEY_ID SECRET_KEY | hobbs vault set {vault}"),
-	launcher.NoPolicy:   say("the egress proxy needs it: run hobbs init to create it"),
-	launcher.BadPolicy:  say("fix {path} (hobbs policy show checks it)"),
-	launcher.NameTaken:  say("choose another --name (hobbs ps lists the sessions)"),
+	launcher.AWSKeyPair:    say("store it again: printf '%s\\n%s\\n' KEY_ID SECRET_KEY | hobbs vault set {vault}"),
+	launcher.NoPolicy:      say("the egress proxy needs it: run hobbs init to create it"),
+	launcher.BadPolicy:     say("fix {path} (hobbs policy show checks it)"),
+	launcher.NameTaken:     say("choose another --name (hobbs ps lists the sessions)"),
+	launcher.CopyLayers:    say("docs/memory.md (Layers) says what copies cost; with Docker Engine on Linux sessions get overlays"),
+	launcher.OldKernelOver: say("upgrade the kernel to 5.11 or later, or set HOBBS_LAYERS=copy (copies: docs/memory.md, Layers)"),
+	launcher.DesktopLayers: say("if a session fails to mount its layers, set HOBBS_LAYERS=copy (docs/memory.md, Layers)"),
 	launcher.NoEgressNetwork: say("config.yaml's egress_network names it: create it (docker network create {network}) " +
 		"or set egress_network: default"),
 	launcher.ProxyFailed:     say("check the policy with hobbs policy show, and the proxy output above"),

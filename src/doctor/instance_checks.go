@@ -107,6 +107,12 @@ func InstanceFiles(_ context.Context, env *Env) []Result {
 		if rel == "quarantine" {
 			return fs.SkipDir // hostile by definition: instance.quarantine lists it
 		}
+		if rel == "layers" {
+			// Sessions' layers (src/layer): hard links to the files in
+			// effect, overlayfs's removal marks and work directories;
+			// host-only, never read as anything but a layer.
+			return fs.SkipDir
+		}
 		why := untrusted(d)
 		switch {
 		case why != "":

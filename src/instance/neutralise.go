@@ -165,3 +165,48 @@ func TrustedIn(rel string) string {
 	}
 	return ""
 }
+
+// NeutraliseLayer is Neutralise for a session's layer of share: the
+// directory upper (absolute, in the instance's host-only layers/) holds
+// what the session wrote to the share, and every HostTrusted entry in it
+// moves to quarantine/STAMP-TAG/SHARE/…/NAME.quarantined before anything
+// of the layer is merged, reported as if found in the share.
+func (in Instance) NeutraliseLayer(upper, share, tag string, now time.Time, log *audit.Logger) ([]Quarantined, error) {
+	root := in.FS()
+	stamp := now.UTC().Format("20060102T150405Z")
+	if tag != "" {
+		stamp += "-" + tag
+	}
+	var moved []Quarantined
+	var problems []error
+	err := root.FindNames(upper, hostTrustedNames(), MaxShareDepth, func(p string) error {
+		rel, err := filepath.Rel(upper, p)
+		if err != nil {
+			return err
+		}
+		from := filepath.ToSlash(filepath.Join(share, rel))
+		to := filepath.Join(in.Quarantine(), stamp, filepath.FromSlash(from)+".quarantined")
+		if err := root.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			problems = append(problems, err)
+			return nil
+		}
+		if err := root.Rename(p, to); err != nil {
+			problems = append(problems, err)
+			return nil
+		}
+		moved = append(moved, Quarantined{From: from, To: filepath.ToSlash(in.Rel(to))})
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		problems = append(problems, err)
+	}
+	err = errors.Join(problems...)
+	if len(moved) > 0 || err != nil {
+		var from []string
+		for _, m := range moved {
+			from = append(from, m.From)
+		}
+		log.Record(audit.Entry{Event: "instance.quarantine", Subject: in.Root, Detail: map[string]any{"moved": from, "tag": tag}}, err)
+	}
+	return moved, err
+}

@@ -52,9 +52,14 @@ func (s *Session) cleanup() error {
 	// and read for the provenance record's end while the proxy and the
 	// rest are removed. Not sooner: the reading would slow the stop's
 	// engine calls, whose end the session's end waits for anyway.
+	layers := none
 	if agent.wait() == nil {
 		s.afterAgent()
+		if s.layered() && s.has("agent") {
+			layers = spawn(func() error { return s.removeLayerVolumes(ctx) })
+		}
 	}
+	defer layers.wait() // the layers are merged once their volumes are gone
 	if err := errors.Join(agent.wait(), stopped); err != nil {
 		return err // the network and the volume are still in use
 	}

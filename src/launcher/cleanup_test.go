@@ -203,8 +203,8 @@ func TestCleanupTrustsTheDestroyEvent(t *testing.T) {
 	if countLine(c, "rm -f "+s.Name) != 0 {
 		t.Errorf("the removed agent was removed again: %q", c)
 	}
-	if len(c) != 4 {
-		t.Errorf("want the proxy's stop and removal, the network's and the volume's removal, got %q", c)
+	if len(c) != 5 {
+		t.Errorf("want the proxy's stop and removal, the network's, the volume's and the layers' removal, got %q", c)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -301,6 +302,14 @@ func neutralise(p *plan.Plan, rt Runtime, when string) {
 	say := rt.Progress
 	if say == nil {
 		say = func(string, ...any) {}
+	}
+	if when == "end" {
+		// What the session wrote is in its layers until they merge.
+		for _, lm := range p.Layers {
+			m, lerr := p.In().NeutraliseLayer(filepath.Join(p.Instance, filepath.FromSlash(lm.Dir), "upper"), lm.Share,
+				p.Session+"-"+when, time.Now(), rt.Audit)
+			moved, err = append(moved, m...), errors.Join(err, lerr)
+		}
 	}
 	for _, m := range moved {
 		say("hobbs: %s", word(rt.Words, MovedOut, "from", m.From, "to", m.To))

@@ -55,6 +55,7 @@ type testRun struct {
 	uid, gid         int
 	tty              bool
 	runVolume        string
+	unlayered        bool // the shares bound as they are (no layers)
 }
 
 var testRuns = map[*Session]*testRun{}
@@ -71,6 +72,9 @@ func (s *Session) prepareMounts() error {
 		return err
 	}
 	h.RunVolume = r.runVolume
+	if r.unlayered {
+		h.Layers = ""
+	}
 	p, err := plan.New(r.cfg, plan.RunSpec{Kind: plan.KindSession, Name: s.Name, Image: r.image, Command: r.command, TTY: r.tty, Host: h})
 	if err != nil {
 		return err
@@ -219,8 +223,10 @@ func TestAgentIsConfined(t *testing.T) {
 		{"-e", "HOME=/home/dev"}, {"-e", "HOBBS_HOME=/home/dev/.hobbs"}, {"-e", "NO_PROXY=localhost,127.0.0.1"},
 		{"-e", "no_proxy=localhost,127.0.0.1"}, {"-w", plan.WorkspaceDir},
 		{"--mount", "type=bind,source=" + s.plan.Workspace + ",target=" + plan.WorkspaceDir},
-		{"--mount", "type=bind,source=" + s.Instance.MemoryDir() + ",target=" + plan.InstanceDir + "/memory"},
-		{"--mount", "type=bind,source=" + s.Instance.Tasks() + ",target=" + plan.InstanceDir + "/logs/tasks"},
+		// The written shares through the session's own layers.
+		{"--mount", "type=volume,source=" + s.Name + "-layer-memory,target=" + plan.InstanceDir + "/memory,volume-nocopy,volume-driver=local," +
+			"volume-opt=type=overlay,volume-opt=device=overlay,\"volume-opt=o=lowerdir=" + s.Instance.Root + "/layers/" + s.Name + "/memory/lower,upperdir=" +
+			s.Instance.Root + "/layers/" + s.Name + "/memory/upper,workdir=" + s.Instance.Root + "/layers/" + s.Name + "/memory/work,userxattr\"" + layerLabels(s)},
 		// Docker makes the volumes from the mounts, labelled.
 		{"--mount", "type=volume,source=" + plan.ClaudeVolume(s.Instance, "") + ",target=" + plan.ClaudeDir +
 			",volume-label=dev.hobbs.role=claude-state,volume-label=dev.hobbs.instance=" + plan.InstanceID(s.Instance)},
@@ -646,7 +652,7 @@ func TestAgentGetsOnlyTheShares(t *testing.T) {
 			t.Errorf("%s: readonly=%v, want %v", rel, ro, !ro)
 		}
 	}
-	if len(sources) != 1+len(instance.AgentShares()) {
+	if len(sources)+len(s.plan.Layers) != 1+len(instance.AgentShares()) {
 		t.Errorf("agent bind mounts %v, want the workspace and every share", sources)
 	}
 	if slices.Contains(sources, in.Root) {
@@ -895,4 +901,9 @@ func TestAWSSigV4SessionFiles(t *testing.T) {
 	if strings.Contains(env, id) || strings.Contains(env, secret) {
 		t.Error("a key's value is in the agent's variables")
 	}
+}
+
+func layerLabels(s *Session) string {
+	return ",volume-label=dev.hobbs.session=" + s.Name + ",volume-label=dev.hobbs.role=layer" +
+		",volume-label=dev.hobbs.instance=" + plan.InstanceID(s.Instance) + ",volume-label=dev.hobbs.owner=" + s.owner
 }

@@ -26,10 +26,19 @@ func (s *Session) begin() error {
 	if s.Neutralise != nil {
 		s.Neutralise("start")
 	}
-	if s.Provenance == nil {
-		return nil
+	// The layers' snapshots and the record's start read the shares, and
+	// neither writes them: both at once.
+	layers := spawn(func() error {
+		if !s.layered() {
+			return nil
+		}
+		return s.makeLayers()
+	})
+	var err error
+	if s.Provenance != nil {
+		err = s.beginProvenance()
 	}
-	return s.beginProvenance()
+	return errors.Join(layers.wait(), err)
 }
 
 // beginProvenance records the session's start, with where its proxy's
@@ -40,7 +49,11 @@ func (s *Session) beginProvenance() error {
 		from = fi.Size()
 	}
 	engine.Tracef("provenance: begin")
-	err := s.Provenance.Begin(s.Name, s.plan.Origin(), s.owner, from, OwnerAlive)
+	begin := s.Provenance.Begin
+	if s.layered() {
+		begin = s.Provenance.BeginLayer
+	}
+	err := begin(s.Name, s.plan.Origin(), s.owner, from, OwnerAlive)
 	engine.Tracef("provenance: begun")
 	return err
 }
@@ -58,8 +71,8 @@ func (s *Session) neutraliseEnd() {
 // record's end (a Snapshot), while the cleanup removes the proxy's
 // container and the session's other objects.
 func (s *Session) afterAgent() {
-	if s.began == nil || s.snapshot != nil {
-		return
+	if s.began == nil || s.snapshot != nil || s.layered() {
+		return // a layered session's changes are its layers: nothing to read
 	}
 	select {
 	case <-s.began.done:

@@ -21,6 +21,8 @@ import (
 // still hold it.
 func TestSnapshotWaitsForTheAgentsRemoval(t *testing.T) {
 	s := testSession(t)
+	knobs(s).unlayered = true // the shares' record of a session without layers
+	replan(t, s)
 	late := filepath.Join(s.Instance.MemoryActive(), "late.md")
 	e, calls := scriptEngine(t, `if [ "$*" = "rm -f `+s.Name+`" ]; then
 	if [ ! -e `+late+` ]; then
@@ -64,6 +66,8 @@ exit 0
 // container) plants another.
 func TestSharesNeutralisedAroundTheRecord(t *testing.T) {
 	s := testSession(t)
+	knobs(s).unlayered = true // the shares' record of a session without layers
+	replan(t, s)
 	skills := filepath.Join(s.Instance.Root, "skills")
 	plant := func(skill string) string {
 		return "mkdir -p " + skills + "/" + skill + "/.git && printf '[core]\\n\\tfsmonitor = x\\n' > " + skills + "/" + skill + "/.git/config"

@@ -89,6 +89,7 @@ type Session struct {
 	neutralisedEnd   sync.Once // the end's Neutralise
 	snapshot         *future   // the shares read once the agent is gone (provenance.go)
 	snap             *provenance.Snapshot
+	layersMade       time.Time // when the layers' snapshots were complete
 
 	// plan is what the session carries out: its containers, mounts,
 	// policy and command (plan.New).
@@ -254,7 +255,7 @@ func (s *Session) setUp() (release func(), recorded bool, err error) {
 // record while its objects are created, when the session has either; the
 // agent starts only once both are done. It reports whether it began.
 func (s *Session) beginShares() bool {
-	if s.Provenance == nil && s.Neutralise == nil {
+	if s.Provenance == nil && s.Neutralise == nil && !s.layered() {
 		return false
 	}
 	s.began = spawn(s.begin)
@@ -264,7 +265,11 @@ func (s *Session) beginShares() bool {
 // endShares ends what beginShares began: the provenance record (when it
 // began) and the end's neutralising.
 func (s *Session) endShares() {
-	if <-s.began.done; s.began.err == nil && s.Provenance != nil {
+	if <-s.began.done; s.began.err == nil && s.layered() {
+		s.neutraliseEnd() // the layers' too: before they merge
+		s.endLayers()
+		return
+	} else if s.began.err == nil && s.Provenance != nil {
 		s.endProvenance()
 	}
 	s.neutraliseEnd()

@@ -10,6 +10,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
@@ -79,6 +80,9 @@ type Host struct {
 	Vault        bool             `json:"vault"`         // the instance has a vault/ to cover in the proxy's view
 	UpstreamCA   bool             `json:"upstream_ca"`   // tests: extra roots for the proxy (EnvTestUpstreamCA)
 	RunVolume    string           `json:"run_volume"`    // the socket volume's name (RunVolume)
+	// Layers is how the written shares reach the agent (layers.go): "" for
+	// bound as they are.
+	Layers layer.Mode `json:"layers,omitempty"`
 }
 
 // Plan is one run, whole.
@@ -111,7 +115,10 @@ type Plan struct {
 	// SessionFiles are the files of the session's private directory and
 	// the container each is mounted into.
 	SessionFiles []SessionFile `json:"session_files"`
-	Claude       Claude        `json:"claude"`
+	// Layers are the session's private layers over the shares it writes
+	// (layers.go).
+	Layers []LayerMount `json:"layers,omitempty"`
+	Claude Claude       `json:"claude"`
 	// Seed is the container a headless run starts before the agent to
 	// read Claude Code's sign-in out of the state volume, read-only (see
 	// ClaudeState); nil for a session.
@@ -536,6 +543,11 @@ func (p *Plan) agent(cfg *config.Config, spec RunSpec, h Host) Container {
 		c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: filepath.Join(h.Workspace, ".git"), Target: WorkspaceDir + "/.git", ReadOnly: true})
 	}
 	for _, sh := range h.Shares {
+		if h.Layers != "" && layered(sh, h.Layers) {
+			m, lm := p.layerMount(sh, h.Layers)
+			c.Mounts, p.Layers = append(c.Mounts, m), append(p.Layers, lm)
+			continue
+		}
 		c.Mounts = append(c.Mounts, Mount{Type: MountBind, Source: filepath.Join(p.Instance, filepath.FromSlash(sh.Rel)),
 			Target: InstanceDir + "/" + sh.Rel, ReadOnly: sh.ReadOnly})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/playbook"
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
@@ -123,6 +124,16 @@ func TestGoldenPlans(t *testing.T) {
 			h := goldenHost()
 			h.Podman, h.Vault = true, false
 			h.Shares = h.Shares[4:] // no foundation.md, claude.md, config.yaml, policy.yaml
+			return RunSpec{Kind: KindSession, Name: "work", Image: "hobbs:local-1.0", TTY: true, Policy: goldenPolicy(t, "{}\n"), Host: h}
+		}},
+		{"session-layers", "", func(t *testing.T) RunSpec {
+			h := goldenHost()
+			h.Layers = layer.Overlay
+			return RunSpec{Kind: KindSession, Name: "work", Image: "hobbs:local-1.0", TTY: true, Policy: goldenPolicy(t, "{}\n"), Host: h}
+		}},
+		{"session-podman-layers", "engine: podman\n", func(t *testing.T) RunSpec {
+			h := goldenHost()
+			h.Podman, h.Vault, h.Layers = true, false, layer.Copy
 			return RunSpec{Kind: KindSession, Name: "work", Image: "hobbs:local-1.0", TTY: true, Policy: goldenPolicy(t, "{}\n"), Host: h}
 		}},
 		{"playbook-run-block", secretsConfig, func(t *testing.T) RunSpec {

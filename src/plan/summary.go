@@ -38,6 +38,9 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 	for _, t := range a.Tmpfs {
 		row("  tmpfs", "%s", t)
 	}
+	for _, l := range p.Layers {
+		row("  layer", "%s/ in %s (%s): the session's own until its end; merged when untainted, held when tainted", l.Share, l.Dir, l.Mode)
+	}
 	if st := p.Claude.State; st.Fresh {
 		row("claude state", "%s of its own (tmpfs, discarded); %s copied from volume %s, read-only", st.Dir, list(st.Seed), st.Volume)
 	} else {

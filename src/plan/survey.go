@@ -108,6 +108,7 @@ func Survey(in instance.Instance, cfg *config.Config, podman bool, ws string, ui
 			h.Shares = append(h.Shares, sh)
 		}
 	}
+	h.Layers = LayerMode(in.Root, podman)
 	// The proxy reads policy.yaml from the instance (and reloads it when
 	// the host rewrites it, which a file mount would not show) and writes
 	// its audit log to logs/egress (instance.EgressLogsRel).

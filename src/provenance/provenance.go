@@ -111,6 +111,10 @@ type Session struct {
 	// AuditFrom is where its proxy's lines start in the proxy audit log
 	// (the log's size when it began).
 	AuditFrom int64 `json:"audit_from,omitempty"`
+	// Layered: its writes go to private layers (layer.go), never to the
+	// shares in effect, so the shares' changes while it is open are not
+	// its own.
+	Layered bool `json:"layered,omitempty"`
 }
 
 // Item is one held change.
@@ -126,6 +130,10 @@ type Item struct {
 	Status   string    `json:"status"` // waiting, approved, rejected
 	Decided  time.Time `json:"decided,omitzero"`
 	Exec     bool      `json:"exec,omitempty"` // the held file's owner could run it (a script): approved so
+	// Workspace, for an instruction file of a session's workspace (held
+	// from a tainted session: layer.go), is that workspace; Path is then
+	// relative to it.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Item states.
@@ -833,8 +841,11 @@ func (s *Store) settle(st *state, ses *Session) (int, []string, error) {
 	ses.Ended = s.now()
 	delete(st.Open, ses.Name)
 	live := []Session{*ses}
-	tainted := ses.Tainted
+	tainted := ses.Tainted && !ses.Layered
 	for _, o := range sortedOpen(st) {
+		if o.Layered {
+			continue // its writes are in its layers
+		}
 		live = append(live, *o)
 		tainted = tainted || o.Tainted
 	}

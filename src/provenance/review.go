@@ -1,8 +1,11 @@
 package provenance
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -200,7 +203,25 @@ func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
 // (lockShares).
 func (s *Store) Approve(ids []string) error {
 	return s.decideAll(ids, "approve", Approved, func(st *state, items []*Item) error {
-		unlock, err := s.lockShares(st, items)
+		// A workspace's instruction file (held from a tainted session's
+		// layer) is checked with the rest, before anything is written.
+		var ws, shares []*Item
+		for _, it := range items {
+			if it.Workspace != "" {
+				ws = append(ws, it)
+			} else {
+				shares = append(shares, it)
+			}
+		}
+		wsText := make([][]byte, len(ws))
+		for i, it := range ws {
+			b, err := s.checkWorkspace(it)
+			if err != nil {
+				return err
+			}
+			wsText[i] = b
+		}
+		unlock, err := s.lockShares(st, shares)
 		if err != nil {
 			return err
 		}
@@ -214,16 +235,41 @@ func (s *Store) Approve(ids []string) error {
 			}
 			unlock()
 		})
-		if as, err = s.checkApprovals(st, items); err != nil {
+		if as, err = s.checkApprovals(st, shares); err != nil {
 			return err
 		}
-		return s.apply(st, as, &done)
+		if err := s.apply(st, as, &done); err != nil {
+			return err
+		}
+		for i, it := range ws {
+			if err := s.writeWorkspace(it, wsText[i]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
 // unchangedSince refuses to approve it unless the baseline holds what the
 // change was held against (for a memory, its last_accessed aside).
 func (s *Store) unchangedSince(st *state, it *Item) error {
+	if len(it.Sessions) > 0 && it.Sessions[0].Layered {
+		// Held from a session's layer against the file then in effect,
+		// which later merges change without the baseline: the file itself.
+		cur, err := s.Root.ReadFile(it.Path, maxFile)
+		h := ""
+		if err == nil {
+			sum := sha256.Sum256(cur)
+			h = hex.EncodeToString(sum[:])
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if h == it.Before {
+			return nil
+		}
+		return &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: %s changed since this change was held", it.ID, it.Path),
+			Advice: errs.NewAdvice(LaterChange)}
+	}
 	b, had := st.Baseline[it.Path]
 	switch {
 	case it.Before == "" && !had, had && b.Hash == it.Before:

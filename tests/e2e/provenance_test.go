@@ -112,8 +112,8 @@ func TestTaintedSessionWaitsForReview(t *testing.T) {
 		Sessions []struct{ Tainted bool }
 	}
 	b, _ := os.ReadFile(filepath.Join(e.ws, ".held"))
-	if err := json.Unmarshal(b, &seen); err != nil || len(seen) != 7 || !seen[0].Sessions[0].Tainted {
-		t.Errorf("the session's hobbs review does not list the 7 changes that wait (%v):\n%s", err, b)
+	if err := json.Unmarshal(b, &seen); err != nil || len(seen) != 8 || !seen[0].Sessions[0].Tainted {
+		t.Errorf("the session's hobbs review does not list the 8 changes that wait (%v):\n%s", err, b)
 	}
 	for _, it := range seen {
 		if it.Path == "skills/evil/SKILL.md" {
@@ -151,8 +151,8 @@ func TestTaintedSessionWaitsForReview(t *testing.T) {
 			t.Errorf("%s: held as %q, want %q (held: %v)", p, byPath[p], c, byPath)
 		}
 	}
-	if len(items) != 7 { // + the page's memory, the superseding memory, tea's archived copy
-		t.Errorf("%d changes held, want 7: %v", len(items), byPath)
+	if len(items) != 8 { // + the page's memory, the superseding memory, tea's archived copy, the memory history
+		t.Errorf("%d changes held, want 8: %v", len(items), byPath)
 	}
 	var pageMem, pagePath string
 	for _, it := range items {

@@ -1,0 +1,104 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hobbs-agent/hobbs/src/config"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/plan"
+	"github.com/hobbs-agent/hobbs/src/provenance"
+)
+
+// layeredSession is an untainted session with overlay layers made over an
+// instance whose memory holds m1; its upper directories are written by
+// hand, as overlayfs would.
+func layeredSession(t *testing.T, name string) (*Session, instance.Instance) {
+	t.Helper()
+	in, _ := instance.At(t.TempDir())
+	active := filepath.Join(in.Root, "memory", "active")
+	os.MkdirAll(active, 0o755)
+	os.WriteFile(filepath.Join(active, "m1.md"), benchMemory("m1", 0, "Likes tea."), 0o644)
+	h, err := plan.Survey(in, config.Default(), false, t.TempDir(), os.Getuid(), os.Getgid(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunVolume = name + "-run"
+	p, err := plan.New(config.Default(), plan.RunSpec{Kind: plan.KindSession, Name: name, Image: "hobbs:local", Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Session{Instance: in, Name: name, plan: p, Progress: func(string, ...any) {}, owner: Owner(),
+		Provenance: provenance.New(in.FS(), nil)}
+	if err := s.makeLayers(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Provenance.BeginLayer(name, provenance.Origin{Kind: provenance.OriginTerminal}, s.owner, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s, in
+}
+
+// The same memory's text changed differently by the session and, while it
+// ran, in effect: what is in effect stays, the session's version waits for
+// review; the session's other change merges.
+func TestLayerConflictHeld(t *testing.T) {
+	s, in := layeredSession(t, "conflict")
+	active := filepath.Join(in.Root, "memory", "active")
+	up := filepath.Join(in.Root, plan.LayerDir(s.Name, "memory"), "upper", "active")
+	os.MkdirAll(up, 0o755)
+	os.WriteFile(filepath.Join(up, "m1.md"), benchMemory("m1", 0, "Likes black tea."), 0o644)
+	os.WriteFile(filepath.Join(up, "m2.md"), benchMemory("m2", 0, "Drives a Volvo."), 0o644)
+	os.WriteFile(filepath.Join(active, "m1.md"), benchMemory("m1", 0, "Likes green tea."), 0o644)
+	s.endLayers()
+	if b, _ := os.ReadFile(filepath.Join(active, "m1.md")); !strings.Contains(string(b), "green tea") {
+		t.Errorf("what is in effect changed: %s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(active, "m2.md")); !strings.Contains(string(b), "Volvo") ||
+		!strings.Contains(string(b), "provenance: session conflict") {
+		t.Errorf("the session's new memory was not merged, stamped: %s", b)
+	}
+	items, err := s.Provenance.List(false)
+	if err != nil || len(items) != 1 || items[0].Path != "memory/active/m1.md" || items[0].Change != "changed" {
+		t.Fatalf("held: %+v %v", items, err)
+	}
+	before, after, err := s.Provenance.Content(items[0].ID)
+	if err != nil || !strings.Contains(string(before), "green tea") || !strings.Contains(string(after), "black tea") {
+		t.Errorf("review shows %q -> %q (%v)", before, after, err)
+	}
+	if _, err := os.Stat(filepath.Join(in.Root, "layers", s.Name)); !os.IsNotExist(err) {
+		t.Errorf("the layer was not removed: %v", err)
+	}
+	// Approving it puts the session's version in effect.
+	if err := s.Provenance.Approve([]string{items[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(active, "m1.md")); !strings.Contains(string(b), "black tea") {
+		t.Errorf("the approved version is not in effect: %s", b)
+	}
+}
+
+// A layer's link is never followed nor taken; a .git in it goes to the
+// quarantine before the merge (execute.go's neutralise), else the merge
+// leaves it out.
+func TestLayerLeavesOutLinksAndHostTrusted(t *testing.T) {
+	s, in := layeredSession(t, "odd")
+	up := filepath.Join(in.Root, plan.LayerDir(s.Name, "memory"), "upper", "active")
+	os.MkdirAll(filepath.Join(up, ".git"), 0o755)
+	os.WriteFile(filepath.Join(up, ".git", "config"), []byte("[core]\n"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(up, "evil.md"))
+	var said []string
+	s.Progress = func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }
+	s.endLayers()
+	for _, p := range []string{"evil.md", ".git"} {
+		if _, err := os.Lstat(filepath.Join(in.Root, "memory", "active", p)); err == nil {
+			t.Errorf("%s was taken from the layer", p)
+		}
+	}
+	if !strings.Contains(strings.Join(said, "\n"), "not taken from the session") {
+		t.Errorf("the end did not report what it left out: %q", said)
+	}
+}

@@ -1,0 +1,205 @@
+package provenance
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+
+	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// Layered sessions (src/layer). A session that writes the shares through
+// private layers changes nothing in effect while it runs: its changes are
+// exactly its layers' upper parts, so its end needs no comparison of the
+// shares with the baseline and no time window: EndLayer decides the
+// session's taint from its own proxy's record alone, then has the caller
+// merge (untainted) or not (tainted), holds what the caller hands back for
+// review and records what the merge put in effect as the baseline.
+
+// LayerChange is one change of a session's layer to hold for review.
+type LayerChange struct {
+	// Path is where it would be in effect, slash-separated, relative to
+	// the instance ("memory/active/x.md").
+	Path string
+	// From is the file holding the session's version, relative to the
+	// instance (in the layer); "" for a removal.
+	From string
+	// Base is the hash of what the session started from ("" for none).
+	Base string
+	// BaseData is the content Base names (kept for review show).
+	BaseData []byte
+	// Why, for a change the merge could not take: the conflict.
+	Why string
+	// Workspace, for an instruction file of the session's workspace, is
+	// the workspace (absolute); Path is then relative to it.
+	Workspace string
+}
+
+// LayerMerge is the caller's merge of a session's layers: tainted says
+// whether the session may change what is in effect; stamp is the host's
+// record of the session, which each memory the merge changes carries in
+// its provenance field (memory.Stamp). It returns the paths (relative to
+// the instance) it changed in effect and the changes to hold.
+type LayerMerge func(tainted bool, stamp string) (kept []string, hold []LayerChange, problems []string)
+
+// BeginLayer is Begin for a session whose writes go to private layers.
+func (s *Store) BeginLayer(name string, origin Origin, owner string, auditFrom int64, alive func(owner string) bool) error {
+	if err := s.Begin(name, origin, owner, auditFrom, alive); err != nil {
+		return err
+	}
+	return s.lockedFrom(nil, false, func(st *state) error {
+		if o := st.Open[name]; o != nil {
+			o.Layered = true
+		}
+		return nil
+	})
+}
+
+// EndLayer records the end of the layered session name: its taint from
+// reads and trusted (its own proxy's record, complete once the proxy has
+// stopped), then merge, then holds what merge hands back.
+func (s *Store) EndLayer(name string, reads Reads, trusted func(host string) bool, merge LayerMerge) (Result, error) {
+	var res Result
+	err := s.lockedFrom(nil, false, func(st *state) error {
+		ses := st.Open[name]
+		if ses == nil {
+			return errs.Failf("provenance: session %s has no record of its start", name)
+		}
+		taint(ses, reads, trusted)
+		kept, hold, problems := merge(ses.Tainted, record([]Session{*ses}))
+		res.Problems = problems
+		ses.Ended = s.now()
+		delete(st.Open, name)
+		live := []Session{*ses}
+		// What the merge put in effect is not written into the baseline
+		// here (a rewrite of every file's entry at each end): the next
+		// start with no session open reads it as it reads your own edits,
+		// and an approval checks the file in effect itself (unchangedSince).
+		res.Kept = len(kept)
+		for _, c := range hold {
+			it, err := s.holdLayer(st, c, live)
+			if err != nil {
+				res.Problems = append(res.Problems, err.Error())
+				continue
+			}
+			st.Items = append(st.Items, it)
+			res.Held = append(res.Held, it)
+		}
+		res.Session = *ses
+		for _, it := range st.Items {
+			if it.Status == Waiting {
+				res.Waiting++
+			}
+		}
+		outcome := "ok"
+		if ses.Tainted {
+			outcome = "tainted"
+		}
+		s.Audit.Record(audit.Entry{Event: "provenance.session", Subject: ses.Name, Outcome: outcome,
+			Detail: map[string]any{"origin": ses.Origin.String(), "why": ses.Why, "read": ses.Read, "kept": res.Kept,
+				"held": len(res.Held), "problems": res.Problems, "layered": true}}, nil)
+		return s.Root.Append(s.rel("sessions.jsonl"), mustLine(ses), 0o600)
+	})
+	return res, err
+}
+
+// holdLayer holds one change of a layer through hold: the session's file
+// (in the layer) goes into the store; what is in effect is not touched
+// (the session never changed it).
+func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, error) {
+	var a fileState
+	has := c.From != ""
+	src := c.From
+	if has {
+		b, err := s.Root.ReadFile(c.From, maxFile)
+		if err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "hold %s for review", c.Path)
+		}
+		sum := sha256.Sum256(b)
+		a.Hash = hex.EncodeToString(sum[:])
+	} else {
+		// A removal: nothing to keep; hold touches no file of a removal it
+		// did not have.
+		src = path.Join(Dir, "layer-removal", c.Path)
+	}
+	it, err := s.hold(st, src, fileState{}, false, has, a, live)
+	if err != nil {
+		return nil, err
+	}
+	it.Path, it.Before, it.Workspace = c.Path, c.Base, c.Workspace
+	if c.Base != "" && c.BaseData != nil {
+		if err := st.pack.put(c.Base, c.BaseData); err != nil {
+			return nil, err
+		}
+	}
+	it.Kind, _ = Watched(c.Path)
+	switch {
+	case c.Workspace != "":
+		it.Kind = "workspace"
+	case it.Kind == "":
+		it.Kind, _, _ = cutShare(c.Path)
+	}
+	switch {
+	case c.Base != "" && has:
+		it.Change = "changed"
+	case c.Base != "":
+		it.Change = "removed"
+	default:
+		it.Change = "created"
+	}
+	return it, nil
+}
+
+func cutShare(p string) (string, string, bool) {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' {
+			return p[:i], p[i+1:], true
+		}
+	}
+	return p, "", false
+}
+
+// checkWorkspace checks a held instruction file of a workspace before an
+// approval writes it: the file there is still what it was held against
+// (else the workspace changed since: review that first), and the held copy
+// is still the text that was held. It returns that text (nil: a removal).
+func (s *Store) checkWorkspace(it *Item) ([]byte, error) {
+	ws := safefile.Beneath(it.Workspace)
+	cur, err := ws.ReadFile(it.Path, maxFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		cur = nil
+	case err != nil:
+		return nil, err
+	}
+	if (cur == nil) != (it.Before == "") || cur != nil && hashOf(cur) != it.Before {
+		return nil, &errs.Error{Code: errs.Failure, Msg: fmt.Sprintf("%s: %s changed in the workspace since this change was held", it.ID, it.Path),
+			Advice: errs.NewAdvice(LaterChange, "id", it.ID)}
+	}
+	if it.After == "" {
+		return nil, nil
+	}
+	return s.heldText(it)
+}
+
+// writeWorkspace puts a checked instruction file's text in its workspace
+// (nil: removes the file).
+func (s *Store) writeWorkspace(it *Item, text []byte) error {
+	ws := safefile.Beneath(it.Workspace)
+	if text == nil {
+		if err := ws.Remove(it.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := ws.MkdirAll(filepath.Join(ws.Dir(), filepath.Dir(it.Path)), 0o755); err != nil {
+		return err
+	}
+	return ws.Write(it.Path, text, 0o644)
+}
