@@ -200,7 +200,8 @@ func (s *Service) enqueueFrom(trigger, source, pb string, debounce time.Duration
 	if sh := s.admit(trigger, t, e.Sender, owner, s.q.count(trigger), now); sh != nil {
 		return "", false, sh
 	}
-	j := &Job{ID: newJobID(now), Trigger: trigger, Source: source, Playbook: pb, Key: e.Key(), Sender: e.Sender, Owner: owner,
+	s.q.seq++
+	j := &Job{ID: newJobID(now), Seq: s.q.seq, Trigger: trigger, Source: source, Playbook: pb, Key: e.Key(), Sender: e.Sender, Owner: owner,
 		State: Queued, Queued: now, NotBefore: now.Add(debounce), Deliveries: []string{e.Delivery}, Event: ev}
 	if err := s.q.save(j); err != nil {
 		return "", false, err

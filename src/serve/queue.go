@@ -52,7 +52,9 @@ type Job struct {
 	// Sender is who sent the delivery (Event.Sender; a mail trigger's From
 	// address); Owner: the trigger's owner (not limited per sender, its own
 	// lane of the queue).
-	Sender string    `json:"sender,omitempty"`
+	Sender string `json:"sender,omitempty"`
+	// Seq counts the jobs this queue was given, in the order they came.
+	Seq    uint64    `json:"seq,omitempty"`
 	Owner  bool      `json:"owner,omitempty"`
 	State  string    `json:"state"`
 	Queued time.Time `json:"queued"`
@@ -87,6 +89,19 @@ type queue struct {
 	st   store
 	mu   sync.Mutex
 	jobs map[string]*Job
+	seq  uint64 // the last Job.Seq given
+}
+
+// before orders jobs as they were queued: by time, then by Seq (two
+// deliveries can carry the same clock reading), then by id.
+func before(a, b *Job) bool {
+	if !a.Queued.Equal(b.Queued) {
+		return a.Queued.Before(b.Queued)
+	}
+	if a.Seq != b.Seq {
+		return a.Seq < b.Seq
+	}
+	return a.ID < b.ID
 }
 
 func (s store) jobsDir() string          { return filepath.Join(s.in.Serve(), "jobs") }
@@ -131,6 +146,7 @@ func loadQueue(st store) (*queue, []string, error) {
 			continue
 		}
 		q.jobs[id] = j
+		q.seq = max(q.seq, j.Seq)
 	}
 	return q, problems, nil
 }
@@ -218,12 +234,7 @@ func (q *queue) list() []Job {
 		c.Event = nil
 		out = append(out, c)
 	}
-	sort.Slice(out, func(a, b int) bool {
-		if !out[a].Queued.Equal(out[b].Queued) {
-			return out[a].Queued.Before(out[b].Queued)
-		}
-		return out[a].ID < out[b].ID
-	})
+	sort.Slice(out, func(a, b int) bool { return before(&out[a], &out[b]) })
 	return out
 }
 

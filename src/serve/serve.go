@@ -422,10 +422,7 @@ func (s *Service) startReady() time.Duration {
 		if queued[a].Owner != queued[b].Owner {
 			return queued[a].Owner
 		}
-		if !queued[a].Queued.Equal(queued[b].Queued) {
-			return queued[a].Queued.Before(queued[b].Queued)
-		}
-		return queued[a].ID < queued[b].ID
+		return before(queued[a], queued[b])
 	})
 	for _, j := range queued {
 		if wait := j.NotBefore.Sub(now); wait > 0 {
