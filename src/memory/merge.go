@@ -291,12 +291,12 @@ func isMemoryFile(p string) bool {
 // its last_accessed line alone: what every session's context load does,
 // bookkeeping rather than a change of what the memory says.
 func AccessOnly(base, theirs []byte) bool {
-	return !bytes.Equal(base, theirs) && bytes.Equal(withoutAccess(base), withoutAccess(theirs))
+	return !bytes.Equal(base, theirs) && bytes.Equal(WithoutAccess(base), WithoutAccess(theirs))
 }
 
-// withoutAccess is a memory file without its frontmatter's last_accessed
+// WithoutAccess is a memory file without its frontmatter's last_accessed
 // line.
-func withoutAccess(b []byte) []byte {
+func WithoutAccess(b []byte) []byte {
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	if len(lines) == 0 || !bytes.Equal(bytes.TrimRight(lines[0], "\r\n"), []byte("---")) {
 		return b

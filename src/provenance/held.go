@@ -16,6 +16,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -140,7 +141,7 @@ func sameText(kind string, a, b []byte) bool {
 	if bytes.Equal(a, b) {
 		return true
 	}
-	return kind == "memory" && bytes.Equal(withoutAccess(a), withoutAccess(b))
+	return kind == "memory" && bytes.Equal(memory.WithoutAccess(a), memory.WithoutAccess(b))
 }
 
 // asBefore reports whether cur is what it was held against: no file for a

@@ -47,6 +47,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -943,31 +944,11 @@ func (s *Store) bookkeeping(st *state, p string, b, a fileState) bool {
 		return false
 	}
 	cur, err := s.Root.ReadFile(p, maxFile)
-	if err != nil || !bytes.Equal(withoutAccess(old), withoutAccess(cur)) {
+	if err != nil || !bytes.Equal(memory.WithoutAccess(old), memory.WithoutAccess(cur)) {
 		return false
 	}
 	sum := sha256.Sum256(cur)
 	return hex.EncodeToString(sum[:]) == a.Hash && st.pack.put(a.Hash, cur) == nil
-}
-
-// withoutAccess is a memory file without its frontmatter's last_accessed line.
-func withoutAccess(b []byte) []byte {
-	lines := bytes.SplitAfter(b, []byte("\n"))
-	if len(lines) == 0 || !bytes.Equal(bytes.TrimRight(lines[0], "\r\n"), []byte("---")) {
-		return b
-	}
-	var out []byte
-	in := true
-	for i, l := range lines {
-		if i > 0 && in && bytes.Equal(bytes.TrimRight(l, "\r\n"), []byte("---")) {
-			in = false
-		}
-		if i > 0 && in && bytes.HasPrefix(l, []byte("last_accessed:")) {
-			continue
-		}
-		out = append(out, l...)
-	}
-	return out
 }
 
 // hold takes one change out of effect: the text now at p (if any) is
