@@ -133,6 +133,14 @@ func Restore(ctx context.Context, o RestoreOptions) (res RestoreResult, err erro
 	if st.Device == "" {
 		st.Device = o.Device
 	}
+	if snap.Device != st.Device {
+		// The restored instance is that device's snapshot: the base of the
+		// first sync from it (Sync).
+		if st.Synced == nil {
+			st.Synced = map[string]Synced{}
+		}
+		st.Synced[snap.Device] = Synced{Snapshot: snap.ID, Time: now().UTC()}
+	}
 	if _, err := os.Lstat(in.Root); err == nil {
 		// No writer is half-way through a change of the instance as it goes.
 		unlock, err := lockInstance(in)
