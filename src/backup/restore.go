@@ -121,6 +121,13 @@ func Restore(ctx context.Context, o RestoreOptions) (res RestoreResult, err erro
 	if o.Confirm != nil && !o.Confirm(res) {
 		return res, nil
 	}
+	if snap.Device != o.Device {
+		// The restored instance is that device's snapshot: the base of the
+		// first sync from it (Sync), kept before the instance changes.
+		if err := KeepBase(in, staged, snap.Device, snap.ID); err != nil {
+			return res, err
+		}
+	}
 	step("swap")
 	// This machine's backup record goes with the instance in use here.
 	st, had, err := LoadState(in)
@@ -133,9 +140,7 @@ func Restore(ctx context.Context, o RestoreOptions) (res RestoreResult, err erro
 	if st.Device == "" {
 		st.Device = o.Device
 	}
-	if snap.Device != st.Device {
-		// The restored instance is that device's snapshot: the base of the
-		// first sync from it (Sync).
+	if snap.Device != o.Device {
 		if st.Synced == nil {
 			st.Synced = map[string]Synced{}
 		}

@@ -89,6 +89,8 @@ type SyncResult struct {
 	VaultConflicts []string `json:"vault_conflicts"`
 	WithPolicy     bool     `json:"with_policy"`
 	Problems       []string `json:"problems"`
+	// Advice, when the sync left something to decide (SyncConflicts).
+	Advice errs.Advice `json:"-"`
 }
 
 // syncShares are the parts of the instance merged line-wise, each under
@@ -205,6 +207,9 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 		s.Synced[snap.Device] = Synced{Snapshot: snap.ID, Time: now().UTC()}
 	}); err != nil {
 		return res, err
+	}
+	if n := len(res.Held) + len(res.Conflicts) + len(res.VaultConflicts); n > 0 {
+		res.Advice = errs.NewAdvice(SyncConflicts, "device", snap.Device, "held", fmt.Sprint(len(res.Held)))
 	}
 	if o.Audit != nil {
 		o.Audit.Record(audit.Entry{Event: "backup.sync", Subject: snap.ShortID,
@@ -683,4 +688,59 @@ func keepPolicy(base *instance.Instance, to instance.Instance) error {
 		}
 	}
 	return nil
+}
+
+// syncParts are the parts of an instance a sync reads of its base.
+var syncParts = []string{"config.yaml", "foundation.md", "policy.yaml", "grants", "memory", "playbooks", "skills", "agents", "vault", "provenance"}
+
+// KeepBase keeps the parts of the instance at dir that a sync reads as
+// the base of the next sync from device: a copy (the instance's own files
+// change in place, its memory log by appends), beside in.
+func KeepBase(in instance.Instance, dir, device, snapshot string) error {
+	keep := SyncBase(in, device)
+	if err := os.RemoveAll(keep); err != nil {
+		return errs.Wrap(errs.Failure, err, "replace %s", keep)
+	}
+	to := filepath.Join(keep, "instance")
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		return errs.Wrap(errs.Failure, err, "create %s", keep)
+	}
+	for _, p := range syncParts {
+		if err := copyTree(filepath.Join(dir, p), filepath.Join(to, p)); err != nil {
+			_ = os.RemoveAll(keep)
+			return errs.Wrap(errs.Failure, err, "keep the base %s", keep)
+		}
+	}
+	if err := safefile.Beneath(keep).Write("snapshot", []byte(snapshot+"\n"), 0o600); err != nil {
+		return errs.Wrap(errs.Failure, err, "keep the base %s", keep)
+	}
+	return nil
+}
+
+// copyTree copies the directories and regular files of from (none: no
+// copy) to to; anything else, and the memory index, is left out.
+func copyTree(from, to string) error {
+	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == from {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		switch {
+		case d.IsDir() && d.Name() == ".index":
+			return filepath.SkipDir
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o700)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o600)
+	})
 }
