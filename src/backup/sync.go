@@ -134,6 +134,13 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 	if err := CheckVersion(snap, o.Version); err != nil {
 		return res, err
 	}
+	// One sync of the instance at a time: a second would merge the same
+	// snapshot against the same base again.
+	unlock, err := lockRes(in, "sync")
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	st, _, err := LoadState(in)
 	if err != nil {
 		return res, err
