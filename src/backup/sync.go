@@ -647,8 +647,12 @@ func (t logBase) Get(p string) (layer.Version, error) {
 	return t.Tree.Get(p)
 }
 
-// commonLines is the longest run of whole lines both a and b begin with.
+// commonLines is the longest run of whole lines both a and b begin with
+// (a whole when the two are the same).
 func commonLines(a, b []byte) []byte {
+	if bytes.Equal(a, b) {
+		return a
+	}
 	n := 0
 	for i := 0; i < len(a) && i < len(b) && a[i] == b[i]; i++ {
 		if a[i] == '\n' {

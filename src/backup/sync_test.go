@@ -284,3 +284,37 @@ func TestSyncAtOnce(t *testing.T) {
 		t.Errorf("laptop holds %d memories, desktop %d", len(ta), len(tb))
 	}
 }
+
+func TestPickOther(t *testing.T) {
+	snaps := []Snapshot{{ID: "1", Device: "laptop"}, {ID: "2", Device: "desktop"}, {ID: "3", Device: "laptop"}, {ID: "4", Device: "phone"}, {ID: "5", Device: "desktop"}}
+	if _, err := pickOther(snaps, "laptop", ""); kindOf(err) != SyncWhich || !strings.Contains(err.Error(), "desktop, phone") {
+		t.Errorf("two other devices: %v", err)
+	}
+	if s, err := pickOther(snaps, "laptop", "desktop"); err != nil || s.ID != "5" {
+		t.Errorf("--from desktop: %v %v", s, err)
+	}
+	if s, err := pickOther(snaps[:3], "laptop", ""); err != nil || s.ID != "2" {
+		t.Errorf("the one other: %v %v", s, err)
+	}
+	if _, err := pickOther(snaps, "laptop", "tablet"); kindOf(err) != SyncNoOther {
+		t.Errorf("--from tablet: %v", err)
+	}
+	if _, err := pickOther(snaps[:1], "laptop", ""); kindOf(err) != SyncNoOther {
+		t.Errorf("no other: %v", err)
+	}
+}
+
+func TestCommonLines(t *testing.T) {
+	for _, c := range [][3]string{
+		{"a\nb\nc\n", "a\nb\nd\n", "a\nb\n"},
+		{"a\nb\n", "a\nb\n", "a\nb\n"},
+		{"a\nbc\n", "a\nbd\n", "a\n"},
+		{"x\n", "y\n", ""},
+		{"a\nb", "a\nb", "a\nb"},
+		{"a\nb", "a\nbc", "a\n"},
+	} {
+		if got := string(commonLines([]byte(c[0]), []byte(c[1]))); got != c[2] {
+			t.Errorf("commonLines(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}
