@@ -197,9 +197,22 @@ func TestSyncVaultAndPolicy(t *testing.T) {
 	pol := read(t, a, "policy.yaml")
 	write(t, a, "policy.yaml", pol+"# approved on the laptop\n")
 	write(t, a, "grants/weekly.json", "{}\n")
+	// A change the laptop holds for review travels to the desktop's review.
+	if _, err := provenance.ForReview(a.FS(), nil).HoldSet([]provenance.Session{{Name: "s1", Why: []string{"read example.com"}}},
+		[]provenance.Pending{{Path: "playbooks/planted.md", Text: []byte("# Planted\n")}}); err != nil {
+		t.Fatal(err)
+	}
 	backupAs(t, a, r, "laptop")
 
 	res := syncAs(t, b, r, "desktop", false)
+	if len(res.Held) != 1 || res.Held[0].Path != "playbooks/planted.md" ||
+		!strings.Contains(res.Held[0].Sessions[0].Why[0], "held for review on device laptop") ||
+		!strings.Contains(res.Held[0].Sessions[0].Why[0], "read example.com") {
+		t.Fatalf("the laptop's held change: %+v", res.Held)
+	}
+	if _, err := os.Stat(filepath.Join(b.Playbooks(), "planted.md")); err == nil {
+		t.Error("a held change was put in effect")
+	}
 	if fmt.Sprint(res.VaultAdded) != "[only-laptop]" || fmt.Sprint(res.VaultConflicts) != "[github-token]" {
 		t.Fatalf("vault: added %v, conflicts %v", res.VaultAdded, res.VaultConflicts)
 	}
@@ -219,6 +232,9 @@ func TestSyncVaultAndPolicy(t *testing.T) {
 	mustSet(va, "another", "x") // a new snapshot to sync from
 	backupAs(t, a, r, "laptop")
 	res = syncAs(t, b, r, "desktop", true)
+	if len(res.Held) != 0 {
+		t.Errorf("held again: %+v", res.Held)
+	}
 	if !strings.Contains(read(t, b, "policy.yaml"), "approved on the laptop") {
 		t.Errorf("policy did not travel with --with-policy: %+v", res)
 	}
