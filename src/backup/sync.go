@@ -308,10 +308,11 @@ type noTree struct{}
 
 func (noTree) Get(string) (layer.Version, error) { return layer.Absent, nil }
 
+// run merges. The memories go last of the parts that can fail: merging
+// the same snapshot again after a failure (the base is recorded only when
+// all is done) takes a line-wise change once more as the same change, but
+// would count a memory's reinforcements twice.
 func (m *merger) run() error {
-	if err := m.memory(); err != nil {
-		return err
-	}
 	for _, share := range syncShares {
 		if err := m.share(share, share); err != nil {
 			return err
@@ -321,6 +322,9 @@ func (m *merger) run() error {
 		if err := m.policy(); err != nil {
 			return err
 		}
+	}
+	if err := m.memory(); err != nil {
+		return err
 	}
 	m.vault()
 	held, err := m.hold()
