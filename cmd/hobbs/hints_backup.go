@@ -33,4 +33,9 @@ var backupHints = map[errs.Kind]words{
 	backup.Failed:          say("see why with hobbs doctor; run hobbs backup by hand to retry"),
 	backup.Overdue:         say("check the schedule (hobbs schedule list) and run hobbs backup by hand"),
 	backup.NeverBacked:     say("take the first snapshot: hobbs backup"),
+	backup.SyncNoOther: say("back up the other device first (hobbs backup there, to this repository); " +
+		"hobbs backup list shows each snapshot's device"),
+	backup.SyncWhich: say("name the device to take from: hobbs sync --from DEVICE (one of {devices})"),
+	backup.SyncConflicts: say("what {device} changed that did not merge waits in hobbs review ({held} item(s)); " +
+		"the rest named above stays as it is here: settle it by hand (docs/backup.md, A second device)"),
 }

@@ -62,7 +62,7 @@ var quietCommands = map[string]bool{"proxy": true, "session-env": true, "complet
 
 // backupCommands report their own outcome: no warning of a failed
 // backup after them (warnBackup).
-var backupCommands = map[string]bool{"backup": true, "restore": true}
+var backupCommands = map[string]bool{"backup": true, "restore": true, "sync": true}
 
 // Main runs hobbs with args and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -135,6 +135,7 @@ HOBBS_HOME or --instance to choose another.`,
 	root.AddCommand(newScheduleCmd(a), newReviewCmd(a), newChatCmd(a), newServeCmd(a))
 	root.AddCommand(newApprovalsCmd(a))
 	root.AddCommand(newBackupCmd(a), newRestoreCmd(a))
+	root.AddCommand(newSyncCmd(a))
 	// The toolkit the agent uses in its container (and you on the host).
 	root.AddCommand(newMemoryCmd(a), newPlaybookCmd(a), newAgentCmd(a), newTaskCmd(a), newVaultCmd(a))
 	// What the images run: the egress proxy and the session's environment.

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 // newInstance makes an initialised instance with a vault and n memories.
-func newInstance(t *testing.T, dir string, n int) instance.Instance {
+func newInstance(t testing.TB, dir string, n int) instance.Instance {
 	t.Helper()
 	in, err := instance.At(dir)
 	if err != nil {

@@ -32,4 +32,11 @@ const (
 	Overdue errs.Kind = "backup.overdue"
 	// NeverBacked is doctor's advice for an instance with no backup.
 	NeverBacked errs.Kind = "backup.never"
+	// SyncNoOther: the repository holds no snapshot of another device;
+	// SyncWhich: it holds several, and sync needs --from (fact devices).
+	// SyncConflicts is the advice of a sync that left conflicts (facts
+	// device, held, vault, other).
+	SyncNoOther   errs.Kind = "backup.sync-no-other"
+	SyncWhich     errs.Kind = "backup.sync-which"
+	SyncConflicts errs.Kind = "backup.sync-conflicts"
 )

@@ -121,6 +121,13 @@ func Restore(ctx context.Context, o RestoreOptions) (res RestoreResult, err erro
 	if o.Confirm != nil && !o.Confirm(res) {
 		return res, nil
 	}
+	if snap.Device != o.Device {
+		// The restored instance is that device's snapshot: the base of the
+		// first sync from it (Sync), kept before the instance changes.
+		if err := KeepBase(in, staged, snap.Device, snap.ID); err != nil {
+			return res, err
+		}
+	}
 	step("swap")
 	// This machine's backup record goes with the instance in use here.
 	st, had, err := LoadState(in)
@@ -132,6 +139,12 @@ func Restore(ctx context.Context, o RestoreOptions) (res RestoreResult, err erro
 	}
 	if st.Device == "" {
 		st.Device = o.Device
+	}
+	if snap.Device != o.Device {
+		if st.Synced == nil {
+			st.Synced = map[string]Synced{}
+		}
+		st.Synced[snap.Device] = Synced{Snapshot: snap.ID, Time: now().UTC()}
 	}
 	if _, err := os.Lstat(in.Root); err == nil {
 		// No writer is half-way through a change of the instance as it goes.

@@ -30,6 +30,15 @@ type State struct {
 	// Told is the failure or overdue time the owner was last told of
 	// (Notice tells each once).
 	Told string `json:"told,omitempty"`
+	// Synced is, per other device, the snapshot of it this device merged
+	// last (hobbs sync): the base of the next sync from it.
+	Synced map[string]Synced `json:"synced,omitempty"`
+}
+
+// Synced is the last sync from one device.
+type Synced struct {
+	Snapshot string    `json:"snapshot"`
+	Time     time.Time `json:"time"`
 }
 
 // Run is one backup's outcome.

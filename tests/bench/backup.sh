@@ -5,6 +5,8 @@
 #   first:       hobbs backup                 vs  restic backup INSTANCE (the same directory, run directly)
 # and, after the last round, with 10 memories changed:
 #   incremental: hobbs backup                 vs  restic backup INSTANCE
+# Then a sync of SYNCED (1000) changed memories into a second device
+# (hobbs sync vs restic restore of the snapshot).
 # Prints medians and ratios. Goals: first backup <= 1.3x restic run
 # directly; incremental hobbs backup <= 2 s.
 #
@@ -59,3 +61,26 @@ t1=$(date +%s%N)
 RESTIC_PASSWORD_FILE="$work/pw" restic backup -q --repo "$work/rrepo" "$HOBBS_HOME" >/dev/null
 t2=$(date +%s%N)
 echo "incremental backup after 10 changed memories: hobbs backup $(ms "$t0" "$t1") ms (goal <= 2000), restic backup $(ms "$t1" "$t2") ms"
+
+# Sync: a second device restored from this one's backup; then 1,000 of this
+# device's memories change (a line added) and it backs up; the
+# second device's hobbs sync (restore of the snapshot, verify, merge of the
+# 1,000 changed memories) vs restic restore of the same snapshot directly.
+SYNCED=${SYNCED:-1000}
+b="$work/device-b"
+RESTIC_PASSWORD_FILE="$work/pw" "$bin" --instance "$b" restore --repo "$work/hrepo" --yes >/dev/null 2>&1
+RESTIC_PASSWORD_FILE="$work/pw" "$bin" --instance "$b" backup init "$work/hrepo" --device bench-b >/dev/null 2>&1
+i=0
+for f in "$HOBBS_HOME"/memory/active/*.md; do
+  printf '\nconfirmed again on this device\n' >> "$f"
+  i=$((i+1)); [ $i -ge "$SYNCED" ] && break
+done
+"$bin" backup --scheduled >/dev/null
+t0=$(date +%s%N)
+"$bin" --instance "$b" sync --no-backup --json > "$work/sync.json"
+t1=$(date +%s%N)
+rm -rf "$work/restored"
+RESTIC_PASSWORD_FILE="$work/pw" restic restore -q --repo "$work/hrepo" latest --tag device:bench --target "$work/restored" >/dev/null
+t2=$(date +%s%N)
+changed=$(grep -o '"memory/active/' "$work/sync.json" | wc -l)
+echo "sync of $changed changed memories (of $MEMS): hobbs sync $(ms "$t0" "$t1") ms, restic restore $(ms "$t1" "$t2") ms, ratio $(awk "BEGIN {printf \"%.2f\", $(ms "$t0" "$t1")/$(ms "$t1" "$t2")}"); the merge alone: go test ./src/backup -bench BenchmarkSyncMerge (goal <= 1000 ms)"
