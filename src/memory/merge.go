@@ -24,7 +24,8 @@ import (
 //     removed that the other kept as it was);
 //   - the text, status, supersedes, superseded_by, type and source change on
 //     one side only, or the same way on both; otherwise it is a conflict,
-//     for review;
+//     for review (but a source both sides filled in where there was none
+//     is ours: each side's reinforcement set it, and sources keeps both);
 //   - provenance is the host's stamp: ours, stamped again by the host.
 //
 // The same memory created on both sides (the same file, no base) is one
@@ -79,7 +80,13 @@ func Merge3(base, ours, theirs layer.Version) (layer.Version, bool) {
 	m.Body = str(b.Body, o.Body, t.Body)
 	m.Status = str(b.Status, o.Status, t.Status)
 	m.Type = str(b.Type, o.Type, t.Type)
-	m.Source = str(b.Source, o.Source, t.Source)
+	if b.Source == "" && o.Source != "" && t.Source != "" {
+		// Each side filled in the first source (a reinforcement of a
+		// memory that had none): ours stands, sources keeps both.
+		m.Source = o.Source
+	} else {
+		m.Source = str(b.Source, o.Source, t.Source)
+	}
 	m.SupersededBy = str(b.SupersededBy, o.SupersededBy, t.SupersededBy)
 	sup := str(strings.Join(b.Supersedes, "\n"), strings.Join(o.Supersedes, "\n"), strings.Join(t.Supersedes, "\n"))
 	m.Supersedes = nil

@@ -117,3 +117,26 @@ func FuzzMerge3(f *testing.F) {
 		}
 	})
 }
+
+// A memory without a first source, reinforced on both sides from different
+// sources, merges: each side filled in source, sources keeps both.
+func TestMerge3FirstSourceOnBothSides(t *testing.T) {
+	noSource := func(s string) string { return strings.Replace(s, "source: conversation\n", "", 1) }
+	withSource := func(s, src string) string {
+		return strings.Replace(s, "source: conversation\n", "source: "+src+"\n", 1)
+	}
+	base := layer.Of([]byte(noSource(mergeFile("m1", "Likes tea.", 0, ""))))
+	ours := layer.Of([]byte(withSource(mergeFile("m1", "Likes tea.", 1, "sources: [s1]\n"), "s1")))
+	theirs := layer.Of([]byte(withSource(mergeFile("m1", "Likes tea.", 1, "sources: [s2]\n"), "s2")))
+	got, ok := Merge3(base, ours, theirs)
+	if !ok {
+		t.Fatal("two first sources conflict")
+	}
+	m, err := Parse(got.Data, Active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Reinforced != 2 || m.Source != "s1" || strings.Join(m.Sources, ",") != "s1,s2" {
+		t.Fatalf("reinforced %d source %q sources %v", m.Reinforced, m.Source, m.Sources)
+	}
+}
