@@ -39,6 +39,9 @@ type LayerChange struct {
 	// Workspace, for an instruction file of the session's workspace, is
 	// the workspace (absolute); Path is then relative to it.
 	Workspace string
+	// Volume, for a file of the Claude Code user scope, is the state
+	// volume; Path is then relative to the scope's directory.
+	Volume string
 }
 
 // LayerMerge is the caller's merge of a session's layers: tainted says
@@ -132,7 +135,7 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 	if err != nil {
 		return nil, err
 	}
-	it.Path, it.Before, it.Workspace = c.Path, c.Base, c.Workspace
+	it.Path, it.Before, it.Workspace, it.Volume = c.Path, c.Base, c.Workspace, c.Volume
 	if c.Base != "" && c.BaseData != nil {
 		if err := st.pack.put(c.Base, c.BaseData); err != nil {
 			return nil, err
@@ -140,6 +143,8 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 	}
 	it.Kind, _ = Watched(c.Path)
 	switch {
+	case c.Volume != "":
+		it.Kind = UserScopeKind
 	case c.Workspace != "":
 		it.Kind = "workspace"
 	case it.Kind == "":

@@ -134,6 +134,13 @@ type Item struct {
 	// from a tainted session: layer.go), is that workspace; Path is then
 	// relative to it.
 	Workspace string `json:"workspace,omitempty"`
+	// Volume, for a file of the Claude Code user scope on an instance's
+	// state volume (userscope.go), is that volume; Path is then relative
+	// to the scope's directory. The host cannot write the volume: an
+	// approval marks the item Pending, and the next session's start
+	// writes it there (ScopeApplied).
+	Volume  string `json:"volume,omitempty"`
+	Pending bool   `json:"pending,omitempty"`
 }
 
 // Item states.

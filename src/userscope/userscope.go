@@ -6,7 +6,7 @@
 // never extracts anything to disk and never follows a link; it lists the
 // stream's entries by their names, keeps the content of the files the
 // caller asks for (hashing the rest), and reports every entry that is not a
-// regular file or directory, every name that is not a plain relative path
+// regular file, directory or symbolic link, every name that is not a plain relative path
 // and every entry over the caps, as Odd: a change the caller holds rather
 // than trusts. Diff compares two listings; Write builds the tar that puts
 // files back.
@@ -32,8 +32,11 @@ const (
 	File Kind = iota
 	// Dir is a directory.
 	Dir
-	// Odd is anything else (a link, a FIFO, a device, a file over the
-	// caps, a name given twice): reported, never read, never written.
+	// Link is a symbolic link: its target is kept as text, never
+	// followed (it names a path inside the container).
+	Link
+	// Odd is anything else (a hard link, a FIFO, a device, a file over
+	// the caps, a name given twice): reported, never read, never written.
 	Odd
 )
 
@@ -47,7 +50,9 @@ type Entry struct {
 	Hash string
 	// Data is a File's content when the caller asked to keep it.
 	Data []byte
-	// Why says what makes an Odd entry odd.
+	// Target is a Link's target.
+	Target string
+	// Why says what makes an Odd entry odd, or what a Link is.
 	Why string
 }
 
@@ -153,7 +158,7 @@ func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*
 			continue
 		}
 		if prev := l.Entries[p]; prev != nil {
-			prev.Kind, prev.Data, prev.Why = Odd, nil, "given twice in the stream"
+			prev.Kind, prev.Data, prev.Target, prev.Why = Odd, nil, "", "given twice in the stream"
 			continue
 		}
 		e := &Entry{Path: p, Size: h.Size}
@@ -189,7 +194,7 @@ func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*
 				e.Data = []byte(buf.String())
 			}
 		case tar.TypeSymlink:
-			e.Kind, e.Size, e.Why = Odd, 0, "a symbolic link (to "+quote(h.Linkname)+")"
+			e.Kind, e.Size, e.Target, e.Why = Link, 0, h.Linkname, "a symbolic link (to "+quote(h.Linkname)+")"
 		case tar.TypeLink:
 			e.Kind, e.Size, e.Why = Odd, 0, "a hard link (to "+quote(h.Linkname)+")"
 		case tar.TypeFifo:
@@ -255,6 +260,8 @@ func same(b, a *Entry) bool {
 		return false
 	case b.Kind == Dir:
 		return true
+	case b.Kind == Link:
+		return b.Target == a.Target
 	}
 	return b.Size == a.Size && b.Hash == a.Hash
 }
@@ -304,6 +311,13 @@ func Write(w io.Writer, top string, es []*Entry) error {
 				return err
 			}
 			if _, err := tw.Write(e.Data); err != nil {
+				return err
+			}
+		case Link:
+			if e.Target == "" || strings.ContainsRune(e.Target, 0) {
+				return fmt.Errorf("userscope: %s: a link with no target", e.Path)
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: path.Join(top, e.Path), Linkname: e.Target, Mode: 0o777}); err != nil {
 				return err
 			}
 		default:

@@ -64,7 +64,8 @@ func TestReadListsFilesAndKeepsOnlyWhatIsAsked(t *testing.T) {
 	}
 }
 
-// Links, FIFOs and devices are Odd: listed by name, never read or followed.
+// Hard links, FIFOs and devices are Odd: listed by name, never read; a
+// symbolic link is a Link, its target text, never followed.
 func TestReadMarksLinksFIFOsAndDevicesOdd(t *testing.T) {
 	b := stream(t,
 		ent{name: "state/settings.json", typ: tar.TypeSymlink, link: "/etc/shadow"},
@@ -77,7 +78,10 @@ func TestReadMarksLinksFIFOsAndDevicesOdd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"settings.json", "CLAUDE.md", "skills/p", "agents/d", "agents/b"} {
+	if e := l.Entries["settings.json"]; e.Kind != Link || e.Target != "/etc/shadow" || e.Data != nil {
+		t.Fatalf("a symbolic link: %+v", e)
+	}
+	for _, p := range []string{"CLAUDE.md", "skills/p", "agents/d", "agents/b"} {
 		e := l.Entries[p]
 		if e == nil || e.Kind != Odd || e.Data != nil || e.Why == "" {
 			t.Fatalf("%s: %+v", p, e)
@@ -87,7 +91,7 @@ func TestReadMarksLinksFIFOsAndDevicesOdd(t *testing.T) {
 		t.Fatalf("why: %s", l.Entries["settings.json"].Why)
 	}
 	// An odd entry is always a change, even against itself.
-	if d := Diff(l, l, nil); len(d) != 5 {
+	if d := Diff(l, l, nil); len(d) != 4 {
 		t.Fatalf("diff of odd entries: %+v", d)
 	}
 }
@@ -229,4 +233,23 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestLinksCompareByTargetAndRoundTrip(t *testing.T) {
+	a, _ := Read(stream(t, ent{name: "s/skills/x", typ: tar.TypeSymlink, link: "/home/dev/hobbs/skills/x"}), "s", DefaultLimits, nil)
+	b, _ := Read(stream(t, ent{name: "s/skills/x", typ: tar.TypeSymlink, link: "/tmp/evil"}), "s", DefaultLimits, nil)
+	if d := Diff(a, a, nil); len(d) != 0 {
+		t.Fatalf("the same link differs: %+v", d)
+	}
+	if d := Diff(a, b, nil); len(d) != 1 {
+		t.Fatalf("a retargeted link is no change: %+v", d)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, "", []*Entry{a.Entries["skills/x"]}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(&buf, "", DefaultLimits, nil)
+	if err != nil || c.Entries["skills/x"].Target != "/home/dev/hobbs/skills/x" {
+		t.Fatalf("round trip: %v %+v", err, c.Entries)
+	}
 }
