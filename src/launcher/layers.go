@@ -135,12 +135,16 @@ func (s *Session) endLayers() {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var scopeAfter *userscope.Listing
+	var scope provenance.ScopeEnd
 	if s.userScoped() && s.scopeBefore != nil {
 		l, err := s.endScope(ctx)
 		if err != nil {
 			s.Progress("warning: the Claude Code user scope on volume %s could not be read at the session's end: %v", s.claudeVolume(), err)
+			scope.Unknown = err
+		} else {
+			scopeAfter = l
+			scope.Wrote = wroteTranscripts(s.scopeBefore, l)
 		}
-		scopeAfter = l
 	}
 	merge := func(tainted bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
 		engine.Tracef("layers: merge")
@@ -173,9 +177,9 @@ func (s *Session) endLayers() {
 			pol = p
 		}
 	}
-	r, err := s.Provenance.EndLayer(s.Name, func(ses provenance.Session) ([]string, error) {
+	r, err := s.Provenance.EndLayerScope(s.Name, func(ses provenance.Session) ([]string, error) {
 		return readsOf(s.Instance, ses)
-	}, pol.Trusts, merge)
+	}, pol.Trusts, scope, merge)
 	if err != nil {
 		// The layers stay: nothing of them is lost, nothing takes effect.
 		s.Progress("warning: the session's changes were neither merged nor held: %v (they stay in %s)", err, path.Join(plan.LayersDir, s.Name))

@@ -217,3 +217,16 @@ func (s *Session) holdScope(ctx context.Context, after *userscope.Listing) (hold
 	}
 	return hold, problems
 }
+
+// wroteTranscripts are the conversation transcripts created or changed
+// between before and after (a resumed conversation appends to its
+// transcript).
+func wroteTranscripts(before, after *userscope.Listing) []string {
+	var out []string
+	for _, c := range userscope.Diff(before, after, userscope.IsTranscript) {
+		if c.After != nil {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}

@@ -68,6 +68,14 @@ func (s *Store) BeginLayer(name string, origin Origin, owner string, auditFrom i
 // reads and trusted (its own proxy's record, complete once the proxy has
 // stopped), then merge, then holds what merge hands back.
 func (s *Store) EndLayer(name string, reads Reads, trusted func(host string) bool, merge LayerMerge) (Result, error) {
+	return s.EndLayerScope(name, reads, trusted, ScopeEnd{}, merge)
+}
+
+// EndLayerScope is EndLayer for a session that mounted the state volume:
+// scope says which conversation transcripts it wrote; writing one a
+// tainted session wrote (resuming its conversation) taints it, and a
+// tainted session's transcripts are recorded as tainted.
+func (s *Store) EndLayerScope(name string, reads Reads, trusted func(host string) bool, scope ScopeEnd, merge LayerMerge) (Result, error) {
 	var res Result
 	err := s.lockedFrom(nil, false, func(st *state) error {
 		ses := st.Open[name]
@@ -75,7 +83,18 @@ func (s *Store) EndLayer(name string, reads Reads, trusted func(host string) boo
 			return errs.Failf("provenance: session %s has no record of its start", name)
 		}
 		taint(ses, reads, trusted)
+		resumed(st, ses, scope)
 		kept, hold, problems := merge(ses.Tainted, record([]Session{*ses}))
+		if ses.Tainted {
+			if st.Transcripts == nil {
+				st.Transcripts = map[string]string{}
+			}
+			for _, t := range scope.Wrote {
+				if _, ok := st.Transcripts[t]; !ok {
+					st.Transcripts[t] = ses.Name
+				}
+			}
+		}
 		res.Problems = problems
 		ses.Ended = s.now()
 		delete(st.Open, name)

@@ -182,6 +182,10 @@ type state struct {
 	// BaselineGen names the file (baselines/N) that holds Baseline and
 	// Objects (baseline.go).
 	BaselineGen int `json:"baseline_gen"`
+	// Transcripts are the Claude Code conversation transcripts (paths
+	// relative to the state volume's directory) that tainted sessions
+	// wrote, each with the first such session (userscope.go).
+	Transcripts map[string]string `json:"transcripts,omitempty"`
 
 	Baseline map[string]fileState `json:"-"`
 	// Objects locate each kept content (by hash) in the packs.

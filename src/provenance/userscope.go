@@ -85,3 +85,29 @@ func (s *Store) ScopeApplied(written, changed []string) error {
 		return errors.Join(errsAll...)
 	})
 }
+
+// ScopeEnd is what a session's end found on the state volume.
+type ScopeEnd struct {
+	// Wrote are the transcripts (paths relative to the state volume's
+	// directory) the session created or appended to.
+	Wrote []string
+	// Unknown, when not nil, is why the volume could not be read at the
+	// end: the session may have resumed a tainted conversation.
+	Unknown error
+}
+
+// resumed taints ses when it wrote a transcript a tainted session wrote
+// (a resumed conversation appends to its transcript), or when what it
+// wrote is not known.
+func resumed(st *state, ses *Session, scope ScopeEnd) {
+	if scope.Unknown != nil {
+		ses.Tainted = true
+		ses.Why = appendOnce(ses.Why, "the conversations it wrote are not known: "+scope.Unknown.Error())
+	}
+	for _, t := range scope.Wrote {
+		if _, ok := st.Transcripts[t]; ok {
+			ses.Tainted = true
+			ses.Why = appendOnce(ses.Why, "resumed tainted conversation "+t)
+		}
+	}
+}
