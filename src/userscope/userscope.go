@@ -329,9 +329,10 @@ func Write(w io.Writer, top string, es []*Entry) error {
 
 // Scope are the paths of the user scope (relative to CLAUDE_CONFIG_DIR)
 // whose content Claude Code loads as instructions, settings or tools at a
-// session's start: see docs/identity.md for the documentation each rests
-// on.
-var Scope = []string{"CLAUDE.md", "settings.json", "skills", "agents", "commands", "rules", "output-styles"}
+// session's start (.claude.json holds the user's MCP servers; plugins/
+// the installed plugins): see docs/identity.md for the documentation each
+// rests on.
+var Scope = []string{"CLAUDE.md", "settings.json", ".claude.json", "skills", "agents", "commands", "rules", "output-styles", "plugins"}
 
 // InScope reports whether p (relative to CLAUDE_CONFIG_DIR) is in Scope or
 // under one of its directories.
