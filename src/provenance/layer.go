@@ -156,6 +156,11 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 	}
 	it.Path, it.Before, it.Workspace, it.Volume = c.Path, c.Base, c.Workspace, c.Volume
 	if c.Base != "" && c.BaseData != nil {
+		// The content before is kept in the objects, which a lazy state
+		// would not save.
+		if err := s.decode(st); err != nil {
+			return nil, err
+		}
 		if err := st.pack.put(c.Base, c.BaseData); err != nil {
 			return nil, err
 		}
