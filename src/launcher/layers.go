@@ -137,7 +137,7 @@ func (s *Session) endLayers() {
 	var scopeAfter *userscope.Listing
 	var scope provenance.ScopeEnd
 	if s.userScoped() && s.scopeBefore != nil {
-		l, err := s.endScope(ctx)
+		l, err := s.scopeResult()
 		if err != nil {
 			s.Progress("warning: the Claude Code user scope on volume %s could not be read at the session's end: %v", s.claudeVolume(), err)
 			scope.Unknown = err

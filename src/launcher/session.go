@@ -92,6 +92,9 @@ type Session struct {
 	snap             *provenance.Snapshot
 	layersMade       time.Time
 	scopeBefore      *userscope.Listing // the Claude Code user scope at the start (userscope.go)
+	scopeHelper      *future            // the helper container's create (userscope.go)
+	scopeEnd         *future            // the end's reading of the user scope, into scopeAfter
+	scopeAfter       *userscope.Listing
 
 	// plan is what the session carries out: its containers, mounts,
 	// policy and command (plan.New).

@@ -3,10 +3,12 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/plan"
@@ -39,7 +41,7 @@ func (s *Session) userScoped() bool {
 	return s.layered() && s.Provenance != nil && !s.plan.Claude.State.Fresh && s.claudeVolume() != ""
 }
 
-func (s *Session) scopeHelper() string { return s.Name + "-scope" }
+func (s *Session) scopeHelperName() string { return s.Name + "-scope" }
 
 func (s *Session) scopeLayerDir() string { return path.Join(plan.LayersDir, s.Name, "user-scope") }
 
@@ -86,7 +88,12 @@ func (s *Session) beginScope(ctx context.Context) error {
 	if !s.userScoped() {
 		return nil
 	}
+	// The helper the end reads the scope from is created meanwhile.
+	s.scopeHelper = spawn(func() error { return s.createScopeHelper(ctx) })
 	l, err := s.readScope(ctx, s.Name)
+	if herr := s.scopeHelper.wait(); err == nil && herr != nil {
+		err = herr
+	}
 	if err != nil {
 		return fmt.Errorf("read the Claude Code user scope on volume %s: %w", s.claudeVolume(), err)
 	}
@@ -127,17 +134,49 @@ func (s *Session) beginScope(ctx context.Context) error {
 	return nil
 }
 
-// endScope reads the state volume after the agent is gone, through a
-// helper container created for it and removed.
-func (s *Session) endScope(ctx context.Context) (*userscope.Listing, error) {
-	name := s.scopeHelper()
-	args := append([]string{"create", "--pull", "never", "--name", name, "--network", "none"}, s.labelFlags(plan.RoleClaude)...)
+// createScopeHelper creates (never starts) the container the end reads
+// the state volume from, the agent's being removed with its end (--rm).
+func (s *Session) createScopeHelper(ctx context.Context) error {
+	args := append([]string{"create", "--pull", "never", "--name", s.scopeHelperName(), "--network", "none"}, s.labelFlags(plan.RoleClaude)...)
 	args = append(args, "--mount", "type=volume,source="+s.claudeVolume()+",target="+plan.ClaudeDir, "--entrypoint", "true", s.plan.Agent.Image)
-	if _, err := s.Engine.Output(ctx, args...); err != nil {
+	_, err := s.Engine.Output(ctx, args...)
+	return err
+}
+
+// endScope starts, once the agent is gone (read: it has written all it
+// will), the reading of the state volume from the helper and the helper's
+// removal, while the cleanup removes the rest; the session's end waits for
+// it (scopeResult). Without read, only the helper is removed.
+func (s *Session) endScope(ctx context.Context, read bool) {
+	if s.scopeHelper == nil || s.scopeEnd != nil {
+		return
+	}
+	s.scopeEnd = spawn(func() error {
+		// Its own time: the cleanup's ends when the cleanup returns.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		defer cancel()
+		if s.scopeHelper.wait() != nil {
+			return errors.New("no helper container to read it from")
+		}
+		defer func() { _ = s.rmContainer(context.WithoutCancel(ctx), s.scopeHelperName()) }()
+		if !read || s.scopeBefore == nil {
+			return errors.New("not read")
+		}
+		l, err := s.readScope(ctx, s.scopeHelperName())
+		s.scopeAfter = l
+		return err
+	})
+}
+
+// scopeResult is the end's reading of the state volume.
+func (s *Session) scopeResult() (*userscope.Listing, error) {
+	if s.scopeEnd == nil {
+		return nil, errors.New("not read")
+	}
+	if err := s.scopeEnd.wait(); err != nil {
 		return nil, err
 	}
-	defer func() { _ = s.rmContainer(context.WithoutCancel(ctx), name) }()
-	return s.readScope(ctx, name)
+	return s.scopeAfter, nil
 }
 
 // writeScope removes the paths remove from the state volume and writes
