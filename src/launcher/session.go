@@ -95,6 +95,7 @@ type Session struct {
 	scopeHelper      *future            // the helper container's create (userscope.go)
 	scopeEnd         *future            // the end's reading of the user scope, into scopeAfter
 	scopeAfter       *userscope.Listing
+	scopeRemoved     *future // the helper's removal
 
 	// plan is what the session carries out: its containers, mounts,
 	// policy and command (plan.New).
@@ -270,6 +271,7 @@ func (s *Session) beginShares() bool {
 // endShares ends what beginShares began: the provenance record (when it
 // began) and the end's neutralising.
 func (s *Session) endShares() {
+	defer s.scopeDone()
 	if <-s.began.done; s.began.err == nil && s.layered() {
 		s.neutraliseEnd() // the layers' too: before they merge
 		s.endLayers()

@@ -154,11 +154,14 @@ func (s *Session) endScope(ctx context.Context, read bool) {
 	s.scopeEnd = spawn(func() error {
 		// Its own time: the cleanup's ends when the cleanup returns.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-		defer cancel()
 		if s.scopeHelper.wait() != nil {
+			cancel()
 			return errors.New("no helper container to read it from")
 		}
-		defer func() { _ = s.rmContainer(context.WithoutCancel(ctx), s.scopeHelperName()) }()
+		// The helper goes once read, while the session's end goes on.
+		defer func() {
+			s.scopeRemoved = spawn(func() error { defer cancel(); return s.rmContainer(ctx, s.scopeHelperName()) })
+		}()
 		if !read || s.scopeBefore == nil {
 			return errors.New("not read")
 		}
@@ -166,6 +169,16 @@ func (s *Session) endScope(ctx context.Context, read bool) {
 		s.scopeAfter = l
 		return err
 	})
+}
+
+// scopeDone waits for the helper's removal.
+func (s *Session) scopeDone() {
+	if s.scopeEnd != nil {
+		_ = s.scopeEnd.wait()
+		if s.scopeRemoved != nil {
+			_ = s.scopeRemoved.wait()
+		}
+	}
 }
 
 // scopeResult is the end's reading of the state volume.
