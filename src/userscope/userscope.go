@@ -5,7 +5,7 @@
 // state volume itself, and the container that wrote it is hostile: Read
 // never extracts anything to disk and never follows a link; it lists the
 // stream's entries by their names, keeps the content of the files the
-// caller asks for (hashing the rest), and reports every entry that is not a
+// caller asks for (listing the rest by size), and reports every entry that is not a
 // regular file, directory or symbolic link, every name that is not a plain relative path
 // and every entry over the caps, as Odd: a change the caller holds rather
 // than trusts. Diff compares two listings; Write builds the tar that puts
@@ -14,6 +14,7 @@ package userscope
 
 import (
 	"archive/tar"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -46,9 +47,10 @@ type Entry struct {
 	Path string
 	Kind Kind
 	Size int64
-	// Hash is the SHA-256 of a File's content (hex).
+	// Hash is the SHA-256 of a kept File's content (hex); "" for a file
+	// listed by its size only.
 	Hash string
-	// Data is a File's content when the caller asked to keep it.
+	// Data is a kept File's content.
 	Data []byte
 	// Target is a Link's target.
 	Target string
@@ -60,16 +62,18 @@ type Entry struct {
 type Limits struct {
 	// Entries caps the entries read; past it Read stops with ErrTooMany.
 	Entries int
-	// File caps one file's size; a larger one is Odd (not read).
+	// File caps the size of one file to keep; a larger one is Odd (not
+	// read).
 	File int64
-	// Total caps the bytes of file content read in all; past it Read
-	// stops with ErrTooBig.
+	// Total caps the bytes of the files kept in all; past it Read stops
+	// with ErrTooBig.
 	Total int64
 }
 
 // DefaultLimits suit a user scope: instructions, settings, skills and
-// agents are small text files; transcripts are hashed, not kept.
-var DefaultLimits = Limits{Entries: 20000, File: 64 << 20, Total: 512 << 20}
+// agents are small text files; the rest of the state directory
+// (transcripts, caches, snapshots) is listed by size, not kept.
+var DefaultLimits = Limits{Entries: 200000, File: 16 << 20, Total: 128 << 20}
 
 var (
 	// ErrTooMany: the stream has more entries than Limits.Entries.
@@ -129,9 +133,9 @@ func Clean(name, strip string) (string, error) {
 }
 
 // Read lists the tar stream r. Entry names are cleaned with Clean(name,
-// strip); the top itself (".") is not listed. keep says which files'
-// content to keep in Data (nil: none). Read reads r to its end or to the
-// first cap it passes.
+// strip); the top itself (".") is not listed. keep says which files to
+// keep (Data, Hash; nil: none): the others are listed by their size. Read
+// reads r to its end or to the first cap it passes.
 func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*Listing, error) {
 	l := &Listing{Entries: map[string]*Entry{}}
 	tr := tar.NewReader(r)
@@ -167,6 +171,14 @@ func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*
 		case tar.TypeDir:
 			e.Kind, e.Size = Dir, 0
 		case tar.TypeReg, tar.TypeRegA:
+			e.Kind = File
+			if keep == nil || !keep(p) {
+				// Listed by its size only: its bytes pass by.
+				if _, err := io.Copy(io.Discard, tr); err != nil {
+					return l, fmt.Errorf("userscope: reading %s: %w", p, err)
+				}
+				continue
+			}
 			if h.Size < 0 || h.Size > lim.File {
 				e.Kind, e.Why = Odd, fmt.Sprintf("a file of %d bytes, over the cap of %d", h.Size, lim.File)
 				continue
@@ -175,24 +187,16 @@ func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*
 			if total > lim.Total {
 				return l, ErrTooBig
 			}
-			sum := sha256.New()
-			var w io.Writer = sum
-			var buf strings.Builder
-			kept := keep != nil && keep(p)
-			if kept {
-				w = io.MultiWriter(sum, &buf)
-			}
-			got, err := io.Copy(w, io.LimitReader(tr, h.Size))
+			var buf bytes.Buffer
+			got, err := io.Copy(&buf, io.LimitReader(tr, h.Size))
 			if err != nil {
 				return l, fmt.Errorf("userscope: reading %s: %w", p, err)
 			}
 			if got != h.Size {
 				return l, fmt.Errorf("userscope: %s: %d of %d bytes", p, got, h.Size)
 			}
-			e.Kind, e.Hash = File, hex.EncodeToString(sum.Sum(nil))
-			if kept {
-				e.Data = []byte(buf.String())
-			}
+			sum := sha256.Sum256(buf.Bytes())
+			e.Hash, e.Data = hex.EncodeToString(sum[:]), buf.Bytes()
 		case tar.TypeSymlink:
 			e.Kind, e.Size, e.Target, e.Why = Link, 0, h.Linkname, "a symbolic link (to "+quote(h.Linkname)+")"
 		case tar.TypeLink:
@@ -224,7 +228,8 @@ type Change struct {
 }
 
 // Diff lists the paths under which (nil: every path) that differ between
-// before and after, sorted: created, removed, changed in content or kind.
+// before and after, sorted: created, removed, changed in content (a file
+// listed by size: in size) or kind.
 // An Odd entry on either side is always a change (it cannot be compared).
 func Diff(before, after *Listing, under func(path string) bool) []Change {
 	seen := map[string]bool{}

@@ -56,8 +56,8 @@ func TestReadListsFilesAndKeepsOnlyWhatIsAsked(t *testing.T) {
 	if e := l.Entries["CLAUDE.md"]; e.Kind != File || string(e.Data) != "be kind\n" || e.Size != 8 || len(e.Hash) != 64 {
 		t.Fatalf("CLAUDE.md: %+v", e)
 	}
-	if e := l.Entries["projects/-w/abc.jsonl"]; e.Kind != File || e.Data != nil || e.Hash == "" {
-		t.Fatalf("a transcript is hashed, not kept: %+v", e)
+	if e := l.Entries["projects/-w/abc.jsonl"]; e.Kind != File || e.Data != nil || e.Hash != "" || e.Size != 8 {
+		t.Fatalf("a transcript is listed by size, not kept: %+v", e)
 	}
 	if len(l.Problems) != 0 {
 		t.Fatalf("problems: %v", l.Problems)
@@ -122,14 +122,17 @@ func TestReadRefusesTraversalAndAbsoluteNames(t *testing.T) {
 
 func TestReadCapsSizesAndCounts(t *testing.T) {
 	lim := Limits{Entries: 3, File: 4, Total: 6}
-	l, err := Read(stream(t, ent{name: "s/big", typ: tar.TypeReg, data: "12345"}), "s", lim, InScope)
+	l, err := Read(stream(t, ent{name: "s/CLAUDE.md", typ: tar.TypeReg, data: "12345"}, ent{name: "s/projects/p/t.jsonl", typ: tar.TypeReg, data: "123456789"}), "s", lim, InScope)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := l.Entries["big"]; e.Kind != Odd || !strings.Contains(e.Why, "over the cap") || e.Data != nil {
+	if e := l.Entries["CLAUDE.md"]; e.Kind != Odd || !strings.Contains(e.Why, "over the cap") || e.Data != nil {
 		t.Fatalf("big: %+v", e)
 	}
-	_, err = Read(stream(t, ent{name: "s/a", typ: tar.TypeReg, data: "1234"}, ent{name: "s/b", typ: tar.TypeReg, data: "1234"}), "s", lim, nil)
+	if e := l.Entries["projects/p/t.jsonl"]; e.Kind != File || e.Size != 9 {
+		t.Fatalf("a large file not kept is listed by size: %+v", e)
+	}
+	_, err = Read(stream(t, ent{name: "s/CLAUDE.md", typ: tar.TypeReg, data: "1234"}, ent{name: "s/settings.json", typ: tar.TypeReg, data: "1234"}), "s", lim, InScope)
 	if !errors.Is(err, ErrTooBig) {
 		t.Fatalf("total: %v", err)
 	}
