@@ -55,11 +55,13 @@ func (s *Session) cleanup() error {
 	layers := none
 	if agent.wait() == nil {
 		s.afterAgent()
+		s.endScope(ctx, true)
 		if s.layered() && s.has("agent") {
 			layers = spawn(func() error { return s.removeLayerVolumes(ctx) })
 		}
 	}
-	defer layers.wait() // the layers are merged once their volumes are gone
+	s.endScope(ctx, false) // the agent is not gone: only the helper goes
+	defer layers.wait()    // the layers are merged once their volumes are gone
 	if err := errors.Join(agent.wait(), stopped); err != nil {
 		return err // the network and the volume are still in use
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
+	"github.com/hobbs-agent/hobbs/src/userscope"
 )
 
 // A session's layers (src/layer, plan.Layers): made before the agent can
@@ -123,6 +124,7 @@ func (s *Session) discardLayers() {
 		}
 	}
 	_ = root.RemoveAll(s.wsLayerDir())
+	_ = root.RemoveAll(s.scopeLayerDir())
 	_ = root.Remove(path.Join(plan.LayersDir, s.Name))
 }
 
@@ -130,6 +132,20 @@ func (s *Session) discardLayers() {
 func (s *Session) endLayers() {
 	engine.Tracef("layers: end")
 	defer engine.Tracef("layers: ended")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var scopeAfter *userscope.Listing
+	var scope provenance.ScopeEnd
+	if s.userScoped() && s.scopeBefore != nil {
+		l, err := s.scopeResult()
+		if err != nil {
+			s.Progress("warning: the Claude Code user scope on volume %s could not be read at the session's end: %v", s.claudeVolume(), err)
+			scope.Unknown = err
+		} else {
+			scopeAfter = l
+			scope.Wrote = wroteTranscripts(s.scopeBefore, l)
+		}
+	}
 	merge := func(tainted bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
 		engine.Tracef("layers: merge")
 		defer engine.Tracef("layers: merged")
@@ -140,6 +156,10 @@ func (s *Session) endLayers() {
 		if tainted {
 			h, p := s.holdInstructions()
 			hold, problems = append(hold, h...), append(problems, p...)
+			if scopeAfter != nil {
+				h, p := s.holdScope(ctx, scopeAfter)
+				hold, problems = append(hold, h...), append(problems, p...)
+			}
 		}
 		return kept, hold, problems
 	}
@@ -157,9 +177,9 @@ func (s *Session) endLayers() {
 			pol = p
 		}
 	}
-	r, err := s.Provenance.EndLayer(s.Name, func(ses provenance.Session) ([]string, error) {
+	r, err := s.Provenance.EndLayerScope(s.Name, func(ses provenance.Session) ([]string, error) {
 		return readsOf(s.Instance, ses)
-	}, pol.Trusts, merge)
+	}, pol.Trusts, scope, merge)
 	if err != nil {
 		// The layers stay: nothing of them is lost, nothing takes effect.
 		s.Progress("warning: the session's changes were neither merged nor held: %v (they stay in %s)", err, path.Join(plan.LayersDir, s.Name))

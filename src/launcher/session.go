@@ -16,6 +16,7 @@ import (
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/policy"
 	"github.com/hobbs-agent/hobbs/src/provenance"
+	"github.com/hobbs-agent/hobbs/src/userscope"
 )
 
 // Session is the executor of one plan (Execute): it creates, starts,
@@ -89,7 +90,12 @@ type Session struct {
 	neutralisedEnd   sync.Once // the end's Neutralise
 	snapshot         *future   // the shares read once the agent is gone (provenance.go)
 	snap             *provenance.Snapshot
-	layersMade       time.Time // when the layers' snapshots were complete
+	layersMade       time.Time
+	scopeBefore      *userscope.Listing // the Claude Code user scope at the start (userscope.go)
+	scopeHelper      *future            // the helper container's create (userscope.go)
+	scopeEnd         *future            // the end's reading of the user scope, into scopeAfter
+	scopeAfter       *userscope.Listing
+	scopeRemoved     *future // the helper's removal
 
 	// plan is what the session carries out: its containers, mounts,
 	// policy and command (plan.New).
@@ -265,6 +271,7 @@ func (s *Session) beginShares() bool {
 // endShares ends what beginShares began: the provenance record (when it
 // began) and the end's neutralising.
 func (s *Session) endShares() {
+	defer s.scopeDone()
 	if <-s.began.done; s.began.err == nil && s.layered() {
 		s.neutraliseEnd() // the layers' too: before they merge
 		s.endLayers()
@@ -365,6 +372,10 @@ func (s *Session) start(ctx context.Context, ev *events) (*agentRun, <-chan erro
 	proxyStart := make(chan error, 1)
 	go func() { proxyStart <- s.startProxy(ctx) }()
 	if err := s.seedClaude(ctx); err != nil {
+		<-proxyStart
+		return nil, nil, err
+	}
+	if err := s.beginScope(ctx); err != nil {
 		<-proxyStart
 		return nil, nil, err
 	}

@@ -39,6 +39,9 @@ type LayerChange struct {
 	// Workspace, for an instruction file of the session's workspace, is
 	// the workspace (absolute); Path is then relative to it.
 	Workspace string
+	// Volume, for a file of the Claude Code user scope, is the state
+	// volume; Path is then relative to the scope's directory.
+	Volume string
 }
 
 // LayerMerge is the caller's merge of a session's layers: tainted says
@@ -65,6 +68,14 @@ func (s *Store) BeginLayer(name string, origin Origin, owner string, auditFrom i
 // reads and trusted (its own proxy's record, complete once the proxy has
 // stopped), then merge, then holds what merge hands back.
 func (s *Store) EndLayer(name string, reads Reads, trusted func(host string) bool, merge LayerMerge) (Result, error) {
+	return s.EndLayerScope(name, reads, trusted, ScopeEnd{}, merge)
+}
+
+// EndLayerScope is EndLayer for a session that mounted the state volume:
+// scope says which conversation transcripts it wrote; writing one a
+// tainted session wrote (resuming its conversation) taints it, and a
+// tainted session's transcripts are recorded as tainted.
+func (s *Store) EndLayerScope(name string, reads Reads, trusted func(host string) bool, scope ScopeEnd, merge LayerMerge) (Result, error) {
 	var res Result
 	err := s.lockedFrom(nil, false, func(st *state) error {
 		ses := st.Open[name]
@@ -72,7 +83,18 @@ func (s *Store) EndLayer(name string, reads Reads, trusted func(host string) boo
 			return errs.Failf("provenance: session %s has no record of its start", name)
 		}
 		taint(ses, reads, trusted)
+		resumed(st, ses, scope)
 		kept, hold, problems := merge(ses.Tainted, record([]Session{*ses}))
+		if ses.Tainted {
+			if st.Transcripts == nil {
+				st.Transcripts = map[string]string{}
+			}
+			for _, t := range scope.Wrote {
+				if _, ok := st.Transcripts[t]; !ok {
+					st.Transcripts[t] = ses.Name
+				}
+			}
+		}
 		res.Problems = problems
 		ses.Ended = s.now()
 		delete(st.Open, name)
@@ -132,14 +154,21 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 	if err != nil {
 		return nil, err
 	}
-	it.Path, it.Before, it.Workspace = c.Path, c.Base, c.Workspace
+	it.Path, it.Before, it.Workspace, it.Volume = c.Path, c.Base, c.Workspace, c.Volume
 	if c.Base != "" && c.BaseData != nil {
+		// The content before is kept in the objects, which a lazy state
+		// would not save.
+		if err := s.decode(st); err != nil {
+			return nil, err
+		}
 		if err := st.pack.put(c.Base, c.BaseData); err != nil {
 			return nil, err
 		}
 	}
 	it.Kind, _ = Watched(c.Path)
 	switch {
+	case c.Volume != "":
+		it.Kind = UserScopeKind
 	case c.Workspace != "":
 		it.Kind = "workspace"
 	case it.Kind == "":

@@ -121,7 +121,8 @@ func (s *Store) getObject(st *state, h string) ([]byte, error) {
 }
 
 // prune forgets the contents nothing refers to (neither the baseline nor
-// a waiting change's before) and returns the packs that hold none of the
+// a waiting change's before, nor a user-scope change's approved and not
+// yet written, which may wait again) and returns the packs that hold none of the
 // rest, which the caller removes after it saves the state.
 func (s *Store) prune(st *state) (unused []int) {
 	used := map[string]bool{}
@@ -129,7 +130,7 @@ func (s *Store) prune(st *state) (unused []int) {
 		used[f.Hash] = true
 	}
 	for _, it := range st.Items {
-		if it.Status == Waiting {
+		if it.Status == Waiting || it.Pending {
 			used[it.Before] = true
 		}
 	}

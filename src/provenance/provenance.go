@@ -135,6 +135,13 @@ type Item struct {
 	// from a tainted session: layer.go), is that workspace; Path is then
 	// relative to it.
 	Workspace string `json:"workspace,omitempty"`
+	// Volume, for a file of the Claude Code user scope on an instance's
+	// state volume (userscope.go), is that volume; Path is then relative
+	// to the scope's directory. The host cannot write the volume: an
+	// approval marks the item Pending, and the next session's start
+	// writes it there (ScopeApplied).
+	Volume  string `json:"volume,omitempty"`
+	Pending bool   `json:"pending,omitempty"`
 }
 
 // Item states.
@@ -176,6 +183,10 @@ type state struct {
 	// BaselineGen names the file (baselines/N) that holds Baseline and
 	// Objects (baseline.go).
 	BaselineGen int `json:"baseline_gen"`
+	// Transcripts are the Claude Code conversation transcripts (paths
+	// relative to the state volume's directory) that tainted sessions
+	// wrote, each with the first such session (userscope.go).
+	Transcripts map[string]string `json:"transcripts,omitempty"`
 
 	Baseline map[string]fileState `json:"-"`
 	// Objects locate each kept content (by hash) in the packs.

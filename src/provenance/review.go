@@ -207,6 +207,14 @@ func (s *Store) Approve(ids []string) error {
 		// layer) is checked with the rest, before anything is written.
 		var ws, shares []*Item
 		for _, it := range items {
+			if it.Volume != "" {
+				// Written by the next session's start (ScopeWrites).
+				if _, err := s.scopeText(it); err != nil {
+					return err
+				}
+				it.Pending = true
+				continue
+			}
 			if it.Workspace != "" {
 				ws = append(ws, it)
 			} else {

@@ -69,12 +69,17 @@ func (s *Store) Change(id string) (Change, error) {
 	if err != nil {
 		return Change{}, err
 	}
-	cur, err := s.inEffect(it.Path)
-	if err != nil {
+	var cur effect
+	if it.Volume != "" {
+		// The state volume is not the host's to read: its file was put
+		// back to what the session started from, and an approval is
+		// checked against that when it is written.
+		cur = effect{text: before, exists: it.Before != ""}
+	} else if cur, err = s.inEffect(it.Path); err != nil {
 		return Change{}, errs.Wrap(errs.Failure, err, "%s: %s as it is now", id, it.Path)
 	}
 	c := Change{Item: *it, BeforeText: string(before), AfterText: string(after), EffectText: string(cur.text), InEffect: cur.exists}
-	c.Conflict = it.Status == Waiting && !s.asBefore(st, it, cur)
+	c.Conflict = it.Status == Waiting && it.Volume == "" && !s.asBefore(st, it, cur)
 	return c, nil
 }
 

@@ -1,0 +1,284 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/plan"
+	"github.com/hobbs-agent/hobbs/src/provenance"
+	"github.com/hobbs-agent/hobbs/src/userscope"
+)
+
+// The Claude Code user scope on the state volume (src/userscope). An
+// interactive session mounts the instance's state volume writable, and
+// Claude Code loads instructions, settings and tools from it in every
+// later session. The host cannot read the volume; the launcher reads it
+// through the engine's cp as a tar stream, parsed in Go (never extracted,
+// no link followed):
+//
+//   - at the start, from the agent's container once it is created and
+//     before it starts: the baseline. Approved user-scope changes are
+//     written first (provenance.ScopeWrites), each only if its file is
+//     still what it was held against;
+//   - at the end, from a helper container created (never started) with the
+//     volume mounted, the agent's being gone (--rm): the change set.
+//
+// At a tainted session's end, what it created, changed or removed in the
+// scope is held for review and the scope put back as it was, by one
+// helper container that removes the changed paths and unpacks the
+// baseline's files (a tar built in Go) as the agent's user.
+
+// userScoped reports whether the session mounts the state volume
+// writable and has a record to hold its changes in.
+func (s *Session) userScoped() bool {
+	return s.layered() && s.Provenance != nil && !s.plan.Claude.State.Fresh && s.claudeVolume() != ""
+}
+
+func (s *Session) scopeHelperName() string { return s.Name + "-scope" }
+
+func (s *Session) scopeLayerDir() string { return path.Join(plan.LayersDir, s.Name, "user-scope") }
+
+// keepScope keeps the content of user-scope files (to hold or put back).
+func keepScope(p string) bool { return userscope.InScope(p) }
+
+// readScope lists the state volume's directory as container (created or
+// stopped) has it mounted.
+func (s *Session) readScope(ctx context.Context, container string) (*userscope.Listing, error) {
+	cmd, err := s.Engine.Command(ctx, nil, "cp", container+":"+plan.ClaudeDir, "-")
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr := &limitBuffer{max: 4096}
+	cmd.Stderr = stderr
+	done := engine.TraceCall(cmd.Args[1:])
+	if err := cmd.Start(); err != nil {
+		done(err)
+		return nil, err
+	}
+	l, rerr := userscope.Read(out, path.Base(plan.ClaudeDir), userscope.DefaultLimits, keepScope)
+	if rerr != nil {
+		_ = cmd.Process.Kill()
+	}
+	_, _ = io.Copy(io.Discard, out)
+	werr := cmd.Wait()
+	done(werr)
+	switch {
+	case rerr != nil:
+		return nil, rerr
+	case werr != nil:
+		return nil, s.Engine.CallError("cp", strings.TrimSpace(stderr.buf.String()))
+	}
+	return l, nil
+}
+
+// beginScope reads the baseline from the created agent container, after
+// writing the approved changes waiting for it.
+func (s *Session) beginScope(ctx context.Context) error {
+	if !s.userScoped() {
+		return nil
+	}
+	// The helper the end reads the scope from is created meanwhile.
+	s.scopeHelper = spawn(func() error { return s.createScopeHelper(ctx) })
+	l, err := s.readScope(ctx, s.Name)
+	if herr := s.scopeHelper.wait(); err == nil && herr != nil {
+		err = herr
+	}
+	if err != nil {
+		return fmt.Errorf("read the Claude Code user scope on volume %s: %w", s.claudeVolume(), err)
+	}
+	writes, err := s.Provenance.ScopeWrites(s.claudeVolume())
+	if err != nil {
+		return err
+	}
+	var written, changed, remove []string
+	var files []*userscope.Entry
+	for _, w := range writes {
+		cur := l.Entries[w.Path]
+		switch {
+		case cur == nil && w.Before == "", cur != nil && cur.Kind == userscope.File && cur.Hash == w.Before:
+		default:
+			changed = append(changed, w.ID)
+			s.Progress("warning: %s: %s changed in the Claude Code user scope since it was held: not written; review it again", w.ID, w.Path)
+			continue
+		}
+		written = append(written, w.ID)
+		remove = append(remove, w.Path)
+		if w.Text != nil {
+			e := &userscope.Entry{Path: w.Path, Kind: userscope.File, Data: w.Text, Size: int64(len(w.Text)), Hash: hashOf(w.Text)}
+			files = append(files, e)
+			l.Entries[w.Path] = e
+		} else {
+			delete(l.Entries, w.Path)
+		}
+	}
+	if len(written) > 0 {
+		if err := s.writeScope(ctx, remove, files); err != nil {
+			return fmt.Errorf("write the approved user-scope changes: %w", err)
+		}
+	}
+	if err := s.Provenance.ScopeApplied(written, changed); err != nil {
+		return err
+	}
+	s.scopeBefore = l
+	return nil
+}
+
+// createScopeHelper creates (never starts) the container the end reads
+// the state volume from, the agent's being removed with its end (--rm).
+func (s *Session) createScopeHelper(ctx context.Context) error {
+	args := append([]string{"create", "--pull", "never", "--name", s.scopeHelperName(), "--network", "none"}, s.labelFlags(plan.RoleClaude)...)
+	args = append(args, "--mount", "type=volume,source="+s.claudeVolume()+",target="+plan.ClaudeDir, "--entrypoint", "true", s.plan.Agent.Image)
+	_, err := s.Engine.Output(ctx, args...)
+	return err
+}
+
+// endScope starts, once the agent is gone (read: it has written all it
+// will), the reading of the state volume from the helper and the helper's
+// removal, while the cleanup removes the rest; the session's end waits for
+// it (scopeResult). Without read, only the helper is removed.
+func (s *Session) endScope(ctx context.Context, read bool) {
+	if s.scopeHelper == nil || s.scopeEnd != nil {
+		return
+	}
+	s.scopeEnd = spawn(func() error {
+		// Its own time: the cleanup's ends when the cleanup returns.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		if s.scopeHelper.wait() != nil {
+			cancel()
+			return errors.New("no helper container to read it from")
+		}
+		// The helper goes once read, while the session's end goes on.
+		defer func() {
+			s.scopeRemoved = spawn(func() error { defer cancel(); return s.rmContainer(ctx, s.scopeHelperName()) })
+		}()
+		if !read || s.scopeBefore == nil {
+			return errors.New("not read")
+		}
+		l, err := s.readScope(ctx, s.scopeHelperName())
+		s.scopeAfter = l
+		return err
+	})
+}
+
+// scopeDone waits for the helper's removal.
+func (s *Session) scopeDone() {
+	if s.scopeEnd != nil {
+		_ = s.scopeEnd.wait()
+		if s.scopeRemoved != nil {
+			_ = s.scopeRemoved.wait()
+		}
+	}
+}
+
+// scopeResult is the end's reading of the state volume.
+func (s *Session) scopeResult() (*userscope.Listing, error) {
+	if s.scopeEnd == nil {
+		return nil, errors.New("not read")
+	}
+	if err := s.scopeEnd.wait(); err != nil {
+		return nil, err
+	}
+	return s.scopeAfter, nil
+}
+
+// writeScope removes the paths remove from the state volume and writes
+// files there, in one helper container run as the agent's user.
+func (s *Session) writeScope(ctx context.Context, remove []string, files []*userscope.Entry) error {
+	var tarball bytes.Buffer
+	if err := userscope.Write(&tarball, "", files); err != nil {
+		return err
+	}
+	dir := plan.ClaudeDir
+	args := []string{"run", "--rm", "-i", "--pull", "never", "--network", "none", "--user", s.plan.Agent.User,
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges"}
+	if s.plan.Agent.Userns != "" {
+		args = append(args, "--userns", s.plan.Agent.Userns)
+	}
+	args = append(args, s.labelFlags(plan.RoleClaude)...)
+	args = append(args, "--mount", "type=volume,source="+s.claudeVolume()+",target="+dir, "--entrypoint", "sh", s.plan.Agent.Image,
+		"-c", `cd "$0" && rm -rf -- "$@" && tar -x -f - -C "$0"`, dir)
+	for _, p := range remove {
+		args = append(args, "./"+p)
+	}
+	_, err := s.Engine.OutputWith(ctx, nil, &tarball, args...)
+	return err
+}
+
+// holdScope, at a tainted session's end, holds what it changed in the
+// user scope (after: the end's listing) and puts the scope back.
+func (s *Session) holdScope(ctx context.Context, after *userscope.Listing) (hold []provenance.LayerChange, problems []string) {
+	before := s.scopeBefore
+	root := s.Instance.FS()
+	upper := path.Join(s.scopeLayerDir(), "upper")
+	var remove []string
+	var restore []*userscope.Entry
+	for _, c := range userscope.Diff(before, after, userscope.InScope) {
+		remove = append(remove, c.Path)
+		if c.Before != nil && c.Before.Kind != userscope.Odd {
+			restore = append(restore, c.Before)
+		}
+		if a := c.After; a != nil && (a.Kind == userscope.Odd || a.Kind == userscope.Link && !strings.HasPrefix(a.Target, plan.InstanceDir+"/")) {
+			problems = append(problems, fmt.Sprintf("Claude Code user scope %s: %s (removed)", c.Path, a.Why))
+		}
+		if c.Before != nil && c.Before.Kind == userscope.Odd {
+			problems = append(problems, fmt.Sprintf("Claude Code user scope %s: %s at the session's start (removed)", c.Path, c.Before.Why))
+		}
+		// Directories and odd entries are put back or removed, not held.
+		b, a := c.Before, c.After
+		if b != nil && b.Kind != userscope.File {
+			b = nil
+		}
+		if a != nil && a.Kind != userscope.File {
+			a = nil
+		}
+		if b == nil && a == nil {
+			continue
+		}
+		ch := provenance.LayerChange{Path: c.Path, Volume: s.claudeVolume(), Why: "the Claude Code user scope"}
+		if b != nil {
+			ch.Base, ch.BaseData = b.Hash, b.Data
+		}
+		if a != nil {
+			ch.From = path.Join(upper, c.Path)
+			err := root.MkdirAll(path.Dir(ch.From), 0o700)
+			if err == nil {
+				err = root.Write(ch.From, a.Data, 0o600)
+			}
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+		}
+		hold = append(hold, ch)
+	}
+	if len(remove) > 0 {
+		if err := s.writeScope(ctx, remove, restore); err != nil {
+			problems = append(problems, fmt.Sprintf("the Claude Code user scope on volume %s was not put back: %v", s.claudeVolume(), err))
+		}
+	}
+	return hold, problems
+}
+
+// wroteTranscripts are the conversation transcripts created or changed
+// between before and after (a resumed conversation appends to its
+// transcript).
+func wroteTranscripts(before, after *userscope.Listing) []string {
+	var out []string
+	for _, c := range userscope.Diff(before, after, userscope.IsTranscript) {
+		if c.After != nil {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}

@@ -1,0 +1,357 @@
+// Package userscope reads and writes the Claude Code user scope of an
+// interactive session's state volume as tar streams, the form in which the
+// engine's `cp` hands a container's files out (`docker cp CONTAINER:DIR -`)
+// and takes them in (`docker cp - CONTAINER:DIR`). The host cannot read the
+// state volume itself, and the container that wrote it is hostile: Read
+// never extracts anything to disk and never follows a link; it lists the
+// stream's entries by their names, keeps the content of the files the
+// caller asks for (listing the rest by size), and reports every entry that is not a
+// regular file, directory or symbolic link, every name that is not a plain relative path
+// and every entry over the caps, as Odd: a change the caller holds rather
+// than trusts. Diff compares two listings; Write builds the tar that puts
+// files back.
+package userscope
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Kind is what an entry of a listing is.
+type Kind int
+
+const (
+	// File is a regular file.
+	File Kind = iota
+	// Dir is a directory.
+	Dir
+	// Link is a symbolic link: its target is kept as text, never
+	// followed (it names a path inside the container).
+	Link
+	// Odd is anything else (a hard link, a FIFO, a device, a file over
+	// the caps, a name given twice): reported, never read, never written.
+	Odd
+)
+
+// Entry is one path of a listing.
+type Entry struct {
+	// Path is slash-separated, relative to the listed directory.
+	Path string
+	Kind Kind
+	Size int64
+	// Hash is the SHA-256 of a kept File's content (hex); "" for a file
+	// listed by its size only.
+	Hash string
+	// Data is a kept File's content.
+	Data []byte
+	// Target is a Link's target.
+	Target string
+	// Why says what makes an Odd entry odd, or what a Link is.
+	Why string
+}
+
+// Limits cap what Read takes from a stream.
+type Limits struct {
+	// Entries caps the entries read; past it Read stops with ErrTooMany.
+	Entries int
+	// File caps the size of one file to keep; a larger one is Odd (not
+	// read).
+	File int64
+	// Total caps the bytes of the files kept in all; past it Read stops
+	// with ErrTooBig.
+	Total int64
+}
+
+// DefaultLimits suit a user scope: instructions, settings, skills and
+// agents are small text files; the rest of the state directory
+// (transcripts, caches, snapshots) is listed by size, not kept.
+var DefaultLimits = Limits{Entries: 200000, File: 16 << 20, Total: 128 << 20}
+
+var (
+	// ErrTooMany: the stream has more entries than Limits.Entries.
+	ErrTooMany = errors.New("userscope: too many entries")
+	// ErrTooBig: the stream's files add up to more than Limits.Total.
+	ErrTooBig = errors.New("userscope: more content than the cap")
+)
+
+// Listing is what Read found.
+type Listing struct {
+	Entries map[string]*Entry
+	// Problems are names Read could not place (absolute, escaping the
+	// top, not under strip), in the stream's order.
+	Problems []string
+}
+
+// Paths lists the listing's paths, sorted.
+func (l *Listing) Paths() []string {
+	ps := make([]string, 0, len(l.Entries))
+	for p := range l.Entries {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+// Clean makes name (an entry's name in a tar stream) a path relative to
+// the stream's top with the leading strip element removed ("" keeps it).
+// It refuses absolute names, names with a ".." element, a NUL or a
+// backslash, and names outside strip.
+func Clean(name, strip string) (string, error) {
+	switch {
+	case name == "":
+		return "", errors.New("an empty name")
+	case strings.ContainsAny(name, "\x00\\"):
+		return "", fmt.Errorf("%q: a name with a NUL or a backslash", name)
+	case strings.HasPrefix(name, "/"):
+		return "", fmt.Errorf("%q: an absolute name", name)
+	}
+	for _, el := range strings.Split(strings.TrimSuffix(name, "/"), "/") {
+		if el == ".." {
+			return "", fmt.Errorf("%q: a name that climbs out (..)", name)
+		}
+	}
+	p := path.Clean(name)
+	if strip != "" {
+		switch {
+		case p == strip:
+			return ".", nil
+		case strings.HasPrefix(p, strip+"/"):
+			p = p[len(strip)+1:]
+		default:
+			return "", fmt.Errorf("%q: not under %s", name, strip)
+		}
+	}
+	return p, nil
+}
+
+// Read lists the tar stream r. Entry names are cleaned with Clean(name,
+// strip); the top itself (".") is not listed. keep says which files to
+// keep (Data, Hash; nil: none): the others are listed by their size. Read
+// reads r to its end or to the first cap it passes.
+func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*Listing, error) {
+	l := &Listing{Entries: map[string]*Entry{}}
+	tr := tar.NewReader(r)
+	var n int
+	var total int64
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return l, nil
+		}
+		if err != nil {
+			return l, fmt.Errorf("userscope: reading the stream: %w", err)
+		}
+		n++
+		if n > lim.Entries {
+			return l, ErrTooMany
+		}
+		p, err := Clean(h.Name, strip)
+		if err != nil {
+			l.Problems = append(l.Problems, err.Error())
+			continue
+		}
+		if p == "." {
+			continue
+		}
+		if prev := l.Entries[p]; prev != nil {
+			prev.Kind, prev.Data, prev.Target, prev.Why = Odd, nil, "", "given twice in the stream"
+			continue
+		}
+		e := &Entry{Path: p, Size: h.Size}
+		l.Entries[p] = e
+		switch h.Typeflag {
+		case tar.TypeDir:
+			e.Kind, e.Size = Dir, 0
+		case tar.TypeReg, tar.TypeRegA:
+			e.Kind = File
+			if keep == nil || !keep(p) {
+				// Listed by its size only: its bytes pass by.
+				if _, err := io.Copy(io.Discard, tr); err != nil {
+					return l, fmt.Errorf("userscope: reading %s: %w", p, err)
+				}
+				continue
+			}
+			if h.Size < 0 || h.Size > lim.File {
+				e.Kind, e.Why = Odd, fmt.Sprintf("a file of %d bytes, over the cap of %d", h.Size, lim.File)
+				continue
+			}
+			total += h.Size
+			if total > lim.Total {
+				return l, ErrTooBig
+			}
+			var buf bytes.Buffer
+			got, err := io.Copy(&buf, io.LimitReader(tr, h.Size))
+			if err != nil {
+				return l, fmt.Errorf("userscope: reading %s: %w", p, err)
+			}
+			if got != h.Size {
+				return l, fmt.Errorf("userscope: %s: %d of %d bytes", p, got, h.Size)
+			}
+			sum := sha256.Sum256(buf.Bytes())
+			e.Hash, e.Data = hex.EncodeToString(sum[:]), buf.Bytes()
+		case tar.TypeSymlink:
+			e.Kind, e.Size, e.Target, e.Why = Link, 0, h.Linkname, "a symbolic link (to "+quote(h.Linkname)+")"
+		case tar.TypeLink:
+			e.Kind, e.Size, e.Why = Odd, 0, "a hard link (to "+quote(h.Linkname)+")"
+		case tar.TypeFifo:
+			e.Kind, e.Size, e.Why = Odd, 0, "a FIFO"
+		case tar.TypeChar, tar.TypeBlock:
+			e.Kind, e.Size, e.Why = Odd, 0, "a device"
+		default:
+			e.Kind, e.Size, e.Why = Odd, 0, fmt.Sprintf("an entry of type %q", h.Typeflag)
+		}
+	}
+}
+
+// quote shows a link target without letting it run on (it is the
+// container's text).
+func quote(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// Change is one path that differs between two listings: Before or After
+// is nil where the path was absent.
+type Change struct {
+	Path          string
+	Before, After *Entry
+}
+
+// Diff lists the paths under which (nil: every path) that differ between
+// before and after, sorted: created, removed, changed in content (a file
+// listed by size: in size) or kind.
+// An Odd entry on either side is always a change (it cannot be compared).
+func Diff(before, after *Listing, under func(path string) bool) []Change {
+	seen := map[string]bool{}
+	var out []Change
+	add := func(p string) {
+		if seen[p] || under != nil && !under(p) {
+			return
+		}
+		seen[p] = true
+		b, a := before.Entries[p], after.Entries[p]
+		if same(b, a) {
+			return
+		}
+		out = append(out, Change{Path: p, Before: b, After: a})
+	}
+	for _, p := range before.Paths() {
+		add(p)
+	}
+	for _, p := range after.Paths() {
+		add(p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func same(b, a *Entry) bool {
+	switch {
+	case b == nil || a == nil:
+		return b == a
+	case b.Kind == Odd || a.Kind == Odd:
+		return false
+	case b.Kind != a.Kind:
+		return false
+	case b.Kind == Dir:
+		return true
+	case b.Kind == Link:
+		return b.Target == a.Target
+	}
+	return b.Size == a.Size && b.Hash == a.Hash
+}
+
+// Write writes to w a tar stream of the files (Kind File, with Data) and
+// directories in es, under top ("" for none), each directory before what
+// it holds; the stream the engine's `cp -` takes to put them back. It
+// refuses an entry whose path Clean would not give back unchanged.
+func Write(w io.Writer, top string, es []*Entry) error {
+	tw := tar.NewWriter(w)
+	sorted := append([]*Entry(nil), es...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
+	dirs := map[string]bool{}
+	mkdir := func(p string) error {
+		if p == "." || dirs[p] {
+			return nil
+		}
+		dirs[p] = true
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: path.Join(top, p) + "/", Mode: 0o700})
+	}
+	if top != "" {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: top + "/", Mode: 0o700}); err != nil {
+			return err
+		}
+	}
+	for _, e := range sorted {
+		if c, err := Clean(e.Path, ""); err != nil || c != e.Path || c == "." {
+			return fmt.Errorf("userscope: %q: not a plain relative path", e.Path)
+		}
+		// Each parent first.
+		els := strings.Split(e.Path, "/")
+		for i := 1; i < len(els); i++ {
+			if err := mkdir(strings.Join(els[:i], "/")); err != nil {
+				return err
+			}
+		}
+		switch e.Kind {
+		case Dir:
+			if err := mkdir(e.Path); err != nil {
+				return err
+			}
+		case File:
+			if e.Data == nil && e.Size != 0 {
+				return fmt.Errorf("userscope: %s: no content kept to write", e.Path)
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path.Join(top, e.Path), Mode: 0o600, Size: int64(len(e.Data))}); err != nil {
+				return err
+			}
+			if _, err := tw.Write(e.Data); err != nil {
+				return err
+			}
+		case Link:
+			if e.Target == "" || strings.ContainsRune(e.Target, 0) {
+				return fmt.Errorf("userscope: %s: a link with no target", e.Path)
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: path.Join(top, e.Path), Linkname: e.Target, Mode: 0o777}); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("userscope: %s: %s is never written", e.Path, e.Why)
+		}
+	}
+	return tw.Close()
+}
+
+// Scope are the paths of the user scope (relative to CLAUDE_CONFIG_DIR)
+// whose content Claude Code loads as instructions, settings or tools at a
+// session's start (.claude.json holds the user's MCP servers; plugins/
+// the installed plugins): see docs/identity.md for the documentation each
+// rests on.
+var Scope = []string{"CLAUDE.md", "settings.json", ".claude.json", "skills", "agents", "commands", "rules", "output-styles", "plugins"}
+
+// InScope reports whether p (relative to CLAUDE_CONFIG_DIR) is in Scope or
+// under one of its directories.
+func InScope(p string) bool {
+	for _, s := range Scope {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// IsTranscript reports whether p (relative to CLAUDE_CONFIG_DIR) is a
+// conversation transcript: a .jsonl file under projects/.
+func IsTranscript(p string) bool {
+	return strings.HasPrefix(p, "projects/") && strings.HasSuffix(p, ".jsonl")
+}
