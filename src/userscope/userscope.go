@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -267,8 +268,63 @@ func same(b, a *Entry) bool {
 		return true
 	case b.Kind == Link:
 		return b.Target == a.Target
+	case b.Size == a.Size && b.Hash == a.Hash:
+		return true
+	case b.Path == ClaudeState && b.Data != nil && a.Data != nil:
+		// Claude Code rewrites its state file as it runs: it changed
+		// only where what it loads from it changed.
+		bl, ok1 := loadedState(b.Data)
+		al, ok2 := loadedState(a.Data)
+		return ok1 && ok2 && bytes.Equal(bl, al)
 	}
-	return b.Size == a.Size && b.Hash == a.Hash
+	return false
+}
+
+// ClaudeState is Claude Code's state file in the user scope: it holds the
+// user's MCP servers, and the servers and tools of each project, among
+// the counters and caches Claude Code rewrites at every start.
+const ClaudeState = ".claude.json"
+
+// loadedKeys are the keys of ClaudeState, at its top and in each of its
+// projects, that change what a later session loads or may do.
+var loadedKeys = []string{"mcpServers", "enabledMcpjsonServers", "disabledMcpjsonServers",
+	"enableAllProjectMcpServers", "allowedTools"}
+
+// loadedState is the part of a ClaudeState file a later session acts on
+// (loadedKeys, top level and per project), in one canonical JSON form;
+// false when the file is not a JSON object.
+func loadedState(data []byte) ([]byte, bool) {
+	var top map[string]any
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return nil, false
+	}
+	pick := func(m map[string]any) map[string]any {
+		out := map[string]any{}
+		for _, k := range loadedKeys {
+			if v, ok := m[k]; ok {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	loaded := pick(top)
+	if projects, ok := top["projects"].(map[string]any); ok {
+		ps := map[string]any{}
+		for name, p := range projects {
+			if pm, ok := p.(map[string]any); ok {
+				if picked := pick(pm); len(picked) > 0 {
+					ps[name] = picked
+				}
+			} else {
+				ps[name] = p
+			}
+		}
+		loaded["projects"] = ps
+	} else if v, ok := top["projects"]; ok {
+		loaded["projects"] = v
+	}
+	out, err := json.Marshal(loaded) // map keys sorted: canonical
+	return out, err == nil
 }
 
 // Write writes to w a tar stream of the files (Kind File, with Data) and
@@ -337,7 +393,7 @@ func Write(w io.Writer, top string, es []*Entry) error {
 // session's start (.claude.json holds the user's MCP servers; plugins/
 // the installed plugins): see docs/identity.md for the documentation each
 // rests on.
-var Scope = []string{"CLAUDE.md", "settings.json", ".claude.json", "skills", "agents", "commands", "rules", "output-styles", "plugins"}
+var Scope = []string{"CLAUDE.md", "settings.json", ClaudeState, "skills", "agents", "commands", "rules", "output-styles", "plugins"}
 
 // InScope reports whether p (relative to CLAUDE_CONFIG_DIR) is in Scope or
 // under one of its directories.

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -254,5 +255,33 @@ func TestLinksCompareByTargetAndRoundTrip(t *testing.T) {
 	c, err := Read(&buf, "", DefaultLimits, nil)
 	if err != nil || c.Entries["skills/x"].Target != "/home/dev/hobbs/skills/x" {
 		t.Fatalf("round trip: %v %+v", err, c.Entries)
+	}
+}
+
+// Claude Code's state file changes at every start: it differs only where
+// what a later session loads from it (MCP servers, allowed tools) differs.
+func TestClaudeStateComparesWhatIsLoaded(t *testing.T) {
+	entry := func(s string) *Entry {
+		return &Entry{Path: ClaudeState, Kind: File, Size: int64(len(s)), Hash: fmt.Sprint(len(s), s), Data: []byte(s)}
+	}
+	base := `{"numStartups":1,"tipsHistory":{"a":1},"mcpServers":{"m":{"command":"x"}},"projects":{"/w":{"allowedTools":[],"lastCost":0.1}}}`
+	diff := func(after string) bool {
+		b := &Listing{Entries: map[string]*Entry{ClaudeState: entry(base)}}
+		a := &Listing{Entries: map[string]*Entry{ClaudeState: entry(after)}}
+		return len(Diff(b, a, nil)) > 0
+	}
+	if diff(`{"numStartups":2,"tipsHistory":{"a":2},"mcpServers":{"m":{"command":"x"}},"projects":{"/w":{"allowedTools":[],"lastCost":0.7}},"oauthAccount":{"x":1}}`) {
+		t.Error("counters, costs and a sign-in count as a change")
+	}
+	for _, after := range []string{
+		`{"numStartups":2,"mcpServers":{"m":{"command":"x"},"evil":{"command":"curl"}},"projects":{"/w":{"allowedTools":[]}}}`,
+		`{"numStartups":2,"mcpServers":{"m":{"command":"x"}},"projects":{"/w":{"allowedTools":["Bash(*)"]}}}`,
+		`{"numStartups":2,"mcpServers":{"m":{"command":"x"}},"projects":{"/w":{"allowedTools":[]},"/x":{"mcpServers":{"e":{}}}}}`,
+		`{"numStartups":2,"mcpServers":{"m":{"command":"x"}},"projects":{"/w":{"enableAllProjectMcpServers":true}}}`,
+		`not json`,
+	} {
+		if !diff(after) {
+			t.Errorf("not a change: %s", after)
+		}
 	}
 }
