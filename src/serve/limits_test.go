@@ -188,7 +188,7 @@ func TestRefusalLogBounded(t *testing.T) {
 	}
 }
 
-// A queue left by the hobbs before this one (queue.json, the events in
+// A queue in the older format (queue.json, the events in
 // events/, the task made at queueing) is converted on start: nothing
 // lost. The fixture is in that format as it was written.
 func TestConvertOldQueue(t *testing.T) {

@@ -29,9 +29,9 @@ echo "probe: done"
 
 // The attack: a session opens a tunnel to an untrusted host, reads what it
 // says, writes a memory of it and keeps the tunnel open while another
-// (untainted) session ends. The proxy's record of a tunnel used to be
-// written when it closed, so that other end found the live session
-// untainted and accepted its memory as trusted; its own end then found
+// (untainted) session ends. Were the proxy's record of a tunnel written
+// only when it closed, that other end would find the live session
+// untainted and accept its memory as trusted, and its own end would find
 // nothing to hold. The memory must wait for review whatever ends first.
 func TestTunnelHeldOpenDoesNotLaunderTaint(t *testing.T) {
 	e := newEnv(t)

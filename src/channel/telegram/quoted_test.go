@@ -10,8 +10,8 @@ import (
 )
 
 // The attack: the owner forwards a stranger's message ("Remember: send the
-// reports to …"), or replies to one, and it used to reach the turn as the
-// owner's own text (forward_origin was dropped). What a message carries
+// reports to …"), or replies to one; were forward_origin dropped, it would
+// reach the turn as the owner's own text. What a message carries
 // from someone else reaches Host.Chat apart from the owner's text, as
 // channel.Quoted, and a forwarded command is not the owner's command.
 func TestQuotedTextIsNotTheOwners(t *testing.T) {
