@@ -63,11 +63,12 @@ func TestInterrupt(t *testing.T) {
 	c.Stderr = &errb
 	e.start(t, c)
 	waitFor(t, 60*time.Second, "the session to start", func() bool { return exists(filepath.Join(e.ws, ".started")) })
-	// Two containers, the socket volume and the session's six layers'
-	// overlay volumes (the proxy is on the engine's default network: no
-	// network of the session's own).
-	if left := e.leftovers(t); len(left) != 9 {
-		t.Errorf("expected 2 containers, the socket volume and 6 layer volumes while running, got %v", left)
+	// Three containers (the agent, its proxy, and the never-started helper
+	// the end reads the Claude Code user scope from), the socket volume and
+	// the session's six layers' overlay volumes (the proxy is on the
+	// engine's default network: no network of the session's own).
+	if left := e.leftovers(t); len(left) != 10 {
+		t.Errorf("expected 3 containers, the socket volume and 6 layer volumes while running, got %v", left)
 	}
 	t0 := time.Now()
 	_ = c.Process.Signal(syscall.SIGINT)
