@@ -3,12 +3,14 @@ package launcher
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/plan"
@@ -18,84 +20,137 @@ import (
 
 // The workspace's instruction files. The workspace is the user's project
 // and changes live, but Claude Code loads instructions from it in every
-// later session there: CLAUDE.md and CLAUDE.local.md, .claude/ (settings,
-// skills, agents, commands) and .mcp.json. The launcher copies them at the
-// session's start (host-only, layers/SESSION/workspace/lower); at the end
-// of a tainted session what of them it changed is held for review and put
-// back as it was (a file it created removed).
+// later session there: CLAUDE.md and CLAUDE.local.md in its working
+// directory at the start and, in any directory below it, when it reads a
+// file there (.git and node_modules included); .claude/ (settings, skills,
+// agents, commands, rules), whose nested copies add skills when it works in
+// their directory; .mcp.json at the root. The launcher walks the whole
+// workspace for them at the session's start, while the session's
+// containers are created, and copies them (host-only,
+// layers/SESSION/workspace/lower, with the walk's record in start.json);
+// at the end of a tainted session it walks it again, holds for review what
+// of them the session changed and puts back what it started from (a file
+// it created removed, and a link, FIFO or device it made there too).
 
-// WorkspaceInstructions are the workspace's instruction files and
-// directories, relative to it.
-var WorkspaceInstructions = []string{"CLAUDE.md", "CLAUDE.local.md", ".mcp.json", ".claude"}
+// nestedInstructions are the names Claude Code loads as instructions at
+// any depth of the workspace; everything below a directory named .claude
+// is watched too.
+var nestedInstructions = map[string]bool{"CLAUDE.md": true, "CLAUDE.local.md": true, ".claude": true}
 
-// maxInstructionFiles caps how many instruction files a session's start
-// copies; beyond it the session's end reports what it did not check.
-const maxInstructionFiles = 2000
+// rootInstructions are loaded from the workspace's top only.
+var rootInstructions = map[string]bool{".mcp.json": true}
+
+const (
+	// maxInstructionFiles caps how many instruction files a walk lists
+	// and maxInstructionBytes how much of them a start copies; beyond
+	// either the session's end reports what it did not check.
+	maxInstructionFiles = 2000
+	maxInstructionBytes = 64 << 20
+	// The walk opens at most maxWorkspaceDirs directories, none deeper
+	// than maxWorkspaceDepth; what it does not walk is reported.
+	maxWorkspaceDirs  = 200000
+	maxWorkspaceDepth = 64
+)
 
 func (s *Session) wsRoot() safefile.Root { return safefile.Beneath(s.plan.Workspace) }
 
 func (s *Session) wsLayerDir() string { return path.Join(plan.LayersDir, s.Name, "workspace") }
 
-// instructionFiles lists the instruction files in the tree ws (relative
-// paths, sorted) and what it found that is not a regular file or directory.
-func instructionFiles(ws safefile.Root) (files, odd []string) {
-	for _, top := range WorkspaceInstructions {
-		err := ws.Walk(filepath.Join(ws.Dir(), top), func(p string, d fs.DirEntry, err error) error {
-			rel, _ := filepath.Rel(ws.Dir(), p)
-			rel = filepath.ToSlash(rel)
-			switch {
-			case err != nil:
-				if !errors.Is(err, fs.ErrNotExist) {
-					odd = append(odd, rel)
-				}
-			case d.Type().IsRegular():
-				if len(files) < maxInstructionFiles {
-					files = append(files, rel)
-				}
-			case d.IsDir():
-			default:
-				odd = append(odd, rel)
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			odd = append(odd, top)
-		}
-	}
-	sort.Strings(files)
-	return files, odd
+// instructionListing is what a walk of a workspace found.
+type instructionListing struct {
+	// Files are the instruction files (regular), slash-separated,
+	// relative to the workspace, sorted.
+	Files []string `json:"files"`
+	// Odd are instruction paths that are neither a regular file nor a
+	// directory (links, FIFOs, devices: never opened).
+	Odd []string `json:"odd,omitempty"`
+	// Unchecked says what the walk did not check, one sentence each.
+	Unchecked []string `json:"unchecked,omitempty"`
+	// NotRead are instruction files found but not copied at the start
+	// (too large, beyond the caps, unreadable), with why.
+	NotRead map[string]string `json:"not_read,omitempty"`
 }
 
-// copyInstructions copies the workspace's instruction files to dir (in the
-// instance).
-func (s *Session) copyInstructions(dir string) (files []string, err error) {
-	if s.plan.Workspace == "" {
-		return nil, nil
+// isInstruction reports whether rel (slash-separated, relative to the
+// workspace) is an instruction path.
+func isInstruction(rel string) bool {
+	name := path.Base(rel)
+	return nestedInstructions[name] || rel == name && rootInstructions[name] ||
+		strings.Contains("/"+rel, "/.claude/")
+}
+
+// listInstructions walks the tree ws for its instruction files, following
+// no link and opening no file.
+func listInstructions(ws safefile.Root) (l instructionListing) {
+	over := 0
+	err := ws.Scan(".", safefile.ScanLimits{MaxDepth: maxWorkspaceDepth, MaxDirs: maxWorkspaceDirs}, func(rel string, typ fs.FileMode, err error) error {
+		switch {
+		case err != nil:
+			l.Unchecked = append(l.Unchecked, fmt.Sprintf("%s: %v", rel, err))
+		case !isInstruction(rel), typ.IsDir():
+		case typ.IsRegular():
+			if len(l.Files) < maxInstructionFiles {
+				l.Files = append(l.Files, rel)
+			} else if over++; over == 1 {
+				l.Unchecked = append(l.Unchecked, fmt.Sprintf("%s and the instruction files after it: more than %d", rel, maxInstructionFiles))
+			}
+		default:
+			l.Odd = append(l.Odd, rel)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		l.Unchecked = append(l.Unchecked, err.Error())
 	}
-	ws, root := s.wsRoot(), s.Instance.FS()
-	files, _ = instructionFiles(ws)
-	for _, f := range files {
-		b, err := ws.ReadFile(f, layer.MaxFile)
-		if err != nil {
-			continue // gone meanwhile, or not readable: compared at the end as missing
-		}
-		to := path.Join(dir, f)
-		if err := root.MkdirAll(path.Dir(to), 0o700); err != nil {
-			return nil, err
-		}
-		if err := root.Write(to, b, 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return files, nil
+	sort.Strings(l.Files)
+	sort.Strings(l.Odd)
+	return l
 }
 
 // snapshotInstructions copies the workspace's instruction files as the
-// session starts.
+// session starts, with the walk's record.
 func (s *Session) snapshotInstructions() error {
-	_, err := s.copyInstructions(path.Join(s.wsLayerDir(), "lower"))
+	if s.plan.Workspace == "" {
+		return nil
+	}
+	ws, root, dir := s.wsRoot(), s.Instance.FS(), s.wsLayerDir()
+	l := listInstructions(ws)
+	lower, copied, total := path.Join(dir, "lower"), l.Files[:0:0], 0
+	for _, f := range l.Files {
+		b, err := ws.ReadFile(f, layer.MaxFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // gone meanwhile
+		case err == nil && total+len(b) > maxInstructionBytes:
+			err = fmt.Errorf("beyond the first %s of instruction files", safefile.FormatSize(maxInstructionBytes))
+		}
+		if err != nil {
+			if l.NotRead == nil {
+				l.NotRead = map[string]string{}
+			}
+			l.NotRead[f] = err.Error()
+			continue
+		}
+		total += len(b)
+		to := path.Join(lower, f)
+		if err := root.MkdirAll(path.Dir(to), 0o700); err != nil {
+			return fmt.Errorf("copy the workspace's instruction files: %w", err)
+		}
+		if err := root.Write(to, b, 0o600); err != nil {
+			return fmt.Errorf("copy the workspace's instruction files: %w", err)
+		}
+		copied = append(copied, f)
+	}
+	l.Files = copied
+	b, err := json.Marshal(l)
+	if err == nil {
+		err = root.MkdirAll(dir, 0o700)
+	}
+	if err == nil {
+		err = root.Write(path.Join(dir, "start.json"), b, 0o600)
+	}
 	if err != nil {
-		return fmt.Errorf("copy the workspace's instruction files: %w", err)
+		return fmt.Errorf("record the workspace's instruction files: %w", err)
 	}
 	return nil
 }
@@ -109,15 +164,44 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 	}
 	ws, root := s.wsRoot(), s.Instance.FS()
 	lower, upper := path.Join(s.wsLayerDir(), "lower"), path.Join(s.wsLayerDir(), "upper")
+	var start instructionListing
+	b, err := root.ReadFile(path.Join(s.wsLayerDir(), "start.json"), 64<<20)
+	if err == nil {
+		err = json.Unmarshal(b, &start)
+	}
+	if err != nil {
+		return nil, []string{fmt.Sprintf("workspace %s: its instruction files were not checked: no record of the session's start (%v)", s.plan.Workspace, err)}
+	}
+	now := listInstructions(ws)
+	wasOdd := map[string]bool{}
+	for _, o := range start.Odd {
+		wasOdd[o] = true
+	}
+	for _, o := range now.Odd {
+		if wasOdd[o] {
+			problems = append(problems, fmt.Sprintf("workspace %s: an instruction path that is not a regular file or directory (left as it is: remove it)", o))
+			continue
+		}
+		// Made by the session: a link would have Claude Code load what it
+		// points to. Removing it follows nothing; it goes first, so that
+		// what is put back below is not refused for a link on its way.
+		if err := ws.Remove(o); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			problems = append(problems, fmt.Sprintf("workspace %s: the session made an instruction path that is not a regular file or directory, not removed: %v (remove it)", o, err))
+		} else {
+			problems = append(problems, fmt.Sprintf("workspace %s: the session made an instruction path that is not a regular file or directory (a link, FIFO or device): removed", o))
+		}
+	}
 	base := layer.DirTree{Root: root, Dir: lower}
-	now, odd := instructionFiles(ws)
-	before, _ := instructionFiles(safefile.Beneath(filepath.Join(root.Dir(), filepath.FromSlash(lower))))
 	seen := map[string]bool{}
-	for _, p := range append(append([]string{}, before...), now...) {
+	for _, p := range append(append([]string{}, start.Files...), now.Files...) {
 		if seen[p] {
 			continue
 		}
 		seen[p] = true
+		if why, ok := start.NotRead[p]; ok {
+			problems = append(problems, fmt.Sprintf("workspace %s: not checked (not read at the session's start: %s)", p, why))
+			continue
+		}
 		b, err := base.Get(p)
 		if err != nil {
 			problems = append(problems, err.Error())
@@ -159,8 +243,11 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 		}
 		hold = append(hold, c)
 	}
-	for _, o := range odd {
-		problems = append(problems, fmt.Sprintf("workspace %s: an instruction path that is not a regular file or directory (left as it is: remove it)", o))
+	for _, u := range start.Unchecked {
+		problems = append(problems, fmt.Sprintf("workspace %s: not checked at the session's start: %s", s.plan.Workspace, u))
+	}
+	for _, u := range now.Unchecked {
+		problems = append(problems, fmt.Sprintf("workspace %s: not checked at the session's end: %s", s.plan.Workspace, u))
 	}
 	return hold, problems
 }
