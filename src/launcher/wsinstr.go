@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/provenance"
@@ -26,8 +27,9 @@ import (
 // agents, commands, rules), whose nested copies add skills when it works in
 // their directory; .mcp.json at the root. The launcher walks the whole
 // workspace for them at the session's start, while the session's
-// containers are created, and copies them (host-only,
-// layers/SESSION/workspace/lower, with the walk's record in start.json);
+// containers are created, and copies them with the walk's record into one
+// host-only file (layers/SESSION/workspace/start.json: one write however
+// many there are);
 // at the end of a tainted session it walks it again, holds for review what
 // of them the session changed and puts back what it started from (a file
 // it created removed, and a link, FIFO or device it made there too).
@@ -45,11 +47,14 @@ const (
 	// and maxInstructionBytes how much of them a start copies; beyond
 	// either the session's end reports what it did not check.
 	maxInstructionFiles = 2000
-	maxInstructionBytes = 64 << 20
+	maxInstructionBytes = 16 << 20
 	// The walk opens at most maxWorkspaceDirs directories, none deeper
 	// than maxWorkspaceDepth; what it does not walk is reported.
 	maxWorkspaceDirs  = 200000
 	maxWorkspaceDepth = 64
+	// maxIndexBytes caps the kept index of a walk (about 100 bytes a
+	// directory).
+	maxIndexBytes = 64 << 20
 )
 
 func (s *Session) wsRoot() safefile.Root { return safefile.Beneath(s.plan.Workspace) }
@@ -69,6 +74,8 @@ type instructionListing struct {
 	// NotRead are instruction files found but not copied at the start
 	// (too large, beyond the caps, unreadable), with why.
 	NotRead map[string]string `json:"not_read,omitempty"`
+	// Data is each file's content at the start (Files).
+	Data map[string][]byte `json:"data,omitempty"`
 }
 
 // isInstruction reports whether rel (slash-separated, relative to the
@@ -80,30 +87,59 @@ func isInstruction(rel string) bool {
 }
 
 // listInstructions walks the tree ws for its instruction files, following
-// no link and opening no file.
-func listInstructions(ws safefile.Root) (l instructionListing) {
-	over := 0
-	err := ws.Scan(".", safefile.ScanLimits{MaxDepth: maxWorkspaceDepth, MaxDirs: maxWorkspaceDirs}, func(rel string, typ fs.FileMode, err error) error {
-		switch {
-		case err != nil:
-			l.Unchecked = append(l.Unchecked, fmt.Sprintf("%s: %v", rel, err))
-		case !isInstruction(rel), typ.IsDir():
-		case typ.IsRegular():
-			if len(l.Files) < maxInstructionFiles {
-				l.Files = append(l.Files, rel)
-			} else if over++; over == 1 {
-				l.Unchecked = append(l.Unchecked, fmt.Sprintf("%s and the instruction files after it: more than %d", rel, maxInstructionFiles))
-			}
-		default:
-			l.Odd = append(l.Odd, rel)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		l.Unchecked = append(l.Unchecked, err.Error())
+// no link and opening no file; prev (nil: none) is an earlier walk's
+// index, whose directories that did not change since are not listed again.
+func listInstructions(ws safefile.Root, prev *safefile.DirIndex) (*safefile.DirIndex, instructionListing) {
+	var l instructionListing
+	idx, found, err := ws.Scan(".", safefile.ScanLimits{MaxDepth: maxWorkspaceDepth, MaxDirs: maxWorkspaceDirs}, prev, isInstruction)
+	if err != nil {
+		l.Unchecked = append(l.Unchecked, strings.Split(err.Error(), "\n")...)
 	}
-	sort.Strings(l.Files)
-	sort.Strings(l.Odd)
+	sort.Slice(found, func(i, j int) bool { return found[i].Rel < found[j].Rel })
+	for _, e := range found {
+		switch {
+		case !e.Type.IsRegular():
+			l.Odd = append(l.Odd, e.Rel)
+		case len(l.Files) < maxInstructionFiles:
+			l.Files = append(l.Files, e.Rel)
+		case len(l.Files) == maxInstructionFiles:
+			l.Unchecked = append(l.Unchecked, fmt.Sprintf("%s and the instruction files after it: more than %d", e.Rel, maxInstructionFiles))
+		}
+	}
+	return idx, l
+}
+
+// wsIndex is where the last walk's index of the workspace is kept
+// (host-only).
+func (s *Session) wsIndex() string {
+	sum := sha256.Sum256([]byte(s.plan.Workspace))
+	return path.Join(provenance.Dir, "workspaces", hex.EncodeToString(sum[:16])+".idx")
+}
+
+// walkInstructions lists the workspace's instruction files, from the last
+// walk's index (any walk of the same tree serves: a directory is taken
+// from it only if its inode and change time are unchanged), and keeps
+// this walk's index for the next.
+func (s *Session) walkInstructions() instructionListing {
+	root := s.Instance.FS()
+	var prev *safefile.DirIndex
+	if b, err := root.ReadFile(s.wsIndex(), maxIndexBytes); err == nil {
+		var x safefile.DirIndex
+		if x.UnmarshalBinary(b) == nil {
+			prev = &x
+		}
+	}
+	idx, l := listInstructions(s.wsRoot(), prev)
+	b, err := idx.MarshalBinary()
+	if err == nil {
+		err = root.MkdirAll(path.Dir(s.wsIndex()), 0o700)
+	}
+	if err == nil && len(b) <= maxIndexBytes {
+		err = root.Write(s.wsIndex(), b, 0o600)
+	}
+	if err != nil {
+		engine.Tracef("workspace: index not kept: %v", err) // the next walk lists every directory
+	}
 	return l
 }
 
@@ -114,8 +150,11 @@ func (s *Session) snapshotInstructions() error {
 		return nil
 	}
 	ws, root, dir := s.wsRoot(), s.Instance.FS(), s.wsLayerDir()
-	l := listInstructions(ws)
-	lower, copied, total := path.Join(dir, "lower"), l.Files[:0:0], 0
+	engine.Tracef("workspace: walk")
+	l := s.walkInstructions()
+	defer func() { engine.Tracef("workspace: walked, %d instruction files", len(l.Files)) }()
+	copied, total := l.Files[:0:0], 0
+	l.Data = map[string][]byte{}
 	for _, f := range l.Files {
 		b, err := ws.ReadFile(f, layer.MaxFile)
 		switch {
@@ -132,13 +171,7 @@ func (s *Session) snapshotInstructions() error {
 			continue
 		}
 		total += len(b)
-		to := path.Join(lower, f)
-		if err := root.MkdirAll(path.Dir(to), 0o700); err != nil {
-			return fmt.Errorf("copy the workspace's instruction files: %w", err)
-		}
-		if err := root.Write(to, b, 0o600); err != nil {
-			return fmt.Errorf("copy the workspace's instruction files: %w", err)
-		}
+		l.Data[f] = b
 		copied = append(copied, f)
 	}
 	l.Files = copied
@@ -163,16 +196,16 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 		return nil, nil
 	}
 	ws, root := s.wsRoot(), s.Instance.FS()
-	lower, upper := path.Join(s.wsLayerDir(), "lower"), path.Join(s.wsLayerDir(), "upper")
+	upper := path.Join(s.wsLayerDir(), "upper")
 	var start instructionListing
-	b, err := root.ReadFile(path.Join(s.wsLayerDir(), "start.json"), 64<<20)
+	b, err := root.ReadFile(path.Join(s.wsLayerDir(), "start.json"), 2*maxInstructionBytes)
 	if err == nil {
 		err = json.Unmarshal(b, &start)
 	}
 	if err != nil {
 		return nil, []string{fmt.Sprintf("workspace %s: its instruction files were not checked: no record of the session's start (%v)", s.plan.Workspace, err)}
 	}
-	now := listInstructions(ws)
+	now := s.walkInstructions()
 	wasOdd := map[string]bool{}
 	for _, o := range start.Odd {
 		wasOdd[o] = true
@@ -191,7 +224,6 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 			problems = append(problems, fmt.Sprintf("workspace %s: the session made an instruction path that is not a regular file or directory (a link, FIFO or device): removed", o))
 		}
 	}
-	base := layer.DirTree{Root: root, Dir: lower}
 	seen := map[string]bool{}
 	for _, p := range append(append([]string{}, start.Files...), now.Files...) {
 		if seen[p] {
@@ -202,10 +234,9 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 			problems = append(problems, fmt.Sprintf("workspace %s: not checked (not read at the session's start: %s)", p, why))
 			continue
 		}
-		b, err := base.Get(p)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
+		b := layer.Absent
+		if d, ok := start.Data[p]; ok {
+			b = layer.Of(d)
 		}
 		cur, err := layer.DirTree{Root: ws}.Get(p)
 		if err != nil {
