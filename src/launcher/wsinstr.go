@@ -109,11 +109,12 @@ func listInstructions(ws safefile.Root, prev *safefile.DirIndex) (*safefile.DirI
 	return idx, l
 }
 
-// wsIndex is where the last walk's index of the workspace is kept
-// (host-only).
+// wsIndex is where the last walk's index of the workspace waits for the
+// next walk, beside the shares' snapshots (host-only; any machine's index
+// serves, a directory another machine listed just never matches).
 func (s *Session) wsIndex() string {
 	sum := sha256.Sum256([]byte(s.plan.Workspace))
-	return path.Join(provenance.Dir, "workspaces", hex.EncodeToString(sum[:16])+".idx")
+	return path.Join(layerLowerPool, ".workspace", hex.EncodeToString(sum[:16])+".idx")
 }
 
 // walkInstructions lists the workspace's instruction files, from the last
