@@ -25,7 +25,8 @@ import (
 // directory at the start and, in any directory below it, when it reads a
 // file there (.git and node_modules included); .claude/ (settings, skills,
 // agents, commands, rules), whose nested copies add skills when it works in
-// their directory; .mcp.json at the root. The launcher walks the whole
+// their directory; .mcp.json at the root; and the files these import
+// (@path, up to five hops). The launcher walks the whole
 // workspace for them at the session's start, while the session's
 // containers are created, and copies them with the walk's record into one
 // host-only file (layers/SESSION/workspace/start.json: one write however
@@ -76,6 +77,131 @@ type instructionListing struct {
 	NotRead map[string]string `json:"not_read,omitempty"`
 	// Data is each file's content at the start (Files).
 	Data map[string][]byte `json:"data,omitempty"`
+	// Absent are files the instruction files import that were not there
+	// at the start.
+	Absent []string `json:"absent,omitempty"`
+}
+
+// maxImportHops is how deep imports are followed (Claude Code follows
+// at most five hops).
+const maxImportHops = 5
+
+// copy reads the listed instruction files into Data (Files becomes what
+// it read), and with them the workspace's files they import (@path),
+// which Claude Code loads with them.
+func (l *instructionListing) copy(ws safefile.Root) {
+	type file struct {
+		rel  string
+		hops int
+	}
+	queue, seen := make([]file, 0, len(l.Files)), map[string]bool{}
+	for _, f := range l.Files {
+		queue, seen[f] = append(queue, file{f, 0}), true
+	}
+	l.Files, l.Data = nil, map[string][]byte{}
+	total := 0
+	for len(queue) > 0 {
+		f := queue[0]
+		queue = queue[1:]
+		b, err := ws.ReadFile(f.rel, layer.MaxFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if f.hops > 0 {
+				l.Absent = append(l.Absent, f.rel)
+			}
+			continue // a listed file gone meanwhile
+		case err == nil && total+len(b) > maxInstructionBytes:
+			err = fmt.Errorf("beyond the first %s of instruction files", safefile.FormatSize(maxInstructionBytes))
+		}
+		if err != nil {
+			if l.NotRead == nil {
+				l.NotRead = map[string]string{}
+			}
+			l.NotRead[f.rel] = err.Error()
+			continue
+		}
+		total += len(b)
+		l.Data[f.rel] = b
+		l.Files = append(l.Files, f.rel)
+		if f.hops >= maxImportHops || f.hops == 0 && !importing(f.rel) {
+			continue
+		}
+		for _, imp := range imports(b) {
+			rel, ok := importPath(f.rel, imp)
+			if !ok || seen[rel] {
+				continue
+			}
+			if len(seen) >= maxInstructionFiles {
+				l.Unchecked = append(l.Unchecked, fmt.Sprintf("%s, imported by %s, and the imports after it: more than %d instruction files", rel, f.rel, maxInstructionFiles))
+				queue = nil
+				break
+			}
+			seen[rel] = true
+			queue = append(queue, file{rel, f.hops + 1})
+		}
+	}
+	sort.Strings(l.Files)
+	sort.Strings(l.Absent)
+}
+
+// importing reports whether the instruction file rel may import files:
+// a CLAUDE.md, a CLAUDE.local.md, a rule.
+func importing(rel string) bool {
+	name := path.Base(rel)
+	return name == "CLAUDE.md" || name == "CLAUDE.local.md" || strings.Contains("/"+rel, "/.claude/rules/")
+}
+
+// imports are the paths a memory file imports: @path outside code blocks
+// and code spans.
+func imports(text []byte) (out []string) {
+	fenced := false
+	for _, line := range strings.Split(string(text), "\n") {
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for k, part := range strings.Split(line, "`") {
+			if k%2 == 1 {
+				continue // a code span
+			}
+			for i := 0; i < len(part); i++ {
+				if part[i] != '@' || i > 0 && part[i-1] != ' ' && part[i-1] != '\t' {
+					continue
+				}
+				j := i + 1
+				for j < len(part) && part[j] != ' ' && part[j] != '\t' && part[j] != '\r' {
+					j++
+				}
+				if p := strings.TrimRight(part[i+1:j], ".,;:!?)]"); p != "" {
+					out = append(out, p)
+				}
+				i = j
+			}
+		}
+	}
+	return out
+}
+
+// importPath is the workspace's path (relative) of the file that from
+// imports as imp, when it is in the workspace: a relative import is
+// relative to the importing file, an absolute one is a path in the
+// agent's container, where the workspace is plan.WorkspaceDir.
+func importPath(from, imp string) (string, bool) {
+	switch {
+	case strings.HasPrefix(imp, "~"):
+		return "", false // the container's home
+	case path.IsAbs(imp):
+		rel, ok := strings.CutPrefix(path.Clean(imp), plan.WorkspaceDir+"/")
+		return rel, ok
+	}
+	rel := path.Join(path.Dir(from), imp)
+	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return rel, true
 }
 
 // isInstruction reports whether rel (slash-separated, relative to the
@@ -154,28 +280,7 @@ func (s *Session) snapshotInstructions() error {
 	engine.Tracef("workspace: walk")
 	l := s.walkInstructions()
 	defer func() { engine.Tracef("workspace: walked, %d instruction files", len(l.Files)) }()
-	copied, total := l.Files[:0:0], 0
-	l.Data = map[string][]byte{}
-	for _, f := range l.Files {
-		b, err := ws.ReadFile(f, layer.MaxFile)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // gone meanwhile
-		case err == nil && total+len(b) > maxInstructionBytes:
-			err = fmt.Errorf("beyond the first %s of instruction files", safefile.FormatSize(maxInstructionBytes))
-		}
-		if err != nil {
-			if l.NotRead == nil {
-				l.NotRead = map[string]string{}
-			}
-			l.NotRead[f] = err.Error()
-			continue
-		}
-		total += len(b)
-		l.Data[f] = b
-		copied = append(copied, f)
-	}
-	l.Files = copied
+	l.copy(ws)
 	b, err := json.Marshal(l)
 	if err == nil {
 		err = root.MkdirAll(dir, 0o700)
@@ -226,7 +331,7 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 		}
 	}
 	seen := map[string]bool{}
-	for _, p := range append(append([]string{}, start.Files...), now.Files...) {
+	for _, p := range append(append(append([]string{}, start.Files...), start.Absent...), now.Files...) {
 		if seen[p] {
 			continue
 		}

@@ -182,3 +182,40 @@ func TestInstructionWalkHostile(t *testing.T) {
 		t.Errorf("the FIFO there at the start was removed: %v", err)
 	}
 }
+
+// The files an instruction file imports load with it (up to five hops):
+// a tainted session's change to one is held and put back, an import that
+// was missing and that it creates is removed; a path in a code span or
+// block, or outside the workspace, is no import.
+func TestImportedInstructionsHeld(t *testing.T) {
+	s, ws := wsSession(t, map[string]string{
+		"CLAUDE.md":           "See @docs/conventions.md and @docs/missing.md, not `@not/this.md`.\n```\n@not/that.md\n```\n@/home/dev/hobbs/workspace/abs.md @~/home.md @../outside.md\n",
+		"docs/conventions.md": "Conventions, and @more.md.\n",
+		"docs/more.md":        "More.\n",
+		"abs.md":              "Absolute.\n",
+		"not/this.md":         "code span\n",
+		"not/that.md":         "code block\n",
+	})
+	for p, text := range map[string]string{"docs/conventions.md": "Obey.\n", "docs/more.md": "Obey more.\n", "abs.md": "Obey here.\n",
+		"docs/missing.md": "Obey too.\n", "not/this.md": "edited\n", "not/that.md": "edited\n"} {
+		writeTestFile(t, filepath.Join(ws, p), text)
+	}
+	hold, problems := s.holdInstructions()
+	var held []string
+	for _, c := range hold {
+		held = append(held, c.Path)
+	}
+	sort.Strings(held)
+	if strings.Join(held, " ") != "abs.md docs/conventions.md docs/missing.md docs/more.md" || len(problems) != 0 {
+		t.Errorf("held %v, problems %q", held, problems)
+	}
+	for p, want := range map[string]string{"docs/conventions.md": "Conventions, and @more.md.\n", "docs/more.md": "More.\n", "abs.md": "Absolute.\n",
+		"not/this.md": "edited\n", "not/that.md": "edited\n"} {
+		if b, _ := os.ReadFile(filepath.Join(ws, p)); string(b) != want {
+			t.Errorf("%s: %q, want %q", p, b, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "docs/missing.md")); !os.IsNotExist(err) {
+		t.Errorf("the import the session created is still there: %v", err)
+	}
+}
