@@ -331,7 +331,12 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 		}
 	}
 	seen := map[string]bool{}
-	for _, p := range append(append(append([]string{}, start.Files...), start.Absent...), now.Files...) {
+	paths := append(append(append([]string{}, start.Files...), start.Absent...), now.Files...)
+	for p := range start.NotRead {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
 		if seen[p] {
 			continue
 		}

@@ -196,6 +196,11 @@ func TestImportedInstructionsHeld(t *testing.T) {
 		"not/this.md":         "code span\n",
 		"not/that.md":         "code block\n",
 	})
+	os.Symlink("abs.md", filepath.Join(ws, "linked.md"))
+	os.WriteFile(filepath.Join(ws, "CLAUDE.md"), []byte("See @docs/conventions.md and @docs/missing.md, not `@not/this.md`.\n```\n@not/that.md\n```\n@/home/dev/hobbs/workspace/abs.md @~/home.md @../outside.md @linked.md\n"), 0o644)
+	if err := s.snapshotInstructions(); err != nil {
+		t.Fatal(err)
+	}
 	for p, text := range map[string]string{"docs/conventions.md": "Obey.\n", "docs/more.md": "Obey more.\n", "abs.md": "Obey here.\n",
 		"docs/missing.md": "Obey too.\n", "not/this.md": "edited\n", "not/that.md": "edited\n"} {
 		writeTestFile(t, filepath.Join(ws, p), text)
@@ -206,7 +211,8 @@ func TestImportedInstructionsHeld(t *testing.T) {
 		held = append(held, c.Path)
 	}
 	sort.Strings(held)
-	if strings.Join(held, " ") != "abs.md docs/conventions.md docs/missing.md docs/more.md" || len(problems) != 0 {
+	if strings.Join(held, " ") != "abs.md docs/conventions.md docs/missing.md docs/more.md" || len(problems) != 1 ||
+		!strings.Contains(problems[0], "linked.md: not checked") {
 		t.Errorf("held %v, problems %q", held, problems)
 	}
 	for p, want := range map[string]string{"docs/conventions.md": "Conventions, and @more.md.\n", "docs/more.md": "More.\n", "abs.md": "Absolute.\n",
