@@ -26,14 +26,15 @@ import (
 // file there (.git and node_modules included); .claude/ (settings, skills,
 // agents, commands, rules), whose nested copies add skills when it works in
 // their directory; .mcp.json at the root; and the files these import
-// (@path, up to five hops). The launcher walks the whole
-// workspace for them at the session's start, while the session's
-// containers are created, and copies them with the walk's record into one
-// host-only file (layers/SESSION/workspace/start.json: one write however
-// many there are);
-// at the end of a tainted session it walks it again, holds for review what
-// of them the session changed and puts back what it started from (a file
-// it created removed, and a link, FIFO or device it made there too).
+// (@path, up to five hops). The launcher walks the whole workspace for
+// them at the session's start, while the session's containers are
+// created, and copies them with the walk's record into one host-only file
+// (layers/SESSION/workspace/start.json: one write however many there
+// are); at the end of a tainted session it walks it again, holds for
+// review what of them the session changed and puts back what it started
+// from (a file it created removed, and a link, FIFO or device it made
+// there too). Each walk keeps an index of the workspace's directories for
+// the next, which lists again only those that changed (safefile.Scan).
 
 // nestedInstructions are the names Claude Code loads as instructions at
 // any depth of the workspace; everything below a directory named .claude
