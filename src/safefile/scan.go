@@ -16,6 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ctimeTrusted is trustsCtime (a test may pretend otherwise).
+var ctimeTrusted = trustsCtime
+
 // ErrTooMany is what Scan reports for a tree with more directories than it
 // walks.
 var ErrTooMany = errors.New("too many directories")
@@ -68,6 +71,9 @@ var racySlop = 2 * time.Second
 // swapping a directory for a link, changes its directory's change time,
 // which no process can set back), so prev's listing of it is used and only
 // it is stat'ed. A tree that did not change costs one stat a directory.
+// prev serves only on a local file system known to keep change times so
+// (ext4, XFS, Btrfs, tmpfs, F2FS, ZFS; APFS, HFS+) and only for the
+// directories on the same one as dir (not below a mount point).
 //
 // Directories beyond lim and those it could not list are not walked: once
 // the rest is, they are reported in the error (ErrTooDeep, ErrTooMany
@@ -79,8 +85,9 @@ func (r Root) Scan(dir string, lim ScanLimits, prev *DirIndex, keep func(rel str
 		return nil, nil, err
 	}
 	s := &scan{r: r, top: rel, lim: lim, keep: keep, idx: &DirIndex{dirs: map[string]*indexDir{}}, start: time.Now().Add(-racySlop).UnixNano()}
-	if prev != nil {
-		s.prev = prev.dirs
+	var top unix.Stat_t
+	if prev != nil && unix.Lstat(r.abs(rel), &top) == nil && ctimeTrusted(r.abs(rel)) {
+		s.prev, s.dev = prev.dirs, uint64(top.Dev)
 	}
 	s.visit(-1, "", ".", 0)
 	if s.tooDeep > 0 {
@@ -98,6 +105,7 @@ type scan struct {
 	lim                  ScanLimits
 	keep                 func(string) bool
 	prev                 map[string]*indexDir
+	dev                  uint64 // the file system of prev's directories
 	idx                  *DirIndex
 	start                int64
 	found                []Entry
@@ -135,7 +143,7 @@ func (s *scan) visit(parent int, name, rel string, depth int) {
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return // swapped meanwhile: its parent lists it next time
 	}
-	if d.racy || d.ino != st.Ino || d.ctime != st.Ctim.Nano() {
+	if d.racy || d.ino != st.Ino || d.ctime != st.Ctim.Nano() || uint64(st.Dev) != s.dev {
 		s.listAndVisit(parent, name, rel, full, depth)
 		return
 	}

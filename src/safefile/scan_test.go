@@ -155,3 +155,28 @@ func TestScanIndexDamaged(t *testing.T) {
 		}
 	}
 }
+
+// On a file system whose change times Scan does not trust, it lists every
+// directory whatever the index says.
+func TestScanIndexUntrustedFileSystem(t *testing.T) {
+	defer func(s time.Duration, f func(string) bool) { racySlop, ctimeTrusted = s, f }(racySlop, ctimeTrusted)
+	racySlop = 0
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a/b"), 0o755)
+	time.Sleep(50 * time.Millisecond)
+	lim := ScanLimits{MaxDepth: 10, MaxDirs: 100}
+	idx, _, err := Beneath(dir).Scan(".", lim, nil, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _, _ := Beneath(dir).Scan(".", lim, idx, all); again.dirs["a/b"] != idx.dirs["a/b"] {
+		t.Fatal("on a trusted file system an unchanged directory was listed again")
+	}
+	ctimeTrusted = func(string) bool { return false }
+	again, _, _ := Beneath(dir).Scan(".", lim, idx, all)
+	for rel, d := range again.dirs {
+		if d == idx.dirs[rel] {
+			t.Errorf("%s was taken from the index on an untrusted file system", rel)
+		}
+	}
+}
