@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,7 +35,8 @@ import (
 // are); at the end of a tainted session it walks it again, holds for
 // review what of them the session changed and puts back what it started
 // from (a file it created removed, and a link, FIFO or device it made
-// there too). Each walk keeps an index of the workspace's directories for
+// there too, or a link it pointed elsewhere). A link among them is read,
+// never followed, and its target watched like an import. Each walk keeps an index of the workspace's directories for
 // the next, which lists again only those that changed (safefile.Scan).
 
 // nestedInstructions are the names Claude Code loads as instructions at
@@ -81,6 +84,10 @@ type instructionListing struct {
 	// Absent are files the instruction files import that were not there
 	// at the start.
 	Absent []string `json:"absent,omitempty"`
+	// Links are the links among the instruction paths and imports at the
+	// start, with their text: Claude Code reads what they point to, which
+	// is watched like an import when it is in the workspace.
+	Links map[string]string `json:"links,omitempty"`
 }
 
 // maxImportHops is how deep imports are followed (Claude Code follows
@@ -99,12 +106,32 @@ func (l *instructionListing) copy(ws safefile.Root) {
 	for _, f := range l.Files {
 		queue, seen[f] = append(queue, file{f, 0}), true
 	}
-	l.Files, l.Data = nil, map[string][]byte{}
+	l.Files, l.Data, l.Links = nil, map[string][]byte{}, map[string]string{}
+	// follow records the link at rel (hops from an instruction file) and
+	// watches what it points to; it reports whether rel is a link.
+	follow := func(rel string, hops int) bool {
+		t, err := ws.Readlink(rel)
+		if err != nil {
+			return false
+		}
+		l.Links[rel] = t
+		if to, ok := importPath(rel, t); ok && !seen[to] && hops < maxImportHops && len(seen) < maxInstructionFiles {
+			seen[to] = true
+			queue = append(queue, file{to, hops + 1})
+		}
+		return true
+	}
+	for _, o := range l.Odd {
+		follow(o, 0)
+	}
 	total := 0
 	for len(queue) > 0 {
 		f := queue[0]
 		queue = queue[1:]
 		b, err := ws.ReadFile(f.rel, layer.MaxFile)
+		if err != nil && f.hops > 0 && follow(f.rel, f.hops) {
+			continue
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if f.hops > 0 {
@@ -317,7 +344,29 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 	for _, o := range start.Odd {
 		wasOdd[o] = true
 	}
+	var relinked []string
+	for _, p := range slices.Sorted(maps.Keys(start.Links)) {
+		t := start.Links[p]
+		cur, err := ws.Readlink(p)
+		switch {
+		case err == nil && cur == t:
+		case errors.Is(err, fs.ErrNotExist):
+			problems = append(problems, fmt.Sprintf("workspace %s: the session removed this link (to %s): recreate it if it was yours (ln -s %s %s)", p, t, t, p))
+		case err == nil:
+			// Pointed elsewhere: Claude Code would load the new target.
+			if err := ws.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				problems = append(problems, fmt.Sprintf("workspace %s: the session pointed this link to %s (it pointed to %s), not removed: %v (remove it)", p, cur, t, err))
+			} else {
+				problems = append(problems, fmt.Sprintf("workspace %s: the session pointed this link to %s (it pointed to %s): removed (ln -s %s %s puts it back)", p, cur, t, t, p))
+			}
+		default:
+			relinked = append(relinked, p) // no longer a link: compared below as created
+		}
+	}
 	for _, o := range now.Odd {
+		if _, ok := start.Links[o]; ok {
+			continue // above
+		}
 		if wasOdd[o] {
 			problems = append(problems, fmt.Sprintf("workspace %s: an instruction path that is not a regular file or directory (left as it is: remove it)", o))
 			continue
@@ -332,7 +381,7 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 		}
 	}
 	seen := map[string]bool{}
-	paths := append(append(append([]string{}, start.Files...), start.Absent...), now.Files...)
+	paths := append(append(append(append([]string{}, start.Files...), start.Absent...), now.Files...), relinked...)
 	for p := range start.NotRead {
 		paths = append(paths, p)
 	}

@@ -172,21 +172,27 @@ func TestInstructionWalkHostile(t *testing.T) {
 	}
 	sort.Strings(problems)
 	all := strings.Join(problems, "\n")
-	for _, want := range []string{"CLAUDE.local.md: an instruction path that is not a regular file", "f/CLAUDE.md: an instruction path that is not a regular file",
+	for _, want := range []string{"f/CLAUDE.md: an instruction path that is not a regular file",
 		"not checked at the session's start", "not checked at the session's end", "levels below"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("problems do not say %q:\n%s", want, all)
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(ws, "f", "CLAUDE.md")); err != nil {
-		t.Errorf("the FIFO there at the start was removed: %v", err)
+	if strings.Contains(all, "CLAUDE.local.md") {
+		t.Errorf("a link there at the start, unchanged, is reported:\n%s", all)
+	}
+	for _, p := range []string{"f/CLAUDE.md", "CLAUDE.local.md"} {
+		if _, err := os.Lstat(filepath.Join(ws, p)); err != nil {
+			t.Errorf("%s, there at the start, was removed: %v", p, err)
+		}
 	}
 }
 
-// The files an instruction file imports load with it (up to five hops):
-// a tainted session's change to one is held and put back, an import that
-// was missing and that it creates is removed; a path in a code span or
-// block, or outside the workspace, is no import.
+// The files an instruction file imports load with it (up to five hops),
+// through a link too: a tainted session's change to one is held and put
+// back, an import that was missing and that it creates is removed, a link
+// it points elsewhere is removed; a path in a code span or block, or
+// outside the workspace, is no import.
 func TestImportedInstructionsHeld(t *testing.T) {
 	s, ws := wsSession(t, map[string]string{
 		"CLAUDE.md":           "See @docs/conventions.md and @docs/missing.md, not `@not/this.md`.\n```\n@not/that.md\n```\n@/home/dev/hobbs/workspace/abs.md @~/home.md @../outside.md\n",
@@ -196,32 +202,46 @@ func TestImportedInstructionsHeld(t *testing.T) {
 		"not/this.md":         "code span\n",
 		"not/that.md":         "code block\n",
 	})
-	os.Symlink("abs.md", filepath.Join(ws, "linked.md"))
-	os.WriteFile(filepath.Join(ws, "CLAUDE.md"), []byte("See @docs/conventions.md and @docs/missing.md, not `@not/this.md`.\n```\n@not/that.md\n```\n@/home/dev/hobbs/workspace/abs.md @~/home.md @../outside.md @linked.md\n"), 0o644)
+	writeTestFile(t, filepath.Join(ws, "docs", "target.md"), "Linked.\n")
+	writeTestFile(t, filepath.Join(ws, "docs", "other.md"), "Other.\n")
+	os.Symlink("docs/target.md", filepath.Join(ws, "linked.md"))
+	os.Symlink("docs/other.md", filepath.Join(ws, "relinked.md"))
+	writeTestFile(t, filepath.Join(ws, "pkg2", "AGENTS.md"), "Agents.\n") // the layout the memory page suggests
+	os.Symlink("AGENTS.md", filepath.Join(ws, "pkg2", "CLAUDE.md"))
+	os.WriteFile(filepath.Join(ws, "CLAUDE.md"), []byte("See @docs/conventions.md and @docs/missing.md, not `@not/this.md`.\n```\n@not/that.md\n```\n@/home/dev/hobbs/workspace/abs.md @~/home.md @../outside.md @linked.md @relinked.md\n"), 0o644)
 	if err := s.snapshotInstructions(); err != nil {
 		t.Fatal(err)
 	}
 	for p, text := range map[string]string{"docs/conventions.md": "Obey.\n", "docs/more.md": "Obey more.\n", "abs.md": "Obey here.\n",
-		"docs/missing.md": "Obey too.\n", "not/this.md": "edited\n", "not/that.md": "edited\n"} {
+		"docs/missing.md": "Obey too.\n", "not/this.md": "edited\n", "not/that.md": "edited\n", "docs/target.md": "Obey the link.\n",
+		"evil.md": "Obey the new link.\n", "pkg2/AGENTS.md": "Obey the agents.\n"} {
 		writeTestFile(t, filepath.Join(ws, p), text)
 	}
+	os.Remove(filepath.Join(ws, "relinked.md"))
+	os.Symlink("evil.md", filepath.Join(ws, "relinked.md"))
 	hold, problems := s.holdInstructions()
 	var held []string
 	for _, c := range hold {
 		held = append(held, c.Path)
 	}
 	sort.Strings(held)
-	if strings.Join(held, " ") != "abs.md docs/conventions.md docs/missing.md docs/more.md" || len(problems) != 1 ||
-		!strings.Contains(problems[0], "linked.md: not checked") {
+	if strings.Join(held, " ") != "abs.md docs/conventions.md docs/missing.md docs/more.md docs/target.md pkg2/AGENTS.md" || len(problems) != 1 ||
+		!strings.Contains(problems[0], "relinked.md: the session pointed this link to evil.md (it pointed to docs/other.md): removed") {
 		t.Errorf("held %v, problems %q", held, problems)
 	}
 	for p, want := range map[string]string{"docs/conventions.md": "Conventions, and @more.md.\n", "docs/more.md": "More.\n", "abs.md": "Absolute.\n",
-		"not/this.md": "edited\n", "not/that.md": "edited\n"} {
+		"not/this.md": "edited\n", "not/that.md": "edited\n", "docs/target.md": "Linked.\n", "pkg2/AGENTS.md": "Agents.\n"} {
 		if b, _ := os.ReadFile(filepath.Join(ws, p)); string(b) != want {
 			t.Errorf("%s: %q, want %q", p, b, want)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(ws, "docs/missing.md")); !os.IsNotExist(err) {
 		t.Errorf("the import the session created is still there: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "relinked.md")); !os.IsNotExist(err) {
+		t.Errorf("the link the session pointed elsewhere is still there: %v", err)
+	}
+	if l, err := os.Readlink(filepath.Join(ws, "linked.md")); err != nil || l != "docs/target.md" {
+		t.Errorf("the unchanged link: %q %v", l, err)
 	}
 }

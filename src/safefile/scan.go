@@ -292,3 +292,19 @@ func (x *DirIndex) UnmarshalBinary(b []byte) error {
 	}
 	return nil
 }
+
+// Readlink returns the text of the link at path (no link followed on the
+// way, nor the link itself).
+func (r Root) Readlink(path string) (string, error) {
+	dirfd, name, rel, err := r.leaf(path)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(dirfd)
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(dirfd, name, buf)
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: r.abs(rel), Err: err}
+	}
+	return string(buf[:n]), nil
+}
