@@ -232,6 +232,11 @@ func importPath(from, imp string) (string, bool) {
 	return rel, true
 }
 
+// instructionRules names what isInstruction keeps: an index kept under
+// other rules listed other entries, so it is not used (change this with
+// isInstruction).
+const instructionRules = "claude-md,claude-local-md,dot-claude,root-mcp-json"
+
 // isInstruction reports whether rel (slash-separated, relative to the
 // workspace) is an instruction path.
 func isInstruction(rel string) bool {
@@ -267,7 +272,7 @@ func listInstructions(ws safefile.Root, prev *safefile.DirIndex) (*safefile.DirI
 // next walk, beside the shares' snapshots (host-only; any machine's index
 // serves, a directory another machine listed just never matches).
 func (s *Session) wsIndex() string {
-	sum := sha256.Sum256([]byte(s.plan.Workspace))
+	sum := sha256.Sum256([]byte(instructionRules + "\x00" + s.plan.Workspace))
 	return path.Join(layerLowerPool, ".workspace", hex.EncodeToString(sum[:16])+".idx")
 }
 
