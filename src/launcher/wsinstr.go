@@ -226,7 +226,7 @@ func importPath(from, imp string) (string, bool) {
 		return rel, ok
 	}
 	rel := path.Join(path.Dir(from), imp)
-	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
 		return "", false
 	}
 	return rel, true

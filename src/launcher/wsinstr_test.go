@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -244,4 +245,21 @@ func TestImportedInstructionsHeld(t *testing.T) {
 	if l, err := os.Readlink(filepath.Join(ws, "linked.md")); err != nil || l != "docs/target.md" {
 		t.Errorf("the unchanged link: %q %v", l, err)
 	}
+}
+
+// The imports of any text, which a session writes, resolve to nothing
+// outside the workspace.
+func FuzzImports(f *testing.F) {
+	f.Add([]byte("See @docs/a.md and `@b.md`\n```\n@c.md\n```\n@/home/dev/hobbs/workspace/../x @~/y @../../z"), "sub/CLAUDE.md")
+	f.Fuzz(func(t *testing.T, text []byte, from string) {
+		for _, imp := range imports(text) {
+			if imp == "" || strings.ContainsAny(imp, " \t\n`") {
+				t.Fatalf("import %q", imp)
+			}
+			rel, ok := importPath(path.Clean(from), imp)
+			if ok && (rel == "" || rel == "." || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") || path.Clean(rel) != rel) {
+				t.Fatalf("%q imported from %q resolves to %q", imp, from, rel)
+			}
+		}
+	})
 }
