@@ -105,27 +105,38 @@ func (s *Session) removeLayerVolumes(ctx context.Context) error {
 // discardLayers removes the session's layers, their work directories back
 // to the pool.
 func (s *Session) discardLayers() {
-	root := s.Instance.FS()
+	ls := make([]*layer.Layer, 0, len(s.plan.Layers))
 	for _, lm := range s.plan.Layers {
-		l := s.layerOf(lm)
-		if lm.Mode == layer.Overlay {
+		ls = append(ls, s.layerOf(lm))
+	}
+	s.discardLayersOf(s.Name, ls)
+}
+
+// discardLayersOf removes the layers ls of session name and its layer
+// directory: overlay work directories go to the pool (the user cannot
+// remove what overlayfs left in them), snapshots to theirs while it has
+// room.
+func (s *Session) discardLayersOf(name string, ls []*layer.Layer) {
+	root := s.Instance.FS()
+	for _, l := range ls {
+		if l.Mode == layer.Overlay {
 			if root.MkdirAll(layerWorkPool, 0o700) == nil {
-				_ = root.Rename(l.Work, path.Join(layerWorkPool, s.Name+"-"+path.Base(lm.Dir)))
+				_ = root.Rename(l.Work, path.Join(layerWorkPool, name+"-"+path.Base(l.Dir)))
 			}
 		}
-		pool := path.Join(layerLowerPool, path.Base(lm.Dir))
+		pool := path.Join(layerLowerPool, path.Base(l.Dir))
 		if ents, err := root.ReadDir(pool); err == nil && len(ents) < lowerPoolSize || errors.Is(err, fs.ErrNotExist) {
 			if root.MkdirAll(pool, 0o700) == nil {
-				_ = l.Recycle(path.Join(pool, s.Name))
+				_ = l.Recycle(path.Join(pool, name))
 			}
 		}
 		if err := l.Discard(); err != nil {
 			s.Progress("warning: the session's layer %s was not removed: %v", l.Dir, err)
 		}
 	}
-	_ = root.RemoveAll(s.wsLayerDir())
-	_ = root.RemoveAll(s.scopeLayerDir())
-	_ = root.Remove(path.Join(plan.LayersDir, s.Name))
+	// What is left: the workspace's instruction files and the user
+	// scope as the session started (wsinstr.go, userscope.go).
+	_ = root.RemoveAll(path.Join(plan.LayersDir, name))
 }
 
 // endLayers merges or holds the session's layers and records its end.
@@ -150,7 +161,7 @@ func (s *Session) endLayers() {
 		engine.Tracef("layers: merge")
 		defer engine.Tracef("layers: merged")
 		for _, lm := range s.plan.Layers {
-			k, h, p := s.mergeLayer(s.layerOf(lm), tainted, stamp)
+			k, h, p := s.mergeLayer(s.layerOf(lm), tainted, stamp, s.layersMade)
 			kept, hold, problems = append(kept, k...), append(hold, h...), append(problems, p...)
 		}
 		if tainted {
@@ -201,10 +212,10 @@ func (s *Session) endLayers() {
 }
 
 // mergeLayer merges one layer (untainted) or hands all its changes back to
-// hold (tainted). What host tools act on (instance.HostTrusted), entries
+// hold (tainted); made is when its snapshot was complete (baseOf). What host tools act on (instance.HostTrusted), entries
 // that are not regular files and the memory's own bookkeeping (its index
 // and locks) are never taken.
-func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
+func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made time.Time) (kept []string, hold []provenance.LayerChange, problems []string) {
 	changes, err := l.Changes()
 	if err != nil {
 		return nil, nil, []string{fmt.Sprintf("the session's changes to %s could not be read: %v (left in %s)", l.Share, err, l.Dir)}
@@ -257,9 +268,9 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept [
 	}
 	var outs []layer.Outcome
 	if l.Share == "memory" {
-		outs, err = memory.MergeLayer(root, l.Share, s.baseOf(l), l.Theirs(take), paths, stamp)
+		outs, err = memory.MergeLayer(root, l.Share, baseOf(l, made), l.Theirs(take), paths, stamp)
 	} else {
-		outs = layer.Trees(paths, s.baseOf(l), ours, l.Theirs(take), nil)
+		outs = layer.Trees(paths, baseOf(l, made), ours, l.Theirs(take), nil)
 		err = layer.Apply(root, l.Share, outs)
 	}
 	if err != nil {
@@ -285,13 +296,13 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept [
 }
 
 // baseOf is what the layer started from: its snapshot, but for a file
-// rewritten in place since it was taken (layer.BaseSince), which merges
-// as a conflict.
-func (s *Session) baseOf(l *layer.Layer) layer.Tree {
-	if s.layersMade.IsZero() {
+// rewritten in place since it was taken at made (layer.BaseSince), which
+// merges as a conflict; made zero (not known): the snapshot.
+func baseOf(l *layer.Layer, made time.Time) layer.Tree {
+	if made.IsZero() {
 		return l.Base()
 	}
-	return l.BaseSince(s.layersMade)
+	return l.BaseSince(made)
 }
 
 // accessOnly reports whether the layer changed the memory file p in its
@@ -319,4 +330,93 @@ func leftOut(share string, c layer.Change) string {
 		}
 	}
 	return ""
+}
+
+// Layers a session left (its launcher was killed, or died, before the
+// session's end; or its end could neither merge nor hold them): nothing of
+// them took effect, and nothing of them may be lost. The next session's
+// start (reapLeftovers) finds them in layers/, removes what the engine
+// still holds of their session (its agent, if it outlived the launcher,
+// and the overlay volumes), then holds each change set whole for review —
+// what the session read is not known, so it counts as tainted — tells the
+// owner, and removes the layer.
+
+// leftWhy is how the owner is told why a left layer's changes wait.
+const leftWhy = "(its launcher died)"
+
+// holdLeftLayers holds and removes the layers sessions of this instance
+// left, those of a session that is live aside: noted with a running
+// launcher (records.go), or open in the provenance record with one.
+func (s *Session) holdLeftLayers(ctx context.Context) {
+	if s.Provenance == nil {
+		return // nowhere to hold them: they stay
+	}
+	root := s.Instance.FS()
+	ents, err := root.ReadDir(plan.LayersDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if !e.IsDir() || strings.HasPrefix(n, ".") || n == s.Name || noteAlive(s.Instance, n) {
+			continue
+		}
+		if live, err := s.Provenance.Live(n, OwnerAlive); err != nil || live {
+			continue
+		}
+		// Its agent may have outlived its launcher: gone before its
+		// layer is read, so nothing writes to it meanwhile.
+		if err := removeSession(ctx, s.Engine, n); err != nil {
+			s.Progress("warning: the layer session %s left was not held: its containers could not be removed: %v", n, err)
+			continue
+		}
+		s.holdLeft(n)
+	}
+}
+
+// holdLeft holds the layers session name left, whole, and removes them.
+func (s *Session) holdLeft(name string) {
+	ls := s.leftLayersOf(name)
+	merge := func(_ bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
+		for _, l := range ls {
+			k, h, p := s.mergeLayer(l, true, stamp, time.Time{})
+			kept, hold, problems = append(kept, k...), append(hold, h...), append(problems, p...)
+		}
+		return kept, hold, problems
+	}
+	r, err := s.Provenance.HoldLeft(name, OwnerAlive, merge)
+	if err != nil {
+		s.Progress("warning: the changes session %s left were not held: %v (they stay in %s)", name, err, path.Join(plan.LayersDir, name))
+		return
+	}
+	s.discardLayersOf(name, ls)
+	for _, p := range r.Problems {
+		s.Progress("warning: %s", p)
+	}
+	if len(r.Held) > 0 {
+		s.Progress("%s", word(s.Words, ChangesHeld, "session", name, "why", leftWhy, "held", strconv.Itoa(len(r.Held))))
+	}
+}
+
+// leftLayersOf are the layers in session name's layer directory, each
+// share's by its directory's name (plan.LayerDir), overlay where it has a
+// work directory (layer.Create makes one for overlay alone).
+func (s *Session) leftLayersOf(name string) []*layer.Layer {
+	root := s.Instance.FS()
+	var out []*layer.Layer
+	for _, sh := range instance.AgentShares() {
+		if !sh.Dir {
+			continue
+		}
+		dir := plan.LayerDir(name, sh.Rel)
+		if fi, err := root.Lstat(path.Join(dir, "upper")); err != nil || !fi.IsDir() {
+			continue
+		}
+		l := &layer.Layer{Root: root, Share: sh.Rel, Dir: dir, Work: path.Join(dir, "work"), Mode: layer.Copy}
+		if fi, err := root.Lstat(l.Work); err == nil && fi.IsDir() {
+			l.Mode = layer.Overlay
+		}
+		out = append(out, l)
+	}
+	return out
 }

@@ -73,15 +73,20 @@ func otherRecords(in instance.Instance, self string) (others bool, dead []string
 	return others, dead
 }
 
+// noteAlive reports whether session name of in is noted with a launcher
+// that still runs.
+func noteAlive(in instance.Instance, name string) bool {
+	b, err := os.ReadFile(filepath.Join(recordDir(in), name))
+	return err == nil && OwnerAlive(strings.TrimSpace(string(b)))
+}
+
 // forgetDead removes the notes of sessions whose launcher is gone (after
 // their leftovers were removed); notes of running launchers stay.
 func forgetDead(in instance.Instance, names []string) {
 	for _, n := range names {
-		b, err := os.ReadFile(filepath.Join(recordDir(in), n))
-		if err == nil && OwnerAlive(strings.TrimSpace(string(b))) {
-			continue
+		if !noteAlive(in, n) {
+			unrecord(in, n)
 		}
-		unrecord(in, n)
 	}
 }
 

@@ -290,6 +290,8 @@ func (s *Session) reapLeftovers(ctx context.Context) <-chan struct{} {
 	reaped := make(chan struct{})
 	go func() {
 		defer close(reaped)
+		// Then the layers crashed sessions left (layers.go).
+		defer s.holdLeftLayers(ctx)
 		others, dead := otherRecords(s.Instance, s.Name)
 		if !others {
 			return

@@ -84,51 +84,91 @@ func (s *Store) EndLayerScope(name string, reads Reads, trusted func(host string
 		}
 		taint(ses, reads, trusted)
 		resumed(st, ses, scope)
-		kept, hold, problems := merge(ses.Tainted, record([]Session{*ses}))
-		if ses.Tainted {
-			if st.Transcripts == nil {
-				st.Transcripts = map[string]string{}
-			}
-			for _, t := range scope.Wrote {
-				if _, ok := st.Transcripts[t]; !ok {
-					st.Transcripts[t] = ses.Name
-				}
-			}
-		}
-		res.Problems = problems
-		ses.Ended = s.now()
-		delete(st.Open, name)
-		live := []Session{*ses}
-		// What the merge put in effect is not written into the baseline
-		// here (a rewrite of every file's entry at each end): the next
-		// start with no session open reads it as it reads your own edits,
-		// and an approval checks the file in effect itself (unchangedSince).
-		res.Kept = len(kept)
-		for _, c := range hold {
-			it, err := s.holdLayer(st, c, live)
-			if err != nil {
-				res.Problems = append(res.Problems, err.Error())
-				continue
-			}
-			st.Items = append(st.Items, it)
-			res.Held = append(res.Held, it)
-		}
-		res.Session = *ses
-		for _, it := range st.Items {
-			if it.Status == Waiting {
-				res.Waiting++
-			}
-		}
-		outcome := "ok"
-		if ses.Tainted {
-			outcome = "tainted"
-		}
-		s.Audit.Record(audit.Entry{Event: "provenance.session", Subject: ses.Name, Outcome: outcome,
-			Detail: map[string]any{"origin": ses.Origin.String(), "why": ses.Why, "read": ses.Read, "kept": res.Kept,
-				"held": len(res.Held), "problems": res.Problems, "layered": true}}, nil)
-		return s.Root.Append(s.rel("sessions.jsonl"), mustLine(ses), 0o600)
+		var err error
+		res, err = s.endLayer(st, ses, scope, merge)
+		return err
 	})
 	return res, err
+}
+
+// LeftWhy is why a layer a session left when its launcher died is held
+// whole: what the session read is not known.
+const LeftWhy = "its launcher stopped before it recorded the session's end"
+
+// HoldLeft holds whole the layers session name left when its launcher
+// died (merge is called tainted: it hands every change back to hold).
+// What the session read is not known, so it counts as tainted whatever
+// its record says. Its record is ended here; one that an earlier start
+// already ended (Begin ends the records of dead launchers' sessions) is
+// made anew, to name the session in what is held. A record still open
+// whose launcher is alive (alive) is an error: that session is not dead.
+func (s *Store) HoldLeft(name string, alive func(owner string) bool, merge LayerMerge) (Result, error) {
+	var res Result
+	err := s.lockedFrom(nil, false, func(st *state) error {
+		ses := st.Open[name]
+		switch {
+		case ses == nil:
+			ses = &Session{Name: name, Layered: true, Started: s.now()}
+			st.Open[name] = ses
+		case alive != nil && ses.Owner != "" && alive(ses.Owner):
+			return errs.Failf("provenance: session %s is live", name)
+		}
+		ses.Tainted = true
+		ses.Why = appendOnce(ses.Why, LeftWhy)
+		var err error
+		res, err = s.endLayer(st, ses, ScopeEnd{}, merge)
+		return err
+	})
+	return res, err
+}
+
+// endLayer has merge merge (untainted) or hand back (tainted) the layers
+// of ses, holds what it hands back and ends ses's record.
+func (s *Store) endLayer(st *state, ses *Session, scope ScopeEnd, merge LayerMerge) (Result, error) {
+	var res Result
+	kept, hold, problems := merge(ses.Tainted, record([]Session{*ses}))
+	if ses.Tainted {
+		if st.Transcripts == nil {
+			st.Transcripts = map[string]string{}
+		}
+		for _, t := range scope.Wrote {
+			if _, ok := st.Transcripts[t]; !ok {
+				st.Transcripts[t] = ses.Name
+			}
+		}
+	}
+	res.Problems = problems
+	ses.Ended = s.now()
+	delete(st.Open, ses.Name)
+	live := []Session{*ses}
+	// What the merge put in effect is not written into the baseline
+	// here (a rewrite of every file's entry at each end): the next
+	// start with no session open reads it as it reads your own edits,
+	// and an approval checks the file in effect itself (unchangedSince).
+	res.Kept = len(kept)
+	for _, c := range hold {
+		it, err := s.holdLayer(st, c, live)
+		if err != nil {
+			res.Problems = append(res.Problems, err.Error())
+			continue
+		}
+		st.Items = append(st.Items, it)
+		res.Held = append(res.Held, it)
+	}
+	res.Session = *ses
+	for _, it := range st.Items {
+		if it.Status == Waiting {
+			res.Waiting++
+		}
+	}
+	outcome := "ok"
+	if ses.Tainted {
+		outcome = "tainted"
+	}
+	s.Audit.Record(audit.Entry{Event: "provenance.session", Subject: ses.Name, Outcome: outcome,
+		Detail: map[string]any{"origin": ses.Origin.String(), "why": ses.Why, "read": ses.Read, "kept": res.Kept,
+			"held": len(res.Held), "problems": res.Problems, "layered": true}}, nil)
+	return res, s.Root.Append(s.rel("sessions.jsonl"), mustLine(ses), 0o600)
 }
 
 // holdLayer holds one change of a layer through hold: the session's file
@@ -231,4 +271,16 @@ func (s *Store) writeWorkspace(it *Item, text []byte) error {
 		return err
 	}
 	return ws.Write(it.Path, text, 0o644)
+}
+
+// Live reports whether session name's record is open with a launcher that
+// alive says runs.
+func (s *Store) Live(name string, alive func(owner string) bool) (bool, error) {
+	var live bool
+	err := s.lockedFrom(nil, false, func(st *state) error {
+		o := st.Open[name]
+		live = o != nil && o.Owner != "" && alive(o.Owner)
+		return nil
+	})
+	return live, err
 }
