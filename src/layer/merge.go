@@ -4,10 +4,13 @@ import (
 	"bytes"
 )
 
-// Version is one side's content of a path: Exists false is no file.
+// Version is one side's content of a path: Exists false is no file; Exec:
+// its owner may run it (a script), the one part of a file's mode a merge
+// keeps (never setuid, setgid or sticky).
 type Version struct {
 	Data   []byte
 	Exists bool
+	Exec   bool
 }
 
 // Absent is the version of a path that has no file.
@@ -16,11 +19,15 @@ var Absent = Version{}
 // Of is the version holding b.
 func Of(b []byte) Version { return Version{Data: b, Exists: true} }
 
-// Equal reports whether v and w are the same version (both absent, or the
-// same bytes).
+// Equal reports whether v and w have the same content (both absent, or
+// the same bytes), whatever their execute bits.
 func (v Version) Equal(w Version) bool {
 	return v.Exists == w.Exists && bytes.Equal(v.Data, w.Data)
 }
+
+// Same reports whether v and w are the same version: the same content and
+// execute bit.
+func (v Version) Same(w Version) bool { return v.Equal(w) && v.Exec == w.Exec }
 
 // Merger merges one path's three versions: base (what the layer started
 // from), ours (what is in effect now) and theirs (what the layer holds). It
@@ -31,19 +38,26 @@ type Merger func(base, ours, theirs Version) (merged Version, ok bool)
 
 // Merge3 decides one path three-way: a side that did not change from base
 // yields to the other, the same change on both sides is taken once, and
-// anything else is by's to merge (Lines when by is nil). It returns the
-// version to put in effect and whether it conflicts.
+// anything else is by's to merge (Lines when by is nil), the execute bit
+// three-way (the side that changed it wins). It returns the version to put
+// in effect and whether it conflicts.
 func Merge3(base, ours, theirs Version, by Merger) (merged Version, ok bool) {
 	switch {
-	case theirs.Equal(base), theirs.Equal(ours):
+	case theirs.Same(base), theirs.Same(ours):
 		return ours, true
-	case ours.Equal(base):
+	case ours.Same(base):
 		return theirs, true
 	}
 	if by == nil {
 		by = Text
 	}
-	return by(base, ours, theirs)
+	merged, ok = by(base, ours, theirs)
+	exec := ours.Exec
+	if theirs.Exec != base.Exec {
+		exec = theirs.Exec
+	}
+	merged.Exec = merged.Exists && exec
+	return merged, ok
 }
 
 // Text is the Merger of plain text files: a removal on one side and a

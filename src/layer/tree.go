@@ -2,6 +2,7 @@ package layer
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"path"
 	"sort"
@@ -28,19 +29,32 @@ type DirTree struct {
 	Dir  string
 }
 
-// Get reads path below the tree's directory.
+// Get reads path below the tree's directory, with whether its owner may
+// run it.
 func (t DirTree) Get(p string) (Version, error) {
-	b, err := t.Root.ReadFile(path.Join(t.Dir, p), MaxFile)
+	f, err := t.Root.Open(path.Join(t.Dir, p))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Absent, nil
 	}
 	if err != nil {
 		return Absent, err
 	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Absent, err
+	}
+	if fi.Size() > MaxFile {
+		return Absent, errTooLarge(p)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return Absent, err
+	}
 	if len(b) > MaxFile {
 		return Absent, errTooLarge(p)
 	}
-	return Of(b), nil
+	return Version{Data: b, Exists: true, Exec: fi.Mode().Perm()&0o100 != 0}, nil
 }
 
 type errTooLarge string
@@ -93,7 +107,7 @@ func Trees(paths []string, base, ours, theirs Tree, by func(path string) Merger)
 		res, ok := Merge3(o.Base, o.Ours, o.Theirs, m)
 		o.Conflict = !ok
 		if ok {
-			o.Result, o.Changed = res, !res.Equal(o.Ours)
+			o.Result, o.Changed = res, !res.Same(o.Ours)
 		}
 		out = append(out, o)
 	}
@@ -106,8 +120,9 @@ func Trees(paths []string, base, ours, theirs Tree, by func(path string) Merger)
 const applyWorkers = 8
 
 // Apply puts each outcome that merged and changed in effect below dir
-// (relative to root): Result written atomically, or the file removed (and
-// the directories that leaves empty). Conflicts are left as they are.
+// (relative to root): Result written atomically (0755 when its owner may
+// run it, else 0644), or the file removed (and the directories that leaves
+// empty). Conflicts are left as they are.
 func Apply(root safefile.Root, dir string, outs []Outcome) error {
 	var (
 		mu   sync.Mutex
@@ -160,5 +175,14 @@ func apply1(root safefile.Root, dir string, o Outcome) error {
 	if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return root.Write(p, o.Result.Data, 0o644)
+	return root.Write(p, o.Result.Data, Perm(o.Result.Exec))
+}
+
+// Perm is the mode a merged or approved file is written with: 0755 when
+// its owner may run it, else 0644.
+func Perm(exec bool) fs.FileMode {
+	if exec {
+		return 0o755
+	}
+	return 0o644
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -185,6 +186,11 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 		}
 		sum := sha256.Sum256(b)
 		a.Hash = hex.EncodeToString(sum[:])
+		// Its mode, for hold to keep whether its owner may run it (a
+		// script): nothing in the layer changes once the session ended.
+		if fi, err := s.Root.Lstat(c.From); err == nil {
+			a.Mode = uint32(fi.Mode().Perm())
+		}
 	} else {
 		// A removal: nothing to keep; hold touches no file of a removal it
 		// did not have.
@@ -270,7 +276,7 @@ func (s *Store) writeWorkspace(it *Item, text []byte) error {
 	if err := ws.MkdirAll(filepath.Join(ws.Dir(), filepath.Dir(it.Path)), 0o755); err != nil {
 		return err
 	}
-	return ws.Write(it.Path, text, 0o644)
+	return ws.Write(it.Path, text, layer.Perm(it.Exec))
 }
 
 // Live reports whether session name's record is open with a launcher that
