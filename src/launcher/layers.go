@@ -148,6 +148,14 @@ func (s *Session) endLayers() {
 	var scopeAfter *userscope.Listing
 	var scope provenance.ScopeEnd
 	if s.userScoped() && s.scopeBefore != nil {
+		// How Claude Code was asked to start (a resume, a fork) and the
+		// conversations it could have resumed.
+		scope.Command = s.plan.Claude.Command
+		for _, p := range s.scopeBefore.Paths() {
+			if userscope.IsTranscript(p) {
+				scope.Transcripts = append(scope.Transcripts, p)
+			}
+		}
 		l, err := s.scopeResult()
 		if err != nil {
 			s.Progress("warning: the Claude Code user scope on volume %s could not be read at the session's end: %v", s.claudeVolume(), err)
