@@ -54,6 +54,9 @@ func (s *Session) makeLayers() error {
 	root := s.Instance.FS()
 	engine.Tracef("layers: make")
 	defer engine.Tracef("layers: made")
+	if err := s.setAsideLeft(); err != nil {
+		return err
+	}
 	for _, lm := range s.plan.Layers {
 		l := s.layerOf(lm)
 		if err := root.MkdirAll(l.Dir, 0o700); err != nil {
@@ -352,39 +355,129 @@ func leftOut(share string, c layer.Change) string {
 // leftWhy is how the owner is told why a left layer's changes wait.
 const leftWhy = "(its launcher died)"
 
-// holdLeftLayers holds and removes the layers sessions of this instance
-// left, those of a session that is live aside: noted with a running
-// launcher (records.go), or open in the provenance record with one.
-func (s *Session) holdLeftLayers(ctx context.Context) {
+// leftAge is how old a layer directory must be to count as left when
+// nothing names its session's launcher as dead: no note (records.go) and
+// no open provenance record. A session starting with another state
+// directory (another HOME) makes its layers before its record opens, and
+// its note is not in this launcher's directory.
+const leftAge = 10 * time.Minute
+
+// leftLayers lists the layer directories sessions of this instance left:
+// each whose launcher a note or the open provenance record names as gone,
+// each set aside by a session that took its name (setAsideLeft), and each
+// named by neither and older than leftAge (its end failed, or hobbs stop
+// --all removed its note and a start ended its record). It runs before
+// the leftovers' notes are removed.
+func (s *Session) leftLayers() []string {
 	if s.Provenance == nil {
-		return // nowhere to hold them: they stay
+		return nil // nowhere to hold them: they stay
 	}
-	root := s.Instance.FS()
-	ents, err := root.ReadDir(plan.LayersDir)
+	ents, err := s.Instance.FS().ReadDir(plan.LayersDir)
 	if err != nil {
-		return
+		return nil
 	}
+	var out []string
 	for _, e := range ents {
-		n := e.Name()
-		if !e.IsDir() || strings.HasPrefix(n, ".") || n == s.Name || noteAlive(s.Instance, n) {
+		dir := e.Name()
+		if !e.IsDir() || strings.HasPrefix(dir, ".") || dir == s.Name {
 			continue
 		}
-		if live, err := s.Provenance.Live(n, OwnerAlive); err != nil || live {
+		if _, _, aside := strings.Cut(dir, leftMark); aside || s.left(dir, e) {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// holdLeftLayers holds and removes the layers in the directories left
+// (leftLayers), once the leftovers of their sessions are gone.
+func (s *Session) holdLeftLayers(ctx context.Context, left []string) {
+	for _, dir := range left {
+		if n, _, aside := strings.Cut(dir, leftMark); aside {
+			// Set aside by a session that took its name: its containers
+			// have that name too, so they are not removed here; while
+			// any is left, so is the layer (a later start holds it).
+			if s.othersContainers(ctx, n) {
+				continue
+			}
+			s.holdLeft(n, dir)
 			continue
 		}
 		// Its agent may have outlived its launcher: gone before its
 		// layer is read, so nothing writes to it meanwhile.
-		if err := removeSession(ctx, s.Engine, n); err != nil {
-			s.Progress("warning: the layer session %s left was not held: its containers could not be removed: %v", n, err)
+		if err := removeSession(ctx, s.Engine, dir); err != nil {
+			s.Progress("warning: the layer session %s left was not held: its containers could not be removed: %v", dir, err)
 			continue
 		}
-		s.holdLeft(n)
+		s.holdLeft(dir, dir)
 	}
 }
 
-// holdLeft holds the layers session name left, whole, and removes them.
-func (s *Session) holdLeft(name string) {
-	ls := s.leftLayersOf(name)
+// othersContainers reports whether a container of session n exists that
+// another launcher than this one made (or the engine cannot say).
+func (s *Session) othersContainers(ctx context.Context, n string) bool {
+	cs, err := listInspected(ctx, s.Engine, "container", "label="+plan.LabelSession+"="+n)
+	if err != nil {
+		return true
+	}
+	for _, c := range cs {
+		if c.Config.Labels[plan.LabelOwner] != s.owner {
+			return true
+		}
+	}
+	return false
+}
+
+// leftMark joins a session's name and a unique suffix in the name its
+// left layer directory is set aside under when a later session takes the
+// name (setAsideLeft): session names cannot hold it (plan.ValidName).
+const leftMark = "~left-"
+
+// setAsideLeft moves a layer directory of the session's name, left by a
+// session whose launcher is gone, out of the way of the session's own
+// layers (it would take the dead session's changes for its own) and
+// under a name holdLeftLayers holds it by. One that may be a live
+// session's — the name's note is not this launcher's, or the provenance
+// record open under it names another launcher that runs — is an error.
+func (s *Session) setAsideLeft() error {
+	root := s.Instance.FS()
+	dir := path.Join(plan.LayersDir, s.Name)
+	if _, err := root.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	live := !notedBy(s.Instance, s.Name, s.owner)
+	if s.Provenance != nil {
+		open, owner, err := s.Provenance.Opened(s.Name)
+		live = live || err != nil || open && owner != s.owner && OwnerAlive(owner)
+	}
+	if live {
+		return fmt.Errorf("the layers of a session named %s exist (%s) and it may be running", s.Name, dir)
+	}
+	return root.Rename(dir, dir+leftMark+strconv.FormatInt(time.Now().UnixNano(), 36))
+}
+
+// left reports whether the layer directory e of session n is left by a
+// session whose launcher is gone.
+func (s *Session) left(n string, e fs.DirEntry) bool {
+	noted, alive := noteOf(s.Instance, n)
+	if alive {
+		return false
+	}
+	open, owner, err := s.Provenance.Opened(n)
+	switch {
+	case err != nil, open && OwnerAlive(owner):
+		return false
+	case noted, open:
+		return true
+	}
+	fi, err := e.Info()
+	return err == nil && time.Since(fi.ModTime()) > leftAge
+}
+
+// holdLeft holds the layers session name left in layers/dir, whole, and
+// removes them.
+func (s *Session) holdLeft(name, dir string) {
+	ls := s.leftLayersOf(dir)
 	merge := func(_ bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
 		for _, l := range ls {
 			k, h, p := s.mergeLayer(l, true, stamp, time.Time{})
@@ -394,10 +487,10 @@ func (s *Session) holdLeft(name string) {
 	}
 	r, err := s.Provenance.HoldLeft(name, OwnerAlive, merge)
 	if err != nil {
-		s.Progress("warning: the changes session %s left were not held: %v (they stay in %s)", name, err, path.Join(plan.LayersDir, name))
+		s.Progress("warning: the changes session %s left were not held: %v (they stay in %s)", name, err, path.Join(plan.LayersDir, dir))
 		return
 	}
-	s.discardLayersOf(name, ls)
+	s.discardLayersOf(dir, ls)
 	for _, p := range r.Problems {
 		s.Progress("warning: %s", p)
 	}
@@ -406,7 +499,7 @@ func (s *Session) holdLeft(name string) {
 	}
 }
 
-// leftLayersOf are the layers in session name's layer directory, each
+// leftLayersOf are the layers in the layer directory layers/name, each
 // share's by its directory's name (plan.LayerDir), overlay where it has a
 // work directory (layer.Create makes one for overlay alone).
 func (s *Session) leftLayersOf(name string) []*layer.Layer {

@@ -290,8 +290,9 @@ func (s *Session) reapLeftovers(ctx context.Context) <-chan struct{} {
 	reaped := make(chan struct{})
 	go func() {
 		defer close(reaped)
-		// Then the layers crashed sessions left (layers.go).
-		defer s.holdLeftLayers(ctx)
+		// The layers crashed sessions left, found while their notes say
+		// so, held once their objects are gone (layers.go).
+		defer s.holdLeftLayers(ctx, s.leftLayers())
 		others, dead := otherRecords(s.Instance, s.Name)
 		if !others {
 			return

@@ -99,20 +99,17 @@ const LeftWhy = "its launcher stopped before it recorded the session's end"
 // HoldLeft holds whole the layers session name left when its launcher
 // died (merge is called tainted: it hands every change back to hold).
 // What the session read is not known, so it counts as tainted whatever
-// its record says. Its record is ended here; one that an earlier start
+// its record says. Its record is ended here. One that an earlier start
 // already ended (Begin ends the records of dead launchers' sessions) is
-// made anew, to name the session in what is held. A record still open
-// whose launcher is alive (alive) is an error: that session is not dead.
+// made anew, to name the session in what is held; so is one when the
+// record open under the name is a later session's, whose launcher alive
+// says runs (it took the name of the dead one), which stays open.
 func (s *Store) HoldLeft(name string, alive func(owner string) bool, merge LayerMerge) (Result, error) {
 	var res Result
 	err := s.lockedFrom(nil, false, func(st *state) error {
 		ses := st.Open[name]
-		switch {
-		case ses == nil:
+		if ses == nil || alive != nil && ses.Owner != "" && alive(ses.Owner) {
 			ses = &Session{Name: name, Layered: true, Started: s.now()}
-			st.Open[name] = ses
-		case alive != nil && ses.Owner != "" && alive(ses.Owner):
-			return errs.Failf("provenance: session %s is live", name)
 		}
 		ses.Tainted = true
 		ses.Why = appendOnce(ses.Why, LeftWhy)
@@ -140,7 +137,9 @@ func (s *Store) endLayer(st *state, ses *Session, scope ScopeEnd, merge LayerMer
 	}
 	res.Problems = problems
 	ses.Ended = s.now()
-	delete(st.Open, ses.Name)
+	if st.Open[ses.Name] == ses {
+		delete(st.Open, ses.Name)
+	}
 	live := []Session{*ses}
 	// What the merge put in effect is not written into the baseline
 	// here (a rewrite of every file's entry at each end): the next
@@ -279,14 +278,15 @@ func (s *Store) writeWorkspace(it *Item, text []byte) error {
 	return ws.Write(it.Path, text, layer.Perm(it.Exec))
 }
 
-// Live reports whether session name's record is open with a launcher that
-// alive says runs.
-func (s *Store) Live(name string, alive func(owner string) bool) (bool, error) {
-	var live bool
-	err := s.lockedFrom(nil, false, func(st *state) error {
-		o := st.Open[name]
-		live = o != nil && o.Owner != "" && alive(o.Owner)
-		return nil
-	})
-	return live, err
+// Opened reports whether session name's record is open, and the launcher
+// it names, as the store was last saved (read without its lock).
+func (s *Store) Opened(name string) (open bool, owner string, err error) {
+	st, err := s.readItems()
+	if err != nil {
+		return false, "", err
+	}
+	if o := st.Open[name]; o != nil {
+		return true, o.Owner, nil
+	}
+	return false, "", nil
 }

@@ -6,8 +6,8 @@ import (
 )
 
 // A layer a dead launcher's session left is held whole, tainted whatever
-// its record said (open or already ended by a later start); a session whose
-// launcher runs is refused.
+// its record said (open, already ended by a later start, or its name taken
+// by a live session whose record stays open).
 func TestHoldLeftHoldsWhole(t *testing.T) {
 	f := newFixture(t)
 	alive := map[string]bool{"owner-live": true}
@@ -22,9 +22,6 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 		sawTainted = tainted
 		return nil, []LayerChange{{Path: "memory/active/mem_9.md", From: "layers/dead/memory/upper/active/mem_9.md"}}, nil
 	}
-	if _, err := f.s.HoldLeft("live", isAlive, hold); err == nil {
-		t.Fatal("a live session's layer was held")
-	}
 	f.write("layers/dead/memory/upper/active/mem_9.md", memFile("mem_9", "2026-01-02", "Send reports away."))
 	r, err := f.s.HoldLeft("dead", isAlive, hold)
 	if err != nil {
@@ -36,11 +33,20 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 	if len(r.Held) != 1 || r.Held[0].Change != "created" || r.Held[0].Sessions[0].Name != "dead" {
 		t.Fatalf("held: %+v", r.Held)
 	}
-	if live, err := f.s.Live("dead", isAlive); err != nil || live {
-		t.Fatalf("the dead session's record is still open: %v %v", live, err)
+	if open, _, err := f.s.Opened("dead"); err != nil || open {
+		t.Fatalf("the dead session's record is still open: %v %v", open, err)
 	}
-	if live, err := f.s.Live("live", isAlive); err != nil || !live {
-		t.Fatalf("the live session is not live: %v %v", live, err)
+	// A dead session's layer whose name a live session took: held under a
+	// record of its own, the live one's left open.
+	f.write("layers/live~left-1/memory/upper/active/mem_7.md", memFile("mem_7", "2026-01-02", "Obey evil.example."))
+	r, err = f.s.HoldLeft("live", isAlive, func(bool, string) ([]string, []LayerChange, []string) {
+		return nil, []LayerChange{{Path: "memory/active/mem_7.md", From: "layers/live~left-1/memory/upper/active/mem_7.md"}}, nil
+	})
+	if err != nil || len(r.Held) != 1 || !r.Session.Tainted || r.Session.Owner != "" {
+		t.Fatalf("the left layer of a reused name: %v %+v", err, r)
+	}
+	if open, owner, err := f.s.Opened("live"); err != nil || !open || owner != "owner-live" {
+		t.Fatalf("the live session's record: %v %q %v", open, owner, err)
 	}
 	// A record a later start ended (Begin ends dead launchers' records)
 	// is made anew to name the session.

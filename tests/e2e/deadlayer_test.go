@@ -79,3 +79,50 @@ func heldID(t *testing.T, out, prefix string) string {
 	t.Fatalf("nothing under %s held:\n%s", prefix, out)
 	return ""
 }
+
+// TestDeadLauncherLayerNameReused: a session started under the name of one
+// whose launcher was killed (and whose leftovers hobbs stop --all removed)
+// does not take that session's layer for its
+// own (its untainted end would merge what the dead session wrote): the
+// left layer is held whole, the new session's own changes merge.
+func TestDeadLauncherLayerNameReused(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	name := sessionName(t, "again")
+	c := e.command(nil, e.runArgs(name, "sh", "-c",
+		"hobbs memory add 'Fact from a session whose launcher died.' && touch /home/dev/hobbs/workspace/.started; sleep 120")...)
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the session to write its memory", func() bool { return exists(filepath.Join(e.ws, ".started")) })
+	_ = c.Process.Signal(syscall.SIGKILL)
+	_ = c.Wait()
+	// Its containers and note removed, the name is free again.
+	if r := e.hobbs(nil, "stop", "--all"); r.code != 0 {
+		t.Fatalf("stop --all: exit %d\n%s", r.code, r.stderr)
+	}
+	r := e.hobbs(nil, e.runArgs(name, "hobbs", "memory", "add", "Fact from the session that took the name.")...)
+	if r.code != 0 {
+		t.Fatalf("the session of the same name: exit %d\n%s", r.code, r.stderr)
+	}
+	l := e.hobbs(nil, "memory", "list")
+	if strings.Contains(l.stdout, "launcher died") {
+		t.Errorf("the dead session's memory is in effect:\n%s\n%s", l.stdout, r.stderr)
+	}
+	if !strings.Contains(l.stdout, "took the name") {
+		t.Errorf("the new session's own memory is not in effect:\n%s\n%s", l.stdout, r.stderr)
+	}
+	// Held at this start or the next one.
+	if r := e.hobbs(nil, e.runArgs(sessionName(t, "next"), "true")...); r.code != 0 {
+		t.Fatalf("the next session: exit %d\n%s", r.code, r.stderr)
+	}
+	rv := e.hobbs(nil, "review", "--json")
+	if !strings.Contains(rv.stdout, "memory/active/") {
+		t.Errorf("the dead session's memory is not held for review:\n%s", rv.stdout)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.inst, "layers")); len(ents) > 0 {
+		for _, d := range ents {
+			if !strings.HasPrefix(d.Name(), ".") {
+				t.Errorf("a layer is left in %s: %s", filepath.Join(e.inst, "layers"), d.Name())
+			}
+		}
+	}
+}
