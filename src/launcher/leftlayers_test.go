@@ -19,10 +19,7 @@ import (
 // nor a young one nothing names (a session starting with another state
 // directory).
 func TestLeftLayersNeedEvidence(t *testing.T) {
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	xdg.Reload()
-	t.Cleanup(xdg.Reload)
-	s := testSession(t)
+	s := leftSession(t)
 	root := s.Instance.FS()
 	s.Provenance = provenance.New(root, nil)
 	host, _ := os.Hostname()
@@ -59,10 +56,7 @@ func TestLeftLayersNeedEvidence(t *testing.T) {
 // A layer directory of the session's own name, left by a dead session, is
 // set aside, not taken; one a live launcher may own is an error.
 func TestSetAsideLeft(t *testing.T) {
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	xdg.Reload()
-	t.Cleanup(xdg.Reload)
-	s := testSession(t)
+	s := leftSession(t)
 	root := s.Instance.FS()
 	if err := root.MkdirAll("layers/"+s.Name+"/memory/upper/active", 0o700); err != nil {
 		t.Fatal(err)
@@ -84,4 +78,13 @@ func TestSetAsideLeft(t *testing.T) {
 	if len(ents) != 1 || !strings.HasPrefix(ents[0].Name(), s.Name+leftMark) {
 		t.Fatalf("layers: %v", ents)
 	}
+}
+
+// leftSession is a test session whose notes go to a state directory of
+// its own.
+func leftSession(t *testing.T) *Session {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	xdg.Reload()
+	t.Cleanup(xdg.Reload)
+	return testSession(t)
 }

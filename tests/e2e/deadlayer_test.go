@@ -18,13 +18,7 @@ import (
 func TestDeadLauncherLayerHeld(t *testing.T) {
 	e := newEnv(t)
 	e.removeVolume(t)
-	name := sessionName(t, "dead")
-	c := e.command(nil, e.runArgs(name, "sh", "-c",
-		"hobbs memory add 'Fact from a session whose launcher died.' && touch /home/dev/hobbs/workspace/.started; sleep 120")...)
-	e.start(t, c)
-	waitFor(t, 60*time.Second, "the session to write its memory", func() bool { return exists(filepath.Join(e.ws, ".started")) })
-	_ = c.Process.Signal(syscall.SIGKILL)
-	_ = c.Wait()
+	name := killedAfterMemory(t, e, "dead")
 	left := filepath.Join(e.inst, "layers", name)
 	if !exists(left) {
 		t.Fatalf("the killed session left no layer in %s", left)
@@ -88,13 +82,7 @@ func heldID(t *testing.T, out, prefix string) string {
 func TestDeadLauncherLayerNameReused(t *testing.T) {
 	e := newEnv(t)
 	e.removeVolume(t)
-	name := sessionName(t, "again")
-	c := e.command(nil, e.runArgs(name, "sh", "-c",
-		"hobbs memory add 'Fact from a session whose launcher died.' && touch /home/dev/hobbs/workspace/.started; sleep 120")...)
-	e.start(t, c)
-	waitFor(t, 60*time.Second, "the session to write its memory", func() bool { return exists(filepath.Join(e.ws, ".started")) })
-	_ = c.Process.Signal(syscall.SIGKILL)
-	_ = c.Wait()
+	name := killedAfterMemory(t, e, "again")
 	// Its containers and note removed, the name is free again.
 	if r := e.hobbs(nil, "stop", "--all"); r.code != 0 {
 		t.Fatalf("stop --all: exit %d\n%s", r.code, r.stderr)
@@ -125,4 +113,18 @@ func TestDeadLauncherLayerNameReused(t *testing.T) {
 			}
 		}
 	}
+}
+
+// killedAfterMemory starts a session (tag) whose agent adds a memory, kills
+// its launcher (SIGKILL) once it has, and returns the session's name.
+func killedAfterMemory(t *testing.T, e *env, tag string) string {
+	t.Helper()
+	name := sessionName(t, tag)
+	c := e.command(nil, e.runArgs(name, "sh", "-c",
+		"hobbs memory add 'Fact from a session whose launcher died.' && touch /home/dev/hobbs/workspace/.started; sleep 120")...)
+	e.start(t, c)
+	waitFor(t, 60*time.Second, "the session to write its memory", func() bool { return exists(filepath.Join(e.ws, ".started")) })
+	_ = c.Process.Signal(syscall.SIGKILL)
+	_ = c.Wait()
+	return name
 }
