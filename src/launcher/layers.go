@@ -406,7 +406,9 @@ func (s *Session) holdLeftLayers(ctx context.Context, left []string) {
 		// Its agent may have outlived its launcher: gone before its
 		// layer is read, so nothing writes to it meanwhile.
 		if err := removeSession(ctx, s.Engine, dir); err != nil {
-			s.Progress("warning: the layer session %s left was not held: its containers could not be removed: %v", dir, err)
+			if engine.Unreachable(err) == nil { // else the session's own calls say so
+				s.Progress("warning: the layer session %s left was not held: its containers could not be removed: %v", dir, err)
+			}
 			continue
 		}
 		s.holdLeft(dir, dir)
