@@ -45,16 +45,12 @@ func (s *Session) cleanup() error {
 	} else if s.has("proxy") {
 		proxy = spawn(func() error { return s.stopProxy(ctx) })
 	}
-	// The proxy can be removed once it has exited: the engine's die event
-	// comes before `docker stop` returns.
-	stopped := s.proxyStopped(proxy)
-	// Once the engine has removed the agent, the shares are neutralised
-	// and read for the provenance record's end while the proxy and the
-	// rest are removed. Not sooner: the reading would slow the stop's
-	// engine calls, whose end the session's end waits for anyway.
+	// Once the engine has removed the agent, the state volume is read
+	// (endScope) and the layers' volumes removed while the proxy stops:
+	// the session's end waits for both.
 	layers := none
-	if agent.wait() == nil {
-		s.afterAgent()
+	gone := agent.wait() == nil
+	if gone {
 		s.endScope(ctx, true)
 		if s.layered() && s.has("agent") {
 			layers = spawn(func() error { return s.removeLayerVolumes(ctx) })
@@ -62,6 +58,19 @@ func (s *Session) cleanup() error {
 	}
 	s.endScope(ctx, false) // the agent is not gone: only the helper goes
 	defer layers.wait()    // the layers are merged once their volumes are gone
+	// The proxy can be removed once it has exited: the engine's die event
+	// comes before `docker stop` returns.
+	stopped := s.proxyStopped(proxy)
+	// Then the shares are neutralised and read for the provenance record's
+	// end while the proxy and the rest are removed. Not sooner: the reading
+	// would slow the stop's engine calls, whose end the session's end waits
+	// for anyway.
+	if gone {
+		s.afterAgent()
+		if stopped == nil {
+			s.startSharesEnd(layers)
+		}
+	}
 	if err := errors.Join(agent.wait(), stopped); err != nil {
 		return err // the network and the volume are still in use
 	}

@@ -136,6 +136,7 @@ func (s *Session) endLayers() {
 	defer cancel()
 	var scopeAfter *userscope.Listing
 	var scope provenance.ScopeEnd
+	defer func() { s.settleScope(scopeAfter) }()
 	if s.userScoped() && s.scopeBefore != nil {
 		l, err := s.scopeResult()
 		if err != nil {
