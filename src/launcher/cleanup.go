@@ -25,8 +25,9 @@ func (s *Session) rmContainer(ctx context.Context, name string) error {
 // gone and the proxy stopped, the proxy is removed and, at the same time,
 // the egress network (Docker removes a network that only stopped containers
 // are attached to; an engine that refuses, podman, is asked again once the
-// proxy is gone); the socket volume goes once both containers have.
-func (s *Session) cleanup() error {
+// proxy is gone); the socket volume goes once both containers have. A
+// headless run's seed container goes meanwhile, unless it went once read.
+func (s *Session) cleanup() (cerr error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	defer func() {
@@ -36,6 +37,13 @@ func (s *Session) cleanup() error {
 		}
 	}()
 	none := spawn(func() error { return nil })
+	seed := none
+	if s.plan.Seed != nil && s.has("seed") {
+		if seed = s.seedGone; seed == nil {
+			seed = spawn(func() error { return s.rmContainer(ctx, s.plan.Seed.Name) })
+		}
+	}
+	defer func() { cerr = errors.Join(cerr, seed.wait()) }()
 	agent, proxy := none, none
 	if s.has("agent") && !s.agentRemoved() {
 		agent = spawn(func() error { return s.removeAgent(ctx) })

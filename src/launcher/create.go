@@ -88,6 +88,12 @@ func (s *Session) createContainers(ctx context.Context, egress *future, reaped <
 			return s.scopeHelper.wait()
 		},
 		func() error {
+			if s.plan.Seed == nil {
+				return nil
+			}
+			return s.createSeed(ctx, reaped)
+		},
+		func() error {
 			id, err := s.createContainer(ctx, "agent", s.Name, nil, s.AgentArgs(), reaped)
 			s.agentID = id
 			return err
@@ -117,6 +123,10 @@ func (s *Session) removeContainers(ctx context.Context) error {
 			ids = append(ids, s.scopeHelperName())
 		}
 		s.scopeHelper = nil
+	}
+	if s.plan.Seed != nil && s.has("seed") {
+		ids = append(ids, s.plan.Seed.Name)
+		s.unmade("seed")
 	}
 	if len(ids) == 0 {
 		return nil

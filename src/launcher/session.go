@@ -90,6 +90,7 @@ type Session struct {
 	neutralisedEnd   sync.Once // the end's Neutralise
 	snapshot         *future   // the shares read once the agent is gone (provenance.go)
 	sharesEnd        *future   // the shares' end, begun in the cleanup (startSharesEnd)
+	seedGone         *future   // the seed container's removal, once read (seed.go)
 	snap             *provenance.Snapshot
 	layersMade       time.Time
 	scopeBefore      *userscope.Listing // the Claude Code user scope at the start (userscope.go)
@@ -528,6 +529,13 @@ func (s *Session) made(what string) {
 		s.created = map[string]bool{}
 	}
 	s.created[what] = true
+}
+
+// unmade records that what, made, was removed again.
+func (s *Session) unmade(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.created, what)
 }
 
 // madeUnlessUnreachable records what as made unless err says the engine

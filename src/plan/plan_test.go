@@ -371,8 +371,9 @@ func (p *Plan) checkClaudeState(t *testing.T) {
 		return
 	}
 	st := p.Claude.State
-	if !st.Fresh || p.Seed == nil || len(volMounts) != 1 || p.Seed.Network != "none" || !p.Seed.Remove ||
-		len(p.Seed.CapDrop) != 1 || p.Seed.User != p.Agent.User || strings.Join(p.Create.Seed, " ") == "" || p.Create.Seed[0] != "run" {
+	if !st.Fresh || p.Seed == nil || len(volMounts) != 1 || p.Seed.Network != "none" || p.Seed.Remove ||
+		len(p.Seed.CapDrop) != 1 || p.Seed.User != p.Agent.User || strings.Join(p.Create.Seed, " ") == "" || p.Create.Seed[0] != "create" ||
+		p.Seed.Entrypoint != "true" || len(p.Seed.Command) != 0 {
 		t.Errorf("%s: no fresh state with a hardened, read-only seed: %+v %+v", p.Kind, st, p.Seed)
 	}
 	tmpfs := strings.Join(p.Agent.Tmpfs, " ") + " "
