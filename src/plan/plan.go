@@ -650,6 +650,11 @@ func (p *Plan) proxy(h Host) Container {
 			origin += ":" + o.Name
 		}
 		c.Command = append(c.Command, "--hold", e.Hold, "--approvals", InstanceDir+"/"+instance.ApprovalsRel, "--origin", origin)
+		if o.Untrusted != "" {
+			// Its start is tainted (provenance.Origin.StartTaint); the
+			// reason stays the host's (it may quote someone else's name).
+			c.Command = append(c.Command, "--untrusted")
+		}
 		if e.HoldPlaybook != "" {
 			c.Command = append(c.Command, "--playbook", e.HoldPlaybook)
 		}

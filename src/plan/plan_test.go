@@ -519,3 +519,23 @@ func TestTriggerPlanRefusals(t *testing.T) {
 		t.Errorf("a triggered run without its event was planned")
 	}
 }
+
+// A chat turn that starts tainted (its conversation holds a tainted turn,
+// or its message carries someone else's text) tells its proxy so, for the
+// questions of held requests; the reason stays on the host.
+func TestProxyToldOfAnUntrustedStart(t *testing.T) {
+	for _, untrusted := range []string{"", "the message carries forwarded text from Mallory"} {
+		p, err := New(goldenConfig(t, "egress:\n  hold: 90s\n"), RunSpec{Kind: KindChat, Name: "work", Image: "hobbs:local-1.0",
+			Policy: goldenPolicy(t, "{}\n"), Host: goldenHost(), Chat: &ChatSpec{Conversation: "telegram-4242", Untrusted: untrusted}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := strings.Join(p.Proxy.Command, " ")
+		if got := strings.Contains(args, "--untrusted"); got != (untrusted != "") {
+			t.Errorf("untrusted %q: proxy command %q: --untrusted %v", untrusted, args, got)
+		}
+		if strings.Contains(args, "Mallory") {
+			t.Errorf("the proxy's command carries the reason: %q", args)
+		}
+	}
+}
