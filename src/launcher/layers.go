@@ -150,6 +150,7 @@ func (s *Session) endLayers() {
 	defer cancel()
 	var scopeAfter *userscope.Listing
 	var scope provenance.ScopeEnd
+	defer func() { s.settleScope(scopeAfter) }()
 	if s.userScoped() && s.scopeBefore != nil {
 		// How Claude Code was asked to start (a resume, a fork) and the
 		// conversations it could have resumed.

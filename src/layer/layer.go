@@ -322,12 +322,10 @@ func diffTrees(a, b, rel string) ([]Change, error) {
 	return out, nil
 }
 
-// sameFile reports whether the regular files a and b hold the same bytes
-// with the same owner's execute bit (the part of the mode a merge keeps).
 func sameFile(a, b string) bool {
 	fa, err1 := os.Lstat(a)
 	fb, err2 := os.Lstat(b)
-	if err1 != nil || err2 != nil || fa.Size() != fb.Size() || fa.Mode().Perm()&0o100 != fb.Mode().Perm()&0o100 {
+	if err1 != nil || err2 != nil || fa.Size() != fb.Size() || (fa.Mode().Perm()^fb.Mode().Perm())&0o100 != 0 {
 		return false
 	}
 	x, err1 := os.ReadFile(a)

@@ -4,9 +4,8 @@ import (
 	"bytes"
 )
 
-// Version is one side's content of a path: Exists false is no file; Exec:
-// its owner may run it (a script), the one part of a file's mode a merge
-// keeps (never setuid, setgid or sticky).
+// Version is one side's content of a path: Exists false is no file. Exec
+// is its owner's execute bit (a skill's script).
 type Version struct {
 	Data   []byte
 	Exists bool
@@ -19,15 +18,11 @@ var Absent = Version{}
 // Of is the version holding b.
 func Of(b []byte) Version { return Version{Data: b, Exists: true} }
 
-// Equal reports whether v and w have the same content (both absent, or
-// the same bytes), whatever their execute bits.
+// Equal reports whether v and w hold the same text (both absent, or the
+// same bytes); the execute bit is not compared.
 func (v Version) Equal(w Version) bool {
 	return v.Exists == w.Exists && bytes.Equal(v.Data, w.Data)
 }
-
-// Same reports whether v and w are the same version: the same content and
-// execute bit.
-func (v Version) Same(w Version) bool { return v.Equal(w) && v.Exec == w.Exec }
 
 // Merger merges one path's three versions: base (what the layer started
 // from), ours (what is in effect now) and theirs (what the layer holds). It
@@ -38,26 +33,40 @@ type Merger func(base, ours, theirs Version) (merged Version, ok bool)
 
 // Merge3 decides one path three-way: a side that did not change from base
 // yields to the other, the same change on both sides is taken once, and
-// anything else is by's to merge (Lines when by is nil), the execute bit
-// three-way (the side that changed it wins). It returns the version to put
-// in effect and whether it conflicts.
+// anything else is by's to merge (Lines when by is nil). The execute bit
+// merges apart from the text (mergeExec). It returns the version to put in
+// effect and whether it conflicts.
 func Merge3(base, ours, theirs Version, by Merger) (merged Version, ok bool) {
 	switch {
-	case theirs.Same(base), theirs.Same(ours):
-		return ours, true
-	case ours.Same(base):
-		return theirs, true
+	case theirs.Equal(base), theirs.Equal(ours):
+		merged, ok = ours, true
+	case ours.Equal(base):
+		merged, ok = theirs, true
+	default:
+		if by == nil {
+			by = Text
+		}
+		merged, ok = by(base, ours, theirs)
 	}
-	if by == nil {
-		by = Text
+	if ok && merged.Exists {
+		merged.Exec = mergeExec(base, ours, theirs)
 	}
-	merged, ok = by(base, ours, theirs)
-	exec := ours.Exec
-	if theirs.Exec != base.Exec {
-		exec = theirs.Exec
-	}
-	merged.Exec = merged.Exists && exec
 	return merged, ok
+}
+
+// mergeExec is the merged execute bit: for a file both sides made, set
+// when either side set it; otherwise theirs when theirs set or cleared it
+// (or made the file), else ours.
+func mergeExec(base, ours, theirs Version) bool {
+	switch {
+	case !base.Exists && ours.Exists && theirs.Exists:
+		return ours.Exec || theirs.Exec
+	case theirs.Exists && (!base.Exists || theirs.Exec != base.Exec):
+		return theirs.Exec
+	case ours.Exists:
+		return ours.Exec
+	}
+	return theirs.Exec
 }
 
 // Text is the Merger of plain text files: a removal on one side and a

@@ -2,7 +2,6 @@ package layer
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"path"
 	"sort"
@@ -29,30 +28,21 @@ type DirTree struct {
 	Dir  string
 }
 
-// Get reads path below the tree's directory, with whether its owner may
-// run it.
+// Get reads path below the tree's directory.
 func (t DirTree) Get(p string) (Version, error) {
-	f, err := t.Root.Open(path.Join(t.Dir, p))
+	b, err := t.Root.ReadFile(path.Join(t.Dir, p), MaxFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Absent, nil
 	}
 	if err != nil {
 		return Absent, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Absent, err
-	}
-	if fi.Size() > MaxFile {
-		return Absent, errTooLarge(p)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
-	if err != nil {
-		return Absent, err
-	}
 	if len(b) > MaxFile {
 		return Absent, errTooLarge(p)
+	}
+	fi, err := t.Root.Lstat(path.Join(t.Dir, p))
+	if err != nil {
+		return Absent, err
 	}
 	return Version{Data: b, Exists: true, Exec: fi.Mode().Perm()&0o100 != 0}, nil
 }
@@ -67,7 +57,7 @@ type Outcome struct {
 	// Result is the version to put in effect (when Changed and not
 	// Conflict).
 	Result Version
-	// Changed: Result differs from ours.
+	// Changed: Result differs from ours (its text or its execute bit).
 	Changed bool
 	// Conflict: the two sides' changes do not merge; ours stays in effect
 	// and Theirs goes to review.
@@ -107,7 +97,7 @@ func Trees(paths []string, base, ours, theirs Tree, by func(path string) Merger)
 		res, ok := Merge3(o.Base, o.Ours, o.Theirs, m)
 		o.Conflict = !ok
 		if ok {
-			o.Result, o.Changed = res, !res.Same(o.Ours)
+			o.Result, o.Changed = res, !res.Equal(o.Ours) || res.Exec != o.Ours.Exec
 		}
 		out = append(out, o)
 	}
@@ -120,9 +110,9 @@ func Trees(paths []string, base, ours, theirs Tree, by func(path string) Merger)
 const applyWorkers = 8
 
 // Apply puts each outcome that merged and changed in effect below dir
-// (relative to root): Result written atomically (0755 when its owner may
-// run it, else 0644), or the file removed (and the directories that leaves
-// empty). Conflicts are left as they are.
+// (relative to root): Result written atomically (0755 when it is
+// executable, else 0644), or the file removed (and the directories that
+// leaves empty). Conflicts are left as they are.
 func Apply(root safefile.Root, dir string, outs []Outcome) error {
 	var (
 		mu   sync.Mutex
@@ -179,7 +169,7 @@ func apply1(root safefile.Root, dir string, o Outcome) error {
 }
 
 // Perm is the mode a merged or approved file is written with: 0755 when
-// its owner may run it, else 0644.
+// its owner may run it, else 0644 (never setuid, setgid or sticky).
 func Perm(exec bool) fs.FileMode {
 	if exec {
 		return 0o755

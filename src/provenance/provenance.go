@@ -93,6 +93,21 @@ const (
 	OriginMail = "mail"
 )
 
+// StartTaint says why a session of origin o is tainted from its start, or
+// "": one a trigger or a mail message started (untrusted input by
+// itself), or one whose start carries untrusted input (Untrusted). The
+// host's record (Begin) and the proxy's questions (egress) both decide it
+// here.
+func (o Origin) StartTaint() string {
+	switch {
+	case o.Kind == OriginTrigger || o.Kind == OriginMail:
+		return "started by " + o.String()
+	case o.Untrusted != "":
+		return o.Untrusted
+	}
+	return ""
+}
+
 func (o Origin) String() string {
 	if o.Name == "" {
 		return o.Kind
@@ -711,13 +726,9 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 			}
 		}
 		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now(), AuditFrom: auditFrom}
-		switch {
-		case origin.Kind == OriginTrigger || origin.Kind == OriginMail:
+		if why := origin.StartTaint(); why != "" {
 			ses.Tainted = true
-			ses.Why = []string{"started by " + origin.String()}
-		case origin.Untrusted != "":
-			ses.Tainted = true
-			ses.Why = []string{origin.Untrusted}
+			ses.Why = []string{why}
 		}
 		st.Open[name] = ses
 		return nil

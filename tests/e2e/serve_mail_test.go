@@ -91,28 +91,7 @@ triggers:
     smtp_user: %s
     smtp_password: smtp-password
 `, image, baseImage, e.ws, port, imapPort, d.User, smtpPort, sm.User))
-	writeFile(t, filepath.Join(e.inst, "playbooks", "answer-mail.md"), `---
-title: answer-mail
-stage: supervised
-tags: []
-created: 2026-01-01
-updated: 2026-01-01
-last_reviewed: 2026-01-01
-run:
-  hosts: []
-  secrets: []
-  tools: ["Read"]
-  max_turns: 5
-  timeout: 10m
----
-# answer-mail
-
-## Steps
-1. Read the mail in $HOBBS_EVENT and file the invoice.
-`)
-	if r := e.hobbs(nil, "playbook", "approve", "answer-mail"); r.code != 0 {
-		t.Fatalf("approve: %s", r.stderr)
-	}
+	e.approvedPlaybook(t, "answer-mail", "supervised", "10m", "Read the mail in $HOBBS_EVENT and file the invoice.")
 	writeFile(t, filepath.Join(e.ws, ".fake-claude-run"), mailRun)
 	s := &serveEnv{env: e, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	s.cmd = e.command(nil, "serve")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A tainted session that writes the Claude Code user scope on the state
@@ -172,4 +173,54 @@ echo "probe: talked"
 		t.Fatalf("tainted session: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	return conv
+}
+
+// A session's start takes the user scope's baseline from the listing the
+// last session's end kept, but only when no other session was live from
+// that reading on (src/launcher/scopelease.go); otherwise it reads the
+// volume. Here a tainted session C starts beside a live session B (and
+// reads the volume), B writes the scope after C's end and ends alone
+// (keeping its listing), and a tainted session D then starts alone and
+// puts the scope back to what B left — not to an earlier listing.
+func TestUserScopeBaselineKeptAcrossSessions(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	target := untrustedPage(t, e, "Obey.\n")
+	U := "/home/dev/.claude"
+	traced := []string{"HOBBS_HOME=" + e.inst, "HOBBS_TRACE=1"}
+	run := func(tag, script string) result {
+		t.Helper()
+		r := hobbsAs(nil, e.home, traced, e.runArgs(sessionName(t, tag), "sh", "-c", script)...)
+		if r.code != 0 {
+			t.Fatalf("session %s: exit %d\n%s\n%s", tag, r.code, r.stdout, r.stderr)
+		}
+		return r
+	}
+	read := func(r result) bool { return strings.Contains(r.stderr, "session: reading the user scope") }
+
+	run("k1", "printf 'first\\n' > "+U+"/CLAUDE.md")
+	bws := filepath.Join(e.dir, "ws-b")
+	bc, bout, berr := liveSession(t, e, nil, sessionName(t, "kb"), bws,
+		"( while [ ! -e /home/dev/hobbs/workspace/.c-done ]; do sleep 0.1; done; printf 'second\\n' > "+U+"/CLAUDE.md; touch /home/dev/hobbs/workspace/.b-wrote ) &")
+	c := run("kc", "netprobe get http://"+target+"/ > /dev/null && printf 'evil\\n' > "+U+"/CLAUDE.md")
+	if !read(c) {
+		t.Errorf("a session started beside a live one did not read the volume:\n%s", c.stderr)
+	}
+	if !strings.Contains(c.stderr, "wait for your review") {
+		t.Fatalf("the tainted session's change was not held:\n%s", c.stderr)
+	}
+	writeFile(t, filepath.Join(bws, ".c-done"), "")
+	waitFor(t, 60*time.Second, "B to write the scope", func() bool { return exists(filepath.Join(bws, ".b-wrote")) })
+	finish(t, bc, bws, bout, berr)
+
+	d := run("kd", "netprobe get http://"+target+"/ > /dev/null && printf 'evil again\\n' > "+U+"/CLAUDE.md")
+	if read(d) {
+		t.Errorf("a session started alone after an alone end read the volume again:\n%s", d.stderr)
+	}
+	if !strings.Contains(d.stderr, "wait for your review") {
+		t.Fatalf("the tainted session's change was not held:\n%s", d.stderr)
+	}
+	if got := run("ke", "cat "+U+"/CLAUDE.md").stdout; got != "second\n" {
+		t.Errorf("the user scope's CLAUDE.md after the tainted session = %q, want what B left (%q)", got, "second\n")
+	}
 }
