@@ -321,6 +321,9 @@ func (s *Session) reapLeftovers(ctx context.Context) <-chan struct{} {
 	s.othersAtStart = others
 	go func() {
 		defer close(reaped)
+		// The layers crashed sessions left, found while their notes say
+		// so, held once their objects are gone (layers.go).
+		defer s.holdLeftLayers(ctx, s.leftLayers())
 		if !others {
 			return
 		}

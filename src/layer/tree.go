@@ -165,9 +165,14 @@ func apply1(root safefile.Root, dir string, o Outcome) error {
 	if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
 		return err
 	}
-	perm := fs.FileMode(0o644)
-	if o.Result.Exec {
-		perm = 0o755
+	return root.Write(p, o.Result.Data, Perm(o.Result.Exec))
+}
+
+// Perm is the mode a merged or approved file is written with: 0755 when
+// its owner may run it, else 0644 (never setuid, setgid or sticky).
+func Perm(exec bool) fs.FileMode {
+	if exec {
+		return 0o755
 	}
-	return root.Write(p, o.Result.Data, perm)
+	return 0o644
 }

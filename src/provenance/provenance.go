@@ -47,6 +47,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -1002,7 +1003,7 @@ func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileStat
 		it.After, it.Exec = h, fs.FileMode(a.Mode).Perm()&0o100 != 0
 	}
 	if had {
-		if err := s.restore(st, p, b.Hash); err != nil {
+		if err := s.restore(st, p, b); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "put back %s as it was before the session", p)
 		}
 	} else {
@@ -1018,16 +1019,17 @@ func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileStat
 	return it, nil
 }
 
-// restore writes the content stored under h at p.
-func (s *Store) restore(st *state, p, h string) error {
-	b, err := s.getObject(st, h)
+// restore writes the content the baseline's entry b names at p, runnable
+// by its owner when it was (layer.Perm).
+func (s *Store) restore(st *state, p string, base fileState) error {
+	b, err := s.getObject(st, base.Hash)
 	if err != nil {
 		return err
 	}
 	if err := s.Root.MkdirAll(filepath.Dir(filepath.Join(s.Root.Dir(), p)), 0o755); err != nil {
 		return err
 	}
-	return s.Root.Write(p, b, 0o644)
+	return s.Root.Write(p, b, layer.Perm(fs.FileMode(base.Mode).Perm()&0o100 != 0))
 }
 
 // removeEmptyParents removes the directories a held new file leaves empty

@@ -57,8 +57,8 @@ func TestReadListsFilesAndKeepsOnlyWhatIsAsked(t *testing.T) {
 	if e := l.Entries["CLAUDE.md"]; e.Kind != File || string(e.Data) != "be kind\n" || e.Size != 8 || len(e.Hash) != 64 {
 		t.Fatalf("CLAUDE.md: %+v", e)
 	}
-	if e := l.Entries["projects/-w/abc.jsonl"]; e.Kind != File || e.Data != nil || e.Hash != "" || e.Size != 8 {
-		t.Fatalf("a transcript is listed by size, not kept: %+v", e)
+	if e := l.Entries["projects/-w/abc.jsonl"]; e.Kind != File || e.Data != nil || len(e.Hash) != 64 || e.Size != 8 {
+		t.Fatalf("a transcript is listed by size and hash, not kept: %+v", e)
 	}
 	if len(l.Problems) != 0 {
 		t.Fatalf("problems: %v", l.Problems)
@@ -305,5 +305,38 @@ func TestClaudeStateComparesWhatIsLoaded(t *testing.T) {
 		if !diff(after) {
 			t.Errorf("not a change: %s", after)
 		}
+	}
+}
+
+// A transcript rewritten to the same size (a conversation's text swapped
+// for another of the same length) is a change: transcripts are hashed as
+// they pass, never kept. Other files listed by size are neither.
+func TestTranscriptRewrittenSameSizeIsAChange(t *testing.T) {
+	read := func(transcript, cache string) *Listing {
+		l, err := Read(stream(t,
+			ent{name: "state/projects/-w/abc.jsonl", typ: tar.TypeReg, data: transcript},
+			ent{name: "state/cache/x", typ: tar.TypeReg, data: cache},
+		), "state", DefaultLimits, InScope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	before, after := read(`{"text":"hello"}`+"\n", "aaaa"), read(`{"text":"evil!"}`+"\n", "bbbb")
+	e := after.Entries["projects/-w/abc.jsonl"]
+	if e.Data != nil || len(e.Hash) != 64 {
+		t.Fatalf("a transcript is hashed, not kept: %+v", e)
+	}
+	if c := after.Entries["cache/x"]; c.Hash != "" || c.Data != nil {
+		t.Fatalf("a file listed by size is hashed or kept: %+v", c)
+	}
+	d := Diff(before, after, IsTranscript)
+	if len(d) != 1 || d[0].Path != "projects/-w/abc.jsonl" {
+		t.Fatalf("diff: %+v", d)
+	}
+	// A listing kept before transcripts were hashed compares by size.
+	before.Entries["projects/-w/abc.jsonl"].Hash = ""
+	if d := Diff(before, after, IsTranscript); len(d) != 0 {
+		t.Fatalf("diff against an unhashed listing: %+v", d)
 	}
 }
