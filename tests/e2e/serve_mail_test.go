@@ -224,3 +224,48 @@ func TestServeMail(t *testing.T) {
 		t.Errorf("%d DKIM key look-ups reached the DNS server", n)
 	}
 }
+
+// TestServeMailWaitsForApproval: mail that arrives while the trigger's
+// playbook is no longer approved (edited since its approval) is not lost:
+// it waits unread, the owner is told once which playbook to approve, and
+// after `hobbs playbook approve` both waiting messages run, once each, in
+// the order they came, and are answered.
+func TestServeMailWaitsForApproval(t *testing.T) {
+	m := newMailEnv(t)
+	pb := filepath.Join(m.inst, "playbooks", "answer-mail.md")
+	raw, err := os.ReadFile(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, pb, string(raw)+"2. Answer briefly.\n")
+	for _, subj := range []string{"first", "second"} {
+		m.dovecot.Deliver(t, m.key.Sign(mailtest.Message("alice@example.org", "hobbs@test", subj, "x")))
+	}
+	waitFor(t, time.Minute, "the owner to be told", func() bool { return strings.Contains(m.log(), "notice mail:inbox:waiting:") })
+	time.Sleep(6 * time.Second) // the watcher looks again every 5s
+	l := m.log()
+	if n := strings.Count(l, "notice mail:inbox:waiting:"); n != 1 || !strings.Contains(l, "hobbs playbook approve answer-mail") {
+		t.Errorf("%d waiting notices:\n%s", n, l)
+	}
+	if runLineRe.MatchString(l) || m.dovecot.Unseen(t) != 2 {
+		t.Fatalf("while the playbook is not approved: a run, or %d unread (want 2)\n%s", m.dovecot.Unseen(t), l)
+	}
+	if r := m.hobbs(nil, "playbook", "approve", "answer-mail"); r.code != 0 {
+		t.Fatalf("approve: %s", r.stderr)
+	}
+	var subjects []string
+	for range 2 {
+		select {
+		case c := <-m.smtp.Got:
+			subjects = append(subjects, regexp.MustCompile(`(?m)^Subject: (.*)\r$`).FindStringSubmatch(string(c.Data))[1])
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("replies %v\n%s", subjects, m.log())
+		}
+	}
+	if strings.Join(subjects, ",") != "Re: first,Re: second" {
+		t.Errorf("replies: %v", subjects)
+	}
+	if n := len(runLineRe.FindAllString(m.log(), -1)); n != 2 || m.dovecot.Unseen(t) != 0 {
+		t.Errorf("%d runs, %d unread (want 2, 0)", n, m.dovecot.Unseen(t))
+	}
+}
