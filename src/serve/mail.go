@@ -56,8 +56,8 @@ type mailBox struct {
 	down    bool
 	lastErr string
 	// holding is the delivery id of the message the mailbox is held at
-	// (ErrHold), whose notice was sent ("": none).
-	holding string
+	// (ErrHold), whose notice was sent ("": none), and holdWhy why.
+	holding, holdWhy string
 }
 
 // mailBoxes are the service's mail triggers.
@@ -236,7 +236,7 @@ func (s *Service) refuseMail(b *mailBox, f mail.Fetched, sender, why string) (bo
 func (s *Service) holdMail(b *mailBox, id, sender, why, text string) {
 	b.mu.Lock()
 	first := b.holding != id
-	b.holding = id
+	b.holding, b.holdWhy = id, why
 	b.mu.Unlock()
 	if !first {
 		return
@@ -255,7 +255,13 @@ func (s *Service) mailReady(b *mailBox) bool {
 	s.q.mu.Lock()
 	c := s.q.count(b.name)
 	s.q.mu.Unlock()
-	return c.triggerOwner < b.t.QueueBound()
+	if c.triggerOwner >= b.t.QueueBound() {
+		return false
+	}
+	b.mu.Lock()
+	b.holding, b.holdWhy = "", ""
+	b.mu.Unlock()
+	return true
 }
 
 // takeMail is one new message of b's mailbox: checked, then queued.
@@ -314,7 +320,7 @@ func (s *Service) takeMail(b *mailBox, f mail.Fetched) (bool, error) {
 		return false, err
 	}
 	b.mu.Lock()
-	b.holding = ""
+	b.holding, b.holdWhy = "", ""
 	b.mu.Unlock()
 	if err := s.st.writeMailFiles(jobID, files, replyTo{To: m.From, Subject: m.Subject, MessageID: m.MessageID, References: append(m.References, m.MessageID)}); err != nil {
 		s.logf("trigger %s: %v", b.name, err)
@@ -352,8 +358,11 @@ func (s *Service) mailStatus() string {
 	for _, b := range s.mail.boxes {
 		b.mu.Lock()
 		state := "watching"
-		if b.down {
+		switch {
+		case b.down:
 			state = "down: " + b.lastErr
+		case b.holding != "":
+			state = "mail waits, unread: " + b.holdWhy
 		}
 		lines = append(lines, fmt.Sprintf("mail %s: %s, %d messages refused (unknown sender or no valid signature)", b.name, state, b.refused))
 		b.mu.Unlock()

@@ -338,6 +338,10 @@ func TestMailWaitsForPlaybook(t *testing.T) {
 	if told != 1 || f.runner.count() != 0 || d.Unseen(t) != 4 {
 		t.Errorf("while waiting: %d notices, %d runs, %d unread (want 1, 0, 4)", told, f.runner.count(), d.Unseen(t))
 	}
+	if st, err := s.Status(t.Context()); err != nil || !strings.Contains(st, "mail inbox: mail waits, unread: playbook may not run: playbook triage-issue is not approved") {
+		t.Errorf("status while waiting: %v\n%s", err, st)
+	}
+	f.auditHas(`"outcome":"waiting"`, `"sender":"alice@example.org"`)
 	f.runner.mu.Lock()
 	f.runner.checkErr = nil
 	f.runner.mu.Unlock()
@@ -356,6 +360,9 @@ func TestMailWaitsForPlaybook(t *testing.T) {
 	}
 	if u := d.Unseen(t); u != 1 {
 		t.Errorf("%d unread, want the forged one", u)
+	}
+	if st, _ := s.Status(t.Context()); !strings.Contains(st, "mail inbox: watching") {
+		t.Errorf("status after the wait:\n%s", st)
 	}
 }
 
