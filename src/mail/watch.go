@@ -44,6 +44,7 @@ const (
 	StatusUp          = "up"           // logged in and watching (after a start or a StatusDown)
 	StatusDown        = "down"         // a connection or login failed
 	StatusUIDValidity = "uid-validity" // the mailbox was recreated: its old UIDs mean nothing
+	StatusCaughtUp    = "caught-up"    // every message so far was handed over, none is held
 )
 
 // Watcher watches one mailbox folder for new messages.
@@ -230,6 +231,9 @@ func (w *Watcher) session(ctx context.Context, loggedIn func()) error {
 		if !held || w.ready() {
 			if st, held, err = w.catchUp(ctx, c, st); err != nil {
 				return err
+			}
+			if !held {
+				w.report(Status{Kind: StatusCaughtUp})
 			}
 		}
 		if !idle {

@@ -55,9 +55,11 @@ type mailBox struct {
 	refused int
 	down    bool
 	lastErr string
-	// holding is the delivery id of the message the mailbox is held at
-	// (ErrHold), whose notice was sent ("": none), and holdWhy why.
-	holding, holdWhy string
+	// holdWhy is why the mailbox is held (ErrHold; "": it is not), and
+	// told the kinds of hold ("playbook", "queue") the owner was told of
+	// since the mailbox was last caught up.
+	holdWhy string
+	told    map[string]bool
 }
 
 // mailBoxes are the service's mail triggers.
@@ -187,6 +189,8 @@ func (s *Service) mailStatusChanged(b *mailBox, st mail.Status) {
 		b.down, b.lastErr = true, firstLine(fmt.Sprint(st.Err))
 	case mail.StatusUp:
 		b.down, b.lastErr = false, ""
+	case mail.StatusCaughtUp:
+		b.holdWhy, b.told = "", nil
 	}
 	b.mu.Unlock()
 	switch st.Kind {
@@ -232,18 +236,23 @@ func (s *Service) refuseMail(b *mailBox, f mail.Fetched, sender, why string) (bo
 }
 
 // holdMail audits a message that waits (id, from whom, why) and tells the
-// owner once a hold: the first message it holds names it.
-func (s *Service) holdMail(b *mailBox, id, sender, why, text string) {
+// owner of a kind of hold once until the mailbox is caught up again: a
+// backlog draining through a full queue is one notice, not one a message.
+func (s *Service) holdMail(b *mailBox, id, sender, kind, why, text string) {
 	b.mu.Lock()
-	first := b.holding != id
-	b.holding, b.holdWhy = id, why
+	b.holdWhy = why
+	first := !b.told[kind]
+	if b.told == nil {
+		b.told = map[string]bool{}
+	}
+	b.told[kind] = true
 	b.mu.Unlock()
+	s.audit(audit.Entry{Event: "serve.mail", Subject: b.name, Outcome: "waiting", Detail: map[string]any{"delivery": id, "sender": sender, "reason": why}})
 	if !first {
 		return
 	}
-	s.audit(audit.Entry{Event: "serve.mail", Subject: b.name, Outcome: "waiting", Detail: map[string]any{"delivery": id, "sender": sender, "reason": why}})
 	s.logf("trigger %s: %s waits: %s", b.name, id, why)
-	s.deliver(channel.Notice{ID: "mail:" + b.name + ":waiting:" + id, Text: text})
+	s.deliver(channel.Notice{ID: "mail:" + b.name + ":waiting:" + kind + ":" + id, Text: text})
 }
 
 // mailReady reports whether b's held message may be offered again: its
@@ -255,13 +264,7 @@ func (s *Service) mailReady(b *mailBox) bool {
 	s.q.mu.Lock()
 	c := s.q.count(b.name)
 	s.q.mu.Unlock()
-	if c.triggerOwner >= b.t.QueueBound() {
-		return false
-	}
-	b.mu.Lock()
-	b.holding, b.holdWhy = "", ""
-	b.mu.Unlock()
-	return true
+	return c.triggerOwner < b.t.QueueBound()
 }
 
 // takeMail is one new message of b's mailbox: checked, then queued.
@@ -287,7 +290,7 @@ func (s *Service) takeMail(b *mailBox, f mail.Fetched) (bool, error) {
 	// run, or the owner's lane of the queue is full) holds the mailbox:
 	// it stays unread and is offered again once mailReady says so.
 	if err := s.opt.Runner.Check(t.Playbook); err != nil {
-		s.holdMail(b, id, m.From, "playbook may not run: "+firstLine(err.Error()),
+		s.holdMail(b, id, m.From, "playbook", "playbook may not run: "+firstLine(err.Error()),
 			fmt.Sprintf("trigger %s: mail from %s waits, unread: its playbook %s may not run: %s\nIt runs, with any mail after it, once the playbook may (hobbs playbook approve %s).",
 				b.name, m.From, t.Playbook, firstLine(err.Error()), t.Playbook))
 		return false, mail.ErrHold
@@ -314,14 +317,11 @@ func (s *Service) takeMail(b *mailBox, f mail.Fetched) (bool, error) {
 		forget()
 		var sh *Shed
 		if errors.As(err, &sh) {
-			s.holdMail(b, id, m.From, sh.Reason, fmt.Sprintf("trigger %s: mail from %s waits, unread: %s; it runs as the queue empties", b.name, m.From, sh.Reason))
+			s.holdMail(b, id, m.From, "queue", sh.Reason, fmt.Sprintf("trigger %s: mail from %s waits, unread: %s; it runs as the queue empties", b.name, m.From, sh.Reason))
 			return false, mail.ErrHold
 		}
 		return false, err
 	}
-	b.mu.Lock()
-	b.holding, b.holdWhy = "", ""
-	b.mu.Unlock()
 	if err := s.st.writeMailFiles(jobID, files, replyTo{To: m.From, Subject: m.Subject, MessageID: m.MessageID, References: append(m.References, m.MessageID)}); err != nil {
 		s.logf("trigger %s: %v", b.name, err)
 	}
@@ -361,7 +361,7 @@ func (s *Service) mailStatus() string {
 		switch {
 		case b.down:
 			state = "down: " + b.lastErr
-		case b.holding != "":
+		case b.holdWhy != "":
 			state = "mail waits, unread: " + b.holdWhy
 		}
 		lines = append(lines, fmt.Sprintf("mail %s: %s, %d messages refused (unknown sender or no valid signature)", b.name, state, b.refused))

@@ -323,7 +323,7 @@ func TestMailWaitsForPlaybook(t *testing.T) {
 		d.Deliver(t, key.Sign(mailtest.Message("alice@example.org", "h@test", fmt.Sprintf("waiting %d", i), "x")))
 	}
 	n := f.waitNotice("mail:inbox:")
-	if !strings.HasPrefix(n.ID, "mail:inbox:waiting:") || !strings.Contains(n.Text, "triage-issue") || !strings.Contains(n.Text, "alice@example.org") {
+	if !strings.HasPrefix(n.ID, "mail:inbox:waiting:playbook:") || !strings.Contains(n.Text, "triage-issue") || !strings.Contains(n.Text, "alice@example.org") {
 		t.Errorf("the owner's notice: %+v", n)
 	}
 	time.Sleep(2 * time.Second) // the watcher looks again every 50ms
@@ -382,6 +382,60 @@ func TestMailBadCA(t *testing.T) {
 			Tasks: task.Open(f.in, nil), Runner: f.runner, Now: time.Now, Secret: func(string) ([]byte, error) { return []byte("pw"), nil }})
 		if err == nil || !strings.Contains(err.Error(), "tls_ca "+ca) || errs.AdviceOf(err).Kind != BadMailCA {
 			t.Errorf("%s: %v", ca, err)
+		}
+	}
+}
+
+// TestMailWaitsForRoom: mail beyond the trigger's queue (max_queue) is
+// not dropped and does not take the mailbox down: it waits unread, the
+// owner is told once, and it is queued as runs end, never more than
+// max_queue waiting; every message runs once, in order.
+func TestMailWaitsForRoom(t *testing.T) {
+	f, d, key, _ := mailFixture(t, 1)
+	tr := f.cfg.Triggers["inbox"]
+	tr.MaxQueue = 2
+	f.cfg.Triggers["inbox"] = tr
+	f.runner.gate = make(chan struct{})
+	s, err := New(Options{Instance: f.in, Config: f.cfg, Audit: audit.New(f.in.FS(), f.in.AuditLog()),
+		Tasks: task.Open(f.in, nil), Runner: f.runner, Channels: []channel.Channel{f.ch}, Now: time.Now,
+		Secret: func(string) ([]byte, error) { return []byte(d.Password), nil },
+		Mail:   MailOptions{LookupTXT: mailtest.DNS(key), Tune: func(w *mail.Watcher) { w.HoldRetry = 50 * time.Millisecond }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, s)
+	defer stop()
+	f.waitWatching()
+	const n = 6
+	for i := range n {
+		d.Deliver(t, key.Sign(mailtest.Message("alice@example.org", "h@test", fmt.Sprintf("m%d", i), "x")))
+	}
+	w := f.waitNotice("mail:inbox:")
+	if !strings.HasPrefix(w.ID, "mail:inbox:waiting:queue:") || !strings.Contains(w.Text, "queue") {
+		t.Errorf("the owner's notice: %+v", w)
+	}
+	time.Sleep(time.Second)
+	if q := len(f.jobs()); q != 3 || f.runner.count() != 1 { // one running, max_queue waiting
+		t.Errorf("%d jobs on disk, %d runs started (want 3, 1)", q, f.runner.count())
+	}
+	close(f.runner.gate)
+	for range n {
+		f.waitNotice("task:")
+	}
+	f.runner.mu.Lock()
+	var titles []string
+	for _, e := range f.runner.events {
+		titles = append(titles, e.Title)
+	}
+	f.runner.mu.Unlock()
+	if strings.Join(titles, ",") != "m0,m1,m2,m3,m4,m5" {
+		t.Errorf("runs: %v", titles)
+	}
+	f.ch.mu.Lock()
+	defer f.ch.mu.Unlock()
+	for _, nt := range f.ch.notices {
+		if strings.HasPrefix(nt.ID, "mail:inbox:") && nt.ID != w.ID {
+			t.Errorf("another mail notice: %+v", nt)
 		}
 	}
 }
