@@ -30,15 +30,19 @@ import (
 //  2. its header parses, with one From address, and that sender is
 //     listed in from: and its domain's DKIM signature over From verifies
 //     (or the trusted receiving server's Authentication-Results says so);
-//  3. its delivery id (imap:UIDVALIDITY:UID) was not seen (Seen), so a
+//  3. the playbook may run (Runner.Check);
+//  4. its delivery id (imap:UIDVALIDITY:UID) was not seen (Seen), so a
 //     message the watcher hands over again after a crash runs once;
-//  4. the playbook may run (Runner.Check);
-//  5. it is queued (enqueue), debounced by its thread.
+//  5. it is queued (enqueue), debounced by its thread, within the owner's
+//     lane of the trigger's queue.
 //
 // A message refused at 1 or 2 is left unread, audited (sender and reason,
-// never the body) and counted in /status. The mailbox's UID state is kept
-// in serve/mail-NAME.json. A mailbox that cannot be reached or logged in to
-// is told to the owner once, and once again when it is back.
+// never the body) and counted in /status. One that fails 3, or finds the
+// owner's lane full at 5, holds the mailbox (mail.ErrHold): it and the
+// mail after it wait unread, the owner is told once, and the watcher
+// offers it again once mailReady says it may run. The mailbox's UID state
+// is kept in serve/mail-NAME.json. A mailbox that cannot be reached or
+// logged in to is told to the owner once, and once again when it is back.
 
 // mailBox is one mail trigger's running state.
 type mailBox struct {
