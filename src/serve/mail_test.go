@@ -349,13 +349,7 @@ func TestMailWaitsForPlaybook(t *testing.T) {
 		f.waitNotice("task:")
 	}
 	time.Sleep(500 * time.Millisecond)
-	f.runner.mu.Lock()
-	var titles []string
-	for _, e := range f.runner.events {
-		titles = append(titles, e.Title)
-	}
-	f.runner.mu.Unlock()
-	if strings.Join(titles, ",") != "waiting 0,waiting 1,waiting 2" {
+	if titles := f.runner.titles(); strings.Join(titles, ",") != "waiting 0,waiting 1,waiting 2" {
 		t.Errorf("runs after the approval: %v", titles)
 	}
 	if u := d.Unseen(t); u != 1 {
@@ -422,13 +416,7 @@ func TestMailWaitsForRoom(t *testing.T) {
 	for range n {
 		f.waitNotice("task:")
 	}
-	f.runner.mu.Lock()
-	var titles []string
-	for _, e := range f.runner.events {
-		titles = append(titles, e.Title)
-	}
-	f.runner.mu.Unlock()
-	if strings.Join(titles, ",") != "m0,m1,m2,m3,m4,m5" {
+	if titles := f.runner.titles(); strings.Join(titles, ",") != "m0,m1,m2,m3,m4,m5" {
 		t.Errorf("runs: %v", titles)
 	}
 	f.ch.mu.Lock()
@@ -438,4 +426,15 @@ func TestMailWaitsForRoom(t *testing.T) {
 			t.Errorf("another mail notice: %+v", nt)
 		}
 	}
+}
+
+// titles are the titles of the events the runner was given, in order.
+func (f *fakeRunner) titles() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, e := range f.events {
+		out = append(out, e.Title)
+	}
+	return out
 }
