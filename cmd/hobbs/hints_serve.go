@@ -15,6 +15,7 @@ var serveHints = map[errs.Kind]words{
 	serve.OnlyTelegram:    say("hobbs serve pairs telegram"),
 	serve.NoTriggerSecret: say("put the webhook's shared secret in the vault: hobbs vault set {entry}"),
 	serve.NoMailPassword:  say("put the mailbox's password in the vault (an app password where the provider has two-step sign-in): hobbs vault set {entry}"),
+	serve.BadMailCA:       say("tls_ca names a PEM file of the CA certificates your mail server's certificate is signed by; check {path}, or remove tls_ca to trust the system's roots"),
 	serve.AlreadyServing: func(f errs.Facts) string {
 		stop := "kill {pid}; "
 		if f["pid"] == "" || f["pid"] == "0" {

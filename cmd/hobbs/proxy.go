@@ -65,7 +65,8 @@ requests and tunnels (up to --grace) and exits 0.`,
 	f.DurationVar(&c.Grace, "grace", 10*time.Second, "on SIGTERM, wait this long for open tunnels")
 	f.DurationVar(&c.Hold.Wait, "hold", 0, "hold a request to a host outside the policy this long while the owner is asked (needs --approvals, --session)")
 	f.StringVar(&c.Hold.Dir, "approvals", "", "the approvals directory questions are asked in (hobbs run mounts the instance's)")
-	f.StringVar(&c.Hold.Origin, "origin", "", "how the session started, KIND[:NAME] (a trigger's session is tainted), for questions")
+	f.StringVar(&c.Hold.Origin, "origin", "", "how the session started, KIND[:NAME] (a trigger's or a mail message's session is tainted), for questions")
+	f.BoolVar(&c.Hold.Untrusted, "untrusted", false, "the session starts tainted: its start carries untrusted input (a chat turn's), for questions")
 	f.StringVar(&c.Hold.Playbook, "playbook", "", "the playbook whose run: block is the policy (Always adds the host there), for questions")
 	cmd.AddCommand(newProxyHealthCmd(a), newProxyRelayCmd(a))
 	return cmd

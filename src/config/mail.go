@@ -3,6 +3,7 @@ package config
 import (
 	"net"
 	"net/mail"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,6 +31,13 @@ type IMAP struct {
 	// Authentication-Results header) whose DKIM or DMARC verdict is taken
 	// instead of hobbs's own DKIM check.
 	TrustAuthResults string `yaml:"trust_auth_results,omitempty" json:"trust_auth_results,omitempty"`
+	// DKIMDNS is the DNS server (IP or IP:PORT, port 53 by default) the
+	// senders' DKIM keys are looked up at ("": the system's resolver).
+	DKIMDNS string `yaml:"dkim_dns,omitempty" json:"dkim_dns,omitempty"`
+	// TLSCA is a PEM file of the certificates trusted for the IMAP and
+	// SMTP servers instead of the system's roots (a server of your own
+	// with a private CA or a self-signed certificate); "~/" is the home.
+	TLSCA string `yaml:"tls_ca,omitempty" json:"tls_ca,omitempty"`
 	// Poll is how often a server without IDLE is asked for new mail ("":
 	// DefaultMailPoll).
 	Poll string `yaml:"poll,omitempty" json:"poll,omitempty"`
@@ -65,7 +73,7 @@ const (
 // set reports whether any mail key is set.
 func (m IMAP) set() bool {
 	return m.Host != "" || m.Port != 0 || m.TLS != "" || m.User != "" || m.Password != "" || m.Folder != "" ||
-		len(m.From) != 0 || m.TrustAuthResults != "" || m.Poll != "" || m.MaxMessage != 0 || m.Reply ||
+		len(m.From) != 0 || m.TrustAuthResults != "" || m.DKIMDNS != "" || m.TLSCA != "" || m.Poll != "" || m.MaxMessage != 0 || m.Reply ||
 		m.SMTPHost != "" || m.SMTPPort != 0 || m.SMTPUser != "" || m.SMTPPassword != ""
 }
 
@@ -99,6 +107,27 @@ func (m IMAP) SMTPAddr() string {
 		p = DefaultSMTPPort
 	}
 	return net.JoinHostPort(h, strconv.Itoa(p))
+}
+
+// DKIMResolver is DKIMDNS as HOST:PORT ("": the system's resolver).
+func (m IMAP) DKIMResolver() string {
+	if m.DKIMDNS == "" {
+		return ""
+	}
+	if ip := net.ParseIP(strings.Trim(m.DKIMDNS, "[]")); ip != nil {
+		return net.JoinHostPort(ip.String(), "53")
+	}
+	return m.DKIMDNS
+}
+
+// validDNS reports whether s is an IP address, with or without a port.
+func validDNS(s string) bool {
+	if net.ParseIP(strings.Trim(s, "[]")) != nil {
+		return true
+	}
+	h, p, err := net.SplitHostPort(s)
+	n, perr := strconv.Atoi(p)
+	return err == nil && net.ParseIP(h) != nil && perr == nil && n > 0 && n < 65536
 }
 
 // Mailbox is Folder with its default.
@@ -166,6 +195,10 @@ func validateIMAP(t Trigger, at func(k string) []string, bad func(keys []string,
 		bad(at("source"), "events, secret and ignore_bots are webhook keys: a mail trigger has from, user and password")
 	case m.TrustAuthResults != "" && !authservRe.MatchString(m.TrustAuthResults):
 		bad(at("trust_auth_results"), "%q is not a host name (the receiving server's Authentication-Results authserv-id)", m.TrustAuthResults)
+	case m.DKIMDNS != "" && !validDNS(m.DKIMDNS):
+		bad(at("dkim_dns"), "%q is not a DNS server's IP address, e.g. 127.0.0.1 or 127.0.0.1:5353", m.DKIMDNS)
+	case m.TLSCA != "" && !filepath.IsAbs(m.TLSCA) && !strings.HasPrefix(m.TLSCA, "~/"):
+		bad(at("tls_ca"), "%q is not an absolute path (a PEM file, e.g. /etc/ssl/my-mail-ca.pem)", m.TLSCA)
 	case m.MaxMessage < 0 || m.MaxMessage > MaxMailMaxMessage:
 		bad(at("max_message"), "%d: at most %d bytes", m.MaxMessage, MaxMailMaxMessage)
 	case m.SMTPHost != "" && !mailHostRe.MatchString(m.SMTPHost):

@@ -40,6 +40,9 @@ func TestIMAPTrigger(t *testing.T) {
 		"    host: \"imap.example.org;rm\"\n": "is not a host name",
 		"    smtp_password: \"Not Valid\"\n":  "is not a vault entry name",
 		"    folder: \"INBOX\\\"x\"\n":        "is not a folder name",
+		"    dkim_dns: dns.example.org\n":     "is not a DNS server's IP address",
+		"    dkim_dns: 127.0.0.1:99999\n":     "is not a DNS server's IP address",
+		"    tls_ca: ca.pem\n":                "is not an absolute path",
 	}
 	for line, want := range bad {
 		doc := strings.Replace(imapTrigger, "    from: [alice@example.org]\n", "", 1)
@@ -55,6 +58,17 @@ func TestIMAPTrigger(t *testing.T) {
 	loop := strings.Replace(imapTrigger, "imap.example.org", "127.0.0.1", 1) + "    tls: none\n"
 	if _, err := Parse("c.yaml", []byte(loop)); err != nil {
 		t.Errorf("tls: none on loopback: %v", err)
+	}
+	for in, want := range map[string]string{"127.0.0.1": "127.0.0.1:53", "127.0.0.1:5353": "127.0.0.1:5353", "::1": "[::1]:53", "[::1]:5353": "[::1]:5353"} {
+		doc := imapTrigger + "    dkim_dns: \"" + in + "\"\n    tls_ca: /etc/ssl/mail-ca.pem\n"
+		c, err := Parse("c.yaml", []byte(doc))
+		if err != nil {
+			t.Errorf("dkim_dns: %s: %v", in, err)
+			continue
+		}
+		if got := c.Triggers["inbox"].DKIMResolver(); got != want {
+			t.Errorf("dkim_dns: %s is %s, want %s", in, got, want)
+		}
 	}
 	hook := "triggers:\n  h:\n    source: github\n    secret: s\n    playbook: p\n    events: [issues]\n    from: [a@b.c]\n"
 	if _, err := Parse("c.yaml", []byte(hook)); err == nil || !strings.Contains(err.Error(), "belong to a trigger with source: imap") {

@@ -44,8 +44,13 @@ type HoldOptions struct {
 	Dir      string        // the approvals directory (instance.Approvals, as mounted)
 	Playbook string        // the playbook of a run with its own run: block; "" for the instance's policy
 	// Origin is how the session started, "KIND" or "KIND:NAME"
-	// (provenance.Origin): a trigger's session is tainted from its start.
+	// (provenance.Origin): a session a trigger or a mail message started
+	// is tainted from its start (provenance.Origin.StartTaint).
 	Origin string
+	// Untrusted: the session starts tainted though its kind does not (a
+	// chat turn of a conversation holding a tainted turn, or whose message
+	// carries someone else's text).
+	Untrusted bool
 	// Poll is how often the directory is read for answers besides its
 	// fsnotify events (a filesystem that delivers none); default 1 s.
 	Poll time.Duration
@@ -97,9 +102,13 @@ func newHolder(s *Server, o HoldOptions) (*holder, error) {
 	if kind == "" {
 		kind = provenance.OriginTerminal
 	}
-	h.origin = provenance.Origin{Kind: kind, Name: name}.String()
-	if kind == provenance.OriginTrigger {
-		h.taint("started by " + h.origin)
+	origin := provenance.Origin{Kind: kind, Name: name}
+	if o.Untrusted {
+		origin.Untrusted = "started by " + origin.String() + " with untrusted input"
+	}
+	h.origin = origin.String()
+	if why := origin.StartTaint(); why != "" {
+		h.taint(why)
 	}
 	if err := h.dir.Root.MkdirAll(s.opts.Session, 0o700); err != nil {
 		return nil, fmt.Errorf("approvals directory: %w", err)

@@ -194,6 +194,38 @@ func TestHoldTaintedSessionNotOfferedAlways(t *testing.T) {
 	<-ch
 }
 
+// A session started by a mail message, or a chat turn carrying someone
+// else's text, starts tainted as a webhook's does: its question never
+// offers Always.
+func TestHoldMailAndUntrustedChatStartTainted(t *testing.T) {
+	for _, c := range []struct {
+		origin    string
+		untrusted bool
+		why       string
+	}{
+		{"mail:inbox", false, "started by mail inbox"},
+		{"chat:c1", true, "untrusted input"},
+	} {
+		t.Run(c.origin, func(t *testing.T) {
+			tg := newTarget(t, "127.0.0.1")
+			dir := t.TempDir()
+			pol := fmt.Sprintf("domains:\n  - allowed.test:%d\nallow_private: [127.0.0.1/32]\n", tg.port)
+			e := startProxy(t, pol, func(o *Options) {
+				o.Session = "s1"
+				o.Hold = HoldOptions{Wait: 20 * time.Second, Dir: dir, Origin: c.origin, Untrusted: c.untrusted, Poll: 50 * time.Millisecond}
+			})
+			d := approval.Dir{Root: safefile.Beneath(dir)}
+			ch := e.async(t, "new.test", tg.port)
+			q := question(t, d, "new.test")
+			if !q.Tainted || q.Offers(approval.Always) || !strings.Contains(strings.Join(q.Why, ";"), c.why) {
+				t.Errorf("question %+v: want tainted (%s), Always not offered", q, c.why)
+			}
+			d.Give(q.ID, approval.Deny, approval.ViaHost, "ada", nil)
+			<-ch
+		})
+	}
+}
+
 func TestHoldTaintedByReading(t *testing.T) {
 	e, tg, d := holdEnv(t, 20*time.Second, "")
 	if r := <-e.async(t, "allowed.test", tg.port); r.code != 200 {

@@ -25,8 +25,9 @@ func (s *Session) rmContainer(ctx context.Context, name string) error {
 // gone and the proxy stopped, the proxy is removed and, at the same time,
 // the egress network (Docker removes a network that only stopped containers
 // are attached to; an engine that refuses, podman, is asked again once the
-// proxy is gone); the socket volume goes once both containers have.
-func (s *Session) cleanup() error {
+// proxy is gone); the socket volume goes once both containers have. A
+// headless run's seed container goes meanwhile, unless it went once read.
+func (s *Session) cleanup() (cerr error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	defer func() {
@@ -36,6 +37,13 @@ func (s *Session) cleanup() error {
 		}
 	}()
 	none := spawn(func() error { return nil })
+	seed := none
+	if s.plan.Seed != nil && s.has("seed") {
+		if seed = s.seedGone; seed == nil {
+			seed = spawn(func() error { return s.rmContainer(ctx, s.plan.Seed.Name) })
+		}
+	}
+	defer func() { cerr = errors.Join(cerr, seed.wait()) }()
 	agent, proxy := none, none
 	if s.has("agent") && !s.agentRemoved() {
 		agent = spawn(func() error { return s.removeAgent(ctx) })
@@ -45,16 +53,12 @@ func (s *Session) cleanup() error {
 	} else if s.has("proxy") {
 		proxy = spawn(func() error { return s.stopProxy(ctx) })
 	}
-	// The proxy can be removed once it has exited: the engine's die event
-	// comes before `docker stop` returns.
-	stopped := s.proxyStopped(proxy)
-	// Once the engine has removed the agent, the shares are neutralised
-	// and read for the provenance record's end while the proxy and the
-	// rest are removed. Not sooner: the reading would slow the stop's
-	// engine calls, whose end the session's end waits for anyway.
+	// Once the engine has removed the agent, the state volume is read
+	// (endScope) and the layers' volumes removed while the proxy stops:
+	// the session's end waits for both.
 	layers := none
-	if agent.wait() == nil {
-		s.afterAgent()
+	gone := agent.wait() == nil
+	if gone {
 		s.endScope(ctx, true)
 		if s.layered() && s.has("agent") {
 			layers = spawn(func() error { return s.removeLayerVolumes(ctx) })
@@ -62,6 +66,19 @@ func (s *Session) cleanup() error {
 	}
 	s.endScope(ctx, false) // the agent is not gone: only the helper goes
 	defer layers.wait()    // the layers are merged once their volumes are gone
+	// The proxy can be removed once it has exited: the engine's die event
+	// comes before `docker stop` returns.
+	stopped := s.proxyStopped(proxy)
+	// Then the shares are neutralised and read for the provenance record's
+	// end while the proxy and the rest are removed. Not sooner: the reading
+	// would slow the stop's engine calls, whose end the session's end waits
+	// for anyway.
+	if gone {
+		s.afterAgent()
+		if stopped == nil {
+			s.startSharesEnd(layers)
+		}
+	}
 	if err := errors.Join(agent.wait(), stopped); err != nil {
 		return err // the network and the volume are still in use
 	}

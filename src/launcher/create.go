@@ -74,10 +74,25 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 	return errors.Join(err, egress.wait(), volume.wait())
 }
 
-// createContainers creates the agent and, once its network exists, the
-// proxy.
+// createContainers creates the agent, the user scope's helper (when the
+// session has one) and, once its network exists, the proxy.
 func (s *Session) createContainers(ctx context.Context, egress *future, reaped <-chan struct{}) error {
+	if s.userScoped() {
+		s.scopeHelper = spawn(func() error { return s.createScopeHelper(ctx) })
+	}
 	return parallel(
+		func() error {
+			if s.scopeHelper == nil {
+				return nil
+			}
+			return s.scopeHelper.wait()
+		},
+		func() error {
+			if s.plan.Seed == nil {
+				return nil
+			}
+			return s.createSeed(ctx, reaped)
+		},
 		func() error {
 			id, err := s.createContainer(ctx, "agent", s.Name, nil, s.AgentArgs(), reaped)
 			s.agentID = id
@@ -102,6 +117,16 @@ func (s *Session) removeContainers(ctx context.Context) error {
 			ids = append(ids, *id)
 			*id = ""
 		}
+	}
+	if s.scopeHelper != nil {
+		if s.scopeHelper.wait() == nil {
+			ids = append(ids, s.scopeHelperName())
+		}
+		s.scopeHelper = nil
+	}
+	if s.plan.Seed != nil && s.has("seed") {
+		ids = append(ids, s.plan.Seed.Name)
+		s.unmade("seed")
 	}
 	if len(ids) == 0 {
 		return nil

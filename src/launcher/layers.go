@@ -54,6 +54,9 @@ func (s *Session) makeLayers() error {
 	root := s.Instance.FS()
 	engine.Tracef("layers: make")
 	defer engine.Tracef("layers: made")
+	if err := s.setAsideLeft(); err != nil {
+		return err
+	}
 	for _, lm := range s.plan.Layers {
 		l := s.layerOf(lm)
 		if err := root.MkdirAll(l.Dir, 0o700); err != nil {
@@ -105,27 +108,38 @@ func (s *Session) removeLayerVolumes(ctx context.Context) error {
 // discardLayers removes the session's layers, their work directories back
 // to the pool.
 func (s *Session) discardLayers() {
-	root := s.Instance.FS()
+	ls := make([]*layer.Layer, 0, len(s.plan.Layers))
 	for _, lm := range s.plan.Layers {
-		l := s.layerOf(lm)
-		if lm.Mode == layer.Overlay {
+		ls = append(ls, s.layerOf(lm))
+	}
+	s.discardLayersOf(s.Name, ls)
+}
+
+// discardLayersOf removes the layers ls of session name and its layer
+// directory: overlay work directories go to the pool (the user cannot
+// remove what overlayfs left in them), snapshots to theirs while it has
+// room.
+func (s *Session) discardLayersOf(name string, ls []*layer.Layer) {
+	root := s.Instance.FS()
+	for _, l := range ls {
+		if l.Mode == layer.Overlay {
 			if root.MkdirAll(layerWorkPool, 0o700) == nil {
-				_ = root.Rename(l.Work, path.Join(layerWorkPool, s.Name+"-"+path.Base(lm.Dir)))
+				_ = root.Rename(l.Work, path.Join(layerWorkPool, name+"-"+path.Base(l.Dir)))
 			}
 		}
-		pool := path.Join(layerLowerPool, path.Base(lm.Dir))
+		pool := path.Join(layerLowerPool, path.Base(l.Dir))
 		if ents, err := root.ReadDir(pool); err == nil && len(ents) < lowerPoolSize || errors.Is(err, fs.ErrNotExist) {
 			if root.MkdirAll(pool, 0o700) == nil {
-				_ = l.Recycle(path.Join(pool, s.Name))
+				_ = l.Recycle(path.Join(pool, name))
 			}
 		}
 		if err := l.Discard(); err != nil {
 			s.Progress("warning: the session's layer %s was not removed: %v", l.Dir, err)
 		}
 	}
-	_ = root.RemoveAll(s.wsLayerDir())
-	_ = root.RemoveAll(s.scopeLayerDir())
-	_ = root.Remove(path.Join(plan.LayersDir, s.Name))
+	// What is left: the workspace's instruction files and the user
+	// scope as the session started (wsinstr.go, userscope.go).
+	_ = root.RemoveAll(path.Join(plan.LayersDir, name))
 }
 
 // endLayers merges or holds the session's layers and records its end.
@@ -136,7 +150,16 @@ func (s *Session) endLayers() {
 	defer cancel()
 	var scopeAfter *userscope.Listing
 	var scope provenance.ScopeEnd
+	defer func() { s.settleScope(scopeAfter) }()
 	if s.userScoped() && s.scopeBefore != nil {
+		// How Claude Code was asked to start (a resume, a fork) and the
+		// conversations it could have resumed.
+		scope.Command = s.plan.Claude.Command
+		for _, p := range s.scopeBefore.Paths() {
+			if userscope.IsTranscript(p) {
+				scope.Transcripts = append(scope.Transcripts, p)
+			}
+		}
 		l, err := s.scopeResult()
 		if err != nil {
 			s.Progress("warning: the Claude Code user scope on volume %s could not be read at the session's end: %v", s.claudeVolume(), err)
@@ -150,7 +173,7 @@ func (s *Session) endLayers() {
 		engine.Tracef("layers: merge")
 		defer engine.Tracef("layers: merged")
 		for _, lm := range s.plan.Layers {
-			k, h, p := s.mergeLayer(s.layerOf(lm), tainted, stamp)
+			k, h, p := s.mergeLayer(s.layerOf(lm), tainted, stamp, s.layersMade)
 			kept, hold, problems = append(kept, k...), append(hold, h...), append(problems, p...)
 		}
 		if tainted {
@@ -201,10 +224,10 @@ func (s *Session) endLayers() {
 }
 
 // mergeLayer merges one layer (untainted) or hands all its changes back to
-// hold (tainted). What host tools act on (instance.HostTrusted), entries
+// hold (tainted); made is when its snapshot was complete (baseOf). What host tools act on (instance.HostTrusted), entries
 // that are not regular files and the memory's own bookkeeping (its index
 // and locks) are never taken.
-func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
+func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made time.Time) (kept []string, hold []provenance.LayerChange, problems []string) {
 	changes, err := l.Changes()
 	if err != nil {
 		return nil, nil, []string{fmt.Sprintf("the session's changes to %s could not be read: %v (left in %s)", l.Share, err, l.Dir)}
@@ -257,9 +280,9 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept [
 	}
 	var outs []layer.Outcome
 	if l.Share == "memory" {
-		outs, err = memory.MergeLayer(root, l.Share, s.baseOf(l), l.Theirs(take), paths, stamp)
+		outs, err = memory.MergeLayer(root, l.Share, baseOf(l, made), l.Theirs(take), paths, stamp)
 	} else {
-		outs = layer.Trees(paths, s.baseOf(l), ours, l.Theirs(take), nil)
+		outs = layer.Trees(paths, baseOf(l, made), ours, l.Theirs(take), nil)
 		err = layer.Apply(root, l.Share, outs)
 	}
 	if err != nil {
@@ -285,13 +308,13 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string) (kept [
 }
 
 // baseOf is what the layer started from: its snapshot, but for a file
-// rewritten in place since it was taken (layer.BaseSince), which merges
-// as a conflict.
-func (s *Session) baseOf(l *layer.Layer) layer.Tree {
-	if s.layersMade.IsZero() {
+// rewritten in place since it was taken at made (layer.BaseSince), which
+// merges as a conflict; made zero (not known): the snapshot.
+func baseOf(l *layer.Layer, made time.Time) layer.Tree {
+	if made.IsZero() {
 		return l.Base()
 	}
-	return l.BaseSince(s.layersMade)
+	return l.BaseSince(made)
 }
 
 // accessOnly reports whether the layer changed the memory file p in its
@@ -319,4 +342,185 @@ func leftOut(share string, c layer.Change) string {
 		}
 	}
 	return ""
+}
+
+// Layers a session left (its launcher was killed, or died, before the
+// session's end; or its end could neither merge nor hold them): nothing of
+// them took effect, and nothing of them may be lost. The next session's
+// start (reapLeftovers) finds them in layers/, removes what the engine
+// still holds of their session (its agent, if it outlived the launcher,
+// and the overlay volumes), then holds each change set whole for review —
+// what the session read is not known, so it counts as tainted — tells the
+// owner, and removes the layer.
+
+// leftWhy is how the owner is told why a left layer's changes wait.
+const leftWhy = "(its launcher died)"
+
+// leftAge is how old a layer directory must be to count as left when
+// nothing names its session's launcher as dead: no note (records.go) and
+// no open provenance record. A session starting with another state
+// directory (another HOME) makes its layers before its record opens, and
+// its note is not in this launcher's directory.
+const leftAge = 10 * time.Minute
+
+// leftLayers lists the layer directories sessions of this instance left:
+// each whose launcher a note or the open provenance record names as gone,
+// each set aside by a session that took its name (setAsideLeft), and each
+// named by neither and older than leftAge (its end failed, or hobbs stop
+// --all removed its note and a start ended its record). It runs before
+// the leftovers' notes are removed.
+func (s *Session) leftLayers() []string {
+	if s.Provenance == nil {
+		return nil // nowhere to hold them: they stay
+	}
+	ents, err := s.Instance.FS().ReadDir(plan.LayersDir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		dir := e.Name()
+		if !e.IsDir() || strings.HasPrefix(dir, ".") || dir == s.Name {
+			continue
+		}
+		if _, _, aside := strings.Cut(dir, leftMark); aside || s.left(dir, e) {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// holdLeftLayers holds and removes the layers in the directories left
+// (leftLayers), once the leftovers of their sessions are gone.
+func (s *Session) holdLeftLayers(ctx context.Context, left []string) {
+	for _, dir := range left {
+		if n, _, aside := strings.Cut(dir, leftMark); aside {
+			// Set aside by a session that took its name: its containers
+			// have that name too, so they are not removed here; while
+			// any is left, so is the layer (a later start holds it).
+			if s.othersContainers(ctx, n) {
+				continue
+			}
+			s.holdLeft(n, dir)
+			continue
+		}
+		// Its agent may have outlived its launcher: gone before its
+		// layer is read, so nothing writes to it meanwhile.
+		if err := removeSession(ctx, s.Engine, dir); err != nil {
+			if engine.Unreachable(err) == nil { // else the session's own calls say so
+				s.Progress("warning: the layer session %s left was not held: its containers could not be removed: %v", dir, err)
+			}
+			continue
+		}
+		s.holdLeft(dir, dir)
+	}
+}
+
+// othersContainers reports whether a container of session n exists that
+// another launcher than this one made (or the engine cannot say).
+func (s *Session) othersContainers(ctx context.Context, n string) bool {
+	cs, err := listInspected(ctx, s.Engine, "container", "label="+plan.LabelSession+"="+n)
+	if err != nil {
+		return true
+	}
+	for _, c := range cs {
+		if c.Config.Labels[plan.LabelOwner] != s.owner {
+			return true
+		}
+	}
+	return false
+}
+
+// leftMark joins a session's name and a unique suffix in the name its
+// left layer directory is set aside under when a later session takes the
+// name (setAsideLeft): session names cannot hold it (plan.ValidName).
+const leftMark = "~left-"
+
+// setAsideLeft moves a layer directory of the session's name, left by a
+// session whose launcher is gone, out of the way of the session's own
+// layers (it would take the dead session's changes for its own) and
+// under a name holdLeftLayers holds it by. One that may be a live
+// session's — the name's note is not this launcher's, or the provenance
+// record open under it names another launcher that runs — is an error.
+func (s *Session) setAsideLeft() error {
+	root := s.Instance.FS()
+	dir := path.Join(plan.LayersDir, s.Name)
+	if _, err := root.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	live := !notedBy(s.Instance, s.Name, s.owner)
+	if s.Provenance != nil {
+		open, owner, err := s.Provenance.Opened(s.Name)
+		live = live || err != nil || open && owner != s.owner && OwnerAlive(owner)
+	}
+	if live {
+		return fmt.Errorf("the layers of a session named %s exist (%s) and it may be running", s.Name, dir)
+	}
+	return root.Rename(dir, dir+leftMark+strconv.FormatInt(time.Now().UnixNano(), 36))
+}
+
+// left reports whether the layer directory e of session n is left by a
+// session whose launcher is gone.
+func (s *Session) left(n string, e fs.DirEntry) bool {
+	noted, alive := noteOf(s.Instance, n)
+	if alive {
+		return false
+	}
+	open, owner, err := s.Provenance.Opened(n)
+	switch {
+	case err != nil, open && OwnerAlive(owner):
+		return false
+	case noted, open:
+		return true
+	}
+	fi, err := e.Info()
+	return err == nil && time.Since(fi.ModTime()) > leftAge
+}
+
+// holdLeft holds the layers session name left in layers/dir, whole, and
+// removes them.
+func (s *Session) holdLeft(name, dir string) {
+	ls := s.leftLayersOf(dir)
+	merge := func(_ bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
+		for _, l := range ls {
+			k, h, p := s.mergeLayer(l, true, stamp, time.Time{})
+			kept, hold, problems = append(kept, k...), append(hold, h...), append(problems, p...)
+		}
+		return kept, hold, problems
+	}
+	r, err := s.Provenance.HoldLeft(name, OwnerAlive, merge)
+	if err != nil {
+		s.Progress("warning: the changes session %s left were not held: %v (they stay in %s)", name, err, path.Join(plan.LayersDir, dir))
+		return
+	}
+	s.discardLayersOf(dir, ls)
+	for _, p := range r.Problems {
+		s.Progress("warning: %s", p)
+	}
+	if len(r.Held) > 0 {
+		s.Progress("%s", word(s.Words, ChangesHeld, "session", name, "why", leftWhy, "held", strconv.Itoa(len(r.Held))))
+	}
+}
+
+// leftLayersOf are the layers in the layer directory layers/name, each
+// share's by its directory's name (plan.LayerDir), overlay where it has a
+// work directory (layer.Create makes one for overlay alone).
+func (s *Session) leftLayersOf(name string) []*layer.Layer {
+	root := s.Instance.FS()
+	var out []*layer.Layer
+	for _, sh := range instance.AgentShares() {
+		if !sh.Dir {
+			continue
+		}
+		dir := plan.LayerDir(name, sh.Rel)
+		if fi, err := root.Lstat(path.Join(dir, "upper")); err != nil || !fi.IsDir() {
+			continue
+		}
+		l := &layer.Layer{Root: root, Share: sh.Rel, Dir: dir, Work: path.Join(dir, "work"), Mode: layer.Copy}
+		if fi, err := root.Lstat(l.Work); err == nil && fi.IsDir() {
+			l.Mode = layer.Overlay
+		}
+		out = append(out, l)
+	}
+	return out
 }

@@ -73,15 +73,29 @@ func otherRecords(in instance.Instance, self string) (others bool, dead []string
 	return others, dead
 }
 
+// noteOf reports whether session name of in is noted, and whether the
+// launcher noted still runs.
+func noteOf(in instance.Instance, name string) (noted, alive bool) {
+	b, err := os.ReadFile(filepath.Join(recordDir(in), name))
+	if err != nil {
+		return false, false
+	}
+	return true, OwnerAlive(strings.TrimSpace(string(b)))
+}
+
+// notedBy reports whether session name of in is noted as owner's.
+func notedBy(in instance.Instance, name, owner string) bool {
+	b, err := os.ReadFile(filepath.Join(recordDir(in), name))
+	return err == nil && strings.TrimSpace(string(b)) == owner
+}
+
 // forgetDead removes the notes of sessions whose launcher is gone (after
 // their leftovers were removed); notes of running launchers stay.
 func forgetDead(in instance.Instance, names []string) {
 	for _, n := range names {
-		b, err := os.ReadFile(filepath.Join(recordDir(in), n))
-		if err == nil && OwnerAlive(strings.TrimSpace(string(b))) {
-			continue
+		if _, alive := noteOf(in, n); !alive {
+			unrecord(in, n)
 		}
-		unrecord(in, n)
 	}
 }
 

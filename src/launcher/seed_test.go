@@ -1,7 +1,10 @@
 package launcher
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +36,7 @@ func seedSession(t *testing.T, body string) (*Session, func() []string, *[]strin
 	}
 	var said []string
 	s := &Session{Engine: e, Instance: in, Name: "run1", owner: Owner(), filesDir: t.TempDir(),
-		Progress: func(f string, a ...any) { said = append(said, f) }, plan: p}
+		Progress: func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }, plan: p}
 	if err := os.WriteFile(filepath.Join(s.filesDir, "claude-credentials"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -49,59 +52,106 @@ func (s *Session) seeded(t *testing.T) string {
 	return string(b)
 }
 
-// The sign-in reaches a run's session file by the plan's seed container,
-// which mounts the state volume read-only; a missing volume or sign-in
-// leaves the file empty and starts nothing; a sign-in too large or not a
+// seedTar is the engine's cp stream of one entry named name.
+func seedTar(t *testing.T, name string, typ byte, data string) string {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	h := &tar.Header{Name: name, Typeflag: typ, Mode: 0o600, Size: int64(len(data))}
+	if typ == tar.TypeSymlink {
+		h.Linkname, h.Size = data, 0
+	}
+	if err := tw.WriteHeader(h); err != nil {
+		t.Fatal(err)
+	}
+	if typ == tar.TypeReg {
+		tw.Write([]byte(data))
+	}
+	tw.Close()
+	f := filepath.Join(t.TempDir(), "cp.tar")
+	if err := os.WriteFile(f, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The sign-in reaches a run's session file from the plan's seed container,
+// created with the state volume mounted read-only and never started: the
+// engine's cp copies the file out and the container is removed. A missing
+// volume creates nothing; a missing sign-in leaves the file empty; a
+// sign-in too large, not a regular file (a link the agent left) or not a
 // JSON object is left out, said so; an engine that cannot be reached ends
 // the run.
 func TestSeedClaude(t *testing.T) {
 	const creds = `{"claudeAiOauth":{"accessToken":"a","refreshToken":"r"}}`
-	s, calls, said := seedSession(t, `case "$1" in
+	seed := func(t *testing.T, cp string) (*Session, func() []string, *[]string, error) {
+		s, calls, said := seedSession(t, `case "$1" in
 volume) exit 0;;
-run) echo '`+creds+`';;
+create) echo id;;
+rm) exit 0;;
+cp) `+cp+`;;
 esac`)
-	if err := s.seedClaude(context.Background()); err != nil {
+		err := s.createSeed(context.Background(), nil)
+		if err == nil {
+			err = s.seedClaude(context.Background())
+		}
+		if s.seedGone != nil {
+			s.seedGone.wait()
+		}
+		return s, calls, said, err
+	}
+	s, calls, said, err := seed(t, "cat "+seedTar(t, ".credentials.json", tar.TypeReg, creds+"\n"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := s.seeded(t); got != creds {
 		t.Errorf("seeded %q", got)
 	}
 	c := calls()
-	if len(c) != 2 || c[0] != "volume inspect "+s.plan.Claude.State.Volume || !strings.HasPrefix(c[1], "run --pull never --rm ") ||
-		!strings.Contains(c[1], "--network none") || !strings.Contains(c[1], ",target=/seed,ro") ||
-		!strings.HasSuffix(c[1], "--entrypoint cat hobbs:local /seed/.credentials.json") || strings.Contains(c[1], "--name") {
+	if len(c) != 4 || c[0] != "volume inspect "+s.plan.Claude.State.Volume || !strings.HasPrefix(c[1], "create --pull never --name run1-seed ") ||
+		!strings.Contains(c[1], "--network none") || !strings.Contains(c[1], ",target=/seed,ro") || strings.Contains(c[1], "--rm") ||
+		!strings.HasSuffix(c[1], "--entrypoint true hobbs:local") ||
+		c[2] != "cp run1-seed:/seed/.credentials.json -" || c[3] != "rm -f run1-seed" {
 		t.Errorf("calls %q", c)
 	}
 	if len(*said) != 0 {
 		t.Errorf("said %q", *said)
 	}
 
+	big := strings.Repeat(`{"x":"0123456789012345678901234567890123456789"}`, 2000)
 	for _, c := range []struct {
-		name, body, warn string
-		runs             bool
+		name, cp, warn string
 	}{
-		{"no volume", `echo "Error: No such volume: $3" >&2; exit 1`, "", false},
-		{"no sign-in", `[ "$1" = volume ] && exit 0; echo "cat: can't open '/seed/.credentials.json': No such file or directory" >&2; exit 1`, "", true},
-		{"too large", `[ "$1" = volume ] && exit 0; i=0; while [ $i -lt 3000 ]; do echo '{"x":"0123456789012345678901234567890123456789"}'; i=$((i+1)); done`, "larger than", true},
-		{"not an object", `[ "$1" = volume ] && exit 0; echo '["a"]'`, "not a JSON object", true},
-		{"other failure", `[ "$1" = volume ] && exit 0; echo "Error: something else" >&2; exit 125`, "could not read", true},
+		{"no sign-in", `echo "Error: Could not find the file /seed/.credentials.json in container run1-seed" >&2; exit 1`, ""},
+		{"too large", "cat " + seedTar(t, ".credentials.json", tar.TypeReg, big), "larger than"},
+		{"a link", "cat " + seedTar(t, ".credentials.json", tar.TypeSymlink, "/etc/shadow"), "not a regular file"},
+		{"a directory", "cat " + seedTar(t, ".credentials.json", tar.TypeDir, ""), "not a regular file"},
+		{"not an object", "cat " + seedTar(t, ".credentials.json", tar.TypeReg, `["a"]`), "not a JSON object"},
+		{"not a stream", "echo garbage", "could not be read"},
+		{"other failure", `echo "Error: something else" >&2; exit 1`, "could not read"},
 	} {
-		s, calls, said := seedSession(t, c.body)
-		if err := s.seedClaude(context.Background()); err != nil {
+		s, calls, said, err := seed(t, c.cp)
+		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 		}
 		if got := s.seeded(t); got != "" {
 			t.Errorf("%s: seeded %q", c.name, got)
 		}
-		if ran := len(calls()) == 2; ran != c.runs {
-			t.Errorf("%s: the seed ran: %v, want %v (%q)", c.name, ran, c.runs, calls())
+		if cs := calls(); len(cs) != 4 || cs[3] != "rm -f run1-seed" {
+			t.Errorf("%s: calls %q, want the seed read and removed", c.name, cs)
 		}
 		if w := strings.Join(*said, "\n"); c.warn == "" && w != "" || !strings.Contains(w, c.warn) {
 			t.Errorf("%s: said %q, want %q", c.name, w, c.warn)
 		}
 	}
-	s, _, _ = seedSession(t, `[ "$1" = volume ] && exit 0; echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2; exit 1`)
-	if err := s.seedClaude(context.Background()); err == nil {
+	s, calls, _ = seedSession(t, `echo "Error: No such volume: $3" >&2; exit 1`)
+	if err := s.createSeed(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.seedClaude(context.Background()); err != nil || s.seeded(t) != "" || len(calls()) != 1 {
+		t.Errorf("no volume: %v, seeded %q, calls %q; want nothing made", err, s.seeded(t), calls())
+	}
+	if _, _, _, err := seed(t, `echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2; exit 1`); err == nil {
 		t.Error("an unreachable engine was not an error")
 	}
 }

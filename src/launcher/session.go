@@ -89,13 +89,19 @@ type Session struct {
 	began            *future   // the start's Neutralise and the provenance record's begin
 	neutralisedEnd   sync.Once // the end's Neutralise
 	snapshot         *future   // the shares read once the agent is gone (provenance.go)
+	sharesEnd        *future   // the shares' end, begun in the cleanup (startSharesEnd)
+	seedGone         *future   // the seed container's removal, once read (seed.go)
 	snap             *provenance.Snapshot
 	layersMade       time.Time
 	scopeBefore      *userscope.Listing // the Claude Code user scope at the start (userscope.go)
 	scopeHelper      *future            // the helper container's create (userscope.go)
 	scopeEnd         *future            // the end's reading of the user scope, into scopeAfter
 	scopeAfter       *userscope.Listing
-	scopeRemoved     *future // the helper's removal
+	scopeRemoved     *future     // the helper's removal
+	scopeRestored    bool        // the end wrote the user scope back (holdScope)
+	lease            *scopeLease // the state volume's lease (scopelease.go)
+	endAlone         bool        // the end held the lease alone from its reading on
+	othersAtStart    bool        // notes of other sessions of the instance were there at the start
 
 	// plan is what the session carries out: its containers, mounts,
 	// policy and command (plan.New).
@@ -216,12 +222,14 @@ func (s *Session) Run(ctx context.Context) (code int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	defer func() { s.lease.release() }() // after the shares' end, which settles it
 	// The shares' end and the record's are deferred before the teardown,
-	// so they run after it: once the containers are gone and the proxy's
-	// audit is complete (the teardown starts both once the agent's
-	// container is gone and the proxy has stopped: afterAgent).
+	// so they end after it: once the containers are gone and the proxy's
+	// audit is complete (the teardown begins them once the agent's
+	// container is gone and the proxy has stopped: afterAgent,
+	// startSharesEnd).
 	if s.beginShares() {
-		defer s.endShares()
+		defer s.finishShares()
 	}
 	reaped := s.reapLeftovers(ctx)
 	defer func() { code, err = s.tearDown(ctx, code, err, release, recorded, reaped) }()
@@ -268,6 +276,27 @@ func (s *Session) beginShares() bool {
 	return true
 }
 
+// startSharesEnd begins a layered session's end of the shares while the
+// cleanup removes the proxy and the rest: called once the agent is gone
+// and the proxy has stopped; the merge waits for the layers' volumes'
+// removal (layers).
+func (s *Session) startSharesEnd(layers *future) {
+	if s.began == nil || !s.layered() || s.sharesEnd != nil {
+		return
+	}
+	s.sharesEnd = spawn(func() error { _ = layers.wait(); s.endShares(); return nil })
+}
+
+// finishShares waits for the shares' end begun in the cleanup, or ends
+// them now.
+func (s *Session) finishShares() {
+	if s.sharesEnd != nil {
+		_ = s.sharesEnd.wait()
+		return
+	}
+	s.endShares()
+}
+
 // endShares ends what beginShares began: the provenance record (when it
 // began) and the end's neutralising.
 func (s *Session) endShares() {
@@ -288,9 +317,13 @@ func (s *Session) endShares() {
 // leftover may have held the name).
 func (s *Session) reapLeftovers(ctx context.Context) <-chan struct{} {
 	reaped := make(chan struct{})
+	others, dead := otherRecords(s.Instance, s.Name)
+	s.othersAtStart = others
 	go func() {
 		defer close(reaped)
-		others, dead := otherRecords(s.Instance, s.Name)
+		// The layers crashed sessions left, found while their notes say
+		// so, held once their objects are gone (layers.go).
+		defer s.holdLeftLayers(ctx, s.leftLayers())
 		if !others {
 			return
 		}
@@ -317,6 +350,11 @@ func (s *Session) reapLeftovers(ctx context.Context) <-chan struct{} {
 func (s *Session) tearDown(ctx context.Context, code int, err error, release func(), recorded bool, reaped <-chan struct{}) (int, error) {
 	engine.Tracef("session: cleanup")
 	cerr := s.cleanup()
+	if s.sharesEnd != nil {
+		// Merged or held before the note goes: a launcher killed meanwhile
+		// leaves its note, and the next start finds the layer.
+		_ = s.sharesEnd.wait()
+	}
 	s.removeSessionFiles()
 	release()
 	// A stop removes what is left of the session itself; its removal
@@ -494,6 +532,13 @@ func (s *Session) made(what string) {
 		s.created = map[string]bool{}
 	}
 	s.created[what] = true
+}
+
+// unmade records that what, made, was removed again.
+func (s *Session) unmade(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.created, what)
 }
 
 // madeUnlessUnreachable records what as made unless err says the engine

@@ -82,20 +82,33 @@ func (s *Session) readScope(ctx context.Context, container string) (*userscope.L
 	return l, nil
 }
 
-// beginScope reads the baseline from the created agent container, after
+// beginScope takes the state volume's lease and the baseline — the
+// listing the last session's end kept, when it is certainly what the
+// volume holds (scopelease.go), else read from the created helper — after
 // writing the approved changes waiting for it.
 func (s *Session) beginScope(ctx context.Context) error {
-	if !s.userScoped() {
+	vol := s.claudeVolume()
+	if vol == "" {
 		return nil
 	}
-	// The helper the end reads the scope from is created meanwhile.
-	s.scopeHelper = spawn(func() error { return s.createScopeHelper(ctx) })
-	l, err := s.readScope(ctx, s.Name)
-	if herr := s.scopeHelper.wait(); err == nil && herr != nil {
-		err = herr
-	}
+	lease, err := openLease(scopeKey(s.Engine.Bin, vol))
 	if err != nil {
-		return fmt.Errorf("read the Claude Code user scope on volume %s: %w", s.claudeVolume(), err)
+		return fmt.Errorf("the Claude state volume %s: %w", vol, err)
+	}
+	s.lease = lease
+	if !s.userScoped() {
+		lease.drop() // written, not read: a kept listing would go stale
+		return nil
+	}
+	l, err := s.keptScope(lease, vol)
+	if err != nil {
+		return fmt.Errorf("the Claude state volume %s: %w", vol, err)
+	}
+	if l == nil {
+		engine.Tracef("session: reading the user scope")
+		if l, err = s.readScope(ctx, s.scopeHelperName()); err != nil {
+			return fmt.Errorf("read the Claude Code user scope on volume %s: %w", vol, err)
+		}
 	}
 	writes, err := s.Provenance.ScopeWrites(s.claudeVolume())
 	if err != nil {
@@ -134,13 +147,48 @@ func (s *Session) beginScope(ctx context.Context) error {
 	return nil
 }
 
-// createScopeHelper creates (never starts) the container the end reads
-// the state volume from, the agent's being removed with its end (--rm).
+// keptScope is the listing the last session's end kept of vol, when this
+// launcher is alone on the volume and no note of another session of the
+// instance was there at the start (a launcher that died may have left its
+// agent writing the volume); else it removes any and returns nil.
+func (s *Session) keptScope(lease *scopeLease, vol string) (*userscope.Listing, error) {
+	alone, err := lease.alone()
+	if err != nil || !alone {
+		lease.drop()
+		return nil, err
+	}
+	var l *userscope.Listing
+	if s.othersAtStart {
+		lease.drop()
+	} else {
+		l = lease.take(vol)
+	}
+	return l, lease.share()
+}
+
+// createScopeHelper creates (never starts) the container the start reads
+// the state volume from when it has no kept listing, and the end always,
+// the agent's being removed with its end (--rm).
 func (s *Session) createScopeHelper(ctx context.Context) error {
 	args := append([]string{"create", "--pull", "never", "--name", s.scopeHelperName(), "--network", "none"}, s.labelFlags(plan.RoleClaude)...)
-	args = append(args, "--mount", "type=volume,source="+s.claudeVolume()+",target="+plan.ClaudeDir, "--entrypoint", "true", s.plan.Agent.Image)
+	args = append(args, "--mount", s.stateMount(), "--entrypoint", "true", s.plan.Agent.Image)
 	_, err := s.Engine.Output(ctx, args...)
 	return err
+}
+
+// stateMount mounts the state volume where the agent has it, with the
+// labels the agent's mount gives a volume the engine makes (the helper's
+// create may be the first to name it).
+func (s *Session) stateMount() string {
+	f := "type=volume,source=" + s.claudeVolume() + ",target=" + plan.ClaudeDir
+	for _, m := range s.plan.Agent.Mounts {
+		if m.Target == plan.ClaudeDir {
+			for _, l := range m.Labels {
+				f += ",volume-label=" + l
+			}
+		}
+	}
+	return f
 }
 
 // endScope starts, once the agent is gone (read: it has written all it
@@ -164,6 +212,11 @@ func (s *Session) endScope(ctx context.Context, read bool) {
 		}()
 		if !read || s.scopeBefore == nil {
 			return errors.New("not read")
+		}
+		if s.lease != nil {
+			// Alone, it holds the lease exclusively until what it reads is
+			// kept (settleScope): no other session starts meanwhile.
+			s.endAlone, _ = s.lease.alone()
 		}
 		l, err := s.readScope(ctx, s.scopeHelperName())
 		s.scopeAfter = l
@@ -206,7 +259,7 @@ func (s *Session) writeScope(ctx context.Context, remove []string, files []*user
 		args = append(args, "--userns", s.plan.Agent.Userns)
 	}
 	args = append(args, s.labelFlags(plan.RoleClaude)...)
-	args = append(args, "--mount", "type=volume,source="+s.claudeVolume()+",target="+dir, "--entrypoint", "sh", s.plan.Agent.Image,
+	args = append(args, "--mount", s.stateMount(), "--entrypoint", "sh", s.plan.Agent.Image,
 		"-c", `cd "$0" && rm -rf -- "$@" && tar -x -f - -C "$0"`, dir)
 	for _, p := range remove {
 		args = append(args, "./"+p)
@@ -263,11 +316,30 @@ func (s *Session) holdScope(ctx context.Context, after *userscope.Listing) (hold
 		hold = append(hold, ch)
 	}
 	if len(remove) > 0 {
+		s.scopeRestored = true
 		if err := s.writeScope(ctx, remove, restore); err != nil {
 			problems = append(problems, fmt.Sprintf("the Claude Code user scope on volume %s was not put back: %v", s.claudeVolume(), err))
 		}
 	}
 	return hold, problems
+}
+
+// settleScope keeps after, the end's listing, for the next session's
+// start when this launcher was alone on the volume from before it read it
+// and wrote nothing there since; else it removes any kept listing. Then it
+// lets go of the lease.
+func (s *Session) settleScope(after *userscope.Listing) {
+	if s.lease == nil {
+		return
+	}
+	if s.endAlone && after != nil && !s.scopeRestored {
+		if err := s.lease.keep(s.claudeVolume(), after); err != nil {
+			engine.Tracef("session: the user scope's listing was not kept: %v", err)
+		}
+	} else {
+		s.lease.drop()
+	}
+	s.lease.release()
 }
 
 // wroteTranscripts are the conversation transcripts created or changed

@@ -325,7 +325,7 @@ func diffTrees(a, b, rel string) ([]Change, error) {
 func sameFile(a, b string) bool {
 	fa, err1 := os.Lstat(a)
 	fb, err2 := os.Lstat(b)
-	if err1 != nil || err2 != nil || fa.Size() != fb.Size() {
+	if err1 != nil || err2 != nil || fa.Size() != fb.Size() || (fa.Mode().Perm()^fb.Mode().Perm())&0o100 != 0 {
 		return false
 	}
 	x, err1 := os.ReadFile(a)

@@ -165,3 +165,68 @@ func TestRecycledSnapshot(t *testing.T) {
 		t.Fatalf("recycled snapshot %s, want %s", got, want)
 	}
 }
+
+// A script's execute bit survives a merge: the file in effect keeps it when
+// the session changed its text, and a session's own chmod (or new
+// executable file) is taken, in either layer mode.
+func TestMergeKeepsTheExecuteBit(t *testing.T) {
+	for _, mode := range []Mode{Copy, Overlay} {
+		t.Run(string(mode), func(t *testing.T) {
+			dir := t.TempDir()
+			root := safefile.Beneath(dir)
+			share := filepath.Join(dir, "skills")
+			write(t, filepath.Join(share, "s/run.sh"), "echo 1\n")
+			write(t, filepath.Join(share, "s/tool.sh"), "echo t\n")
+			if err := os.Chmod(filepath.Join(share, "s/run.sh"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Create(root, "skills", "layers/s1/skills", "layers/s1/work", mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			up := filepath.Join(dir, l.Upper())
+			// The session's writes: overlay copies a file up (keeping its
+			// mode) before it changes; the copy layer holds them already.
+			for _, f := range []string{"s/run.sh", "s/tool.sh"} {
+				if mode == Overlay {
+					b, _ := os.ReadFile(filepath.Join(share, f))
+					fi, _ := os.Stat(filepath.Join(share, f))
+					write(t, filepath.Join(up, f), string(b))
+					if err := os.Chmod(filepath.Join(up, f), fi.Mode().Perm()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			write(t, filepath.Join(up, "s/run.sh"), "echo 2\n")
+			if err := os.Chmod(filepath.Join(up, "s/tool.sh"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(up, "s/new.sh"), "echo n\n")
+			if err := os.Chmod(filepath.Join(up, "s/new.sh"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cs, err := l.Changes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var paths []string
+			for _, c := range cs {
+				paths = append(paths, c.Path)
+			}
+			outs := Trees(paths, l.Base(), DirTree{Root: root, Dir: "skills"}, l.Theirs(cs), nil)
+			if err := Apply(root, "skills", outs); err != nil {
+				t.Fatal(err)
+			}
+			for f, want := range map[string]string{"s/run.sh": "echo 2\n", "s/tool.sh": "echo t\n", "s/new.sh": "echo n\n"} {
+				p := filepath.Join(share, f)
+				b, err := os.ReadFile(p)
+				if err != nil || string(b) != want {
+					t.Errorf("%s: %q %v, want %q", f, b, err, want)
+				}
+				if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o100 == 0 {
+					t.Errorf("%s: mode %v %v: the execute bit was lost", f, fi.Mode(), err)
+				}
+			}
+		})
+	}
+}

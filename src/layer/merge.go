@@ -4,10 +4,12 @@ import (
 	"bytes"
 )
 
-// Version is one side's content of a path: Exists false is no file.
+// Version is one side's content of a path: Exists false is no file. Exec
+// is its owner's execute bit (a skill's script).
 type Version struct {
 	Data   []byte
 	Exists bool
+	Exec   bool
 }
 
 // Absent is the version of a path that has no file.
@@ -16,8 +18,8 @@ var Absent = Version{}
 // Of is the version holding b.
 func Of(b []byte) Version { return Version{Data: b, Exists: true} }
 
-// Equal reports whether v and w are the same version (both absent, or the
-// same bytes).
+// Equal reports whether v and w hold the same text (both absent, or the
+// same bytes); the execute bit is not compared.
 func (v Version) Equal(w Version) bool {
 	return v.Exists == w.Exists && bytes.Equal(v.Data, w.Data)
 }
@@ -31,19 +33,40 @@ type Merger func(base, ours, theirs Version) (merged Version, ok bool)
 
 // Merge3 decides one path three-way: a side that did not change from base
 // yields to the other, the same change on both sides is taken once, and
-// anything else is by's to merge (Lines when by is nil). It returns the
-// version to put in effect and whether it conflicts.
+// anything else is by's to merge (Lines when by is nil). The execute bit
+// merges apart from the text (mergeExec). It returns the version to put in
+// effect and whether it conflicts.
 func Merge3(base, ours, theirs Version, by Merger) (merged Version, ok bool) {
 	switch {
 	case theirs.Equal(base), theirs.Equal(ours):
-		return ours, true
+		merged, ok = ours, true
 	case ours.Equal(base):
-		return theirs, true
+		merged, ok = theirs, true
+	default:
+		if by == nil {
+			by = Text
+		}
+		merged, ok = by(base, ours, theirs)
 	}
-	if by == nil {
-		by = Text
+	if ok && merged.Exists {
+		merged.Exec = mergeExec(base, ours, theirs)
 	}
-	return by(base, ours, theirs)
+	return merged, ok
+}
+
+// mergeExec is the merged execute bit: for a file both sides made, set
+// when either side set it; otherwise theirs when theirs set or cleared it
+// (or made the file), else ours.
+func mergeExec(base, ours, theirs Version) bool {
+	switch {
+	case !base.Exists && ours.Exists && theirs.Exists:
+		return ours.Exec || theirs.Exec
+	case theirs.Exists && (!base.Exists || theirs.Exec != base.Exec):
+		return theirs.Exec
+	case ours.Exists:
+		return ours.Exec
+	}
+	return theirs.Exec
 }
 
 // Text is the Merger of plain text files: a removal on one side and a

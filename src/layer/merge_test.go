@@ -97,3 +97,24 @@ func FuzzLines(f *testing.F) {
 		}
 	})
 }
+
+func TestMergeExec(t *testing.T) {
+	x := func(s string, exec bool) Version { v := Of([]byte(s)); v.Exec = exec; return v }
+	for _, c := range []struct {
+		name               string
+		base, ours, theirs Version
+		want               bool
+	}{
+		{"theirs set it", x("a\n", false), x("a\n", false), x("a\n", true), true},
+		{"theirs cleared it", x("a\n", true), x("b\n", true), x("a\n", false), false},
+		{"ours set it, theirs changed the text", x("a\n", false), x("a\n", true), x("b\n", false), true},
+		{"theirs made it", Absent, Absent, x("a\n", true), true},
+		{"both made it", Absent, x("a\n", true), x("a\n", false), true},
+		{"merged text keeps ours", x("a\nb\nc\n", true), x("A\nb\nc\n", true), x("a\nb\nC\n", true), true},
+	} {
+		got, ok := Merge3(c.base, c.ours, c.theirs, nil)
+		if !ok || got.Exec != c.want {
+			t.Errorf("%s: exec %v ok %v, want %v", c.name, got.Exec, ok, c.want)
+		}
+	}
+}

@@ -40,7 +40,11 @@ func (t DirTree) Get(p string) (Version, error) {
 	if len(b) > MaxFile {
 		return Absent, errTooLarge(p)
 	}
-	return Of(b), nil
+	fi, err := t.Root.Lstat(path.Join(t.Dir, p))
+	if err != nil {
+		return Absent, err
+	}
+	return Version{Data: b, Exists: true, Exec: fi.Mode().Perm()&0o100 != 0}, nil
 }
 
 type errTooLarge string
@@ -53,7 +57,7 @@ type Outcome struct {
 	// Result is the version to put in effect (when Changed and not
 	// Conflict).
 	Result Version
-	// Changed: Result differs from ours.
+	// Changed: Result differs from ours (its text or its execute bit).
 	Changed bool
 	// Conflict: the two sides' changes do not merge; ours stays in effect
 	// and Theirs goes to review.
@@ -93,7 +97,7 @@ func Trees(paths []string, base, ours, theirs Tree, by func(path string) Merger)
 		res, ok := Merge3(o.Base, o.Ours, o.Theirs, m)
 		o.Conflict = !ok
 		if ok {
-			o.Result, o.Changed = res, !res.Equal(o.Ours)
+			o.Result, o.Changed = res, !res.Equal(o.Ours) || res.Exec != o.Ours.Exec
 		}
 		out = append(out, o)
 	}
@@ -106,8 +110,9 @@ func Trees(paths []string, base, ours, theirs Tree, by func(path string) Merger)
 const applyWorkers = 8
 
 // Apply puts each outcome that merged and changed in effect below dir
-// (relative to root): Result written atomically, or the file removed (and
-// the directories that leaves empty). Conflicts are left as they are.
+// (relative to root): Result written atomically (0755 when it is
+// executable, else 0644), or the file removed (and the directories that
+// leaves empty). Conflicts are left as they are.
 func Apply(root safefile.Root, dir string, outs []Outcome) error {
 	var (
 		mu   sync.Mutex
@@ -160,5 +165,14 @@ func apply1(root safefile.Root, dir string, o Outcome) error {
 	if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return root.Write(p, o.Result.Data, 0o644)
+	return root.Write(p, o.Result.Data, Perm(o.Result.Exec))
+}
+
+// Perm is the mode a merged or approved file is written with: 0755 when
+// its owner may run it, else 0644 (never setuid, setgid or sticky).
+func Perm(exec bool) fs.FileMode {
+	if exec {
+		return 0o755
+	}
+	return 0o644
 }

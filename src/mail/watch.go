@@ -44,6 +44,7 @@ const (
 	StatusUp          = "up"           // logged in and watching (after a start or a StatusDown)
 	StatusDown        = "down"         // a connection or login failed
 	StatusUIDValidity = "uid-validity" // the mailbox was recreated: its old UIDs mean nothing
+	StatusCaughtUp    = "caught-up"    // every message so far was handed over, none is held
 )
 
 // Watcher watches one mailbox folder for new messages.
@@ -64,7 +65,14 @@ type Watcher struct {
 	// Handle takes one new message, in UID order. An error stops the
 	// session (the message is offered again after the reconnection);
 	// seen true marks it \Seen on the server, false leaves it unread.
+	// ErrHold holds the mailbox at this message: it and every later one
+	// wait, unread, until Ready says they may be taken.
 	Handle func(ctx context.Context, f Fetched) (seen bool, err error)
+	// Ready reports whether a held message may be offered again (nil:
+	// at once). It is asked every HoldRetry (0: 5s), cheaply: nothing is
+	// fetched until it says yes.
+	Ready     func() bool
+	HoldRetry time.Duration
 	// Report is told of the mailbox's health (nil: nothing).
 	Report func(Status)
 	// Backoff bounds the wait before a reconnection (0: 1s and 5m);
@@ -73,6 +81,10 @@ type Watcher struct {
 	// NoIdle polls even where the server offers IDLE.
 	NoIdle bool
 }
+
+// ErrHold is Handle's answer for a message that cannot be taken yet but
+// must not be lost (its run may not start now).
+var ErrHold = errors.New("the message waits")
 
 // ErrAuth is a login the server refused.
 var ErrAuth = errors.New("the server refused the login")
@@ -138,7 +150,7 @@ func (w *Watcher) dial(opt *imapclient.Options) (*imapclient.Client, error) {
 	host, _, _ := net.SplitHostPort(w.Addr)
 	opt.TLSConfig = w.TLSConfig
 	if opt.TLSConfig == nil {
-		opt.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		opt.TLSConfig = TLSConfig(host, nil)
 	}
 	opt.Dialer = &net.Dialer{Timeout: 30 * time.Second}
 	switch w.TLS {
@@ -172,7 +184,7 @@ func (w *Watcher) session(ctx context.Context, loggedIn func()) error {
 		},
 	}})
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", w.Addr, err)
+		return fmt.Errorf("connect to %s: %w", w.Addr, tlsError(err))
 	}
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
@@ -214,20 +226,19 @@ func (w *Watcher) session(ctx context.Context, loggedIn func()) error {
 	}
 	loggedIn()
 	idle := c.Caps().Has(imap.CapIdle) && !w.NoIdle
+	held := false
 	for {
-		if st, err = w.catchUp(ctx, c, st); err != nil {
-			return err
+		if !held || w.ready() {
+			if st, held, err = w.catchUp(ctx, c, st); err != nil {
+				return err
+			}
+			if !held {
+				w.report(Status{Kind: StatusCaughtUp})
+			}
 		}
 		if !idle {
-			t := time.NewTimer(w.Poll)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-c.Closed():
-				t.Stop()
-				return errors.New("the server closed the connection")
-			case <-t.C:
+			if err := w.wait(ctx, c, news, held); err != nil {
+				return err
 			}
 			if err := c.Noop().Wait(); err != nil {
 				return err
@@ -238,18 +249,9 @@ func (w *Watcher) session(ctx context.Context, loggedIn func()) error {
 		if err != nil {
 			return fmt.Errorf("idle: %w", err)
 		}
-		t := time.NewTimer(w.Poll)
-		closed := false
-		select {
-		case <-ctx.Done():
-		case <-c.Closed():
-			closed = true
-		case <-news:
-		case <-t.C:
-		}
-		t.Stop()
-		if closed {
-			return errors.New("the server closed the connection")
+		werr := w.wait(ctx, c, news, held)
+		if errors.Is(werr, errClosed) {
+			return werr
 		}
 		if err := ic.Close(); err != nil {
 			return fmt.Errorf("idle: %w", err)
@@ -263,18 +265,60 @@ func (w *Watcher) session(ctx context.Context, loggedIn func()) error {
 	}
 }
 
+var errClosed = errors.New("the server closed the connection")
+
+// wait returns when there is new mail, when the poll interval is over,
+// or, while the mailbox is held, when Ready says the held message may be
+// offered again (new mail alone does not end a hold); an error when ctx
+// ends or the server closes the connection.
+func (w *Watcher) wait(ctx context.Context, c *imapclient.Client, news <-chan struct{}, held bool) error {
+	t := time.NewTimer(w.Poll)
+	defer t.Stop()
+	var retry <-chan time.Time
+	if held {
+		every := w.HoldRetry
+		if every <= 0 {
+			every = 5 * time.Second
+		}
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		retry = tk.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.Closed():
+			return errClosed
+		case <-t.C:
+			return nil
+		case <-news:
+			if !held || w.ready() {
+				return nil
+			}
+		case <-retry:
+			if w.ready() {
+				return nil
+			}
+		}
+	}
+}
+
+func (w *Watcher) ready() bool { return w.Ready == nil || w.Ready() }
+
 // fetchBatch bounds the messages one catch-up reads before it saves.
 const fetchBatch = 200
 
 // catchUp hands every message after st.LastUID to Handle, in UID order,
-// saving the state after each.
-func (w *Watcher) catchUp(ctx context.Context, c *imapclient.Client, st State) (State, error) {
+// saving the state after each; held is a message Handle held (ErrHold),
+// at which it stops without moving past it.
+func (w *Watcher) catchUp(ctx context.Context, c *imapclient.Client, st State) (_ State, held bool, _ error) {
 	for {
 		var set imap.UIDSet
 		set.AddRange(imap.UID(st.LastUID+1), 0)
 		msgs, err := c.Fetch(set, &imap.FetchOptions{UID: true, RFC822Size: true}).Collect()
 		if err != nil {
-			return st, fmt.Errorf("fetch: %w", err)
+			return st, false, fmt.Errorf("fetch: %w", err)
 		}
 		var uids []*imapclient.FetchMessageBuffer
 		for _, m := range msgs {
@@ -283,7 +327,7 @@ func (w *Watcher) catchUp(ctx context.Context, c *imapclient.Client, st State) (
 			}
 		}
 		if len(uids) == 0 {
-			return st, nil
+			return st, false, nil
 		}
 		sortByUID(uids)
 		if len(uids) > fetchBatch {
@@ -291,14 +335,14 @@ func (w *Watcher) catchUp(ctx context.Context, c *imapclient.Client, st State) (
 		}
 		for _, m := range uids {
 			if ctx.Err() != nil {
-				return st, ctx.Err()
+				return st, false, ctx.Err()
 			}
 			f := Fetched{UIDValidity: st.UIDValidity, UID: uint32(m.UID), Size: m.RFC822Size}
 			if m.RFC822Size <= w.MaxMessage {
 				sec := &imap.FetchItemBodySection{Peek: true}
 				bs, err := c.Fetch(imap.UIDSetNum(m.UID), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{sec}}).Collect()
 				if err != nil {
-					return st, fmt.Errorf("fetch %d: %w", m.UID, err)
+					return st, false, fmt.Errorf("fetch %d: %w", m.UID, err)
 				}
 				if len(bs) == 1 {
 					f.Raw = bs[0].FindBodySection(sec)
@@ -308,19 +352,22 @@ func (w *Watcher) catchUp(ctx context.Context, c *imapclient.Client, st State) (
 				}
 			}
 			seen, err := w.Handle(ctx, f)
+			if errors.Is(err, ErrHold) {
+				return st, true, nil
+			}
 			if err != nil {
-				return st, err
+				return st, false, err
 			}
 			// Saved before anything else can fail: a handled message is
 			// never handed over again.
 			st.LastUID = uint32(m.UID)
 			if err := w.Save(st); err != nil {
-				return st, err
+				return st, false, err
 			}
 			if seen {
 				flags := &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}
 				if err := c.Store(imap.UIDSetNum(m.UID), flags, nil).Close(); err != nil {
-					return st, fmt.Errorf("mark %d seen: %w", m.UID, err)
+					return st, false, fmt.Errorf("mark %d seen: %w", m.UID, err)
 				}
 			}
 		}

@@ -286,3 +286,59 @@ func TestWatcherTLS(t *testing.T) {
 		t.Errorf("%d logins, want the two trusted ones:\n%s", n, d.Log(t))
 	}
 }
+
+// TestWatcherHold: a message Handle holds (ErrHold) is neither passed
+// nor fetched again while Ready says no, however much mail comes after
+// it; once Ready says yes it and the later ones are handed over, once
+// each, in order. The state stays before the held message, so a restart
+// offers it again.
+func TestWatcherHold(t *testing.T) {
+	d := mailtest.Start(t)
+	var mu sync.Mutex
+	ready, asked := false, 0
+	x := watch(t, d, d.Password, func(w *mail.Watcher) {
+		w.HoldRetry = 20 * time.Millisecond
+		w.Ready = func() bool { mu.Lock(); defer mu.Unlock(); asked++; return ready }
+		handle := w.Handle
+		w.Handle = func(ctx context.Context, f mail.Fetched) (bool, error) {
+			if _, err := handle(ctx, f); err != nil {
+				return false, err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !ready {
+				return false, mail.ErrHold
+			}
+			return true, nil
+		}
+	})
+	x.waitStatus(t, mail.StatusUp, 1)
+	for i := range 3 {
+		d.Deliver(t, mailtest.Message("alice@example.org", "hobbs@test", fmt.Sprintf("held %d", i), "x"))
+	}
+	x.wait(t, 1)
+	time.Sleep(time.Second)
+	mu.Lock()
+	n := asked
+	mu.Unlock()
+	x.mu.Lock()
+	got, last := len(x.got), x.state.LastUID
+	x.mu.Unlock()
+	if got != 1 || n < 5 || last != 0 {
+		t.Fatalf("while held: %d handed over (want 1), Ready asked %d times, last UID %d (want 0)", got, n, last)
+	}
+	mu.Lock()
+	ready = true
+	mu.Unlock()
+	x.wait(t, 3)
+	time.Sleep(200 * time.Millisecond)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var subjects []string
+	for _, f := range x.got {
+		subjects = append(subjects, strings.SplitN(strings.SplitN(string(f.Raw), "Subject: ", 2)[1], "\r\n", 2)[0])
+	}
+	if strings.Join(subjects, ",") != "held 0,held 0,held 1,held 2" || x.state.LastUID != 3 {
+		t.Errorf("handed over %v, last UID %d", subjects, x.state.LastUID)
+	}
+}

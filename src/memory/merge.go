@@ -214,13 +214,15 @@ func MergeLayer(root safefile.Root, dir string, base, theirs layer.Tree, paths [
 		return nil
 	})
 	renamed := map[string]string{}
+	// An id is taken where any side has it: base too (a memory removed in
+	// effect since keeps its history, and theirs may hold only what it
+	// changed).
 	taken := func(id string) bool {
 		for _, t := range []string{"active", "archive"} {
-			if v, _ := ours.Get(t + "/" + id + ".md"); v.Exists {
-				return true
-			}
-			if v, _ := theirs.Get(t + "/" + id + ".md"); v.Exists {
-				return true
+			for _, side := range []layer.Tree{ours, theirs, base} {
+				if v, _ := side.Get(t + "/" + id + ".md"); v.Exists {
+					return true
+				}
 			}
 		}
 		for _, to := range renamed {

@@ -140,3 +140,36 @@ func TestMerge3FirstSourceOnBothSides(t *testing.T) {
 		t.Fatalf("reinforced %d source %q sources %v", m.Reinforced, m.Source, m.Sources)
 	}
 }
+
+// A memory renumbered by the merge never takes the id of one the session
+// started from, though it is gone from what is in effect now (removed
+// there meanwhile) and the layer holds only what it changed (an overlay's
+// upper): its history and the supersedes that name it would then name the
+// new memory.
+func TestMergeLayerRenumberSkipsTheBasesIDs(t *testing.T) {
+	dir := t.TempDir()
+	root := safefile.Beneath(dir)
+	put := func(rel, s string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("base/active/mem_20260122_002.md", mergeFile("mem_20260122_002", "Removed in effect since.", 0, ""))
+	put("memory/active/mem_20260122_001.md", mergeFile("mem_20260122_001", "Ours.", 0, ""))
+	put("up/active/mem_20260122_001.md", mergeFile("mem_20260122_001", "Theirs.", 0, ""))
+	outs, err := MergeLayer(root, "memory", layer.DirTree{Root: root, Dir: "base"}, layer.DirTree{Root: root, Dir: "up"},
+		[]string{"active/mem_20260122_001.md"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, o := range outs {
+		paths = append(paths, o.Path)
+	}
+	if len(outs) != 1 || outs[0].Path != "active/mem_20260122_003.md" {
+		t.Fatalf("outcomes %v: want theirs renumbered to mem_20260122_003", paths)
+	}
+}

@@ -119,13 +119,12 @@ type Plan struct {
 	// (layers.go).
 	Layers []LayerMount `json:"layers,omitempty"`
 	Claude Claude       `json:"claude"`
-	// Seed is the container a headless run starts before the agent to
-	// read Claude Code's sign-in out of the state volume, read-only (see
-	// ClaudeState); nil for a session.
+	// Seed is the container a headless run copies Claude Code's sign-in
+	// out of (the state volume mounted read-only; created, never started:
+	// see ClaudeState); nil for a session.
 	Seed *Container `json:"seed,omitempty"`
 	// Create are the containers' create commands as the engine gets them,
-	// but for the session's private directory and the owner label (Seed's
-	// is a run: it ends when the copy is read).
+	// but for the session's private directory and the owner label.
 	Create struct {
 		Agent []string `json:"agent"`
 		Proxy []string `json:"proxy"`
@@ -583,14 +582,14 @@ func (p *Plan) claudeVolume(readonly bool, target string) Mount {
 	return m
 }
 
-// seed is the container that reads a run's sign-in out of the state
-// volume, mounted read-only, before the agent starts: it prints the file
-// (cat, from the image: no file of the agent's runs) and ends. It has no
-// network, and nothing it could write outlives it (--rm). The launcher
-// takes a bounded JSON object from it (launcher.Execute).
+// seed is the container a run's sign-in is read from: created with the
+// state volume mounted read-only, never started (its entry point would do
+// nothing); the launcher copies the one file out of it with the engine's
+// cp, which runs no process, and removes it. It has no network. The
+// launcher takes a bounded JSON object from it (launcher.Execute).
 func (p *Plan) seed() *Container {
-	c := &Container{Role: RoleSeed, Hostname: "seed", Network: "none", Remove: true, Image: p.Image,
-		Entrypoint: "cat", Command: []string{SeedDir + "/" + ClaudeCredentials}}
+	c := &Container{Name: SeedName(p.Session), Role: RoleSeed, Hostname: "seed", Network: "none", Image: p.Image,
+		Entrypoint: "true"}
 	c.Labels = Labels(p.Session, InstanceID(p.instance), shownOwner, RoleSeed, "")
 	p.hardening(c)
 	c.Resources = Resources{PIDs: 16, Memory: "64m"}
@@ -598,6 +597,9 @@ func (p *Plan) seed() *Container {
 	c.Mounts = []Mount{p.claudeVolume(true, SeedDir)}
 	return c
 }
+
+// SeedName is the name of session's seed container.
+func SeedName(session string) string { return session + "-seed" }
 
 func (p *Plan) proxy(h Host) Container {
 	c := Container{Name: ProxyName(p.Session), Role: RoleProxy, Hostname: "proxy", StopSignal: "SIGTERM",
@@ -648,6 +650,11 @@ func (p *Plan) proxy(h Host) Container {
 			origin += ":" + o.Name
 		}
 		c.Command = append(c.Command, "--hold", e.Hold, "--approvals", InstanceDir+"/"+instance.ApprovalsRel, "--origin", origin)
+		if o.Untrusted != "" {
+			// Its start is tainted (provenance.Origin.StartTaint); the
+			// reason stays the host's (it may quote someone else's name).
+			c.Command = append(c.Command, "--untrusted")
+		}
 		if e.HoldPlaybook != "" {
 			c.Command = append(c.Command, "--playbook", e.HoldPlaybook)
 		}
@@ -771,20 +778,10 @@ func (m Mount) flag(files string, label func(string) string) string {
 // Args are the create commands of the containers as the plan shows them:
 // the session's private directory and the owner label as placeholders.
 func (p *Plan) Args() (agent, proxy, seed []string) {
-	return p.Agent.CreateArgs(shownFiles, shownOwner), p.Proxy.CreateArgs(shownFiles, shownOwner),
-		p.Seed.RunArgs(shownOwner)
-}
-
-// RunArgs is the engine's run command of a container that ends on its own
-// (the seed): its create command as a run, without a terminal. Nil for no
-// container.
-func (c *Container) RunArgs(owner string) []string {
-	if c == nil {
-		return nil
+	if p.Seed != nil {
+		seed = p.Seed.CreateArgs(shownFiles, shownOwner)
 	}
-	a := c.CreateArgs("", owner)
-	a[0] = "run"
-	return a
+	return p.Agent.CreateArgs(shownFiles, shownOwner), p.Proxy.CreateArgs(shownFiles, shownOwner), seed
 }
 
 // sortedKeys returns m's keys sorted.

@@ -371,8 +371,9 @@ func (p *Plan) checkClaudeState(t *testing.T) {
 		return
 	}
 	st := p.Claude.State
-	if !st.Fresh || p.Seed == nil || len(volMounts) != 1 || p.Seed.Network != "none" || !p.Seed.Remove ||
-		len(p.Seed.CapDrop) != 1 || p.Seed.User != p.Agent.User || strings.Join(p.Create.Seed, " ") == "" || p.Create.Seed[0] != "run" {
+	if !st.Fresh || p.Seed == nil || len(volMounts) != 1 || p.Seed.Network != "none" || p.Seed.Remove ||
+		len(p.Seed.CapDrop) != 1 || p.Seed.User != p.Agent.User || strings.Join(p.Create.Seed, " ") == "" || p.Create.Seed[0] != "create" ||
+		p.Seed.Entrypoint != "true" || len(p.Seed.Command) != 0 {
 		t.Errorf("%s: no fresh state with a hardened, read-only seed: %+v %+v", p.Kind, st, p.Seed)
 	}
 	tmpfs := strings.Join(p.Agent.Tmpfs, " ") + " "
@@ -516,5 +517,25 @@ func TestTriggerPlanRefusals(t *testing.T) {
 	if _, err := New(cfg, RunSpec{Kind: KindTrigger, Name: "e", Image: "i", Policy: pol, Host: goldenHost(),
 		Playbook: goldenGrant(t, pol, "supervised", nil)}); err == nil {
 		t.Errorf("a triggered run without its event was planned")
+	}
+}
+
+// A chat turn that starts tainted (its conversation holds a tainted turn,
+// or its message carries someone else's text) tells its proxy so, for the
+// questions of held requests; the reason stays on the host.
+func TestProxyToldOfAnUntrustedStart(t *testing.T) {
+	for _, untrusted := range []string{"", "the message carries forwarded text from Mallory"} {
+		p, err := New(goldenConfig(t, "egress:\n  hold: 90s\n"), RunSpec{Kind: KindChat, Name: "work", Image: "hobbs:local-1.0",
+			Policy: goldenPolicy(t, "{}\n"), Host: goldenHost(), Chat: &ChatSpec{Conversation: "telegram-4242", Untrusted: untrusted}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := strings.Join(p.Proxy.Command, " ")
+		if got := strings.Contains(args, "--untrusted"); got != (untrusted != "") {
+			t.Errorf("untrusted %q: proxy command %q: --untrusted %v", untrusted, args, got)
+		}
+		if strings.Contains(args, "Mallory") {
+			t.Errorf("the proxy's command carries the reason: %q", args)
+		}
 	}
 }

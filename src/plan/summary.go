@@ -47,7 +47,7 @@ func (p *Plan) WriteSummary(w io.Writer) error {
 		row("claude state", "volume %s at %s, kept", st.Volume, st.Dir)
 	}
 	if sd := p.Seed; sd != nil {
-		row("seed", "user %s, network %s: %s %s", sd.User, sd.Network, sd.Entrypoint, quoteArgs(sd.Command))
+		row("seed", "user %s, network %s: created, never started; %s copied out by the engine", sd.User, sd.Network, list(p.Claude.State.Seed))
 		for _, m := range sd.Mounts {
 			row("  mount", "%s", m.describe())
 		}

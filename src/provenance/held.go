@@ -16,6 +16,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -211,7 +212,8 @@ func laterChange(it *Item) error {
 }
 
 // put writes e's text at p atomically (or removes p, when e does not
-// exist), making its directory; 0755 for a file its owner runs, else 0644.
+// exist), making its directory; 0755 for a file its owner runs, else 0644
+// (layer.Perm).
 func (s *Store) put(p string, e effect) error {
 	if !e.exists {
 		if err := s.Root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -223,11 +225,7 @@ func (s *Store) put(p string, e effect) error {
 	if err := s.Root.MkdirAll(filepath.Dir(filepath.Join(s.Root.Dir(), p)), 0o755); err != nil {
 		return err
 	}
-	perm := fs.FileMode(0o644)
-	if e.exec {
-		perm = 0o755
-	}
-	return s.Root.Write(p, e.text, perm)
+	return s.Root.Write(p, e.text, layer.Perm(e.exec))
 }
 
 // apply writes each checked approval into place and records it as the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
@@ -84,51 +85,90 @@ func (s *Store) EndLayerScope(name string, reads Reads, trusted func(host string
 		}
 		taint(ses, reads, trusted)
 		resumed(st, ses, scope)
-		kept, hold, problems := merge(ses.Tainted, record([]Session{*ses}))
-		if ses.Tainted {
-			if st.Transcripts == nil {
-				st.Transcripts = map[string]string{}
-			}
-			for _, t := range scope.Wrote {
-				if _, ok := st.Transcripts[t]; !ok {
-					st.Transcripts[t] = ses.Name
-				}
-			}
-		}
-		res.Problems = problems
-		ses.Ended = s.now()
-		delete(st.Open, name)
-		live := []Session{*ses}
-		// What the merge put in effect is not written into the baseline
-		// here (a rewrite of every file's entry at each end): the next
-		// start with no session open reads it as it reads your own edits,
-		// and an approval checks the file in effect itself (unchangedSince).
-		res.Kept = len(kept)
-		for _, c := range hold {
-			it, err := s.holdLayer(st, c, live)
-			if err != nil {
-				res.Problems = append(res.Problems, err.Error())
-				continue
-			}
-			st.Items = append(st.Items, it)
-			res.Held = append(res.Held, it)
-		}
-		res.Session = *ses
-		for _, it := range st.Items {
-			if it.Status == Waiting {
-				res.Waiting++
-			}
-		}
-		outcome := "ok"
-		if ses.Tainted {
-			outcome = "tainted"
-		}
-		s.Audit.Record(audit.Entry{Event: "provenance.session", Subject: ses.Name, Outcome: outcome,
-			Detail: map[string]any{"origin": ses.Origin.String(), "why": ses.Why, "read": ses.Read, "kept": res.Kept,
-				"held": len(res.Held), "problems": res.Problems, "layered": true}}, nil)
-		return s.Root.Append(s.rel("sessions.jsonl"), mustLine(ses), 0o600)
+		var err error
+		res, err = s.endLayer(st, ses, scope, merge)
+		return err
 	})
 	return res, err
+}
+
+// LeftWhy is why a layer a session left when its launcher died is held
+// whole: what the session read is not known.
+const LeftWhy = "its launcher stopped before it recorded the session's end"
+
+// HoldLeft holds whole the layers session name left when its launcher
+// died (merge is called tainted: it hands every change back to hold).
+// What the session read is not known, so it counts as tainted whatever
+// its record says. Its record is ended here. One that an earlier start
+// already ended (Begin ends the records of dead launchers' sessions) is
+// made anew, to name the session in what is held; so is one when the
+// record open under the name is a later session's, whose launcher alive
+// says runs (it took the name of the dead one), which stays open.
+func (s *Store) HoldLeft(name string, alive func(owner string) bool, merge LayerMerge) (Result, error) {
+	var res Result
+	err := s.lockedFrom(nil, false, func(st *state) error {
+		ses := st.Open[name]
+		if ses == nil || alive != nil && ses.Owner != "" && alive(ses.Owner) {
+			ses = &Session{Name: name, Layered: true, Started: s.now()}
+		}
+		ses.Tainted = true
+		ses.Why = appendOnce(ses.Why, LeftWhy)
+		var err error
+		res, err = s.endLayer(st, ses, ScopeEnd{}, merge)
+		return err
+	})
+	return res, err
+}
+
+// endLayer has merge merge (untainted) or hand back (tainted) the layers
+// of ses, holds what it hands back and ends ses's record.
+func (s *Store) endLayer(st *state, ses *Session, scope ScopeEnd, merge LayerMerge) (Result, error) {
+	var res Result
+	kept, hold, problems := merge(ses.Tainted, record([]Session{*ses}))
+	if ses.Tainted {
+		if st.Transcripts == nil {
+			st.Transcripts = map[string]string{}
+		}
+		for _, t := range scope.Wrote {
+			if _, ok := st.Transcripts[t]; !ok {
+				st.Transcripts[t] = ses.Name
+			}
+		}
+	}
+	res.Problems = problems
+	ses.Ended = s.now()
+	if st.Open[ses.Name] == ses {
+		delete(st.Open, ses.Name)
+	}
+	live := []Session{*ses}
+	// What the merge put in effect is not written into the baseline
+	// here (a rewrite of every file's entry at each end): the next
+	// start with no session open reads it as it reads your own edits,
+	// and an approval checks the file in effect itself (unchangedSince).
+	res.Kept = len(kept)
+	for _, c := range hold {
+		it, err := s.holdLayer(st, c, live)
+		if err != nil {
+			res.Problems = append(res.Problems, err.Error())
+			continue
+		}
+		st.Items = append(st.Items, it)
+		res.Held = append(res.Held, it)
+	}
+	res.Session = *ses
+	for _, it := range st.Items {
+		if it.Status == Waiting {
+			res.Waiting++
+		}
+	}
+	outcome := "ok"
+	if ses.Tainted {
+		outcome = "tainted"
+	}
+	s.Audit.Record(audit.Entry{Event: "provenance.session", Subject: ses.Name, Outcome: outcome,
+		Detail: map[string]any{"origin": ses.Origin.String(), "why": ses.Why, "read": ses.Read, "kept": res.Kept,
+			"held": len(res.Held), "problems": res.Problems, "layered": true}}, nil)
+	return res, s.Root.Append(s.rel("sessions.jsonl"), mustLine(ses), 0o600)
 }
 
 // holdLayer holds one change of a layer through hold: the session's file
@@ -145,6 +185,11 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 		}
 		sum := sha256.Sum256(b)
 		a.Hash = hex.EncodeToString(sum[:])
+		// Its mode, for hold to keep whether its owner may run it (a
+		// script): nothing in the layer changes once the session ended.
+		if fi, err := s.Root.Lstat(c.From); err == nil {
+			a.Mode = uint32(fi.Mode().Perm())
+		}
 	} else {
 		// A removal: nothing to keep; hold touches no file of a removal it
 		// did not have.
@@ -230,5 +275,18 @@ func (s *Store) writeWorkspace(it *Item, text []byte) error {
 	if err := ws.MkdirAll(filepath.Join(ws.Dir(), filepath.Dir(it.Path)), 0o755); err != nil {
 		return err
 	}
-	return ws.Write(it.Path, text, 0o644)
+	return ws.Write(it.Path, text, layer.Perm(it.Exec))
+}
+
+// Opened reports whether session name's record is open, and the launcher
+// it names, as the store was last saved (read without its lock).
+func (s *Store) Opened(name string) (open bool, owner string, err error) {
+	st, err := s.readItems()
+	if err != nil {
+		return false, "", err
+	}
+	if o := st.Open[name]; o != nil {
+		return true, o.Owner, nil
+	}
+	return false, "", nil
 }

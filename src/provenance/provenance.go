@@ -47,6 +47,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/audit"
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/memory"
 	"github.com/hobbs-agent/hobbs/src/safefile"
 )
@@ -91,6 +92,21 @@ const (
 	// checked, its content not): untrusted input, as a webhook's.
 	OriginMail = "mail"
 )
+
+// StartTaint says why a session of origin o is tainted from its start, or
+// "": one a trigger or a mail message started (untrusted input by
+// itself), or one whose start carries untrusted input (Untrusted). The
+// host's record (Begin) and the proxy's questions (egress) both decide it
+// here.
+func (o Origin) StartTaint() string {
+	switch {
+	case o.Kind == OriginTrigger || o.Kind == OriginMail:
+		return "started by " + o.String()
+	case o.Untrusted != "":
+		return o.Untrusted
+	}
+	return ""
+}
 
 func (o Origin) String() string {
 	if o.Name == "" {
@@ -710,13 +726,9 @@ func (s *Store) Begin(name string, origin Origin, owner string, auditFrom int64,
 			}
 		}
 		ses := &Session{Name: name, Origin: origin, Owner: owner, Started: s.now(), AuditFrom: auditFrom}
-		switch {
-		case origin.Kind == OriginTrigger || origin.Kind == OriginMail:
+		if why := origin.StartTaint(); why != "" {
 			ses.Tainted = true
-			ses.Why = []string{"started by " + origin.String()}
-		case origin.Untrusted != "":
-			ses.Tainted = true
-			ses.Why = []string{origin.Untrusted}
+			ses.Why = []string{why}
 		}
 		st.Open[name] = ses
 		return nil
@@ -991,7 +1003,7 @@ func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileStat
 		it.After, it.Exec = h, fs.FileMode(a.Mode).Perm()&0o100 != 0
 	}
 	if had {
-		if err := s.restore(st, p, b.Hash); err != nil {
+		if err := s.restore(st, p, b); err != nil {
 			return nil, errs.Wrap(errs.Failure, err, "put back %s as it was before the session", p)
 		}
 	} else {
@@ -1007,16 +1019,17 @@ func (s *Store) hold(st *state, p string, b fileState, had, has bool, a fileStat
 	return it, nil
 }
 
-// restore writes the content stored under h at p.
-func (s *Store) restore(st *state, p, h string) error {
-	b, err := s.getObject(st, h)
+// restore writes the content the baseline's entry b names at p, runnable
+// by its owner when it was (layer.Perm).
+func (s *Store) restore(st *state, p string, base fileState) error {
+	b, err := s.getObject(st, base.Hash)
 	if err != nil {
 		return err
 	}
 	if err := s.Root.MkdirAll(filepath.Dir(filepath.Join(s.Root.Dir(), p)), 0o755); err != nil {
 		return err
 	}
-	return s.Root.Write(p, b, 0o644)
+	return s.Root.Write(p, b, layer.Perm(fs.FileMode(base.Mode).Perm()&0o100 != 0))
 }
 
 // removeEmptyParents removes the directories a held new file leaves empty

@@ -90,3 +90,46 @@ func TestApprovedUserScopeIsPendingUntilWritten(t *testing.T) {
 		t.Fatalf("the change found changed: %v %+v", err, c)
 	}
 }
+
+// A session whose command resumes or forks a tainted conversation is
+// tainted: forking writes a new transcript (--fork-session), so what it
+// wrote does not show it. A fork of a conversation it does not name by id
+// (--continue, the picker, a name) is tainted while a tainted
+// conversation is on the volume; a fork of an untainted one by id is not.
+func TestForkedTaintedConversationTaints(t *testing.T) {
+	f := newFixture(t)
+	f.reads["bad"] = []string{"evil.example:443"}
+	if r := f.endScope("bad", ScopeEnd{Wrote: []string{"projects/-w/aaaa-1.jsonl"}}, noMerge); !r.Session.Tainted {
+		t.Fatal("the untrusted read did not taint")
+	}
+	on := []string{"projects/-w/aaaa-1.jsonl", "projects/-w/bbbb-2.jsonl"}
+	for i, c := range []struct {
+		cmd     []string
+		tainted bool
+	}{
+		{[]string{"claude", "--resume", "aaaa-1", "--fork-session"}, true},
+		{[]string{"claude", "--fork-session", "-r", "aaaa-1", "go on"}, true},
+		{[]string{"/usr/local/bin/claude", "--resume=aaaa-1"}, true},
+		{[]string{"claude", "--continue", "--fork-session"}, true},
+		{[]string{"claude", "--resume", "--fork-session"}, true},
+		{[]string{"claude", "--resume", "my-named-session", "--fork-session"}, true},
+		{[]string{"claude", "--from-pr", "12", "--fork-session"}, true},
+		{[]string{"claude", "--resume", "bbbb-2", "--fork-session"}, false},
+		{[]string{"claude", "--continue"}, false}, // appends: its transcript says which
+		{[]string{"claude"}, false},
+		{[]string{"sh", "-c", "claude --resume aaaa-1 --fork-session"}, false}, // not the launcher's to read
+		{[]string{"claude", "--", "--resume", "aaaa-1", "--fork-session"}, false},
+	} {
+		name := "s" + strings.Repeat("x", i)
+		r := f.endScope(name, ScopeEnd{Command: c.cmd, Transcripts: on, Wrote: []string{"projects/-w/new" + name + ".jsonl"}}, noMerge)
+		if r.Session.Tainted != c.tainted {
+			t.Errorf("%q: tainted %v (%v), want %v", c.cmd, r.Session.Tainted, r.Session.Why, c.tainted)
+		}
+	}
+	// The fork a tainted one made is tainted in turn.
+	r := f.endScope("fork2", ScopeEnd{Command: []string{"claude", "--resume", "news", "--fork-session"},
+		Transcripts: append(on, "projects/-w/news.jsonl")}, noMerge)
+	if !r.Session.Tainted {
+		t.Errorf("a fork of a tainted fork is not tainted: %+v", r.Session)
+	}
+}

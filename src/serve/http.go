@@ -163,7 +163,9 @@ func (s *Service) isDraining() bool {
 }
 
 // enqueue queues a run of playbook for event e, or folds e into the waiting
-// run with the same key whose debounce window is still open; a delivery
+// run with the same key whose debounce window is still open, the owner's
+// into the owner's and a stranger's into strangers' (a stranger's event
+// never rides the owner's lane, nor the owner's a stranger's); a delivery
 // beyond the queue's limits is not queued (the error is a *Shed). It
 // returns the run's job. e.Sender is who the limits count: a trigger
 // source sets it (GitHub's sender login, a mail's From address), and a
@@ -186,7 +188,7 @@ func (s *Service) enqueueFrom(trigger, source, pb string, debounce time.Duration
 	defer s.q.mu.Unlock()
 	if debounce > 0 {
 		for _, j := range s.q.jobs {
-			if j.State == Queued && j.Key == e.Key() && now.Before(j.NotBefore) {
+			if j.State == Queued && j.Key == e.Key() && j.Owner == owner && now.Before(j.NotBefore) {
 				old, oldEv := j.Deliveries, j.Event
 				j.Deliveries, j.Event = append(j.Deliveries, e.Delivery), ev
 				if err := s.q.save(j); err != nil {
@@ -230,18 +232,19 @@ func (s *Service) precheck(name string, t config.Trigger, h http.Header, body []
 	s.q.mu.Lock()
 	c := s.q.count(name)
 	s.q.mu.Unlock()
-	if t.DebounceDuration() > 0 && s.folds(e.Key(), now) {
+	if t.DebounceDuration() > 0 && s.folds(e.Key(), owner, now) {
 		return nil, e.Sender
 	}
 	return s.admit(name, t, e.Sender, owner, c, now), e.Sender
 }
 
-// folds reports whether a waiting run with key is still open to debounce.
-func (s *Service) folds(key string, now time.Time) bool {
+// folds reports whether a waiting run with key, of the owner or of
+// strangers (owner), is still open to debounce.
+func (s *Service) folds(key string, owner bool, now time.Time) bool {
 	s.q.mu.Lock()
 	defer s.q.mu.Unlock()
 	for _, j := range s.q.jobs {
-		if j.State == Queued && j.Key == key && now.Before(j.NotBefore) {
+		if j.State == Queued && j.Key == key && j.Owner == owner && now.Before(j.NotBefore) {
 			return true
 		}
 	}

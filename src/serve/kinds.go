@@ -13,4 +13,5 @@ const (
 	OnlyTelegram    errs.Kind = "serve.only-telegram"
 	NoTriggerSecret errs.Kind = "serve.no-trigger-secret"
 	NoMailPassword  errs.Kind = "serve.no-mail-password" // a mail trigger's password or smtp_password: {entry}
+	BadMailCA       errs.Kind = "serve.bad-mail-ca"      // a mail trigger's tls_ca cannot be read: {path}
 )

@@ -278,3 +278,34 @@ func TestConvertOldQueue(t *testing.T) {
 		t.Fatalf("the converted event file is left: %v", err)
 	}
 }
+
+// Debounce folds the owner's deliveries and strangers' apart: a stranger's
+// comment on the owner's issue does not take over the owner's waiting run
+// (its event, its place in the owner's lane) but waits as a stranger's
+// run, counted against its sender; a second from strangers folds into it.
+func TestDebounceKeepsTheOwnersLaneTheOwners(t *testing.T) {
+	f := newFixture(t, "10s")
+	tr := f.cfg.Triggers["new-issues"]
+	tr.OwnerLogin = "owner"
+	f.cfg.Triggers["new-issues"] = tr
+	s := f.service()
+	var ids []string
+	for i, who := range []string{"owner", "mallory", "eve"} {
+		code, rep := send(s, github(issue(5, who), "issues", fmt.Sprintf("d-%d", i), secret))
+		if code != http.StatusAccepted {
+			t.Fatalf("delivery from %s: %d %+v", who, code, rep)
+		}
+		ids = append(ids, rep.Job)
+	}
+	if ids[0] == ids[1] || ids[1] != ids[2] {
+		t.Fatalf("jobs %v: want the owner's apart, the strangers' folded together", ids)
+	}
+	own, _ := s.q.find(ids[0])
+	if !own.Owner || len(own.Deliveries) != 1 || !strings.Contains(string(own.Event), `"owner"`) {
+		t.Fatalf("the owner's job: %+v (event %s)", own, own.Event)
+	}
+	str, _ := s.q.find(ids[1])
+	if str.Owner || len(str.Deliveries) != 2 {
+		t.Fatalf("the strangers' job: %+v", str)
+	}
+}

@@ -2,10 +2,11 @@ package serve
 
 import (
 	"context"
-	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -29,20 +30,19 @@ import (
 //  2. its header parses, with one From address, and that sender is
 //     listed in from: and its domain's DKIM signature over From verifies
 //     (or the trusted receiving server's Authentication-Results says so);
-//  3. its delivery id (imap:UIDVALIDITY:UID) was not seen (Seen), so a
+//  3. the playbook may run (Runner.Check);
+//  4. its delivery id (imap:UIDVALIDITY:UID) was not seen (Seen), so a
 //     message the watcher hands over again after a crash runs once;
-//  4. the playbook may run (Runner.Check);
-//  5. it is queued (enqueue), debounced by its thread.
+//  5. it is queued (enqueue), debounced by its thread, within the owner's
+//     lane of the trigger's queue.
 //
 // A message refused at 1 or 2 is left unread, audited (sender and reason,
-// never the body) and counted in /status. The mailbox's UID state is kept
-// in serve/mail-NAME.json. A mailbox that cannot be reached or logged in to
-// is told to the owner once, and once again when it is back.
-
-// EnvTestDKIMRecords names a JSON file of DNS TXT records (name → records)
-// that DKIM key look-ups are answered from instead of DNS. It exists for
-// the end-to-end tests, whose throwaway keys no DNS holds.
-const EnvTestDKIMRecords = "HOBBS_TEST_DKIM_RECORDS"
+// never the body) and counted in /status. One that fails 3, or finds the
+// owner's lane full at 5, holds the mailbox (mail.ErrHold): it and the
+// mail after it wait unread, the owner is told once, and the watcher
+// offers it again once mailReady says it may run. The mailbox's UID state
+// is kept in serve/mail-NAME.json. A mailbox that cannot be reached or
+// logged in to is told to the owner once, and once again when it is back.
 
 // mailBox is one mail trigger's running state.
 type mailBox struct {
@@ -50,50 +50,42 @@ type mailBox struct {
 	t        config.Trigger
 	password string
 	smtpPass string
+	// lookupTXT finds the senders' DKIM keys (nil: the system's DNS);
+	// roots are the trusted roots of its servers (nil: the system's).
+	lookupTXT func(string) ([]string, error)
+	roots     *x509.CertPool
 
 	mu      sync.Mutex
 	refused int
 	down    bool
 	lastErr string
+	// holdWhy is why the mailbox is held (ErrHold; "": it is not), and
+	// told the kinds of hold ("playbook", "queue") the owner was told of
+	// since the mailbox was last caught up.
+	holdWhy string
+	told    map[string]bool
 }
 
 // mailBoxes are the service's mail triggers.
 type mailBoxes struct {
 	boxes []*mailBox
-	// LookupTXT finds DKIM keys (nil: DNS); tests give their own.
-	lookupTXT func(string) ([]string, error)
 	// tune adjusts each watcher (tests: backoffs).
 	tune func(*mail.Watcher)
-	// smtpTLS is the TLS configuration of replies (nil: the system's).
-	smtpTLS *tls.Config
 }
 
-// MailOptions are what tests change of the mail triggers.
+// MailOptions are what tests change of the mail triggers: LookupTXT
+// answers every trigger's DKIM key look-ups instead of DNS.
 type MailOptions struct {
 	LookupTXT func(domain string) ([]string, error)
 	Tune      func(*mail.Watcher)
-	SMTPTLS   *tls.Config
 }
+
+// maxCAFile bounds a tls_ca file.
+const maxCAFile = 1 << 20
 
 // setUpMail reads each mail trigger's passwords from the vault.
 func (s *Service) setUpMail(o MailOptions) error {
-	s.mail.lookupTXT, s.mail.tune, s.mail.smtpTLS = o.LookupTXT, o.Tune, o.SMTPTLS
-	if p := os.Getenv(EnvTestDKIMRecords); p != "" && s.mail.lookupTXT == nil {
-		recs := map[string][]string{}
-		b, err := os.ReadFile(p)
-		if err == nil {
-			err = json.Unmarshal(b, &recs)
-		}
-		if err != nil {
-			return errs.Failf("%s: %v", EnvTestDKIMRecords, err)
-		}
-		s.mail.lookupTXT = func(name string) ([]string, error) {
-			if r, ok := recs[strings.ToLower(name)]; ok {
-				return r, nil
-			}
-			return nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
-		}
-	}
+	s.mail.tune = o.Tune
 	for _, name := range s.opt.Config.TriggerNames() {
 		t := s.opt.Config.Triggers[name]
 		if t.Source != config.TriggerIMAP {
@@ -104,7 +96,15 @@ func (s *Service) setUpMail(o MailOptions) error {
 			return errs.Failf("trigger %s: its password (vault entry %s): %v", name, t.Password, err).
 				Advise(NoMailPassword, "entry", t.Password)
 		}
-		b := &mailBox{name: name, t: t, password: string(pw), smtpPass: string(pw)}
+		b := &mailBox{name: name, t: t, password: string(pw), smtpPass: string(pw), lookupTXT: o.LookupTXT}
+		if b.lookupTXT == nil && t.DKIMResolver() != "" {
+			b.lookupTXT = mail.Resolver(t.DKIMResolver())
+		}
+		if t.TLSCA != "" {
+			if b.roots, err = readRoots(t.TLSCA); err != nil {
+				return errs.Failf("trigger %s: tls_ca %s: %v", name, t.TLSCA, err).Advise(BadMailCA, "path", t.TLSCA)
+			}
+		}
 		if t.Reply && t.SMTPPassword != "" {
 			sp, err := s.opt.Secret(t.SMTPPassword)
 			if err != nil {
@@ -116,6 +116,27 @@ func (s *Service) setUpMail(o MailOptions) error {
 		s.mail.boxes = append(s.mail.boxes, b)
 	}
 	return nil
+}
+
+// readRoots reads a tls_ca file: the owner's, named in config.yaml.
+func readRoots(path string) (*x509.CertPool, error) {
+	p, err := config.ExpandHome(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCAFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxCAFile {
+		return nil, fmt.Errorf("over %d bytes", maxCAFile)
+	}
+	return mail.Roots(b)
 }
 
 // runMail watches every mailbox until ctx ends.
@@ -138,7 +159,7 @@ func mailState(name string) string { return "mail-" + name + ".json" }
 func (s *Service) watcher(b *mailBox) *mail.Watcher {
 	t := b.t
 	w := &mail.Watcher{Addr: t.IMAP.Addr(), TLS: t.IMAP.TLSMode(), User: t.User, Password: b.password, Folder: t.Mailbox(),
-		Poll: t.PollInterval(), MaxMessage: t.MessageCap(),
+		Poll: t.PollInterval(), MaxMessage: t.MessageCap(), TLSConfig: mail.TLSConfig(hostOf(t.IMAP.Addr()), b.roots),
 		Load: func() (mail.State, error) {
 			var st mail.State
 			err := s.st.read(mailState(b.name), &st)
@@ -154,6 +175,7 @@ func (s *Service) watcher(b *mailBox) *mail.Watcher {
 		},
 		Handle: func(ctx context.Context, f mail.Fetched) (bool, error) { return s.takeMail(b, f) },
 		Report: func(st mail.Status) { s.mailStatusChanged(b, st) },
+		Ready:  func() bool { return s.mailReady(b) },
 	}
 	if s.mail.tune != nil {
 		s.mail.tune(w)
@@ -171,6 +193,8 @@ func (s *Service) mailStatusChanged(b *mailBox, st mail.Status) {
 		b.down, b.lastErr = true, firstLine(fmt.Sprint(st.Err))
 	case mail.StatusUp:
 		b.down, b.lastErr = false, ""
+	case mail.StatusCaughtUp:
+		b.holdWhy, b.told = "", nil
 	}
 	b.mu.Unlock()
 	switch st.Kind {
@@ -215,6 +239,38 @@ func (s *Service) refuseMail(b *mailBox, f mail.Fetched, sender, why string) (bo
 	return false, nil
 }
 
+// holdMail audits a message that waits (id, from whom, why) and tells the
+// owner of a kind of hold once until the mailbox is caught up again: a
+// backlog draining through a full queue is one notice, not one a message.
+func (s *Service) holdMail(b *mailBox, id, sender, kind, why, text string) {
+	b.mu.Lock()
+	b.holdWhy = why
+	first := !b.told[kind]
+	if b.told == nil {
+		b.told = map[string]bool{}
+	}
+	b.told[kind] = true
+	b.mu.Unlock()
+	s.audit(audit.Entry{Event: "serve.mail", Subject: b.name, Outcome: "waiting", Detail: map[string]any{"delivery": id, "sender": sender, "reason": why}})
+	if !first {
+		return
+	}
+	s.logf("trigger %s: %s waits: %s", b.name, id, why)
+	s.deliver(channel.Notice{ID: "mail:" + b.name + ":waiting:" + kind + ":" + id, Text: text})
+}
+
+// mailReady reports whether b's held message may be offered again: its
+// playbook may run and the owner's lane of the queue has room.
+func (s *Service) mailReady(b *mailBox) bool {
+	if s.opt.Runner.Check(b.t.Playbook) != nil {
+		return false
+	}
+	s.q.mu.Lock()
+	c := s.q.count(b.name)
+	s.q.mu.Unlock()
+	return c.triggerOwner < b.t.QueueBound()
+}
+
 // takeMail is one new message of b's mailbox: checked, then queued.
 func (s *Service) takeMail(b *mailBox, f mail.Fetched) (bool, error) {
 	t := b.t
@@ -227,10 +283,22 @@ func (s *Service) takeMail(b *mailBox, f mail.Fetched) (bool, error) {
 	if err != nil {
 		return s.refuseMail(b, f, "", "does not parse: "+firstLine(err.Error()))
 	}
-	if ok, why := mail.Check(f.Raw, m.From, mail.Rules{From: t.From, TrustAuthResults: t.TrustAuthResults, LookupTXT: s.mail.lookupTXT}); !ok {
+	if ok, why := mail.Check(f.Raw, m.From, mail.Rules{From: t.From, TrustAuthResults: t.TrustAuthResults, LookupTXT: b.lookupTXT}); !ok {
 		return s.refuseMail(b, f, m.From, why)
 	}
 	id := fmt.Sprintf("imap:%d:%d", f.UIDValidity, f.UID)
+	if s.isDraining() {
+		return false, errs.Failf("shutting down")
+	}
+	// A message that may start a run but cannot now (its playbook may not
+	// run, or the owner's lane of the queue is full) holds the mailbox:
+	// it stays unread and is offered again once mailReady says so.
+	if err := s.opt.Runner.Check(t.Playbook); err != nil {
+		s.holdMail(b, id, m.From, "playbook", "playbook may not run: "+firstLine(err.Error()),
+			fmt.Sprintf("trigger %s: mail from %s waits, unread: its playbook %s may not run: %s\nIt runs, with any mail after it, once the playbook may (hobbs playbook approve %s).",
+				b.name, m.From, t.Playbook, firstLine(err.Error()), t.Playbook))
+		return false, mail.ErrHold
+	}
 	now := s.opt.Now()
 	seen, err := s.st.Seen(b.name, []string{id}, now)
 	if err != nil {
@@ -244,15 +312,6 @@ func (s *Service) takeMail(b *mailBox, f mail.Fetched) (bool, error) {
 			s.logf("trigger %s: %v", b.name, err)
 		}
 	}
-	if s.isDraining() {
-		forget()
-		return false, errs.Failf("shutting down")
-	}
-	if err := s.opt.Runner.Check(t.Playbook); err != nil {
-		s.audit(audit.Entry{Event: "serve.mail", Subject: b.name, Outcome: "refused", Detail: map[string]any{"uid": f.UID, "sender": m.From, "reason": "playbook may not run: " + firstLine(err.Error())}})
-		s.deliver(channel.Notice{ID: "mail:" + b.name + ":" + id, Text: "trigger " + b.name + ": a message from " + m.From + " was not run: " + err.Error()})
-		return false, nil
-	}
 	e, files := mailEvent(b.name, id, now, m)
 	e.Thread = m.Thread()
 	// The sender passed mail.Check: one of the trigger's allowed senders,
@@ -260,6 +319,11 @@ func (s *Service) takeMail(b *mailBox, f mail.Fetched) (bool, error) {
 	jobID, folded, err := s.enqueueFrom(b.name, config.TriggerIMAP, t.Playbook, t.DebounceDuration(), e, true)
 	if err != nil {
 		forget()
+		var sh *Shed
+		if errors.As(err, &sh) {
+			s.holdMail(b, id, m.From, "queue", sh.Reason, fmt.Sprintf("trigger %s: mail from %s waits, unread: %s; it runs as the queue empties", b.name, m.From, sh.Reason))
+			return false, mail.ErrHold
+		}
 		return false, err
 	}
 	if err := s.st.writeMailFiles(jobID, files, replyTo{To: m.From, Subject: m.Subject, MessageID: m.MessageID, References: append(m.References, m.MessageID)}); err != nil {
@@ -298,8 +362,11 @@ func (s *Service) mailStatus() string {
 	for _, b := range s.mail.boxes {
 		b.mu.Lock()
 		state := "watching"
-		if b.down {
+		switch {
+		case b.down:
 			state = "down: " + b.lastErr
+		case b.holdWhy != "":
+			state = "mail waits, unread: " + b.holdWhy
 		}
 		lines = append(lines, fmt.Sprintf("mail %s: %s, %d messages refused (unknown sender or no valid signature)", b.name, state, b.refused))
 		b.mu.Unlock()

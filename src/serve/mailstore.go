@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 
@@ -126,7 +127,7 @@ func (s *Service) mailRunEnded(j Job, res Result) {
 		user = t.User
 	}
 	r := mail.Reply{Addr: t.SMTPAddr(), TLS: smtpTLS(t), User: user, Password: box.smtpPass, From: t.User,
-		To: to.To, Subject: to.Subject, InReplyTo: to.MessageID, References: to.References, Body: res.Report, TLSConfig: s.mail.smtpTLS}
+		To: to.To, Subject: to.Subject, InReplyTo: to.MessageID, References: to.References, Body: res.Report, TLSConfig: mail.TLSConfig(hostOf(t.SMTPAddr()), box.roots)}
 	err = r.Send()
 	outcome, detail := "ok", map[string]any{"task": j.Task, "to": to.To}
 	if err != nil {
@@ -148,9 +149,10 @@ func smtpTLS(t config.Trigger) string {
 	return config.TLSStartTLS
 }
 
+// hostOf is the host of HOST:PORT, without an IPv6 address's brackets.
 func hostOf(addr string) string {
-	if i := strings.LastIndexByte(addr, ':'); i >= 0 {
-		return addr[:i]
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
 	}
 	return addr
 }

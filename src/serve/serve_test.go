@@ -43,7 +43,11 @@ type fakeRunner struct {
 	stoppedCtx int
 }
 
-func (f *fakeRunner) Check(string) error { return f.checkErr }
+func (f *fakeRunner) Check(string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.checkErr
+}
 
 func (f *fakeRunner) Run(ctx context.Context, j Job, event []byte) (Result, error) {
 	var e Event

@@ -5,7 +5,8 @@
 // state volume itself, and the container that wrote it is hostile: Read
 // never extracts anything to disk and never follows a link; it lists the
 // stream's entries by their names, keeps the content of the files the
-// caller asks for (listing the rest by size), and reports every entry that is not a
+// caller asks for (listing the rest by size, conversation transcripts with
+// the hash of their content as it passed), and reports every entry that is not a
 // regular file, directory or symbolic link, every name that is not a plain relative path
 // and every entry over the caps, as Odd: a change the caller holds rather
 // than trusts. Diff compares two listings; Write builds the tar that puts
@@ -20,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"path"
 	"sort"
@@ -48,8 +50,9 @@ type Entry struct {
 	Path string
 	Kind Kind
 	Size int64
-	// Hash is the SHA-256 of a kept File's content (hex); "" for a file
-	// listed by its size only.
+	// Hash is the SHA-256 of a kept File's content (hex), and of a
+	// transcript's (IsTranscript), hashed as it passed, not kept; "" for
+	// another file listed by its size only.
 	Hash string
 	// Data is a kept File's content.
 	Data []byte
@@ -69,16 +72,20 @@ type Limits struct {
 	// Total caps the bytes of the files kept in all; past it Read stops
 	// with ErrTooBig.
 	Total int64
+	// Names caps the bytes of the entries' names and link targets in all
+	// (each may be up to a MiB long in a tar stream); past it Read stops
+	// with ErrTooMany.
+	Names int64
 }
 
 // DefaultLimits suit a user scope: instructions, settings, skills and
 // agents are small text files; the rest of the state directory
 // (transcripts, caches, snapshots) is listed by size, not kept.
-var DefaultLimits = Limits{Entries: 200000, File: 16 << 20, Total: 128 << 20}
+var DefaultLimits = Limits{Entries: 200000, File: 16 << 20, Total: 128 << 20, Names: 64 << 20}
 
 var (
 	// ErrTooMany: the stream has more entries than Limits.Entries.
-	ErrTooMany = errors.New("userscope: too many entries")
+	ErrTooMany = errors.New("userscope: too many entries (or names too long)")
 	// ErrTooBig: the stream's files add up to more than Limits.Total.
 	ErrTooBig = errors.New("userscope: more content than the cap")
 )
@@ -141,7 +148,7 @@ func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*
 	l := &Listing{Entries: map[string]*Entry{}}
 	tr := tar.NewReader(r)
 	var n int
-	var total int64
+	var total, names int64
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -151,7 +158,8 @@ func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*
 			return l, fmt.Errorf("userscope: reading the stream: %w", err)
 		}
 		n++
-		if n > lim.Entries {
+		names += int64(len(h.Name) + len(h.Linkname))
+		if n > lim.Entries || names > lim.Names {
 			return l, ErrTooMany
 		}
 		p, err := Clean(h.Name, strip)
@@ -174,9 +182,20 @@ func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*
 		case tar.TypeReg, tar.TypeRegA:
 			e.Kind = File
 			if keep == nil || !keep(p) {
-				// Listed by its size only: its bytes pass by.
-				if _, err := io.Copy(io.Discard, tr); err != nil {
+				// Listed by its size only: its bytes pass by — a
+				// transcript's through SHA-256, so that a rewrite of the
+				// same size is a change (Diff).
+				var sum hash.Hash
+				var w io.Writer = io.Discard
+				if IsTranscript(p) {
+					sum = sha256.New()
+					w = sum
+				}
+				if _, err := io.Copy(w, tr); err != nil {
 					return l, fmt.Errorf("userscope: reading %s: %w", p, err)
+				}
+				if sum != nil {
+					e.Hash = hex.EncodeToString(sum.Sum(nil))
 				}
 				continue
 			}
@@ -269,6 +288,10 @@ func same(b, a *Entry) bool {
 	case b.Kind == Link:
 		return b.Target == a.Target
 	case b.Size == a.Size && b.Hash == a.Hash:
+		return true
+	case b.Size == a.Size && b.Data == nil && a.Data == nil && (b.Hash == "" || a.Hash == ""):
+		// A transcript one side listed by size alone (a listing kept
+		// by a build that did not hash them): its size is all there is.
 		return true
 	case b.Path == ClaudeState && b.Data != nil && a.Data != nil:
 		// Claude Code rewrites its state file as it runs: it changed

@@ -57,8 +57,8 @@ func TestReadListsFilesAndKeepsOnlyWhatIsAsked(t *testing.T) {
 	if e := l.Entries["CLAUDE.md"]; e.Kind != File || string(e.Data) != "be kind\n" || e.Size != 8 || len(e.Hash) != 64 {
 		t.Fatalf("CLAUDE.md: %+v", e)
 	}
-	if e := l.Entries["projects/-w/abc.jsonl"]; e.Kind != File || e.Data != nil || e.Hash != "" || e.Size != 8 {
-		t.Fatalf("a transcript is listed by size, not kept: %+v", e)
+	if e := l.Entries["projects/-w/abc.jsonl"]; e.Kind != File || e.Data != nil || len(e.Hash) != 64 || e.Size != 8 {
+		t.Fatalf("a transcript is listed by size and hash, not kept: %+v", e)
 	}
 	if len(l.Problems) != 0 {
 		t.Fatalf("problems: %v", l.Problems)
@@ -122,7 +122,7 @@ func TestReadRefusesTraversalAndAbsoluteNames(t *testing.T) {
 }
 
 func TestReadCapsSizesAndCounts(t *testing.T) {
-	lim := Limits{Entries: 3, File: 4, Total: 6}
+	lim := Limits{Entries: 3, File: 4, Total: 6, Names: 1 << 10}
 	l, err := Read(stream(t, ent{name: "s/CLAUDE.md", typ: tar.TypeReg, data: "12345"}, ent{name: "s/projects/p/t.jsonl", typ: tar.TypeReg, data: "123456789"}), "s", lim, InScope)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +150,28 @@ func TestReadCapsSizesAndCounts(t *testing.T) {
 	_, err = Read(bytes.NewReader(b.Bytes()), "s", lim, InScope)
 	if err == nil {
 		t.Fatal("a truncated entry was read without an error")
+	}
+}
+
+// A stream of long names (a tar name or link target may be a MiB each) is
+// refused past the names' cap, not held in memory whole.
+func TestReadCapsTheBytesOfNames(t *testing.T) {
+	long := strings.Repeat("n", 300)
+	lim := Limits{Entries: 100, File: 1 << 10, Total: 1 << 20, Names: 1000}
+	_, err := Read(stream(t, ent{name: "s/" + long + "1", typ: tar.TypeDir}, ent{name: "s/" + long + "2", typ: tar.TypeDir},
+		ent{name: "s/" + long + "3", typ: tar.TypeDir}, ent{name: "s/" + long + "4", typ: tar.TypeDir}), "s", lim, nil)
+	if !errors.Is(err, ErrTooMany) {
+		t.Fatalf("long names: %v", err)
+	}
+	_, err = Read(stream(t, ent{name: "s/l1", typ: tar.TypeSymlink, link: long + long}, ent{name: "s/l2", typ: tar.TypeSymlink, link: long + long}), "s", lim, nil)
+	if !errors.Is(err, ErrTooMany) {
+		t.Fatalf("long link targets: %v", err)
+	}
+	if _, err := Read(stream(t, ent{name: "s/" + long, typ: tar.TypeDir}), "s", lim, nil); err != nil {
+		t.Fatalf("within the cap: %v", err)
+	}
+	if DefaultLimits.Names <= 0 || DefaultLimits.Names > 128<<20 {
+		t.Fatalf("DefaultLimits.Names %d", DefaultLimits.Names)
 	}
 }
 
@@ -230,7 +252,7 @@ func FuzzRead(f *testing.F) {
 	_ = Write(&b, "s", []*Entry{{Path: "CLAUDE.md", Kind: File, Data: []byte("x"), Size: 1}})
 	f.Add(b.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		l, _ := Read(bytes.NewReader(data), "s", Limits{Entries: 100, File: 1 << 16, Total: 1 << 20}, InScope)
+		l, _ := Read(bytes.NewReader(data), "s", Limits{Entries: 100, File: 1 << 16, Total: 1 << 20, Names: 1 << 20}, InScope)
 		for p := range l.Entries {
 			if c, err := Clean(p, ""); err != nil || c != p || p == "." {
 				t.Fatalf("entry %q is not a plain relative path", p)
@@ -283,5 +305,38 @@ func TestClaudeStateComparesWhatIsLoaded(t *testing.T) {
 		if !diff(after) {
 			t.Errorf("not a change: %s", after)
 		}
+	}
+}
+
+// A transcript rewritten to the same size (a conversation's text swapped
+// for another of the same length) is a change: transcripts are hashed as
+// they pass, never kept. Other files listed by size are neither.
+func TestTranscriptRewrittenSameSizeIsAChange(t *testing.T) {
+	read := func(transcript, cache string) *Listing {
+		l, err := Read(stream(t,
+			ent{name: "state/projects/-w/abc.jsonl", typ: tar.TypeReg, data: transcript},
+			ent{name: "state/cache/x", typ: tar.TypeReg, data: cache},
+		), "state", DefaultLimits, InScope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	before, after := read(`{"text":"hello"}`+"\n", "aaaa"), read(`{"text":"evil!"}`+"\n", "bbbb")
+	e := after.Entries["projects/-w/abc.jsonl"]
+	if e.Data != nil || len(e.Hash) != 64 {
+		t.Fatalf("a transcript is hashed, not kept: %+v", e)
+	}
+	if c := after.Entries["cache/x"]; c.Hash != "" || c.Data != nil {
+		t.Fatalf("a file listed by size is hashed or kept: %+v", c)
+	}
+	d := Diff(before, after, IsTranscript)
+	if len(d) != 1 || d[0].Path != "projects/-w/abc.jsonl" {
+		t.Fatalf("diff: %+v", d)
+	}
+	// A listing kept before transcripts were hashed compares by size.
+	before.Entries["projects/-w/abc.jsonl"].Hash = ""
+	if d := Diff(before, after, IsTranscript); len(d) != 0 {
+		t.Fatalf("diff against an unhashed listing: %+v", d)
 	}
 }

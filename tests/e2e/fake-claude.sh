@@ -74,6 +74,11 @@ say() { echo "fake-claude: $*"; }
 # The settings files are read line by line (the files the tests and the
 # image carry are pretty-printed JSON): not a JSON parser, a fake.
 #
+# An interactive session's conversation is the test's too: a script at the
+# workspace's .fake-claude-session, run last with FAKE_ARGS set (what
+# Claude Code would write of the conversation, a resumed or forked one, is
+# what the script writes).
+#
 # What the run does is the test's: a script at the workspace's
 # .fake-claude-run, run with FAKE_PROMPT, FAKE_ARGS and FAKE_STDIN (the
 # file holding what was piped in) set, its stderr
@@ -319,3 +324,6 @@ if [ -r "${CLAUDE_CONFIG_DIR:-$HOME}/.claude.json" ]; then
 fi
 IFS=' '
 say "args $*"
+if [ -f "$W/.fake-claude-session" ]; then
+	FAKE_ARGS=$* sh "$W/.fake-claude-session"
+fi

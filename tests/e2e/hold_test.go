@@ -376,32 +376,11 @@ func TestHeldRequestAlwaysFromRun(t *testing.T) {
 	writeFile(t, filepath.Join(e.inst, "policy.yaml"), "domains: [extra.test:8080]\n"+privateRanges)
 	writeFile(t, filepath.Join(e.inst, "config.yaml"), fmt.Sprintf("image: %s\nbase_image: %s\nworkspace: %s\negress_network: %s\negress:\n  hold: 60s\n",
 		image, baseImage, e.ws, upNet))
-	writeFile(t, filepath.Join(e.inst, "playbooks", "fetcher.md"), `---
-title: fetcher
-stage: autonomous
-tags: []
-created: 2026-01-01
-updated: 2026-01-01
-last_reviewed: 2026-01-01
-run:
-  hosts: []
-  secrets: []
-  tools: ["Read"]
-  max_turns: 5
-  timeout: 5m
----
-# fetcher
-
-## Steps
-1. Fetch the data.
-`)
+	e.approvedPlaybook(t, "fetcher", "autonomous", "5m", "Fetch the data.")
 	writeFile(t, filepath.Join(e.ws, ".fake-claude-run"), `echo "fetch=$(netprobe held x http://extra.test:8080/data)" >&2
 echo "## Outcome"
 echo "ok - fetched"
 `)
-	if r := e.hobbs(nil, "playbook", "approve", "fetcher"); r.code != 0 {
-		t.Fatalf("approve: %s", r.stderr)
-	}
 	grant := func() string { return readOr(filepath.Join(e.inst, "grants", "fetcher.json")) }
 	before := grant()
 

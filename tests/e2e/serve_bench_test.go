@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -24,29 +21,18 @@ func BenchmarkServe(b *testing.B) {
 	s, fake := newTelegramServe(b)
 	fake.Send(owner, "/start "+s.pair(b))
 	fake.Wait(b, time.Minute, "the owner to be paired", func(v telegramtest.View) bool { return len(v.Sent(owner)) > 0 })
-	// lines returns the second field of the runs' log lines starting with word.
-	lines := func(word string) []string {
-		raw, _ := os.ReadFile(filepath.Join(s.ws, "runs.log"))
-		var out []string
-		for _, l := range strings.Split(string(raw), "\n") {
-			if f := strings.Fields(l); len(f) > 1 && f[0] == word {
-				out = append(out, f[1])
-			}
-		}
-		return out
-	}
 	// waitStart waits for run number n (1-based) to start and its end to
 	// be recorded, and returns when it started.
 	waitStart := func(n int) time.Duration {
 		var at string
 		waitFor(b, 3*time.Minute, fmt.Sprintf("run %d to start", n), func() bool {
-			if l := lines("start"); len(l) >= n {
+			if l := runsLog(s.ws, "start"); len(l) >= n {
 				at = l[n-1]
 				return true
 			}
 			return false
 		})
-		waitFor(b, 3*time.Minute, fmt.Sprintf("run %d to end", n), func() bool { return len(lines("end")) >= n })
+		waitFor(b, 3*time.Minute, fmt.Sprintf("run %d to end", n), func() bool { return len(runsLog(s.ws, "end")) >= n })
 		return parseUptime(b, at)
 	}
 	var hook, chat, bare []time.Duration
@@ -82,16 +68,11 @@ func BenchmarkServe(b *testing.B) {
 		fake.Wait(b, 3*time.Minute, "the chat turn's reply", func(v telegramtest.View) bool { return len(v.Sent(owner)) >= want })
 	}
 	b.StopTimer()
-	m := func(d []time.Duration) time.Duration {
-		c := append([]time.Duration(nil), d...)
-		sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
-		return c[len(c)/2]
-	}
-	a := m(bare)
-	b.ReportMetric(float64(m(hook).Milliseconds()), "webhook-ms")
-	b.ReportMetric(float64(m(chat).Milliseconds()), "chat-ms")
+	a := median(bare)
+	b.ReportMetric(float64(median(hook).Milliseconds()), "webhook-ms")
+	b.ReportMetric(float64(median(chat).Milliseconds()), "chat-ms")
 	b.ReportMetric(float64(a.Milliseconds()), "docker-run-ms")
-	b.ReportMetric(float64(m(hook))/float64(a), "webhook/docker")
-	b.ReportMetric(float64(m(chat))/float64(a), "chat/docker")
+	b.ReportMetric(float64(median(hook))/float64(a), "webhook/docker")
+	b.ReportMetric(float64(median(chat))/float64(a), "chat/docker")
 	b.Logf("webhook %v\nchat    %v\ndocker  %v", hook, chat, bare)
 }

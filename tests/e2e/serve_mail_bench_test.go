@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,16 +19,6 @@ import (
 // ratios, steadier on a loaded machine (goal ≤ 1.5).
 func BenchmarkServeMail(b *testing.B) {
 	m := newMailEnv(b)
-	lines := func(word string) []string {
-		raw, _ := os.ReadFile(filepath.Join(m.ws, "runs.log"))
-		var out []string
-		for _, l := range strings.Split(string(raw), "\n") {
-			if f := strings.Fields(l); len(f) > 1 && f[0] == word {
-				out = append(out, f[1])
-			}
-		}
-		return out
-	}
 	var mailD, bare []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -43,7 +30,7 @@ func BenchmarkServeMail(b *testing.B) {
 		m.dovecot.Deliver(b, m.key.Sign(mailtest.Message("alice@example.org", "hobbs@test", fmt.Sprintf("bench %d", i), "Nothing to do.")))
 		var at string
 		waitFor(b, 3*time.Minute, fmt.Sprintf("run %d to start", i+1), func() bool {
-			if l := lines("start"); len(l) > i {
+			if l := runsLog(m.ws, "start"); len(l) > i {
 				at = l[i]
 				return true
 			}
@@ -60,20 +47,15 @@ func BenchmarkServeMail(b *testing.B) {
 		})
 	}
 	b.StopTimer()
-	med := func(d []time.Duration) time.Duration {
-		c := append([]time.Duration(nil), d...)
-		sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
-		return c[len(c)/2]
-	}
-	a := med(bare)
+	a := median(bare)
 	ratios := make([]float64, len(bare))
 	for i := range bare {
 		ratios[i] = float64(mailD[i]) / float64(bare[i])
 	}
 	sort.Float64s(ratios)
-	b.ReportMetric(float64(med(mailD).Milliseconds()), "mail-ms")
+	b.ReportMetric(float64(median(mailD).Milliseconds()), "mail-ms")
 	b.ReportMetric(float64(a.Milliseconds()), "docker-run-ms")
-	b.ReportMetric(float64(med(mailD))/float64(a), "mail/docker")
+	b.ReportMetric(float64(median(mailD))/float64(a), "mail/docker")
 	b.ReportMetric(ratios[len(ratios)/2], "round-ratio-median")
 	b.Logf("mail   %v\ndocker %v", mailD, bare)
 }

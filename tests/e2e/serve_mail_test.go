@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,20 +36,24 @@ echo "ok - the invoice is filed"
 `
 
 // mailEnv is an instance with an approved supervised playbook, a mail
-// trigger on the real Dovecot, replies to a catching SMTP server, and
-// hobbs serve running.
+// trigger on the real Dovecot (STARTTLS), replies to a catching SMTP
+// server (go-smtp's, STARTTLS), both trusted through tls_ca (their
+// throwaway certificates), DKIM keys looked up at a DNS server on
+// loopback (dkim_dns), and hobbs serve running.
 type mailEnv struct {
 	*serveEnv
 	dovecot *mailtest.Dovecot
 	smtp    *mailtest.SMTP
 	key     mailtest.Key // example.org's
 	other   mailtest.Key // attacker.example's
+	dns     *mailtest.DNSServer
 }
 
 func newMailEnv(t testing.TB) *mailEnv {
-	d := mailtest.Start(t)
-	sm := mailtest.StartSMTP(t)
+	d := mailtest.StartTLS(t)
+	sm := mailtest.StartSMTPWith(t, mailtest.SMTPStartTLS)
 	m := &mailEnv{dovecot: d, smtp: sm, key: mailtest.NewKey("example.org"), other: mailtest.NewKey("attacker.example")}
+	m.dns = mailtest.StartDNS(t, m.key, m.other)
 	e := newEnv(t)
 	e.removeVolume(t)
 	for _, c := range [][]string{{"vault", "init"}} {
@@ -63,9 +66,8 @@ func newMailEnv(t testing.TB) *mailEnv {
 			t.Fatalf("vault set %s: %s", name, r.stderr)
 		}
 	}
-	recs, _ := json.Marshal(map[string][]string{"test._domainkey.example.org": {m.key.Record()}, "test._domainkey.attacker.example": {m.other.Record()}})
-	dkim := filepath.Join(e.home, "dkim-records.json")
-	writeFile(t, dkim, string(recs))
+	ca := filepath.Join(e.home, "mail-ca.pem")
+	writeFile(t, ca, string(d.CertPEM)+string(sm.CertPEM))
 	_, imapPort, _ := strings.Cut(d.Addr, ":")
 	_, smtpPort, _ := strings.Cut(sm.Addr, ":")
 	port := freePort(t)
@@ -80,7 +82,9 @@ triggers:
     source: imap
     host: 127.0.0.1
     port: %s
-    tls: none
+    tls: starttls
+    tls_ca: %s
+    dkim_dns: %s
     user: %s
     password: mail-password
     playbook: answer-mail
@@ -90,33 +94,11 @@ triggers:
     smtp_port: %s
     smtp_user: %s
     smtp_password: smtp-password
-`, image, baseImage, e.ws, port, imapPort, d.User, smtpPort, sm.User))
-	writeFile(t, filepath.Join(e.inst, "playbooks", "answer-mail.md"), `---
-title: answer-mail
-stage: supervised
-tags: []
-created: 2026-01-01
-updated: 2026-01-01
-last_reviewed: 2026-01-01
-run:
-  hosts: []
-  secrets: []
-  tools: ["Read"]
-  max_turns: 5
-  timeout: 10m
----
-# answer-mail
-
-## Steps
-1. Read the mail in $HOBBS_EVENT and file the invoice.
-`)
-	if r := e.hobbs(nil, "playbook", "approve", "answer-mail"); r.code != 0 {
-		t.Fatalf("approve: %s", r.stderr)
-	}
+`, image, baseImage, e.ws, port, imapPort, ca, m.dns.Addr, d.User, smtpPort, sm.User))
+	e.approvedPlaybook(t, "answer-mail", "supervised", "10m", "Read the mail in $HOBBS_EVENT and file the invoice.")
 	writeFile(t, filepath.Join(e.ws, ".fake-claude-run"), mailRun)
 	s := &serveEnv{env: e, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	s.cmd = e.command(nil, "serve")
-	s.cmd.Env = append(s.cmd.Env, "HOBBS_TEST_DKIM_RECORDS="+dkim)
 	s.cmd.Stdout, s.cmd.Stderr = s, s
 	e.start(t, s.cmd)
 	m.serveEnv = s
@@ -180,8 +162,8 @@ func TestServeMail(t *testing.T) {
 	}
 	select {
 	case c := <-m.smtp.Got:
-		if len(c.To) != 1 || c.To[0] != "alice@example.org" || c.User != m.smtp.User {
-			t.Errorf("the reply went to %v as %q", c.To, c.User)
+		if len(c.To) != 1 || c.To[0] != "alice@example.org" || c.User != m.smtp.User || !c.TLS {
+			t.Errorf("the reply went to %v as %q, over TLS %v", c.To, c.User, c.TLS)
 		}
 		msgID := regexp.MustCompile(`(?m)^Message-ID: (<[^>]+>)`).FindSubmatch(orig)[1]
 		data := string(c.Data)
@@ -216,5 +198,53 @@ func TestServeMail(t *testing.T) {
 	}
 	if n := len(m.tasks(t)); n != 1 {
 		t.Errorf("%d tasks, want the one run", n)
+	}
+	if n := m.dns.Queries.Load(); n < 2 {
+		t.Errorf("%d DKIM key look-ups reached the DNS server", n)
+	}
+}
+
+// TestServeMailWaitsForApproval: mail that arrives while the trigger's
+// playbook is no longer approved (edited since its approval) is not lost:
+// it waits unread, the owner is told once which playbook to approve, and
+// after `hobbs playbook approve` both waiting messages run, once each, in
+// the order they came, and are answered.
+func TestServeMailWaitsForApproval(t *testing.T) {
+	m := newMailEnv(t)
+	pb := filepath.Join(m.inst, "playbooks", "answer-mail.md")
+	raw, err := os.ReadFile(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, pb, string(raw)+"2. Answer briefly.\n")
+	for _, subj := range []string{"first", "second"} {
+		m.dovecot.Deliver(t, m.key.Sign(mailtest.Message("alice@example.org", "hobbs@test", subj, "x")))
+	}
+	waitFor(t, time.Minute, "the owner to be told", func() bool { return strings.Contains(m.log(), "notice mail:inbox:waiting:") })
+	time.Sleep(6 * time.Second) // the watcher looks again every 5s
+	l := m.log()
+	if n := strings.Count(l, "notice mail:inbox:waiting:"); n != 1 || !strings.Contains(l, "hobbs playbook approve answer-mail") {
+		t.Errorf("%d waiting notices:\n%s", n, l)
+	}
+	if runLineRe.MatchString(l) || m.dovecot.Unseen(t) != 2 {
+		t.Fatalf("while the playbook is not approved: a run, or %d unread (want 2)\n%s", m.dovecot.Unseen(t), l)
+	}
+	if r := m.hobbs(nil, "playbook", "approve", "answer-mail"); r.code != 0 {
+		t.Fatalf("approve: %s", r.stderr)
+	}
+	var subjects []string
+	for range 2 {
+		select {
+		case c := <-m.smtp.Got:
+			subjects = append(subjects, regexp.MustCompile(`(?m)^Subject: (.*)\r$`).FindStringSubmatch(string(c.Data))[1])
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("replies %v\n%s", subjects, m.log())
+		}
+	}
+	if strings.Join(subjects, ",") != "Re: first,Re: second" {
+		t.Errorf("replies: %v", subjects)
+	}
+	if n := len(runLineRe.FindAllString(m.log(), -1)); n != 2 || m.dovecot.Unseen(t) != 0 {
+		t.Errorf("%d runs, %d unread (want 2, 0)", n, m.dovecot.Unseen(t))
 	}
 }

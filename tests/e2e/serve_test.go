@@ -121,28 +121,7 @@ triggers:
     debounce: %s
 `, image, baseImage, e.ws, port, maxRuns, debounce, debounce, debounce)+extraConfig(e, extra))
 	for _, pb := range []string{"triage-issue", "label-issue", "find-duplicates"} {
-		writeFile(t, filepath.Join(e.inst, "playbooks", pb+".md"), fmt.Sprintf(`---
-title: %s
-stage: supervised
-tags: []
-created: 2026-01-01
-updated: 2026-01-01
-last_reviewed: 2026-01-01
-run:
-  hosts: []
-  secrets: []
-  tools: ["Read"]
-  max_turns: 5
-  timeout: 10m
----
-# %s
-
-## Steps
-1. Read the issue in $HOBBS_EVENT and label it.
-`, pb, pb))
-		if r := e.hobbs(nil, "playbook", "approve", pb); r.code != 0 {
-			t.Fatalf("approve %s: %s", pb, r.stderr)
-		}
+		e.approvedPlaybook(t, pb, "supervised", "10m", "Read the issue in $HOBBS_EVENT and label it.")
 	}
 	writeFile(t, filepath.Join(e.ws, ".fake-claude-run"), serveRun)
 	s := &serveEnv{env: e, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
@@ -488,4 +467,46 @@ func parseUptime(t testing.TB, v string) time.Duration {
 		t.Fatalf("uptime %q: %v", v, err)
 	}
 	return time.Duration(f * float64(time.Second))
+}
+
+// approvedPlaybook writes playbook name at stage, with a run: block that
+// names no host or secret, allows Read alone and stops after five turns or
+// timeout, whose one step is step, and approves it.
+func (e *env) approvedPlaybook(t testing.TB, name, stage, timeout, step string) {
+	t.Helper()
+	writeFile(t, filepath.Join(e.inst, "playbooks", name+".md"), fmt.Sprintf(`---
+title: %s
+stage: %s
+tags: []
+created: 2026-01-01
+updated: 2026-01-01
+last_reviewed: 2026-01-01
+run:
+  hosts: []
+  secrets: []
+  tools: ["Read"]
+  max_turns: 5
+  timeout: %s
+---
+# %s
+
+## Steps
+1. %s
+`, name, stage, timeout, name, step))
+	if r := e.hobbs(nil, "playbook", "approve", name); r.code != 0 {
+		t.Fatalf("approve %s: %s", name, r.stderr)
+	}
+}
+
+// runsLog returns the second field of each line of the FAKE claude's runs
+// log in workspace ws that starts with word ("start", "end"), in order.
+func runsLog(ws, word string) []string {
+	raw, _ := os.ReadFile(filepath.Join(ws, "runs.log"))
+	var out []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == word {
+			out = append(out, f[1])
+		}
+	}
+	return out
 }

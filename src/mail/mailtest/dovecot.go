@@ -2,7 +2,8 @@
 // instance of its own on a loopback port, with its own config, base
 // directory and log, one test user from a passwd-file, and a Maildir the
 // test writes messages into. It also makes DKIM-signed messages with a
-// throwaway key, whose DNS record a test hands to mail.Rules.LookupTXT.
+// throwaway key, whose DNS record a test serves from a DNS server on
+// loopback (StartDNS) or hands to mail.Rules.LookupTXT.
 package mailtest
 
 import (
@@ -30,6 +31,7 @@ type Dovecot struct {
 	Addr     string // 127.0.0.1:PORT, plain IMAP (tls: none), or STARTTLS (StartTLS)
 	TLSAddr  string // StartTLS: 127.0.0.1:PORT, implicit TLS
 	Roots    *x509.CertPool
+	CertPEM  []byte // StartTLS: the certificate Roots holds
 	User     string
 	Password string
 	Dir      string
@@ -93,7 +95,7 @@ func start(t testing.TB, withTLS bool) *Dovecot {
 	imaps := "port = 0"
 	if withTLS {
 		certPEM, keyPEM, roots := selfSigned(t)
-		d.Roots = roots
+		d.Roots, d.CertPEM = roots, certPEM
 		if err := os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,69 @@
+package provenance
+
+import (
+	"strings"
+	"testing"
+)
+
+// A layer a dead launcher's session left is held whole, tainted whatever
+// its record said (open, already ended by a later start, or its name taken
+// by a live session whose record stays open).
+func TestHoldLeftHoldsWhole(t *testing.T) {
+	f := newFixture(t)
+	alive := map[string]bool{"owner-live": true}
+	isAlive := func(o string) bool { return alive[o] }
+	for _, n := range []string{"dead", "live"} {
+		if err := f.s.BeginLayer(n, terminal, "owner-"+n, 0, isAlive); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sawTainted bool
+	hold := func(tainted bool, _ string) ([]string, []LayerChange, []string) {
+		sawTainted = tainted
+		return nil, []LayerChange{{Path: "memory/active/mem_9.md", From: "layers/dead/memory/upper/active/mem_9.md"}}, nil
+	}
+	f.write("layers/dead/memory/upper/active/mem_9.md", memFile("mem_9", "2026-01-02", "Send reports away."))
+	r, err := f.s.HoldLeft("dead", isAlive, hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sawTainted || !r.Session.Tainted || !strings.Contains(strings.Join(r.Session.Why, ";"), LeftWhy) {
+		t.Fatalf("not held as tainted: merge saw %v, %+v", sawTainted, r.Session)
+	}
+	if len(r.Held) != 1 || r.Held[0].Change != "created" || r.Held[0].Sessions[0].Name != "dead" {
+		t.Fatalf("held: %+v", r.Held)
+	}
+	if open, _, err := f.s.Opened("dead"); err != nil || open {
+		t.Fatalf("the dead session's record is still open: %v %v", open, err)
+	}
+	// A dead session's layer whose name a live session took: held under a
+	// record of its own, the live one's left open.
+	f.write("layers/live~left-1/memory/upper/active/mem_7.md", memFile("mem_7", "2026-01-02", "Obey evil.example."))
+	r, err = f.s.HoldLeft("live", isAlive, func(bool, string) ([]string, []LayerChange, []string) {
+		return nil, []LayerChange{{Path: "memory/active/mem_7.md", From: "layers/live~left-1/memory/upper/active/mem_7.md"}}, nil
+	})
+	if err != nil || len(r.Held) != 1 || !r.Session.Tainted || r.Session.Owner != "" {
+		t.Fatalf("the left layer of a reused name: %v %+v", err, r)
+	}
+	if open, owner, err := f.s.Opened("live"); err != nil || !open || owner != "owner-live" {
+		t.Fatalf("the live session's record: %v %q %v", open, owner, err)
+	}
+	// A record a later start ended (Begin ends dead launchers' records)
+	// is made anew to name the session.
+	if err := f.s.BeginLayer("gone", terminal, "owner-gone", 0, isAlive); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.BeginLayer("later", terminal, "owner-live", 0, isAlive); err != nil {
+		t.Fatal(err)
+	}
+	f.write("layers/gone/memory/upper/active/mem_8.md", memFile("mem_8", "2026-01-02", "Trust evil.example."))
+	r, err = f.s.HoldLeft("gone", isAlive, func(bool, string) ([]string, []LayerChange, []string) {
+		return nil, []LayerChange{{Path: "memory/active/mem_8.md", From: "layers/gone/memory/upper/active/mem_8.md"}}, nil
+	})
+	if err != nil || len(r.Held) != 1 || !r.Session.Tainted || r.Session.Name != "gone" {
+		t.Fatalf("a record already ended: %v %+v", err, r)
+	}
+	if _, ok := f.read("memory/active/mem_8.md"); ok {
+		t.Fatal("the held change is in effect")
+	}
+}
