@@ -51,12 +51,25 @@ func (s *Session) layerOf(lm plan.LayerMount) *layer.Layer {
 // makeLayers makes the session's layers: each share's snapshot and an
 // empty upper directory (a work directory from the pool when one waits).
 func (s *Session) makeLayers() error {
-	root := s.Instance.FS()
 	engine.Tracef("layers: make")
 	defer engine.Tracef("layers: made")
 	if err := s.setAsideLeft(); err != nil {
 		return err
 	}
+	// The workspace's instruction files are walked beside the snapshots
+	// (a large workspace's first walk lists every directory).
+	instructions := spawn(s.snapshotInstructions)
+	if err := s.makeLayerDirs(); err != nil {
+		_ = instructions.wait()
+		return err
+	}
+	s.layersMade = time.Now()
+	return instructions.wait()
+}
+
+// makeLayerDirs makes each layer's snapshot and empty upper directory.
+func (s *Session) makeLayerDirs() error {
+	root := s.Instance.FS()
 	for _, lm := range s.plan.Layers {
 		l := s.layerOf(lm)
 		if err := root.MkdirAll(l.Dir, 0o700); err != nil {
@@ -83,8 +96,7 @@ func (s *Session) makeLayers() error {
 			return fmt.Errorf("the session's layer of %s: %w", lm.Share, err)
 		}
 	}
-	s.layersMade = time.Now()
-	return s.snapshotInstructions()
+	return nil
 }
 
 // removeLayerVolumes removes the overlay volumes (unmounting the layers)
