@@ -35,14 +35,7 @@ func lockStages(t *testing.T, n int) (locking <-chan struct{}, locked *atomic.In
 // for the lock.
 func TestHoldWaitingForTheLockHoldsUpNothing(t *testing.T) {
 	e, tg, d := holdEnv(t, 20*time.Second, "")
-	ch := e.async(t, "new.test", tg.port)
-	q := question(t, d, "new.test")
-	if _, _, err := d.Give(q.ID, approval.Session, approval.ViaHost, "ada", nil); err != nil {
-		t.Fatal(err)
-	}
-	if r := <-ch; r.code != 200 {
-		t.Fatalf("after This session: %d %s", r.code, r.body)
-	}
+	e.allowForSession(t, d, "new.test", tg.port)
 	locking, locked := lockStages(t, 1)
 	unlock, err := d.Lock()
 	if err != nil {

@@ -1,41 +1,21 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/task"
 )
 
-// lockedLog is a service's log that runs write to from their goroutines.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // stopFixture is a service with one queued run whose runner holds every
 // run until its context ends, and its log.
-func stopFixture(t *testing.T) (*fixture, *Service, string, *lockedLog) {
+func stopFixture(t *testing.T) (*fixture, *Service, string, *lockedBuffer) {
 	f := newFixture(t, "")
 	f.runner.gate = make(chan struct{}) // never opened: a run lasts until stopped
 	s := f.service()
-	log := &lockedLog{}
+	log := &lockedBuffer{}
 	s.opt.Log = log
 	_, rep := send(s, github(issue(1, "alice"), "issues", "d-1", secret))
 	if rep.Job == "" {
@@ -47,7 +27,7 @@ func stopFixture(t *testing.T) (*fixture, *Service, string, *lockedLog) {
 
 // settle waits for the runs' ends and checks the job was finished once:
 // no "queue:" complaint in the log.
-func settle(t *testing.T, s *Service, log *lockedLog) {
+func settle(t *testing.T, s *Service, log *lockedBuffer) {
 	s.wg.Wait()
 	if strings.Contains(log.String(), "queue:") {
 		t.Errorf("log:\n%s", log)
