@@ -132,7 +132,7 @@ type Service struct {
 // Test seams, nil outside tests. stopLooked is called by Stop after its
 // look at the queue (which drops a waiting job) and before it stops a
 // running run; startMarked by startReady after it has marked jobs running
-// and before it starts their runs.
+// and started their runs, as it lets go of the queue.
 var stopLooked, startMarked func()
 
 // live is a run this service is running.
@@ -453,26 +453,17 @@ func (s *Service) startReady() time.Duration {
 	}
 	// A job marked running has its run in s.running before q.mu is let go:
 	// Stop, which looks at the queue under q.mu, then finds the run to stop.
-	type start struct {
-		j      Job
-		ctx    context.Context
-		cancel context.CancelFunc
-	}
-	runs := make([]start, 0, len(starts))
 	s.mu.Lock()
 	for _, j := range starts {
 		ctx, cancel := context.WithCancel(s.runCtx)
 		s.running[j.ID] = live{cancel: cancel, playbook: j.Playbook, task: j.Task}
-		runs = append(runs, start{j, ctx, cancel})
+		s.wg.Add(1)
+		go s.runJob(ctx, cancel, j)
 	}
 	s.mu.Unlock()
 	s.q.mu.Unlock()
 	if startMarked != nil {
 		startMarked()
-	}
-	for _, r := range runs {
-		s.wg.Add(1)
-		go s.runJob(r.ctx, r.cancel, r.j)
 	}
 	return next
 }
