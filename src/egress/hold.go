@@ -79,9 +79,13 @@ type holder struct {
 	pending map[string]*heldQuestion // by host:port
 	byID    map[string]*heldQuestion
 	allowed map[string]bool // This session (and Always), by host:port
-	closed  bool
-	stop    chan struct{}
-	done    chan struct{}
+	// asking are the requests on their way to ask a new question (in
+	// newQuestion), by host:port: each host:port holds a place in the
+	// session's bound from lookup on.
+	asking map[string]int
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // newHolder starts holding for s, or returns nil when o holds nothing.
@@ -96,7 +100,7 @@ func newHolder(s *Server, o HoldOptions) (*holder, error) {
 		return nil, fmt.Errorf("holding requests needs the session's name (--session)")
 	}
 	h := &holder{s: s, opts: o, dir: approval.Dir{Root: safefile.Beneath(o.Dir)},
-		pending: map[string]*heldQuestion{}, byID: map[string]*heldQuestion{}, allowed: map[string]bool{},
+		pending: map[string]*heldQuestion{}, byID: map[string]*heldQuestion{}, allowed: map[string]bool{}, asking: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	kind, name, _ := strings.Cut(o.Origin, ":")
 	if kind == "" {
@@ -146,31 +150,20 @@ func (h *holder) noteAllowed(p *policy.Policy, t policy.Target) {
 func (h *holder) ask(ctx context.Context, rec *record, t policy.Target) (policy.Explanation, bool) {
 	key := net.JoinHostPort(t.Host, strconv.Itoa(t.Port))
 	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		rec.reason += "; not held: the session is ending"
+	w, q, allowed, err := h.lookup(key, true)
+	h.mu.Unlock()
+	switch {
+	case w != nil:
+		h.recount(q)
+	case err == nil && !allowed:
+		w, allowed, err = h.newQuestion(rec, t, key)
+	}
+	switch {
+	case err != nil:
+		rec.reason += "; not held: " + err.Error()
 		return policy.Explanation{}, false
-	}
-	if h.allowed[key] {
-		h.mu.Unlock()
+	case allowed:
 		return heldAllow(t, approval.Session, ""), true
-	}
-	w := h.pending[key]
-	if w != nil {
-		w.q.Waiting++
-		q := w.q
-		h.mu.Unlock()
-		h.recount(w, q)
-	} else {
-		var err error
-		if w, err = h.newQuestion(rec, t, key); err != nil {
-			h.mu.Unlock()
-			rec.reason += "; not held: " + err.Error()
-			return policy.Explanation{}, false
-		}
-		q := w.q
-		h.mu.Unlock()
-		h.audit(q, "egress.hold", "held", rec.client, "")
 	}
 	select {
 	case <-w.done:
@@ -193,15 +186,55 @@ func (h *holder) ask(ctx context.Context, rec *record, t policy.Target) (policy.
 	return policy.Explanation{}, false
 }
 
-// recount rewrites w's question with the number of requests waiting on
-// it, while it is still open (under the directory's lock, which the hold's
+// lookup is what a request to key finds (h.mu is held): an error when the
+// session is ending or a new question would pass the session's bound;
+// allowed when This session (or Always) let key through; or the question
+// open for key, counting one more request waiting on it (q is that count's
+// question, to write). All nil: a new question is to be asked, and with
+// reserve key keeps its place in the bound (h.asking) until newQuestion
+// ends, so requests that wait together for the directory's lock are
+// refused at once beyond the bound, as one at a time would be.
+func (h *holder) lookup(key string, reserve bool) (w *heldQuestion, q approval.Question, allowed bool, err error) {
+	switch {
+	case h.closed:
+		return nil, q, false, fmt.Errorf("the session is ending")
+	case h.allowed[key]:
+		return nil, q, true, nil
+	}
+	if w = h.pending[key]; w != nil {
+		w.q.Waiting++
+		return w, w.q, false, nil
+	}
+	if h.asking[key] == 0 && len(h.pending)+len(h.asking) >= approval.MaxPerSession {
+		return nil, q, false, fmt.Errorf("%d questions already wait in this session", approval.MaxPerSession)
+	}
+	if reserve {
+		h.asking[key]++
+	}
+	return nil, q, false, nil
+}
+
+// unreserve gives back key's place that lookup kept (h.mu is held).
+func (h *holder) unreserve(key string) {
+	if h.asking[key]--; h.asking[key] <= 0 {
+		delete(h.asking, key)
+	}
+}
+
+// recount rewrites question q with the number of requests waiting on it,
+// while it is still open (under the directory's lock, which the hold's
 // end takes to remove it); best effort.
-func (h *holder) recount(w *heldQuestion, q approval.Question) {
+func (h *holder) recount(q approval.Question) {
 	unlock, err := h.dir.Lock()
 	if err != nil {
 		return
 	}
 	defer unlock()
+	h.rewrite(q)
+}
+
+// rewrite is recount with the directory's lock held.
+func (h *holder) rewrite(q approval.Question) {
 	if !h.dir.Root.Exists(q.Session + "/" + q.ID + ".q.json") {
 		return
 	}
@@ -216,35 +249,77 @@ func (h *holder) isClosed() bool {
 	return h.closed
 }
 
-// newQuestion asks a new question; h.mu is held.
-func (h *holder) newQuestion(rec *record, t policy.Target, key string) (*heldQuestion, error) {
-	if len(h.pending) >= approval.MaxPerSession {
-		return nil, fmt.Errorf("%d questions already wait in this session", approval.MaxPerSession)
-	}
+// newQuestion asks a new question about key, whose place in the session's
+// bound lookup kept, under the approvals directory's lock, which it takes
+// before h.mu: while it waits for the lock (up to its timeout, another
+// session or the host holding it) the session's other requests, answers
+// and taints go on.
+func (h *holder) newQuestion(rec *record, t policy.Target, key string) (*heldQuestion, bool, error) {
+	lockSeam("locking")
 	unlock, err := h.dir.Lock()
+	lockSeam("locked")
 	if err != nil {
-		return nil, fmt.Errorf("cannot ask the owner: %v", err)
+		h.mu.Lock()
+		h.unreserve(key)
+		h.mu.Unlock()
+		return nil, false, fmt.Errorf("cannot ask the owner: %v", err)
 	}
-	defer unlock()
-	if h.dir.OpenCount() >= approval.MaxPerInstance {
-		return nil, fmt.Errorf("%d questions already wait in this instance", approval.MaxPerInstance)
+	w, asked, allowed, err := h.askLocked(rec, t, key)
+	unlock()
+	if asked.ID != "" {
+		h.audit(asked, "egress.hold", "held", rec.client, "")
+	}
+	return w, allowed, err
+}
+
+// askLocked is newQuestion once it holds the directory's lock. With h.mu
+// it looks again (lookup): another request may have asked about key, the
+// owner allowed it or the session ended meanwhile; the request then waits
+// on that question, goes through, or is refused. Otherwise it writes the
+// question and returns it as asked too (w.q changes under h.mu).
+func (h *holder) askLocked(rec *record, t policy.Target, key string) (w *heldQuestion, asked approval.Question, allowed bool, err error) {
+	open := h.dir.OpenCount() // questions are added only under the lock
+	h.mu.Lock()
+	h.unreserve(key)
+	w, q, allowed, err := h.lookup(key, false)
+	if w != nil || allowed || err != nil {
+		h.mu.Unlock()
+		if w != nil {
+			h.rewrite(q)
+		}
+		return w, asked, allowed, err
+	}
+	defer h.mu.Unlock()
+	if open >= approval.MaxPerInstance {
+		return nil, asked, false, fmt.Errorf("%d questions already wait in this instance", approval.MaxPerInstance)
 	}
 	now := time.Now()
 	path := ""
 	if !t.Connect {
 		path = rec.holdPath
 	}
-	q := approval.Question{ID: approval.NewID(), Session: h.s.opts.Session, Playbook: h.opts.Playbook, Origin: h.origin,
+	q = approval.Question{ID: approval.NewID(), Session: h.s.opts.Session, Playbook: h.opts.Playbook, Origin: h.origin,
 		Tainted: h.tainted.Load(), Why: append([]string(nil), h.why...), Method: rec.method, Host: t.Host, Port: t.Port,
 		Path: path, Waiting: 1, Asked: now.UTC(), Expires: now.Add(h.opts.Wait).UTC()}
 	q.Answers = approval.OffersFor(q.Tainted)
 	if err := h.dir.WriteQuestion(q); err != nil {
-		return nil, fmt.Errorf("cannot ask the owner: %v", err)
+		return nil, asked, false, fmt.Errorf("cannot ask the owner: %v", err)
 	}
-	w := &heldQuestion{q: q, key: key, done: make(chan struct{})}
+	w = &heldQuestion{q: q, key: key, done: make(chan struct{})}
 	h.pending[key], h.byID[q.ID] = w, w
 	w.timer = time.AfterFunc(h.opts.Wait, func() { h.expire(w) })
-	return w, nil
+	return w, q, false, nil
+}
+
+// questionLockSeam is a test seam, nil outside tests: newQuestion calls it
+// with "locking" before it takes the approvals directory's lock and with
+// "locked" once it has it or gave up.
+var questionLockSeam atomic.Pointer[func(stage string)]
+
+func lockSeam(stage string) {
+	if f := questionLockSeam.Load(); f != nil {
+		(*f)(stage)
+	}
 }
 
 // heldAllow is the explanation of a destination the owner allowed: an
@@ -303,8 +378,6 @@ func (h *holder) resolve(w *heldQuestion, a approval.Answer) {
 // the directory's lock (which answers are given under), the answer is read
 // once more, then the question removed.
 func (h *holder) expire(w *heldQuestion) {
-	// The directory's lock is let go before h.mu is taken: newQuestion
-	// takes them the other way round.
 	unlock, err := h.dir.Lock()
 	a, answered, _ := h.dir.ReadAnswer(w.q.Session, w.q.ID)
 	if !answered {

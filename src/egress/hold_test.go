@@ -106,16 +106,22 @@ func TestHoldOnceThenAskedAgain(t *testing.T) {
 	}
 }
 
-func TestHoldSessionLetsLaterRequestsPass(t *testing.T) {
-	e, tg, d := holdEnv(t, 20*time.Second, "")
-	ch := e.async(t, "new.test", tg.port)
-	q := question(t, d, "new.test")
+// allowForSession has a request to host held and answered This session.
+func (e *proxyEnv) allowForSession(t *testing.T, d approval.Dir, host string, port int) {
+	t.Helper()
+	ch := e.async(t, host, port)
+	q := question(t, d, host)
 	if _, _, err := d.Give(q.ID, approval.Session, approval.ViaHost, "ada", nil); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-ch; r.code != 200 {
 		t.Fatalf("after This session: %d %s", r.code, r.body)
 	}
+}
+
+func TestHoldSessionLetsLaterRequestsPass(t *testing.T) {
+	e, tg, d := holdEnv(t, 20*time.Second, "")
+	e.allowForSession(t, d, "new.test", tg.port)
 	for range 3 {
 		start := time.Now()
 		if r := <-e.async(t, "new.test", tg.port); r.code != 200 || time.Since(start) > 5*time.Second {

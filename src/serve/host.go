@@ -80,10 +80,21 @@ func (s *Service) Runs(ctx context.Context) (string, error) {
 }
 
 // Stop answers /stop NAME: a waiting run (by its job id) is dropped, a
-// running one (by its job or task id) stopped.
+// running one (by its job or task id) stopped. The queue drops a waiting
+// run in one step with its look (queue.drop), so a run the scheduler
+// starts meanwhile is seen running and stopped, never recorded as dropped
+// while it runs on.
 func (s *Service) Stop(ctx context.Context, name string) (string, error) {
-	j, ok := s.q.find(name)
-	if ok && j.State == Running {
+	const note = "stopped by the owner before it started"
+	j, ok, err := s.q.drop(name, task.Failed, note, s.opt.Now())
+	if err != nil {
+		return "", err
+	}
+	if stopLooked != nil {
+		stopLooked()
+	}
+	switch {
+	case ok && j.State == Running:
 		s.mu.Lock()
 		r, running := s.running[j.ID]
 		s.mu.Unlock()
@@ -92,21 +103,16 @@ func (s *Service) Stop(ctx context.Context, name string) (string, error) {
 			s.audit(audit.Entry{Event: "serve.stop", Subject: name, Outcome: "ok", Detail: map[string]any{"state": Running}})
 			return "stopping " + name, nil
 		}
-	}
-	if !ok || j.State != Queued {
-		return "", errs.Usagef("no queued or running run %s", name)
-	}
-	const note = "stopped by the owner before it started"
-	if err := s.q.finish(j.ID, task.Failed, note, s.opt.Now()); err != nil {
-		return "", err
-	}
-	if j.Task != "" { // a job converted from an older hobbs has its task already
-		if _, err := s.opt.Tasks.Done(j.Task, task.DoneOptions{Outcome: task.Failed, Retro: "## Run\n\n- " + note + "\n"}); err != nil {
-			s.logf("task %s: %v", j.Task, err)
+	case ok && j.State == Queued:
+		if j.Task != "" { // a job converted from an older hobbs has its task already
+			if _, err := s.opt.Tasks.Done(j.Task, task.DoneOptions{Outcome: task.Failed, Retro: "## Run\n\n- " + note + "\n"}); err != nil {
+				s.logf("task %s: %v", j.Task, err)
+			}
 		}
+		s.audit(audit.Entry{Event: "serve.stop", Subject: name, Outcome: "ok", Detail: map[string]any{"state": Queued}})
+		return "dropped " + name + " from the queue", nil
 	}
-	s.audit(audit.Entry{Event: "serve.stop", Subject: name, Outcome: "ok", Detail: map[string]any{"state": Queued}})
-	return "dropped " + name + " from the queue", nil
+	return "", errs.Usagef("no queued or running run %s", name)
 }
 
 // Act carries out a pressed button: a supervised run's review

@@ -242,15 +242,44 @@ func (q *queue) list() []Job {
 func (q *queue) find(id string) (Job, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if j, ok := q.jobs[id]; ok {
+	if j := q.lookup(id); j != nil {
 		return *j, true
+	}
+	return Job{}, false
+}
+
+// lookup is the job named id, by its job id or its task id, or nil (the
+// caller holds q.mu).
+func (q *queue) lookup(id string) *Job {
+	if j, ok := q.jobs[id]; ok {
+		return j
 	}
 	for _, j := range q.jobs {
 		if j.Task == id && id != "" {
-			return *j, true
+			return j
 		}
 	}
-	return Job{}, false
+	return nil
+}
+
+// drop finishes the job named id (by its job or task id) as outcome if it
+// is still queued, in one hold of q.mu: the scheduler cannot start it
+// between the look and the finish. It returns the job as it was: State
+// Queued when drop finished it, Running when it runs (startReady records
+// its run in Service.running before it lets go of q.mu), Done when it had
+// ended.
+func (q *queue) drop(id, outcome, note string, at time.Time) (Job, bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j := q.lookup(id)
+	if j == nil {
+		return Job{}, false, nil
+	}
+	was := *j
+	if j.State != Queued {
+		return was, true, nil
+	}
+	return was, true, q.finishLocked(j, outcome, note, at)
 }
 
 // update runs fn on job id under the lock and writes the job when fn
@@ -276,6 +305,15 @@ func (q *queue) finish(id, outcome, note string, at time.Time) error {
 	j, ok := q.jobs[id]
 	if !ok {
 		return fmt.Errorf("no job %s", id)
+	}
+	return q.finishLocked(j, outcome, note, at)
+}
+
+// finishLocked is finish of job j (the caller holds q.mu). A job ends
+// once: the end of a job already finished is refused and the first kept.
+func (q *queue) finishLocked(j *Job, outcome, note string, at time.Time) error {
+	if j.State == Done {
+		return fmt.Errorf("job %s: finished already (%s), not again as %s", j.ID, j.Outcome, outcome)
 	}
 	at = at.UTC()
 	j.State, j.Finished, j.Outcome, j.Note, j.Event = Done, &at, outcome, note, nil

@@ -129,6 +129,12 @@ type Service struct {
 	mail     mailBoxes // the mail triggers (mail.go)
 }
 
+// Test seams, nil outside tests. stopLooked is called by Stop after its
+// look at the queue (which drops a waiting job) and before it stops a
+// running run; startMarked by startReady after it has marked jobs running
+// and started their runs, as it lets go of the queue.
+var stopLooked, startMarked func()
+
 // live is a run this service is running.
 type live struct {
 	cancel   context.CancelFunc
@@ -445,14 +451,19 @@ func (s *Service) startReady() time.Duration {
 		}
 		starts = append(starts, *j)
 	}
-	s.q.mu.Unlock()
+	// A job marked running has its run in s.running before q.mu is let go:
+	// Stop, which looks at the queue under q.mu, then finds the run to stop.
+	s.mu.Lock()
 	for _, j := range starts {
 		ctx, cancel := context.WithCancel(s.runCtx)
-		s.mu.Lock()
 		s.running[j.ID] = live{cancel: cancel, playbook: j.Playbook, task: j.Task}
-		s.mu.Unlock()
 		s.wg.Add(1)
 		go s.runJob(ctx, cancel, j)
+	}
+	s.mu.Unlock()
+	s.q.mu.Unlock()
+	if startMarked != nil {
+		startMarked()
 	}
 	return next
 }
