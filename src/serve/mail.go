@@ -224,18 +224,18 @@ func (s *Service) mailStatusChanged(b *mailBox, st mail.Status) {
 	}
 }
 
-// refuseMail audits a message that may not start a run, counts it, and
-// leaves it unread.
+// refuseMail audits a message that may not start a run, then counts it
+// (what /status counts is in the audit log), and leaves it unread.
 func (s *Service) refuseMail(b *mailBox, f mail.Fetched, sender, why string) (bool, error) {
-	b.mu.Lock()
-	b.refused++
-	b.mu.Unlock()
 	d := map[string]any{"uid": f.UID, "reason": why, "size": f.Size}
 	if sender != "" {
 		d["sender"] = sender
 	}
 	s.audit(audit.Entry{Event: "serve.mail", Subject: b.name, Outcome: "refused", Detail: d})
 	s.logf("trigger %s: message %d refused: %s", b.name, f.UID, why)
+	b.mu.Lock()
+	b.refused++
+	b.mu.Unlock()
 	return false, nil
 }
 
