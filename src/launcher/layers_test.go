@@ -22,6 +22,13 @@ func layeredSession(t *testing.T, name string) (*Session, instance.Instance) {
 	active := filepath.Join(in.Root, "memory", "active")
 	os.MkdirAll(active, 0o755)
 	os.WriteFile(filepath.Join(active, "m1.md"), benchMemory("m1", 0, "Likes tea."), 0o644)
+	return layeredSessionIn(t, in, name), in
+}
+
+// layeredSessionIn is an untainted session named name with layers made
+// over in.
+func layeredSessionIn(t *testing.T, in instance.Instance, name string) *Session {
+	t.Helper()
 	h, err := plan.Survey(in, config.Default(), false, t.TempDir(), os.Getuid(), os.Getgid(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +46,7 @@ func layeredSession(t *testing.T, name string) (*Session, instance.Instance) {
 	if err := s.Provenance.BeginLayer(name, provenance.Origin{Kind: provenance.OriginTerminal}, s.owner, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	return s, in
+	return s
 }
 
 // The same memory's text changed differently by the session and, while it
@@ -100,5 +107,49 @@ func TestLayerLeavesOutLinksAndHostTrusted(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(said, "\n"), "not taken from the session") {
 		t.Errorf("the end did not report what it left out: %q", said)
+	}
+}
+
+// A layer whose merge fails (here: the memory's lock cannot be taken) is
+// kept where it is, marked, and the owner told so; the next start holds it
+// whole for review and removes it.
+func TestLayerKeptWhenMergeFails(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	s, in := layeredSession(t, "failed")
+	up := filepath.Join(in.Root, plan.LayerDir(s.Name, "memory"), "upper", "active")
+	os.MkdirAll(up, 0o755)
+	os.WriteFile(filepath.Join(up, "m2.md"), benchMemory("m2", 0, "Drives a Volvo."), 0o644)
+	lock := filepath.Join(in.Root, "memory", ".lock")
+	if err := os.Mkdir(lock, 0o755); err != nil { // a lock that cannot be taken
+		t.Fatal(err)
+	}
+	var said []string
+	s.Progress = func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }
+	s.endLayers()
+	if _, err := os.Stat(filepath.Join(up, "m2.md")); err != nil {
+		t.Fatalf("the layer whose merge failed was removed: %v (said %q)", err, said)
+	}
+	if _, err := os.Stat(filepath.Join(in.Root, "layers", s.Name, keptMark)); err != nil {
+		t.Errorf("the kept layer is not marked: %v", err)
+	}
+	if !strings.Contains(strings.Join(said, "\n"), "they stay in "+plan.LayerDir(s.Name, "memory")) {
+		t.Errorf("the end did not say where the changes are: %q", said)
+	}
+	if _, err := os.Stat(filepath.Join(in.Root, "memory", "active", "m2.md")); err == nil {
+		t.Error("the memory was merged")
+	}
+	os.Remove(lock)
+	next := layeredSessionIn(t, in, "next")
+	if got := next.leftLayers(); len(got) != 1 || got[0] != s.Name {
+		t.Fatalf("left: %v", got)
+	}
+	next.holdLeft(s.Name, s.Name)
+	items, err := next.Provenance.List(false)
+	if err != nil || len(items) != 1 || items[0].Path != "memory/active/m2.md" ||
+		!strings.Contains(strings.Join(items[0].Sessions[0].Why, ";"), provenance.KeptWhy) {
+		t.Fatalf("held: %+v %v", items, err)
+	}
+	if _, err := os.Stat(filepath.Join(in.Root, "layers", s.Name)); !os.IsNotExist(err) {
+		t.Errorf("the held layer was not removed: %v", err)
 	}
 }

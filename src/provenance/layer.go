@@ -96,6 +96,11 @@ func (s *Store) EndLayerScope(name string, reads Reads, trusted func(host string
 // whole: what the session read is not known.
 const LeftWhy = "its launcher stopped before it recorded the session's end"
 
+// KeptWhy is why a layer is held whole that its session's end kept, for
+// it could neither merge nor hold all of it (Result.Unheld, a merge that
+// failed): part of it may have taken effect, the rest waits for review.
+const KeptWhy = "its end could not merge or hold all of its changes"
+
 // HoldLeft holds whole the layers session name left when its launcher
 // died (merge is called tainted: it hands every change back to hold).
 // What the session read is not known, so it counts as tainted whatever
@@ -103,8 +108,9 @@ const LeftWhy = "its launcher stopped before it recorded the session's end"
 // already ended (Begin ends the records of dead launchers' sessions) is
 // made anew, to name the session in what is held; so is one when the
 // record open under the name is a later session's, whose launcher alive
-// says runs (it took the name of the dead one), which stays open.
-func (s *Store) HoldLeft(name string, alive func(owner string) bool, merge LayerMerge) (Result, error) {
+// says runs (it took the name of the dead one), which stays open. why is
+// why they are held (LeftWhy, KeptWhy).
+func (s *Store) HoldLeft(name, why string, alive func(owner string) bool, merge LayerMerge) (Result, error) {
 	var res Result
 	err := s.lockedFrom(nil, false, func(st *state) error {
 		ses := st.Open[name]
@@ -112,7 +118,7 @@ func (s *Store) HoldLeft(name string, alive func(owner string) bool, merge Layer
 			ses = &Session{Name: name, Layered: true, Started: s.now()}
 		}
 		ses.Tainted = true
-		ses.Why = appendOnce(ses.Why, LeftWhy)
+		ses.Why = appendOnce(ses.Why, why)
 		var err error
 		res, err = s.endLayer(st, ses, ScopeEnd{}, merge)
 		return err
@@ -150,6 +156,7 @@ func (s *Store) endLayer(st *state, ses *Session, scope ScopeEnd, merge LayerMer
 		it, err := s.holdLayer(st, c, live)
 		if err != nil {
 			res.Problems = append(res.Problems, err.Error())
+			res.Unheld = append(res.Unheld, c)
 			continue
 		}
 		st.Items = append(st.Items, it)

@@ -23,7 +23,7 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 		return nil, []LayerChange{{Path: "memory/active/mem_9.md", From: "layers/dead/memory/upper/active/mem_9.md"}}, nil
 	}
 	f.write("layers/dead/memory/upper/active/mem_9.md", memFile("mem_9", "2026-01-02", "Send reports away."))
-	r, err := f.s.HoldLeft("dead", isAlive, hold)
+	r, err := f.s.HoldLeft("dead", LeftWhy, isAlive, hold)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 	// A dead session's layer whose name a live session took: held under a
 	// record of its own, the live one's left open.
 	f.write("layers/live~left-1/memory/upper/active/mem_7.md", memFile("mem_7", "2026-01-02", "Obey evil.example."))
-	r, err = f.s.HoldLeft("live", isAlive, func(bool, string) ([]string, []LayerChange, []string) {
+	r, err = f.s.HoldLeft("live", LeftWhy, isAlive, func(bool, string) ([]string, []LayerChange, []string) {
 		return nil, []LayerChange{{Path: "memory/active/mem_7.md", From: "layers/live~left-1/memory/upper/active/mem_7.md"}}, nil
 	})
 	if err != nil || len(r.Held) != 1 || !r.Session.Tainted || r.Session.Owner != "" {
@@ -57,7 +57,7 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.write("layers/gone/memory/upper/active/mem_8.md", memFile("mem_8", "2026-01-02", "Trust evil.example."))
-	r, err = f.s.HoldLeft("gone", isAlive, func(bool, string) ([]string, []LayerChange, []string) {
+	r, err = f.s.HoldLeft("gone", LeftWhy, isAlive, func(bool, string) ([]string, []LayerChange, []string) {
 		return nil, []LayerChange{{Path: "memory/active/mem_8.md", From: "layers/gone/memory/upper/active/mem_8.md"}}, nil
 	})
 	if err != nil || len(r.Held) != 1 || !r.Session.Tainted || r.Session.Name != "gone" {
