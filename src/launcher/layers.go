@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -334,8 +335,7 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made ti
 	if l.Share == "memory" {
 		outs, err = memory.MergeLayer(root, l.Share, baseOf(l, made), l.Theirs(take), paths, stamp)
 	} else {
-		outs = layer.Trees(paths, baseOf(l, made), ours, l.Theirs(take), nil)
-		err = layer.Apply(root, l.Share, outs)
+		outs, err = s.mergeShare(l, baseOf(l, made), ours, take, paths)
 	}
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("merging the session's changes to %s: %v (left in %s)", l.Share, err, l.Dir))
@@ -359,6 +359,32 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made ti
 	}
 	return kept, hold, problems, failed
 }
+
+// mergeShare merges the changes take (at paths) of layer l of a share
+// other than the memory into what is in effect (ours), under the share's
+// lock when it has one (instance.ShareLock): a host command writing the
+// share at once would otherwise be overwritten by what was merged against
+// the file before it (memory.MergeLayer takes the memory's).
+func (s *Session) mergeShare(l *layer.Layer, base, ours layer.Tree, take []layer.Change, paths []string) ([]layer.Outcome, error) {
+	root := s.Instance.FS()
+	if lock, ok := s.Instance.ShareLock(l.Share); ok {
+		if err := root.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+			return nil, err
+		}
+		unlock, err := root.Lock(lock, shareLockWait)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	outs := layer.Trees(paths, base, ours, l.Theirs(take), nil)
+	return outs, layer.Apply(root, l.Share, outs)
+}
+
+// shareLockWait is how long a merge waits for a share's lock, which a
+// host command or another session's end may hold (memory.MergeLayer
+// waits as long).
+const shareLockWait = 30 * time.Second
 
 // baseOf is what the layer started from: its snapshot, but for a file
 // rewritten in place since it was taken at made (layer.BaseSince), which

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/instance"
@@ -151,5 +152,41 @@ func TestLayerKeptWhenMergeFails(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(in.Root, "layers", s.Name)); !os.IsNotExist(err) {
 		t.Errorf("the held layer was not removed: %v", err)
+	}
+}
+
+// A playbook's merge takes the playbooks' lock, as every writer of the
+// share does: while a host command holds it the merge waits, and what the
+// command wrote meanwhile merges with the session's change rather than
+// being overwritten.
+func TestLayerMergeTakesShareLock(t *testing.T) {
+	in, _ := instance.At(t.TempDir())
+	books := filepath.Join(in.Root, "playbooks")
+	os.MkdirAll(books, 0o755)
+	os.WriteFile(filepath.Join(books, "weekly.md"), []byte("# Weekly\n\nstep one\n\nstep two\n"), 0o644)
+	s := layeredSessionIn(t, in, "books")
+	up := filepath.Join(in.Root, plan.LayerDir(s.Name, "playbooks"), "upper")
+	os.MkdirAll(up, 0o755)
+	os.WriteFile(filepath.Join(up, "weekly.md"), []byte("# Weekly, the session's\n\nstep one\n\nstep two\n"), 0o644)
+	unlock, err := in.FS().Lock(in.Lock("playbooks"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); s.endLayers() }()
+	time.Sleep(300 * time.Millisecond)
+	if b, _ := os.ReadFile(filepath.Join(books, "weekly.md")); string(b) != "# Weekly\n\nstep one\n\nstep two\n" {
+		unlock()
+		<-done
+		t.Fatalf("the merge wrote the playbook while its lock was held: %q", b)
+	}
+	// The host's write, under the lock.
+	if err := in.FS().Write("playbooks/weekly.md", []byte("# Weekly\n\nstep one\n\nstep two, the owner's\n"), 0o644); err != nil {
+		t.Error(err)
+	}
+	unlock()
+	<-done
+	if b, _ := os.ReadFile(filepath.Join(books, "weekly.md")); string(b) != "# Weekly, the session's\n\nstep one\n\nstep two, the owner's\n" {
+		t.Errorf("in effect: %q, want both changes", b)
 	}
 }
