@@ -187,15 +187,27 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 	src := c.From
 	if has {
 		b, err := s.Root.ReadFile(c.From, maxFile)
-		if err != nil {
+		var tooLarge *safefile.TooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			// Held as an entry, moved from the layer (holdCopy): it can
+			// be rejected, not approved.
+			fi, err := s.Root.Lstat(c.From)
+			if err != nil {
+				return nil, errs.Wrap(errs.Failure, err, "hold %s for review", c.Path)
+			}
+			a = statOf(fi)
+			a.Hash = fmt.Sprintf("large:%d:%d", tooLarge.Size, a.Ctime)
+		case err != nil:
 			return nil, errs.Wrap(errs.Failure, err, "hold %s for review", c.Path)
-		}
-		sum := sha256.Sum256(b)
-		a.Hash = hex.EncodeToString(sum[:])
-		// Its mode, for hold to keep whether its owner may run it (a
-		// script): nothing in the layer changes once the session ended.
-		if fi, err := s.Root.Lstat(c.From); err == nil {
-			a.Mode = uint32(fi.Mode().Perm())
+		default:
+			sum := sha256.Sum256(b)
+			a.Hash = hex.EncodeToString(sum[:])
+			// Its mode, for hold to keep whether its owner may run it (a
+			// script): nothing in the layer changes once the session ended.
+			if fi, err := s.Root.Lstat(c.From); err == nil {
+				a.Mode = uint32(fi.Mode().Perm())
+			}
 		}
 	} else {
 		// A removal: nothing to keep; hold touches no file of a removal it

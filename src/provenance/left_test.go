@@ -1,6 +1,9 @@
 package provenance
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -65,5 +68,41 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 	}
 	if _, ok := f.read("memory/active/mem_8.md"); ok {
 		t.Fatal("the held change is in effect")
+	}
+}
+
+// A layer's file over maxFile is held as an entry (large:), moved out of
+// the layer into held/ID, never read: it can be rejected, not approved.
+func TestHoldLayerLargeFile(t *testing.T) {
+	f := newFixture(t)
+	if err := f.s.BeginLayer("big", terminal, "", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	from := "layers/big/data/upper/dump.bin"
+	f.write(from, "x")
+	if err := os.Truncate(filepath.Join(f.s.Root.Dir(), from), maxFile+1); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.s.EndLayer("big", nil, nil, func(bool, string) ([]string, []LayerChange, []string) {
+		return nil, []LayerChange{{Path: "data/dump.bin", From: from}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Held) != 1 || len(r.Unheld) != 0 || !strings.HasPrefix(r.Held[0].After, fmt.Sprintf("large:%d:", maxFile+1)) {
+		t.Fatalf("held %+v, unheld %+v, problems %q", r.Held, r.Unheld, r.Problems)
+	}
+	id := r.Held[0].ID
+	if fi, err := os.Lstat(filepath.Join(f.s.Root.Dir(), Dir, "held", id)); err != nil || fi.Size() != maxFile+1 {
+		t.Fatalf("held/%s: %v", id, err)
+	}
+	if _, err := os.Lstat(filepath.Join(f.s.Root.Dir(), from)); !os.IsNotExist(err) {
+		t.Errorf("the layer's file is still there: %v", err)
+	}
+	if err := f.s.Approve([]string{id}); err == nil {
+		t.Error("a large file was approved")
+	}
+	if err := f.s.Reject([]string{id}); err != nil {
+		t.Error(err)
 	}
 }
