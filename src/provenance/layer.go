@@ -281,20 +281,19 @@ func (s *Store) checkWorkspace(it *Item) ([]byte, error) {
 	return s.heldText(it)
 }
 
-// writeWorkspace puts a checked instruction file's text in its workspace
-// (nil: removes the file).
-func (s *Store) writeWorkspace(it *Item, text []byte) error {
-	ws := safefile.Beneath(it.Workspace)
-	if text == nil {
-		if err := ws.Remove(it.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// writeWorkspace puts e at the instruction file p of the workspace ws
+// (e not existing: removes the file).
+func writeWorkspace(ws safefile.Root, p string, e effect) error {
+	if !e.exists {
+		if err := ws.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	if err := ws.MkdirAll(filepath.Join(ws.Dir(), filepath.Dir(it.Path)), 0o755); err != nil {
+	if err := ws.MkdirAll(filepath.Join(ws.Dir(), filepath.Dir(p)), 0o755); err != nil {
 		return err
 	}
-	return ws.Write(it.Path, text, layer.Perm(it.Exec))
+	return ws.Write(p, e.text, layer.Perm(e.exec))
 }
 
 // Opened reports whether session name's record is open, and the launcher
