@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // The printers write the instance's text as it is: the command layer's
@@ -75,6 +76,12 @@ func (s *Store) Change(id string) (Change, error) {
 		// back to what the session started from, and an approval is
 		// checked against that when it is written.
 		cur = effect{text: before, exists: it.Before != ""}
+	} else if it.Workspace != "" {
+		// A workspace's instruction file: Path is relative to it, and
+		// an approval checks the file there (checkWorkspace).
+		if cur, err = effectAt(safefile.Beneath(it.Workspace), it.Path); err != nil {
+			return Change{}, errs.Wrap(errs.Failure, err, "%s: %s in the workspace as it is now", id, it.Path)
+		}
 	} else if cur, err = s.inEffect(it.Path); err != nil {
 		return Change{}, errs.Wrap(errs.Failure, err, "%s: %s as it is now", id, it.Path)
 	}

@@ -56,3 +56,25 @@ func TestApproveWorkspaceAllOrNone(t *testing.T) {
 		t.Errorf("approved alone: %q %v", b, err)
 	}
 }
+
+// review show of a workspace file reads what is in effect from the
+// workspace, not from the instance at the same relative path: an
+// instance file there is no conflict.
+func TestShowWorkspaceChange(t *testing.T) {
+	f := newFixture(t)
+	f.write("CLAUDE.md", "the instance's own file\n")
+	ws, ids := heldWorkspace(t, f, "ws", "CLAUDE.md")
+	c, err := f.s.Change(ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Conflict || c.InEffect || c.EffectText != "" {
+		t.Errorf("in effect: %q (exists %v), conflict %v; want none", c.EffectText, c.InEffect, c.Conflict)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "CLAUDE.md"), []byte("the owner's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = f.s.Change(ids[0]); err != nil || !c.Conflict || c.EffectText != "the owner's\n" {
+		t.Errorf("after the owner wrote it: %q conflict %v (%v)", c.EffectText, c.Conflict, err)
+	}
+}
