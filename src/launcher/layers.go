@@ -156,7 +156,11 @@ func (s *Session) discardLayersOf(name string, ls []*layer.Layer, k keep, why []
 	root := s.Instance.FS()
 	for _, l := range ls {
 		if k[l.Dir] {
-			s.Progress("warning: the session's changes to %s were neither all merged nor held: they stay in %s, and the next session's start holds them for review", l.Share, l.Dir)
+			next := ", and the next session's start holds them for review"
+			if s.Provenance == nil {
+				next = "" // nowhere to hold them (leftLayers)
+			}
+			s.Progress("warning: the session's changes to %s were neither all merged nor held: they stay in %s%s", l.Share, l.Dir, next)
 			continue
 		}
 		if l.Mode == layer.Overlay {
@@ -176,9 +180,6 @@ func (s *Session) discardLayersOf(name string, ls []*layer.Layer, k keep, why []
 	}
 	dir := path.Join(plan.LayersDir, name)
 	if k[""] {
-		if s.Provenance == nil {
-			s.Progress("warning: the session's changes that were neither merged nor held stay in %s", dir)
-		}
 		if err := root.Write(path.Join(dir, keptMark), []byte(strings.Join(why, "\n")+"\n"), 0o600); err != nil {
 			s.Progress("warning: %s: %v", path.Join(dir, keptMark), err)
 		}
