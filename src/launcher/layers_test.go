@@ -10,6 +10,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 )
@@ -188,5 +189,22 @@ func TestLayerMergeTakesShareLock(t *testing.T) {
 	<-done
 	if b, _ := os.ReadFile(filepath.Join(books, "weekly.md")); string(b) != "# Weekly, the session's\n\nstep one\n\nstep two, the owner's\n" {
 		t.Errorf("in effect: %q, want both changes", b)
+	}
+}
+
+// A change that could not be held keeps the layer it is in, and the
+// layer directory; a workspace's or the user scope's keeps the directory
+// alone (its copy is there).
+func TestKeepUnheld(t *testing.T) {
+	ls := []*layer.Layer{{Share: "memory", Dir: "layers/s/memory"}, {Share: "logs/tasks", Dir: "layers/s/logs-tasks"}}
+	k := keep{}
+	k.unheld(ls, []provenance.LayerChange{{Path: "logs/tasks/2026.jsonl"}, {Path: "memory", Workspace: "/w"}})
+	if len(k) != 2 || !k[""] || !k["layers/s/logs-tasks"] {
+		t.Errorf("kept: %v", k)
+	}
+	k = keep{}
+	k.unheld(ls, []provenance.LayerChange{{Path: "CLAUDE.md", Volume: "v"}})
+	if len(k) != 1 || !k[""] {
+		t.Errorf("kept: %v", k)
 	}
 }
