@@ -194,6 +194,18 @@ func (in Instance) Lock(name string) string {
 	return in.path(".locks", name+".lock")
 }
 
+// ShareLock returns the lock file path of the share rel ("playbooks",
+// "logs/tasks") when it has a lock of its own, which every writer of
+// the share takes before it re-reads and writes.
+func (in Instance) ShareLock(rel string) (string, bool) {
+	for name, dir := range sharedLocks {
+		if filepath.ToSlash(filepath.Join(dir...)) == rel {
+			return in.Lock(name), true
+		}
+	}
+	return "", false
+}
+
 // FS is the safe-open layer for this instance: every host-side open, read,
 // write, lock and listing of an instance path goes through it (package
 // safefile: no link followed below the root, no FIFO or device opened).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -117,23 +118,63 @@ func (s *Session) removeLayerVolumes(ctx context.Context) error {
 	return nil
 }
 
-// discardLayers removes the session's layers, their work directories back
-// to the pool.
-func (s *Session) discardLayers() {
+// sessionLayers are the session's layers.
+func (s *Session) sessionLayers() []*layer.Layer {
 	ls := make([]*layer.Layer, 0, len(s.plan.Layers))
 	for _, lm := range s.plan.Layers {
 		ls = append(ls, s.layerOf(lm))
 	}
-	s.discardLayersOf(s.Name, ls)
+	return ls
 }
+
+// keptMark is the file in a layer directory (layers/NAME) that says an
+// end kept the layers in it, for it could neither merge nor hold all of
+// their changes (a share's lock taken too long, a write or read that
+// failed): the next start holds them whole for review (leftLayers,
+// holdLeft), as a dead launcher's. Its text is what failed.
+const keptMark = ".kept"
+
+// keep lists what an end keeps of the layers in layers/name: the
+// directory of each layer whose merge or hold failed, and "" for the
+// layer directory itself (a change that could not be held whose copy is
+// in no share's layer: a workspace's instruction file, the user scope's).
+type keep map[string]bool
+
+// unheld adds to k the layers of ls holding the changes hold could not
+// hold.
+func (k keep) unheld(ls []*layer.Layer, unheld []provenance.LayerChange) {
+	for _, c := range unheld {
+		k[""] = true
+		if c.Workspace != "" || c.Volume != "" {
+			continue
+		}
+		for _, l := range ls {
+			if strings.HasPrefix(c.Path, l.Share+"/") {
+				k[l.Dir] = true
+			}
+		}
+	}
+}
+
+// add records that l's merge failed.
+func (k keep) add(l *layer.Layer) { k[""], k[l.Dir] = true, true }
 
 // discardLayersOf removes the layers ls of session name and its layer
 // directory: overlay work directories go to the pool (the user cannot
 // remove what overlayfs left in them), snapshots to theirs while it has
-// room.
-func (s *Session) discardLayersOf(name string, ls []*layer.Layer) {
+// room. What k keeps stays, the directory marked (keptMark) with why,
+// and the owner is told where.
+func (s *Session) discardLayersOf(name string, ls []*layer.Layer, k keep, why []string) {
 	root := s.Instance.FS()
 	for _, l := range ls {
+		if k[l.Dir] {
+			next := ", and the next session's start holds them for review"
+			if s.Provenance == nil {
+				next = "" // nowhere to hold them (leftLayers)
+			}
+			s.Progress("warning: the session's changes to %s were neither all merged nor held: they stay in %s%s", l.Share, l.Dir, next)
+			continue
+		}
 		if l.Mode == layer.Overlay {
 			if root.MkdirAll(layerWorkPool, 0o700) == nil {
 				_ = root.Rename(l.Work, path.Join(layerWorkPool, name+"-"+path.Base(l.Dir)))
@@ -149,9 +190,16 @@ func (s *Session) discardLayersOf(name string, ls []*layer.Layer) {
 			s.Progress("warning: the session's layer %s was not removed: %v", l.Dir, err)
 		}
 	}
+	dir := path.Join(plan.LayersDir, name)
+	if k[""] {
+		if err := root.Write(path.Join(dir, keptMark), []byte(strings.Join(why, "\n")+"\n"), 0o600); err != nil {
+			s.Progress("warning: %s: %v", path.Join(dir, keptMark), err)
+		}
+		return
+	}
 	// What is left: the workspace's instruction files and the user
 	// scope as the session started (wsinstr.go, userscope.go).
-	_ = root.RemoveAll(path.Join(plan.LayersDir, name))
+	_ = root.RemoveAll(dir)
 }
 
 // endLayers merges or holds the session's layers and records its end.
@@ -181,12 +229,16 @@ func (s *Session) endLayers() {
 			scope.Wrote = wroteTranscripts(s.scopeBefore, l)
 		}
 	}
+	ls, k := s.sessionLayers(), keep{}
 	merge := func(tainted bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
 		engine.Tracef("layers: merge")
 		defer engine.Tracef("layers: merged")
-		for _, lm := range s.plan.Layers {
-			k, h, p := s.mergeLayer(s.layerOf(lm), tainted, stamp, s.layersMade)
-			kept, hold, problems = append(kept, k...), append(hold, h...), append(problems, p...)
+		for _, l := range ls {
+			kp, h, p, failed := s.mergeLayer(l, tainted, stamp, s.layersMade)
+			kept, hold, problems = append(kept, kp...), append(hold, h...), append(problems, p...)
+			if failed {
+				k.add(l)
+			}
 		}
 		if tainted {
 			h, p := s.holdInstructions()
@@ -203,7 +255,7 @@ func (s *Session) endLayers() {
 		for _, p := range problems {
 			s.Progress("warning: %s", p)
 		}
-		s.discardLayers()
+		s.discardLayersOf(s.Name, ls, k, problems)
 		return
 	}
 	pol := &policy.Policy{}
@@ -220,10 +272,11 @@ func (s *Session) endLayers() {
 		s.Progress("warning: the session's changes were neither merged nor held: %v (they stay in %s)", err, path.Join(plan.LayersDir, s.Name))
 		return
 	}
-	s.discardLayers()
 	for _, p := range r.Problems {
 		s.Progress("warning: %s", p)
 	}
+	k.unheld(ls, r.Unheld)
+	s.discardLayersOf(s.Name, ls, k, r.Problems)
 	if len(r.Held) > 0 {
 		why := strings.Join(r.Session.Why, ", ")
 		if !r.Session.Tainted {
@@ -238,11 +291,12 @@ func (s *Session) endLayers() {
 // mergeLayer merges one layer (untainted) or hands all its changes back to
 // hold (tainted); made is when its snapshot was complete (baseOf). What host tools act on (instance.HostTrusted), entries
 // that are not regular files and the memory's own bookkeeping (its index
-// and locks) are never taken.
-func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made time.Time) (kept []string, hold []provenance.LayerChange, problems []string) {
+// and locks) are never taken. failed says its changes could not be read
+// or merged: the layer is to be kept (keep).
+func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made time.Time) (kept []string, hold []provenance.LayerChange, problems []string, failed bool) {
 	changes, err := l.Changes()
 	if err != nil {
-		return nil, nil, []string{fmt.Sprintf("the session's changes to %s could not be read: %v (left in %s)", l.Share, err, l.Dir)}
+		return nil, nil, []string{fmt.Sprintf("the session's changes to %s could not be read: %v (left in %s)", l.Share, err, l.Dir)}, true
 	}
 	var take []layer.Change
 	var paths []string
@@ -256,7 +310,7 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made ti
 		take, paths = append(take, c), append(paths, c.Path)
 	}
 	if len(take) == 0 {
-		return nil, nil, problems
+		return nil, nil, problems, false
 	}
 	root := s.Instance.FS()
 	ours := layer.DirTree{Root: root, Dir: l.Share}
@@ -283,7 +337,7 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made ti
 			hold = append(hold, holdOf(c.Path, !c.Removed))
 		}
 		if len(access) == 0 {
-			return nil, hold, problems
+			return nil, hold, problems, false
 		}
 		take, paths = access, nil
 		for _, c := range access {
@@ -294,11 +348,11 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made ti
 	if l.Share == "memory" {
 		outs, err = memory.MergeLayer(root, l.Share, baseOf(l, made), l.Theirs(take), paths, stamp)
 	} else {
-		outs = layer.Trees(paths, baseOf(l, made), ours, l.Theirs(take), nil)
-		err = layer.Apply(root, l.Share, outs)
+		outs, err = s.mergeShare(l, baseOf(l, made), ours, take, paths)
 	}
 	if err != nil {
-		problems = append(problems, fmt.Sprintf("merging the session's changes to %s: %v", l.Share, err))
+		problems = append(problems, fmt.Sprintf("merging the session's changes to %s: %v (left in %s)", l.Share, err, l.Dir))
+		failed = true
 	}
 	removed := map[string]bool{}
 	for _, c := range take {
@@ -316,8 +370,34 @@ func (s *Session) mergeLayer(l *layer.Layer, tainted bool, stamp string, made ti
 			kept = append(kept, path.Join(l.Share, o.Path))
 		}
 	}
-	return kept, hold, problems
+	return kept, hold, problems, failed
 }
+
+// mergeShare merges the changes take (at paths) of layer l of a share
+// other than the memory into what is in effect (ours), under the share's
+// lock when it has one (instance.ShareLock): a host command writing the
+// share at once would otherwise be overwritten by what was merged against
+// the file before it (memory.MergeLayer takes the memory's).
+func (s *Session) mergeShare(l *layer.Layer, base, ours layer.Tree, take []layer.Change, paths []string) ([]layer.Outcome, error) {
+	root := s.Instance.FS()
+	if lock, ok := s.Instance.ShareLock(l.Share); ok {
+		if err := root.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+			return nil, err
+		}
+		unlock, err := root.Lock(lock, shareLockWait)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	outs := layer.Trees(paths, base, ours, l.Theirs(take), nil)
+	return outs, layer.Apply(root, l.Share, outs)
+}
+
+// shareLockWait is how long a merge waits for a share's lock, which a
+// host command or another session's end may hold (memory.MergeLayer
+// waits as long).
+const shareLockWait = 30 * time.Second
 
 // baseOf is what the layer started from: its snapshot, but for a file
 // rewritten in place since it was taken at made (layer.BaseSince), which
@@ -357,16 +437,22 @@ func leftOut(share string, c layer.Change) string {
 }
 
 // Layers a session left (its launcher was killed, or died, before the
-// session's end; or its end could neither merge nor hold them): nothing of
-// them took effect, and nothing of them may be lost. The next session's
-// start (reapLeftovers) finds them in layers/, removes what the engine
-// still holds of their session (its agent, if it outlived the launcher,
-// and the overlay volumes), then holds each change set whole for review —
-// what the session read is not known, so it counts as tainted — tells the
-// owner, and removes the layer.
+// session's end; or its end could neither merge nor hold them, and kept
+// them: keptMark): nothing of them took effect (a kept layer: perhaps
+// part), and nothing of them may be lost. The next session's start
+// (reapLeftovers) finds them in layers/, removes what the engine still
+// holds of their session (its agent, if it outlived the launcher, and the
+// overlay volumes), then holds each change set whole for review — what
+// the session read is not known, so it counts as tainted; a kept layer's
+// session's end failed, so it is not merged again — tells the owner, and
+// removes the layer.
 
-// leftWhy is how the owner is told why a left layer's changes wait.
-const leftWhy = "(its launcher died)"
+// leftWhy is how the owner is told why a left layer's changes wait;
+// keptWhy, a kept layer's.
+const (
+	leftWhy = "(its launcher died)"
+	keptWhy = "(its end could not merge them)"
+)
 
 // leftAge is how old a layer directory must be to count as left when
 // nothing names its session's launcher as dead: no note (records.go) and
@@ -377,8 +463,8 @@ const leftAge = 10 * time.Minute
 
 // leftLayers lists the layer directories sessions of this instance left:
 // each whose launcher a note or the open provenance record names as gone,
-// each set aside by a session that took its name (setAsideLeft), and each
-// named by neither and older than leftAge (its end failed, or hobbs stop
+// each set aside by a session that took its name (setAsideLeft), each an
+// end kept (keptMark), and each named by neither and older than leftAge (its end failed, or hobbs stop
 // --all removed its note and a start ended its record). It runs before
 // the leftovers' notes are removed.
 func (s *Session) leftLayers() []string {
@@ -395,11 +481,18 @@ func (s *Session) leftLayers() []string {
 		if !e.IsDir() || strings.HasPrefix(dir, ".") || dir == s.Name {
 			continue
 		}
-		if _, _, aside := strings.Cut(dir, leftMark); aside || s.left(dir, e) {
+		if _, _, aside := strings.Cut(dir, leftMark); aside || s.keptAt(dir) || s.left(dir, e) {
 			out = append(out, dir)
 		}
 	}
 	return out
+}
+
+// keptAt reports whether the layer directory layers/dir is one an end
+// kept (keptMark).
+func (s *Session) keptAt(dir string) bool {
+	_, err := s.Instance.FS().Lstat(path.Join(plan.LayersDir, dir, keptMark))
+	return err == nil
 }
 
 // holdLeftLayers holds and removes the layers in the directories left
@@ -490,27 +583,36 @@ func (s *Session) left(n string, e fs.DirEntry) bool {
 }
 
 // holdLeft holds the layers session name left in layers/dir, whole, and
-// removes them.
+// removes them; what it cannot hold it keeps, as an end does.
 func (s *Session) holdLeft(name, dir string) {
 	ls := s.leftLayersOf(dir)
+	why, pwhy := leftWhy, provenance.LeftWhy
+	if s.keptAt(dir) {
+		why, pwhy = keptWhy, provenance.KeptWhy
+	}
+	k := keep{}
 	merge := func(_ bool, stamp string) (kept []string, hold []provenance.LayerChange, problems []string) {
 		for _, l := range ls {
-			k, h, p := s.mergeLayer(l, true, stamp, time.Time{})
-			kept, hold, problems = append(kept, k...), append(hold, h...), append(problems, p...)
+			kp, h, p, failed := s.mergeLayer(l, true, stamp, time.Time{})
+			kept, hold, problems = append(kept, kp...), append(hold, h...), append(problems, p...)
+			if failed {
+				k.add(l)
+			}
 		}
 		return kept, hold, problems
 	}
-	r, err := s.Provenance.HoldLeft(name, OwnerAlive, merge)
+	r, err := s.Provenance.HoldLeft(name, pwhy, OwnerAlive, merge)
 	if err != nil {
 		s.Progress("warning: the changes session %s left were not held: %v (they stay in %s)", name, err, path.Join(plan.LayersDir, dir))
 		return
 	}
-	s.discardLayersOf(dir, ls)
 	for _, p := range r.Problems {
 		s.Progress("warning: %s", p)
 	}
+	k.unheld(ls, r.Unheld)
+	s.discardLayersOf(dir, ls, k, r.Problems)
 	if len(r.Held) > 0 {
-		s.Progress("%s", word(s.Words, ChangesHeld, "session", name, "why", leftWhy, "held", strconv.Itoa(len(r.Held))))
+		s.Progress("%s", word(s.Words, ChangesHeld, "session", name, "why", why, "held", strconv.Itoa(len(r.Held))))
 	}
 }
 

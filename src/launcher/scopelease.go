@@ -147,11 +147,17 @@ func (l *scopeLease) share() error {
 	return flockWait(l.lock, syscall.LOCK_SH)
 }
 
-// keptListing is the kept listing's file.
+// keptListing is the kept listing's file. Format says which entries'
+// facts it holds (keptFormat): one kept by another build is not taken.
 type keptListing struct {
 	Volume  string
+	Format  int
 	Listing *userscope.Listing
 }
+
+// keptFormat is the format of the listings this build keeps: 1 holds
+// each kept file's execute bit (userscope.Entry.Exec).
+const keptFormat = 1
 
 // maxKept bounds the kept listing read back (the user scope's caps, as
 // JSON).
@@ -167,7 +173,7 @@ func (l *scopeLease) take(volume string) *userscope.Listing {
 	defer f.Close()
 	l.drop()
 	var k keptListing
-	if err := json.NewDecoder(io.LimitReader(f, maxKept)).Decode(&k); err != nil || k.Volume != volume || k.Listing == nil {
+	if err := json.NewDecoder(io.LimitReader(f, maxKept)).Decode(&k); err != nil || k.Volume != volume || k.Format != keptFormat || k.Listing == nil {
 		return nil
 	}
 	if k.Listing.Entries == nil {
@@ -184,7 +190,7 @@ func (l *scopeLease) keep(volume string, ls *userscope.Listing) error {
 	if err != nil {
 		return err
 	}
-	err = json.NewEncoder(f).Encode(keptListing{Volume: volume, Listing: ls})
+	err = json.NewEncoder(f).Encode(keptListing{Volume: volume, Format: keptFormat, Listing: ls})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

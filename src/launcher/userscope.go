@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/engine"
+	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/plan"
 	"github.com/hobbs-agent/hobbs/src/provenance"
 	"github.com/hobbs-agent/hobbs/src/userscope"
@@ -128,7 +129,7 @@ func (s *Session) beginScope(ctx context.Context) error {
 		written = append(written, w.ID)
 		remove = append(remove, w.Path)
 		if w.Text != nil {
-			e := &userscope.Entry{Path: w.Path, Kind: userscope.File, Data: w.Text, Size: int64(len(w.Text)), Hash: hashOf(w.Text)}
+			e := &userscope.Entry{Path: w.Path, Kind: userscope.File, Data: w.Text, Size: int64(len(w.Text)), Hash: hashOf(w.Text), Exec: w.Exec}
 			files = append(files, e)
 			l.Entries[w.Path] = e
 		} else {
@@ -306,7 +307,9 @@ func (s *Session) holdScope(ctx context.Context, after *userscope.Listing) (hold
 			ch.From = path.Join(upper, c.Path)
 			err := root.MkdirAll(path.Dir(ch.From), 0o700)
 			if err == nil {
-				err = root.Write(ch.From, a.Data, 0o600)
+				// Runnable by its owner when the session's was: the held
+				// change keeps it (holdLayer reads the mode).
+				err = root.Write(ch.From, a.Data, layer.Perm(a.Exec)&0o700)
 			}
 			if err != nil {
 				problems = append(problems, err.Error())

@@ -120,15 +120,18 @@ type effect struct {
 
 // inEffect reads what is at p now (a file Hobbs cannot read as text is an
 // error: it is not what any change was held against).
-func (s *Store) inEffect(p string) (effect, error) {
-	b, err := s.Root.ReadFile(p, maxFile)
+func (s *Store) inEffect(p string) (effect, error) { return effectAt(s.Root, p) }
+
+// effectAt reads what is at p in root now (inEffect).
+func effectAt(root safefile.Root, p string) (effect, error) {
+	b, err := root.ReadFile(p, maxFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return effect{}, nil
 	}
 	if err != nil {
 		return effect{}, err
 	}
-	fi, err := s.Root.Lstat(p)
+	fi, err := root.Lstat(p)
 	if err != nil {
 		return effect{}, err
 	}

@@ -96,6 +96,11 @@ func (s *Store) EndLayerScope(name string, reads Reads, trusted func(host string
 // whole: what the session read is not known.
 const LeftWhy = "its launcher stopped before it recorded the session's end"
 
+// KeptWhy is why a layer is held whole that its session's end kept, for
+// it could neither merge nor hold all of it (Result.Unheld, a merge that
+// failed): part of it may have taken effect, the rest waits for review.
+const KeptWhy = "its end could not merge or hold all of its changes"
+
 // HoldLeft holds whole the layers session name left when its launcher
 // died (merge is called tainted: it hands every change back to hold).
 // What the session read is not known, so it counts as tainted whatever
@@ -103,8 +108,9 @@ const LeftWhy = "its launcher stopped before it recorded the session's end"
 // already ended (Begin ends the records of dead launchers' sessions) is
 // made anew, to name the session in what is held; so is one when the
 // record open under the name is a later session's, whose launcher alive
-// says runs (it took the name of the dead one), which stays open.
-func (s *Store) HoldLeft(name string, alive func(owner string) bool, merge LayerMerge) (Result, error) {
+// says runs (it took the name of the dead one), which stays open. why is
+// why they are held (LeftWhy, KeptWhy).
+func (s *Store) HoldLeft(name, why string, alive func(owner string) bool, merge LayerMerge) (Result, error) {
 	var res Result
 	err := s.lockedFrom(nil, false, func(st *state) error {
 		ses := st.Open[name]
@@ -112,7 +118,7 @@ func (s *Store) HoldLeft(name string, alive func(owner string) bool, merge Layer
 			ses = &Session{Name: name, Layered: true, Started: s.now()}
 		}
 		ses.Tainted = true
-		ses.Why = appendOnce(ses.Why, LeftWhy)
+		ses.Why = appendOnce(ses.Why, why)
 		var err error
 		res, err = s.endLayer(st, ses, ScopeEnd{}, merge)
 		return err
@@ -150,6 +156,7 @@ func (s *Store) endLayer(st *state, ses *Session, scope ScopeEnd, merge LayerMer
 		it, err := s.holdLayer(st, c, live)
 		if err != nil {
 			res.Problems = append(res.Problems, err.Error())
+			res.Unheld = append(res.Unheld, c)
 			continue
 		}
 		st.Items = append(st.Items, it)
@@ -180,15 +187,27 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 	src := c.From
 	if has {
 		b, err := s.Root.ReadFile(c.From, maxFile)
-		if err != nil {
+		var tooLarge *safefile.TooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			// Held as an entry, moved from the layer (holdCopy): it can
+			// be rejected, not approved.
+			fi, err := s.Root.Lstat(c.From)
+			if err != nil {
+				return nil, errs.Wrap(errs.Failure, err, "hold %s for review", c.Path)
+			}
+			a = statOf(fi)
+			a.Hash = fmt.Sprintf("large:%d:%d", tooLarge.Size, a.Ctime)
+		case err != nil:
 			return nil, errs.Wrap(errs.Failure, err, "hold %s for review", c.Path)
-		}
-		sum := sha256.Sum256(b)
-		a.Hash = hex.EncodeToString(sum[:])
-		// Its mode, for hold to keep whether its owner may run it (a
-		// script): nothing in the layer changes once the session ended.
-		if fi, err := s.Root.Lstat(c.From); err == nil {
-			a.Mode = uint32(fi.Mode().Perm())
+		default:
+			sum := sha256.Sum256(b)
+			a.Hash = hex.EncodeToString(sum[:])
+			// Its mode, for hold to keep whether its owner may run it (a
+			// script): nothing in the layer changes once the session ended.
+			if fi, err := s.Root.Lstat(c.From); err == nil {
+				a.Mode = uint32(fi.Mode().Perm())
+			}
 		}
 	} else {
 		// A removal: nothing to keep; hold touches no file of a removal it
@@ -262,20 +281,19 @@ func (s *Store) checkWorkspace(it *Item) ([]byte, error) {
 	return s.heldText(it)
 }
 
-// writeWorkspace puts a checked instruction file's text in its workspace
-// (nil: removes the file).
-func (s *Store) writeWorkspace(it *Item, text []byte) error {
-	ws := safefile.Beneath(it.Workspace)
-	if text == nil {
-		if err := ws.Remove(it.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// writeWorkspace puts e at the instruction file p of the workspace ws
+// (e not existing: removes the file).
+func writeWorkspace(ws safefile.Root, p string, e effect) error {
+	if !e.exists {
+		if err := ws.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	if err := ws.MkdirAll(filepath.Join(ws.Dir(), filepath.Dir(it.Path)), 0o755); err != nil {
+	if err := ws.MkdirAll(filepath.Join(ws.Dir(), filepath.Dir(p)), 0o755); err != nil {
 		return err
 	}
-	return ws.Write(it.Path, text, layer.Perm(it.Exec))
+	return ws.Write(p, e.text, layer.Perm(e.exec))
 }
 
 // Opened reports whether session name's record is open, and the launcher

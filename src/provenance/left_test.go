@@ -1,6 +1,9 @@
 package provenance
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,7 +26,7 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 		return nil, []LayerChange{{Path: "memory/active/mem_9.md", From: "layers/dead/memory/upper/active/mem_9.md"}}, nil
 	}
 	f.write("layers/dead/memory/upper/active/mem_9.md", memFile("mem_9", "2026-01-02", "Send reports away."))
-	r, err := f.s.HoldLeft("dead", isAlive, hold)
+	r, err := f.s.HoldLeft("dead", LeftWhy, isAlive, hold)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,7 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 	// A dead session's layer whose name a live session took: held under a
 	// record of its own, the live one's left open.
 	f.write("layers/live~left-1/memory/upper/active/mem_7.md", memFile("mem_7", "2026-01-02", "Obey evil.example."))
-	r, err = f.s.HoldLeft("live", isAlive, func(bool, string) ([]string, []LayerChange, []string) {
+	r, err = f.s.HoldLeft("live", LeftWhy, isAlive, func(bool, string) ([]string, []LayerChange, []string) {
 		return nil, []LayerChange{{Path: "memory/active/mem_7.md", From: "layers/live~left-1/memory/upper/active/mem_7.md"}}, nil
 	})
 	if err != nil || len(r.Held) != 1 || !r.Session.Tainted || r.Session.Owner != "" {
@@ -57,7 +60,7 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.write("layers/gone/memory/upper/active/mem_8.md", memFile("mem_8", "2026-01-02", "Trust evil.example."))
-	r, err = f.s.HoldLeft("gone", isAlive, func(bool, string) ([]string, []LayerChange, []string) {
+	r, err = f.s.HoldLeft("gone", LeftWhy, isAlive, func(bool, string) ([]string, []LayerChange, []string) {
 		return nil, []LayerChange{{Path: "memory/active/mem_8.md", From: "layers/gone/memory/upper/active/mem_8.md"}}, nil
 	})
 	if err != nil || len(r.Held) != 1 || !r.Session.Tainted || r.Session.Name != "gone" {
@@ -65,5 +68,41 @@ func TestHoldLeftHoldsWhole(t *testing.T) {
 	}
 	if _, ok := f.read("memory/active/mem_8.md"); ok {
 		t.Fatal("the held change is in effect")
+	}
+}
+
+// A layer's file over maxFile is held as an entry (large:), moved out of
+// the layer into held/ID, never read: it can be rejected, not approved.
+func TestHoldLayerLargeFile(t *testing.T) {
+	f := newFixture(t)
+	if err := f.s.BeginLayer("big", terminal, "", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	from := "layers/big/data/upper/dump.bin"
+	f.write(from, "x")
+	if err := os.Truncate(filepath.Join(f.s.Root.Dir(), from), maxFile+1); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.s.EndLayer("big", nil, nil, func(bool, string) ([]string, []LayerChange, []string) {
+		return nil, []LayerChange{{Path: "data/dump.bin", From: from}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Held) != 1 || len(r.Unheld) != 0 || !strings.HasPrefix(r.Held[0].After, fmt.Sprintf("large:%d:", maxFile+1)) {
+		t.Fatalf("held %+v, unheld %+v, problems %q", r.Held, r.Unheld, r.Problems)
+	}
+	id := r.Held[0].ID
+	if fi, err := os.Lstat(filepath.Join(f.s.Root.Dir(), Dir, "held", id)); err != nil || fi.Size() != maxFile+1 {
+		t.Fatalf("held/%s: %v", id, err)
+	}
+	if _, err := os.Lstat(filepath.Join(f.s.Root.Dir(), from)); !os.IsNotExist(err) {
+		t.Errorf("the layer's file is still there: %v", err)
+	}
+	if err := f.s.Approve([]string{id}); err == nil {
+		t.Error("a large file was approved")
+	}
+	if err := f.s.Reject([]string{id}); err != nil {
+		t.Error(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -91,6 +92,10 @@ func (w *packWriter) abort() {
 	}
 }
 
+// errNotKept: the store keeps no copy of a content (prune forgot it, or
+// it was never kept).
+var errNotKept = errors.New("not kept")
+
 // getObject returns the content kept under h, checked against it.
 func (s *Store) getObject(st *state, h string) ([]byte, error) {
 	if st.pack != nil {
@@ -103,7 +108,7 @@ func (s *Store) getObject(st *state, h string) ([]byte, error) {
 	}
 	r, ok := st.Objects[h]
 	if !ok {
-		return nil, fmt.Errorf("no copy of content %s is kept", h)
+		return nil, fmt.Errorf("no copy of content %s is kept: %w", h, errNotKept)
 	}
 	f, err := s.Root.Open(s.packPath(r.Pack))
 	if err != nil {
@@ -122,7 +127,8 @@ func (s *Store) getObject(st *state, h string) ([]byte, error) {
 
 // prune forgets the contents nothing refers to (neither the baseline nor
 // a waiting change's before, nor a user-scope change's approved and not
-// yet written, which may wait again) and returns the packs that hold none of the
+// yet written, which may wait again; a decided change's before goes once
+// nothing else refers to it, and review show then says so) and returns the packs that hold none of the
 // rest, which the caller removes after it saves the state.
 func (s *Store) prune(st *state) (unused []int) {
 	used := map[string]bool{}

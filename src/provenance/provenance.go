@@ -749,6 +749,9 @@ type Result struct {
 	// Problems are changes that could not be held (left in place, out of
 	// the baseline: the next session's end finds them again).
 	Problems []string
+	// Unheld are the changes of a layered session's end that could not be
+	// held: the caller keeps the layers they are in.
+	Unheld []LayerChange
 }
 
 // Snapshot is the store's state and the shares as they were when it was

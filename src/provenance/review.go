@@ -200,7 +200,8 @@ func (s *Store) Decide(verb string, ids []string, session string) (int, error) {
 // its copy is still the text that was held, its path still holds what it
 // was held against (else: review its newer change first, or reject). The
 // check and the writes run under the locks of the shares written
-// (lockShares).
+// (lockShares). A write that fails, or a record not saved, puts back what
+// the approval had written, in the shares and in workspaces alike.
 func (s *Store) Approve(ids []string) error {
 	return s.decideAll(ids, "approve", Approved, func(st *state, items []*Item) error {
 		// A workspace's instruction file (held from a tainted session's
@@ -235,11 +236,17 @@ func (s *Store) Approve(ids []string) error {
 		}
 		var as []approval
 		done := 0
+		// What each workspace file was before the approval wrote it.
+		var wsPrev []effect
 		// Once the record is saved, or not: what was written is put back
 		// unless it is recorded, still under the shares' locks.
 		st.after = append(st.after, func(saved bool) {
 			if !saved {
 				s.putBack(as[:done])
+				for i := len(wsPrev) - 1; i >= 0; i-- {
+					// Best effort: the approval's error says what failed.
+					_ = writeWorkspace(safefile.Beneath(ws[i].Workspace), ws[i].Path, wsPrev[i])
+				}
 			}
 			unlock()
 		})
@@ -250,8 +257,14 @@ func (s *Store) Approve(ids []string) error {
 			return err
 		}
 		for i, it := range ws {
-			if err := s.writeWorkspace(it, wsText[i]); err != nil {
+			w := safefile.Beneath(it.Workspace)
+			prev, err := effectAt(w, it.Path)
+			if err != nil {
 				return err
+			}
+			wsPrev = append(wsPrev, prev)
+			if err := writeWorkspace(w, it.Path, effect{text: wsText[i], exists: wsText[i] != nil, exec: it.Exec}); err != nil {
+				return errs.Wrap(errs.Failure, err, "%s: write %s in the workspace", it.ID, it.Path)
 			}
 		}
 		return nil

@@ -1,12 +1,14 @@
 package provenance
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/safefile"
 )
 
 // The printers write the instance's text as it is: the command layer's
@@ -46,6 +48,10 @@ type Change struct {
 	// there is none).
 	EffectText string `json:"effect_text"`
 	InEffect   bool   `json:"in_effect"`
+	// BeforeGone: the change is decided and the store no longer keeps the
+	// text before it (nothing in effect or waiting refers to it any more):
+	// BeforeText is "".
+	BeforeGone bool `json:"before_gone,omitempty"`
 	// Conflict: what is in effect is not what the change was held against
 	// (a memory's last_accessed aside); approving it is refused, and the
 	// diff is three-way.
@@ -66,6 +72,14 @@ func (s *Store) Change(id string) (Change, error) {
 		return Change{}, err
 	}
 	before, after, err := s.Content(id)
+	gone := false
+	if errors.Is(err, errNotKept) && it.Status != Waiting {
+		// Decided, and its before no longer kept (prune): the rest shows.
+		gone, before, after, err = true, nil, nil, nil
+		if isText(it.After) {
+			after, err = s.heldText(it)
+		}
+	}
 	if err != nil {
 		return Change{}, err
 	}
@@ -75,10 +89,16 @@ func (s *Store) Change(id string) (Change, error) {
 		// back to what the session started from, and an approval is
 		// checked against that when it is written.
 		cur = effect{text: before, exists: it.Before != ""}
+	} else if it.Workspace != "" {
+		// A workspace's instruction file: Path is relative to it, and
+		// an approval checks the file there (checkWorkspace).
+		if cur, err = effectAt(safefile.Beneath(it.Workspace), it.Path); err != nil {
+			return Change{}, errs.Wrap(errs.Failure, err, "%s: %s in the workspace as it is now", id, it.Path)
+		}
 	} else if cur, err = s.inEffect(it.Path); err != nil {
 		return Change{}, errs.Wrap(errs.Failure, err, "%s: %s as it is now", id, it.Path)
 	}
-	c := Change{Item: *it, BeforeText: string(before), AfterText: string(after), EffectText: string(cur.text), InEffect: cur.exists}
+	c := Change{Item: *it, BeforeText: string(before), AfterText: string(after), EffectText: string(cur.text), InEffect: cur.exists, BeforeGone: gone}
 	c.Conflict = it.Status == Waiting && it.Volume == "" && !s.asBefore(st, it, cur)
 	return c, nil
 }
@@ -88,7 +108,9 @@ func (s *Store) Change(id string) (Change, error) {
 // unchanged lines indented); when what is in effect changed since the
 // change was held, a three-way merge of the text before the session (the
 // base), what is in effect and the held text, each conflict marked as
-// diff3 marks it. A decided change shows the diff it was held as.
+// diff3 marks it. A decided change shows the diff it was held as, or,
+// once the text before is no longer kept (BeforeGone), the held text
+// alone, as added lines, and says so.
 func (c Change) WriteDiff(w io.Writer) error {
 	it := c.Item
 	status := ""
@@ -103,6 +125,11 @@ func (c Change) WriteDiff(w io.Writer) error {
 	from := c.EffectText
 	if it.Status != Waiting {
 		from = c.BeforeText
+	}
+	if c.BeforeGone {
+		if _, err := fmt.Fprintf(w, "(the text before is no longer kept: below, the held text alone)\n"); err != nil {
+			return err
+		}
 	}
 	lines := lineDiff(splitLines([]byte(from)), splitLines([]byte(c.AfterText)))
 	if c.Conflict {

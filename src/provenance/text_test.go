@@ -66,3 +66,37 @@ func TestShowAgainstWhatIsInEffect(t *testing.T) {
 		t.Fatal("a conflicting change was approved")
 	}
 }
+
+// A decided change whose text before the store no longer keeps (the
+// baseline moved on) still shows: the held text, and that the text
+// before is gone.
+func TestShowDecidedBeforeGone(t *testing.T) {
+	f := newFixture(t)
+	f.write("playbooks/weekly.md", "# Weekly\n")
+	f.begin("s0", terminal)
+	f.end("s0")
+	f.begin("s1", terminal)
+	f.reads["s1"] = []string{"news.example:443"}
+	f.write("playbooks/weekly.md", "# Weekly v2\n")
+	id := heldID(t, f.end("s1"), "playbooks/weekly.md")
+	if err := f.s.Reject([]string{id}); err != nil {
+		t.Fatal(err)
+	}
+	f.begin("s2", terminal)
+	f.write("playbooks/weekly.md", "# Weekly, the owner's\n")
+	f.end("s2")
+	f.begin("s3", terminal)
+	f.end("s3")
+	c, err := f.s.Change(id)
+	if err != nil {
+		t.Fatalf("show a rejected change: %v", err)
+	}
+	var b strings.Builder
+	if err := c.WriteDiff(&b); err != nil {
+		t.Fatal(err)
+	}
+	if c.BeforeText != "" || c.AfterText != "# Weekly v2\n" || !strings.Contains(b.String(), "no longer kept") ||
+		!strings.Contains(b.String(), "+ # Weekly v2") {
+		t.Errorf("before %q, after %q, shown:\n%s", c.BeforeText, c.AfterText, b.String())
+	}
+}

@@ -30,6 +30,9 @@ type ScopeWrite struct {
 	Before string
 	// Text is what to write; nil removes the file.
 	Text []byte
+	// Exec: the file is written runnable by its owner (the session's
+	// was).
+	Exec bool
 }
 
 // scopeText is the held text of a user-scope item (nil: a removal),
@@ -54,7 +57,7 @@ func (s *Store) ScopeWrites(volume string) ([]ScopeWrite, error) {
 			if err != nil {
 				return errs.Wrap(errs.Failure, err, "the approved %s %s", it.ID, it.Path)
 			}
-			out = append(out, ScopeWrite{ID: it.ID, Path: it.Path, Before: it.Before, Text: b})
+			out = append(out, ScopeWrite{ID: it.ID, Path: it.Path, Before: it.Before, Text: b, Exec: it.Exec})
 		}
 		return nil
 	})

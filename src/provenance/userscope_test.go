@@ -2,6 +2,8 @@ package provenance
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -131,5 +133,29 @@ func TestForkedTaintedConversationTaints(t *testing.T) {
 		Transcripts: append(on, "projects/-w/news.jsonl")}, noMerge)
 	if !r.Session.Tainted {
 		t.Errorf("a fork of a tainted fork is not tainted: %+v", r.Session)
+	}
+}
+
+// A user-scope script the session left runnable is held runnable, and its
+// approved write says so (the launcher writes it 0700).
+func TestApprovedUserScopeScriptRunnable(t *testing.T) {
+	f := newFixture(t)
+	f.reads["bad"] = []string{"evil.example:443"}
+	from := "layers/bad/user-scope/upper/skills/x/run.sh"
+	f.write(from, "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(f.dir, from), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := f.endScope("bad", ScopeEnd{}, func(bool, string) ([]string, []LayerChange, []string) {
+		return nil, []LayerChange{{Path: "skills/x/run.sh", From: from, Volume: "vol"}}, nil
+	})
+	if len(r.Held) != 1 || !r.Held[0].Exec {
+		t.Fatalf("held: %+v", r.Held)
+	}
+	if err := f.s.Approve([]string{r.Held[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := f.s.ScopeWrites("vol"); err != nil || len(w) != 1 || !w[0].Exec {
+		t.Fatalf("writes: %v %+v", err, w)
 	}
 }

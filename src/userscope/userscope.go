@@ -56,6 +56,9 @@ type Entry struct {
 	Hash string
 	// Data is a kept File's content.
 	Data []byte
+	// Exec says a File is runnable by its owner (a skill's script): Write
+	// writes it 0700, else 0600 — never setuid, setgid or sticky.
+	Exec bool `json:",omitempty"`
 	// Target is a Link's target.
 	Target string
 	// Why says what makes an Odd entry odd, or what a Link is.
@@ -180,7 +183,7 @@ func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*
 		case tar.TypeDir:
 			e.Kind, e.Size = Dir, 0
 		case tar.TypeReg, tar.TypeRegA:
-			e.Kind = File
+			e.Kind, e.Exec = File, h.Mode&0o100 != 0
 			if keep == nil || !keep(p) {
 				// Listed by its size only: its bytes pass by — a
 				// transcript's through SHA-256, so that a rewrite of the
@@ -287,6 +290,9 @@ func same(b, a *Entry) bool {
 		return true
 	case b.Kind == Link:
 		return b.Target == a.Target
+	case b.Exec != a.Exec && b.Data != nil && a.Data != nil:
+		// A kept file made runnable, or no longer: what runs changed.
+		return false
 	case b.Size == a.Size && b.Hash == a.Hash:
 		return true
 	case b.Size == a.Size && b.Data == nil && a.Data == nil && (b.Hash == "" || a.Hash == ""):
@@ -350,9 +356,9 @@ func loadedState(data []byte) ([]byte, bool) {
 	return out, err == nil
 }
 
-// Write writes to w a tar stream of the files (Kind File, with Data) and
-// directories in es, under top ("" for none), each directory before what
-// it holds; the stream the engine's `cp -` takes to put them back. It
+// Write writes to w a tar stream of the files (Kind File, with Data; 0700
+// when Exec, else 0600) and directories in es, under top ("" for none),
+// each directory before what it holds; the stream the engine's `cp -` takes to put them back. It
 // refuses an entry whose path Clean would not give back unchanged.
 func Write(w io.Writer, top string, es []*Entry) error {
 	tw := tar.NewWriter(w)
@@ -391,7 +397,11 @@ func Write(w io.Writer, top string, es []*Entry) error {
 			if e.Data == nil && e.Size != 0 {
 				return fmt.Errorf("userscope: %s: no content kept to write", e.Path)
 			}
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path.Join(top, e.Path), Mode: 0o600, Size: int64(len(e.Data))}); err != nil {
+			mode := int64(0o600)
+			if e.Exec {
+				mode = 0o700
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path.Join(top, e.Path), Mode: mode, Size: int64(len(e.Data))}); err != nil {
 				return err
 			}
 			if _, err := tw.Write(e.Data); err != nil {

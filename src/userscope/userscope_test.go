@@ -13,6 +13,7 @@ type ent struct {
 	name, data, link string
 	typ              byte
 	size             int64 // when not len(data): a header that lies
+	mode             int64 // 0: 0644
 }
 
 func stream(t *testing.T, es ...ent) *bytes.Buffer {
@@ -21,6 +22,9 @@ func stream(t *testing.T, es ...ent) *bytes.Buffer {
 	tw := tar.NewWriter(&b)
 	for _, e := range es {
 		h := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o644}
+		if e.mode != 0 {
+			h.Mode = e.mode
+		}
 		if e.typ == tar.TypeReg {
 			h.Size = int64(len(e.data))
 		}
@@ -338,5 +342,49 @@ func TestTranscriptRewrittenSameSizeIsAChange(t *testing.T) {
 	before.Entries["projects/-w/abc.jsonl"].Hash = ""
 	if d := Diff(before, after, IsTranscript); len(d) != 0 {
 		t.Fatalf("diff against an unhashed listing: %+v", d)
+	}
+}
+
+// A script keeps its owner's execute bit through a read and a write, and
+// nothing else of its mode (setuid, group and others' bits); a file made
+// runnable, or no longer, is a change.
+func TestExecBitReadWrittenAndCompared(t *testing.T) {
+	skill := func(script, doc int64) *Listing {
+		l, err := Read(stream(t,
+			ent{name: "skills/x/run.sh", typ: tar.TypeReg, data: "#!/bin/sh\n", mode: script},
+			ent{name: "skills/x/SKILL.md", typ: tar.TypeReg, data: "---\nname: x\n---\n", mode: doc},
+		), "", DefaultLimits, InScope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := skill(0o4777, 0o666)
+	if !l.Entries["skills/x/run.sh"].Exec || l.Entries["skills/x/SKILL.md"].Exec {
+		t.Fatalf("exec: %+v %+v", l.Entries["skills/x/run.sh"], l.Entries["skills/x/SKILL.md"])
+	}
+	var b bytes.Buffer
+	if err := Write(&b, "", []*Entry{l.Entries["skills/x/run.sh"], l.Entries["skills/x/SKILL.md"]}); err != nil {
+		t.Fatal(err)
+	}
+	written := b.Bytes()
+	modes := map[string]int64{}
+	tr := tar.NewReader(bytes.NewReader(written))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		modes[h.Name] = h.Mode
+	}
+	if modes["skills/x/run.sh"] != 0o700 || modes["skills/x/SKILL.md"] != 0o600 {
+		t.Errorf("written modes: %v", modes)
+	}
+	back, err := Read(bytes.NewReader(written), "", DefaultLimits, InScope)
+	if err != nil || !back.Entries["skills/x/run.sh"].Exec {
+		t.Fatalf("read back: %+v %v", back.Entries["skills/x/run.sh"], err)
+	}
+	if d := Diff(l, skill(0o644, 0o600), nil); len(d) != 1 || d[0].Path != "skills/x/run.sh" {
+		t.Errorf("diff: %+v", d)
 	}
 }

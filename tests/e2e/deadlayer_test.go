@@ -128,3 +128,36 @@ func killedAfterMemory(t *testing.T, e *env, tag string) string {
 	_ = c.Wait()
 	return name
 }
+
+// TestKeptLayerHeld: a session's end that cannot merge a layer (here: the
+// playbooks' lock cannot be taken) keeps it, says where, and the next
+// session's start holds it whole for review and removes it.
+func TestKeptLayerHeld(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	lock := filepath.Join(e.inst, "playbooks", ".lock")
+	os.Remove(lock)
+	if err := os.MkdirAll(lock, 0o755); err != nil { // a lock that cannot be taken
+		t.Fatal(err)
+	}
+	name := sessionName(t, "kept")
+	r := e.hobbs(nil, e.runArgs(name, "sh", "-c", "printf '# Kept\\n' > ~/.hobbs/playbooks/kept.md")...)
+	layer := filepath.Join(e.inst, "layers", name)
+	if r.code != 0 || !strings.Contains(r.stderr, "they stay in layers/"+name+"/playbooks") {
+		t.Fatalf("session: exit %d\n%s", r.code, r.stderr)
+	}
+	if !exists(filepath.Join(layer, "playbooks", "upper", "kept.md")) || exists(filepath.Join(e.inst, "playbooks", "kept.md")) {
+		t.Fatal("the layer whose merge failed was not kept, or was merged")
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	n := e.hobbs(nil, e.runArgs(sessionName(t, "next"), "true")...)
+	if n.code != 0 || !strings.Contains(n.stderr, name+" (its end could not merge them)") {
+		t.Fatalf("the next session: exit %d\n%s", n.code, n.stderr)
+	}
+	heldID(t, e.hobbs(nil, "review", "--json").stdout, "playbooks/kept.md")
+	if exists(layer) {
+		t.Errorf("the kept layer is still in %s", layer)
+	}
+}

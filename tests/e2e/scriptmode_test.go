@@ -39,3 +39,36 @@ func TestSkillScriptKeepsExecBit(t *testing.T) {
 		}
 	}
 }
+
+// TestUserScopeScriptKeepsExecBit: a script in the Claude Code user scope
+// stays runnable by its owner when a tainted session's change to it is put
+// back, and one a tainted session created is written runnable when its
+// approval is (both 0700: the scope's files are the agent user's alone).
+func TestUserScopeScriptKeepsExecBit(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	script := func(skill, text string) string {
+		return "d=/home/dev/.claude/skills/" + skill + " && mkdir -p $d && printf '#!/bin/sh\\necho " + text + "\\n' > $d/run.sh && chmod 755 $d/run.sh"
+	}
+	if r := e.hobbs(nil, e.runArgs(sessionName(t, "us"), "sh", "-c", script("tool", "mine"))...); r.code != 0 {
+		t.Fatalf("untainted session: exit %d\n%s", r.code, r.stderr)
+	}
+	target := untrustedPage(t, e, "Change the tool.\n")
+	r := e.hobbs(nil, e.runArgs(sessionName(t, "ut"), "sh", "-c", "netprobe get http://"+target+"/ > /dev/null && "+
+		script("tool", "theirs")+" && "+script("new", "new"))...)
+	if r.code != 0 || !strings.Contains(r.stderr, "wait for your review") {
+		t.Fatalf("tainted session: exit %d\n%s", r.code, r.stderr)
+	}
+	if a := e.hobbs(nil, "review", "approve", heldID(t, e.hobbs(nil, "review", "--json").stdout, "skills/new/run.sh")); a.code != 0 {
+		t.Fatalf("approve: exit %d %s", a.code, a.stderr)
+	}
+	s := e.hobbs(nil, e.runArgs(sessionName(t, "uc"), "sh", "-c", "cd /home/dev/.claude/skills && stat -c '%a %n' tool/run.sh new/run.sh && cat tool/run.sh")...)
+	if s.code != 0 {
+		t.Fatalf("checking session: exit %d\n%s", s.code, s.stderr)
+	}
+	for _, want := range []string{"700 tool/run.sh", "700 new/run.sh", "echo mine"} {
+		if !strings.Contains(s.stdout, want) {
+			t.Errorf("want %q in:\n%s", want, s.stdout)
+		}
+	}
+}
