@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/layer"
@@ -28,12 +29,13 @@ import (
 
 // A second device. Devices share one repository and each backs up its own
 // snapshots (tagged with the device). Sync takes another device's newest
-// snapshot, restores it into a staging directory beside the instance
-// (host-only: nothing mounts it), verifies it as Restore does, and merges
-// it into the instance three-way (src/layer):
+// snapshot, stages what changed of it since the base into a directory
+// beside the instance (stage.go; host-only: nothing mounts it), checks
+// what came in (the first sync from a device: all of it, as Restore does),
+// and merges it into the instance three-way (src/layer):
 //
 //   - base: the snapshot of that device this device merged last, kept
-//     beside the instance (SyncBase) or restored again from the
+//     beside the instance (SyncBase) or staged again from the
 //     repository by its ID; none at the first sync (a union: a path both
 //     hold with different contents is a conflict);
 //   - ours: the instance; theirs: the staged snapshot.
@@ -161,24 +163,46 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 			err = errs.Wrap(errs.Failure, rerr, "remove the staging directory %s", staging)
 		}
 	}()
-	step("restore")
-	staged, err := restoreInto(ctx, o.Restic, snap, filepath.Join(staging, "theirs"))
-	if err != nil {
-		return res, err
-	}
-	step("verify")
-	theirs, _ := instance.At(staged)
-	if _, err := Verify(theirs, o.Restic.Password, o.Passphrase); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "snapshot %s of %s restored but does not check out; nothing was merged", snap.ShortID, snap.Device).(*errs.Error).
-			Advise(NotVerified, "snapshot", snap.ShortID)
-	}
 	base, problem := syncBase(ctx, o.Restic, in, snaps, last.Snapshot, snap.Device, filepath.Join(staging, "base"))
 	if problem != "" {
 		res.Problems = append(res.Problems, problem)
 		res.Base = ""
 	}
+	step("restore")
+	baseDir := ""
+	if base != nil {
+		baseDir = base.Root
+	}
+	sg, err := stageSnapshot(ctx, o.Restic, snap, baseDir, filepath.Join(staging, "theirs"))
+	if err != nil {
+		return res, err
+	}
+	res.Problems = append(res.Problems, sg.Problems...)
+	step("verify")
+	theirs, _ := instance.At(sg.Dir)
+	var bad map[string]string
+	if base == nil {
+		if _, err := Verify(theirs, o.Restic.Password, o.Passphrase); err != nil {
+			return res, errs.Wrap(errs.Failure, err, "snapshot %s of %s restored but does not check out; nothing was merged", snap.ShortID, snap.Device).(*errs.Error).
+				Advise(NotVerified, "snapshot", snap.ShortID)
+		}
+		// The index Verify built is this machine's, not the base's.
+		if err := os.RemoveAll(theirs.MemoryIndex()); err != nil {
+			return res, errs.Wrap(errs.Failure, err, "remove %s", theirs.MemoryIndex())
+		}
+	} else {
+		bad = verifyParts(theirs, sg.Changed)
+		for _, p := range sortedKeys(bad) {
+			res.Problems = append(res.Problems, fmt.Sprintf("%s in the snapshot of %s does not read (%s): not merged", p, snap.Device, bad[p]))
+		}
+	}
 	step("merge")
-	m := merger{o: o, res: &res, snap: snap, ours: in, theirs: theirs, base: base, now: now()}
+	m := merger{o: o, res: &res, snap: snap, ours: in, theirs: theirs, base: base, now: now(), listed: true, bad: bad}
+	for _, p := range sg.Changed {
+		if bad[p] == "" {
+			m.known = append(m.known, p)
+		}
+	}
 	if err := m.run(); err != nil {
 		return res, err
 	}
@@ -201,7 +225,7 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 	if err := os.MkdirAll(keep, 0o700); err != nil {
 		return res, errs.Wrap(errs.Failure, err, "create %s", keep)
 	}
-	if err := os.Rename(staged, filepath.Join(keep, "instance")); err != nil {
+	if err := os.Rename(sg.Dir, filepath.Join(keep, "instance")); err != nil {
 		return res, errs.Wrap(errs.Failure, err, "keep the base %s", keep)
 	}
 	if err := safefile.Beneath(keep).Write("snapshot", []byte(snap.ID+"\n"), 0o600); err != nil {
@@ -257,7 +281,7 @@ func pickOther(snaps []Snapshot, device, from string) (Snapshot, error) {
 }
 
 // syncBase is the instance of the snapshot id of device merged last: the
-// copy kept beside the instance, else restored again from the repository
+// copy kept beside the instance, else staged again from the repository
 // into dir. Without one (a first sync, or the base is gone) it is nil,
 // with a problem saying why when there should have been one.
 func syncBase(ctx context.Context, r *Restic, in instance.Instance, snaps []Snapshot, id, device, dir string) (*instance.Instance, string) {
@@ -275,14 +299,59 @@ func syncBase(ctx context.Context, r *Restic, in instance.Instance, snaps []Snap
 		if s.ID != id {
 			continue
 		}
-		staged, err := restoreInto(ctx, r, s, dir)
+		sg, err := stageSnapshot(ctx, r, s, "", dir)
 		if err != nil {
 			return nil, fmt.Sprintf("the base (snapshot %s of %s) did not restore (%v): merged as a first sync", s.ShortID, device, err)
 		}
-		bin, _ := instance.At(staged)
+		bin, _ := instance.At(sg.Dir)
 		return &bin, ""
 	}
 	return nil, fmt.Sprintf("the base (snapshot %.8s of %s) is no longer in the repository: merged as a first sync", id, device)
+}
+
+// verifyParts checks the staged files of changed that a merge reads by
+// their format: memories, config.yaml and policy.yaml parse. It returns
+// the paths that do not, with why.
+func verifyParts(theirs instance.Instance, changed []string) map[string]string {
+	bad := map[string]string{}
+	for _, p := range changed {
+		tier := memory.Tier("")
+		switch {
+		case strings.HasPrefix(p, "memory/active/"):
+			tier = memory.Active
+		case strings.HasPrefix(p, "memory/archive/"):
+			tier = memory.Archive
+		case p != "config.yaml" && p != "policy.yaml":
+			continue
+		}
+		data, err := theirs.FS().ReadFile(filepath.FromSlash(p), layer.MaxFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed there
+		}
+		if err == nil {
+			switch {
+			case p == "config.yaml":
+				_, err = config.Load(theirs.FS(), theirs.Config())
+			case p == "policy.yaml":
+				_, err = policy.Parse(theirs.Policy(), data)
+			case strings.HasSuffix(p, ".md") && !strings.HasPrefix(path.Base(p), "."):
+				_, err = memory.Parse(data, tier)
+			}
+		}
+		if err != nil {
+			bad[p] = err.Error()
+		}
+	}
+	return bad
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // merger is one sync's merge.
@@ -294,6 +363,13 @@ type merger struct {
 	base         *instance.Instance // nil: none
 	now          time.Time
 	conflicts    []provenance.Pending
+	// listed: known are the paths (relative to the instance) whose file
+	// differs between base and theirs, as staging found them; else the
+	// trees are compared. bad are the paths of theirs that do not read,
+	// never merged.
+	listed bool
+	known  []string
+	bad    map[string]string
 }
 
 // treeOf is dir (relative to the instance) of in; of no instance, no file.
@@ -346,6 +422,15 @@ func (m *merger) run() error {
 // skip leaves a path (relative to dir) out. What is neither a directory
 // nor a regular file in theirs is a problem, not merged.
 func (m *merger) changed(dir string, skip func(p string) bool) ([]string, error) {
+	if m.listed {
+		var out []string
+		for _, p := range m.known {
+			if rel, ok := strings.CutPrefix(p, dir+"/"); ok && (skip == nil || !skip(rel)) {
+				out = append(out, rel)
+			}
+		}
+		return out, nil
+	}
 	files := map[string]bool{}
 	list := func(in *instance.Instance, note bool) error {
 		if in == nil {
@@ -486,6 +571,9 @@ func (m *merger) policy() error {
 	}
 	defer unlock()
 	const p = "policy.yaml"
+	if m.bad[p] != "" {
+		return nil
+	}
 	outs := layer.Trees([]string{p}, treeOf(m.base, "."), treeOf(&m.ours, "."), treeOf(&m.theirs, "."), nil)
 	o := &outs[0]
 	if o.Changed && !o.Conflict && o.Result.Exists {

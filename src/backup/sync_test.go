@@ -334,3 +334,66 @@ func TestCommonLines(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncStagesWhatChanged: a sync from a device with a base stages the
+// snapshot against it: the files that changed since are the ones listed
+// (and written), every other file is the base's own, linked.
+func TestSyncStagesWhatChanged(t *testing.T) {
+	a, b, r := twoDevices(t)
+	id := add(t, a, "the boiler is serviced in May")
+	write(t, a, "playbooks/daily.md", "# Daily\n\nlook at the calendar and the boiler\n")
+	backupAs(t, a, r, "laptop")
+	snaps, err := List(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := pickOther(snaps, "desktop", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(SyncBase(b, "laptop"), "instance")
+	sg, err := stageSnapshot(context.Background(), r, snap, base, filepath.Join(t.TempDir(), "theirs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"memory/active/" + id + ".md", "memory/history.jsonl", "playbooks/daily.md"}
+	if fmt.Sprint(sg.Changed) != fmt.Sprint(want) || len(sg.Problems) != 0 {
+		t.Fatalf("changed %v problems %v, want %v", sg.Changed, sg.Problems, want)
+	}
+	for _, p := range []string{"config.yaml", "playbooks/weekly.md"} {
+		fs, err1 := os.Stat(filepath.Join(sg.Dir, p))
+		fb, err2 := os.Stat(filepath.Join(base, p))
+		if err1 != nil || err2 != nil || !os.SameFile(fs, fb) {
+			t.Errorf("%s: staged is not the base's file (%v %v)", p, err1, err2)
+		}
+	}
+	if got := read(t, instance.Instance{Root: sg.Dir}, "playbooks/daily.md"); !strings.Contains(got, "boiler") {
+		t.Errorf("staged daily playbook %q", got)
+	}
+}
+
+// TestSyncTakesWhatReads: a snapshot of the other device holding a link
+// and a memory that does not parse: both are reported and neither lands
+// here; the rest of the snapshot merges.
+func TestSyncTakesWhatReads(t *testing.T) {
+	a, b, r := twoDevices(t)
+	add(t, a, "the car is due for its inspection")
+	write(t, a, "memory/active/mem_broken_001.md", "this is not a memory\n")
+	if err := os.Symlink("/etc/passwd", filepath.Join(a.Root, "playbooks", "passwd.md")); err != nil {
+		t.Fatal(err)
+	}
+	backupAs(t, a, r, "laptop")
+	res := syncAs(t, b, r, "desktop", false)
+	if _, ok := texts(t, b)["the car is due for its inspection"]; !ok {
+		t.Errorf("the good memory was not merged: %+v", res)
+	}
+	problems := strings.Join(res.Problems, "\n")
+	for _, p := range []string{"memory/active/mem_broken_001.md", "playbooks/passwd.md"} {
+		if !strings.Contains(problems, p) {
+			t.Errorf("no problem names %s: %q", p, problems)
+		}
+		if _, err := os.Lstat(filepath.Join(b.Root, p)); err == nil {
+			t.Errorf("%s landed here", p)
+		}
+	}
+}

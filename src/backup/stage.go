@@ -1,0 +1,250 @@
+package backup
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/layer"
+	"golang.org/x/sys/unix"
+)
+
+// A sync's staging. Sync reads another device's snapshot with one restic
+// call, `restic dump --archive tar SNAPSHOT PATH`: the snapshot's files as
+// a tar stream, read here, never unpacked by a tool. Of the parts a sync
+// reads (syncParts), each file equal to the same file of the base the
+// last sync from that device kept is a hard link to it in the staging
+// directory; only the others are written. So the staged snapshot is a
+// whole instance directory for the merge and the next base, and the paths
+// that differ from the base are known without comparing two trees again.
+// (A restic restore of only the changed paths would need one --include
+// pattern per path, which restic matches against every file of the
+// snapshot, and a restic diff the base snapshot, which the other device's
+// retention has usually forgotten.)
+
+// staged is a snapshot staged for a sync.
+type staged struct {
+	// Dir is the staged instance directory.
+	Dir string
+	// Changed are the paths (slash, relative to the instance) whose file
+	// differs from the base: written here, or the base's and not in the
+	// snapshot. With no base, every file staged.
+	Changed []string
+	// Problems are the entries of the snapshot not staged, each with why.
+	Problems []string
+}
+
+// stageSnapshot stages the parts of snap a sync reads into dir (made
+// here), against the instance directory base ("": none). Only
+// directories and regular files are made, each at a path checked to be
+// relative, clean and below a part a sync reads; every directory on the
+// way is one this made, so nothing written follows a link. A file of
+// base is read without following a link and linked only when it is a
+// regular file.
+func stageSnapshot(ctx context.Context, r *Restic, snap Snapshot, base, dir string) (*staged, error) {
+	if len(snap.Paths) != 1 {
+		return nil, errs.Failf("snapshot %s holds %d paths, not one instance", snap.ShortID, len(snap.Paths))
+	}
+	p := snap.Paths[0]
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+		return nil, errs.Failf("snapshot %s holds the path %q, not an instance directory", snap.ShortID, p)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, errs.Wrap(errs.Failure, err, "create the staging directory %s", dir)
+	}
+	st := &stager{snap: snap, base: base, dir: dir, out: &staged{Dir: dir}, seen: map[string]bool{}, baseDirs: map[string]bool{}}
+	prefix := strings.TrimPrefix(filepath.ToSlash(p), "/") + "/"
+	nc := *r
+	nc.NoCache = true
+	err := nc.read(ctx, func(out io.Reader) error { return st.read(tar.NewReader(out), prefix) },
+		"dump", "--archive", "tar", snap.ID, p)
+	if err != nil {
+		return nil, err
+	}
+	if base != "" {
+		if err := st.removed(); err != nil {
+			return nil, errs.Wrap(errs.Failure, err, "compare snapshot %s with the base", snap.ShortID)
+		}
+	}
+	sort.Strings(st.out.Changed)
+	return st.out, nil
+}
+
+type stager struct {
+	snap      Snapshot
+	base, dir string
+	out       *staged
+	seen      map[string]bool
+	baseDirs  map[string]bool // directories of base checked: true a directory
+}
+
+// syncPart reports whether rel (slash, relative to the instance) is in a
+// part a sync reads, and not what a merge never takes (derived).
+func syncPart(rel string) bool {
+	top, below, _ := strings.Cut(rel, "/")
+	for _, p := range syncParts {
+		if top == p {
+			return below == "" || !derived(below)
+		}
+	}
+	return false
+}
+
+func (st *stager) problem(format string, a ...any) {
+	st.out.Problems = append(st.out.Problems, fmt.Sprintf(format, a...))
+}
+
+// read stages the entries of the tar stream below prefix.
+func (st *stager) read(tr *tar.Reader, prefix string) error {
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return errs.Wrap(errs.Failure, err, "read snapshot %s", st.snap.ShortID)
+		}
+		rel, ok := strings.CutPrefix(h.Name, prefix)
+		rel = strings.TrimSuffix(rel, "/")
+		if !ok || rel == "" {
+			continue
+		}
+		if !fs.ValidPath(rel) {
+			st.problem("%q in the snapshot of %s is not a path below the instance: not taken", h.Name, st.snap.Device)
+			continue
+		}
+		if !syncPart(rel) {
+			continue
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(st.path(st.dir, rel), 0o700); err != nil {
+				return errs.Wrap(errs.Failure, err, "stage %s", rel)
+			}
+		case tar.TypeReg:
+			if h.Size > layer.MaxFile {
+				st.problem("%s in the snapshot of %s is larger than %d bytes: not taken", rel, st.snap.Device, layer.MaxFile)
+				continue
+			}
+			data, err := io.ReadAll(io.LimitReader(tr, h.Size))
+			if err != nil {
+				return errs.Wrap(errs.Failure, err, "read %s of snapshot %s", rel, st.snap.ShortID)
+			}
+			if err := st.file(rel, data); err != nil {
+				return errs.Wrap(errs.Failure, err, "stage %s", rel)
+			}
+		default:
+			st.problem("%s in the snapshot of %s is not a regular file: not taken", rel, st.snap.Device)
+		}
+	}
+}
+
+func (st *stager) path(root, rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
+
+// file stages the file rel: a link to the base's when the same, else
+// written.
+func (st *stager) file(rel string, data []byte) error {
+	st.seen[rel] = true
+	to := st.path(st.dir, rel)
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		return err
+	}
+	if st.base != "" {
+		if same, err := st.sameAsBase(rel, data); err == nil && same {
+			if os.Link(st.path(st.base, rel), to) == nil {
+				return nil
+			}
+			// Not linkable (another filesystem): written.
+			return writeNew(to, data)
+		}
+	}
+	st.out.Changed = append(st.out.Changed, rel)
+	return writeNew(to, data)
+}
+
+// sameAsBase reports whether base holds rel as a regular file with data,
+// following no link.
+func (st *stager) sameAsBase(rel string, data []byte) (bool, error) {
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		ok, known := st.baseDirs[d]
+		if !known {
+			fi, err := os.Lstat(st.path(st.base, d))
+			ok = err == nil && fi.IsDir()
+			// Every directory above d is checked on the way up.
+			st.baseDirs[d] = ok
+		}
+		if !ok {
+			return false, nil
+		}
+	}
+	f, err := os.OpenFile(st.path(st.base, rel), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+		return false, err
+	}
+	b := make([]byte, len(data)+1)
+	n, err := io.ReadFull(f, b)
+	if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return bytes.Equal(b[:n], data), nil
+}
+
+// writeNew creates the file p (none there) with data.
+func writeNew(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// removed adds to the changed paths the regular files of base's sync
+// parts that the snapshot does not hold (no link followed).
+func (st *stager) removed() error {
+	for _, part := range syncParts {
+		top := filepath.Join(st.base, part)
+		err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) && p == top {
+					return nil
+				}
+				return err
+			}
+			rel, _ := filepath.Rel(st.base, p)
+			rel = filepath.ToSlash(rel)
+			if !syncPart(rel) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() && !st.seen[rel] {
+				st.out.Changed = append(st.out.Changed, rel)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
