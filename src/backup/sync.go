@@ -49,6 +49,17 @@ import (
 // name with different values is a conflict, reported and never
 // overwritten.
 
+// syncFault, when set (tests), is called at the named points of a sync;
+// an error it returns fails the sync there.
+var syncFault func(point string) error
+
+func fault(point string) error {
+	if syncFault == nil {
+		return nil
+	}
+	return syncFault(point)
+}
+
 // SyncOptions are what Sync needs.
 type SyncOptions struct {
 	Instance instance.Instance
@@ -149,6 +160,18 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 	}
 	last := st.Synced[snap.Device]
 	res.Base = last.Snapshot
+	if last.Memory != nil {
+		done := Snapshot{ID: last.Snapshot, ShortID: last.Snapshot[:min(8, len(last.Snapshot))], Device: snap.Device}
+		for _, s := range snaps {
+			if s.ID == last.Snapshot {
+				done = s
+			}
+		}
+		m := merger{o: o, res: &res, snap: done, ours: in, now: now()}
+		if err := m.finishMemory(last.Memory); err != nil {
+			return res, err
+		}
+	}
 	if last.Snapshot == snap.ID {
 		res.UpToDate = true
 		return res, nil
@@ -206,6 +229,10 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 	if err := m.run(); err != nil {
 		return res, err
 	}
+	memPaths, err := m.changed("memory", derived)
+	if err != nil {
+		return res, err
+	}
 	// The merged snapshot is the base of the next sync from its device;
 	// without WithPolicy its policy and grants are not merged, so the base
 	// keeps those the last base had.
@@ -214,30 +241,45 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 			return res, err
 		}
 	}
+	// The new base is kept and recorded before a memory is written, with
+	// the memory merge as pending: a sync that fails after it finishes
+	// that merge (finishMemory) rather than merging the same snapshot
+	// again, which would count a memory's reinforcements twice.
 	keep := SyncBase(in, snap.Device)
-	if err := os.MkdirAll(filepath.Dir(keep), 0o700); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "create %s", filepath.Dir(keep))
+	prev, kept, err := keepBase(keep, base, theirs, snap.ID, staging)
+	if err != nil {
+		return res, err
 	}
-	old := filepath.Join(staging, "old-base")
-	if err := os.Rename(keep, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return res, errs.Wrap(errs.Failure, err, "replace %s", keep)
-	}
-	if err := os.MkdirAll(keep, 0o700); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "create %s", keep)
-	}
-	if err := os.Rename(sg.Dir, filepath.Join(keep, "instance")); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "keep the base %s", keep)
-	}
-	if err := safefile.Beneath(keep).Write("snapshot", []byte(snap.ID+"\n"), 0o600); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "keep the base %s", keep)
+	var pending *PendingMemory
+	if len(memPaths) > 0 {
+		since, err := mark(keep)
+		if err != nil {
+			return res, err
+		}
+		pending = &PendingMemory{Base: res.Base, Since: since, Paths: memPaths}
 	}
 	if err := updateState(in, func(s *State) {
 		if s.Synced == nil {
 			s.Synced = map[string]Synced{}
 		}
-		s.Synced[snap.Device] = Synced{Snapshot: snap.ID, Time: now().UTC()}
+		s.Synced[snap.Device] = Synced{Snapshot: snap.ID, Time: now().UTC(), Memory: pending}
 	}); err != nil {
 		return res, err
+	}
+	if pending != nil {
+		if err := fault("memory"); err != nil {
+			return res, err
+		}
+		m.base, m.theirs = prev, kept
+		if err := m.memory(memPaths); err != nil {
+			return res, err
+		}
+		if err := fault("merged"); err != nil {
+			return res, err
+		}
+		if err := memoryDone(in, keep, snap.Device); err != nil {
+			return res, err
+		}
 	}
 	if n := len(res.Held) + len(res.Conflicts) + len(res.VaultConflicts); n > 0 {
 		res.Advice = errs.NewAdvice(SyncConflicts, "device", snap.Device, "held", fmt.Sprint(len(res.Held)))
@@ -384,10 +426,11 @@ type noTree struct{}
 
 func (noTree) Get(string) (layer.Version, error) { return layer.Absent, nil }
 
-// run merges. The memories go last of the parts that can fail: merging
-// the same snapshot again after a failure (the base is recorded only when
-// all is done) takes a line-wise change once more as the same change, but
-// would count a memory's reinforcements twice.
+// run merges all but the memories (Sync merges those once the new base
+// is recorded). Each part merges the same way again after a failure: a
+// line-wise change taken is the same change on both sides, a vault entry
+// taken is the same value, a held or forwarded change already waiting is
+// not held again.
 func (m *merger) run() error {
 	for _, share := range syncShares {
 		if err := m.share(share, share); err != nil {
@@ -398,9 +441,6 @@ func (m *merger) run() error {
 		if err := m.policy(); err != nil {
 			return err
 		}
-	}
-	if err := m.memory(); err != nil {
-		return err
 	}
 	m.vault()
 	held, err := m.hold()
@@ -492,11 +532,10 @@ func derived(p string) bool {
 	return b == ".lock" || strings.HasSuffix(b, ".lock") || p == ".index" || strings.HasPrefix(p, ".index/") || strings.HasPrefix(b, ".tmp-")
 }
 
-// memory merges the memories by meaning.
-func (m *merger) memory() error {
-	paths, err := m.changed("memory", derived)
-	if err != nil || len(paths) == 0 {
-		return err
+// memory merges paths (relative to the memory directory) by meaning.
+func (m *merger) memory(paths []string) error {
+	if len(paths) == 0 {
+		return nil
 	}
 	base := treeOf(m.base, "memory")
 	if m.base == nil {
@@ -516,6 +555,12 @@ func (m *merger) memory() error {
 		return errs.Wrap(errs.Failure, err, "merge the memories of %s", m.snap.Device)
 	}
 	m.outcomes("memory", outs)
+	held, err := m.hold()
+	if err != nil {
+		return err
+	}
+	m.res.Held = append(m.res.Held, held...)
+	sort.Strings(m.res.Changed)
 	return nil
 }
 
@@ -671,6 +716,7 @@ func (m *merger) hold() ([]provenance.Item, error) {
 			todo = append(todo, c)
 		}
 	}
+	m.conflicts = nil
 	if len(todo) == 0 {
 		return nil, nil
 	}
@@ -697,8 +743,16 @@ func (m *merger) forward() ([]provenance.Item, error) {
 	}
 	var out []provenance.Item
 	store := provenance.ForReview(m.ours.FS(), m.o.Audit)
+	waiting, err := store.List(false)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, it := range waiting {
+		have[it.Path+" "+it.After] = true
+	}
 	for _, it := range items {
-		if old[it.ID+" "+it.After] || len(it.Sessions) == 0 {
+		if old[it.ID+" "+it.After] || len(it.Sessions) == 0 || have[it.Path+" "+it.After] {
 			continue
 		}
 		before, after, err := theirs.Content(it.ID)

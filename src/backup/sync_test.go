@@ -2,6 +2,7 @@ package backup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -395,5 +396,49 @@ func TestSyncTakesWhatReads(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(b.Root, p)); err == nil {
 			t.Errorf("%s landed here", p)
 		}
+	}
+}
+
+// TestSyncFailureCountsOnce: a sync that fails after its memories merged
+// (merged), or after it recorded the new base and before its memories
+// merged (memory), is retried: a memory reinforced on both devices counts
+// the other device's reinforcement once, and nothing is lost.
+func TestSyncFailureCountsOnce(t *testing.T) {
+	for _, point := range []string{"merged", "memory"} {
+		t.Run(point, func(t *testing.T) {
+			a, b, r := twoDevices(t)
+			id := add(t, a, "the plants are watered on Sundays")
+			backupAs(t, a, r, "laptop")
+			syncAs(t, b, r, "desktop", false)
+			reinforce(t, a, id, "laptop-chat")
+			reinforce(t, b, id, "desktop-mail")
+			add(t, a, "the bins go out on Thursday")
+			backupAs(t, a, r, "laptop")
+			syncFault = func(p string) error {
+				if p == point {
+					return errors.New("injected failure at " + p)
+				}
+				return nil
+			}
+			_, err := Sync(context.Background(), SyncOptions{Instance: b, Restic: r, Device: "desktop", Version: "v1.2.0"})
+			syncFault = nil
+			if err == nil || !strings.Contains(err.Error(), "injected") {
+				t.Fatalf("the sync did not fail where injected: %v", err)
+			}
+			syncAs(t, b, r, "desktop", false)
+			m, err := memory.Open(b, nil).Show(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Reinforced != 2 {
+				t.Errorf("reinforced %d times after the retry, want 2 (one on each device)", m.Reinforced)
+			}
+			if _, ok := texts(t, b)["the bins go out on Thursday"]; !ok {
+				t.Error("a memory added on the laptop was lost")
+			}
+			if again := syncAs(t, b, r, "desktop", false); !again.UpToDate {
+				t.Errorf("a third sync: %+v", again)
+			}
+		})
 	}
 }

@@ -1,0 +1,164 @@
+package backup
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
+	"github.com/hobbs-agent/hobbs/src/safefile"
+)
+
+// A sync's memory merge and the record of its base are one step as the
+// instance sees them. Sync keeps the new base and records it, with the
+// memory merge as pending (Synced.Memory), before it writes a memory, and
+// clears the pending merge after. A sync that finds one pending (the last
+// failed or was killed in between) finishes it first (finishMemory): a
+// memory written since the merge began (its modification time at or after
+// the mark's) has been merged; the others merge now, against the base the
+// merge began with, kept beside the new one until the merge is done. So
+// no memory takes the same snapshot's change twice, and none is left
+// without it.
+
+// PendingMemory is a sync's memory merge not known to have finished.
+type PendingMemory struct {
+	// Base is the snapshot the merge is against ("": none, a first sync),
+	// kept as SyncBase/previous.
+	Base string `json:"base,omitempty"`
+	// Since is the mark's time: a memory written at or after it was
+	// written by the merge.
+	Since time.Time `json:"since"`
+	// Paths are the memory's files the merge takes (relative to the
+	// memory directory).
+	Paths []string `json:"paths"`
+}
+
+const (
+	keptInstance = "instance"
+	keptPrevious = "previous"
+	keptSnapshot = "snapshot"
+	keptMark     = "memory-since"
+)
+
+// keepBase makes theirs (staged) the kept base of the next sync from its
+// device (the snapshot id), beside the instance at keep, and moves base
+// (nil: none) there as previous, which the memory merge reads. The
+// snapshot file is written last: a kept base without it is not trusted
+// (syncBase), so a sync killed half-way stages the base again.
+func keepBase(keep string, base *instance.Instance, theirs instance.Instance, id, staging string) (*instance.Instance, instance.Instance, error) {
+	fail := func(err error) (*instance.Instance, instance.Instance, error) {
+		return nil, instance.Instance{}, errs.Wrap(errs.Failure, err, "keep the base %s", keep)
+	}
+	if err := os.MkdirAll(keep, 0o700); err != nil {
+		return fail(err)
+	}
+	kr := safefile.Beneath(keep)
+	if err := kr.Remove(keptSnapshot); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
+	if err := os.RemoveAll(filepath.Join(keep, keptPrevious)); err != nil {
+		return fail(err)
+	}
+	var prev *instance.Instance
+	if base != nil {
+		if err := os.Rename(base.Root, filepath.Join(keep, keptPrevious)); err != nil {
+			return fail(err)
+		}
+		p, _ := instance.At(filepath.Join(keep, keptPrevious))
+		prev = &p
+	}
+	inst := filepath.Join(keep, keptInstance)
+	if _, err := os.Lstat(inst); err == nil {
+		// Not the base (a base staged again from the repository, or none):
+		// removed with the staging directory.
+		if err := os.Rename(inst, filepath.Join(staging, "stale-base")); err != nil {
+			return fail(err)
+		}
+	}
+	if err := os.Rename(theirs.Root, inst); err != nil {
+		return fail(err)
+	}
+	if err := kr.Write(keptSnapshot, []byte(id+"\n"), 0o600); err != nil {
+		return fail(err)
+	}
+	kept, _ := instance.At(inst)
+	return prev, kept, nil
+}
+
+// mark writes the mark of a memory merge beside the kept base and
+// returns its modification time.
+func mark(keep string) (time.Time, error) {
+	kr := safefile.Beneath(keep)
+	if err := kr.Write(keptMark, nil, 0o600); err != nil {
+		return time.Time{}, errs.Wrap(errs.Failure, err, "mark the memory merge in %s", keep)
+	}
+	fi, err := kr.Lstat(keptMark)
+	if err != nil {
+		return time.Time{}, errs.Wrap(errs.Failure, err, "mark the memory merge in %s", keep)
+	}
+	return fi.ModTime(), nil
+}
+
+// memoryDone clears the pending memory merge of the sync from device
+// and removes what it read.
+func memoryDone(in instance.Instance, keep, device string) error {
+	if err := updateState(in, func(s *State) {
+		if sy, ok := s.Synced[device]; ok {
+			sy.Memory = nil
+			s.Synced[device] = sy
+		}
+	}); err != nil {
+		return err
+	}
+	_ = os.RemoveAll(filepath.Join(keep, keptPrevious))
+	_ = os.Remove(filepath.Join(keep, keptMark))
+	return nil
+}
+
+// finishMemory finishes the memory merge a sync from device left pending
+// (m.snap the snapshot it merged): the paths not written since it began
+// merge against the base it began with; it is cleared after.
+func (m *merger) finishMemory(p *PendingMemory) error {
+	keep := SyncBase(m.ours, m.snap.Device)
+	theirs, _ := instance.At(filepath.Join(keep, keptInstance))
+	var base *instance.Instance
+	if p.Base != "" {
+		b, _ := instance.At(filepath.Join(keep, keptPrevious))
+		base = &b
+	}
+	m.theirs, m.base = theirs, base
+	ok := true
+	for _, in := range []*instance.Instance{&theirs, base} {
+		if in != nil {
+			if fi, err := os.Lstat(in.Root); err != nil || !fi.IsDir() {
+				ok = false
+			}
+		}
+	}
+	var todo []string
+	for _, rel := range p.Paths {
+		fi, err := m.ours.FS().Lstat(filepath.Join(m.ours.MemoryDir(), filepath.FromSlash(rel)))
+		switch {
+		case err == nil && !fi.ModTime().Before(p.Since):
+			// Written since the merge began.
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return errs.Wrap(errs.Failure, err, "memory/%s", rel)
+		default:
+			todo = append(todo, rel)
+		}
+	}
+	if len(todo) > 0 && !ok {
+		m.res.Problems = append(m.res.Problems, fmt.Sprintf("the memory merge of snapshot %s of %s did not finish and what it read is gone: %d memory file(s) not merged (%s, …)",
+			m.snap.ShortID, m.snap.Device, len(todo), path.Join("memory", todo[0])))
+		todo = nil
+	}
+	if err := m.memory(todo); err != nil {
+		return err
+	}
+	return memoryDone(m.ours, keep, m.snap.Device)
+}
