@@ -11,10 +11,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
+	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/layer"
 	"golang.org/x/sys/unix"
 )
@@ -62,7 +64,7 @@ func stageSnapshot(ctx context.Context, r *Restic, snap Snapshot, base, dir stri
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, errs.Wrap(errs.Failure, err, "create the staging directory %s", dir)
 	}
-	st := &stager{snap: snap, base: base, dir: dir, out: &staged{Dir: dir}, seen: map[string]bool{}, baseDirs: map[string]bool{}}
+	st := &stager{snap: snap, base: base, dir: dir, out: &staged{Dir: dir}, seen: map[string]bool{}, baseDirs: map[string]bool{}, told: map[string]bool{}}
 	prefix := strings.TrimPrefix(filepath.ToSlash(p), "/") + "/"
 	nc := *r
 	nc.NoCache = true
@@ -86,11 +88,31 @@ type stager struct {
 	out       *staged
 	seen      map[string]bool
 	baseDirs  map[string]bool // directories of base checked: true a directory
+	told      map[string]bool // what host tools act on, reported
+}
+
+// hostTrusted is what host tools act on in rel (slash, relative to the
+// instance): the first component of rel that instance.HostTrusted names,
+// the path up to it, and why; "" when none. A sync takes none of it, as
+// a session's layer merge and the shares' neutralising do not (a .git
+// runs its hooks on the next git status there, an .envrc is loaded by
+// direnv).
+func hostTrusted(rel string) (at, why string) {
+	for i, c := range strings.Split(rel, "/") {
+		if w, ok := instance.HostTrusted[c]; ok {
+			return strings.Join(strings.Split(rel, "/")[:i+1], "/"), "a " + c + ": " + w
+		}
+	}
+	return "", ""
 }
 
 // syncPart reports whether rel (slash, relative to the instance) is in a
-// part a sync reads, and not what a merge never takes (derived).
+// part a sync reads, and not what a merge never takes (derived) or what
+// host tools act on (hostTrusted).
 func syncPart(rel string) bool {
+	if at, _ := hostTrusted(rel); at != "" {
+		return false
+	}
 	top, below, _ := strings.Cut(rel, "/")
 	for _, p := range syncParts {
 		if top == p {
@@ -121,6 +143,16 @@ func (st *stager) read(tr *tar.Reader, prefix string) error {
 		}
 		if !fs.ValidPath(rel) {
 			st.problem("%q in the snapshot of %s is not a path below the instance: not taken", h.Name, st.snap.Device)
+			continue
+		}
+		if top, _, _ := strings.Cut(rel, "/"); !slices.Contains(syncParts, top) {
+			continue
+		}
+		if at, why := hostTrusted(rel); at != "" {
+			if !st.told[at] {
+				st.told[at] = true
+				st.problem("%s in the snapshot of %s is %s: not taken", at, st.snap.Device, why)
+			}
 			continue
 		}
 		if !syncPart(rel) {

