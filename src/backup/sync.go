@@ -119,32 +119,13 @@ func SyncBase(in instance.Instance, device string) string {
 // Sync merges the newest snapshot of another device into o.Instance.
 func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 	in := o.Instance
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	step := func(s string) {
-		if o.Progress != nil {
-			o.Progress(s)
-		}
-	}
+	now, step := clock(o.Now), progress(o.Progress)
 	res.WithPolicy = o.WithPolicy
-	if instance.InContainer() {
-		return res, errs.Usagef("syncs are made on the host").Advise(OnTheHost)
-	}
-	if _, err := o.Restic.Version(ctx); err != nil {
-		return res, err
-	}
-	snaps, err := List(ctx, o.Restic)
-	if err != nil {
-		return res, err
-	}
-	snap, err := pickOther(snaps, o.Device, o.From)
-	if err != nil {
-		return res, err
-	}
+	snaps, snap, err := begin(ctx, o.Restic, "syncs", o.Version, func(snaps []Snapshot) (Snapshot, error) {
+		return pickOther(snaps, o.Device, o.From)
+	})
 	res.From, res.Snapshot = snap.Device, snap
-	if err := CheckVersion(snap, o.Version); err != nil {
+	if err != nil {
 		return res, err
 	}
 	// One sync of the instance at a time: a second would merge the same
@@ -176,16 +157,11 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 		res.UpToDate = true
 		return res, nil
 	}
-	parent := filepath.Dir(in.Root)
-	staging, err := os.MkdirTemp(parent, "."+filepath.Base(in.Root)+".sync-")
+	staging, err := stagingDir(in, "sync")
 	if err != nil {
-		return res, errs.Wrap(errs.Failure, err, "create a staging directory beside %s", in.Root)
+		return res, err
 	}
-	defer func() {
-		if rerr := os.RemoveAll(staging); rerr != nil && err == nil {
-			err = errs.Wrap(errs.Failure, rerr, "remove the staging directory %s", staging)
-		}
-	}()
+	defer removeStaging(staging, &err)
 	base, problem := syncBase(ctx, o.Restic, in, snaps, last.Snapshot, snap.Device, filepath.Join(staging, "base"))
 	if problem != "" {
 		res.Problems = append(res.Problems, problem)
