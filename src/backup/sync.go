@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -191,7 +193,7 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 		}
 	} else {
 		bad = verifyParts(theirs, sg.Changed)
-		for _, p := range sortedKeys(bad) {
+		for _, p := range slices.Sorted(maps.Keys(bad)) {
 			res.Problems = append(res.Problems, fmt.Sprintf("%s in the snapshot of %s does not read (%s): not merged", p, snap.Device, bad[p]))
 		}
 	}
@@ -361,15 +363,6 @@ func verifyParts(theirs instance.Instance, changed []string) map[string]string {
 		}
 	}
 	return bad
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // merger is one sync's merge.
@@ -674,13 +667,9 @@ func (m *merger) hold() ([]provenance.Item, error) {
 		return nil, nil
 	}
 	store := provenance.ForReview(m.ours.FS(), m.o.Audit)
-	waiting, err := store.List(false)
+	have, err := waiting(store)
 	if err != nil {
 		return nil, err
-	}
-	have := map[string]bool{}
-	for _, it := range waiting {
-		have[it.Path+" "+it.After] = true
 	}
 	var todo []provenance.Pending
 	for _, c := range m.conflicts {
@@ -697,6 +686,20 @@ func (m *merger) hold() ([]provenance.Item, error) {
 		return nil, nil
 	}
 	return store.HoldSet(m.session("changed on both devices: this one and "+m.snap.Device), todo)
+}
+
+// waiting is the changes waiting in the review store, each as its path
+// and the hash of its text ("" a removal).
+func waiting(store *provenance.Store) (map[string]bool, error) {
+	items, err := store.List(false)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, it := range items {
+		have[it.Path+" "+it.After] = true
+	}
+	return have, nil
 }
 
 // forward holds here what the other device holds for review (waiting
@@ -719,13 +722,9 @@ func (m *merger) forward() ([]provenance.Item, error) {
 	}
 	var out []provenance.Item
 	store := provenance.ForReview(m.ours.FS(), m.o.Audit)
-	waiting, err := store.List(false)
+	have, err := waiting(store)
 	if err != nil {
 		return nil, err
-	}
-	have := map[string]bool{}
-	for _, it := range waiting {
-		have[it.Path+" "+it.After] = true
 	}
 	for _, it := range items {
 		if old[it.ID+" "+it.After] || len(it.Sessions) == 0 || have[it.Path+" "+it.After] {
