@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/errs"
@@ -46,11 +47,15 @@ const (
 )
 
 // keepBase makes theirs (staged) the kept base of the next sync from its
-// device (the snapshot id), beside the instance at keep, and moves base
-// (nil: none) there as previous, which the memory merge reads. The
-// snapshot file is written last: a kept base without it is not trusted
-// (syncBase), so a sync killed half-way stages the base again.
-func keepBase(keep string, base *instance.Instance, theirs instance.Instance, id, staging string) (*instance.Instance, instance.Instance, error) {
+// device (the snapshot id), beside the instance at keep. Without a base,
+// theirs is whole and moves there. With one (base, the kept base or one
+// staged again), theirs is sparse: the kept base takes each path of
+// changed in place but those own says it keeps (the policy and grants
+// not merged), its own file moving to previous, which the memory merge
+// reads as its base. The snapshot file is removed first and written last:
+// a kept base without it is not trusted (syncBase), so a sync killed
+// half-way stages the base again.
+func keepBase(keep string, base *instance.Instance, theirs instance.Instance, changed []string, own func(string) bool, id, staging string) (*instance.Instance, instance.Instance, error) {
 	fail := func(err error) (*instance.Instance, instance.Instance, error) {
 		return nil, instance.Instance{}, errs.Wrap(errs.Failure, err, "keep the base %s", keep)
 	}
@@ -61,33 +66,75 @@ func keepBase(keep string, base *instance.Instance, theirs instance.Instance, id
 	if err := kr.Remove(keptSnapshot); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
 	}
-	if err := os.RemoveAll(filepath.Join(keep, keptPrevious)); err != nil {
+	previous := filepath.Join(keep, keptPrevious)
+	if err := os.RemoveAll(previous); err != nil {
 		return fail(err)
+	}
+	inst := filepath.Join(keep, keptInstance)
+	from := theirs.Root
+	if base != nil {
+		from = base.Root
+	}
+	if from != inst {
+		if _, err := os.Lstat(inst); err == nil {
+			// Not the base (one staged again, or none): removed with the
+			// staging directory.
+			if err := os.Rename(inst, filepath.Join(staging, "stale-base")); err != nil {
+				return fail(err)
+			}
+		}
+		if err := os.Rename(from, inst); err != nil {
+			return fail(err)
+		}
 	}
 	var prev *instance.Instance
 	if base != nil {
-		if err := os.Rename(base.Root, filepath.Join(keep, keptPrevious)); err != nil {
+		if err := os.Mkdir(previous, 0o700); err != nil {
 			return fail(err)
 		}
-		p, _ := instance.At(filepath.Join(keep, keptPrevious))
+		for _, p := range changed {
+			if own(p) {
+				continue
+			}
+			if err := take(inst, previous, theirs.Root, filepath.FromSlash(p)); err != nil {
+				return fail(err)
+			}
+		}
+		p, _ := instance.At(previous)
 		prev = &p
-	}
-	inst := filepath.Join(keep, keptInstance)
-	if _, err := os.Lstat(inst); err == nil {
-		// Not the base (a base staged again from the repository, or none):
-		// removed with the staging directory.
-		if err := os.Rename(inst, filepath.Join(staging, "stale-base")); err != nil {
-			return fail(err)
-		}
-	}
-	if err := os.Rename(theirs.Root, inst); err != nil {
-		return fail(err)
 	}
 	if err := kr.Write(keptSnapshot, []byte(id+"\n"), 0o600); err != nil {
 		return fail(err)
 	}
 	kept, _ := instance.At(inst)
 	return prev, kept, nil
+}
+
+// take moves the file rel of inst (if any; a directory where theirs has
+// a file, whole) to previous and the file rel of theirs (if any) to inst.
+// Each directory is one of these trees, made by this package
+// (stageSnapshot, keepBase, KeepBase); no link moves.
+func take(inst, previous, theirs, rel string) error {
+	move := func(from, to string) error {
+		fi, err := os.Lstat(from)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil // none there, or a file where a directory was
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() && !fi.IsDir() {
+			return nil
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			return err
+		}
+		return os.Rename(from, to)
+	}
+	if err := move(filepath.Join(inst, rel), filepath.Join(previous, rel)); err != nil {
+		return err
+	}
+	return move(filepath.Join(theirs, rel), filepath.Join(inst, rel))
 }
 
 // mark writes the mark of a memory merge beside the kept base and

@@ -24,11 +24,15 @@ import (
 // A sync's staging. Sync reads another device's snapshot with one restic
 // call, `restic dump --archive tar SNAPSHOT PATH`: the snapshot's files as
 // a tar stream, read here, never unpacked by a tool. Of the parts a sync
-// reads (syncParts), each file equal to the same file of the base the
-// last sync from that device kept is a hard link to it in the staging
-// directory; only the others are written. So the staged snapshot is a
-// whole instance directory for the merge and the next base, and the paths
-// that differ from the base are known without comparing two trees again.
+// reads (syncParts), only the files that differ from the base the last
+// sync from that device kept are written in the staging directory; of the
+// parts read whole (the vault, the review list, the policy) the others
+// are hard links to the base's. The merge reads a share of the snapshot
+// as the staged file where it changed and the base's elsewhere
+// (overlay), and the kept base becomes the snapshot by taking the changed
+// files in place (keepBase). So the paths that differ from the base are
+// known without comparing two trees again, and a sync writes, links and
+// removes in proportion to what changed, not to the instance.
 // (A restic restore of only the changed paths would need one --include
 // pattern per path, which restic matches against every file of the
 // snapshot, and a restic diff the base snapshot, which the other device's
@@ -36,7 +40,8 @@ import (
 
 // staged is a snapshot staged for a sync.
 type staged struct {
-	// Dir is the staged instance directory.
+	// Dir is the staged instance directory: whole without a base; with
+	// one, the sparse parts hold only the files in Changed.
 	Dir string
 	// Changed are the paths (slash, relative to the instance) whose file
 	// differs from the base: written here, or the base's and not in the
@@ -160,6 +165,9 @@ func (st *stager) read(tr *tar.Reader, prefix string) error {
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
+			if st.base != "" && sparse(rel) {
+				continue // made for the files written below it
+			}
 			if err := os.MkdirAll(st.path(st.dir, rel), 0o700); err != nil {
 				return errs.Wrap(errs.Failure, err, "stage %s", rel)
 			}
@@ -183,16 +191,30 @@ func (st *stager) read(tr *tar.Reader, prefix string) error {
 
 func (st *stager) path(root, rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
 
-// file stages the file rel: a link to the base's when the same, else
-// written.
+// sparseParts are the shares a staging against a base holds only the
+// changed files of: the merge reads them by path (overlay), and the kept
+// base takes those files in place (keepBase). The other parts are read
+// whole (the vault, the review list, the policy) and staged whole.
+var sparseParts = []string{"memory", "playbooks", "skills", "agents"}
+
+func sparse(rel string) bool {
+	top, _, _ := strings.Cut(rel, "/")
+	return slices.Contains(sparseParts, top)
+}
+
+// file stages the file rel: when the same as the base's, nothing in a
+// sparse part, else a link to it; else written.
 func (st *stager) file(rel string, data []byte) error {
 	st.seen[rel] = true
 	to := st.path(st.dir, rel)
-	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
-		return err
-	}
 	if st.base != "" {
 		if same, err := st.sameAsBase(rel, data); err == nil && same {
+			if sparse(rel) {
+				return nil
+			}
+			if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+				return err
+			}
 			if os.Link(st.path(st.base, rel), to) == nil {
 				return nil
 			}
@@ -201,6 +223,9 @@ func (st *stager) file(rel string, data []byte) error {
 		}
 	}
 	st.out.Changed = append(st.out.Changed, rel)
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		return err
+	}
 	return writeNew(to, data)
 }
 

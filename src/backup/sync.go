@@ -204,6 +204,12 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 			m.known = append(m.known, p)
 		}
 	}
+	if base != nil {
+		m.staged = map[string]bool{}
+		for _, p := range sg.Changed {
+			m.staged[p] = true
+		}
+	}
 	if err := m.run(); err != nil {
 		return res, err
 	}
@@ -214,8 +220,9 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 	// The merged snapshot is the base of the next sync from its device;
 	// without WithPolicy its policy and grants are not merged, so the base
 	// keeps those the last base had.
-	if !o.WithPolicy {
-		if err := keepPolicy(base, theirs); err != nil {
+	keepOwn := func(p string) bool { return !o.WithPolicy && (p == "policy.yaml" || strings.HasPrefix(p, "grants/")) }
+	if base == nil && !o.WithPolicy {
+		if err := dropPolicy(theirs); err != nil {
 			return res, err
 		}
 	}
@@ -224,7 +231,7 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 	// that merge (finishMemory) rather than merging the same snapshot
 	// again, which would count a memory's reinforcements twice.
 	keep := SyncBase(in, snap.Device)
-	prev, kept, err := keepBase(keep, base, theirs, snap.ID, staging)
+	prev, kept, err := keepBase(keep, base, theirs, sg.Changed, keepOwn, snap.ID, staging)
 	if err != nil {
 		return res, err
 	}
@@ -248,7 +255,7 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 		if err := fault("memory"); err != nil {
 			return res, err
 		}
-		m.base, m.theirs = prev, kept
+		m.base, m.theirs, m.staged = prev, kept, nil
 		if err := m.memory(memPaths); err != nil {
 			return res, err
 		}
@@ -381,6 +388,34 @@ type merger struct {
 	listed bool
 	known  []string
 	bad    map[string]string
+	// staged, when set, are the paths staged of a sparse staging (the
+	// files of theirs that differ from base): theirs of a sparse part is
+	// read through overlay.
+	staged map[string]bool
+}
+
+// theirsTree is dir (relative to the instance) of theirs.
+func (m *merger) theirsTree(dir string) layer.Tree {
+	t := treeOf(&m.theirs, dir)
+	if m.staged == nil || !sparse(dir) {
+		return t
+	}
+	return overlay{staged: t, base: treeOf(m.base, dir), changed: m.staged, dir: dir}
+}
+
+// overlay is a share of a sparse staging: a path that changed is the
+// staged file (or none: removed), any other the base's.
+type overlay struct {
+	staged, base layer.Tree
+	changed      map[string]bool
+	dir          string
+}
+
+func (t overlay) Get(p string) (layer.Version, error) {
+	if t.changed[path.Join(t.dir, p)] {
+		return t.staged.Get(p)
+	}
+	return t.base.Get(p)
 }
 
 // treeOf is dir (relative to the instance) of in; of no instance, no file.
@@ -511,7 +546,7 @@ func (m *merger) memory(paths []string) error {
 		// With no base the memory log's base is what both logs begin
 		// with: MergeLayer appends what theirs adds to it.
 		o, err1 := treeOf(&m.ours, "memory").Get("history.jsonl")
-		t, err2 := treeOf(&m.theirs, "memory").Get("history.jsonl")
+		t, err2 := m.theirsTree("memory").Get("history.jsonl")
 		if err1 == nil && err2 == nil {
 			base = logBase{base, layer.Of(commonLines(o.Data, t.Data))}
 		}
@@ -519,7 +554,7 @@ func (m *merger) memory(paths []string) error {
 	// No stamp: a memory taken stays byte for byte what the other device
 	// holds, so that when it comes back from there it is the same file,
 	// not a second add of it (the audit log records the sync).
-	outs, err := memory.MergeLayer(m.ours.FS(), "memory", base, treeOf(&m.theirs, "memory"), paths, "")
+	outs, err := memory.MergeLayer(m.ours.FS(), "memory", base, m.theirsTree("memory"), paths, "")
 	if err != nil {
 		return errs.Wrap(errs.Failure, err, "merge the memories of %s", m.snap.Device)
 	}
@@ -544,7 +579,7 @@ func (m *merger) share(dir, lock string) error {
 		return err
 	}
 	defer unlock()
-	outs := layer.Trees(paths, treeOf(m.base, dir), treeOf(&m.ours, dir), treeOf(&m.theirs, dir), nil)
+	outs := layer.Trees(paths, treeOf(m.base, dir), treeOf(&m.ours, dir), m.theirsTree(dir), nil)
 	if err := layer.Apply(m.ours.FS(), dir, outs); err != nil {
 		return errs.Wrap(errs.Failure, err, "merge %s of %s", dir, m.snap.Device)
 	}
@@ -588,7 +623,7 @@ func (m *merger) policy() error {
 	if m.bad[p] != "" {
 		return nil
 	}
-	outs := layer.Trees([]string{p}, treeOf(m.base, "."), treeOf(&m.ours, "."), treeOf(&m.theirs, "."), nil)
+	outs := layer.Trees([]string{p}, treeOf(m.base, "."), treeOf(&m.ours, "."), m.theirsTree("."), nil)
 	o := &outs[0]
 	if o.Changed && !o.Conflict && o.Result.Exists {
 		if _, err := policy.Parse(m.ours.Policy(), o.Result.Data); err != nil {
@@ -783,40 +818,12 @@ func commonLines(a, b []byte) []byte {
 	return a[:n]
 }
 
-// keepPolicy puts the policy and grants of base (none: no base) in place
-// of to's.
-func keepPolicy(base *instance.Instance, to instance.Instance) error {
+// dropPolicy removes the policy and grants of the staged to: a base
+// without them (a first sync not WithPolicy merged none).
+func dropPolicy(to instance.Instance) error {
 	for _, p := range []string{to.Policy(), to.Grants()} {
 		if err := os.RemoveAll(p); err != nil {
 			return errs.Wrap(errs.Failure, err, "keep the base: %s", p)
-		}
-	}
-	if base == nil {
-		return nil
-	}
-	if b, err := base.FS().ReadFile(base.Policy(), instance.MaxTextFile); err == nil {
-		if err := to.FS().Write(to.Policy(), b, 0o600); err != nil {
-			return errs.Wrap(errs.Failure, err, "keep the base's policy")
-		}
-	}
-	ents, err := os.ReadDir(base.Grants())
-	if err != nil {
-		return nil
-	}
-	if err := os.MkdirAll(to.Grants(), 0o700); err != nil {
-		return errs.Wrap(errs.Failure, err, "keep the base's grants")
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		rel := filepath.Join("grants", e.Name())
-		b, err := base.FS().ReadFile(rel, layer.MaxFile)
-		if err == nil {
-			err = to.FS().Write(rel, b, 0o600)
-		}
-		if err != nil {
-			return errs.Wrap(errs.Failure, err, "keep the base's grants")
 		}
 	}
 	return nil

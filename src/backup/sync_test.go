@@ -361,15 +361,32 @@ func TestSyncStagesWhatChanged(t *testing.T) {
 	if fmt.Sprint(sg.Changed) != fmt.Sprint(want) || len(sg.Problems) != 0 {
 		t.Fatalf("changed %v problems %v, want %v", sg.Changed, sg.Problems, want)
 	}
-	for _, p := range []string{"config.yaml", "playbooks/weekly.md"} {
-		fs, err1 := os.Stat(filepath.Join(sg.Dir, p))
-		fb, err2 := os.Stat(filepath.Join(base, p))
-		if err1 != nil || err2 != nil || !os.SameFile(fs, fb) {
-			t.Errorf("%s: staged is not the base's file (%v %v)", p, err1, err2)
-		}
+	fs, err1 := os.Stat(filepath.Join(sg.Dir, "config.yaml"))
+	fb, err2 := os.Stat(filepath.Join(base, "config.yaml"))
+	if err1 != nil || err2 != nil || !os.SameFile(fs, fb) {
+		t.Errorf("config.yaml (read whole): staged is not the base's file (%v %v)", err1, err2)
+	}
+	if _, err := os.Lstat(filepath.Join(sg.Dir, "playbooks", "weekly.md")); err == nil {
+		t.Error("an unchanged playbook was staged")
 	}
 	if got := read(t, instance.Instance{Root: sg.Dir}, "playbooks/daily.md"); !strings.Contains(got, "boiler") {
 		t.Errorf("staged daily playbook %q", got)
+	}
+	// The sync's kept base is the snapshot: the changed files taken in
+	// place, the others as they were.
+	syncAs(t, b, r, "desktop", false)
+	kept := instance.Instance{Root: base}
+	if got := read(t, kept, "playbooks/daily.md"); !strings.Contains(got, "boiler") {
+		t.Errorf("kept daily playbook %q", got)
+	}
+	if got := read(t, kept, "playbooks/weekly.md"); !strings.Contains(got, "send it") {
+		t.Errorf("kept weekly playbook %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(base, "memory", "active", id+".md")); err != nil {
+		t.Errorf("the new memory is not in the kept base: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(SyncBase(b, "laptop"), keptPrevious)); err == nil {
+		t.Error("the previous base was left after the sync")
 	}
 }
 
