@@ -173,6 +173,9 @@ func (st *stager) read(tr *tar.Reader, prefix string) error {
 			}
 		case tar.TypeReg:
 			if h.Size > layer.MaxFile {
+				// Seen, as the entries below: not taken, nor a removal of
+				// the base's file.
+				st.seen[rel] = true
 				st.problem("%s in the snapshot of %s is larger than %d bytes: not taken", rel, st.snap.Device, layer.MaxFile)
 				continue
 			}
@@ -184,6 +187,7 @@ func (st *stager) read(tr *tar.Reader, prefix string) error {
 				return errs.Wrap(errs.Failure, err, "stage %s", rel)
 			}
 		default:
+			st.seen[rel] = true
 			st.problem("%s in the snapshot of %s is not a regular file: not taken", rel, st.snap.Device)
 		}
 	}

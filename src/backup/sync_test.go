@@ -400,12 +400,26 @@ func TestSyncTakesWhatReads(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(a.Root, "playbooks", "passwd.md")); err != nil {
 		t.Fatal(err)
 	}
+	// A file of the base that is a link in the snapshot is not a removal.
+	daily := read(t, b, "playbooks/daily.md")
+	if err := os.Remove(filepath.Join(a.Root, "playbooks", "daily.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(a.Root, "playbooks", "daily.md")); err != nil {
+		t.Fatal(err)
+	}
 	backupAs(t, a, r, "laptop")
 	res := syncAs(t, b, r, "desktop", false)
+	if got := read(t, b, "playbooks/daily.md"); got != daily {
+		t.Errorf("daily playbook here %q, want it as it was (%q)", got, daily)
+	}
 	if _, ok := texts(t, b)["the car is due for its inspection"]; !ok {
 		t.Errorf("the good memory was not merged: %+v", res)
 	}
 	problems := strings.Join(res.Problems, "\n")
+	if !strings.Contains(strings.Join(res.Problems, "\n"), "playbooks/daily.md") {
+		t.Errorf("no problem names the linked daily playbook: %q", res.Problems)
+	}
 	for _, p := range []string{"memory/active/mem_broken_001.md", "playbooks/passwd.md"} {
 		if !strings.Contains(problems, p) {
 			t.Errorf("no problem names %s: %q", p, problems)
