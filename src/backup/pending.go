@@ -111,11 +111,12 @@ func keepBase(keep string, base *instance.Instance, theirs instance.Instance, ch
 }
 
 // take moves the file rel of inst (if any; a directory where theirs has
-// a file, whole) to previous and the file rel of theirs (if any) to inst.
+// a file, whole) to previous and the regular file rel of theirs (if any)
+// to inst.
 // Each directory is one of these trees, made by this package
 // (stageSnapshot, keepBase, KeepBase); no link moves.
 func take(inst, previous, theirs, rel string) error {
-	move := func(from, to string) error {
+	move := func(from, to string, dirs bool) error {
 		fi, err := os.Lstat(from)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil // none there, or a file where a directory was
@@ -123,7 +124,7 @@ func take(inst, previous, theirs, rel string) error {
 		if err != nil {
 			return err
 		}
-		if !fi.Mode().IsRegular() && !fi.IsDir() {
+		if !fi.Mode().IsRegular() && !(dirs && fi.IsDir()) {
 			return nil
 		}
 		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
@@ -131,10 +132,11 @@ func take(inst, previous, theirs, rel string) error {
 		}
 		return os.Rename(from, to)
 	}
-	if err := move(filepath.Join(inst, rel), filepath.Join(previous, rel)); err != nil {
+	if err := move(filepath.Join(inst, rel), filepath.Join(previous, rel), true); err != nil {
 		return err
 	}
-	return move(filepath.Join(theirs, rel), filepath.Join(inst, rel))
+	// A directory of theirs is taken file by file (each is in changed).
+	return move(filepath.Join(theirs, rel), filepath.Join(inst, rel), false)
 }
 
 // mark writes the mark of a memory merge beside the kept base and

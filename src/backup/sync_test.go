@@ -506,3 +506,41 @@ func TestSyncNeutralises(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncTypeChange: a directory of the base that is a file in the
+// snapshot, and a file that is a directory, do not merge (each path is
+// reported, this device's left as it is), and the sync keeps the
+// snapshot as the next base.
+func TestSyncTypeChange(t *testing.T) {
+	a, b, r := twoDevices(t)
+	write(t, a, "skills/notes/SKILL.md", "# Notes\n")
+	write(t, a, "agents/helper.md", "# Helper\n")
+	backupAs(t, a, r, "laptop")
+	syncAs(t, b, r, "desktop", false)
+	if err := os.RemoveAll(filepath.Join(a.Root, "skills", "notes")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a, "skills/notes", "now a file\n")
+	if err := os.Remove(filepath.Join(a.Root, "agents", "helper.md")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a, "agents/helper.md/README.md", "now a directory\n")
+	backupAs(t, a, r, "laptop")
+	res := syncAs(t, b, r, "desktop", false)
+	problems := strings.Join(res.Problems, "\n")
+	for _, p := range []string{"skills/notes:", "skills/notes/SKILL.md:", "agents/helper.md:", "agents/helper.md/README.md:"} {
+		if !strings.Contains(problems, p) {
+			t.Errorf("no problem names %s: %q", p, problems)
+		}
+	}
+	if read(t, b, "skills/notes/SKILL.md") != "# Notes\n" || read(t, b, "agents/helper.md") != "# Helper\n" {
+		t.Error("this device's files changed")
+	}
+	kept := instance.Instance{Root: filepath.Join(SyncBase(b, "laptop"), keptInstance)}
+	if got := read(t, kept, "skills/notes"); got != "now a file\n" {
+		t.Errorf("kept skills/notes %q", got)
+	}
+	if got := read(t, kept, "agents/helper.md/README.md"); got != "now a directory\n" {
+		t.Errorf("kept agents/helper.md/README.md %q", got)
+	}
+}
