@@ -23,10 +23,12 @@ func newSyncCmd(a *app) *cobra.Command {
 		Use:   "sync",
 		Short: "Merge another device's newest backup into this instance, then back up",
 		Long: `Take the newest snapshot another device backed up to this instance's
-repository (hobbs backup init REPO on each device, the same REPO), restore
-it into a staging directory beside the instance, check it as hobbs restore
-does, and merge it into this instance; then back this instance up, so that
-the other device takes the merge at its next sync.
+repository (hobbs backup init REPO on each device, the same REPO), fetch
+what changed of it since the last sync from that device into a staging
+directory beside the instance, check what came in (all of it, as hobbs
+restore does, at the first sync from a device), and merge it into this
+instance; then back this instance up, so that the other device takes the
+merge at its next sync.
 
 The merge is three-way against the snapshot of that device this device
 merged last (kept beside the instance): memories by meaning (both

@@ -107,21 +107,40 @@ func (r *Restic) run(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 // stream runs restic with args, calling line for each line of its
-// stdout. A repository locked by a restic that no longer runs (killed, the
-// machine gone down) is unlocked (restic unlock removes only such stale
-// locks) and the command run once more.
+// stdout (read).
 func (r *Restic) stream(ctx context.Context, line func([]byte), args ...string) error {
-	err := r.stream1(ctx, line, args...)
+	return r.read(ctx, lines(line), args...)
+}
+
+// lines is a reader of restic's stdout that calls line for each line.
+func lines(line func([]byte)) func(io.Reader) error {
+	return func(out io.Reader) error {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			line(sc.Bytes())
+		}
+		return nil
+	}
+}
+
+// read runs restic with args, handing its stdout to consume (what consume
+// leaves unread is drained). consume's error, when restic succeeded, is
+// the error. A repository locked by a restic that no longer runs (killed,
+// the machine gone down) is unlocked (restic unlock removes only such
+// stale locks) and the command run once more.
+func (r *Restic) read(ctx context.Context, consume func(io.Reader) error, args ...string) error {
+	err := r.read1(ctx, consume, args...)
 	if errs.AdviceOf(err).Kind != RepoLocked || args[0] == "unlock" {
 		return err
 	}
-	if uerr := r.stream1(ctx, func([]byte) {}, "unlock"); uerr != nil {
+	if uerr := r.read1(ctx, lines(func([]byte) {}), "unlock"); uerr != nil {
 		return err
 	}
-	return r.stream1(ctx, line, args...)
+	return r.read1(ctx, consume, args...)
 }
 
-func (r *Restic) stream1(ctx context.Context, line func([]byte), args ...string) error {
+func (r *Restic) read1(ctx context.Context, consume func(io.Reader) error, args ...string) error {
 	cmd, closeFn, err := r.command(ctx, args...)
 	if err != nil {
 		return err
@@ -141,11 +160,7 @@ func (r *Restic) stream1(ctx context.Context, line func([]byte), args ...string)
 		return errs.Wrap(errs.Failure, err, "start restic")
 	}
 	closeFn()
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		line(sc.Bytes())
-	}
+	cerr := consume(stdout)
 	_, _ = io.Copy(io.Discard, stdout)
 	err = cmd.Wait()
 	if ctx.Err() != nil {
@@ -154,7 +169,7 @@ func (r *Restic) stream1(ctx context.Context, line func([]byte), args ...string)
 	if err != nil {
 		return resticError(r.Repo, args[0], stderr.String(), err)
 	}
-	return nil
+	return cerr
 }
 
 // limited writes at most n bytes to w and drops the rest.

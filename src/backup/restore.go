@@ -61,47 +61,20 @@ type RestoreResult struct {
 // staging directory removed.
 func Restore(ctx context.Context, o RestoreOptions) (res RestoreResult, err error) {
 	in := o.Instance
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	step := func(s string) {
-		if o.Progress != nil {
-			o.Progress(s)
-		}
-	}
+	now, step := clock(o.Now), progress(o.Progress)
 	res.Instance = in.Root
-	if instance.InContainer() {
-		return res, errs.Usagef("restores are made on the host").Advise(OnTheHost)
-	}
-	if _, err := o.Restic.Version(ctx); err != nil {
-		return res, err
-	}
-	snaps, err := List(ctx, o.Restic)
-	if err != nil {
-		return res, err
-	}
-	snap, err := pick(snaps, o.Snapshot, o.Device)
-	if err != nil {
-		return res, err
-	}
+	snaps, snap, err := begin(ctx, o.Restic, "restores", o.Version, func(snaps []Snapshot) (Snapshot, error) {
+		return pick(snaps, o.Snapshot, o.Device)
+	})
 	res.Snapshot = snap
-	if err := CheckVersion(snap, o.Version); err != nil {
+	if err != nil {
 		return res, err
 	}
-	parent := filepath.Dir(in.Root)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "create %s", parent)
-	}
-	staging, err := os.MkdirTemp(parent, "."+filepath.Base(in.Root)+".restore-")
+	staging, err := stagingDir(in, "restore")
 	if err != nil {
-		return res, errs.Wrap(errs.Failure, err, "create a staging directory beside %s", in.Root)
+		return res, err
 	}
-	defer func() {
-		if rerr := os.RemoveAll(staging); rerr != nil && err == nil {
-			err = errs.Wrap(errs.Failure, rerr, "remove the staging directory %s", staging)
-		}
-	}()
+	defer removeStaging(staging, &err)
 	step("restore")
 	staged, err := restoreInto(ctx, o.Restic, snap, staging)
 	if err != nil {
@@ -174,6 +147,68 @@ func Restore(ctx context.Context, o RestoreOptions) (res RestoreResult, err erro
 	audit.New(in.FS(), in.AuditLog()).Record(audit.Entry{Event: "backup.restore", Subject: snap.ShortID,
 		Detail: map[string]any{"repo": o.Restic.Repo, "device": snap.Device, "previous": res.Previous}}, nil)
 	return res, nil
+}
+
+// clock is now, else time.Now.
+func clock(now func() time.Time) func() time.Time {
+	if now != nil {
+		return now
+	}
+	return time.Now
+}
+
+// progress tells say (nil: no one) each step.
+func progress(say func(string)) func(string) {
+	return func(step string) {
+		if say != nil {
+			say(step)
+		}
+	}
+}
+
+// begin is what a restore and a sync (verb, plural) do first: on the
+// host, with a restic this package drives, the repository's hobbs
+// snapshots listed and the one choose picks refused when of a newer
+// format or hobbs than version. The snapshot chosen is returned with the
+// refusal.
+func begin(ctx context.Context, r *Restic, verb, version string, choose func([]Snapshot) (Snapshot, error)) ([]Snapshot, Snapshot, error) {
+	if instance.InContainer() {
+		return nil, Snapshot{}, errs.Usagef("%s are made on the host", verb).Advise(OnTheHost)
+	}
+	if _, err := r.Version(ctx); err != nil {
+		return nil, Snapshot{}, err
+	}
+	snaps, err := List(ctx, r)
+	if err != nil {
+		return nil, Snapshot{}, err
+	}
+	snap, err := choose(snaps)
+	if err != nil {
+		return snaps, Snapshot{}, err
+	}
+	return snaps, snap, CheckVersion(snap, version)
+}
+
+// stagingDir makes a staging directory beside in (kind: restore, sync):
+// host-only, on the instance's filesystem (a rename swaps it in).
+func stagingDir(in instance.Instance, kind string) (string, error) {
+	parent := filepath.Dir(in.Root)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", errs.Wrap(errs.Failure, err, "create %s", parent)
+	}
+	staging, err := os.MkdirTemp(parent, "."+filepath.Base(in.Root)+"."+kind+"-")
+	if err != nil {
+		return "", errs.Wrap(errs.Failure, err, "create a staging directory beside %s", in.Root)
+	}
+	return staging, nil
+}
+
+// removeStaging removes the staging directory, making a failure to the
+// error *err when there was none.
+func removeStaging(staging string, err *error) {
+	if rerr := os.RemoveAll(staging); rerr != nil && *err == nil {
+		*err = errs.Wrap(errs.Failure, rerr, "remove the staging directory %s", staging)
+	}
 }
 
 // pick chooses the snapshot to restore.

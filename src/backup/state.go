@@ -39,6 +39,9 @@ type State struct {
 type Synced struct {
 	Snapshot string    `json:"snapshot"`
 	Time     time.Time `json:"time"`
+	// Memory is the memory merge of Snapshot while it is not known to
+	// have finished (pending.go).
+	Memory *PendingMemory `json:"memory,omitempty"`
 }
 
 // Run is one backup's outcome.

@@ -8,14 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/hobbs-agent/hobbs/src/audit"
+	"github.com/hobbs-agent/hobbs/src/config"
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/instance"
 	"github.com/hobbs-agent/hobbs/src/layer"
@@ -28,12 +31,13 @@ import (
 
 // A second device. Devices share one repository and each backs up its own
 // snapshots (tagged with the device). Sync takes another device's newest
-// snapshot, restores it into a staging directory beside the instance
-// (host-only: nothing mounts it), verifies it as Restore does, and merges
-// it into the instance three-way (src/layer):
+// snapshot, stages what changed of it since the base into a directory
+// beside the instance (stage.go; host-only: nothing mounts it), checks
+// what came in (the first sync from a device: all of it, as Restore does),
+// and merges it into the instance three-way (src/layer):
 //
 //   - base: the snapshot of that device this device merged last, kept
-//     beside the instance (SyncBase) or restored again from the
+//     beside the instance (SyncBase) or staged again from the
 //     repository by its ID; none at the first sync (a union: a path both
 //     hold with different contents is a conflict);
 //   - ours: the instance; theirs: the staged snapshot.
@@ -46,6 +50,17 @@ import (
 // entries merge by name: an entry only the other device has is added; a
 // name with different values is a conflict, reported and never
 // overwritten.
+
+// syncFault, when set (tests), is called at the named points of a sync;
+// an error it returns fails the sync there.
+var syncFault func(point string) error
+
+func fault(point string) error {
+	if syncFault == nil {
+		return nil
+	}
+	return syncFault(point)
+}
 
 // SyncOptions are what Sync needs.
 type SyncOptions struct {
@@ -106,32 +121,13 @@ func SyncBase(in instance.Instance, device string) string {
 // Sync merges the newest snapshot of another device into o.Instance.
 func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 	in := o.Instance
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	step := func(s string) {
-		if o.Progress != nil {
-			o.Progress(s)
-		}
-	}
+	now, step := clock(o.Now), progress(o.Progress)
 	res.WithPolicy = o.WithPolicy
-	if instance.InContainer() {
-		return res, errs.Usagef("syncs are made on the host").Advise(OnTheHost)
-	}
-	if _, err := o.Restic.Version(ctx); err != nil {
-		return res, err
-	}
-	snaps, err := List(ctx, o.Restic)
-	if err != nil {
-		return res, err
-	}
-	snap, err := pickOther(snaps, o.Device, o.From)
-	if err != nil {
-		return res, err
-	}
+	snaps, snap, err := begin(ctx, o.Restic, "syncs", o.Version, func(snaps []Snapshot) (Snapshot, error) {
+		return pickOther(snaps, o.Device, o.From)
+	})
 	res.From, res.Snapshot = snap.Device, snap
-	if err := CheckVersion(snap, o.Version); err != nil {
+	if err != nil {
 		return res, err
 	}
 	// One sync of the instance at a time: a second would merge the same
@@ -147,73 +143,128 @@ func Sync(ctx context.Context, o SyncOptions) (res SyncResult, err error) {
 	}
 	last := st.Synced[snap.Device]
 	res.Base = last.Snapshot
+	if last.Memory != nil {
+		done := Snapshot{ID: last.Snapshot, ShortID: last.Snapshot[:min(8, len(last.Snapshot))], Device: snap.Device}
+		for _, s := range snaps {
+			if s.ID == last.Snapshot {
+				done = s
+			}
+		}
+		m := merger{o: o, res: &res, snap: done, ours: in, now: now()}
+		if err := m.finishMemory(last.Memory); err != nil {
+			return res, err
+		}
+	}
 	if last.Snapshot == snap.ID {
 		res.UpToDate = true
 		return res, nil
 	}
-	parent := filepath.Dir(in.Root)
-	staging, err := os.MkdirTemp(parent, "."+filepath.Base(in.Root)+".sync-")
-	if err != nil {
-		return res, errs.Wrap(errs.Failure, err, "create a staging directory beside %s", in.Root)
-	}
-	defer func() {
-		if rerr := os.RemoveAll(staging); rerr != nil && err == nil {
-			err = errs.Wrap(errs.Failure, rerr, "remove the staging directory %s", staging)
-		}
-	}()
-	step("restore")
-	staged, err := restoreInto(ctx, o.Restic, snap, filepath.Join(staging, "theirs"))
+	staging, err := stagingDir(in, "sync")
 	if err != nil {
 		return res, err
 	}
-	step("verify")
-	theirs, _ := instance.At(staged)
-	if _, err := Verify(theirs, o.Restic.Password, o.Passphrase); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "snapshot %s of %s restored but does not check out; nothing was merged", snap.ShortID, snap.Device).(*errs.Error).
-			Advise(NotVerified, "snapshot", snap.ShortID)
-	}
+	defer removeStaging(staging, &err)
 	base, problem := syncBase(ctx, o.Restic, in, snaps, last.Snapshot, snap.Device, filepath.Join(staging, "base"))
 	if problem != "" {
 		res.Problems = append(res.Problems, problem)
 		res.Base = ""
 	}
+	step("restore")
+	baseDir := ""
+	if base != nil {
+		baseDir = base.Root
+	}
+	sg, err := stageSnapshot(ctx, o.Restic, snap, baseDir, filepath.Join(staging, "theirs"))
+	if err != nil {
+		return res, err
+	}
+	res.Problems = append(res.Problems, sg.Problems...)
+	step("verify")
+	theirs, _ := instance.At(sg.Dir)
+	var bad map[string]string
+	if base == nil {
+		if _, err := Verify(theirs, o.Restic.Password, o.Passphrase); err != nil {
+			return res, errs.Wrap(errs.Failure, err, "snapshot %s of %s restored but does not check out; nothing was merged", snap.ShortID, snap.Device).(*errs.Error).
+				Advise(NotVerified, "snapshot", snap.ShortID)
+		}
+		// The index Verify built is this machine's, not the base's.
+		if err := os.RemoveAll(theirs.MemoryIndex()); err != nil {
+			return res, errs.Wrap(errs.Failure, err, "remove %s", theirs.MemoryIndex())
+		}
+	} else {
+		bad = verifyParts(theirs, sg.Changed)
+		for _, p := range slices.Sorted(maps.Keys(bad)) {
+			res.Problems = append(res.Problems, fmt.Sprintf("%s in the snapshot of %s does not read (%s): not merged", p, snap.Device, bad[p]))
+		}
+	}
 	step("merge")
-	m := merger{o: o, res: &res, snap: snap, ours: in, theirs: theirs, base: base, now: now()}
+	m := merger{o: o, res: &res, snap: snap, ours: in, theirs: theirs, base: base, now: now(), listed: true, bad: bad}
+	for _, p := range sg.Changed {
+		if bad[p] == "" {
+			m.known = append(m.known, p)
+		}
+	}
+	if base != nil {
+		m.staged = map[string]bool{}
+		for _, p := range sg.Changed {
+			m.staged[p] = true
+		}
+	}
 	if err := m.run(); err != nil {
+		return res, err
+	}
+	memPaths, err := m.changed("memory", derived)
+	if err != nil {
 		return res, err
 	}
 	// The merged snapshot is the base of the next sync from its device;
 	// without WithPolicy its policy and grants are not merged, so the base
 	// keeps those the last base had.
-	if !o.WithPolicy {
-		if err := keepPolicy(base, theirs); err != nil {
+	keepOwn := func(p string) bool { return !o.WithPolicy && (p == "policy.yaml" || strings.HasPrefix(p, "grants/")) }
+	if base == nil && !o.WithPolicy {
+		if err := dropPolicy(theirs); err != nil {
 			return res, err
 		}
 	}
+	// The new base is kept and recorded before a memory is written, with
+	// the memory merge as pending: a sync that fails after it finishes
+	// that merge (finishMemory) rather than merging the same snapshot
+	// again, which would count a memory's reinforcements twice.
 	keep := SyncBase(in, snap.Device)
-	if err := os.MkdirAll(filepath.Dir(keep), 0o700); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "create %s", filepath.Dir(keep))
+	prev, kept, err := keepBase(keep, base, theirs, sg.Changed, keepOwn, snap.ID, staging)
+	if err != nil {
+		return res, err
 	}
-	old := filepath.Join(staging, "old-base")
-	if err := os.Rename(keep, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return res, errs.Wrap(errs.Failure, err, "replace %s", keep)
-	}
-	if err := os.MkdirAll(keep, 0o700); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "create %s", keep)
-	}
-	if err := os.Rename(staged, filepath.Join(keep, "instance")); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "keep the base %s", keep)
-	}
-	if err := safefile.Beneath(keep).Write("snapshot", []byte(snap.ID+"\n"), 0o600); err != nil {
-		return res, errs.Wrap(errs.Failure, err, "keep the base %s", keep)
+	var pending *PendingMemory
+	if len(memPaths) > 0 {
+		since, err := mark(keep)
+		if err != nil {
+			return res, err
+		}
+		pending = &PendingMemory{Base: res.Base, Since: since, Paths: memPaths}
 	}
 	if err := updateState(in, func(s *State) {
 		if s.Synced == nil {
 			s.Synced = map[string]Synced{}
 		}
-		s.Synced[snap.Device] = Synced{Snapshot: snap.ID, Time: now().UTC()}
+		s.Synced[snap.Device] = Synced{Snapshot: snap.ID, Time: now().UTC(), Memory: pending}
 	}); err != nil {
 		return res, err
+	}
+	if pending != nil {
+		if err := fault("memory"); err != nil {
+			return res, err
+		}
+		m.base, m.theirs, m.staged = prev, kept, nil
+		if err := m.memory(memPaths); err != nil {
+			return res, err
+		}
+		if err := fault("merged"); err != nil {
+			return res, err
+		}
+		if err := memoryDone(in, keep, snap.Device); err != nil {
+			return res, err
+		}
 	}
 	if n := len(res.Held) + len(res.Conflicts) + len(res.VaultConflicts); n > 0 {
 		res.Advice = errs.NewAdvice(SyncConflicts, "device", snap.Device, "held", fmt.Sprint(len(res.Held)))
@@ -257,7 +308,7 @@ func pickOther(snaps []Snapshot, device, from string) (Snapshot, error) {
 }
 
 // syncBase is the instance of the snapshot id of device merged last: the
-// copy kept beside the instance, else restored again from the repository
+// copy kept beside the instance, else staged again from the repository
 // into dir. Without one (a first sync, or the base is gone) it is nil,
 // with a problem saying why when there should have been one.
 func syncBase(ctx context.Context, r *Restic, in instance.Instance, snaps []Snapshot, id, device, dir string) (*instance.Instance, string) {
@@ -275,14 +326,50 @@ func syncBase(ctx context.Context, r *Restic, in instance.Instance, snaps []Snap
 		if s.ID != id {
 			continue
 		}
-		staged, err := restoreInto(ctx, r, s, dir)
+		sg, err := stageSnapshot(ctx, r, s, "", dir)
 		if err != nil {
 			return nil, fmt.Sprintf("the base (snapshot %s of %s) did not restore (%v): merged as a first sync", s.ShortID, device, err)
 		}
-		bin, _ := instance.At(staged)
+		bin, _ := instance.At(sg.Dir)
 		return &bin, ""
 	}
 	return nil, fmt.Sprintf("the base (snapshot %.8s of %s) is no longer in the repository: merged as a first sync", id, device)
+}
+
+// verifyParts checks the staged files of changed that a merge reads by
+// their format: memories, config.yaml and policy.yaml parse. It returns
+// the paths that do not, with why.
+func verifyParts(theirs instance.Instance, changed []string) map[string]string {
+	bad := map[string]string{}
+	for _, p := range changed {
+		tier := memory.Tier("")
+		switch {
+		case strings.HasPrefix(p, "memory/active/"):
+			tier = memory.Active
+		case strings.HasPrefix(p, "memory/archive/"):
+			tier = memory.Archive
+		case p != "config.yaml" && p != "policy.yaml":
+			continue
+		}
+		data, err := theirs.FS().ReadFile(filepath.FromSlash(p), layer.MaxFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed there
+		}
+		if err == nil {
+			switch {
+			case p == "config.yaml":
+				_, err = config.Load(theirs.FS(), theirs.Config())
+			case p == "policy.yaml":
+				_, err = policy.Parse(theirs.Policy(), data)
+			case strings.HasSuffix(p, ".md") && !strings.HasPrefix(path.Base(p), "."):
+				_, err = memory.Parse(data, tier)
+			}
+		}
+		if err != nil {
+			bad[p] = err.Error()
+		}
+	}
+	return bad
 }
 
 // merger is one sync's merge.
@@ -294,6 +381,41 @@ type merger struct {
 	base         *instance.Instance // nil: none
 	now          time.Time
 	conflicts    []provenance.Pending
+	// listed: known are the paths (relative to the instance) whose file
+	// differs between base and theirs, as staging found them; else the
+	// trees are compared. bad are the paths of theirs that do not read,
+	// never merged.
+	listed bool
+	known  []string
+	bad    map[string]string
+	// staged, when set, are the paths staged of a sparse staging (the
+	// files of theirs that differ from base): theirs of a sparse part is
+	// read through overlay.
+	staged map[string]bool
+}
+
+// theirsTree is dir (relative to the instance) of theirs.
+func (m *merger) theirsTree(dir string) layer.Tree {
+	t := treeOf(&m.theirs, dir)
+	if m.staged == nil || !sparse(dir) {
+		return t
+	}
+	return overlay{staged: t, base: treeOf(m.base, dir), changed: m.staged, dir: dir}
+}
+
+// overlay is a share of a sparse staging: a path that changed is the
+// staged file (or none: removed), any other the base's.
+type overlay struct {
+	staged, base layer.Tree
+	changed      map[string]bool
+	dir          string
+}
+
+func (t overlay) Get(p string) (layer.Version, error) {
+	if t.changed[path.Join(t.dir, p)] {
+		return t.staged.Get(p)
+	}
+	return t.base.Get(p)
 }
 
 // treeOf is dir (relative to the instance) of in; of no instance, no file.
@@ -308,10 +430,11 @@ type noTree struct{}
 
 func (noTree) Get(string) (layer.Version, error) { return layer.Absent, nil }
 
-// run merges. The memories go last of the parts that can fail: merging
-// the same snapshot again after a failure (the base is recorded only when
-// all is done) takes a line-wise change once more as the same change, but
-// would count a memory's reinforcements twice.
+// run merges all but the memories (Sync merges those once the new base
+// is recorded). Each part merges the same way again after a failure: a
+// line-wise change taken is the same change on both sides, a vault entry
+// taken is the same value, a held or forwarded change already waiting is
+// not held again.
 func (m *merger) run() error {
 	for _, share := range syncShares {
 		if err := m.share(share, share); err != nil {
@@ -322,9 +445,6 @@ func (m *merger) run() error {
 		if err := m.policy(); err != nil {
 			return err
 		}
-	}
-	if err := m.memory(); err != nil {
-		return err
 	}
 	m.vault()
 	held, err := m.hold()
@@ -346,6 +466,15 @@ func (m *merger) run() error {
 // skip leaves a path (relative to dir) out. What is neither a directory
 // nor a regular file in theirs is a problem, not merged.
 func (m *merger) changed(dir string, skip func(p string) bool) ([]string, error) {
+	if m.listed {
+		var out []string
+		for _, p := range m.known {
+			if rel, ok := strings.CutPrefix(p, dir+"/"); ok && (skip == nil || !skip(rel)) {
+				out = append(out, rel)
+			}
+		}
+		return out, nil
+	}
 	files := map[string]bool{}
 	list := func(in *instance.Instance, note bool) error {
 		if in == nil {
@@ -407,18 +536,17 @@ func derived(p string) bool {
 	return b == ".lock" || strings.HasSuffix(b, ".lock") || p == ".index" || strings.HasPrefix(p, ".index/") || strings.HasPrefix(b, ".tmp-")
 }
 
-// memory merges the memories by meaning.
-func (m *merger) memory() error {
-	paths, err := m.changed("memory", derived)
-	if err != nil || len(paths) == 0 {
-		return err
+// memory merges paths (relative to the memory directory) by meaning.
+func (m *merger) memory(paths []string) error {
+	if len(paths) == 0 {
+		return nil
 	}
 	base := treeOf(m.base, "memory")
 	if m.base == nil {
 		// With no base the memory log's base is what both logs begin
 		// with: MergeLayer appends what theirs adds to it.
 		o, err1 := treeOf(&m.ours, "memory").Get("history.jsonl")
-		t, err2 := treeOf(&m.theirs, "memory").Get("history.jsonl")
+		t, err2 := m.theirsTree("memory").Get("history.jsonl")
 		if err1 == nil && err2 == nil {
 			base = logBase{base, layer.Of(commonLines(o.Data, t.Data))}
 		}
@@ -426,11 +554,17 @@ func (m *merger) memory() error {
 	// No stamp: a memory taken stays byte for byte what the other device
 	// holds, so that when it comes back from there it is the same file,
 	// not a second add of it (the audit log records the sync).
-	outs, err := memory.MergeLayer(m.ours.FS(), "memory", base, treeOf(&m.theirs, "memory"), paths, "")
+	outs, err := memory.MergeLayer(m.ours.FS(), "memory", base, m.theirsTree("memory"), paths, "")
 	if err != nil {
 		return errs.Wrap(errs.Failure, err, "merge the memories of %s", m.snap.Device)
 	}
 	m.outcomes("memory", outs)
+	held, err := m.hold()
+	if err != nil {
+		return err
+	}
+	m.res.Held = append(m.res.Held, held...)
+	sort.Strings(m.res.Changed)
 	return nil
 }
 
@@ -445,7 +579,7 @@ func (m *merger) share(dir, lock string) error {
 		return err
 	}
 	defer unlock()
-	outs := layer.Trees(paths, treeOf(m.base, dir), treeOf(&m.ours, dir), treeOf(&m.theirs, dir), nil)
+	outs := layer.Trees(paths, treeOf(m.base, dir), treeOf(&m.ours, dir), m.theirsTree(dir), nil)
 	if err := layer.Apply(m.ours.FS(), dir, outs); err != nil {
 		return errs.Wrap(errs.Failure, err, "merge %s of %s", dir, m.snap.Device)
 	}
@@ -486,7 +620,10 @@ func (m *merger) policy() error {
 	}
 	defer unlock()
 	const p = "policy.yaml"
-	outs := layer.Trees([]string{p}, treeOf(m.base, "."), treeOf(&m.ours, "."), treeOf(&m.theirs, "."), nil)
+	if m.bad[p] != "" {
+		return nil
+	}
+	outs := layer.Trees([]string{p}, treeOf(m.base, "."), treeOf(&m.ours, "."), m.theirsTree("."), nil)
 	o := &outs[0]
 	if o.Changed && !o.Conflict && o.Result.Exists {
 		if _, err := policy.Parse(m.ours.Policy(), o.Result.Data); err != nil {
@@ -565,13 +702,9 @@ func (m *merger) hold() ([]provenance.Item, error) {
 		return nil, nil
 	}
 	store := provenance.ForReview(m.ours.FS(), m.o.Audit)
-	waiting, err := store.List(false)
+	have, err := waiting(store)
 	if err != nil {
 		return nil, err
-	}
-	have := map[string]bool{}
-	for _, it := range waiting {
-		have[it.Path+" "+it.After] = true
 	}
 	var todo []provenance.Pending
 	for _, c := range m.conflicts {
@@ -583,10 +716,25 @@ func (m *merger) hold() ([]provenance.Item, error) {
 			todo = append(todo, c)
 		}
 	}
+	m.conflicts = nil
 	if len(todo) == 0 {
 		return nil, nil
 	}
 	return store.HoldSet(m.session("changed on both devices: this one and "+m.snap.Device), todo)
+}
+
+// waiting is the changes waiting in the review store, each as its path
+// and the hash of its text ("" a removal).
+func waiting(store *provenance.Store) (map[string]bool, error) {
+	items, err := store.List(false)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, it := range items {
+		have[it.Path+" "+it.After] = true
+	}
+	return have, nil
 }
 
 // forward holds here what the other device holds for review (waiting
@@ -609,8 +757,12 @@ func (m *merger) forward() ([]provenance.Item, error) {
 	}
 	var out []provenance.Item
 	store := provenance.ForReview(m.ours.FS(), m.o.Audit)
+	have, err := waiting(store)
+	if err != nil {
+		return nil, err
+	}
 	for _, it := range items {
-		if old[it.ID+" "+it.After] || len(it.Sessions) == 0 {
+		if old[it.ID+" "+it.After] || len(it.Sessions) == 0 || have[it.Path+" "+it.After] {
 			continue
 		}
 		before, after, err := theirs.Content(it.ID)
@@ -666,40 +818,12 @@ func commonLines(a, b []byte) []byte {
 	return a[:n]
 }
 
-// keepPolicy puts the policy and grants of base (none: no base) in place
-// of to's.
-func keepPolicy(base *instance.Instance, to instance.Instance) error {
+// dropPolicy removes the policy and grants of the staged to: a base
+// without them (a first sync not WithPolicy merged none).
+func dropPolicy(to instance.Instance) error {
 	for _, p := range []string{to.Policy(), to.Grants()} {
 		if err := os.RemoveAll(p); err != nil {
 			return errs.Wrap(errs.Failure, err, "keep the base: %s", p)
-		}
-	}
-	if base == nil {
-		return nil
-	}
-	if b, err := base.FS().ReadFile(base.Policy(), instance.MaxTextFile); err == nil {
-		if err := to.FS().Write(to.Policy(), b, 0o600); err != nil {
-			return errs.Wrap(errs.Failure, err, "keep the base's policy")
-		}
-	}
-	ents, err := os.ReadDir(base.Grants())
-	if err != nil {
-		return nil
-	}
-	if err := os.MkdirAll(to.Grants(), 0o700); err != nil {
-		return errs.Wrap(errs.Failure, err, "keep the base's grants")
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		rel := filepath.Join("grants", e.Name())
-		b, err := base.FS().ReadFile(rel, layer.MaxFile)
-		if err == nil {
-			err = to.FS().Write(rel, b, 0o600)
-		}
-		if err != nil {
-			return errs.Wrap(errs.Failure, err, "keep the base's grants")
 		}
 	}
 	return nil

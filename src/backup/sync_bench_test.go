@@ -55,6 +55,13 @@ func BenchmarkSyncMerge(b *testing.B) {
 		if err := m.run(); err != nil {
 			b.Fatal(err)
 		}
+		paths, err := m.changed("memory", derived)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.memory(paths); err != nil {
+			b.Fatal(err)
+		}
 		b.StopTimer()
 		if len(res.Changed) < 1000 || len(res.Held) != 0 {
 			b.Fatalf("merged %d paths, held %d", len(res.Changed), len(res.Held))

