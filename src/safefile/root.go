@@ -687,6 +687,28 @@ func (r Root) Rename(oldpath, newpath string) error {
 	return nil
 }
 
+// MoveTo renames oldpath beneath r to newpath beneath dst (its directory
+// made already), the entry itself whatever it is, never followed. Across
+// file systems it fails with EXDEV and moves nothing.
+func (r Root) MoveTo(oldpath string, dst Root, newpath string) error {
+	ofd, oname, orel, err := r.leaf(oldpath)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ofd)
+	nfd, nname, nrel, err := dst.leaf(newpath)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(nfd)
+	if err := unix.Renameat(ofd, oname, nfd, nname); err != nil {
+		return &os.LinkError{Op: "rename", Old: r.abs(orel), New: dst.abs(nrel), Err: err}
+	}
+	_ = unix.Fsync(nfd)
+	_ = unix.Fsync(ofd)
+	return nil
+}
+
 // Chmod sets path's permission bits (a regular file or a directory).
 func (r Root) Chmod(path string, mode fs.FileMode) error {
 	rel, err := r.rel(path)

@@ -28,6 +28,10 @@ var ErrTooMany = errors.New("too many directories")
 // included).
 type ScanLimits struct {
 	MaxDepth, MaxDirs int
+	// First, if set, names directories (paths relative to the scanned
+	// one) walked before their siblings, so that MaxDirs never leaves
+	// them out for directories listed before them.
+	First func(rel string) bool
 }
 
 // Entry is an entry a Scan kept: its path (slash-separated, relative to
@@ -172,7 +176,18 @@ func (s *scan) descend(fd int, rel string, d *indexDir, depth int) {
 	for _, e := range d.kept {
 		s.found = append(s.found, Entry{Rel: path.Join(rel, e.Rel), Type: e.Type})
 	}
-	for _, n := range d.subdirs {
+	subdirs := d.subdirs
+	if s.lim.First != nil {
+		subdirs = make([]string, 0, len(d.subdirs))
+		for _, first := range []bool{true, false} {
+			for _, n := range d.subdirs {
+				if s.lim.First(path.Join(rel, n)) == first {
+					subdirs = append(subdirs, n)
+				}
+			}
+		}
+	}
+	for _, n := range subdirs {
 		p := path.Join(rel, n)
 		switch {
 		case depth >= s.lim.MaxDepth:

@@ -4,8 +4,10 @@ package safefile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -178,5 +180,29 @@ func TestScanIndexUntrustedFileSystem(t *testing.T) {
 		if d == idx.dirs[rel] {
 			t.Errorf("%s was taken from the index on an untrusted file system", rel)
 		}
+	}
+}
+
+// Directories First names are walked before their siblings, so a tree
+// padded with directories listed before them cannot push them past
+// MaxDirs; without First the padding does.
+func TestScanFirstBeforeTheCap(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		os.MkdirAll(filepath.Join(dir, fmt.Sprintf("pad%02d", i)), 0o755)
+	}
+	os.MkdirAll(filepath.Join(dir, ".claude", "skills", "s"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".claude", "skills", "s", "SKILL.md"), nil, 0o644)
+	skill := func(found []Entry) bool {
+		return slices.ContainsFunc(found, func(e Entry) bool { return e.Rel == ".claude/skills/s/SKILL.md" })
+	}
+	lim := ScanLimits{MaxDepth: 10, MaxDirs: 10}
+	if _, _, err := Beneath(dir).Scan(".", lim, nil, all); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("the padding did not reach the cap: %v", err)
+	}
+	lim.First = func(rel string) bool { return rel == ".claude" || strings.HasPrefix(rel, ".claude/") }
+	_, found, err := Beneath(dir).Scan(".", lim, nil, all)
+	if !errors.Is(err, ErrTooMany) || !skill(found) {
+		t.Errorf("found %v, %v: the first directory was left out", found, err)
 	}
 }
