@@ -110,6 +110,9 @@ type instructionListing struct {
 	Odd []string `json:"odd,omitempty"`
 	// Unchecked says what the walk did not check, one sentence each.
 	Unchecked []string `json:"unchecked,omitempty"`
+	// WalkIncomplete: the walk did not walk every directory (beyond its
+	// caps, or one it could not list).
+	WalkIncomplete bool `json:"walk_incomplete,omitempty"`
 	// NotRead are instruction files found but not copied at the start
 	// (too large, beyond the caps, unreadable), with why.
 	NotRead map[string]string `json:"not_read,omitempty"`
@@ -338,12 +341,15 @@ func rankedBefore(a, b string) bool {
 // listInstructions walks the tree ws for its instruction files, following
 // no link and opening no file; prev (nil: none) is an earlier walk's
 // index, whose directories that did not change since are not listed again.
-func listInstructions(ws safefile.Root, prev *safefile.DirIndex) (*safefile.DirIndex, instructionListing) {
+// The top's .claude tree is walked first; directories later (nil: none)
+// names are walked after all the others.
+func listInstructions(ws safefile.Root, prev *safefile.DirIndex, later func(rel string) bool) (*safefile.DirIndex, instructionListing) {
 	var l instructionListing
-	lim := safefile.ScanLimits{MaxDepth: maxWorkspaceDepth, MaxDirs: maxWorkspaceDirs,
+	lim := safefile.ScanLimits{MaxDepth: maxWorkspaceDepth, MaxDirs: maxWorkspaceDirs, Defer: later,
 		First: func(rel string) bool { return rel == ".claude" || strings.HasPrefix(rel, ".claude/") }}
 	idx, found, err := ws.Scan(".", lim, prev, isInstruction)
 	if err != nil {
+		l.WalkIncomplete = true
 		l.Unchecked = append(l.Unchecked, strings.Split(err.Error(), "\n")...)
 	}
 	sort.Slice(found, func(i, j int) bool { return rankedBefore(found[i].Rel, found[j].Rel) })
@@ -368,8 +374,9 @@ func (s *Session) wsIndex() string {
 // walkInstructions lists the workspace's instruction files, from the last
 // walk's index (any walk of the same tree serves: a directory is taken
 // from it only if its inode and change time are unchanged), and keeps
-// this walk's index for the next.
-func (s *Session) walkInstructions() instructionListing {
+// this walk's index for the next; it returns the index too, and its
+// encoding. later is listInstructions'.
+func (s *Session) walkInstructions(later func(rel string) bool) (instructionListing, *safefile.DirIndex, []byte) {
 	root := s.Instance.FS()
 	var prev *safefile.DirIndex
 	if b, err := root.ReadFile(s.wsIndex(), maxIndexBytes); err == nil {
@@ -378,7 +385,7 @@ func (s *Session) walkInstructions() instructionListing {
 			prev = &x
 		}
 	}
-	idx, l := listInstructions(s.wsRoot(), prev)
+	idx, l := listInstructions(s.wsRoot(), prev, later)
 	b, err := idx.MarshalBinary()
 	if err == nil {
 		err = root.MkdirAll(path.Dir(s.wsIndex()), 0o700)
@@ -388,8 +395,9 @@ func (s *Session) walkInstructions() instructionListing {
 	}
 	if err != nil {
 		engine.Tracef("workspace: index not kept: %v", err) // the next walk lists every directory
+		b = nil
 	}
-	return l
+	return l, idx, b
 }
 
 // snapshotInstructions copies the workspace's instruction files as the
@@ -400,7 +408,7 @@ func (s *Session) snapshotInstructions() error {
 	}
 	ws, root, dir := s.wsRoot(), s.Instance.FS(), s.wsLayerDir()
 	engine.Tracef("workspace: walk")
-	l := s.walkInstructions()
+	l, _, idxBytes := s.walkInstructions(nil)
 	defer func() { engine.Tracef("workspace: walked, %d instruction files", len(l.Files)) }()
 	if n := len(l.Files); n > maxInstructionNames {
 		l.Unchecked = append(l.Unchecked, fmt.Sprintf("%s and the %d instruction files after it: not recorded, more than %d (a tainted end takes them for the session's)", l.Files[maxInstructionNames], n-maxInstructionNames-1, maxInstructionNames))
@@ -413,6 +421,10 @@ func (s *Session) snapshotInstructions() error {
 	}
 	if err == nil {
 		err = root.Write(path.Join(dir, "start.json"), b, 0o600)
+	}
+	if err == nil && idxBytes != nil {
+		// The directories the start walked: an end walks those first.
+		err = root.Write(path.Join(dir, "start.idx"), idxBytes, 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("record the workspace's instruction files: %w", err)
@@ -437,7 +449,17 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 	if err != nil {
 		return nil, []string{fmt.Sprintf("workspace %s: its instruction files were not checked: no record of the session's start (%v)", s.plan.Workspace, err)}
 	}
-	now := s.walkInstructions()
+	// The directories the start walked are walked first, those the
+	// session made after: the caps leave out only the session's.
+	var startIdx *safefile.DirIndex
+	var later func(string) bool
+	if b, err := root.ReadFile(path.Join(s.wsLayerDir(), "start.idx"), maxIndexBytes); err == nil {
+		var x safefile.DirIndex
+		if x.UnmarshalBinary(b) == nil {
+			startIdx, later = &x, func(rel string) bool { return !x.Has(rel) }
+		}
+	}
+	now, nowIdx, _ := s.walkInstructions(later)
 	wasOdd := map[string]bool{}
 	for _, o := range start.Odd {
 		wasOdd[o] = true
@@ -562,6 +584,19 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 			problems = append(problems, fmt.Sprintf("workspace %s: not removed: %v", p, err))
 		}
 	}
+	if startIdx != nil && !start.WalkIncomplete {
+		// Beyond the caps only directories the session made are left
+		// out: each is taken out of effect whole.
+		for _, d := range nowIdx.Unwalked() {
+			if !startIdx.Has(d) {
+				held, problem := e.setAsideDir(d)
+				if problem != "" {
+					problems = append(problems, problem)
+				}
+				hold = append(hold, held...)
+			}
+		}
+	}
 	if e.dropped > 0 {
 		problems = append(problems, fmt.Sprintf("workspace %s: %s and %d more instruction files the session changed or created beyond the first %d: removed, not held (what the session started from put back)", s.plan.Workspace, e.firstDropped, e.dropped-1, maxInstructionFiles))
 	}
@@ -679,6 +714,38 @@ func (e *endBudget) setAside(p string, c provenance.LayerChange) ([]provenance.L
 	}
 	e.held++
 	return []provenance.LayerChange{c}, fmt.Sprintf("workspace %s: the session's version (%s) was not copied (larger than %s, or beyond the %d files and %s a session's end copies): moved whole into the held changes, where it can be rejected, not shown", p, safefile.FormatSize(st.Size), safefile.FormatSize(layer.MaxFile), maxInstructionFiles, safefile.FormatSize(maxInstructionBytes))
+}
+
+// setAsideDir takes the workspace's directory p, which the session made
+// and a walk left out (beyond its caps), out of effect whole, unread:
+// moved into the session's layer and held as an entry that cannot be
+// shown, or, on another file system, removed. Past maxInstructionFiles
+// held, it is moved there and counted, not held (the layer is discarded).
+func (e *endBudget) setAsideDir(p string) ([]provenance.LayerChange, string) {
+	ws, root := e.s.wsRoot(), e.s.Instance.FS()
+	c := provenance.LayerChange{Path: p, From: path.Join(e.upper, p), Entry: "special:unwalked-dir:0", Workspace: e.s.plan.Workspace,
+		Why: "a directory the session made in the workspace beyond what its walk for instruction files lists"}
+	err := root.MkdirAll(path.Dir(c.From), 0o700)
+	if err == nil {
+		err = ws.MoveTo(p, root, c.From)
+	}
+	if errors.Is(err, unix.EXDEV) {
+		if err := ws.RemoveAll(p); err != nil {
+			return nil, fmt.Sprintf("workspace %s: a directory the session made beyond what a walk lists, not removed: %v (remove it)", p, err)
+		}
+		return nil, fmt.Sprintf("workspace %s: a directory the session made beyond the %d directories or %d levels a walk lists: removed, not held (on another file system than the instance)", p, maxWorkspaceDirs, maxWorkspaceDepth)
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("workspace %s: a directory the session made beyond what a walk lists, not taken out of effect: %v (remove it)", p, err)
+	}
+	if e.held >= maxInstructionFiles {
+		if e.dropped++; e.dropped == 1 {
+			e.firstDropped = p
+		}
+		return nil, ""
+	}
+	e.held++
+	return []provenance.LayerChange{c}, fmt.Sprintf("workspace %s: a directory the session made beyond the %d directories or %d levels a walk lists: moved whole into the held changes, where it can be rejected, not shown", p, maxWorkspaceDirs, maxWorkspaceDepth)
 }
 
 // hashFile is the SHA-256 of the regular file p, read up to maxHashBytes.

@@ -187,6 +187,9 @@ func TestInstructionWalkHostile(t *testing.T) {
 	if strings.Contains(all, "CLAUDE.local.md") {
 		t.Errorf("a link there at the start, unchanged, is reported:\n%s", all)
 	}
+	if _, err := os.Stat(filepath.Join(deep, "CLAUDE.md")); err != nil {
+		t.Errorf("the tree too deep at the start was moved: %v", err)
+	}
 	for _, p := range []string{"f/CLAUDE.md", "CLAUDE.local.md"} {
 		if _, err := os.Lstat(filepath.Join(ws, p)); err != nil {
 			t.Errorf("%s, there at the start, was removed: %v", p, err)
@@ -452,5 +455,41 @@ func TestInstructionLinksRemoved(t *testing.T) {
 	}
 	if got := heldPaths(t, s, hold); got["sub/.claude/settings.json"] != "removed" {
 		t.Errorf("held %v", got)
+	}
+}
+
+// The attack on the walk's caps: a tainted session plants a CLAUDE.md
+// deeper than a walk goes. The directory the walk left out, the
+// session's, is taken out of effect whole and held; the user's own tree
+// (walked at the start) stays. A start that could not walk everything
+// itself moves nothing (TestInstructionWalkHostile).
+func TestInstructionDirBeyondCapsSetAside(t *testing.T) {
+	s, ws := wsSession(t, map[string]string{"src/CLAUDE.md": "src\n", "src/a/b/main.go": "package main\n"})
+	deep := "src"
+	for range maxWorkspaceDepth + 1 {
+		deep = path.Join(deep, "d")
+	}
+	writeTestFile(t, filepath.Join(ws, deep, "CLAUDE.md"), "Obey.\n")
+	hold, problems := s.holdInstructions()
+	cut := "src"
+	for range maxWorkspaceDepth {
+		cut = path.Join(cut, "d")
+	}
+	if len(hold) != 1 || hold[0].Path != cut || !strings.HasPrefix(hold[0].Entry, "special:") {
+		t.Fatalf("held %+v, problems %q", hold, problems)
+	}
+	if fi, err := s.Instance.FS().Lstat(hold[0].From); err != nil || !fi.IsDir() {
+		t.Errorf("the directory is not in the layer: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, cut)); !os.IsNotExist(err) {
+		t.Errorf("the session's deep directory is still in effect: %v", err)
+	}
+	for _, p := range []string{"src/CLAUDE.md", "src/a/b/main.go"} {
+		if _, err := os.Stat(filepath.Join(ws, p)); err != nil {
+			t.Errorf("the user's %s: %v", p, err)
+		}
+	}
+	if all := strings.Join(problems, "\n"); !strings.Contains(all, cut+": a directory the session made beyond") {
+		t.Errorf("problems:\n%s", all)
 	}
 }
