@@ -40,6 +40,9 @@ import (
 // there too, or a link it pointed elsewhere). A link among them is read,
 // never followed, and its target watched like an import. Each walk keeps an index of the workspace's directories for
 // the next, which lists again only those that changed (safefile.Scan).
+// Beyond its caps a tainted end is fail-safe: what it does not copy or
+// walk that the session may have made or changed it takes out of effect
+// whole (setAside, setAsideDir).
 
 // nestedInstructions are the names Claude Code loads as instructions at
 // any depth of the workspace; everything below a directory named .claude
