@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -426,8 +427,18 @@ func (s *Session) snapshotInstructions() error {
 		err = root.Write(path.Join(dir, "start.json"), b, 0o600)
 	}
 	if err == nil && idxBytes != nil {
-		// The directories the start walked: an end walks those first.
-		err = root.Write(path.Join(dir, "start.idx"), idxBytes, 0o600)
+		// The directories the start walked, for an end to walk first:
+		// the index just kept, by another name (a later walk's index
+		// replaces that file, not this one), unless another walk
+		// replaced it meanwhile.
+		start := path.Join(dir, "start.idx")
+		_ = root.Remove(start)
+		if root.Link(s.wsIndex(), start) == nil {
+			if b, rerr := root.ReadFile(start, maxIndexBytes); rerr == nil && bytes.Equal(b, idxBytes) {
+				return nil
+			}
+		}
+		err = root.Write(start, idxBytes, 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("record the workspace's instruction files: %w", err)
@@ -452,17 +463,20 @@ func (s *Session) holdInstructions() (hold []provenance.LayerChange, problems []
 	if err != nil {
 		return nil, []string{fmt.Sprintf("workspace %s: its instruction files were not checked: no record of the session's start (%v)", s.plan.Workspace, err)}
 	}
-	// The directories the start walked are walked first, those the
-	// session made after: the caps leave out only the session's.
+	now, nowIdx, _ := s.walkInstructions(nil)
 	var startIdx *safefile.DirIndex
-	var later func(string) bool
-	if b, err := root.ReadFile(path.Join(s.wsLayerDir(), "start.idx"), maxIndexBytes); err == nil {
-		var x safefile.DirIndex
-		if x.UnmarshalBinary(b) == nil {
-			startIdx, later = &x, func(rel string) bool { return !x.Has(rel) }
+	if len(nowIdx.Unwalked()) > 0 {
+		// Left out by the caps: walked again (from the index just kept),
+		// the directories the start walked first and those the session
+		// made after, so that the caps leave out only the session's.
+		if b, err := root.ReadFile(path.Join(s.wsLayerDir(), "start.idx"), maxIndexBytes); err == nil {
+			var x safefile.DirIndex
+			if x.UnmarshalBinary(b) == nil {
+				startIdx = &x
+				now, nowIdx, _ = s.walkInstructions(func(rel string) bool { return !x.Has(rel) })
+			}
 		}
 	}
-	now, nowIdx, _ := s.walkInstructions(later)
 	wasOdd := map[string]bool{}
 	for _, o := range start.Odd {
 		wasOdd[o] = true
