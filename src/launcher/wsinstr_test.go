@@ -78,20 +78,7 @@ func TestNestedInstructionsHeld(t *testing.T) {
 	os.Symlink("../notes.txt", filepath.Join(ws, "lnk", "CLAUDE.md"))
 
 	hold, problems := s.holdInstructions()
-	got := map[string]string{}
-	for _, c := range hold {
-		change := "changed"
-		switch {
-		case c.Base == "":
-			change = "created"
-		case c.From == "":
-			change = "removed"
-		}
-		got[c.Path] = change
-		if c.Workspace != ws {
-			t.Errorf("%s: held for workspace %q", c.Path, c.Workspace)
-		}
-	}
+	got := heldPaths(t, s, hold)
 	want := map[string]string{"sub/CLAUDE.md": "created", "deep/a/b/CLAUDE.md": "created", "deep/a/b/c/d/e/f/g/CLAUDE.local.md": "created",
 		"sub2/CLAUDE.md": "changed", ".git/CLAUDE.md": "created", "node_modules/y/.claude/skills/e/SKILL.md": "created",
 		"pkg/.claude/settings.json": "changed", "node_modules/x/CLAUDE.md": "removed"}
@@ -296,6 +283,9 @@ func heldPaths(t *testing.T, s *Session, hold []provenance.LayerChange) map[stri
 			}
 		}
 		got[c.Path] = change
+		if c.Workspace != s.plan.Workspace {
+			t.Errorf("%s: held for workspace %q", c.Path, c.Workspace)
+		}
 	}
 	return got
 }
