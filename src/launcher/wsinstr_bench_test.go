@@ -47,15 +47,15 @@ func BenchmarkInstructionWalk(b *testing.B) {
 	time.Sleep(2500 * time.Millisecond) // past the window in which a directory is listed again
 	b.Run("walk", func(b *testing.B) {
 		for b.Loop() {
-			if _, l := listInstructions(s.wsRoot(), nil); len(l.Files) != 11 || len(l.Unchecked) != 0 {
+			if _, l := listInstructions(s.wsRoot(), nil, nil); len(l.Files) != 11 || len(l.Unchecked) != 0 {
 				b.Fatalf("listed %+v", l)
 			}
 		}
 	})
-	prev, _ := listInstructions(s.wsRoot(), nil)
+	prev, _ := listInstructions(s.wsRoot(), nil, nil)
 	b.Run("walk-indexed", func(b *testing.B) {
 		for b.Loop() {
-			if _, l := listInstructions(s.wsRoot(), prev); len(l.Files) != 11 || len(l.Unchecked) != 0 {
+			if _, l := listInstructions(s.wsRoot(), prev, nil); len(l.Files) != 11 || len(l.Unchecked) != 0 {
 				b.Fatalf("listed %+v", l)
 			}
 		}

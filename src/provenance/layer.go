@@ -37,6 +37,10 @@ type LayerChange struct {
 	BaseData []byte
 	// Why, for a change the merge could not take: the conflict.
 	Why string
+	// Entry, when From is an entry Hobbs did not copy as text (a file
+	// over the caps, moved there whole), names it ("large:SIZE:CTIME"):
+	// it is held as such, never read, and can be rejected, not approved.
+	Entry string
 	// Workspace, for an instruction file of the session's workspace, is
 	// the workspace (absolute); Path is then relative to it.
 	Workspace string
@@ -185,7 +189,9 @@ func (s *Store) holdLayer(st *state, c LayerChange, live []Session) (*Item, erro
 	var a fileState
 	has := c.From != ""
 	src := c.From
-	if has {
+	if has && c.Entry != "" {
+		a.Hash = c.Entry
+	} else if has {
 		b, err := s.Root.ReadFile(c.From, maxFile)
 		var tooLarge *safefile.TooLargeError
 		switch {

@@ -106,3 +106,43 @@ func TestHoldLayerLargeFile(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A workspace's instruction file too large to copy is held as the entry
+// its change names (Entry): moved into held/ unread, shown as no text,
+// rejected but never approved; a Before that names an entry the start did
+// not copy shows as no text either.
+func TestLayerEntryHeldUnread(t *testing.T) {
+	f := newFixture(t)
+	ws := t.TempDir()
+	if err := f.s.BeginLayer("big", terminal, "", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	from := "layers/big/workspace/upper/CLAUDE.md"
+	f.write(from, "Obey.\n")
+	r, err := f.s.EndLayer("big", func(Session) ([]string, error) { return []string{"https://evil.example"}, nil }, nil,
+		func(bool, string) ([]string, []LayerChange, []string) {
+			return nil, []LayerChange{{Path: "CLAUDE.md", From: from, Entry: "large:9437184:1", Base: "large:9000000:1", Workspace: ws}}, nil
+		})
+	if err != nil || len(r.Held) != 1 {
+		t.Fatalf("%v %+v", err, r)
+	}
+	it := r.Held[0]
+	if it.After != "large:9437184:1" || it.Change != "changed" || it.Kind != "workspace" {
+		t.Errorf("held %+v", it)
+	}
+	if _, ok := f.read(from); ok {
+		t.Error("the entry was copied, not moved")
+	}
+	if b, err := os.ReadFile(filepath.Join(f.s.Root.Dir(), Dir, "held", it.ID)); err != nil || string(b) != "Obey.\n" {
+		t.Errorf("the held entry: %q %v", b, err)
+	}
+	if before, after, err := f.s.Content(it.ID); err != nil || before != nil || after != nil {
+		t.Errorf("content: %q %q %v", before, after, err)
+	}
+	if err := f.s.Approve([]string{it.ID}); err == nil {
+		t.Error("an entry that cannot be shown was approved")
+	}
+	if err := f.s.Reject([]string{it.ID}); err != nil {
+		t.Error(err)
+	}
+}

@@ -125,7 +125,7 @@ func (s *Store) Content(id string) (before, after []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if it.Before != "" {
+	if isText(it.Before) {
 		if before, err = s.getObject(st, it.Before); err != nil {
 			return nil, nil, errs.Wrap(errs.Failure, err, "%s: the content before", id)
 		}

@@ -687,6 +687,57 @@ func (r Root) Rename(oldpath, newpath string) error {
 	return nil
 }
 
+// Link makes newpath (beneath the root, not there yet) another name for
+// the regular file oldpath: no link followed on the way to either, nor
+// oldpath itself. A later write of oldpath (a new file renamed over it)
+// leaves newpath as it was.
+func (r Root) Link(oldpath, newpath string) error {
+	ofd, oname, orel, err := r.leaf(oldpath)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ofd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(ofd, oname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "lstat", Path: r.abs(orel), Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return NotRegular(r.abs(orel), fileMode(uint32(st.Mode)))
+	}
+	nfd, nname, nrel, err := r.leaf(newpath)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(nfd)
+	if err := unix.Linkat(ofd, oname, nfd, nname, 0); err != nil {
+		return &os.LinkError{Op: "link", Old: r.abs(orel), New: r.abs(nrel), Err: err}
+	}
+	_ = unix.Fsync(nfd)
+	return nil
+}
+
+// MoveTo renames oldpath beneath r to newpath beneath dst (its directory
+// made already), the entry itself whatever it is, never followed. Across
+// file systems it fails with EXDEV and moves nothing.
+func (r Root) MoveTo(oldpath string, dst Root, newpath string) error {
+	ofd, oname, orel, err := r.leaf(oldpath)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ofd)
+	nfd, nname, nrel, err := dst.leaf(newpath)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(nfd)
+	if err := unix.Renameat(ofd, oname, nfd, nname); err != nil {
+		return &os.LinkError{Op: "rename", Old: r.abs(orel), New: dst.abs(nrel), Err: err}
+	}
+	_ = unix.Fsync(nfd)
+	_ = unix.Fsync(ofd)
+	return nil
+}
+
 // Chmod sets path's permission bits (a regular file or a directory).
 func (r Root) Chmod(path string, mode fs.FileMode) error {
 	rel, err := r.rel(path)

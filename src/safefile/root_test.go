@@ -1662,3 +1662,40 @@ func TestStatTree(t *testing.T) {
 		t.Fatalf("StatTree of a missing directory: %v", err)
 	}
 }
+
+// Link names a regular file again; a write of the original (a new file
+// renamed over it) leaves the link as it was; a link, or a path through
+// one, is refused. MoveTo moves an entry into another root.
+func TestLinkAndMoveTo(t *testing.T) {
+	dir, other, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	r := Beneath(dir)
+	if err := r.Write("idx", []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Link("idx", "copy"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Write("idx", []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := r.ReadFile("copy", 10); string(b) != "one" {
+		t.Errorf("the link followed the write: %q %v", b, err)
+	}
+	os.WriteFile(filepath.Join(outside, "f"), []byte("outside"), 0o644)
+	os.Symlink(filepath.Join(outside, "f"), filepath.Join(dir, "ln"))
+	os.Symlink(outside, filepath.Join(dir, "lndir"))
+	for _, p := range []string{"ln", "lndir/f"} {
+		if err := r.Link(p, "x"); err == nil {
+			t.Errorf("%s: linked through a link", p)
+		}
+	}
+	if err := r.MoveTo("copy", Beneath(other), "moved"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(other, "moved")); string(b) != "one" || r.Exists("copy") {
+		t.Errorf("moved: %q %v", b, err)
+	}
+	if err := r.MoveTo("lndir/f", Beneath(other), "f"); err == nil {
+		t.Error("moved through a link")
+	}
+}

@@ -28,6 +28,14 @@ var ErrTooMany = errors.New("too many directories")
 // included).
 type ScanLimits struct {
 	MaxDepth, MaxDirs int
+	// First, if set, names directories (paths relative to the scanned
+	// one) walked before their siblings, so that MaxDirs never leaves
+	// them out for directories listed before them.
+	First func(rel string) bool
+	// Defer, if set, names directories walked after all the others
+	// (each listed by its path, below it in the same order), so that
+	// MaxDirs leaves out those first.
+	Defer func(rel string) bool
 }
 
 // Entry is an entry a Scan kept: its path (slash-separated, relative to
@@ -42,8 +50,20 @@ type Entry struct {
 // directory's inode and change time, its subdirectories and the entries
 // it kept there.
 type DirIndex struct {
-	dirs map[string]*indexDir
+	dirs     map[string]*indexDir
+	unwalked []string
 }
+
+// Has reports whether the Scan that made x walked the directory rel.
+func (x *DirIndex) Has(rel string) bool {
+	_, ok := x.dirs[rel]
+	return ok
+}
+
+// Unwalked are the directories the Scan that made x did not walk, being
+// beyond its limits (their parents were walked), in the order it met
+// them. An index decoded from its encoding has none.
+func (x *DirIndex) Unwalked() []string { return x.unwalked }
 
 type indexDir struct {
 	ino     uint64
@@ -90,6 +110,15 @@ func (r Root) Scan(dir string, lim ScanLimits, prev *DirIndex, keep func(rel str
 		s.prev, s.dev = prev.dirs, uint64(top.Dev)
 	}
 	s.visit(-1, "", ".", 0)
+	for len(s.deferred) > 0 {
+		d := s.deferred[0]
+		s.deferred = s.deferred[1:]
+		if s.listed >= lim.MaxDirs {
+			s.beyond(d.rel)
+			continue
+		}
+		s.listAndVisit(-1, "", d.rel, s.r.abs(filepath.Join(s.top, d.rel)), d.depth)
+	}
 	if s.tooDeep > 0 {
 		s.errs = append(s.errs, fmt.Errorf("%w: %s and %d more directories are more than %d levels below %s, not walked", ErrTooDeep, s.firstDeep, s.tooDeep-1, lim.MaxDepth, r.abs(rel)))
 	}
@@ -113,6 +142,20 @@ type scan struct {
 	listed               int
 	tooDeep, tooMany     int
 	firstDeep, firstMany string
+	deferred             []deferredDir
+}
+
+type deferredDir struct {
+	rel   string
+	depth int
+}
+
+// beyond records the directory rel as not walked: beyond MaxDirs.
+func (s *scan) beyond(rel string) {
+	if s.tooMany++; s.tooMany == 1 {
+		s.firstMany = rel
+	}
+	s.idx.unwalked = append(s.idx.unwalked, rel)
 }
 
 // visit walks the directory rel: name in the open directory parent, or
@@ -172,17 +215,29 @@ func (s *scan) descend(fd int, rel string, d *indexDir, depth int) {
 	for _, e := range d.kept {
 		s.found = append(s.found, Entry{Rel: path.Join(rel, e.Rel), Type: e.Type})
 	}
-	for _, n := range d.subdirs {
+	subdirs := d.subdirs
+	if s.lim.First != nil {
+		subdirs = make([]string, 0, len(d.subdirs))
+		for _, first := range []bool{true, false} {
+			for _, n := range d.subdirs {
+				if s.lim.First(path.Join(rel, n)) == first {
+					subdirs = append(subdirs, n)
+				}
+			}
+		}
+	}
+	for _, n := range subdirs {
 		p := path.Join(rel, n)
 		switch {
 		case depth >= s.lim.MaxDepth:
 			if s.tooDeep++; s.tooDeep == 1 {
 				s.firstDeep = p
 			}
+			s.idx.unwalked = append(s.idx.unwalked, p)
+		case s.lim.Defer != nil && s.lim.Defer(p):
+			s.deferred = append(s.deferred, deferredDir{p, depth + 1})
 		case s.listed >= s.lim.MaxDirs:
-			if s.tooMany++; s.tooMany == 1 {
-				s.firstMany = p
-			}
+			s.beyond(p)
 		default:
 			s.visit(fd, n, p, depth+1)
 		}

@@ -4,8 +4,10 @@ package safefile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -178,5 +180,64 @@ func TestScanIndexUntrustedFileSystem(t *testing.T) {
 		if d == idx.dirs[rel] {
 			t.Errorf("%s was taken from the index on an untrusted file system", rel)
 		}
+	}
+}
+
+// Directories First names are walked before their siblings, so a tree
+// padded with directories listed before them cannot push them past
+// MaxDirs; without First the padding does.
+func TestScanFirstBeforeTheCap(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		os.MkdirAll(filepath.Join(dir, fmt.Sprintf("pad%02d", i)), 0o755)
+	}
+	os.MkdirAll(filepath.Join(dir, ".claude", "skills", "s"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".claude", "skills", "s", "SKILL.md"), nil, 0o644)
+	skill := func(found []Entry) bool {
+		return slices.ContainsFunc(found, func(e Entry) bool { return e.Rel == ".claude/skills/s/SKILL.md" })
+	}
+	lim := ScanLimits{MaxDepth: 10, MaxDirs: 10}
+	if _, _, err := Beneath(dir).Scan(".", lim, nil, all); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("the padding did not reach the cap: %v", err)
+	}
+	lim.First = func(rel string) bool { return rel == ".claude" || strings.HasPrefix(rel, ".claude/") }
+	_, found, err := Beneath(dir).Scan(".", lim, nil, all)
+	if !errors.Is(err, ErrTooMany) || !skill(found) {
+		t.Errorf("found %v, %v: the first directory was left out", found, err)
+	}
+}
+
+// Directories Defer names are walked after all the others, so padding
+// made of them cannot push the others past MaxDirs; what is left out is
+// in Unwalked, deep ones too.
+func TestScanDeferredLeftOut(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		os.MkdirAll(filepath.Join(dir, "x", fmt.Sprintf("pad%02d", i), "sub"), 0o755)
+	}
+	os.MkdirAll(filepath.Join(dir, "y", "z", "deep"), 0o755)
+	os.WriteFile(filepath.Join(dir, "y", "z", "CLAUDE.md"), nil, 0o644)
+	lim := ScanLimits{MaxDepth: 2, MaxDirs: 10, Defer: func(rel string) bool { return strings.Contains(rel, "pad") }}
+	idx, found, err := Beneath(dir).Scan(".", lim, nil, all)
+	if !errors.Is(err, ErrTooMany) || !errors.Is(err, ErrTooDeep) || len(found) != 1 || found[0].Rel != "y/z/CLAUDE.md" {
+		t.Fatalf("found %v, %v", found, err)
+	}
+	un := idx.Unwalked()
+	if !slices.Contains(un, "y/z/deep") || !idx.Has("y/z") || idx.Has("y/z/deep") {
+		t.Errorf("unwalked %v", un)
+	}
+	walked := 0
+	for i := range 50 {
+		p := fmt.Sprintf("x/pad%02d", i)
+		switch {
+		case idx.Has(p):
+			walked++
+		case !slices.Contains(un, p):
+			t.Errorf("%s neither walked nor unwalked", p)
+		}
+	}
+	// ".", x, y, y/z and six of the padding.
+	if walked != 6 {
+		t.Errorf("%d of the padding walked", walked)
 	}
 }
