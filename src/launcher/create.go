@@ -78,14 +78,25 @@ func (s *Session) create(ctx context.Context, reaped <-chan struct{}) error {
 // session has one) and, once its network exists, the proxy.
 func (s *Session) createContainers(ctx context.Context, egress *future, reaped <-chan struct{}) error {
 	if s.userScoped() {
-		s.scopeHelper = spawn(func() error { return s.createScopeHelper(ctx) })
+		// Needed before the agent starts only when the start must read
+		// the volume (no kept listing: prepareScope).
+		s.scopeHelper = spawn(func() error {
+			if s.scopePrepared() != nil || s.scopeKept != nil {
+				return errHelperLater
+			}
+			return s.createScopeHelper(ctx)
+		})
 	}
 	return parallel(
 		func() error {
 			if s.scopeHelper == nil {
 				return nil
 			}
-			return s.scopeHelper.wait()
+			if err := s.scopeHelper.wait(); err != errHelperLater {
+				return err
+			}
+			s.scopeHelper = nil
+			return nil
 		},
 		func() error {
 			if s.plan.Seed == nil {
@@ -107,6 +118,9 @@ func (s *Session) createContainers(ctx context.Context, egress *future, reaped <
 			return err
 		})
 }
+
+// errHelperLater: the user scope's helper is created once the agent starts.
+var errHelperLater = errors.New("created later")
 
 // removeContainers removes the containers createContainers made (by id:
 // a name may be another's).

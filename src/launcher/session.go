@@ -100,8 +100,11 @@ type Session struct {
 	scopeRemoved     *future     // the helper's removal
 	scopeRestored    bool        // the end wrote the user scope back (holdScope)
 	lease            *scopeLease // the state volume's lease (scopelease.go)
-	endAlone         bool        // the end held the lease alone from its reading on
-	othersAtStart    bool        // notes of other sessions of the instance were there at the start
+	scopePrep        *future     // prepareScope, beside the objects' creation
+	scopeKept        *userscope.Listing
+	scopeWrites      []provenance.ScopeWrite
+	endAlone         bool // the end held the lease alone from its reading on
+	othersAtStart    bool // notes of other sessions of the instance were there at the start
 
 	// plan is what the session carries out: its containers, mounts,
 	// policy and command (plan.New).
@@ -385,7 +388,11 @@ func (s *Session) createObjects(ctx context.Context, reaped <-chan struct{}) (*e
 		return nil, err
 	}
 	s.ev = ev
+	s.scopePrep = spawn(s.prepareScope)
 	err = s.create(ctx, reaped)
+	if perr := s.scopePrepared(); err == nil {
+		err = perr
+	}
 	close(created)
 	if u := engine.Unreachable(err); u != nil {
 		// One message for every call that failed the same way.
@@ -484,6 +491,9 @@ func (s *Session) follow(ctx context.Context, ev *events, agent *agentRun, proxy
 			agentDied = nil
 			stopHealth()
 			s.stopProxyEarly()
+			// Nothing writes the state volume once the agent's processes
+			// are gone: its reading starts now, not at the removal.
+			s.endScope(ctx, true)
 		case <-proxyDied:
 			proxyDied = nil
 			if s.proxyStop != nil {

@@ -83,11 +83,12 @@ func (s *Session) readScope(ctx context.Context, container string) (*userscope.L
 	return l, nil
 }
 
-// beginScope takes the state volume's lease and the baseline — the
-// listing the last session's end kept, when it is certainly what the
-// volume holds (scopelease.go), else read from the created helper — after
-// writing the approved changes waiting for it.
-func (s *Session) beginScope(ctx context.Context) error {
+// prepareScope takes the state volume's lease and, for a session that
+// holds its user scope, the listing the last session's end kept (when it
+// is certainly what the volume holds: scopelease.go) and the approved
+// changes waiting to be written. It runs while the session's objects are
+// created (scopePrep); beginScope waits for it.
+func (s *Session) prepareScope() error {
 	vol := s.claudeVolume()
 	if vol == "" {
 		return nil
@@ -101,20 +102,44 @@ func (s *Session) beginScope(ctx context.Context) error {
 		lease.drop() // written, not read: a kept listing would go stale
 		return nil
 	}
-	l, err := s.keptScope(lease, vol)
-	if err != nil {
+	if s.scopeKept, err = s.keptScope(lease, vol); err != nil {
 		return fmt.Errorf("the Claude state volume %s: %w", vol, err)
 	}
+	s.scopeWrites, err = s.Provenance.ScopeWrites(vol)
+	return err
+}
+
+// scopePrepared waits for prepareScope, when it was started.
+func (s *Session) scopePrepared() error {
+	if s.scopePrep == nil {
+		return nil
+	}
+	return s.scopePrep.wait()
+}
+
+// beginScope takes the baseline — the kept listing, else the volume read
+// from the created helper — after writing the approved changes waiting
+// for it. With a kept listing, the helper the end reads the volume from
+// is created beside the agent's start.
+func (s *Session) beginScope(ctx context.Context) error {
+	if err := s.scopePrepared(); err != nil || !s.userScoped() {
+		return err
+	}
+	vol := s.claudeVolume()
+	l := s.scopeKept
 	if l == nil {
 		engine.Tracef("session: reading the user scope")
+		if err := s.scopeHelper.wait(); err != nil {
+			return fmt.Errorf("read the Claude Code user scope on volume %s: %w", vol, err)
+		}
+		var err error
 		if l, err = s.readScope(ctx, s.scopeHelperName()); err != nil {
 			return fmt.Errorf("read the Claude Code user scope on volume %s: %w", vol, err)
 		}
+	} else {
+		s.scopeHelper = spawn(func() error { return s.createScopeHelper(context.WithoutCancel(ctx)) })
 	}
-	writes, err := s.Provenance.ScopeWrites(s.claudeVolume())
-	if err != nil {
-		return err
-	}
+	writes := s.scopeWrites
 	var written, changed, remove []string
 	var files []*userscope.Entry
 	for _, w := range writes {
@@ -197,15 +222,18 @@ func (s *Session) stateMount() string {
 // removal, while the cleanup removes the rest; the session's end waits for
 // it (scopeResult). Without read, only the helper is removed.
 func (s *Session) endScope(ctx context.Context, read bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.scopeHelper == nil || s.scopeEnd != nil {
 		return
 	}
 	s.scopeEnd = spawn(func() error {
 		// Its own time: the cleanup's ends when the cleanup returns.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-		if s.scopeHelper.wait() != nil {
+		if err := s.scopeHelper.wait(); err != nil && (!read || s.scopeBefore == nil || s.createScopeHelper(ctx) != nil) {
+			// Created beside the agent's start, it is made again once.
 			cancel()
-			return errors.New("no helper container to read it from")
+			return fmt.Errorf("no helper container to read it from: %w", err)
 		}
 		// The helper goes once read, while the session's end goes on.
 		defer func() {
