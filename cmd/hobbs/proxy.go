@@ -40,6 +40,12 @@ With --hold and --approvals, a request to a host no rule names waits (up to
 answered with hobbs approvals on the host or from the Telegram channel of
 hobbs serve. Deny entries, private addresses and leaks are refused at once.
 
+With --state-dir and --state-listing (hobbs run mounts the Claude Code
+state volume read-only), SIGTERM, once drained, lists the volume into the
+listing file when a file of that name with ` + egress.StateAskSuffix + ` added exists: the
+launcher asks once the agent has ended, and reads the listing instead of
+copying the volume out through the engine.
+
 Without --policy, ` + egress.ImagePolicy + ` is used. SIGTERM drains open
 requests and tunnels (up to --grace) and exits 0.`,
 		Example: `  hobbs proxy --policy /etc/hobbs/policy.yaml --policy ~/.hobbs/policy.yaml \
@@ -68,6 +74,9 @@ requests and tunnels (up to --grace) and exits 0.`,
 	f.StringVar(&c.Hold.Origin, "origin", "", "how the session started, KIND[:NAME] (a trigger's or a mail message's session is tainted), for questions")
 	f.BoolVar(&c.Hold.Untrusted, "untrusted", false, "the session starts tainted: its start carries untrusted input (a chat turn's), for questions")
 	f.StringVar(&c.Hold.Playbook, "playbook", "", "the playbook whose run: block is the policy (Always adds the host there), for questions")
+	f.StringVar(&c.StateDir, "state-dir", "", "the Claude Code state directory to list at SIGTERM when asked (mounted read-only)")
+	f.StringVar(&c.StateListing, "state-listing", "", "where to write that listing (asked by a file of this name with "+egress.StateAskSuffix+" added)")
+	cmd.MarkFlagsRequiredTogether("state-dir", "state-listing")
 	cmd.AddCommand(newProxyHealthCmd(a), newProxyRelayCmd(a))
 	return cmd
 }

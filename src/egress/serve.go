@@ -18,6 +18,7 @@ import (
 
 	"github.com/hobbs-agent/hobbs/src/errs"
 	"github.com/hobbs-agent/hobbs/src/policy"
+	"github.com/hobbs-agent/hobbs/src/userscope"
 )
 
 // ImagePolicy is where the image carries the default policy.
@@ -36,6 +37,33 @@ type ProxyConfig struct {
 	Idle, Grace time.Duration
 	Logf        func(format string, args ...any)
 	Hold        HoldOptions // held requests (hold.go)
+	// StateDir is the Claude Code state volume, mounted read-only; at
+	// SIGTERM, once drained, the proxy lists it into StateListing
+	// (userscope.ListTo) when StateListing+StateAskSuffix exists: the
+	// launcher writes that file once the agent is gone, before it stops
+	// the proxy, so that the listing is of what the agent left.
+	StateDir, StateListing string
+}
+
+// StateAskSuffix ends the name of the file that asks the proxy to list
+// the state volume at its stop (ProxyConfig.StateListing).
+const StateAskSuffix = ".ask"
+
+// stateTop is the name the engine's cp gives the state directory
+// (HOME/.claude) in its stream: the proxy's listing names it the same.
+const stateTop = ".claude"
+
+// listState lists the state volume when the launcher asked for it.
+func (c *ProxyConfig) listState(logf func(string, ...any)) {
+	if c.StateDir == "" || c.StateListing == "" {
+		return
+	}
+	if _, err := os.Lstat(c.StateListing + StateAskSuffix); err != nil {
+		return
+	}
+	if err := userscope.ListTo(c.StateDir, stateTop, c.StateListing, c.Session); err != nil {
+		logf("the state volume was not listed: %v", err)
+	}
 }
 
 // options checks c and turns it into the server's options.
@@ -121,6 +149,7 @@ func RunProxy(ctx context.Context, c ProxyConfig) error {
 	defer cancel()
 	srv.Shutdown(sctx)
 	<-served
+	c.listState(logf)
 	logf("stopped")
 	return nil
 }

@@ -98,6 +98,7 @@ type Session struct {
 	scopeEnd         *future            // the end's reading of the user scope, into scopeAfter
 	scopeAfter       *userscope.Listing
 	scopeRemoved     *future     // the helper's removal
+	scopeAsked       bool        // the proxy was asked to list the state volume at its stop (askScope)
 	scopeRestored    bool        // the end wrote the user scope back (holdScope)
 	lease            *scopeLease // the state volume's lease (scopelease.go)
 	scopePrep        *future     // prepareScope, beside the objects' creation
@@ -490,6 +491,7 @@ func (s *Session) follow(ctx context.Context, ev *events, agent *agentRun, proxy
 		case <-agentDied:
 			agentDied = nil
 			stopHealth()
+			s.askScope()
 			s.stopProxyEarly()
 			// Nothing writes the state volume once the agent's processes
 			// are gone: its reading starts now, not at the removal.

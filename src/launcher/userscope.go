@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/engine"
 	"github.com/hobbs-agent/hobbs/src/layer"
 	"github.com/hobbs-agent/hobbs/src/plan"
@@ -28,8 +30,11 @@ import (
 //     before it starts: the baseline. Approved user-scope changes are
 //     written first (provenance.ScopeWrites), each only if its file is
 //     still what it was held against;
-//   - at the end, from a helper container created (never started) with the
-//     volume mounted, the agent's being gone (--rm): the change set.
+//   - at the end, once the agent has ended: the change set, from the
+//     proxy's listing (plan.StateListing: the proxy mounts the volume
+//     read-only and lists it at its stop when asked, askScope), else from
+//     a helper container created (never started) with the volume mounted,
+//     the agent's being gone (--rm).
 //
 // At a tainted session's end, what it created, changed or removed in the
 // scope is held for review and the scope put back as it was, by one
@@ -93,6 +98,16 @@ func (s *Session) prepareScope() error {
 	if vol == "" {
 		return nil
 	}
+	if s.plan.StateListing != "" {
+		// An ask a dead launcher left would have this session's proxy
+		// list the volume at a stop that came before the agent's end.
+		root := s.Instance.FS()
+		for _, f := range []string{s.plan.StateListing + egress.StateAskSuffix, s.plan.StateListing} {
+			if err := root.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove %s: %w", f, err)
+			}
+		}
+	}
 	lease, err := openLease(scopeKey(s.Engine.Bin, vol))
 	if err != nil {
 		return fmt.Errorf("the Claude state volume %s: %w", vol, err)
@@ -136,7 +151,8 @@ func (s *Session) beginScope(ctx context.Context) error {
 		if l, err = s.readScope(ctx, s.scopeHelperName()); err != nil {
 			return fmt.Errorf("read the Claude Code user scope on volume %s: %w", vol, err)
 		}
-	} else {
+	} else if s.plan.StateListing == "" {
+		// No listing from the proxy: the end reads from the helper.
 		s.scopeHelper = spawn(func() error { return s.createScopeHelper(context.WithoutCancel(ctx)) })
 	}
 	writes := s.scopeWrites
@@ -217,35 +233,107 @@ func (s *Session) stateMount() string {
 	return f
 }
 
+// askScope, once the agent has ended and before the proxy is stopped,
+// asks the proxy to list the state volume at its stop (plan.StateListing;
+// the ask is a file beside the listing's, which the proxy looks for once
+// drained: a stop that came before the ask lists nothing). Any listing
+// left by an earlier session of the same name goes first. Alone on the
+// volume's lease, the end holds it exclusively from before the listing
+// until what it lists is kept (settleScope).
+func (s *Session) askScope() {
+	if s.plan.StateListing == "" || !s.userScoped() || s.scopeBefore == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proxyStop != nil || s.scopeEnd != nil {
+		return // too late: the proxy's stop is under way
+	}
+	if s.lease != nil {
+		s.endAlone, _ = s.lease.alone()
+	}
+	root := s.Instance.FS()
+	ask := s.plan.StateListing + egress.StateAskSuffix
+	if err := root.Remove(s.plan.StateListing); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		engine.Tracef("session: the user scope's listing: %v", err)
+		return
+	}
+	if err := root.Write(ask, nil, 0o600); err != nil {
+		engine.Tracef("session: the user scope's listing: %v", err)
+		return
+	}
+	s.scopeAsked = true
+}
+
+// listedScope is the proxy's listing of the state volume, once the proxy
+// has exited (stop: its stop); the files go once read.
+func (s *Session) listedScope(stop *future) (*userscope.Listing, error) {
+	root := s.Instance.FS()
+	defer func() {
+		_ = root.Remove(s.plan.StateListing + egress.StateAskSuffix)
+		_ = root.Remove(s.plan.StateListing)
+	}()
+	if stop == nil {
+		return nil, errors.New("the proxy was not stopped")
+	}
+	if err := s.proxyStopped(stop); err != nil {
+		return nil, err
+	}
+	f, err := root.Open(s.plan.StateListing)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return userscope.LoadListed(f, s.Name)
+}
+
 // endScope starts, once the agent is gone (read: it has written all it
-// will), the reading of the state volume from the helper and the helper's
-// removal, while the cleanup removes the rest; the session's end waits for
-// it (scopeResult). Without read, only the helper is removed.
+// will), the reading of the state volume — the proxy's listing when it
+// was asked for (askScope), else from the helper, created now when the
+// start made none — and the helper's removal, while the cleanup removes
+// the rest; the session's end waits for it (scopeResult). Without read,
+// only the helper is removed.
 func (s *Session) endScope(ctx context.Context, read bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.scopeHelper == nil || s.scopeEnd != nil {
+	if s.scopeEnd != nil || s.scopeHelper == nil && s.scopeBefore == nil {
 		return
 	}
+	asked, stop, helper := s.scopeAsked, s.proxyStop, s.scopeHelper
 	s.scopeEnd = spawn(func() error {
 		// Its own time: the cleanup's ends when the cleanup returns.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-		if err := s.scopeHelper.wait(); err != nil && (!read || s.scopeBefore == nil || s.createScopeHelper(ctx) != nil) {
-			// Created beside the agent's start, it is made again once.
-			cancel()
-			return fmt.Errorf("no helper container to read it from: %w", err)
-		}
-		// The helper goes once read, while the session's end goes on.
+		// The helper, where there is one, goes once read, while the
+		// session's end goes on.
 		defer func() {
+			if helper == nil {
+				cancel()
+				return
+			}
 			s.scopeRemoved = spawn(func() error { defer cancel(); return s.rmContainer(ctx, s.scopeHelperName()) })
 		}()
 		if !read || s.scopeBefore == nil {
 			return errors.New("not read")
 		}
-		if s.lease != nil {
-			// Alone, it holds the lease exclusively until what it reads is
-			// kept (settleScope): no other session starts meanwhile.
+		if asked {
+			l, err := s.listedScope(stop)
+			if err == nil {
+				engine.Tracef("session: the user scope listed by the proxy")
+				s.scopeAfter = l
+				return nil
+			}
+			engine.Tracef("session: the proxy's listing of the user scope: %v", err)
+		} else if s.lease != nil {
 			s.endAlone, _ = s.lease.alone()
+		}
+		engine.Tracef("session: reading the user scope from a helper")
+		if helper == nil || helper.wait() != nil {
+			// Made now (none at the start), or again once (its create
+			// beside the agent's start failed).
+			helper = spawn(func() error { return s.createScopeHelper(ctx) })
+			if err := helper.wait(); err != nil {
+				return fmt.Errorf("no helper container to read it from: %w", err)
+			}
 		}
 		l, err := s.readScope(ctx, s.scopeHelperName())
 		s.scopeAfter = l

@@ -118,7 +118,12 @@ type Plan struct {
 	// Layers are the session's private layers over the shares it writes
 	// (layers.go).
 	Layers []LayerMount `json:"layers,omitempty"`
-	Claude Claude       `json:"claude"`
+	// StateListing is where, relative to the instance, the proxy lists
+	// the Claude state volume at its stop when the launcher asks (a
+	// layered session with the volume: the launcher holds a tainted
+	// session's user-scope changes from that listing); "" for none.
+	StateListing string `json:"state_listing,omitempty"`
+	Claude       Claude `json:"claude"`
 	// Seed is the container a headless run copies Claude Code's sign-in
 	// out of (the state volume mounted read-only; created, never started:
 	// see ClaudeState); nil for a session.
@@ -309,6 +314,9 @@ const (
 	ClaudeCredentials  = ".credentials.json"
 	// SeedDir is where the seed container mounts the state volume.
 	SeedDir = "/seed"
+	// StateListDir is where the proxy mounts the state volume read-only
+	// (Plan.StateListing).
+	StateListDir = "/run/hobbs-state"
 )
 
 // claudeStateTmpfs are the options of a run's own Claude Code directory:
@@ -632,6 +640,14 @@ func (p *Plan) proxy(h Host) Container {
 	c.Command = []string{"proxy", "--listen", "unix:" + ProxySocket}
 	for _, f := range p.Egress.PolicyFiles {
 		c.Command = append(c.Command, "--policy", f)
+	}
+	if len(p.Layers) > 0 && !p.Claude.State.Fresh && p.Claude.State.Volume != "" {
+		// The state volume read-only, listed into a host-only file (the
+		// egress logs' directory) once the agent has ended: the
+		// launcher's reading of the user scope at the session's end.
+		p.StateListing = instance.EgressLogsRel + "/.state-" + p.Session + ".json"
+		c.Mounts = append(c.Mounts, p.claudeVolume(true, StateListDir))
+		c.Command = append(c.Command, "--state-dir", StateListDir, "--state-listing", InstanceDir+"/"+p.StateListing)
 	}
 	c.Command = append(c.Command, "--audit", InstanceDir+"/"+instance.EgressAuditLogRel, "--session", p.Session, "--auth-token-file", SessionTokenFile,
 		"--secrets-file", SessionSecretsFile,

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"path"
 	"sort"
@@ -148,14 +147,27 @@ func Clean(name, strip string) (string, error) {
 // keep (Data, Hash; nil: none): the others are listed by their size. Read
 // reads r to its end or to the first cap it passes.
 func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*Listing, error) {
+	return read(tar.NewReader(r), strip, lim, keep)
+}
+
+// source is what read lists: a tar stream's reader, or a directory's
+// (dirSource). Read gives the current entry's content.
+type source interface {
+	Next() (*tar.Header, error)
+	Read(p []byte) (int, error)
+}
+
+func read(tr source, strip string, lim Limits, keep func(path string) bool) (*Listing, error) {
 	l := &Listing{Entries: map[string]*Entry{}}
-	tr := tar.NewReader(r)
 	var n int
 	var total, names int64
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
 			return l, nil
+		}
+		if errors.Is(err, ErrTooMany) {
+			return l, ErrTooMany
 		}
 		if err != nil {
 			return l, fmt.Errorf("userscope: reading the stream: %w", err)
@@ -185,19 +197,14 @@ func Read(r io.Reader, strip string, lim Limits, keep func(path string) bool) (*
 		case tar.TypeReg, tar.TypeRegA:
 			e.Kind, e.Exec = File, h.Mode&0o100 != 0
 			if keep == nil || !keep(p) {
-				// Listed by its size only: its bytes pass by — a
-				// transcript's through SHA-256, so that a rewrite of the
-				// same size is a change (Diff).
-				var sum hash.Hash
-				var w io.Writer = io.Discard
+				// Listed by its size only (its bytes are skipped), a
+				// transcript with the SHA-256 of its bytes as they pass,
+				// so that a rewrite of the same size is a change (Diff).
 				if IsTranscript(p) {
-					sum = sha256.New()
-					w = sum
-				}
-				if _, err := io.Copy(w, tr); err != nil {
-					return l, fmt.Errorf("userscope: reading %s: %w", p, err)
-				}
-				if sum != nil {
+					sum := sha256.New()
+					if _, err := io.Copy(sum, tr); err != nil {
+						return l, fmt.Errorf("userscope: reading %s: %w", p, err)
+					}
 					e.Hash = hex.EncodeToString(sum.Sum(nil))
 				}
 				continue
