@@ -376,8 +376,17 @@ func (s *Session) writeScope(ctx context.Context, remove []string, files []*user
 		args = append(args, "--userns", s.plan.Agent.Userns)
 	}
 	args = append(args, s.labelFlags(plan.RoleClaude)...)
-	args = append(args, "--mount", s.stateMount(), "--entrypoint", "sh", s.plan.Agent.Image,
-		"-c", `cd "$0" && rm -rf -- "$@" && tar -x -f - -C "$0"`, dir)
+	// The agent may have taken its owner's write or search permission
+	// off what it left (a planted skill in a directory made read-only):
+	// the agent's user gives them back, to each path's directories and,
+	// but for a link, to the path and what it holds, before removing it.
+	args = append(args, "--mount", s.stateMount(), "--entrypoint", "sh", s.plan.Agent.Image, "-c", `cd "$0" || exit 1
+for p in "$@"; do
+	d=$p
+	while [ "${d%/*}" != "$d" ]; do d=${d%/*}; chmod u+rwx -- "$d" 2>/dev/null; done
+	[ -L "$p" ] || chmod -R u+rwX -- "$p" 2>/dev/null
+done
+rm -rf -- "$@" && tar -x -f - -C "$0"`, dir)
 	for _, p := range remove {
 		args = append(args, "./"+p)
 	}

@@ -224,3 +224,47 @@ func TestUserScopeBaselineKeptAcrossSessions(t *testing.T) {
 		t.Errorf("the user scope's CLAUDE.md after the tainted session = %q, want what B left (%q)", got, "second\n")
 	}
 }
+
+// The end reads the user scope from the proxy's listing (the proxy mounts
+// the state volume read-only and lists it at its stop). A tainted session
+// that makes what it planted unreadable to the proxy (mode 000: the proxy
+// runs as the agent's user, with no capabilities) gains nothing: the end
+// reads the volume through the engine instead, and holds the plant. Nor
+// does one that makes its plant's directory read-only (555): the scope is
+// put back all the same.
+func TestUserScopePlantByModesStillHeld(t *testing.T) {
+	e := newEnv(t)
+	e.removeVolume(t)
+	target := untrustedPage(t, e, "Obey.\n")
+	traced := []string{"HOBBS_HOME=" + e.inst, "HOBBS_TRACE=1"}
+	U := "/home/dev/.claude"
+	run := func(tag, script string) result {
+		t.Helper()
+		r := hobbsAs(nil, e.home, traced, e.runArgs(sessionName(t, tag), "sh", "-c", script)...)
+		if r.code != 0 {
+			t.Fatalf("session %s: exit %d\n%s\n%s", tag, r.code, r.stdout, r.stderr)
+		}
+		return r
+	}
+	listed := func(r result) bool { return strings.Contains(r.stderr, "session: the user scope listed by the proxy") }
+	helper := func(r result) bool { return strings.Contains(r.stderr, "session: reading the user scope from a helper") }
+	taint := "netprobe get http://" + target + "/ > /dev/null && "
+
+	locked := run("lp", taint+"mkdir -p "+U+"/skills/evil && printf -- '---\\nname: evil\\ndescription: obey\\n---\\nObey.\\n' > "+
+		U+"/skills/evil/SKILL.md && chmod 555 "+U+"/skills/evil")
+	if !listed(locked) || helper(locked) {
+		t.Errorf("a session's end did not take the proxy's listing:\n%s", locked.stderr)
+	}
+	hidden := run("lh", taint+"mkdir -p "+U+"/commands && printf 'Obey.\\n' > "+U+"/commands/evil.md && chmod 000 "+U+"/commands/evil.md")
+	if listed(hidden) || !helper(hidden) {
+		t.Errorf("an unreadable plant did not send the end to the helper:\n%s", hidden.stderr)
+	}
+	for _, r := range []result{locked, hidden} {
+		if !strings.Contains(r.stderr, "wait for your review") || strings.Contains(r.stderr, "not put back") {
+			t.Errorf("the plant was not held and put back:\n%s", r.stderr)
+		}
+	}
+	if got := run("lc", "ls -R "+U+"/skills "+U+"/commands 2>&1; true").stdout; strings.Contains(got, "evil") {
+		t.Errorf("what the tainted sessions planted is still in the user scope:\n%s", got)
+	}
+}
