@@ -48,6 +48,15 @@ func (s *Session) cleanup() (cerr error) {
 	if s.has("agent") && !s.agentRemoved() {
 		agent = spawn(func() error { return s.removeAgent(ctx) })
 	}
+	if s.proxyStop == nil && s.has("proxy") && s.scopeListable() {
+		// No death event came (podman's end, or a session stopped): the
+		// proxy is asked to list the state volume once the agent is gone,
+		// and stopped after, rather than read through a helper.
+		if agent.wait() == nil {
+			s.askScope()
+		}
+		s.stopProxyEarly()
+	}
 	if s.proxyStop != nil { // already on its way (the agent died)
 		proxy = s.proxyStop
 	} else if s.has("proxy") {

@@ -241,7 +241,7 @@ func (s *Session) stateMount() string {
 // volume's lease, the end holds it exclusively from before the listing
 // until what it lists is kept (settleScope).
 func (s *Session) askScope() {
-	if s.plan.StateListing == "" || !s.userScoped() || s.scopeBefore == nil {
+	if !s.scopeListable() {
 		return
 	}
 	s.mu.Lock()
@@ -263,6 +263,12 @@ func (s *Session) askScope() {
 		return
 	}
 	s.scopeAsked = true
+}
+
+// scopeListable reports whether the session's proxy can list the state
+// volume for its end (plan.StateListing) and the end needs it.
+func (s *Session) scopeListable() bool {
+	return s.plan.StateListing != "" && s.userScoped() && s.scopeBefore != nil
 }
 
 // listedScope is the proxy's listing of the state volume, once the proxy

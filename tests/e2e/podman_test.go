@@ -64,7 +64,7 @@ func TestPodmanSession(t *testing.T) {
 		c := exec.Command(name, args...)
 		c.Dir = home
 		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C", "XDG_RUNTIME_DIR=" + run,
-			"HOBBS_HOME=" + inst, "HOBBS_DOCKER=podman"}
+			"HOBBS_HOME=" + inst, "HOBBS_DOCKER=podman", "HOBBS_TRACE=1"}
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 		if stdin != nil {
 			c.Stdin = bytes.NewReader(stdin)
@@ -142,6 +142,11 @@ func TestPodmanSession(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "403 Forbidden") {
 		t.Errorf("the proxy's default deny did not answer:\n%s\n%s", r.stdout, r.stderr)
+	}
+	// The end reads the user scope from the proxy's listing (it mounts
+	// the state volume read-only, in the agent's user namespace).
+	if !strings.Contains(r.stderr, "session: the user scope listed by the proxy") {
+		t.Errorf("the end did not take the proxy's listing of the state volume:\n%s", r.stderr)
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(ws, "from-podman"), &st); err != nil || int(st.Uid) != u.uid {
