@@ -272,8 +272,15 @@ func (s *Session) scopeListable() bool {
 }
 
 // listedScope is the proxy's listing of the state volume, once the proxy
-// has exited (stop: its stop); the files go once read.
+// has exited (stop: its stop), when this end asked for it; the files go
+// once read.
 func (s *Session) listedScope(stop *future) (*userscope.Listing, error) {
+	s.mu.Lock()
+	asked := s.scopeAsked
+	s.mu.Unlock()
+	if !asked {
+		return nil, errors.New("not asked for")
+	}
 	root := s.Instance.FS()
 	defer func() {
 		_ = root.Remove(s.plan.StateListing + egress.StateAskSuffix)
