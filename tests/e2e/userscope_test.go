@@ -247,7 +247,9 @@ func TestUserScopePlantByModesStillHeld(t *testing.T) {
 		return r
 	}
 	listed := func(r result) bool { return strings.Contains(r.stderr, "session: the user scope listed by the proxy") }
-	helper := func(r result) bool { return strings.Contains(r.stderr, "session: reading the user scope from a helper") }
+	helper := func(r result) bool {
+		return strings.Contains(r.stderr, "session: reading the user scope from a helper")
+	}
 	taint := "netprobe get http://" + target + "/ > /dev/null && "
 
 	locked := run("lp", taint+"mkdir -p "+U+"/skills/evil && printf -- '---\\nname: evil\\ndescription: obey\\n---\\nObey.\\n' > "+
