@@ -49,6 +49,12 @@ type ProxyConfig struct {
 // the state volume at its stop (ProxyConfig.StateListing).
 const StateAskSuffix = ".ask"
 
+// stateListTime is how long the listing may take: hobbs run gives the
+// proxy's stop 5 s (proxyStopTime), the drain before it ends at once once
+// the agent is gone, and a listing cut short by the engine's kill would
+// leave the end nothing to read either way.
+const stateListTime = 2 * time.Second
+
 // stateTop is the name the engine's cp gives the state directory
 // (HOME/.claude) in its stream: the proxy's listing names it the same.
 const stateTop = ".claude"
@@ -61,8 +67,9 @@ func (c *ProxyConfig) listState(logf func(string, ...any)) {
 	if _, err := os.Lstat(c.StateListing + StateAskSuffix); err != nil {
 		return
 	}
-	if err := userscope.ListTo(c.StateDir, stateTop, c.StateListing, c.Session); err != nil {
-		logf("the state volume was not listed: %v", err)
+	if err := userscope.ListTo(c.StateDir, stateTop, c.StateListing, c.Session, time.Now().Add(stateListTime)); err != nil {
+		// The agent's names reach the log quoted.
+		logf("the state volume was not listed: %q", err.Error())
 	}
 }
 

@@ -186,6 +186,10 @@ func (l *scopeLease) take(volume string) *userscope.Listing {
 // whole: a crash leaves the previous file or none, never a torn one that
 // parses, and the next start then reads the volume.
 func (l *scopeLease) keep(volume string, ls *userscope.Listing) error {
+	if err := ls.Encodable(); err != nil {
+		l.drop() // the next start reads the volume
+		return err
+	}
 	f, err := os.CreateTemp(filepath.Dir(l.listing), ".kept-*")
 	if err != nil {
 		return err

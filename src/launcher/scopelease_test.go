@@ -270,3 +270,22 @@ func planWithVolume(vol string) *plan.Plan {
 	p.Agent.Mounts = []plan.Mount{{Type: plan.MountVolume, Source: vol, Target: plan.ClaudeDir}}
 	return p
 }
+
+// A listing whose names JSON would change (not UTF-8) is not kept: the
+// next start reads the volume.
+func TestLeaseKeepsNoListingJSONWouldChange(t *testing.T) {
+	leaseHome(t)
+	l := mustLease(t, scopeKey("docker", "vol"))
+	if !mustAlone(t, l) {
+		t.Fatal("not alone")
+	}
+	if err := l.keep("vol", listingOf("CLAUDE.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.keep("vol", listingOf("skills/\xff/SKILL.md")); err == nil {
+		t.Fatal("a listing with a name that is not UTF-8 was kept")
+	}
+	if got := l.take("vol"); got != nil {
+		t.Errorf("a kept listing is left: %q", got.Paths())
+	}
+}

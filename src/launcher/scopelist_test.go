@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hobbs-agent/hobbs/src/egress"
 	"github.com/hobbs-agent/hobbs/src/userscope"
@@ -30,26 +31,44 @@ func TestProxyListingOnlyWhenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What a dead launcher of the same name left.
-	if err := userscope.ListTo(state, ".claude", listing, s.Name); err != nil {
+	if err := userscope.ListTo(state, ".claude", listing, s.Name, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(ask, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tmp := listing + userscope.TmpSuffix
+	if err := os.WriteFile(tmp, []byte("{half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A dead session's, an hour old, and a live one's, just written.
+	old := filepath.Join(filepath.Dir(listing), ".state-gone.json.tmp")
+	live := filepath.Join(filepath.Dir(listing), ".state-live.json.ask")
+	for _, f := range []string{old, live} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(old, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.prepareScope(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.lease.release() })
-	for _, f := range []string{listing, ask} {
+	for _, f := range []string{listing, ask, tmp, old} {
 		if _, err := os.Lstat(f); !os.IsNotExist(err) {
 			t.Errorf("%s is still there at the start (%v)", f, err)
 		}
+	}
+	if _, err := os.Lstat(live); err != nil {
+		t.Errorf("another live session's ask was removed: %v", err)
 	}
 	s.scopeBefore = listingOf("CLAUDE.md")
 	stopped := spawn(func() error { return nil })
 
 	// Not asked: nothing is taken, even a listing that is there.
-	if err := userscope.ListTo(state, ".claude", listing, s.Name); err != nil {
+	if err := userscope.ListTo(state, ".claude", listing, s.Name, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := s.listedScope(stopped); err == nil {
@@ -57,7 +76,7 @@ func TestProxyListingOnlyWhenAsked(t *testing.T) {
 	}
 
 	// Asked: an earlier listing goes first; the proxy's is taken.
-	if err := userscope.ListTo(state, ".claude", listing, s.Name); err != nil {
+	if err := userscope.ListTo(state, ".claude", listing, s.Name, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	s.askScope()
@@ -73,7 +92,7 @@ func TestProxyListingOnlyWhenAsked(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, "CLAUDE.md"), []byte("after\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := userscope.ListTo(state, ".claude", listing, s.Name); err != nil {
+	if err := userscope.ListTo(state, ".claude", listing, s.Name, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := s.listedScope(stopped)
@@ -90,7 +109,7 @@ func TestProxyListingOnlyWhenAsked(t *testing.T) {
 	}
 
 	// Another session's listing is refused.
-	if err := userscope.ListTo(state, ".claude", listing, "other"); err != nil {
+	if err := userscope.ListTo(state, ".claude", listing, "other", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.listedScope(stopped); err == nil {

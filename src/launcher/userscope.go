@@ -101,12 +101,12 @@ func (s *Session) prepareScope() error {
 	if s.plan.StateListing != "" {
 		// An ask a dead launcher left would have this session's proxy
 		// list the volume at a stop that came before the agent's end.
-		root := s.Instance.FS()
-		for _, f := range []string{s.plan.StateListing + egress.StateAskSuffix, s.plan.StateListing} {
-			if err := root.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		for _, f := range s.listingFiles() {
+			if err := s.Instance.FS().Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove %s: %w", f, err)
 			}
 		}
+		s.sweepListings()
 	}
 	lease, err := openLease(scopeKey(s.Engine.Bin, vol))
 	if err != nil {
@@ -178,7 +178,7 @@ func (s *Session) beginScope(ctx context.Context) error {
 		}
 	}
 	if len(written) > 0 {
-		if err := s.writeScope(ctx, remove, files); err != nil {
+		if err := s.writeScope(ctx, l, remove, files); err != nil {
 			return fmt.Errorf("write the approved user-scope changes: %w", err)
 		}
 	}
@@ -265,6 +265,33 @@ func (s *Session) askScope() {
 	s.scopeAsked = true
 }
 
+// listingFiles are the files of the proxy's listing for this session: the
+// ask, the listing and the one a killed proxy left half written.
+func (s *Session) listingFiles() []string {
+	l := s.plan.StateListing
+	return []string{l + egress.StateAskSuffix, l, l + userscope.TmpSuffix}
+}
+
+// sweepListings removes the listing files of sessions whose launcher died
+// before it read them (an hour old: a listing is read within seconds):
+// they hold the user scope's files.
+func (s *Session) sweepListings() {
+	root := s.Instance.FS()
+	dir := path.Dir(s.plan.StateListing)
+	ents, err := root.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), plan.StateListingPrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > time.Hour {
+			_ = root.Remove(path.Join(dir, e.Name()))
+		}
+	}
+}
+
 // scopeListable reports whether the session's proxy can list the state
 // volume for its end (plan.StateListing) and the end needs it.
 func (s *Session) scopeListable() bool {
@@ -283,8 +310,9 @@ func (s *Session) listedScope(stop *future) (*userscope.Listing, error) {
 	}
 	root := s.Instance.FS()
 	defer func() {
-		_ = root.Remove(s.plan.StateListing + egress.StateAskSuffix)
-		_ = root.Remove(s.plan.StateListing)
+		for _, f := range s.listingFiles() {
+			_ = root.Remove(f)
+		}
 	}()
 	if stop == nil {
 		return nil, errors.New("the proxy was not stopped")
@@ -376,10 +404,13 @@ func (s *Session) scopeResult() (*userscope.Listing, error) {
 }
 
 // writeScope removes the paths remove from the state volume and writes
-// files there, in one helper container run as the agent's user.
-func (s *Session) writeScope(ctx context.Context, remove []string, files []*userscope.Entry) error {
+// files there, in one helper container run as the agent's user. Both
+// come on its standard input (userscope.PutBack): the agent decides how
+// many paths there are and how long, which no command line could hold.
+func (s *Session) writeScope(ctx context.Context, in *userscope.Listing, remove []string, files []*userscope.Entry) error {
 	var tarball bytes.Buffer
-	if err := userscope.Write(&tarball, "", files); err != nil {
+	isLink := func(p string) bool { e := in.Entries[p]; return e != nil && e.Kind == userscope.Link }
+	if err := userscope.PutBack(&tarball, remove, isLink, files); err != nil {
 		return err
 	}
 	dir := plan.ClaudeDir
@@ -389,23 +420,23 @@ func (s *Session) writeScope(ctx context.Context, remove []string, files []*user
 		args = append(args, "--userns", s.plan.Agent.Userns)
 	}
 	args = append(args, s.labelFlags(plan.RoleClaude)...)
-	// The agent may have taken its owner's write or search permission
-	// off what it left (a planted skill in a directory made read-only):
-	// the agent's user gives them back, to each path's directories and,
-	// but for a link, to the path and what it holds, before removing it.
-	args = append(args, "--mount", s.stateMount(), "--entrypoint", "sh", s.plan.Agent.Image, "-c", `cd "$0" || exit 1
-for p in "$@"; do
-	d=$p
-	while [ "${d%/*}" != "$d" ]; do d=${d%/*}; chmod u+rwx -- "$d" 2>/dev/null; done
-	[ -L "$p" ] || chmod -R u+rwX -- "$p" 2>/dev/null
-done
-rm -rf -- "$@" && tar -x -f - -C "$0"`, dir)
-	for _, p := range remove {
-		args = append(args, "./"+p)
-	}
+	args = append(args, "--mount", s.stateMount(), "--entrypoint", "sh", s.plan.Agent.Image, "-c", putBackScript, dir)
 	_, err := s.Engine.OutputWith(ctx, nil, &tarball, args...)
 	return err
 }
+
+// putBackScript is the helper's put-back (sh -c SCRIPT DIR, the stream
+// of userscope.PutBack on its standard input), unpacked in the helper's
+// own /tmp. The agent may have taken its owner's write or search
+// permission off what it left (a planted skill in a directory made
+// read-only): the agent's user gives them back to the directories on the
+// way and to what is removed, but links, before removing it; then the
+// files go in place. A handful of processes, however many paths (xargs).
+const putBackScript = `t=$(mktemp -d) && tar -x -f - -C "$t" && cd "$0" || exit 1
+xargs -0 chmod u+rwx -- <"$t/` + userscope.PutBackDirs + `" 2>/dev/null
+xargs -0 chmod -R u+rwX -- <"$t/` + userscope.PutBackTrees + `" 2>/dev/null
+xargs -0 rm -rf -- <"$t/` + userscope.PutBackRemove + `" || exit 1
+[ ! -d "$t/` + userscope.PutBackFiles + `" ] || cp -a "$t/` + userscope.PutBackFiles + `/." .`
 
 // holdScope, at a tainted session's end, holds what it changed in the
 // user scope (after: the end's listing) and puts the scope back.
@@ -458,7 +489,7 @@ func (s *Session) holdScope(ctx context.Context, after *userscope.Listing) (hold
 	}
 	if len(remove) > 0 {
 		s.scopeRestored = true
-		if err := s.writeScope(ctx, remove, restore); err != nil {
+		if err := s.writeScope(ctx, after, remove, restore); err != nil {
 			problems = append(problems, fmt.Sprintf("the Claude Code user scope on volume %s was not put back: %v", s.claudeVolume(), err))
 		}
 	}

@@ -317,6 +317,9 @@ const (
 	// StateListDir is where the proxy mounts the state volume read-only
 	// (Plan.StateListing).
 	StateListDir = "/run/hobbs-state"
+	// StateListingPrefix begins the name of each session's listing files
+	// in the egress logs' directory (Plan.StateListing).
+	StateListingPrefix = ".state-"
 )
 
 // claudeStateTmpfs are the options of a run's own Claude Code directory:
@@ -645,7 +648,7 @@ func (p *Plan) proxy(h Host) Container {
 		// The state volume read-only, listed into a host-only file (the
 		// egress logs' directory) once the agent has ended: the
 		// launcher's reading of the user scope at the session's end.
-		p.StateListing = instance.EgressLogsRel + "/.state-" + p.Session + ".json"
+		p.StateListing = instance.EgressLogsRel + "/" + StateListingPrefix + p.Session + ".json"
 		c.Mounts = append(c.Mounts, p.claudeVolume(true, StateListDir))
 		c.Command = append(c.Command, "--state-dir", StateListDir, "--state-listing", InstanceDir+"/"+p.StateListing)
 	}

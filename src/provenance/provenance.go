@@ -1036,10 +1036,12 @@ func (s *Store) restore(st *state, p string, base fileState) error {
 }
 
 // removeEmptyParents removes the directories a held new file leaves empty
-// below its share (a new skill's directory).
+// below its share (a new skill's directory): each is removed only when
+// empty (rmdir refuses one that is not), without listing it — a
+// session may hold thousands of files from one directory.
 func (s *Store) removeEmptyParents(p string) {
 	for d := path.Dir(p); strings.Contains(d, "/"); d = path.Dir(d) {
-		if ents, err := s.Root.ReadDir(d); err != nil || len(ents) > 0 || s.Root.Remove(d) != nil {
+		if s.Root.Remove(d) != nil {
 			return
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"syscall"
+	"time"
 )
 
 // List lists the directory dir as Read lists the engine's cp stream of it
@@ -32,7 +32,7 @@ func List(dir, top string, lim Limits, keep func(path string) bool) (*Listing, e
 		return nil, err
 	}
 	defer root.Close()
-	src := &dirSource{root: root, top: top, lim: lim, stack: []string{"."}, links: map[[2]uint64]string{}}
+	src := &dirSource{root: root, top: top, lim: lim, stack: []string{"."}, links: map[[2]uint64]string{}, deadline: lim.Deadline}
 	defer src.closeFile()
 	return read(src, top, lim, keep)
 }
@@ -45,16 +45,22 @@ type dirSource struct {
 	lim    Limits
 	stack  []string // paths still to list, the next on top
 	queued int      // names taken from directories in all
-	links  map[[2]uint64]string
-	cur    string   // the current entry's path when it is a regular file
-	size   int64    // its size
-	f      *os.File // opened on its first Read
-	left   int64
+	names  int64    // and the bytes of their paths
+	// deadline: past it, Next and Read fail with ErrTooSlow.
+	deadline time.Time
+	links    map[[2]uint64]string
+	cur      string   // the current entry's path when it is a regular file
+	size     int64    // its size
+	f        *os.File // opened on its first Read
+	left     int64
 }
 
 // Next lists the next path: its header, a directory's entries queued.
 func (d *dirSource) Next() (*tar.Header, error) {
 	d.closeFile()
+	if d.late() {
+		return nil, ErrTooSlow
+	}
 	for len(d.stack) > 0 {
 		p := d.stack[len(d.stack)-1]
 		d.stack = d.stack[:len(d.stack)-1]
@@ -63,24 +69,24 @@ func (d *dirSource) Next() (*tar.Header, error) {
 			return nil, err
 		}
 		h := &tar.Header{Name: path.Join(d.top, p), Mode: int64(fi.Mode().Perm()), ModTime: fi.ModTime()}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 && !fi.IsDir() {
+			// An inode with more than one name: the engine's stream
+			// gives it once and its other names as hard links.
+			key := [2]uint64{uint64(st.Dev), uint64(st.Ino)}
+			if first, ok := d.links[key]; ok {
+				h.Typeflag, h.Linkname = tar.TypeLink, path.Join(d.top, first)
+				return h, nil
+			}
+			d.links[key] = p
+		}
 		switch m := fi.Mode(); {
 		case m.IsDir():
 			h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
-			if err := d.queue(p); err != nil {
+			if err := d.queue(p, fi); err != nil {
 				return nil, err
 			}
 		case m.IsRegular():
 			h.Typeflag, h.Size = tar.TypeReg, fi.Size()
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-				// A file linked more than once: the engine's stream
-				// gives it once and its other names as hard links.
-				key := [2]uint64{uint64(st.Dev), uint64(st.Ino)}
-				if first, ok := d.links[key]; ok {
-					h.Typeflag, h.Size, h.Linkname = tar.TypeLink, 0, path.Join(d.top, first)
-					return h, nil
-				}
-				d.links[key] = p
-			}
 			d.cur, d.size, d.left = p, h.Size, h.Size
 		case m&fs.ModeSymlink != 0:
 			if h.Linkname, err = d.root.Readlink(p); err != nil {
@@ -103,23 +109,31 @@ func (d *dirSource) Next() (*tar.Header, error) {
 	return nil, io.EOF
 }
 
+func (d *dirSource) late() bool { return !d.deadline.IsZero() && time.Now().After(d.deadline) }
+
 // queue puts the entries of directory p on the stack, the first name on
-// top, and stops past the caps (a directory of millions of names is not
-// held in memory to be refused later).
-func (d *dirSource) queue(p string) error {
-	f, err := d.root.Open(p)
+// top, and stops past the caps on entries and on the bytes of their paths
+// (a directory of millions of names, or of names deep down long paths, is
+// not held in memory to be refused later).
+func (d *dirSource) queue(p string, was fs.FileInfo) error {
+	// The directory Lstat saw, not a link or a FIFO put in its place.
+	f, err := d.root.OpenFile(p, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, was) {
+		return fmt.Errorf("userscope: %q changed while it was listed", p)
+	}
 	var names []string
 	for {
 		ents, err := f.ReadDir(1024)
 		for _, e := range ents {
 			names = append(names, e.Name())
+			d.names += int64(len(p) + 1 + len(e.Name()))
 		}
 		d.queued += len(ents)
-		if d.queued > d.lim.Entries {
+		if d.queued > d.lim.Entries || d.names > d.lim.Names {
 			return ErrTooMany
 		}
 		if err == io.EOF || len(ents) == 0 {
@@ -146,6 +160,9 @@ func (d *dirSource) Read(b []byte) (int, error) {
 	if d.cur == "" || d.left == 0 {
 		return 0, io.EOF
 	}
+	if d.late() {
+		return 0, ErrTooSlow
+	}
 	if d.f == nil {
 		f, err := d.root.OpenFile(d.cur, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 		if err != nil {
@@ -153,7 +170,7 @@ func (d *dirSource) Read(b []byte) (int, error) {
 		}
 		fi, err := f.Stat()
 		if err == nil && (!fi.Mode().IsRegular() || fi.Size() != d.size) {
-			err = fmt.Errorf("userscope: %s changed while it was listed", d.cur)
+			err = fmt.Errorf("userscope: %q changed while it was listed", d.cur)
 		}
 		if err != nil {
 			f.Close()
@@ -167,7 +184,7 @@ func (d *dirSource) Read(b []byte) (int, error) {
 	n, err := d.f.Read(b)
 	d.left -= int64(n)
 	if err == io.EOF && d.left > 0 {
-		err = fmt.Errorf("userscope: %s: %w", d.cur, io.ErrUnexpectedEOF)
+		err = fmt.Errorf("userscope: %q: %w", d.cur, io.ErrUnexpectedEOF)
 	}
 	if err == io.EOF {
 		err = nil
@@ -197,31 +214,47 @@ const ListedFormat = 1
 // the content caps of DefaultLimits, in base64, with the listing around it.
 const MaxListed = 256 << 20
 
-// ListTo lists dir (List, its entries under top, DefaultLimits, keeping
-// the user scope's content: InScope) into file, for session: written
-// whole or not at all (a temporary file renamed into place).
-func ListTo(dir, top, file, session string) error {
-	l, err := List(dir, top, DefaultLimits, InScope)
+// ListLimits are List's caps where the proxy lists the state volume
+// (ListTo): what it keeps is encoded whole in its memory (512 MiB), so a
+// scope over these is left to the engine's way (Read, DefaultLimits).
+var ListLimits = Limits{Entries: DefaultLimits.Entries, File: DefaultLimits.File, Total: 32 << 20, Names: 16 << 20}
+
+// ListTo lists dir (List, its entries under top, ListLimits until
+// deadline, keeping the user scope's content: InScope) into file, for
+// session. The file is written whole or not at all: written as file+
+// ".tmp" and renamed, a listing that is not Encodable not written (the
+// caller removes a .tmp a killed ListTo left).
+func ListTo(dir, top, file, session string, deadline time.Time) error {
+	lim := ListLimits
+	lim.Deadline = deadline
+	l, err := List(dir, top, lim, InScope)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	if err := l.Encodable(); err != nil {
+		return err
+	}
+	tmp := file + TmpSuffix
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	err = json.NewEncoder(tmp).Encode(Listed{Format: ListedFormat, Session: session, Listing: l})
+	defer os.Remove(tmp)
+	err = json.NewEncoder(f).Encode(Listed{Format: ListedFormat, Session: session, Listing: l})
 	if err == nil {
-		err = tmp.Sync()
+		err = f.Sync()
 	}
-	if cerr := tmp.Close(); err == nil {
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), file)
+	return os.Rename(tmp, file)
 }
+
+// TmpSuffix ends the name of the file ListTo writes before it renames it.
+const TmpSuffix = ".tmp"
 
 // LoadListed reads a file ListTo wrote for session (r at most MaxListed
 // bytes).

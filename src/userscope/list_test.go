@@ -1,7 +1,10 @@
 package userscope
 
 import (
+	"archive/tar"
 	"bytes"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -49,6 +52,7 @@ func stateDir(t *testing.T) (parent, dir string) {
 	}
 	must(os.WriteFile(filepath.Join(dir, "skills/x/run.sh"), []byte("#!/bin/sh\n"), 0o700))
 	must(os.Symlink("/etc/passwd", filepath.Join(dir, "skills/evil.md")))
+	must(os.Link(filepath.Join(dir, "skills/evil.md"), filepath.Join(dir, "skills/evil2.md"))) // the link itself, twice
 	must(os.Symlink(outside, filepath.Join(dir, "agents")))
 	must(syscall.Mkfifo(filepath.Join(dir, "commands/fifo.md"), 0o600))
 	must(os.Link(filepath.Join(dir, "CLAUDE.md"), filepath.Join(dir, "rules")))
@@ -102,7 +106,7 @@ func TestListMatchesTheEnginesStream(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", p, g, w)
 		}
 	}
-	for p, kind := range map[string]Kind{"skills/evil.md": Link, "agents": Link, "commands/fifo.md": Odd, "rules": Odd, "skills/x/huge.md": Odd, "skills/x/run.sh": File} {
+	for p, kind := range map[string]Kind{"skills/evil.md": Link, "agents": Link, "commands/fifo.md": Odd, "rules": Odd, "skills/x/huge.md": Odd, "skills/x/run.sh": File, "skills/evil2.md": Odd} {
 		if e := got.Entries[p]; e == nil || e.Kind != kind {
 			t.Errorf("%s = %+v, want kind %d", p, e, kind)
 		}
@@ -141,7 +145,7 @@ func TestListCapsEntries(t *testing.T) {
 func TestListToRoundTrips(t *testing.T) {
 	_, dir := stateDir(t)
 	out := filepath.Join(t.TempDir(), "listing.json")
-	if err := ListTo(dir, ".claude", out, "s1"); err != nil {
+	if err := ListTo(dir, ".claude", out, "s1", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	want, err := List(dir, ".claude", DefaultLimits, InScope)
@@ -172,5 +176,144 @@ func TestListToRoundTrips(t *testing.T) {
 		if _, err := LoadListed(strings.NewReader(bad), "s1"); err == nil {
 			t.Errorf("%s was taken", bad)
 		}
+	}
+}
+
+// A name that is not UTF-8 would not come back from JSON as it went in
+// (encoding/json writes U+FFFD, and "\xff" and "\ufffd" would be one
+// name): ListTo writes no listing of it, so the end reads the volume
+// the engine's way, and Encodable refuses it for a kept listing too.
+func TestListToRefusesNamesJSONWouldChange(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "skills", "\xff"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "skills", "\xff", "SKILL.md"), []byte("obey\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "listing.json")
+	if err := ListTo(dir, ".claude", out, "s1", time.Time{}); err == nil {
+		t.Fatal("a listing with a name that is not UTF-8 was written")
+	}
+	if _, err := os.Lstat(out); !os.IsNotExist(err) {
+		t.Errorf("the listing file is there: %v", err)
+	}
+	l, err := List(dir, ".claude", DefaultLimits, InScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Entries["skills/\xff/SKILL.md"] == nil {
+		t.Fatalf("the name was not listed as it is: %q", l.Paths())
+	}
+	if l.Encodable() == nil {
+		t.Error("Encodable took a name that is not UTF-8")
+	}
+	link := &Listing{Entries: map[string]*Entry{"skills/l": {Path: "skills/l", Kind: Link, Target: "/x\xfe"}}}
+	if link.Encodable() == nil {
+		t.Error("Encodable took a link target that is not UTF-8")
+	}
+}
+
+// A backslash is an ordinary character of a name: a skill planted under
+// one is listed, and is a change.
+func TestBackslashNameIsAChange(t *testing.T) {
+	dir := t.TempDir()
+	before, err := List(dir, ".claude", DefaultLimits, InScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, `skills\evil`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, `skills\evil`, "SKILL.md"), []byte("obey\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "skills", `a\b`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "skills", `a\b`, "SKILL.md"), []byte("obey\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	after, err := List(dir, ".claude", DefaultLimits, InScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Problems) > 0 {
+		t.Errorf("problems: %q", after.Problems)
+	}
+	var changed []string
+	for _, c := range Diff(before, after, InScope) {
+		changed = append(changed, c.Path)
+	}
+	if !strings.Contains(strings.Join(changed, " "), `skills/a\b/SKILL.md`) {
+		t.Errorf("changes %q lack the planted skills/a\\b/SKILL.md", changed)
+	}
+}
+
+// List gives up past its deadline, and counts the bytes of the paths it
+// queues against Names before it holds them.
+func TestListDeadlineAndNames(t *testing.T) {
+	_, dir := stateDir(t)
+	lim := DefaultLimits
+	lim.Deadline = time.Now().Add(-time.Second)
+	if _, err := List(dir, ".claude", lim, InScope); err != ErrTooSlow {
+		t.Errorf("past its deadline List = %v, want ErrTooSlow", err)
+	}
+	deep := t.TempDir()
+	p := deep
+	for range 8 {
+		p = filepath.Join(p, strings.Repeat("d", 200))
+	}
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := os.WriteFile(filepath.Join(p, fmt.Sprint(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lim = DefaultLimits
+	lim.Names = 10000 // under the 20 paths of 1,600 bytes at the bottom
+	if _, err := List(deep, ".claude", lim, InScope); err != ErrTooMany {
+		t.Errorf("List = %v, want ErrTooMany", err)
+	}
+}
+
+// PutBack's lists: the tops of what is removed (not what is under one),
+// the directories on their way, parents first, and the tops but links.
+func TestPutBackLists(t *testing.T) {
+	var b bytes.Buffer
+	remove := []string{"skills/evil/SKILL.md", "skills/evil", "skills/ln", "commands/a/b.md", "CLAUDE.md"}
+	isLink := func(p string) bool { return p == "skills/ln" }
+	files := []*Entry{{Path: "CLAUDE.md", Kind: File, Data: []byte("x\n"), Size: 2}}
+	if err := PutBack(&b, remove, isLink, files); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	tr := tar.NewReader(&b)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		got[h.Name] = strings.ReplaceAll(string(data), "\x00", "|")
+	}
+	want := map[string]string{
+		PutBackRemove:               "./CLAUDE.md|./commands/a/b.md|./skills/evil|./skills/ln|",
+		PutBackDirs:                 "./commands|./commands/a|./skills|",
+		PutBackTrees:                "./CLAUDE.md|./commands/a/b.md|./skills/evil|",
+		PutBackFiles + "/CLAUDE.md": "x\n",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if err := PutBack(&b, []string{"a\x00b"}, isLink, nil); err == nil {
+		t.Error("a path with a NUL was taken")
 	}
 }

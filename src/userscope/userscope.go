@@ -25,6 +25,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // Kind is what an entry of a listing is.
@@ -78,6 +80,9 @@ type Limits struct {
 	// (each may be up to a MiB long in a tar stream); past it Read stops
 	// with ErrTooMany.
 	Names int64
+	// Deadline, when set, is when List gives up (ErrTooSlow): a volume
+	// it cannot list in time is read the engine's way.
+	Deadline time.Time
 }
 
 // DefaultLimits suit a user scope: instructions, settings, skills and
@@ -90,7 +95,25 @@ var (
 	ErrTooMany = errors.New("userscope: too many entries (or names too long)")
 	// ErrTooBig: the stream's files add up to more than Limits.Total.
 	ErrTooBig = errors.New("userscope: more content than the cap")
+	// ErrTooSlow: List passed Limits.Deadline.
+	ErrTooSlow = errors.New("userscope: not listed in the time given")
 )
+
+// Encodable reports whether l comes back unchanged from its JSON form
+// (a kept listing, the proxy's): every path and link target valid UTF-8
+// (encoding/json writes anything else as U+FFFD, and two names would
+// then be one), and no name it could not place.
+func (l *Listing) Encodable() error {
+	if len(l.Problems) > 0 {
+		return fmt.Errorf("userscope: names that could not be placed: %s", l.Problems[0])
+	}
+	for p, e := range l.Entries {
+		if !utf8.ValidString(p) || !utf8.ValidString(e.Target) {
+			return fmt.Errorf("userscope: %q: a name or link target that is not UTF-8", p)
+		}
+	}
+	return nil
+}
 
 // Listing is what Read found.
 type Listing struct {
@@ -112,14 +135,15 @@ func (l *Listing) Paths() []string {
 
 // Clean makes name (an entry's name in a tar stream) a path relative to
 // the stream's top with the leading strip element removed ("" keeps it).
-// It refuses absolute names, names with a ".." element, a NUL or a
-// backslash, and names outside strip.
+// It refuses absolute names, names with a ".." element or a NUL, and
+// names outside strip. A backslash is an ordinary character of a name (a
+// skill's directory may have one): refused, its entry would be no change.
 func Clean(name, strip string) (string, error) {
 	switch {
 	case name == "":
 		return "", errors.New("an empty name")
-	case strings.ContainsAny(name, "\x00\\"):
-		return "", fmt.Errorf("%q: a name with a NUL or a backslash", name)
+	case strings.ContainsRune(name, 0):
+		return "", fmt.Errorf("%q: a name with a NUL", name)
 	case strings.HasPrefix(name, "/"):
 		return "", fmt.Errorf("%q: an absolute name", name)
 	}
@@ -166,8 +190,8 @@ func read(tr source, strip string, lim Limits, keep func(path string) bool) (*Li
 		if err == io.EOF {
 			return l, nil
 		}
-		if errors.Is(err, ErrTooMany) {
-			return l, ErrTooMany
+		if err == ErrTooMany || err == ErrTooSlow { // a dirSource's caps
+			return l, err
 		}
 		if err != nil {
 			return l, fmt.Errorf("userscope: reading the stream: %w", err)
@@ -369,6 +393,81 @@ func loadedState(data []byte) ([]byte, bool) {
 // refuses an entry whose path Clean would not give back unchanged.
 func Write(w io.Writer, top string, es []*Entry) error {
 	tw := tar.NewWriter(w)
+	if err := writeEntries(tw, top, es); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// PutBack writes to w the one stream a put-back reads (its command line
+// would cap how many paths it can name): each list of paths as a member
+// of its own, every path "./"-prefixed and ended by a NUL, then es under
+// PutBackFiles (Write's form). From remove (relative paths; isLink says
+// which are symbolic links) it lists:
+//
+//   - PutBackRemove: the paths to remove, but those under another;
+//   - PutBackDirs: every directory on the way to them, each before what it
+//     holds, to be given back its owner's permissions (the agent may have
+//     made one read-only, or unreadable);
+//   - PutBackTrees: the paths to remove but links, to be given back their
+//     owner's permissions with all they hold, so that they can be removed.
+func PutBack(w io.Writer, remove []string, isLink func(string) bool, es []*Entry) error {
+	sorted := append([]string(nil), remove...)
+	sort.Strings(sorted)
+	var tops, trees []string
+	dirs := map[string]bool{}
+	for _, p := range sorted {
+		if strings.ContainsRune(p, 0) || p == "" {
+			return fmt.Errorf("userscope: %q: not a path to remove", p)
+		}
+		if len(tops) > 0 && strings.HasPrefix(p, tops[len(tops)-1]+"/") {
+			continue // removed with the one above it
+		}
+		tops = append(tops, p)
+		if !isLink(p) {
+			trees = append(trees, p)
+		}
+		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	dl := make([]string, 0, len(dirs))
+	for d := range dirs {
+		dl = append(dl, d)
+	}
+	sort.Strings(dl) // a directory sorts before what it holds
+	tw := tar.NewWriter(w)
+	for _, m := range []struct {
+		name  string
+		paths []string
+	}{{PutBackRemove, tops}, {PutBackDirs, dl}, {PutBackTrees, trees}} {
+		var list bytes.Buffer
+		for _, p := range m.paths {
+			list.WriteString("./" + p)
+			list.WriteByte(0)
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: m.name, Mode: 0o600, Size: int64(list.Len())}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(list.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := writeEntries(tw, PutBackFiles, es); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// The members of PutBack's stream.
+const (
+	PutBackRemove = "remove"
+	PutBackDirs   = "dirs"
+	PutBackTrees  = "trees"
+	PutBackFiles  = "files"
+)
+
+func writeEntries(tw *tar.Writer, top string, es []*Entry) error {
 	sorted := append([]*Entry(nil), es...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 	dirs := map[string]bool{}
@@ -425,7 +524,7 @@ func Write(w io.Writer, top string, es []*Entry) error {
 			return fmt.Errorf("userscope: %s: %s is never written", e.Path, e.Why)
 		}
 	}
-	return tw.Close()
+	return nil
 }
 
 // Scope are the paths of the user scope (relative to CLAUDE_CONFIG_DIR)

@@ -102,7 +102,7 @@ func TestReadMarksLinksFIFOsAndDevicesOdd(t *testing.T) {
 }
 
 // Names that are absolute, climb out or sit outside the listed directory
-// are problems, never entries.
+// are problems, never entries; a backslash is an ordinary character.
 func TestReadRefusesTraversalAndAbsoluteNames(t *testing.T) {
 	b := stream(t,
 		ent{name: "../x", typ: tar.TypeReg, data: "x"},
@@ -117,10 +117,10 @@ func TestReadRefusesTraversalAndAbsoluteNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(l.Paths(), " "); got != "ok.md" {
+	if got := strings.Join(l.Paths(), " "); got != "a\\b ok.md" {
 		t.Fatalf("paths: %q", got)
 	}
-	if len(l.Problems) != 6 {
+	if len(l.Problems) != 5 {
 		t.Fatalf("problems: %q", l.Problems)
 	}
 }
